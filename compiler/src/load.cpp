@@ -1,0 +1,365 @@
+// load.cpp: URDF -> Model (see load.hpp).
+//
+// Two readers cooperate: tinyxml2 checks the XML and the tree structure first, so that every
+// structural error names its line; urdfdom then reads the values, and its messages are captured
+// rather than printed. The model is built by a depth-first walk in document order.
+#include "load.hpp"
+
+#include <cmath>
+#include <mutex>
+#include <set>
+
+#include <Eigen/Eigenvalues>
+#include <console_bridge/console.h>
+#include <fmt/format.h>
+#include <tinyxml2.h>
+#include <urdf_parser/urdf_parser.h>
+
+#include "diagnostics.hpp"
+#include "io.hpp"
+
+namespace nelu {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Structural pre-pass (tinyxml2)
+
+struct XmlJoint {
+    std::string name, type, parent, child;
+    int line = 0;
+};
+
+struct XmlTree {
+    std::vector<std::string> links;  // document order
+    std::vector<XmlJoint> joints;    // document order
+    std::map<std::string, int> link_line, joint_line;
+    std::string root;
+};
+
+/// Attribute `name` of `e`, or an InputError naming the element.
+std::string required_attribute(const tinyxml2::XMLElement* e, const char* name, const std::string& src) {
+    const char* v = e->Attribute(name);
+    if (!v || !*v)
+        throw InputError(fmt::format("{}<{}> has no '{}' attribute", location(src, e->GetLineNum()),
+                                     e->Name(), name));
+    return v;
+}
+
+/// The `link` attribute of the child element `tag` (<parent>, <child>) of joint `j`.
+std::string joint_link(const tinyxml2::XMLElement* j, const char* tag, const std::string& jname,
+                       const std::string& src) {
+    const tinyxml2::XMLElement* e = j->FirstChildElement(tag);
+    if (!e)
+        throw InputError(fmt::format("{}joint '{}' has no <{}> element", location(src, j->GetLineNum()),
+                                     jname, tag));
+    const char* v = e->Attribute("link");
+    if (!v || !*v)
+        throw InputError(fmt::format("{}joint '{}': <{}> has no 'link' attribute",
+                                     location(src, e->GetLineNum()), jname, tag));
+    return v;
+}
+
+/// Links and joints with their lines; duplicate names and dangling references are errors.
+XmlTree scan_xml(const std::string& xml, const std::string& src) {
+    tinyxml2::XMLDocument doc;
+    if (doc.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS)
+        throw InputError(fmt::format("{}malformed XML: {}", location(src, doc.ErrorLineNum()),
+                                     doc.ErrorStr() ? doc.ErrorStr() : "parse error"));
+    const tinyxml2::XMLElement* robot = doc.RootElement();
+    if (!robot || std::string(robot->Name()) != "robot")
+        throw InputError(fmt::format("{}the root element is not <robot>",
+                                     location(src, robot ? robot->GetLineNum() : 0)));
+    XmlTree t;
+    for (auto* e = robot->FirstChildElement("link"); e; e = e->NextSiblingElement("link")) {
+        std::string name = required_attribute(e, "name", src);
+        if (!t.link_line.emplace(name, e->GetLineNum()).second)
+            throw InputError(fmt::format("{}link '{}' is defined twice (first at line {})",
+                                         location(src, e->GetLineNum()), name, t.link_line[name]));
+        t.links.push_back(name);
+    }
+    if (t.links.empty()) throw InputError(fmt::format("{}the robot has no <link>", location(src, robot->GetLineNum())));
+    for (auto* e = robot->FirstChildElement("joint"); e; e = e->NextSiblingElement("joint")) {
+        XmlJoint j;
+        j.name = required_attribute(e, "name", src);
+        j.type = required_attribute(e, "type", src);
+        j.line = e->GetLineNum();
+        j.parent = joint_link(e, "parent", j.name, src);
+        j.child = joint_link(e, "child", j.name, src);
+        if (!t.joint_line.emplace(j.name, j.line).second)
+            throw InputError(fmt::format("{}joint '{}' is defined twice (first at line {})",
+                                         location(src, j.line), j.name, t.joint_line[j.name]));
+        for (const std::string* l : {&j.parent, &j.child})
+            if (!t.link_line.count(*l))
+                throw InputError(fmt::format("{}joint '{}': {} link '{}' is not defined", location(src, j.line),
+                                             j.name, l == &j.parent ? "parent" : "child", *l));
+        t.joints.push_back(j);
+    }
+    return t;
+}
+
+/// One root, one parent joint per link, no cycles; sets t.root.
+void check_tree(XmlTree& t, const std::string& src) {
+    std::map<std::string, const XmlJoint*> parent_joint;
+    for (const XmlJoint& j : t.joints) {
+        auto [it, fresh] = parent_joint.emplace(j.child, &j);
+        if (!fresh)
+            throw InputError(fmt::format("{}link '{}' has two parent joints: '{}' (line {}) and '{}'",
+                                         location(src, j.line), j.child, it->second->name,
+                                         it->second->line, j.name));
+    }
+    std::vector<std::string> roots;
+    for (const std::string& l : t.links)
+        if (!parent_joint.count(l)) roots.push_back(l);
+    if (roots.size() > 1) {
+        std::string list;
+        for (const std::string& r : roots) list += fmt::format("{}'{}' (line {})", list.empty() ? "" : ", ", r, t.link_line[r]);
+        throw InputError(fmt::format("{}several root links (links without a parent joint): {}; a robot is one tree",
+                                     location(src, 0), list));
+    }
+    // With one parent per link, a link not reachable from the root lies on a cycle.
+    std::set<std::string> reached;
+    if (!roots.empty()) {
+        std::vector<std::string> stack{roots[0]};
+        while (!stack.empty()) {
+            std::string l = stack.back();
+            stack.pop_back();
+            reached.insert(l);
+            for (const XmlJoint& j : t.joints)
+                if (j.parent == l && !reached.count(j.child)) stack.push_back(j.child);
+        }
+    }
+    for (const XmlJoint& j : t.joints)
+        if (!reached.count(j.child))
+            throw InputError(fmt::format("{}joint '{}' closes a kinematic loop (link '{}' is on a cycle{})",
+                                         location(src, j.line), j.name, j.child,
+                                         roots.empty() ? ", and no link is a root" : ""));
+    t.root = roots[0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// urdfdom with captured messages
+
+class CaptureOutput : public console_bridge::OutputHandler {
+  public:
+    std::string text;
+    void log(const std::string& msg, console_bridge::LogLevel level, const char*, int) override {
+        if (level >= console_bridge::CONSOLE_BRIDGE_LOG_ERROR) text += (text.empty() ? "" : "; ") + msg;
+    }
+};
+
+urdf::ModelInterfaceSharedPtr parse_with_urdfdom(const std::string& xml, const std::string& src) {
+    static std::mutex mutex;  // console_bridge's output handler is process-wide
+    std::lock_guard<std::mutex> lock(mutex);
+    CaptureOutput capture;
+    console_bridge::useOutputHandler(&capture);
+    urdf::ModelInterfaceSharedPtr m;
+    try {
+        m = urdf::parseURDF(xml);
+    } catch (const std::exception& e) {
+        capture.text += (capture.text.empty() ? "" : "; ") + std::string(e.what());
+        m.reset();
+    }
+    console_bridge::restorePreviousOutputHandler();
+    if (!m)
+        throw InputError(fmt::format("{}invalid URDF: {}", location(src, 0),
+                                     capture.text.empty() ? "urdfdom rejected the model" : capture.text));
+    return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+bool finite3(double a, double b, double c) { return std::isfinite(a) && std::isfinite(b) && std::isfinite(c); }
+
+/// The Pluecker transform from the parent frame to the frame at `pose` (URDF origin: the pose of
+/// the new frame in the parent frame).
+Xform<double> pose_to_xform(const urdf::Pose& p) {
+    Mat3<double> R = quat_to_rotation(p.rotation.x, p.rotation.y, p.rotation.z, p.rotation.w);
+    return {transpose(R), {{p.position.x, p.position.y, p.position.z}}};
+}
+
+bool finite_pose(const urdf::Pose& p) {
+    return finite3(p.position.x, p.position.y, p.position.z) &&
+           finite3(p.rotation.x, p.rotation.y, p.rotation.z) && std::isfinite(p.rotation.w);
+}
+
+struct Context {
+    const std::string& src;
+    LoadResult& out;
+    int link_line(const std::string& l) const { auto it = out.link_line.find(l); return it == out.link_line.end() ? 0 : it->second; }
+    int joint_line(const std::string& j) const { auto it = out.joint_line.find(j); return it == out.joint_line.end() ? 0 : it->second; }
+    void warn(int line, const std::string& msg) const { out.warnings.push_back(location(src, line) + msg); }
+};
+
+/// Spatial inertia of a link in its own frame; errors and warnings name the link.
+Inertia<double> link_inertia(const urdf::Link& link, const Context& cx) {
+    Inertia<double> zero{0, zero3<double>(), zero_mat3<double>()};
+    if (!link.inertial) return zero;
+    const urdf::Inertial& in = *link.inertial;
+    const int line = cx.link_line(link.name);
+    const std::string where = location(cx.src, line) + "link '" + link.name + "': ";
+    if (!std::isfinite(in.mass) || !finite3(in.ixx, in.ixy, in.ixz) || !finite3(in.iyy, in.iyz, in.izz) ||
+        !finite_pose(in.origin))
+        throw InputError(where + "non-finite inertial value");
+    if (in.mass < 0) throw InputError(where + fmt::format("negative mass {}", in.mass));
+    Eigen::Matrix3d Iin;
+    Iin << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
+    Eigen::Vector3d lam = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(Iin, Eigen::EigenvaluesOnly).eigenvalues();
+    const double tol = 1e-6 * std::max(std::abs(lam(0)), std::abs(lam(2))) + 1e-12;
+    if (lam(0) < -tol)
+        throw InputError(where + fmt::format("inertia tensor has a negative principal moment {:.6g} "
+                                             "(principal moments {:.6g}, {:.6g}, {:.6g})", lam(0), lam(0), lam(1), lam(2)));
+    if (lam(0) < 0)
+        cx.warn(line, fmt::format("link '{}': inertia has a rounding-level negative principal moment {:.3g}; "
+                                  "loaded as is", link.name, lam(0)));
+    if (lam(0) + lam(1) < lam(2) - tol)
+        cx.warn(line, fmt::format("link '{}': principal moments {:.6g}, {:.6g}, {:.6g} violate the triangle "
+                                  "inequality (no rigid body has them); loaded as is", link.name, lam(0), lam(1), lam(2)));
+    Mat3<double> R = quat_to_rotation(in.origin.rotation.x, in.origin.rotation.y, in.origin.rotation.z,
+                                      in.origin.rotation.w);
+    Mat3<double> Ii{{{in.ixx, in.ixy, in.ixz}, {in.ixy, in.iyy, in.iyz}, {in.ixz, in.iyz, in.izz}}};
+    Mat3<double> Ic = R * Ii * transpose(R);
+    Vec3<double> c{{in.origin.position.x, in.origin.position.y, in.origin.position.z}};
+    return inertia_from_com(in.mass, c, Ic);
+}
+
+/// Joint type and unit axis of a movable joint; errors name the joint.
+void read_joint(const urdf::Joint& j, Body& b, const Context& cx) {
+    const int line = cx.joint_line(j.name);
+    const std::string where = location(cx.src, line) + "joint '" + j.name + "': ";
+    switch (j.type) {
+        case urdf::Joint::REVOLUTE: b.type = JointType::Revolute; break;
+        case urdf::Joint::CONTINUOUS: b.type = JointType::Revolute, b.continuous = true; break;
+        case urdf::Joint::PRISMATIC: b.type = JointType::Prismatic; break;
+        case urdf::Joint::FLOATING: b.type = JointType::Floating; break;
+        case urdf::Joint::FIXED: b.type = JointType::Fixed; break;
+        case urdf::Joint::PLANAR: throw InputError(where + "planar joints are not supported yet");
+        default: throw InputError(where + "unknown joint type");
+    }
+    if (!finite_pose(j.parent_to_joint_origin_transform)) throw InputError(where + "non-finite <origin>");
+    if (b.type == JointType::Revolute || b.type == JointType::Prismatic) {
+        const urdf::Vector3& a = j.axis;
+        if (!finite3(a.x, a.y, a.z)) throw InputError(where + "non-finite <axis>");
+        double n = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+        if (n < 1e-12) throw InputError(where + "<axis> is zero");
+        if (std::abs(n - 1) > 1e-6) cx.warn(line, fmt::format("joint '{}': axis has norm {:.6g}; normalized", j.name, n));
+        b.axis = {{a.x / n, a.y / n, a.z / n}};
+        if (j.limits && !b.continuous) {
+            b.has_limits = true, b.lower = j.limits->lower, b.upper = j.limits->upper;
+            if (!std::isfinite(b.lower) || !std::isfinite(b.upper) || b.lower > b.upper)
+                throw InputError(where + fmt::format("invalid limits [{}, {}]", b.lower, b.upper));
+        }
+    }
+    if (j.mimic) {
+        cx.out.mimic_joints.push_back(j.name);
+        cx.warn(line, fmt::format("joint '{}' mimics '{}': treated as an independent joint", j.name,
+                                  j.mimic->joint_name));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tree walk
+
+struct Pending {
+    std::string link;
+    LinkFrame frame;
+};
+
+/// Body for the root link: the world (fixed base) or body 0 on a 6-DoF joint.
+LinkFrame add_root(const urdf::ModelInterface& um, const std::string& root, bool floating, const Context& cx) {
+    if (!floating) return {-1, identity_xform<double>()};
+    Body b;
+    b.name = root, b.joint_name = "root_joint", b.type = JointType::Floating, b.parent = -1;
+    b.I = link_inertia(*um.getLink(root), cx);
+    cx.out.model.bodies.push_back(b);
+    return {0, identity_xform<double>()};
+}
+
+/// Attach link `child` across joint `j` to the body of `parent`: a new body, or merged.
+LinkFrame attach(const urdf::ModelInterface& um, const urdf::Joint& j, const LinkFrame& parent,
+                 const std::set<std::string>& keep_fixed, const Context& cx) {
+    Model& m = cx.out.model;
+    Body b;
+    read_joint(j, b, cx);
+    Inertia<double> I = link_inertia(*um.getLink(j.child_link_name), cx);
+    Xform<double> X = compose(pose_to_xform(j.parent_to_joint_origin_transform), parent.X_link_body);
+    if (b.type == JointType::Fixed && !keep_fixed.count(j.name)) {
+        if (parent.body >= 0) m.bodies[parent.body].I = m.bodies[parent.body].I + transform_to_parent(X, I);
+        cx.out.merged.push_back({j.name, j.child_link_name,
+                                 parent.body >= 0 ? m.bodies[parent.body].name : std::string("world")});
+        return {parent.body, X};
+    }
+    b.name = j.child_link_name, b.joint_name = j.name, b.parent = parent.body, b.X_tree = X, b.I = I;
+    m.bodies.push_back(b);
+    return {m.num_bodies() - 1, identity_xform<double>()};
+}
+
+void build_model(const urdf::ModelInterface& um, const XmlTree& t, const LoadOptions& opt, const Context& cx) {
+    std::set<std::string> keep(opt.keep_fixed.begin(), opt.keep_fixed.end());
+    for (const std::string& k : keep) {
+        auto j = um.getJoint(k);
+        if (!j) throw InputError(location(cx.src, 0) + "--keep-fixed: no joint named '" + k + "'");
+        if (j->type != urdf::Joint::FIXED)
+            throw InputError(location(cx.src, cx.joint_line(k)) + "joint '" + k + "' is not fixed; only fixed joints can be kept");
+    }
+    std::map<std::string, std::vector<const XmlJoint*>> children;
+    for (const XmlJoint& j : t.joints) children[j.parent].push_back(&j);
+    std::vector<Pending> stack{{t.root, add_root(um, t.root, opt.floating_base, cx)}};
+    while (!stack.empty()) {  // depth first, children in document order
+        Pending p = stack.back();
+        stack.pop_back();
+        cx.out.links[p.link] = p.frame;
+        const auto& ch = children[p.link];
+        std::vector<Pending> next;
+        for (const XmlJoint* xj : ch) next.push_back({xj->child, attach(um, *um.getJoint(xj->name), p.frame, keep, cx)});
+        // bodies were appended in document order, but the walk must be depth first: renumber below
+        for (auto it = next.rbegin(); it != next.rend(); ++it) stack.push_back(*it);
+    }
+}
+
+/// Renumber bodies depth first (parent < child, subtrees contiguous), keeping sibling order.
+void renumber_depth_first(LoadResult& r) {
+    Model& m = r.model;
+    const int nb = m.num_bodies();
+    std::vector<std::vector<int>> kids(nb + 1);
+    for (int i = 0; i < nb; ++i) kids[m.bodies[i].parent + 1].push_back(i);
+    std::vector<int> order, stack{-1};
+    while (!stack.empty()) {
+        int i = stack.back();
+        stack.pop_back();
+        if (i >= 0) order.push_back(i);
+        for (auto it = kids[i + 1].rbegin(); it != kids[i + 1].rend(); ++it) stack.push_back(*it);
+    }
+    std::vector<int> new_index(nb);
+    for (int k = 0; k < nb; ++k) new_index[order[k]] = k;
+    std::vector<Body> bodies(nb);
+    for (int k = 0; k < nb; ++k) {
+        bodies[k] = m.bodies[order[k]];
+        if (bodies[k].parent >= 0) bodies[k].parent = new_index[bodies[k].parent];
+    }
+    m.bodies = bodies;
+    for (auto& [name, f] : r.links)
+        if (f.body >= 0) f.body = new_index[f.body];
+}
+
+}  // namespace
+
+LoadResult load_urdf_string(const std::string& xml, const std::string& source, const LoadOptions& options) {
+    XmlTree t = scan_xml(xml, source);
+    check_tree(t, source);
+    urdf::ModelInterfaceSharedPtr um = parse_with_urdfdom(xml, source);
+    LoadResult r;
+    r.source = source, r.root_link = t.root, r.link_line = t.link_line, r.joint_line = t.joint_line;
+    r.model.name = um->getName();
+    Context cx{source, r};
+    build_model(*um, t, options, cx);
+    renumber_depth_first(r);
+    r.model.assign_indices();
+    return r;
+}
+
+LoadResult load_urdf_file(const std::string& path, const LoadOptions& options) {
+    return load_urdf_string(read_file(path), path, options);
+}
+
+}  // namespace nelu

@@ -1,0 +1,72 @@
+// nelu/state.hpp: random and special states of a model, for verification.
+//
+// Deterministic across platforms: std::mt19937_64 with our own uniform mapping (the standard
+// distributions are implementation-defined).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "nelu/model.hpp"
+
+namespace nelu {
+
+/// Uniform in [lo, hi).
+inline double uniform(std::mt19937_64& rng, double lo, double hi) {
+    return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+/// A full dynamic state: positions, velocities, accelerations, torques, external wrenches.
+struct State {
+    std::vector<double> q, qd, qdd, tau;
+    std::vector<SVec<double>> fext;  ///< per body, body coordinates at the body origin
+};
+
+/// Positions: revolute in [-pi, pi] (within limits when the joint has them), prismatic within limits
+/// or [-0.5, 0.5], floating: position in [-1, 1]^3 and a uniformly random unit quaternion.
+inline std::vector<double> random_configuration(const Model& m, std::mt19937_64& rng) {
+    std::vector<double> q(m.nq, 0.0);
+    for (const Body& b : m.bodies) {
+        double* qi = q.data() + b.q_index;
+        switch (b.type) {
+            case JointType::Revolute:
+            case JointType::Prismatic: {
+                double lo = b.type == JointType::Revolute ? -M_PI : -0.5, hi = -lo;
+                if (b.has_limits) lo = b.lower, hi = b.upper;
+                qi[0] = uniform(rng, lo, hi);
+                break;
+            }
+            case JointType::Floating: {
+                for (int k = 0; k < 3; ++k) qi[k] = uniform(rng, -1, 1);
+                double n2 = 0;  // uniform on S^3 by rejection from the unit ball
+                do {
+                    n2 = 0;
+                    for (int k = 3; k < 7; ++k) qi[k] = uniform(rng, -1, 1), n2 += qi[k] * qi[k];
+                } while (n2 > 1 || n2 < 1e-6);
+                for (int k = 3; k < 7; ++k) qi[k] /= std::sqrt(n2);
+                break;
+            }
+            case JointType::Fixed: break;
+        }
+    }
+    return q;
+}
+
+/// A random state: q as random_configuration, qd, qdd, tau in [-scale, scale], fext in [-1, 1]
+/// (zero when `with_fext` is false).
+inline State random_state(const Model& m, std::mt19937_64& rng, bool with_fext = true, double scale = 1.0) {
+    State s;
+    s.q = random_configuration(m, rng);
+    s.qd.resize(m.nv), s.qdd.resize(m.nv), s.tau.resize(m.nv);
+    for (int i = 0; i < m.nv; ++i)
+        s.qd[i] = uniform(rng, -scale, scale), s.qdd[i] = uniform(rng, -scale, scale),
+        s.tau[i] = uniform(rng, -scale, scale);
+    s.fext.resize(m.num_bodies());
+    for (auto& f : s.fext)
+        for (int k = 0; k < 6; ++k) f[k] = with_fext ? uniform(rng, -1, 1) : 0.0;
+    return s;
+}
+
+}  // namespace nelu

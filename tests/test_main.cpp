@@ -1,0 +1,3 @@
+// test_main.cpp: the doctest runner shared by every suite.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
