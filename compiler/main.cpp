@@ -12,6 +12,7 @@
 #include "load.hpp"
 #include "model_check.hpp"
 #include "model_summary.hpp"
+#include "pipeline.hpp"
 #include "ref_ops.hpp"
 #include "robot_gen.hpp"
 #include "version.hpp"
@@ -53,6 +54,46 @@ int run_robot_gen(const GenArgs& a) {
     if (a.output == "-") std::cout << urdf;
     else nelu::write_file_atomic(a.output, urdf);
     return nelu::kExitOk;
+}
+
+struct CompileArgs {
+    nelu::CompileOptions o;
+    std::string out_dir = ".";
+};
+
+/// One-line summary of a compiled solver, printed by compile and analyze.
+void print_summary(const nelu::CompileResult& r) {
+    const nelu::Factorization& f = r.order.best;
+    std::cout << fmt::format("{}: {} unknowns, nnz(D) {}, structural rank {}, BTF blocks {}{}\n", r.name, r.system.n(),
+                             f.nnz_D, r.analysis.structural_rank, r.analysis.blocks, r.analysis.triangular ? " (triangularizable)" : "");
+    for (const auto& c : r.order.candidates)
+        std::cout << (c.ok ? fmt::format("  candidate {:<10} ops {:>9} fill {}\n", c.name, c.ops.total(), c.fill)
+                           : fmt::format("  candidate {:<10} rejected: {}\n", c.name, c.why));
+    std::cout << fmt::format("  ordering {}: nnz(L) {}, nnz(U) {}, fill {}; ops mul {}, add {}, div {}, sqrt {}, sincos {} (total {})\n",
+                             f.ordering, f.nnz_L, f.nnz_U, f.fill(), f.ops.mul, f.ops.add, f.ops.div, f.ops.sqrt, f.ops.sincos, f.ops.total());
+    if (r.order.validation.checked_pivots > 0)
+        std::cout << fmt::format("  pivots: {} non-constant, validated over {} configurations; worst min/max |pivot| {:.3g}\n",
+                                 r.order.validation.checked_pivots, r.order.validation.configurations, r.order.validation.worst_ratio);
+    if (r.verify.states > 0)
+        std::cout << fmt::format("  verified against the reference on {} states: max relative error {:.2e}{}\n", r.verify.states,
+                                 r.verify.max_rel_error, r.verify.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.verify.max_backward_error) : std::string());
+}
+
+int run_compile(const CompileArgs& a, bool write) {
+    nelu::CompileResult r = nelu::compile(a.o, &std::cout);
+    if (a.o.dump.empty()) print_summary(r);
+    if (write) nelu::write_outputs(r, a.out_dir);
+    return nelu::kExitOk;
+}
+
+void add_problem_options(CLI::App* cmd, CompileArgs& a) {
+    cmd->add_option("urdf", a.o.urdf, "URDF file")->required();
+    cmd->add_option("--problem", a.o.problem, "id, fd, hybrid, or a YAML problem spec")->required();
+    cmd->add_flag("--floating-base", a.o.floating_base, "Attach the root link to the world by a 6-DoF joint");
+    cmd->add_option("--dump", a.o.dump, "Print the output of a pass: load, problem, system, analyze, order, emit")
+        ->check(CLI::IsMember({"load", "problem", "system", "analyze", "order", "schedule", "ir", "emit"}));
+    cmd->add_option("--verify", a.o.verify_states, "Random states on which the interpreter checks the program (plus special ones)");
+    cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
 }
 
 struct ReportArgs {
@@ -108,6 +149,17 @@ int main(int argc, char** argv) {
     gen->add_option("--name", ga.name, "Robot name");
     gen->add_option("-o,--output", ga.output, "Output URDF file ('-' for standard output)")->required();
 
+    CompileArgs ca;
+    CLI::App* compile = app.add_subcommand("compile", "Compile a robot and a problem into an unrolled C++ solver");
+    add_problem_options(compile, ca);
+    compile->add_option("--name", ca.o.name, "C name of the solver (default ROBOT_PROBLEM)");
+    compile->add_option("-o,--output", ca.out_dir, "Output directory");
+    compile->add_option("--scalar", ca.o.scalar, "double, float or both")->check(CLI::IsMember({"double", "float", "both"}));
+
+    CompileArgs aa;
+    CLI::App* analyze = app.add_subcommand("analyze", "Well-posedness, pattern and op counts; writes nothing");
+    add_problem_options(analyze, aa);
+
     ReportArgs ra;
     CLI::App* report = app.add_subcommand("report", "Operation-count tables");
     report->add_option("urdf", ra.urdfs, "URDF files whose reference algorithms to count");
@@ -122,6 +174,8 @@ int main(int argc, char** argv) {
     }
     try {
         if (*model) return run_model(ma);
+        if (*compile) return run_compile(ca, true);
+        if (*analyze) return run_compile(aa, false);
         if (*gen) return run_robot_gen(ga);
         if (*report) {
             if (ra.urdfs.empty() && ra.chains.empty()) ra.chains = {7, 30, 100};

@@ -6,6 +6,7 @@
 #include "load.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -147,7 +148,24 @@ class CaptureOutput : public console_bridge::OutputHandler {
     }
 };
 
-urdf::ModelInterfaceSharedPtr parse_with_urdfdom(const std::string& xml, const std::string& src) {
+/// Line of the first link or joint a urdfdom message names ("Link [x]", "joint [x]"), or 0.
+int urdfdom_line(const std::string& msg, const XmlTree& t) {
+    std::size_t best = std::string::npos;
+    int line = 0;
+    for (const char* key : {"Link [", "link [", "Joint [", "joint ["}) {
+        const auto& lines = key[0] == 'L' || key[0] == 'l' ? t.link_line : t.joint_line;
+        for (std::size_t p = msg.find(key); p != std::string::npos && p < best; p = msg.find(key, p + 1)) {
+            std::size_t b = p + std::strlen(key), e = msg.find(']', b);
+            auto it = e == std::string::npos ? lines.end() : lines.find(msg.substr(b, e - b));
+            if (it != lines.end()) best = p, line = it->second;
+        }
+    }
+    return line;
+}
+
+/// urdfdom's model; any error it logs is an InputError (urdfdom 3.0 logs some errors, such as a
+/// mass "nan", and still returns a model with the value left at 0).
+urdf::ModelInterfaceSharedPtr parse_with_urdfdom(const std::string& xml, const std::string& src, const XmlTree& t) {
     static std::mutex mutex;  // console_bridge's output handler is process-wide
     std::lock_guard<std::mutex> lock(mutex);
     CaptureOutput capture;
@@ -160,10 +178,31 @@ urdf::ModelInterfaceSharedPtr parse_with_urdfdom(const std::string& xml, const s
         m.reset();
     }
     console_bridge::restorePreviousOutputHandler();
-    if (!m)
-        throw InputError(fmt::format("{}invalid URDF: {}", location(src, 0),
+    if (!m || !capture.text.empty())
+        throw InputError(fmt::format("{}invalid URDF: {}", location(src, urdfdom_line(capture.text, t)),
                                      capture.text.empty() ? "urdfdom rejected the model" : capture.text));
     return m;
+}
+
+/// urdfdom reads the XML with its own parser (TinyXML 1 on Debian), which decodes some text
+/// differently from tinyxml2 (an unknown entity such as "a&b" loses its '&'). The model is walked
+/// over the pre-pass tree and its values looked up in urdfdom's model by name, so both must see the
+/// same links and joints with the same parent and child.
+void check_same_tree(const urdf::ModelInterface& um, const XmlTree& t, const std::string& src) {
+    auto disagree = [&](int line, const std::string& what) {
+        return InputError(fmt::format("{}{} is read differently by the XML parsers (tinyxml2 and urdfdom); "
+                                      "avoid entity references and unusual characters in names",
+                                      location(src, line), what));
+    };
+    for (const std::string& l : t.links)
+        if (!um.getLink(l)) throw disagree(t.link_line.at(l), "link '" + l + "'");
+    for (const XmlJoint& xj : t.joints) {
+        auto j = um.getJoint(xj.name);
+        if (!j || j->parent_link_name != xj.parent || j->child_link_name != xj.child)
+            throw disagree(xj.line, "joint '" + xj.name + "'");
+    }
+    if (um.links_.size() != t.links.size() || um.joints_.size() != t.joints.size())
+        throw disagree(0, "the set of links and joints");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -347,7 +386,8 @@ void renumber_depth_first(LoadResult& r) {
 LoadResult load_urdf_string(const std::string& xml, const std::string& source, const LoadOptions& options) {
     XmlTree t = scan_xml(xml, source);
     check_tree(t, source);
-    urdf::ModelInterfaceSharedPtr um = parse_with_urdfdom(xml, source);
+    urdf::ModelInterfaceSharedPtr um = parse_with_urdfdom(xml, source, t);
+    check_same_tree(*um, t, source);
     LoadResult r;
     r.source = source, r.root_link = t.root, r.link_line = t.link_line, r.joint_line = t.joint_line;
     r.model.name = um->getName();

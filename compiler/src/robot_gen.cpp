@@ -1,10 +1,12 @@
-// robot_gen.cpp: random URDF robots; the topology and distributions are documented in robot_gen.hpp.
+// robot_gen.cpp: random URDF robots; topology and distributions are documented in robot_gen.hpp.
 //
 // Determinism: the only randomness source is std::mt19937_64 (its output sequence is fixed by the
 // standard); uniform reals are derived from it by hand, never through the implementation-defined
-// std::*_distribution, and every number is printed with fmt's exact "{:.17g}". Directions and
-// rotations are sampled by rejection with +, *, / and sqrt only (correctly rounded in IEEE 754);
-// the one library transcendental is the asin of a uniformly random rotation's pitch.
+// std::*_distribution; all arithmetic is +, -, *, / and sqrt (correctly rounded in IEEE 754, no
+// libm transcendentals) with multiply-add contraction switched off below, since fused and unfused
+// multiply-adds round differently (GCC contracts by default on FMA targets); every number is
+// printed with fmt's exact "{:.17g}". Flags that override the pragmas (clang -ffp-contract=fast,
+// -ffast-math) void the guarantee; the golden test in tests/test_robot_gen.cpp detects it.
 #include "robot_gen.hpp"
 
 #include <cmath>
@@ -16,6 +18,14 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#elif defined(_MSC_VER)
+#pragma fp_contract(off)
+#endif
 
 namespace nelu {
 namespace {
@@ -145,11 +155,24 @@ void random_rotation(Rng& rng, Rot& r) {
     r[2][0] = 2 * (x * z - w * y), r[2][1] = 2 * (y * z + w * x), r[2][2] = 1 - 2 * (x * x + y * y);
 }
 
+/// asin(s) for s in [-1, 1] to a few ulp from +, -, *, / and sqrt only: the same on every platform.
+double portable_asin(double s) {
+    // asin(s) = 2 atan(t) with t = s / (1 + sqrt(1 - s^2)), |t| <= 1; two halvings
+    // atan(t) = 2 atan(t / (1 + sqrt(1 + t^2))) bring |t| <= tan(pi/16) < 0.2, where the atan
+    // series t - t^3/3 + t^5/5 - ... is below 1e-19 relative after 13 terms (Horner form).
+    double t = s / (1 + std::sqrt((1 - s) * (1 + s)));
+    for (int halving = 0; halving < 2; ++halving) t = t / (1 + std::sqrt(1 + t * t));
+    const double t2 = t * t;
+    double sum = 0;
+    for (int k = 12; k >= 0; --k) sum = 1.0 / (2 * k + 1) - t2 * sum;
+    return 8 * t * sum;
+}
+
 /// URDF roll-pitch-yaw of a uniformly random rotation: for R = Rz(yaw) Ry(pitch) Rx(roll) the
 /// Haar measure is cos(pitch) droll dpitch dyaw, so pitch = asin(uniform in [-1, 1]).
 Vec random_rpy(Rng& rng) {
     const double roll = rng.uniform(-kPi, kPi);
-    const double pitch = std::asin(rng.uniform(-1, 1));
+    const double pitch = portable_asin(rng.uniform(-1, 1));
     const double yaw = rng.uniform(-kPi, kPi);
     return {roll, pitch, yaw};
 }
@@ -204,7 +227,8 @@ void write_link(std::string& out, int i, const LinkSpec& l) {
                    "    <inertial>\n"
                    "      <origin xyz=\"{}\" rpy=\"0 0 0\"/>\n"
                    "      <mass value=\"{}\"/>\n"
-                   "      <inertia ixx=\"{}\" ixy=\"{}\" ixz=\"{}\" iyy=\"{}\" iyz=\"{}\" izz=\"{}\"/>\n"
+                   "      <inertia ixx=\"{}\" ixy=\"{}\" ixz=\"{}\""
+                   " iyy=\"{}\" iyz=\"{}\" izz=\"{}\"/>\n"
                    "    </inertial>\n"
                    "  </link>\n",
                    i, triple(l.com), num(l.mass), num(t.xx), num(t.xy), num(t.xz), num(t.yy),
@@ -233,7 +257,8 @@ std::string generate_robot_urdf(const RobotGenOptions& opt) {
     const bool dh = opt.transforms == RobotGenOptions::Transforms::Dh;
     std::vector<double> len(static_cast<std::size_t>(opt.links) + 1, 0.0);
     std::string out = provenance_comment(opt);
-    out += fmt::format("<robot name=\"{}\">\n  <link name=\"base\"/>\n", xml_escape(robot_name(opt)));
+    out += fmt::format("<robot name=\"{}\">\n", xml_escape(robot_name(opt)));
+    out += "  <link name=\"base\"/>\n";
     for (int i = 1; i <= opt.links; ++i) {
         const int parent = parent_of(opt, i);
         JointSpec j;

@@ -35,7 +35,7 @@ namespace nelu {
 struct RobotGenOptions {
     enum class Shape { Chain, Tree } shape = Shape::Chain;
     int links = 7;          ///< number of moving bodies, in [1, 100000]
-    int branching = 2;      ///< tree: children per body, like autoTree's bf (>= 1); chains ignore it
+    int branching = 2;      ///< tree: children per body, autoTree's bf (>= 1); chains ignore it
     enum class Transforms { General, Dh } transforms = Transforms::General;
     std::uint64_t seed = 1;
     std::string name;       ///< robot name; empty: "chain<N>_s<seed>" / "tree<N>_b<B>_s<seed>"

@@ -110,22 +110,20 @@ template <class S> struct Kinematics {
     std::vector<SVec<S>> c;         ///< v_i x (S_i qd_i), body coordinates
 };
 
-/// Kinematics of every body at (q, qd); qd may be null (velocities then zero).
-template <class S> Kinematics<S> forward_kinematics(const Model& m, const S* q, const S* qd) {
+/// Kinematics of every body at (q, qd); qd may be null (velocities then zero). X_world is filled
+/// only when `with_world` is true.
+template <class S>
+Kinematics<S> forward_kinematics(const Model& m, const S* q, const S* qd, bool with_world = true) {
     const int nb = m.num_bodies();
     Kinematics<S> k;
-    k.X_up.resize(nb), k.X_world.resize(nb), k.v.resize(nb), k.c.resize(nb);
+    k.X_up.resize(nb), k.v.resize(nb), k.c.resize(nb);
+    if (with_world) k.X_world.resize(nb);
     for (int i = 0; i < nb; ++i) {
         const Body& b = m.bodies[i];
         k.X_up[i] = parent_to_body(b, q);
         SVec<S> vj = qd ? joint_motion(b, qd + b.v_index) : zero6<S>();
-        if (b.parent < 0) {
-            k.X_world[i] = k.X_up[i];
-            k.v[i] = vj;
-        } else {
-            k.X_world[i] = compose(k.X_up[i], k.X_world[b.parent]);
-            k.v[i] = apply(k.X_up[i], k.v[b.parent]) + vj;
-        }
+        if (with_world) k.X_world[i] = b.parent < 0 ? k.X_up[i] : compose(k.X_up[i], k.X_world[b.parent]);
+        k.v[i] = b.parent < 0 ? vj : apply(k.X_up[i], k.v[b.parent]) + vj;
         k.c[i] = cross_motion(k.v[i], vj);
     }
     return k;
@@ -136,7 +134,7 @@ template <class S> Kinematics<S> forward_kinematics(const Model& m, const S* q, 
 template <class S>
 void rnea(const Model& m, const S* q, const S* qd, const S* qdd, const SVec<S>* fext, S* tau) {
     const int nb = m.num_bodies();
-    Kinematics<S> k = forward_kinematics(m, q, qd);
+    Kinematics<S> k = forward_kinematics(m, q, qd, /*with_world=*/false);
     std::vector<SVec<S>> a(nb), f(nb);
     const SVec<S> a0 = -cast<S>(m.gravity);
     for (int i = 0; i < nb; ++i) {  // a_i = X_up a_parent + S qdd + c;  f_i = I a + v x* I v - f^x
@@ -205,7 +203,7 @@ template <class S>
 void aba(const Model& m, const S* q, const S* qd, const S* tau, const SVec<S>* fext, S* qdd,
          AbaPivots<S>* pivots = nullptr) {
     const int nb = m.num_bodies();
-    Kinematics<S> k = forward_kinematics(m, q, qd);
+    Kinematics<S> k = forward_kinematics(m, q, qd, /*with_world=*/false);
     std::vector<Mat6<S>> IA(nb);
     std::vector<SVec<S>> pA(nb), a(nb);
     std::vector<std::vector<SVec<S>>> U(nb);  // U_i = IA_i S_i, one column per DoF

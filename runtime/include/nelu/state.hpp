@@ -54,6 +54,26 @@ inline std::vector<double> random_configuration(const Model& m, std::mt19937_64&
     return q;
 }
 
+/// Special configurations: every joint at 0, +pi/2, -pi/2, pi (revolute; prismatic at 0), and
+/// every joint at its lower and at its upper limit (joints without limits at random values).
+/// Floating joints get random poses.
+inline std::vector<std::vector<double>> special_configurations(const Model& m, std::mt19937_64& rng) {
+    std::vector<std::vector<double>> qs;
+    for (double angle : {0.0, M_PI / 2, -M_PI / 2, M_PI}) {
+        std::vector<double> q = random_configuration(m, rng);
+        for (const Body& b : m.bodies)
+            if (b.nq() == 1) q[b.q_index] = b.type == JointType::Revolute ? angle : 0.0;
+        qs.push_back(q);
+    }
+    for (int side = 0; side < 2; ++side) {
+        std::vector<double> q = random_configuration(m, rng);
+        for (const Body& b : m.bodies)
+            if (b.nq() == 1 && b.has_limits) q[b.q_index] = side ? b.upper : b.lower;
+        qs.push_back(q);
+    }
+    return qs;
+}
+
 /// A random state: q as random_configuration, qd, qdd, tau in [-scale, scale], fext in [-1, 1]
 /// (zero when `with_fext` is false).
 inline State random_state(const Model& m, std::mt19937_64& rng, bool with_fext = true, double scale = 1.0) {

@@ -1,0 +1,46 @@
+// analyze.hpp: the `analyze` pass. Is D(q) d + b = 0 well posed, and what is its structure?
+//
+// Structural rank by maximum transversal (btf_maxtrans), block triangular form (btf_order): D can
+// be permuted to triangular with a nonzero diagonal exactly when every block is 1x1. When the
+// structural rank is short, the under-determined part (columns reachable from an unmatched column
+// by alternating paths, the Dulmage-Mendelsohn horizontal block) names the quantities that are not
+// determined, and the over-determined part the equations in conflict. A numeric check factors D
+// at random and special configurations with UMFPACK.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nelu/model.hpp"
+#include "system.hpp"
+
+namespace nelu {
+
+/// Compressed-column pattern (and optionally values) of a system's D.
+struct Csc {
+    int n = 0;
+    std::vector<int> p, i;  ///< column pointers, row indices
+    std::vector<double> x;  ///< values, when evaluated
+};
+
+/// Pattern of D (values left empty).
+Csc pattern_of(const System& sys);
+/// D evaluated at (q, qd) (the inputs `in` do not enter D).
+Csc values_of(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
+
+struct Analysis {
+    int n = 0;
+    long nnz = 0;
+    int structural_rank = 0;
+    int blocks = 0;         ///< BTF blocks
+    int largest_block = 0;
+    bool triangular = false;  ///< permutable to triangular with a nonzero diagonal
+    std::vector<int> btf_P, btf_Q, btf_R;  ///< btf_order's permutations and block boundaries
+    int numeric_configs = 0;  ///< configurations at which D was factored numerically
+    double min_rcond = 0;     ///< smallest UMFPACK reciprocal condition estimate seen
+};
+
+/// Analyze `sys`; throws IllPosedError naming the undetermined quantities when D is singular.
+Analysis run_analyze(const Model& model, const System& sys);
+
+}  // namespace nelu

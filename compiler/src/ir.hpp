@@ -1,0 +1,88 @@
+// ir.hpp: the scalar SSA program every generated solver is made of.
+//
+// A Program is a list of nodes in topological order (operands precede their users). Nodes are
+// hash-consed, so building the same expression twice yields the same node (common-subexpression
+// elimination by construction), and folded as they are built: constants are evaluated, and the
+// identities x+0, x*1, x*0, x-x, -(-x), x*(-1) and the absorption of negations into additions and
+// products are applied, so that structural zeros and +-1 never cost an operation. Dead code is
+// removed at the end from the outputs (live_nodes), and the operation count is exact.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace nelu::ir {
+
+enum class Op : std::uint8_t { Const, Input, Add, Sub, Mul, Div, Neg, Sin, Cos, Sqrt };
+
+/// Where an input node reads from: q[index], qd[index] or in[index].
+enum class Source : std::uint8_t { Q, Qd, In };
+
+struct Node {
+    Op op = Op::Const;
+    int a = -1, b = -1;    ///< operands (node ids)
+    double value = 0;      ///< Const
+    Source source = Source::Q;  ///< Input
+    int index = 0;              ///< Input
+};
+
+using Id = int;
+
+struct OpCount {
+    long mul = 0, add = 0, div = 0, sqrt = 0, sincos = 0, neg = 0;
+    long total() const { return mul + add + div + sqrt; }
+    OpCount& operator+=(const OpCount& o) {
+        mul += o.mul, add += o.add, div += o.div, sqrt += o.sqrt, sincos += o.sincos, neg += o.neg;
+        return *this;
+    }
+};
+
+class Program {
+  public:
+    Program();
+
+    Id constant(double v);
+    Id input(Source s, int index);
+    Id add(Id a, Id b);
+    Id sub(Id a, Id b);
+    Id mul(Id a, Id b);
+    Id div(Id a, Id b);
+    Id neg(Id a);
+    Id sin(Id a);
+    Id cos(Id a);
+    Id sqrt(Id a);
+    /// sum_k a_k * b_k, folded.
+    Id dot(const std::vector<Id>& a, const std::vector<Id>& b);
+
+    Id zero() const { return zero_; }
+    Id one() const { return one_; }
+    bool is_const(Id x) const { return nodes_[x].op == Op::Const; }
+    bool is_zero(Id x) const { return x == zero_; }
+    /// Value of a constant node (is_const must hold).
+    double value(Id x) const { return nodes_[x].value; }
+    const Node& node(Id x) const { return nodes_[x]; }
+    int size() const { return static_cast<int>(nodes_.size()); }
+
+    /// Nodes needed by `roots`, as a mask over all nodes.
+    std::vector<bool> live_nodes(const std::vector<Id>& roots) const;
+    /// Exact operation count of the live nodes (sincos: distinct angles with a sin or cos).
+    OpCount count(const std::vector<bool>& live) const;
+    /// Evaluate every node in double for the given inputs.
+    std::vector<double> evaluate(const double* q, const double* qd, const double* in) const;
+    /// Evaluate only the live nodes (others are left 0).
+    std::vector<double> evaluate(const double* q, const double* qd, const double* in,
+                                 const std::vector<bool>& live) const;
+
+  private:
+    Id make(Op op, Id a, Id b);
+    std::vector<Node> nodes_;
+    std::map<std::tuple<int, int, int>, Id> cse_;  // (op, a, b) -> node
+    std::map<double, Id> constants_;
+    std::map<std::pair<int, int>, Id> inputs_;
+    Id zero_ = -1, one_ = -1;
+};
+
+}  // namespace nelu::ir

@@ -1,0 +1,113 @@
+// pipeline.cpp: see pipeline.hpp.
+#include "pipeline.hpp"
+
+#include <filesystem>
+#include <ostream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "diagnostics.hpp"
+#include "io.hpp"
+#include "model_check.hpp"
+#include "model_summary.hpp"
+
+namespace nelu {
+namespace {
+
+std::string dump_system(const System& s) {
+    std::string out = fmt::format("system: {} unknowns, {} equations, nnz(D) {}\n", s.n(), s.rows.size(), s.nnz());
+    for (int r = 0; r < static_cast<int>(s.rows.size()); ++r) {
+        out += fmt::format("  row {:>5} {:<28}", r, s.rows[r].label);
+        for (const auto& [c, v] : s.entries[r]) out += fmt::format(" {}", s.cols[c].label);
+        out += "\n";
+    }
+    return out;
+}
+
+std::string dump_order(const OrderResult& o) {
+    std::string out = "candidates:\n";
+    for (const auto& c : o.candidates)
+        out += c.ok ? fmt::format("  {:<10} ops {:>8} (mul {}, add {}, div {}), fill {}\n", c.name, c.ops.total(), c.ops.mul, c.ops.add, c.ops.div, c.fill)
+                    : fmt::format("  {:<10} rejected: {}\n", c.name, c.why);
+    out += fmt::format("winner: {}\npivot validation: {} non-constant pivots over {} configurations, worst min/max |pivot| {:.3g} at {}\n",
+                       o.best.ordering, o.validation.checked_pivots, o.validation.configurations, o.validation.worst_ratio,
+                       o.validation.worst_pivot.empty() ? "-" : o.validation.worst_pivot);
+    return out;
+}
+
+std::string dump_analysis(const Analysis& a) {
+    return fmt::format("analysis: n {}, nnz(D) {}, structural rank {}, BTF blocks {} (largest {}), triangularizable {}, "
+                       "numeric check at {} configurations, min rcond {:.3g}\n",
+                       a.n, a.nnz, a.structural_rank, a.blocks, a.largest_block, a.triangular ? "yes" : "no", a.numeric_configs, a.min_rcond);
+}
+
+/// Joints whose acceleration is sought but around which no inertia moves.
+void check_forward_dynamics(const Model& m, const Problem& p) {
+    for (const std::string& j : singular_fd_joints(m))
+        for (int i = 0; i < m.num_bodies(); ++i)
+            if (m.bodies[i].joint_name == j && p.joint[i] == JointKnown::Tau)
+                throw IllPosedError(fmt::format("ill-posed: the acceleration of joint '{}' is sought, but no mass or inertia "
+                                                "moves with it (its subtree has none): forward dynamics is singular there", j));
+}
+
+}  // namespace
+
+CompileResult compile(const CompileOptions& o, std::ostream* dump) {
+    CompileResult r;
+    auto want = [&](const char* pass) { return dump && o.dump == pass; };
+    ProblemInput pin{o.problem, o.floating_base};
+    r.load = load_urdf_file(o.urdf, {spec_requests_floating_base(pin), {}});
+    pin.floating_base = spec_requests_floating_base(pin);
+    if (want("load")) *dump << format_model_summary(r.load, singular_fd_joints(r.load.model));
+    r.problem = run_problem(pin, r.load.model);
+    if (want("problem")) {
+        *dump << fmt::format("problem: {}\n", r.problem.kind);
+        for (int i = 0; i < r.load.model.num_bodies(); ++i)
+            *dump << fmt::format("  {:<24} {} known; f^x {}\n", r.load.model.bodies[i].joint_name,
+                                 r.problem.joint[i] == JointKnown::Qdd ? "qdd" : "tau", r.problem.wrench[i] == WrenchMode::Input ? "input" : "zero");
+    }
+    check_forward_dynamics(r.load.model, r.problem);
+    if (o.progress) std::fprintf(stderr, "nelu: system: building the equations of %d bodies\n", r.load.model.num_bodies());
+    r.system = run_system(r.load.model, r.problem);
+    if (want("system")) *dump << dump_system(r.system);
+    if (o.progress) std::fprintf(stderr, "nelu: analyze: %d unknowns\n", r.system.n());
+    r.analysis = run_analyze(r.load.model, r.system);
+    if (want("analyze")) *dump << dump_analysis(r.analysis);
+    r.order = run_order(r.load.model, r.system, r.analysis, {o.validation_configs, o.progress});
+    if (want("order") || want("schedule")) *dump << dump_order(r.order);
+    if (o.verify_states >= 0) {
+        if (o.progress) std::fprintf(stderr, "nelu: verify: interpreting the program on %d random states\n", o.verify_states);
+        r.verify = run_verify(r.load.model, r.problem, r.system, r.order.best, o.verify_states);
+        if (!(r.verify.decisive() <= 1e-10))
+            throw std::runtime_error(fmt::format("verification failed over {} states: forward relative error {:.3g}, "
+                                                 "backward error {:.3g}", r.verify.states, r.verify.max_rel_error, r.verify.max_backward_error));
+    }
+    r.name = o.name.empty() ? c_identifier(r.load.model.name + "_" + r.problem.kind) : o.name;
+    if (r.name != c_identifier(r.name)) throw InputError(fmt::format("--name '{}' is not a C identifier", r.name));
+    EmitInput ein;
+    ein.name = r.name;
+    ein.urdf_path = std::filesystem::path(o.urdf).filename().string();
+    ein.urdf_text = read_file(o.urdf);
+    if (!r.problem.spec_file.empty()) ein.spec_text = read_file(r.problem.spec_file);
+    ein.scalar_double = o.scalar != "float";
+    ein.scalar_float = o.scalar != "double";
+    ein.load = &r.load, ein.problem = &r.problem, ein.system = &r.system, ein.factorization = &r.order.best;
+    ein.verified_error = o.verify_states >= 0 ? r.verify.max_rel_error : -1;
+    ein.verified_states = r.verify.states;
+    r.emitted = run_emit(ein);
+    if (want("emit") || want("ir")) *dump << r.emitted.source;
+    return r;
+}
+
+void write_outputs(const CompileResult& r, const std::string& dir) {
+    std::filesystem::path d(dir);
+    std::error_code ec;
+    std::filesystem::create_directories(d, ec);
+    if (ec) throw InputError(dir + ": cannot create the output directory (" + ec.message() + ")");
+    write_file_atomic((d / (r.name + ".hpp")).string(), r.emitted.header);
+    write_file_atomic((d / (r.name + ".cpp")).string(), r.emitted.source);
+    write_file_atomic((d / (r.name + ".json")).string(), r.emitted.manifest);
+}
+
+}  // namespace nelu

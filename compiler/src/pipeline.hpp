@@ -1,0 +1,48 @@
+// pipeline.hpp: the passes of `nelu compile` and `nelu analyze`, wired in order.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "analyze.hpp"
+#include "emit.hpp"
+#include "load.hpp"
+#include "order.hpp"
+#include "problem.hpp"
+#include "system.hpp"
+#include "verify.hpp"
+
+namespace nelu {
+
+struct CompileOptions {
+    std::string urdf;
+    std::string problem = "id";     ///< id | fd | hybrid | SPEC.yaml
+    bool floating_base = false;
+    std::string name;               ///< default: <robot>_<problem>
+    std::string scalar = "both";    ///< double | float | both
+    std::string dump;               ///< pass whose output to print, or ""
+    int verify_states = 20;         ///< random states for the interpreter check (plus special ones)
+    int validation_configs = 10000; ///< configurations for pivot validation
+    bool progress = false;
+};
+
+struct CompileResult {
+    LoadResult load;
+    Problem problem;
+    System system;
+    Analysis analysis;
+    OrderResult order;
+    VerifyReport verify;
+    Emitted emitted;
+    std::string name;
+};
+
+/// Run every pass up to emission (nothing is written). `dump`, when not null, receives the output
+/// of the pass named in options.dump. Throws InputError, IllPosedError, or std::runtime_error when
+/// the verification of the program fails (an internal error).
+CompileResult compile(const CompileOptions& options, std::ostream* dump = nullptr);
+
+/// Write NAME.hpp, NAME.cpp and NAME.json into `dir` (each atomically).
+void write_outputs(const CompileResult& r, const std::string& dir);
+
+}  // namespace nelu

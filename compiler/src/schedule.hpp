@@ -1,0 +1,56 @@
+// schedule.hpp: the `schedule` pass. Symbolic sparse LU of D with a fixed pivot sequence,
+// emitted into the IR as scalar operations: numeric factorization, forward and back substitution.
+//
+// Right-looking elimination: pivot k = (row r, column c) takes the entry p = A(r, c); every other
+// active row i with an entry in column c gets l = A(i, c) / p and A(i, j) -= l A(r, j). Folding in
+// the IR turns +-1 pivots into sign changes and zero products into nothing, so a triangular order
+// costs exactly a forward substitution. The right-hand side is -b; the solution is computed only
+// where the outputs need it (dead-code elimination does the rest).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir.hpp"
+#include "system.hpp"
+
+namespace nelu {
+
+struct Pivot {
+    int row, col;
+};
+
+/// Why a pivot is safe for every q.
+enum class PivotKind {
+    Constant,      ///< a structural constant (+-1 or a model constant)
+    Articulated,   ///< a projection S^T IA S of an articulated inertia (tree order), or a pivot of
+                   ///< its LDL^T for multi-DoF joints: positive when the subtree has inertia
+    Validated,     ///< anything else: validated numerically over random and special configurations
+};
+
+struct ScheduledPivot {
+    Pivot at;
+    ir::Id value;  ///< the pivot entry after elimination
+    PivotKind kind;
+    double threshold = 0;  ///< runtime safety threshold on |value| (0 for constants)
+};
+
+struct Factorization {
+    std::string ordering;  ///< name of the candidate order
+    ir::Program prog;      ///< the system's program extended with factorization and solve
+    std::vector<ScheduledPivot> pivots;
+    std::vector<ir::Id> x;      ///< solution node per column (only for needed columns; -1 otherwise)
+    std::vector<ir::Id> outputs;  ///< per System::out slot
+    long nnz_D = 0, nnz_L = 0, nnz_U = 0;  ///< L strictly lower, U with its diagonal
+    int first_factor_node = 0, first_solve_node = 0;  ///< IR node ranges of the phases
+    ir::OpCount ops, ops_kinematics, ops_factorization, ops_solve;
+    long fill() const { return nnz_L + nnz_U - nnz_D; }
+};
+
+/// Factor `sys` with `order` (a permutation of rows and columns given as pivot pairs). Returns false
+/// (and sets `why`) when a pivot is structurally zero at its turn. `articulated` marks pivots the
+/// caller has proved safe (tree orders).
+bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
+                  const std::string& name, Factorization& out, std::string& why);
+
+}  // namespace nelu

@@ -1,0 +1,452 @@
+// system.cpp: see system.hpp.
+#include "system.hpp"
+
+#include <array>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace nelu {
+namespace {
+
+using ir::Id;
+using V6 = std::array<Id, 6>;
+using M6 = std::array<std::array<Id, 6>, 6>;
+
+/// One factor of a transform: rot(E) = [E 0; 0 E] or xlt(r) = [1 0; -rx 1].
+struct Factor {
+    bool rotation = true;
+    Id E[3][3] = {};
+    Id r[3] = {};
+};
+
+// ---------------------------------------------------------------------------------------------
+// IR vector algebra
+
+std::array<Id, 3> cross3(ir::Program& P, const Id* a, const Id* b) {
+    return {P.sub(P.mul(a[1], b[2]), P.mul(a[2], b[1])), P.sub(P.mul(a[2], b[0]), P.mul(a[0], b[2])),
+            P.sub(P.mul(a[0], b[1]), P.mul(a[1], b[0]))};
+}
+
+/// F m (motion vector).
+V6 apply_motion(ir::Program& P, const Factor& F, const V6& m) {
+    V6 out;
+    if (F.rotation) {
+        for (int i = 0; i < 3; ++i) {
+            out[i] = P.dot({F.E[i][0], F.E[i][1], F.E[i][2]}, {m[0], m[1], m[2]});
+            out[i + 3] = P.dot({F.E[i][0], F.E[i][1], F.E[i][2]}, {m[3], m[4], m[5]});
+        }
+    } else {  // [w; v - r x w]
+        auto rw = cross3(P, F.r, m.data());
+        for (int i = 0; i < 3; ++i) out[i] = m[i], out[i + 3] = P.sub(m[i + 3], rw[i]);
+    }
+    return out;
+}
+
+/// The 6x6 matrix of a factor acting on motion vectors.
+M6 factor_matrix(ir::Program& Pm, const Factor& F) {
+    M6 M;
+    for (auto& row : M) row.fill(Pm.zero());
+    if (F.rotation) {
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) M[i][j] = M[i + 3][j + 3] = F.E[i][j];
+    } else {
+        for (int i = 0; i < 6; ++i) M[i][i] = Pm.one();
+        // lower-left block -rx = [0 r2 -r1; -r2 0 r0; r1 -r0 0]
+        M[3][1] = F.r[2], M[3][2] = Pm.neg(F.r[1]);
+        M[4][0] = Pm.neg(F.r[2]), M[4][2] = F.r[0];
+        M[5][0] = F.r[1], M[5][1] = Pm.neg(F.r[0]);
+    }
+    return M;
+}
+
+Id cst(ir::Program& P, double v) { return P.constant(v); }
+
+/// Factors of body b's transform X_up = X_J(q) rot(E_T) xlt(r_T), in motion order (first applied
+/// first). sincos of q is shared through the IR.
+std::vector<Factor> body_factors(ir::Program& P, const Body& b) {
+    std::vector<Factor> fs;
+    const Xform<double>& XT = b.X_tree;
+    if (XT.r[0] != 0 || XT.r[1] != 0 || XT.r[2] != 0) {
+        Factor f;
+        f.rotation = false;
+        for (int k = 0; k < 3; ++k) f.r[k] = cst(P, XT.r[k]);
+        fs.push_back(f);
+    }
+    bool identity = true;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) identity = identity && XT.E(i, j) == (i == j ? 1.0 : 0.0);
+    if (!identity) {
+        Factor f;
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) f.E[i][j] = cst(P, XT.E(i, j));
+        fs.push_back(f);
+    }
+    const Id q0 = b.nq() > 0 ? P.input(ir::Source::Q, b.q_index) : -1;
+    switch (b.type) {
+        case JointType::Revolute: {  // E = u u^T + c (1 - u u^T) - s ux, entry by entry
+            Id c = P.cos(q0), s = P.sin(q0);
+            const Vec3<double>& u = b.axis;
+            const double ux[3][3] = {{0, -u[2], u[1]}, {u[2], 0, -u[0]}, {-u[1], u[0], 0}};
+            Factor f;
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 3; ++j) {
+                    const double uu = u[i] * u[j];
+                    f.E[i][j] = P.add(P.add(cst(P, uu), P.mul(c, cst(P, (i == j ? 1.0 : 0.0) - uu))),
+                                      P.mul(s, cst(P, -ux[i][j])));
+                }
+            fs.push_back(f);
+            break;
+        }
+        case JointType::Prismatic: {
+            Factor f;
+            f.rotation = false;
+            for (int k = 0; k < 3; ++k) f.r[k] = P.mul(q0, cst(P, b.axis[k]));
+            fs.push_back(f);
+            break;
+        }
+        case JointType::Floating: {  // X_J = rot(R^T) xlt(p)
+            Factor t;
+            t.rotation = false;
+            for (int k = 0; k < 3; ++k) t.r[k] = P.input(ir::Source::Q, b.q_index + k);
+            fs.push_back(t);
+            Id x = P.input(ir::Source::Q, b.q_index + 3), y = P.input(ir::Source::Q, b.q_index + 4),
+               z = P.input(ir::Source::Q, b.q_index + 5), w = P.input(ir::Source::Q, b.q_index + 6);
+            Id two = cst(P, 2);
+            Id xx = P.mul(x, x), yy = P.mul(y, y), zz = P.mul(z, z), xy = P.mul(x, y), xz = P.mul(x, z),
+               yz = P.mul(y, z), wx = P.mul(w, x), wy = P.mul(w, y), wz = P.mul(w, z);
+            Id R[3][3] = {{P.sub(P.one(), P.mul(two, P.add(yy, zz))), P.mul(two, P.sub(xy, wz)), P.mul(two, P.add(xz, wy))},
+                          {P.mul(two, P.add(xy, wz)), P.sub(P.one(), P.mul(two, P.add(xx, zz))), P.mul(two, P.sub(yz, wx))},
+                          {P.mul(two, P.sub(xz, wy)), P.mul(two, P.add(yz, wx)), P.sub(P.one(), P.mul(two, P.add(xx, yy)))}};
+            Factor r;
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 3; ++j) r.E[i][j] = R[j][i];
+            fs.push_back(r);
+            break;
+        }
+        case JointType::Fixed: break;
+    }
+    return fs;
+}
+
+/// Column k of S (constant, body coordinates).
+V6 subspace_column(ir::Program& P, const Body& b, int k) {
+    V6 s;
+    s.fill(P.zero());
+    if (b.type == JointType::Revolute)
+        for (int i = 0; i < 3; ++i) s[i] = cst(P, b.axis[i]);
+    else if (b.type == JointType::Prismatic)
+        for (int i = 0; i < 3; ++i) s[i + 3] = cst(P, b.axis[i]);
+    else if (b.type == JointType::Floating)
+        s[k] = P.one();
+    return s;
+}
+
+/// The 6x6 rigid-body inertia as IR constants.
+M6 inertia_matrix(ir::Program& P, const Inertia<double>& I) {
+    Mat6<double> M = to_matrix(I);
+    M6 out;
+    for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) out[i][j] = cst(P, M(i, j));
+    return out;
+}
+
+V6 mat_vec(ir::Program& P, const M6& M, const V6& v) {
+    V6 out;
+    for (int i = 0; i < 6; ++i) out[i] = P.dot({M[i].begin(), M[i].end()}, {v.begin(), v.end()});
+    return out;
+}
+
+V6 add6(ir::Program& P, const V6& a, const V6& b) {
+    V6 o;
+    for (int i = 0; i < 6; ++i) o[i] = P.add(a[i], b[i]);
+    return o;
+}
+
+/// v x m (motion) and v x* f (force).
+V6 cross_motion(ir::Program& P, const V6& v, const V6& m) {
+    auto a = cross3(P, v.data(), m.data()), b = cross3(P, v.data(), m.data() + 3), c = cross3(P, v.data() + 3, m.data());
+    return {a[0], a[1], a[2], P.add(b[0], c[0]), P.add(b[1], c[1]), P.add(b[2], c[2])};
+}
+V6 cross_force(ir::Program& P, const V6& v, const V6& f) {
+    auto a = cross3(P, v.data(), f.data()), b = cross3(P, v.data() + 3, f.data() + 3), c = cross3(P, v.data(), f.data() + 3);
+    return {P.add(a[0], b[0]), P.add(a[1], b[1]), P.add(a[2], b[2]), c[0], c[1], c[2]};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Assembly
+
+class Builder {
+  public:
+    Builder(const Model& m, const Problem& p) : m_(m), p_(p) {}
+    System build();
+
+  private:
+    int new_column(Quantity q, int body, int comp, const std::string& label) {
+        s_.cols.push_back({q, body, comp, label});
+        return s_.n() - 1;
+    }
+    int new_row(RowKind k, int body, int comp, const std::string& label) {
+        s_.rows.push_back({k, body, comp, label});
+        s_.entries.emplace_back();
+        s_.b.push_back(s_.prog.zero());
+        return static_cast<int>(s_.rows.size()) - 1;
+    }
+    void put(int row, int col, Id v) {
+        if (v == s_.prog.zero()) return;
+        auto& e = s_.entries[row];
+        auto it = e.find(col);
+        Id now = it == e.end() ? v : s_.prog.add(it->second, v);
+        if (now == s_.prog.zero()) e.erase(col);
+        else e[col] = now;
+    }
+    void add_b(int row, Id v) { s_.b[row] = s_.prog.add(s_.b[row], v); }
+    void kinematics();
+    void columns();
+    void motion_rows(int i);
+    void force_rows(int i);
+    void slots();
+
+    const Model& m_;
+    const Problem& p_;
+    System s_;
+    std::vector<std::vector<Factor>> factors_;
+    std::vector<V6> c_, pv_;
+    std::vector<std::vector<int>> fx_in_;  // per body: input index of f^x components, or empty
+    std::vector<std::vector<int>> joint_in_;  // per body: input index of the known joint quantity
+};
+
+void Builder::kinematics() {
+    ir::Program& P = s_.prog;
+    const int nb = m_.num_bodies();
+    factors_.resize(nb), c_.resize(nb), pv_.resize(nb), s_.velocity.resize(nb);
+    std::vector<V6> v(nb);
+    for (int i = 0; i < nb; ++i) {
+        const Body& b = m_.bodies[i];
+        factors_[i] = body_factors(P, b);
+        V6 vj;
+        vj.fill(P.zero());
+        for (int k = 0; k < b.nv(); ++k) {
+            V6 sk = subspace_column(P, b, k);
+            Id qd = P.input(ir::Source::Qd, b.v_index + k);
+            for (int r = 0; r < 6; ++r) vj[r] = P.add(vj[r], P.mul(sk[r], qd));
+        }
+        V6 vp;
+        vp.fill(P.zero());
+        if (b.parent >= 0) {
+            vp = v[b.parent];
+            for (const Factor& f : factors_[i]) vp = apply_motion(P, f, vp);
+        }
+        v[i] = add6(P, vp, vj);
+        c_[i] = cross_motion(P, v[i], vj);
+        pv_[i] = cross_force(P, v[i], mat_vec(P, inertia_matrix(P, b.I), v[i]));
+        s_.velocity[i].assign(v[i].begin(), v[i].end());
+    }
+}
+
+void Builder::columns() {
+    const int nb = m_.num_bodies();
+    s_.blocks.resize(nb);
+    int next_in = 0;
+    joint_in_.resize(nb), fx_in_.resize(nb);
+    for (int i = 0; i < nb; ++i) {  // known joint quantities first, in velocity-slot order
+        const Body& b = m_.bodies[i];
+        for (int k = 0; k < b.nv(); ++k) joint_in_[i].push_back(next_in++);
+    }
+    for (int i = 0; i < nb; ++i)
+        if (p_.wrench[i] == WrenchMode::Input)
+            for (int k = 0; k < 6; ++k) fx_in_[i].push_back(next_in++);
+    for (int i = 0; i < nb; ++i) {
+        const Body& b = m_.bodies[i];
+        BodyBlock& B = s_.blocks[i];
+        const std::string& L = b.name;
+        for (int k = 0; k < 6; ++k)
+            B.a.push_back(new_column(Quantity::LinkAcceleration, i, k, fmt::format("a[{}].{}", L, component_name(Quantity::LinkAcceleration, k))));
+        for (int k = 0; k < 6; ++k)
+            B.f.push_back(new_column(Quantity::JointWrench, i, k, fmt::format("f[{}].{}", L, component_name(Quantity::JointWrench, k))));
+        B.joint_is_qdd = p_.joint[i] == JointKnown::Tau;
+        for (int k = 0; k < b.nv(); ++k) {
+            Quantity q = B.joint_is_qdd ? Quantity::JointAcceleration : Quantity::JointTorque;
+            B.joint.push_back(new_column(q, i, k, fmt::format("{}[{}]{}", B.joint_is_qdd ? "qdd" : "tau", b.joint_name,
+                                                                b.nv() > 1 ? fmt::format(".{}", k) : std::string())));
+        }
+        const int m = static_cast<int>(factors_[i].size());
+        if (b.parent >= 0)
+            for (int step = 1; step < m; ++step) {
+                std::vector<int> y, z;
+                for (int k = 0; k < 6; ++k) {
+                    y.push_back(new_column(Quantity::Auxiliary, i, k, fmt::format("y{}[{}].{}", step, L, component_name(Quantity::LinkAcceleration, k))));
+                    z.push_back(new_column(Quantity::Auxiliary, i, k, fmt::format("z{}[{}].{}", step, L, component_name(Quantity::JointWrench, k))));
+                }
+                B.y.push_back(y), B.z.push_back(z);
+            }
+    }
+}
+
+/// (3a) and the motion auxiliaries of body i.
+void Builder::motion_rows(int i) {
+    ir::Program& P = s_.prog;
+    const Body& b = m_.bodies[i];
+    BodyBlock& B = s_.blocks[i];
+    const auto& F = factors_[i];
+    const std::string& L = b.name;
+    for (int k = 0; k < 6; ++k)
+        B.row_a.push_back(new_row(RowKind::Acceleration, i, k, fmt::format("(3a) {} {}", L, component_name(Quantity::LinkAcceleration, k))));
+    for (int k = 0; k < 6; ++k) put(B.row_a[k], B.a[k], P.neg(P.one()));
+    // S qdd: unknown column or known input
+    for (int d = 0; d < b.nv(); ++d) {
+        V6 sk = subspace_column(P, b, d);
+        for (int k = 0; k < 6; ++k) {
+            if (B.joint_is_qdd) put(B.row_a[k], B.joint[d], sk[k]);
+            else add_b(B.row_a[k], P.mul(sk[k], P.input(ir::Source::In, joint_in_[i][d])));
+        }
+    }
+    for (int k = 0; k < 6; ++k) add_b(B.row_a[k], c_[i][k]);
+    if (b.parent < 0) {  // X_i a_0 with a_0 = -a_g, a known vector
+        V6 a0;
+        for (int k = 0; k < 6; ++k) a0[k] = cst(P, -p_.gravity[k]);
+        for (const Factor& f : F) a0 = apply_motion(P, f, a0);
+        for (int k = 0; k < 6; ++k) add_b(B.row_a[k], a0[k]);
+        return;
+    }
+    // y_1 = F_0 a_p, y_s = F_{s-1} y_{s-1}, a_i = F_{m-1} y_{m-1} + ...  (F in motion order)
+    const int m = static_cast<int>(F.size());
+    std::vector<int> in = s_.blocks[b.parent].a;
+    for (int step = 0; step < m; ++step) {
+        M6 M = factor_matrix(P, F[step]);
+        std::vector<int> out_cols, out_rows;
+        if (step + 1 < m) {
+            out_cols = B.y[step];
+            std::vector<int> rows;
+            for (int k = 0; k < 6; ++k) {
+                rows.push_back(new_row(RowKind::MotionAux, i, k, fmt::format("(aux) y{} {} {}", step + 1, L, component_name(Quantity::LinkAcceleration, k))));
+                put(rows[k], out_cols[k], P.neg(P.one()));
+            }
+            B.row_y.push_back(rows);
+            out_rows = rows;
+        } else {
+            out_rows = B.row_a;
+        }
+        for (int r = 0; r < 6; ++r)
+            for (int c = 0; c < 6; ++c) put(out_rows[r], in[c], M[r][c]);
+        in = out_cols;
+    }
+    if (m == 0)  // identity transform
+        for (int k = 0; k < 6; ++k) put(B.row_a[k], s_.blocks[b.parent].a[k], P.one());
+}
+
+/// (3f), (3tau) and the force auxiliaries that carry f_i to the parent's (3f).
+void Builder::force_rows(int i) {
+    ir::Program& P = s_.prog;
+    const Body& b = m_.bodies[i];
+    BodyBlock& B = s_.blocks[i];
+    const std::string& L = b.name;
+    M6 I = inertia_matrix(P, b.I);
+    for (int k = 0; k < 6; ++k) {
+        int r = new_row(RowKind::Force, i, k, fmt::format("(3f) {} {}", L, component_name(Quantity::JointWrench, k)));
+        B.row_f.push_back(r);
+        for (int c = 0; c < 6; ++c) put(r, B.a[c], I[k][c]);
+        put(r, B.f[k], P.neg(P.one()));
+        add_b(r, pv_[i][k]);
+        if (!fx_in_[i].empty()) add_b(r, P.neg(P.input(ir::Source::In, fx_in_[i][k])));
+    }
+    for (int d = 0; d < b.nv(); ++d) {
+        int r = new_row(RowKind::Torque, i, d, fmt::format("(3tau) {}{}", b.joint_name, b.nv() > 1 ? fmt::format(" {}", d) : std::string()));
+        B.row_tau.push_back(r);
+        V6 sk = subspace_column(P, b, d);
+        for (int k = 0; k < 6; ++k) put(r, B.f[k], sk[k]);
+        if (!B.joint_is_qdd) put(r, B.joint[d], P.neg(P.one()));
+        else add_b(r, P.neg(P.input(ir::Source::In, joint_in_[i][d])));
+    }
+}
+
+void Builder::slots() {
+    for (int i = 0; i < m_.num_bodies(); ++i) {
+        const BodyBlock& B = s_.blocks[i];
+        for (std::size_t d = 0; d < B.joint.size(); ++d) {
+            Quantity known = B.joint_is_qdd ? Quantity::JointTorque : Quantity::JointAcceleration;
+            s_.in.push_back({known, i, static_cast<int>(d), -1});
+        }
+    }
+    for (int i = 0; i < m_.num_bodies(); ++i)
+        if (!fx_in_[i].empty())
+            for (int k = 0; k < 6; ++k) s_.in.push_back({Quantity::ExternalWrench, i, k, -1});
+    for (int i = 0; i < m_.num_bodies(); ++i) {
+        const BodyBlock& B = s_.blocks[i];
+        for (std::size_t d = 0; d < B.joint.size(); ++d)
+            s_.out.push_back({B.joint_is_qdd ? Quantity::JointAcceleration : Quantity::JointTorque, i, static_cast<int>(d), B.joint[d]});
+    }
+}
+
+System Builder::build() {
+    kinematics();
+    columns();
+    for (int i = 0; i < m_.num_bodies(); ++i) motion_rows(i);
+    for (int i = 0; i < m_.num_bodies(); ++i) force_rows(i);
+    // f_j reaches its parent's (3f) through X_j^T = F_0^T ... F_{m-1}^T (force aux z)
+    ir::Program& P = s_.prog;
+    for (int j = 0; j < m_.num_bodies(); ++j) {
+        const Body& b = m_.bodies[j];
+        if (b.parent < 0) continue;
+        BodyBlock& B = s_.blocks[j];
+        const auto& F = factors_[j];
+        const int m = static_cast<int>(F.size());
+        std::vector<int> in = B.f;
+        for (int step = m - 1; step >= 0; --step) {
+            M6 M = factor_matrix(P, F[step]);
+            std::vector<int> out_rows;
+            std::vector<int> out_cols;
+            if (step > 0) {
+                const int zi = m - 1 - step;  // z_1 = F_{m-1}^T f_j, ...
+                out_cols = B.z[zi];
+                for (int k = 0; k < 6; ++k) {
+                    out_rows.push_back(new_row(RowKind::ForceAux, j, k, fmt::format("(aux) z{} {} {}", zi + 1, b.name, component_name(Quantity::JointWrench, k))));
+                    put(out_rows[k], out_cols[k], P.neg(P.one()));
+                }
+                B.row_z.push_back(out_rows);
+            } else {
+                out_rows = s_.blocks[b.parent].row_f;
+            }
+            for (int r = 0; r < 6; ++r)
+                for (int c = 0; c < 6; ++c) put(out_rows[r], in[c], M[c][r]);  // transpose
+            in = out_cols;
+        }
+        if (m == 0)
+            for (int k = 0; k < 6; ++k) put(s_.blocks[b.parent].row_f[k], B.f[k], P.one());
+    }
+    slots();
+    if (static_cast<int>(s_.rows.size()) != s_.n())
+        throw std::logic_error(fmt::format("system: {} rows for {} columns", s_.rows.size(), s_.n()));
+    return std::move(s_);
+}
+
+}  // namespace
+
+const char* quantity_name(Quantity q) {
+    switch (q) {
+        case Quantity::LinkAcceleration: return "link_acceleration";
+        case Quantity::JointWrench: return "joint_wrench";
+        case Quantity::JointTorque: return "joint_torque";
+        case Quantity::ExternalWrench: return "external_wrench";
+        case Quantity::JointAcceleration: return "joint_acceleration";
+        case Quantity::Auxiliary: return "auxiliary";
+    }
+    return "?";
+}
+
+const char* component_name(Quantity q, int comp) {
+    static const char* force[6] = {"nx", "ny", "nz", "fx", "fy", "fz"};
+    static const char* motion[6] = {"wx", "wy", "wz", "vx", "vy", "vz"};
+    if (comp < 0 || comp > 5) return "?";
+    return q == Quantity::LinkAcceleration ? motion[comp] : force[comp];
+}
+
+long System::nnz() const {
+    long n = 0;
+    for (const auto& r : entries) n += static_cast<long>(r.size());
+    return n;
+}
+
+System run_system(const Model& model, const Problem& problem) { return Builder(model, problem).build(); }
+
+}  // namespace nelu

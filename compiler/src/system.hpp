@@ -1,0 +1,86 @@
+// system.hpp: the `system` pass. Nori's Newton-Euler equations of the whole tree as one sparse
+// linear system D(q) d + b(q, qd) = 0 whose entries are IR expressions.
+//
+// Per body i with parent p (paper eqs. 3a, 3f, 3tau, body-i coordinates, angular first):
+//   (3a)   X_i a_p + S_i qdd_i + c_i - a_i = 0                c_i = v_i x S_i qd_i
+//   (3f)   I_i a_i + v_i x* I_i v_i - f^x_i - f_i + sum_{children j} X_j^T f_j = 0
+//   (3tau) S_i^T f_i - tau_i = 0
+// with a_{-1} = -a_g. Known quantities (the measurement rows 9a, 9b, 15 of the paper, each an
+// identity row) are eliminated symbolically at once: their columns move into b.
+//
+// Transforms are applied in factored form, X_i = X_J(q_i) rot(E_T) xlt(r_T), through auxiliary
+// variables: y_1 = F_m a_p, ..., y_{m-1} = F_2 y_{m-2} on the motion side, and z_1 = F_1^T f_i,
+// ..., z_{m-1} = F_{m-1}^T z_{m-2} on the force side, each factor F a sparse 6x6 (a rotation or a
+// translation) whose structural zeros and ones fold away. The worst-case pattern of D is the set
+// of entries that are not the constant 0: an entry built from cos q, sin q and constants is zero
+// for every q only when it folds to 0.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir.hpp"
+#include "nelu/model.hpp"
+#include "problem.hpp"
+
+namespace nelu {
+
+enum class Quantity { LinkAcceleration, JointWrench, JointTorque, ExternalWrench, JointAcceleration, Auxiliary };
+const char* quantity_name(Quantity q);
+/// "nx".."fz" for wrenches, "wx".."vz" for motion vectors.
+const char* component_name(Quantity q, int comp);
+
+/// A column of D: one scalar unknown.
+struct Column {
+    Quantity quantity;
+    int body;
+    int comp;
+    std::string label;  ///< e.g. "a[link3].wz", "tau[joint2]"
+};
+
+enum class RowKind { Acceleration, Force, Torque, MotionAux, ForceAux };
+
+/// A row of D: one scalar equation.
+struct Row {
+    RowKind kind;
+    int body;
+    int comp;
+    std::string label;  ///< e.g. "(3a) link3 wz"
+};
+
+/// An input or output slot of the generated function.
+struct Slot {
+    Quantity quantity;
+    int body;
+    int comp;
+    int column = -1;  ///< outputs: the column of D that holds it
+};
+
+/// The columns and rows that belong to one body, for tree-aware orders.
+struct BodyBlock {
+    std::vector<int> a, f, joint;            ///< columns a_i, f_i, and qdd_i or tau_i (unknown one)
+    std::vector<std::vector<int>> y, z;      ///< motion and force auxiliary columns, per step
+    std::vector<int> row_a, row_f, row_tau;  ///< rows (3a), (3f), (3tau)
+    std::vector<std::vector<int>> row_y, row_z;
+    bool joint_is_qdd = false;               ///< the unknown joint quantity is qdd (tau known)
+};
+
+struct System {
+    ir::Program prog;
+    std::vector<Column> cols;
+    std::vector<Row> rows;
+    std::vector<std::map<int, ir::Id>> entries;  ///< per row: column -> entry (never the constant 0)
+    std::vector<ir::Id> b;                       ///< per row
+    std::vector<Slot> in, out;
+    std::vector<BodyBlock> blocks;
+    /// Kinematics nodes kept for the verifier and comments: per body v_i (6).
+    std::vector<std::vector<ir::Id>> velocity;
+    int n() const { return static_cast<int>(cols.size()); }
+    long nnz() const;
+};
+
+/// Nori's system for `problem` on `model`.
+System run_system(const Model& model, const Problem& problem);
+
+}  // namespace nelu

@@ -1,0 +1,40 @@
+// verify.hpp: the IR interpreter against the reference algorithms, before anything is written.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nelu/model.hpp"
+#include "nelu/state.hpp"
+#include "problem.hpp"
+#include "schedule.hpp"
+#include "system.hpp"
+
+namespace nelu {
+
+/// The `in` vector of a solver for a full state, in the system's slot order.
+std::vector<double> solver_inputs(const System& sys, const Model& m, const State& st);
+
+/// Expected outputs for a state, from the reference algorithms: RNEA when every joint's qdd is
+/// known, ABA when every tau is, and the dense partition of M qdd + h = tau (CRBA, RNEA) otherwise.
+std::vector<double> reference_outputs(const System& sys, const Model& m, const Problem& p, const State& st);
+
+/// Scaled residual of a solution: |M qdd + h - tau|_inf / (|M|_inf |qdd|_inf + |h|_inf + |tau|_inf),
+/// with the solver's outputs `out` filled into qdd and tau (CRBA and RNEA as references).
+double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out);
+
+struct VerifyReport {
+    int states = 0;
+    bool seeks_qdd = false;          ///< some output is an acceleration (forward or hybrid dynamics)
+    double max_rel_error = 0;        ///< max over states of |out - ref|_inf / max(|ref|_inf, 1)
+    double max_backward_error = 0;   ///< max over states of the scaled residual (when seeks_qdd)
+    /// The measure that decides: the forward error for inverse dynamics (a forward computation),
+    /// the backward error when accelerations are sought (their forward error is bounded by the
+    /// condition of M times it, and M can be nearly singular at special configurations).
+    double decisive() const { return seeks_qdd ? max_backward_error : max_rel_error; }
+};
+
+/// Run the factorized program on `random_states` random states plus the special configurations.
+VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states);
+
+}  // namespace nelu

@@ -1,0 +1,11 @@
+/* nelu/status.h: status codes returned by every generated solver (C and C++). */
+#ifndef NELU_STATUS_H
+#define NELU_STATUS_H
+
+/** The solve succeeded; `out` holds the unknowns. */
+#define NELU_STATUS_OK 0
+/** A pivot of the factorization fell below its safety threshold (or was not finite) at this
+ *  state: the problem is singular or nearly so there. `out` is left untouched. */
+#define NELU_STATUS_SMALL_PIVOT 1
+
+#endif /* NELU_STATUS_H */

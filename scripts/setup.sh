@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# setup.sh: install nelu's build and test dependencies from Debian (12, bookworm).
+# As root, missing packages are installed with apt-get; otherwise the exact command is printed.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config git
+  libsuitesparse-dev libeigen3-dev libfmt-dev libcli11-dev liburdfdom-dev libtinyxml2-dev
+  doctest-dev libyaml-cpp-dev libbenchmark-dev nlohmann-json3-dev
+  clang libclang-rt-14-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: missing packages: ${missing[*]}" >&2
+  echo "setup: run as root:  apt-get update && $cmd" >&2
+  exit 1
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# test.sh: the whole test suite, as CI runs it.
+#   1. Release-with-debug-info build, every doctest suite through CTest;
+#   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+echo "== build (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+echo "== tests"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== build (ASan + UBSan)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNELU_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+echo "== tests under ASan + UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+if [ -f scripts/fuzz.sh ]; then
+  echo "== fuzz"
+  bash scripts/fuzz.sh "${NELU_FUZZ_SECONDS:-60}"
+fi
