@@ -14,6 +14,7 @@
 #include "model_summary.hpp"
 #include "pipeline.hpp"
 #include "ref_ops.hpp"
+#include "report.hpp"
 #include "robot_gen.hpp"
 #include "version.hpp"
 
@@ -102,6 +103,14 @@ struct ReportArgs {
 };
 
 int run_report(const ReportArgs& a) {
+    std::vector<std::string> manifests, urdfs;
+    for (const std::string& f : a.urdfs) (f.size() > 5 && f.substr(f.size() - 5) == ".json" ? manifests : urdfs).push_back(f);
+    if (!manifests.empty()) {
+        std::cout << "Operation counts of generated solvers (mul, add, div, sqrt; sincos separately)\n\n"
+                  << nelu::format_solver_report(manifests);
+        if (urdfs.empty() && a.chains.empty()) return nelu::kExitOk;
+        std::cout << "\n";
+    }
     std::vector<nelu::NamedModel> models;
     std::vector<int> dh_n;
     for (int n : a.chains) {
@@ -111,7 +120,7 @@ int run_report(const ReportArgs& a) {
         models.push_back({name, nelu::load_urdf_string(nelu::generate_robot_urdf(o), name).model});
         dh_n.push_back(n);
     }
-    for (const std::string& u : a.urdfs) {
+    for (const std::string& u : urdfs) {
         models.push_back({u, nelu::load_urdf_file(u).model});
         dh_n.push_back(0);
     }
@@ -162,7 +171,7 @@ int main(int argc, char** argv) {
 
     ReportArgs ra;
     CLI::App* report = app.add_subcommand("report", "Operation-count tables");
-    report->add_option("urdf", ra.urdfs, "URDF files whose reference algorithms to count");
+    report->add_option("files", ra.urdfs, "Solver manifests (NAME.json) to tabulate, or URDF files whose reference algorithms to count");
     report->add_option("--chains", ra.chains, "Also count generated DH revolute chains of these sizes")
         ->delimiter(',');
 

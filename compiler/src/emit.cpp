@@ -219,6 +219,10 @@ std::string manifest(const EmitInput& in) {
     ops["factorization"] = ops_json(f.ops_factorization);
     ops["solve"] = ops_json(f.ops_solve);
     j["ops"] = ops;
+    auto ref = [](const OpCounts& c) {
+        return nlohmann::ordered_json{{"mul", c.mul}, {"add", c.add}, {"div", c.div}, {"sqrt", c.sqrt}, {"sin", c.sin}, {"cos", c.cos}};
+    };
+    j["reference_ops"] = {{"rnea", ref(in.reference_rnea)}, {"aba", ref(in.reference_aba)}};
     j["pattern"] = {{"rows", in.system->n()}, {"cols", in.system->n()}, {"nnz_D", f.nnz_D}, {"nnz_L", f.nnz_L},
                     {"nnz_U", f.nnz_U}, {"fill", f.fill()}};
     int nonconst = 0;

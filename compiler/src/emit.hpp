@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "load.hpp"
+#include "nelu/counting.hpp"
 #include "problem.hpp"
 #include "schedule.hpp"
 #include "system.hpp"
@@ -22,6 +23,7 @@ struct EmitInput {
     const System* system = nullptr;
     const Factorization* factorization = nullptr;
     double verified_error = -1;  ///< from the verify pass; -1 when not run
+    OpCounts reference_rnea, reference_aba;  ///< the counting reference on the same model
     int verified_states = 0;
 };
 

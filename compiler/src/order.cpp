@@ -157,20 +157,31 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
 }  // namespace
 
 OrderResult run_order(const Model& model, const System& sys, const Analysis& an, const OrderOptions& opt) {
-    std::vector<Candidate> cands{tree_rnea(sys), tree_aba(sys)};
+    // The most promising candidate first: its size bounds the others'.
+    bool seeks_qdd = false;
+    for (const BodyBlock& B : sys.blocks) seeks_qdd = seeks_qdd || (B.joint_is_qdd && !B.joint.empty());
+    std::vector<Candidate> cands;
     OrderResult res;
+    if (!seeks_qdd) cands.push_back(tree_rnea(sys));
+    cands.push_back(tree_aba(sys));
+    if (an.triangular) cands.push_back(btf_triangular(an));
     Candidate um;
     std::string why;
     if (umfpack_order(model, sys, um, why)) cands.push_back(um);
     else res.candidates.push_back({"umfpack", false, why, {}, 0});
-    if (an.triangular) cands.push_back(btf_triangular(an));
     std::vector<Factorization> ok;
+    long best_entries = 0;
     for (const Candidate& c : cands) {
         if (opt.progress) std::fprintf(stderr, "nelu: order: factoring with candidate %s (%d columns)\n", c.name.c_str(), sys.n());
         Factorization f;
         CandidateReport rep{c.name, false, "", {}, 0};
-        rep.ok = run_schedule(sys, c.order, c.articulated, c.name, f, rep.why);
-        if (rep.ok) rep.ops = f.ops, rep.fill = f.fill(), ok.push_back(std::move(f));
+        rep.ok = run_schedule(sys, c.order, c.articulated, c.name, f, rep.why, 4 * best_entries);
+        if (rep.ok) {
+            rep.ops = f.ops, rep.fill = f.fill();
+            const long entries = f.nnz_L + f.nnz_U;
+            best_entries = best_entries == 0 ? entries : std::min(best_entries, entries);
+            ok.push_back(std::move(f));
+        }
         res.candidates.push_back(rep);
     }
     // Fewest operations first (stable: ties keep the candidate order); the first whose pivots are

@@ -11,6 +11,7 @@
 #include "io.hpp"
 #include "model_check.hpp"
 #include "model_summary.hpp"
+#include "ref_ops.hpp"
 
 namespace nelu {
 namespace {
@@ -95,6 +96,10 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     ein.load = &r.load, ein.problem = &r.problem, ein.system = &r.system, ein.factorization = &r.order.best;
     ein.verified_error = o.verify_states >= 0 ? r.verify.max_rel_error : -1;
     ein.verified_states = r.verify.states;
+    Model counted = r.load.model;
+    counted.gravity = r.problem.gravity;
+    ReferenceOps refops = count_reference_ops(counted);
+    ein.reference_rnea = refops.rnea, ein.reference_aba = refops.aba;
     r.emitted = run_emit(ein);
     if (want("emit") || want("ir")) *dump << r.emitted.source;
     return r;

@@ -34,7 +34,7 @@ Id divide(ir::Program& P, Lu& lu, int k, Id a, Id p) {
 }  // namespace
 
 bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
-                  const std::string& name, Factorization& out, std::string& why) {
+                  const std::string& name, Factorization& out, std::string& why, long max_entries) {
     const int n = sys.n();
     out = Factorization{};
     out.ordering = name;
@@ -87,6 +87,11 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         lu.A[r].clear();
         out.nnz_L += static_cast<long>(lu.L[k].size());
         out.nnz_U += static_cast<long>(lu.U[k].size());
+        if (max_entries > 0 && out.nnz_L + out.nnz_U > max_entries) {
+            why = fmt::format("abandoned after {} of {} pivots: L and U already hold {} entries, more than 4x the best "
+                              "candidate", k + 1, n, out.nnz_L + out.nnz_U);
+            return false;
+        }
     }
     out.first_solve_node = P.size();
     std::vector<Id> y(n);  // y = L \ (-b), in row space

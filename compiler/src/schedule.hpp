@@ -49,8 +49,9 @@ struct Factorization {
 
 /// Factor `sys` with `order` (a permutation of rows and columns given as pivot pairs). Returns false
 /// (and sets `why`) when a pivot is structurally zero at its turn. `articulated` marks pivots the
-/// caller has proved safe (tree orders).
+/// caller has proved safe (tree orders). Gives up (false) once L and U hold more than `max_entries`
+/// entries (0: no limit), so that a hopeless candidate costs little.
 bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
-                  const std::string& name, Factorization& out, std::string& why);
+                  const std::string& name, Factorization& out, std::string& why, long max_entries = 0);
 
 }  // namespace nelu
