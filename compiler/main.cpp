@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "check.hpp"
 #include "diagnostics.hpp"
 #include "io.hpp"
 #include "load.hpp"
@@ -97,6 +98,19 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
 }
 
+int run_check_command(const nelu::CheckOptions& o) {
+    nelu::CheckReport r = nelu::run_check(o);
+    std::cout << fmt::format("{}: built with {} and compared with the reference on {} states\n", r.name, o.cxx, r.states);
+    std::cout << fmt::format("  double: max relative error {:.2e}{}\n", r.forward_double,
+                             r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_double) : std::string());
+    std::cout << fmt::format("  float:  max relative error {:.2e}{}\n", r.forward_float,
+                             r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_float) : std::string());
+    const bool ok = r.decisive_double() <= 1e-10 && r.decisive_float() <= 1e-4 && r.failed_status == 0;
+    std::cout << fmt::format("  {} (tolerances: double 1e-10, float 1e-4; {} error{})\n", ok ? "PASS" : "FAIL",
+                             r.seeks_qdd ? "backward" : "relative", r.failed_status ? fmt::format("; {} calls returned a non-zero status", r.failed_status) : "");
+    return ok ? nelu::kExitOk : nelu::kExitInternal;
+}
+
 struct ReportArgs {
     std::vector<std::string> urdfs;
     std::vector<int> chains;
@@ -169,6 +183,13 @@ int main(int argc, char** argv) {
     CLI::App* analyze = app.add_subcommand("analyze", "Well-posedness, pattern and op counts; writes nothing");
     add_problem_options(analyze, aa);
 
+    nelu::CheckOptions ko;
+    CLI::App* check = app.add_subcommand("check", "Build a generated solver and compare it with the reference algorithms");
+    check->add_option("urdf", ko.urdf, "URDF the solver was generated from")->required();
+    check->add_option("manifest", ko.manifest, "DIR/NAME.json of the solver")->required();
+    check->add_option("--states", ko.states, "Random states (special configurations are added)");
+    check->add_option("--cxx", ko.cxx, "C++ compiler");
+
     ReportArgs ra;
     CLI::App* report = app.add_subcommand("report", "Operation-count tables");
     report->add_option("files", ra.urdfs, "Solver manifests (NAME.json) to tabulate, or URDF files whose reference algorithms to count");
@@ -184,6 +205,7 @@ int main(int argc, char** argv) {
     try {
         if (*model) return run_model(ma);
         if (*compile) return run_compile(ca, true);
+        if (*check) return run_check_command(ko);
         if (*analyze) return run_compile(aa, false);
         if (*gen) return run_robot_gen(ga);
         if (*report) {

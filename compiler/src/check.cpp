@@ -1,0 +1,128 @@
+// check.cpp: see check.hpp.
+#include "check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "diagnostics.hpp"
+#include "io.hpp"
+#include "pipeline.hpp"
+
+namespace fs = std::filesystem;
+
+namespace nelu {
+namespace {
+
+using SolverD = int (*)(const double*, const double*, const double*, double*);
+using SolverF = int (*)(const float*, const float*, const float*, float*);
+
+/// Directory holding nelu/status.h: beside an installed executable, else the source tree.
+std::string runtime_include_dir() {
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        fs::path inst = exe.parent_path().parent_path() / "include";
+        if (fs::exists(inst / "nelu" / "status.h")) return inst.string();
+    }
+    return NELU_RUNTIME_INCLUDE_DIR;
+}
+
+/// Shell-quote for /bin/sh.
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+/// Compile NAME.cpp into a shared object in a fresh temporary directory and return its path.
+std::string build_shared_object(const fs::path& source, const std::string& cxx) {
+    fs::path dir = fs::temp_directory_path() / fmt::format("nelu-check-{}", ::getpid());
+    fs::create_directories(dir);
+    fs::path so = dir / (source.stem().string() + ".so");
+    std::string cmd = fmt::format("{} -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC -I{} -I{} {} -o {} 2>&1", quote(cxx),
+                                  quote(source.parent_path().string()), quote(runtime_include_dir()), quote(source.string()),
+                                  quote(so.string()));
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("nelu check: the generated code does not compile: " + cmd);
+    return so.string();
+}
+
+}  // namespace
+
+CheckReport run_check(const CheckOptions& o) {
+    nlohmann::json man;
+    try {
+        man = nlohmann::json::parse(read_file(o.manifest));
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(o.manifest + ": not a nelu manifest (" + e.what() + ")");
+    }
+    CompileOptions co;
+    co.urdf = o.urdf;
+    const std::string spec = man["problem"].value("spec", "");
+    co.problem = spec.empty() ? man["problem"].value("kind", "id") : spec;
+    co.floating_base = man.value("floating_base", false);
+    co.verify_states = -1, co.validation_configs = 200;
+    co.name = man.value("name", "");
+    CompileResult r = compile(co);
+    if (static_cast<int>(r.system.in.size()) != static_cast<int>(man["in"].size()) ||
+        static_cast<int>(r.system.out.size()) != static_cast<int>(man["out"].size()))
+        throw InputError(fmt::format("{}: the manifest's slots do not match {} compiled with problem '{}'", o.manifest, o.urdf, co.problem));
+    const fs::path source = fs::path(o.manifest).replace_extension(".cpp");
+    std::string so = build_shared_object(source, o.cxx);
+    void* lib = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw std::runtime_error(std::string("nelu check: cannot load the solver: ") + ::dlerror());
+    auto fd = reinterpret_cast<SolverD>(::dlsym(lib, r.name.c_str()));
+    auto ff = reinterpret_cast<SolverF>(::dlsym(lib, (r.name + "_f").c_str()));
+    if (!fd) throw std::runtime_error("nelu check: the solver has no double entry point " + r.name);
+    CheckReport rep;
+    rep.name = r.name;
+    const Model& m = r.load.model;
+    for (const Slot& s : r.system.out) rep.seeks_qdd = rep.seeks_qdd || s.quantity == Quantity::JointAcceleration;
+    std::mt19937_64 rng(0x636865636b);
+    std::vector<State> states;
+    for (const auto& q : special_configurations(m, rng)) {
+        State s = random_state(m, rng);
+        s.q = q;
+        states.push_back(s);
+    }
+    for (int k = 0; k < o.states; ++k) states.push_back(random_state(m, rng));
+    const std::size_t nout = r.system.out.size();
+    for (const State& st : states) {
+        std::vector<double> in = solver_inputs(r.system, m, st), ref = reference_outputs(r.system, m, r.problem, st);
+        std::vector<double> out(nout, NAN);
+        if (fd(st.q.data(), st.qd.data(), in.data(), out.data()) != 0) ++rep.failed_status;
+        auto forward = [&](const std::vector<double>& x) {
+            double e = 0, scale = 1;
+            for (std::size_t k = 0; k < nout; ++k) {
+                double d = std::abs(x[k] - ref[k]);
+                e = std::max(e, d == d ? d : INFINITY), scale = std::max(scale, std::abs(ref[k]));
+            }
+            return e / scale;
+        };
+        rep.forward_double = std::max(rep.forward_double, forward(out));
+        if (rep.seeks_qdd) rep.backward_double = std::max(rep.backward_double, backward_error(r.system, m, r.problem, st, out));
+        if (ff) {
+            std::vector<float> qf(st.q.begin(), st.q.end()), qdf(st.qd.begin(), st.qd.end()), inf(in.begin(), in.end()), outf(nout, NAN);
+            if (ff(qf.data(), qdf.data(), inf.data(), outf.data()) != 0) ++rep.failed_status;
+            std::vector<double> od(outf.begin(), outf.end());
+            rep.forward_float = std::max(rep.forward_float, forward(od));
+            if (rep.seeks_qdd) rep.backward_float = std::max(rep.backward_float, backward_error(r.system, m, r.problem, st, od));
+        }
+        ++rep.states;
+    }
+    ::dlclose(lib);
+    std::error_code ec;
+    fs::remove_all(fs::path(so).parent_path(), ec);
+    return rep;
+}
+
+}  // namespace nelu
