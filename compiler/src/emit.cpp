@@ -26,8 +26,8 @@ std::map<Id, std::string> annotations(const EmitInput& in) {
     std::map<Id, std::string> notes;
     for (int i = 0; i < m.num_bodies(); ++i)
         for (int k = 0; k < 6; ++k) {
-            Id v = sys.velocity[i][k];
-            if (!f.prog.is_const(v) && !notes.count(v))
+            Id v = f.system_map[sys.velocity[i][k]];
+            if (v >= 0 && !f.prog.is_const(v) && !notes.count(v))
                 notes[v] = fmt::format("v[{}].{}", m.bodies[i].name, component_name(Quantity::LinkAcceleration, k));
         }
     for (int c = 0; c < sys.n(); ++c)

@@ -1,7 +1,9 @@
 // ir.cpp: see ir.hpp.
 #include "ir.hpp"
 
+#include <array>
 #include <cmath>
+#include <random>
 #include <set>
 #include <stdexcept>
 
@@ -163,6 +165,120 @@ std::vector<double> Program::evaluate(const double* q, const double* qd, const d
         }
     }
     return v;
+}
+
+Id Program::rebuild(const Node& x, Id a, Id b) {
+    switch (x.op) {
+        case Op::Const: return constant(x.value);
+        case Op::Input: return input(x.source, x.index);
+        case Op::Add: return add(a, b);
+        case Op::Sub: return sub(a, b);
+        case Op::Mul: return mul(a, b);
+        case Op::Div: return div(a, b);
+        case Op::Neg: return neg(a);
+        case Op::Sin: return sin(a);
+        case Op::Cos: return cos(a);
+        case Op::Sqrt: return sqrt(a);
+    }
+    return -1;
+}
+
+namespace {
+
+constexpr int kMaxSamples = 4;
+using Values = std::array<double, kMaxSamples>;
+
+/// Values of every node of a growing program at fixed sample inputs.
+struct SampledValues {
+    int samples;
+    std::vector<Values> q, qd, in;  // per input index: sample values
+    std::vector<Values> v;
+    std::mt19937_64 rng;
+    const Values& input(Source s, int index) {
+        auto& table = s == Source::Q ? q : s == Source::Qd ? qd : in;
+        while (static_cast<int>(table.size()) <= index) {
+            Values x{};
+            for (int k = 0; k < samples; ++k) x[k] = -1.3 + 2.6 * static_cast<double>(rng() >> 11) * 0x1.0p-53;
+            table.push_back(x);
+        }
+        return table[index];
+    }
+    void extend(const Program& P) {
+        while (static_cast<int>(v.size()) < P.size()) {
+            const Node& n = P.node(static_cast<Id>(v.size()));
+            Values x{};
+            const Values* a = n.a >= 0 ? &v[n.a] : nullptr;
+            const Values* b = n.b >= 0 ? &v[n.b] : nullptr;
+            if (n.op == Op::Input) x = input(n.source, n.index);
+            for (int k = 0; k < samples; ++k) switch (n.op) {
+                    case Op::Const: x[k] = n.value; break;
+                    case Op::Input: break;
+                    case Op::Add: x[k] = (*a)[k] + (*b)[k]; break;
+                    case Op::Sub: x[k] = (*a)[k] - (*b)[k]; break;
+                    case Op::Mul: x[k] = (*a)[k] * (*b)[k]; break;
+                    case Op::Div: x[k] = (*a)[k] / (*b)[k]; break;
+                    case Op::Neg: x[k] = -(*a)[k]; break;
+                    case Op::Sin: x[k] = std::sin((*a)[k]); break;
+                    case Op::Cos: x[k] = std::cos((*a)[k]); break;
+                    case Op::Sqrt: x[k] = std::sqrt((*a)[k]); break;
+                }
+            v.push_back(x);
+        }
+    }
+};
+
+bool same_values(const Values& x, const Values& y, int samples) {
+    for (int k = 0; k < samples; ++k) {
+        const double scale = std::max(std::abs(x[k]), std::abs(y[k]));
+        if (!(std::abs(x[k] - y[k]) <= 1e-12 * scale)) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries, int samples,
+                           std::uint64_t seed) {
+    samples = std::max(1, std::min(samples, kMaxSamples));
+    std::vector<bool> live = P.live_nodes(roots);
+    Rewrite out;
+    out.map.assign(P.size(), -1);
+    SampledValues sv{samples, {}, {}, {}, {}, std::mt19937_64(seed)};
+    std::multimap<double, Id> by_value;  // first sample -> representative nodes
+    std::vector<bool> registered;
+    auto register_new = [&]() {
+        sv.extend(out.prog);
+        while (static_cast<int>(registered.size()) < out.prog.size()) {
+            Id id = static_cast<Id>(registered.size());
+            registered.push_back(true);
+            if (std::isfinite(sv.v[id][0])) by_value.emplace(sv.v[id][0], id);
+        }
+    };
+    register_new();
+    std::vector<int> old_bounds = boundaries;
+    for (int i = 0; i < P.size(); ++i) {
+        for (std::size_t b = 0; b < old_bounds.size(); ++b)
+            if (old_bounds[b] == i) boundaries[b] = out.prog.size();
+        if (!live[i]) continue;
+        const Node& n = P.node(i);
+        Id id = out.prog.rebuild(n, n.a >= 0 ? out.map[n.a] : -1, n.b >= 0 ? out.map[n.b] : -1);
+        const int before = static_cast<int>(registered.size());
+        sv.extend(out.prog);
+        Id rep = id;
+        if (id >= before && n.op != Op::Const && n.op != Op::Input) {  // a new node: look for an equal earlier one
+            const Values& x = sv.v[id];
+            if (std::isfinite(x[0])) {
+                const double tol = 1e-12 * std::abs(x[0]);
+                for (auto it = by_value.lower_bound(x[0] - tol); it != by_value.end() && it->first <= x[0] + tol; ++it)
+                    if (it->second < id && same_values(sv.v[it->second], x, samples) && (rep == id || it->second < rep)) rep = it->second;
+            }
+        }
+        register_new();
+        out.map[i] = rep;
+    }
+    for (std::size_t b = 0; b < old_bounds.size(); ++b)
+        if (old_bounds[b] >= P.size()) boundaries[b] = out.prog.size();
+    return out;
 }
 
 }  // namespace nelu::ir

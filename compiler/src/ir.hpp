@@ -76,6 +76,9 @@ class Program {
     std::vector<double> evaluate(const double* q, const double* qd, const double* in,
                                  const std::vector<bool>& live) const;
 
+    /// Rebuild node `x` of `other` here with operands `a`, `b` (ids in this program), folded.
+    Id rebuild(const Node& x, Id a, Id b);
+
   private:
     Id make(Op op, Id a, Id b);
     std::vector<Node> nodes_;
@@ -84,5 +87,21 @@ class Program {
     std::map<std::pair<int, int>, Id> inputs_;
     Id zero_ = -1, one_ = -1;
 };
+
+/// A program rewritten by a pass, and where each old node went (-1: not live, dropped).
+struct Rewrite {
+    Program prog;
+    std::vector<Id> map;
+};
+
+/// Global value numbering by evaluation: rebuilds the live part of `P` and merges every node whose
+/// values at `samples` random inputs equal (to 1e-12 relative) those of an earlier node (or of a
+/// constant) into it. Algebraic identities that folding and hash-consing cannot see, such as the
+/// two halves of a symmetric Schur complement computed in different orders, then cost nothing.
+/// Probabilistic identity testing (Schwartz-Zippel); the verify pass checks the result.
+/// `boundaries` (old node indices splitting the program into phases) are translated in place into
+/// the new program's indices.
+Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries,
+                           int samples = 3, std::uint64_t seed = 1);
 
 }  // namespace nelu::ir

@@ -169,6 +169,7 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
     std::string why;
     if (umfpack_order(model, sys, um, why)) cands.push_back(um);
     else res.candidates.push_back({"umfpack", false, why, {}, 0});
+    if (seeks_qdd) cands.push_back(tree_rnea(sys));  // forms a dense joint-space block: last, bounded
     std::vector<Factorization> ok;
     long best_entries = 0;
     for (const Candidate& c : cands) {

@@ -107,8 +107,23 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         out.x[c] = divide(P, lu, k, s, out.pivots[k].value);
     }
     for (const Slot& s : sys.out) out.outputs.push_back(out.x[s.column]);
-    // Operation counts of what the outputs and pivot checks need, split by phase.
+    // Merge equal values (symmetric halves of the Schur complements, among others), then count
+    // what the outputs and pivot checks need, split by phase.
     std::vector<Id> roots = out.outputs;
+    for (const ScheduledPivot& pv : out.pivots) roots.push_back(pv.value);
+    std::vector<int> bounds{out.first_factor_node, out.first_solve_node};
+    ir::Rewrite rw = ir::merge_equal_values(P, roots, bounds);
+    out.prog = std::move(rw.prog);
+    out.first_factor_node = bounds[0], out.first_solve_node = bounds[1];
+    out.system_map.assign(rw.map.begin(), rw.map.begin() + sys.prog.size());
+    for (Id& o : out.outputs) o = rw.map[o];
+    for (ScheduledPivot& pv : out.pivots) {
+        pv.value = rw.map[pv.value];
+        if (out.prog.is_const(pv.value)) pv.kind = PivotKind::Constant;
+    }
+    for (Id& xc : out.x)
+        if (xc >= 0) xc = rw.map[xc];
+    roots = out.outputs;
     for (const ScheduledPivot& pv : out.pivots)
         if (pv.kind != PivotKind::Constant) roots.push_back(pv.value);
     std::vector<bool> live = P.live_nodes(roots);

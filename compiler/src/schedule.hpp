@@ -41,6 +41,7 @@ struct Factorization {
     std::vector<ScheduledPivot> pivots;
     std::vector<ir::Id> x;      ///< solution node per column (only for needed columns; -1 otherwise)
     std::vector<ir::Id> outputs;  ///< per System::out slot
+    std::vector<ir::Id> system_map;  ///< node of the System's program -> node here (-1: dead)
     long nnz_D = 0, nnz_L = 0, nnz_U = 0;  ///< L strictly lower, U with its diagonal
     int first_factor_node = 0, first_solve_node = 0;  ///< IR node ranges of the phases
     ir::OpCount ops, ops_kinematics, ops_factorization, ops_solve;
