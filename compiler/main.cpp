@@ -74,8 +74,9 @@ void print_summary(const nelu::CompileResult& r) {
     std::cout << fmt::format("  ordering {}: nnz(L) {}, nnz(U) {}, fill {}; ops mul {}, add {}, div {}, sqrt {}, sincos {} (total {})\n",
                              f.ordering, f.nnz_L, f.nnz_U, f.fill(), f.ops.mul, f.ops.add, f.ops.div, f.ops.sqrt, f.ops.sincos, f.ops.total());
     if (r.order.validation.checked_pivots > 0)
-        std::cout << fmt::format("  pivots: {} non-constant, validated over {} configurations; worst min/max |pivot| {:.3g}\n",
-                                 r.order.validation.checked_pivots, r.order.validation.configurations, r.order.validation.worst_ratio);
+        std::cout << fmt::format("  pivots: {} non-constant, validated over {} configurations; worst min/max |pivot| {:.3g}; growth {:.3g}\n",
+                                 r.order.validation.checked_pivots, r.order.validation.configurations, r.order.validation.worst_ratio,
+                                 r.order.validation.growth);
     if (r.verify.states > 0)
         std::cout << fmt::format("  verified against the reference on {} states: max relative error {:.2e}{}\n", r.verify.states,
                                  r.verify.max_rel_error, r.verify.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.verify.max_backward_error) : std::string());

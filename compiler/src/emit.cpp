@@ -54,20 +54,6 @@ std::string operand(const ir::Program& P, Id x) {
     return fmt::format("t{}", x);
 }
 
-std::string expression(const ir::Program& P, const ir::Node& n) {
-    switch (n.op) {
-        case Op::Add: return operand(P, n.a) + " + " + operand(P, n.b);
-        case Op::Sub: return operand(P, n.a) + " - " + operand(P, n.b);
-        case Op::Mul: return operand(P, n.a) + " * " + operand(P, n.b);
-        case Op::Div: return operand(P, n.a) + " / " + operand(P, n.b);
-        case Op::Neg: return "-" + operand(P, n.a);
-        case Op::Sin: return "std::sin(" + operand(P, n.a) + ")";
-        case Op::Cos: return "std::cos(" + operand(P, n.a) + ")";
-        case Op::Sqrt: return "std::sqrt(" + operand(P, n.a) + ")";
-        default: return "";
-    }
-}
-
 std::string ops_line(const ir::OpCount& c) {
     return fmt::format("mul {}, add {}, div {}, sqrt {}, sincos {} (total {})", c.mul, c.add, c.div, c.sqrt, c.sincos, c.total());
 }
@@ -125,6 +111,34 @@ std::string header(const EmitInput& in) {
     return s;
 }
 
+/// Statements per generated function: a big solver is split into parts that the C++ compiler
+/// optimizes in reasonable time; values that cross a part boundary live in a stack workspace.
+constexpr std::size_t kStatementsPerPart = 2000;
+
+struct Printer {
+    const ir::Program& P;
+    const std::vector<bool>& shared;  ///< node -> lives in the workspace
+    std::string name(Id x) const { return shared[x] ? fmt::format("w.t{}", x) : fmt::format("t{}", x); }
+    std::string operand(Id x) const {
+        const ir::Node& n = P.node(x);
+        if (n.op == Op::Const || n.op == Op::Input) return nelu::operand(P, x);
+        return name(x);
+    }
+    std::string expression(const ir::Node& n) const {
+        switch (n.op) {
+            case Op::Add: return operand(n.a) + " + " + operand(n.b);
+            case Op::Sub: return operand(n.a) + " - " + operand(n.b);
+            case Op::Mul: return operand(n.a) + " * " + operand(n.b);
+            case Op::Div: return operand(n.a) + " / " + operand(n.b);
+            case Op::Neg: return "-" + operand(n.a);
+            case Op::Sin: return "std::sin(" + operand(n.a) + ")";
+            case Op::Cos: return "std::cos(" + operand(n.a) + ")";
+            case Op::Sqrt: return "std::sqrt(" + operand(n.a) + ")";
+            default: return "";
+        }
+    }
+};
+
 std::string source(const EmitInput& in) {
     const std::string& N = in.name;
     const Factorization& f = *in.factorization;
@@ -134,29 +148,65 @@ std::string source(const EmitInput& in) {
     for (const ScheduledPivot& p : f.pivots)
         if (!P.is_const(p.value)) roots.push_back(p.value), checks[p.value] = &p;
     std::vector<bool> live = P.live_nodes(roots);
+    std::vector<Id> stmts;
+    for (int i = 0; i < P.size(); ++i)
+        if (live[i] && P.node(i).op != Op::Const && P.node(i).op != Op::Input) stmts.push_back(i);
+    const std::size_t parts = std::max<std::size_t>(1, (stmts.size() + kStatementsPerPart - 1) / kStatementsPerPart);
+    // part of each statement; a value used in a later part (or as an output) is shared
+    std::vector<int> part(P.size(), -1);
+    std::vector<bool> shared(P.size(), false);
+    for (std::size_t k = 0; k < stmts.size(); ++k) part[stmts[k]] = static_cast<int>(k / kStatementsPerPart);
+    if (parts > 1) {
+        for (Id x : stmts)
+            for (Id o : {P.node(x).a, P.node(x).b})
+                if (o >= 0 && part[o] >= 0 && part[o] != part[x]) shared[o] = true;
+        for (Id o : f.outputs)
+            if (part[o] >= 0) shared[o] = true;
+    }
+    Printer pr{P, shared};
     std::map<Id, std::string> notes = annotations(in);
     std::string s = banner(in, N + ".cpp");
     s += fmt::format("#include \"{}.hpp\"\n\n#include <cmath>\n\nnamespace {{\n\n", N);
-    s += "template <class T>\n";
-    s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n", N);
-    s += "    (void)q, (void)qd, (void)in;\n";
-    const char* phase = nullptr;
-    for (int i = 0; i < P.size(); ++i) {
-        if (!live[i]) continue;
-        const ir::Node& n = P.node(i);
-        if (n.op == Op::Const || n.op == Op::Input) continue;
-        const char* now = i < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
-                          : i < f.first_solve_node ? "factorization of P D Q = L U" : "solve: forward and back substitution";
-        if (now != phase) s += fmt::format("    // --- {}\n", now), phase = now;
-        auto note = notes.find(i);
-        s += fmt::format("    const T t{} = {};{}\n", i, expression(P, n), note == notes.end() ? "" : "  // " + note->second);
-        auto chk = checks.find(i);
-        if (chk != checks.end())
-            s += fmt::format("    if (!(std::fabs(t{}) >= T({}))) return NELU_STATUS_SMALL_PIVOT;\n", i, number(chk->second->threshold));
+    if (parts > 1) {
+        s += fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", N);
+        for (Id x : stmts)
+            if (shared[x]) s += fmt::format("    T t{};\n", x);
+        s += "};\n\n";
     }
-    s += "    // --- outputs\n";
-    for (std::size_t k = 0; k < f.outputs.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, operand(P, f.outputs[k]));
-    s += "    return NELU_STATUS_OK;\n}\n\n}  // namespace\n\n";
+    const char* phase = nullptr;
+    for (std::size_t p = 0; p < parts; ++p) {
+        s += "template <class T>\n";
+        if (parts > 1)
+            s += fmt::format("int {}_part{}(const T* q, const T* qd, const T* in, {}_work<T>& w) {{\n    (void)q, (void)qd, (void)in, (void)w;\n", N, p, N);
+        else
+            s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n    (void)q, (void)qd, (void)in;\n", N);
+        const std::size_t lo = p * kStatementsPerPart, hi = std::min(stmts.size(), lo + kStatementsPerPart);
+        for (std::size_t k = lo; k < hi; ++k) {
+            const Id i = stmts[k];
+            const char* now = i < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
+                              : i < f.first_solve_node ? "factorization of P D Q = L U" : "solve: forward and back substitution";
+            if (now != phase || k == lo) s += fmt::format("    // --- {}\n", now), phase = now;
+            auto note = notes.find(i);
+            const std::string lhs = shared[i] ? pr.name(i) : fmt::format("const T t{}", i);
+            s += fmt::format("    {} = {};{}\n", lhs, pr.expression(P.node(i)), note == notes.end() ? "" : "  // " + note->second);
+            auto chk = checks.find(i);
+            if (chk != checks.end())
+                s += fmt::format("    if (!(std::fabs({}) >= T({}))) return NELU_STATUS_SMALL_PIVOT;\n", pr.name(i), number(chk->second->threshold));
+        }
+        if (parts == 1) {
+            s += "    // --- outputs\n";
+            for (std::size_t k = 0; k < f.outputs.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(f.outputs[k]));
+        }
+        s += "    return NELU_STATUS_OK;\n}\n\n";
+    }
+    if (parts > 1) {
+        s += fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n    {}_work<T> w;\n    int status = NELU_STATUS_OK;\n", N, N);
+        for (std::size_t p = 0; p < parts; ++p)
+            s += fmt::format("    if ((status = {}_part{}(q, qd, in, w)) != NELU_STATUS_OK) return status;\n", N, p);
+        for (std::size_t k = 0; k < f.outputs.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(f.outputs[k]));
+        s += "    return NELU_STATUS_OK;\n}\n\n";
+    }
+    s += "}  // namespace\n\n";
     if (in.scalar_double)
         s += fmt::format("extern \"C\" int {0}(const double* q, const double* qd, const double* in, double* out) {{\n"
                          "    return {0}_impl<double>(q, qd, in, out);\n}}\n", N);

@@ -111,8 +111,32 @@ std::vector<std::vector<double>> validation_configurations(const Model& model, i
     return qs;
 }
 
+/// Growth of the factorization: max |value| of its nodes over max |entry of D|, at a few configurations.
+double factorization_growth(const Model& model, const System& sys, const Factorization& f) {
+    std::vector<ir::Id> entries, roots;
+    for (const auto& row : sys.entries)
+        for (const auto& [c, v] : row)
+            if (f.system_map[v] >= 0) entries.push_back(f.system_map[v]);
+    roots = entries;
+    for (const ScheduledPivot& p : f.pivots) roots.push_back(p.value);
+    for (ir::Id o : f.outputs) roots.push_back(o);
+    std::vector<bool> live = f.prog.live_nodes(roots);
+    std::vector<double> qd(model.nv, 0.0), in(1, 0.0);
+    double growth = 0;
+    for (const auto& q : validation_configurations(model, 12)) {
+        std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
+        double a = 0, u = 0;
+        for (ir::Id e : entries) a = std::max(a, std::abs(val[e]));
+        for (int i = f.first_factor_node; i < f.first_solve_node; ++i)
+            if (live[i]) u = std::max(u, std::abs(val[i]));
+        if (a > 0) growth = std::max(growth, u / a);
+    }
+    return growth;
+}
+
 PivotValidation validate_pivots(const Model& model, const System& sys, Factorization& f, const OrderOptions& opt) {
     PivotValidation v;
+    v.growth = factorization_growth(model, sys, f);
     std::vector<ir::Id> roots;
     std::vector<int> which;
     bool needs_full = false;

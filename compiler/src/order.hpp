@@ -33,6 +33,7 @@ struct PivotValidation {
     int checked_pivots = 0;       ///< non-constant pivots
     double worst_ratio = 1;       ///< min over pivots of min|p| / max|p| across configurations
     std::string worst_pivot;      ///< label of that pivot
+    double growth = 0;            ///< max |value| computed in the factorization / max |entry of D|, worst configuration
 };
 
 struct OrderResult {
