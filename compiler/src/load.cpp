@@ -284,9 +284,10 @@ void read_joint(const urdf::Joint& j, Body& b, const Context& cx) {
         if (std::abs(n - 1) > 1e-6) cx.warn(line, fmt::format("joint '{}': axis has norm {:.6g}; normalized", j.name, n));
         b.axis = {{a.x / n, a.y / n, a.z / n}};
         if (j.limits && !b.continuous) {
-            b.has_limits = true, b.lower = j.limits->lower, b.upper = j.limits->upper;
+            b.lower = j.limits->lower, b.upper = j.limits->upper;
             if (!std::isfinite(b.lower) || !std::isfinite(b.upper) || b.lower > b.upper)
                 throw InputError(where + fmt::format("invalid limits [{}, {}]", b.lower, b.upper));
+            b.has_limits = b.lower < b.upper;  // lower == upper (often 0 0) says nothing about the range
         }
     }
     if (j.mimic) {

@@ -1,0 +1,152 @@
+// Tests of the command-line contract (DESIGN.md, "Contract: the CLI"): version, exit codes, the
+// robot generator's output file, and the op-count report.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "diagnostics.hpp"
+#include "load.hpp"
+#include "test_support.hpp"
+#include "version.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nelu::test::run_nelu;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::string read_text(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// A fresh empty directory, removed with everything in it when the object goes away.
+struct ScratchDir {
+    fs::path path;
+    explicit ScratchDir(const std::string& tag)
+        : path(fs::temp_directory_path() / ("nelu_test_cli_" + tag + "_" + std::to_string(::getpid()))) {
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~ScratchDir() { fs::remove_all(path); }
+    /// Names of the entries in the directory, sorted.
+    std::vector<std::string> entries() const {
+        std::vector<std::string> names;
+        for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+        std::sort(names.begin(), names.end());
+        return names;
+    }
+};
+
+TEST_CASE("cli: --version prints the tool version") {
+    const nelu::test::CliResult r = run_nelu("--version");
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, NELU_VERSION));
+}
+
+TEST_CASE("cli: an unknown subcommand or a missing argument is bad input (exit 2)") {
+    for (const char* args : {"frobnicate", "", "model", "robot gen chain --seed 1 -o -", "model --no-such-flag x.urdf"}) {
+        CAPTURE(args);
+        const nelu::test::CliResult r = run_nelu(args);
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK_FALSE(r.err.empty());
+    }
+}
+
+TEST_CASE("cli: `nelu model` on a missing file exits 2 naming the file") {
+    ScratchDir dir("missing");
+    const std::string path = (dir.path / "no_robot_here.urdf").string();
+    const nelu::test::CliResult r = run_nelu("model " + quoted(path));
+    CHECK(r.exit_code == nelu::kExitBadInput);
+    CHECK(r.err == "error: " + path + ": cannot open the file\n");
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("cli: `nelu robot gen` writes a URDF that loads, atomically") {
+    ScratchDir dir("gen");
+    const std::string file = (dir.path / "chain3.urdf").string();
+    const nelu::test::CliResult r = run_nelu("robot gen chain --links 3 --seed 1 -o " + quoted(file));
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(dir.entries() == std::vector<std::string>{"chain3.urdf"});  // no *.tmp.* left behind
+    const nelu::LoadResult loaded = nelu::load_urdf_file(file);
+    CHECK(loaded.model.num_bodies() == 3);
+    CHECK(loaded.model.nv == 3);
+    CHECK(loaded.warnings.empty());
+    const nelu::test::CliResult model = run_nelu("model " + quoted(file));
+    CHECK(model.exit_code == 0);
+
+    // The same options print the same bytes to standard output.
+    const nelu::test::CliResult out = run_nelu("robot gen chain --links 3 --seed 1 -o -");
+    CHECK(out.exit_code == 0);
+    CHECK(out.out == read_text(file));
+
+    // Overwriting replaces the file whole.
+    const nelu::test::CliResult again = run_nelu("robot gen tree --links 5 --branching 2 --seed 2 -o " + quoted(file));
+    CHECK(again.exit_code == 0);
+    CHECK(dir.entries() == std::vector<std::string>{"chain3.urdf"});
+    CHECK(read_text(file) == run_nelu("robot gen tree --links 5 --branching 2 --seed 2 -o -").out);
+    CHECK(nelu::load_urdf_file(file).model.num_bodies() == 5);
+}
+
+TEST_CASE("cli: `nelu robot gen --links 0` exits 2 naming --links and writes nothing") {
+    ScratchDir dir("links0");
+    const std::string file = (dir.path / "bad.urdf").string();
+    const nelu::test::CliResult r = run_nelu("robot gen chain --links 0 --seed 1 -o " + quoted(file));
+    CHECK(r.exit_code == nelu::kExitBadInput);
+    CHECK(contains(r.err, "error: "));
+    CHECK(contains(r.err, "--links"));
+    CHECK(dir.entries().empty());
+}
+
+TEST_CASE("cli: an unwritable output path exits 2 naming it and leaves nothing") {
+    SUBCASE("a directory that does not exist") {
+        const std::string file = "/nonexistent/dir/x.urdf";
+        const nelu::test::CliResult r = run_nelu("robot gen chain --links 3 --seed 1 -o " + file);
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK(contains(r.err, "error: " + file));
+        CHECK_FALSE(fs::exists("/nonexistent/dir"));
+    }
+    SUBCASE("the output path is a directory: the temporary file is written, the rename fails") {
+        ScratchDir dir("isdir");
+        const fs::path target = dir.path / "out.urdf";
+        fs::create_directory(target);
+        const nelu::test::CliResult r = run_nelu("robot gen chain --links 3 --seed 1 -o " + quoted(target.string()));
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK(contains(r.err, "error: " + target.string()));
+        CHECK(dir.entries() == std::vector<std::string>{"out.urdf"});  // the temporary file was removed
+        CHECK(fs::is_directory(target));
+        CHECK(fs::is_empty(target));
+    }
+}
+
+TEST_CASE("cli: `nelu report --chains 7` prints the published RNEA and ABA counts") {
+    const nelu::test::CliResult r = run_nelu("report --chains 7");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    std::istringstream lines(r.out);
+    std::string row;
+    for (std::string line; std::getline(lines, line);)
+        if (contains(line, "n=7")) row = line;
+    CAPTURE(r.out);
+    REQUIRE_FALSE(row.empty());
+    CHECK(row.rfind("|", 0) == 0);  // a Markdown table row
+    CHECK(contains(row, "| 7 |"));  // nv
+    CHECK(contains(row, "543 / 467"));    // RNEA: 93n - 108 mul, 81n - 100 add
+    CHECK(contains(row, "1309 / 1187"));  // ABA: 224n - 259 mul, 205n - 248 add
+    CHECK(contains(r.out, "RNEA published"));
+}
+
+}  // namespace

@@ -1,0 +1,251 @@
+// The reference algorithms against an independent implementation: ../shared/oracle/*.json holds
+// RNEA, ABA and CRBA values computed by Pinocchio 3.7.0 (see its README.md) for the URDFs in
+// ../shared/robots. A convention error that nelu's algorithms and generated code could share (a
+// sign, a frame, an inertia transform) shows up here.
+//
+// Conventions converted on the way in (oracle -> nelu):
+//   joints    matched by name (Body::joint_name); the floating base is nelu's body 0 "root_joint".
+//   q         one angle or displacement per joint; root_joint [x y z qx qy qz qw] in both.
+//   qd, qdd   root_joint LINEAR first in the oracle, [v; w]; nelu is angular first, [w; v].
+//   tau       root_joint wrench linear first [f; n] in the oracle; nelu [n; f].
+//   fext      per URDF link, in the link frame at the link origin, angular first in both. A link
+//             merged into a body by a fixed joint sits at X_link_body (body -> link), so its wrench
+//             is X_link_body^T f in body coordinates.
+//   M         rows and columns permuted by the same velocity map.
+//   gravity   the oracle's [0, 0, -9.81] in the world frame, set on the model.
+// When ../shared/oracle is absent (or nlohmann-json is not installed) the test says it is skipped.
+#include <doctest/doctest.h>
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "load.hpp"
+#include "nelu/model.hpp"
+#include "nelu/reference.hpp"
+#include "test_support.hpp"
+
+#if __has_include(<nlohmann/json.hpp>)
+#include <nlohmann/json.hpp>
+#define NELU_HAVE_NLOHMANN_JSON 1
+#else
+#define NELU_HAVE_NLOHMANN_JSON 0
+#endif
+
+namespace fs = std::filesystem;
+
+#if NELU_HAVE_NLOHMANN_JSON
+namespace {
+
+using nelu::JointType;
+using nelu::Model;
+using nelu::SVec;
+using json = nlohmann::json;
+
+constexpr double kTol = 1e-9;
+
+/// Where each oracle velocity slot goes in nelu: nelu_v[v_map[k]] = oracle_v[k].
+struct JointMap {
+    struct Joint {
+        std::string name;
+        int body = -1;
+        int oracle_v = 0;  // first velocity slot in the oracle's order
+    };
+    std::vector<Joint> joints;
+    std::vector<int> v_map;
+};
+
+/// Match the oracle's joints to nelu's bodies by name; the floating base's six velocities are
+/// reordered from [v; w] to [w; v].
+JointMap map_joints(const json& oracle_joints, const Model& m) {
+    JointMap map;
+    int ov = 0;
+    for (const json& j : oracle_joints) {
+        const std::string name = j.at("name").get<std::string>();
+        const int nq = j.at("nq").get<int>(), nv = j.at("nv").get<int>();
+        int body = -1;
+        for (int i = 0; i < m.num_bodies(); ++i)
+            if (m.bodies[i].joint_name == name) body = i;
+        INFO("oracle joint " << name);
+        REQUIRE(body >= 0);
+        const nelu::Body& b = m.bodies[body];
+        // Pinocchio's unbounded revolute joints (JointModelRUB*) have nq = 2 (cos, sin); the files
+        // give their angle, as nelu takes it, and nelu loads them as continuous revolute joints.
+        const std::string type = j.at("type").get<std::string>();
+        const bool unbounded = type.rfind("JointModelRUB", 0) == 0 || type.find("RevoluteUnbounded") != std::string::npos;
+        if (unbounded) {
+            CHECK(b.type == JointType::Revolute);
+            CHECK(b.continuous);
+        }
+        REQUIRE(b.nq() == (unbounded ? 1 : nq));
+        REQUIRE(b.nv() == nv);
+        for (int k = 0; k < nv; ++k) map.v_map.push_back(b.v_index + (b.type == JointType::Floating ? (k + 3) % 6 : k));
+        map.joints.push_back({name, body, ov});
+        ov += nv;
+    }
+    REQUIRE(ov == m.nv);  // every nelu velocity is matched exactly once
+    std::vector<int> seen(m.nv, 0);
+    for (int v : map.v_map) ++seen[v];
+    for (int v = 0; v < m.nv; ++v) CHECK(seen[v] == 1);
+    return map;
+}
+
+/// nelu's flat vector from a {joint: value or [values]} object, velocities permuted.
+std::vector<double> velocity_vector(const json& per_joint, const JointMap& map, const Model& m) {
+    std::vector<double> x(m.nv, 0.0);
+    for (const auto& jt : map.joints) {
+        const json& v = per_joint.at(jt.name);
+        const int nv = m.bodies[jt.body].nv();
+        for (int k = 0; k < nv; ++k) x[map.v_map[jt.oracle_v + k]] = v.is_array() ? v.at(k).get<double>() : v.get<double>();
+    }
+    return x;
+}
+
+std::vector<double> position_vector(const json& per_joint, const JointMap& map, const Model& m) {
+    std::vector<double> q(m.nq, 0.0);
+    for (const auto& jt : map.joints) {
+        const json& v = per_joint.at(jt.name);
+        const nelu::Body& b = m.bodies[jt.body];
+        for (int k = 0; k < b.nq(); ++k) q[b.q_index + k] = v.is_array() ? v.at(k).get<double>() : v.get<double>();
+    }
+    return q;
+}
+
+/// Per-body external wrenches from the oracle's per-link wrenches (link frame, angular first).
+std::vector<SVec<double>> body_wrenches(const json& per_link, const nelu::LoadResult& lr) {
+    const Model& m = lr.model;
+    std::vector<SVec<double>> f(m.num_bodies(), nelu::zero6<double>());
+    for (const auto& [link, w] : per_link.items()) {
+        INFO("fext on link " << link);
+        auto it = lr.links.find(link);
+        REQUIRE(it != lr.links.end());
+        if (it->second.body < 0) continue;  // merged into the fixed world: no effect on the joints
+        SVec<double> f_link;
+        for (int k = 0; k < 6; ++k) f_link[k] = w.at(k).get<double>();
+        f[it->second.body] = f[it->second.body] + nelu::apply_transpose(it->second.X_link_body, f_link);
+    }
+    return f;
+}
+
+double max_abs(const std::vector<double>& x) {
+    double r = 0;
+    for (double v : x) r = std::max(r, std::abs(v));
+    return r;
+}
+
+/// max |a - b| / max |b|
+double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+    REQUIRE(a.size() == b.size());
+    double d = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+    return d / std::max(max_abs(b), 1e-300);
+}
+
+struct Worst {
+    double tau = 0, qdd = 0, M = 0, qdd_back = 0, cond = 0;
+};
+
+/// Compare nelu with one oracle file; returns the worst relative errors.
+Worst check_oracle_file(const fs::path& file, const std::string& robots_dir) {
+    std::ifstream in(file);
+    REQUIRE(in.good());
+    const json o = json::parse(in);
+    const std::string urdf = o.at("urdf").get<std::string>();
+    const bool floating = o.at("floating_base").get<bool>();
+    const nelu::LoadResult lr = nelu::load_urdf_file(robots_dir + "/" + urdf, nelu::LoadOptions{floating, {}});
+    Model m = lr.model;
+    const json& g = o.at("gravity");
+    REQUIRE(g.size() == 3u);
+    m.gravity = {{{0, 0, 0}}, {{g[0].get<double>(), g[1].get<double>(), g[2].get<double>()}}};
+    REQUIRE(floating == (m.bodies[0].type == JointType::Floating));
+    const JointMap map = map_joints(o.at("joints"), m);
+
+    Worst worst;
+    int index = -1;
+    for (const json& st : o.at("states")) {
+        ++index;
+        INFO("state " << index);
+        const std::vector<double> q = position_vector(st.at("q"), map, m);
+        const std::vector<double> qd = velocity_vector(st.at("qd"), map, m), qdd = velocity_vector(st.at("qdd"), map, m);
+        const std::vector<double> tau_rnea = velocity_vector(st.at("tau_rnea"), map, m);
+        const std::vector<double> tau_in = velocity_vector(st.at("tau_in"), map, m);
+        const std::vector<double> qdd_aba = velocity_vector(st.at("qdd_aba"), map, m);
+        const std::vector<SVec<double>> fext = body_wrenches(st.at("fext"), lr);
+
+        std::vector<double> tau(m.nv), acc(m.nv), M(m.nv * m.nv), M_oracle(m.nv * m.nv);
+        nelu::rnea(m, q.data(), qd.data(), qdd.data(), fext.data(), tau.data());
+        nelu::aba(m, q.data(), qd.data(), tau_in.data(), fext.data(), acc.data());
+        nelu::crba(m, q.data(), M.data());
+        const json& Mo = st.at("M");
+        REQUIRE(Mo.size() == static_cast<std::size_t>(m.nv));
+        for (int r = 0; r < m.nv; ++r)
+            for (int c = 0; c < m.nv; ++c) M_oracle[map.v_map[r] * m.nv + map.v_map[c]] = Mo.at(r).at(c).get<double>();
+
+        const double e_tau = rel_diff(tau, tau_rnea), e_qdd = rel_diff(acc, qdd_aba), e_M = rel_diff(M, M_oracle);
+        CHECK(e_tau <= kTol);
+        CHECK(e_M <= kTol);
+        // ABA's forward error grows with the condition of M (icub_reduced's state 1, every joint at
+        // pi/2, has cond(M) ~ 1e12): allow 100 eps cond(M) when that is larger than the tolerance,
+        // and check the oracle's accelerations in torque space too, where conditioning does not enter:
+        // |RNEA(q, qd, qdd_oracle, fext) - tau_in| / max(|tau_in|, |M| |qdd_oracle|).
+        const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> Mm(M.data(), m.nv, m.nv);
+        const Eigen::VectorXd lambda = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(Mm).eigenvalues();
+        const double allowance = std::max(1.0, 100 * std::numeric_limits<double>::epsilon() * lambda(m.nv - 1) / lambda(0) / kTol);
+        CHECK(e_qdd <= kTol * allowance);
+        std::vector<double> tau_back(m.nv);
+        nelu::rnea(m, q.data(), qd.data(), qdd_aba.data(), fext.data(), tau_back.data());
+        const Eigen::VectorXd qdd_abs = Eigen::Map<const Eigen::VectorXd>(qdd_aba.data(), m.nv).cwiseAbs();
+        const double back_scale = std::max(max_abs(tau_in), (Mm.cwiseAbs() * qdd_abs).maxCoeff());
+        double e_back = 0;
+        for (int i = 0; i < m.nv; ++i) e_back = std::max(e_back, std::abs(tau_back[i] - tau_in[i]) / back_scale);
+        CHECK(e_back <= kTol);
+        worst.tau = std::max(worst.tau, e_tau), worst.qdd = std::max(worst.qdd, e_qdd), worst.M = std::max(worst.M, e_M);
+        worst.qdd_back = std::max(worst.qdd_back, e_back), worst.cond = std::max(worst.cond, lambda(m.nv - 1) / lambda(0));
+    }
+    CHECK(index + 1 == static_cast<int>(o.at("states").size()));
+    CHECK(index >= 0);
+    return worst;
+}
+
+}  // namespace
+#endif
+
+TEST_CASE("oracle: RNEA, ABA and CRBA agree with Pinocchio on the shared robots") {
+    const std::string shared = nelu::test::shared_dir();
+    const fs::path dir = fs::path(shared) / "oracle";
+    if (shared.empty() || !fs::is_directory(dir)) {
+        std::printf("oracle: %s/oracle not found: SKIPPED (nothing compared)\n", NELU_SHARED_DIR);
+        MESSAGE("skipped: no ../shared/oracle");
+        return;
+    }
+#if !NELU_HAVE_NLOHMANN_JSON
+    std::printf("oracle: nlohmann/json.hpp not available: SKIPPED (install nlohmann-json3-dev)\n");
+    MESSAGE("skipped: nlohmann-json not installed");
+#else
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    REQUIRE(!files.empty());
+    Worst all;
+    std::printf("oracle (Pinocchio 3.7.0): worst over the states of max|nelu - oracle| / max|oracle| (rnea, aba, crba),\n"
+                "  |RNEA(qdd_aba oracle) - tau_in| / max(|tau_in|, |M| |qdd|) (aba back) and cond(M)\n");
+    for (const fs::path& f : files) {
+        INFO("oracle file " << f.filename().string());
+        const Worst w = check_oracle_file(f, shared + "/robots");
+        std::printf("  %-28s rnea %.3e  aba %.3e  crba %.3e  aba back %.3e  cond(M) %.1e\n", f.filename().string().c_str(),
+                    w.tau, w.qdd, w.M, w.qdd_back, w.cond);
+        all.tau = std::max(all.tau, w.tau), all.qdd = std::max(all.qdd, w.qdd), all.M = std::max(all.M, w.M);
+        all.qdd_back = std::max(all.qdd_back, w.qdd_back), all.cond = std::max(all.cond, w.cond);
+    }
+    std::printf("  %-28s rnea %.3e  aba %.3e  crba %.3e  aba back %.3e  cond(M) %.1e\n", "ALL", all.tau, all.qdd, all.M,
+                all.qdd_back, all.cond);
+#endif
+}
