@@ -17,6 +17,7 @@
 #include "ref_ops.hpp"
 #include "report.hpp"
 #include "robot_gen.hpp"
+#include "spy.hpp"
 #include "version.hpp"
 
 namespace {
@@ -61,6 +62,7 @@ int run_robot_gen(const GenArgs& a) {
 struct CompileArgs {
     nelu::CompileOptions o;
     std::string out_dir = ".";
+    std::string spy;  ///< SVG file for the spy plots of D, P D Q and L + U
 };
 
 /// One-line summary of a compiled solver, printed by compile and analyze.
@@ -86,6 +88,8 @@ int run_compile(const CompileArgs& a, bool write) {
     nelu::CompileResult r = nelu::compile(a.o, &std::cout);
     if (a.o.dump.empty()) print_summary(r);
     if (write) nelu::write_outputs(r, a.out_dir);
+    if (!a.spy.empty())
+        nelu::write_file_atomic(a.spy, nelu::spy_svg(r.system, r.order.best, r.name + " (" + r.problem.kind + ")"));
     return nelu::kExitOk;
 }
 
@@ -97,6 +101,7 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
         ->check(CLI::IsMember({"load", "problem", "system", "analyze", "order", "schedule", "ir", "emit"}));
     cmd->add_option("--verify", a.o.verify_states, "Random states on which the interpreter checks the program (plus special ones)");
     cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
+    cmd->add_option("--spy", a.spy, "Write spy plots of D, P D Q and L + U to this SVG file");
 }
 
 int run_check_command(const nelu::CheckOptions& o) {
@@ -189,6 +194,7 @@ int main(int argc, char** argv) {
     check->add_option("urdf", ko.urdf, "URDF the solver was generated from")->required();
     check->add_option("manifest", ko.manifest, "DIR/NAME.json of the solver")->required();
     check->add_option("--states", ko.states, "Random states (special configurations are added)");
+    check->add_option("--problem", ko.problem, "The problem spec the solver was compiled from (when it was)");
     check->add_option("--cxx", ko.cxx, "C++ compiler");
 
     ReportArgs ra;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite, as CI runs it.
-#   1. Release-with-debug-info build, every doctest suite through CTest;
+#   1. Release-with-debug-info build, every doctest suite through CTest, then the installed
+#      package used by examples/consumer (scripts/example.sh);
 #   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60).
 set -euo pipefail
@@ -12,6 +13,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
+echo "== installed package: examples/consumer"
+NELU_BUILD_DIR=build bash scripts/example.sh
 
 echo "== build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNELU_SANITIZE=ON >/dev/null

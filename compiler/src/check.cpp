@@ -68,7 +68,11 @@ CheckReport run_check(const CheckOptions& o) {
     CompileOptions co;
     co.urdf = o.urdf;
     const std::string spec = man["problem"].value("spec", "");
-    co.problem = spec.empty() ? man["problem"].value("kind", "id") : spec;
+    co.problem = !o.problem.empty() ? o.problem
+                 : spec.empty()     ? man["problem"].value("kind", "id")
+                                    : (fs::path(o.manifest).parent_path() / spec).string();
+    if (o.problem.empty() && !spec.empty() && !fs::exists(co.problem))
+        throw InputError(fmt::format("{}: the solver was compiled from the spec '{}'; name it with --problem", o.manifest, spec));
     co.floating_base = man.value("floating_base", false);
     co.verify_states = -1, co.validation_configs = 200;
     co.name = man.value("name", "");

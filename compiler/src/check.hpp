@@ -9,6 +9,8 @@ namespace nelu {
 struct CheckOptions {
     std::string urdf;      ///< the robot the solver was generated from
     std::string manifest;  ///< DIR/NAME.json; NAME.cpp and NAME.hpp sit beside it
+    std::string problem;   ///< the problem spec, when the solver came from one (default: the
+                           ///< manifest's spec name, looked up beside the manifest)
     int states = 1000;     ///< random states (special configurations are added)
     std::string cxx = "c++";
 };

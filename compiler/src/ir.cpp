@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <tuple>
 #include <stdexcept>
 
 namespace nelu::ir {
@@ -185,74 +186,116 @@ Id Program::rebuild(const Node& x, Id a, Id b) {
 
 namespace {
 
-constexpr int kMaxSamples = 4;
-using Values = std::array<double, kMaxSamples>;
-
-/// Values of every node of a growing program at fixed sample inputs.
-struct SampledValues {
-    int samples;
-    std::vector<Values> q, qd, in;  // per input index: sample values
-    std::vector<Values> v;
-    std::mt19937_64 rng;
-    const Values& input(Source s, int index) {
-        auto& table = s == Source::Q ? q : s == Source::Qd ? qd : in;
-        while (static_cast<int>(table.size()) <= index) {
-            Values x{};
-            for (int k = 0; k < samples; ++k) x[k] = -1.3 + 2.6 * static_cast<double>(rng() >> 11) * 0x1.0p-53;
-            table.push_back(x);
+/// Arithmetic modulo the Mersenne prime 2^61 - 1: polynomial identities hold exactly, and two
+/// different rational functions agree at a random point with probability (degree / 2^61).
+struct Fp {
+    static constexpr std::uint64_t P = (std::uint64_t{1} << 61) - 1;
+    static std::uint64_t reduce(unsigned __int128 x) {
+        std::uint64_t r = static_cast<std::uint64_t>(x & P) + static_cast<std::uint64_t>(x >> 61);
+        r = (r & P) + (r >> 61);
+        return r >= P ? r - P : r;
+    }
+    static std::uint64_t add(std::uint64_t a, std::uint64_t b) { return reduce(static_cast<unsigned __int128>(a) + b); }
+    static std::uint64_t sub(std::uint64_t a, std::uint64_t b) { return add(a, P - b); }
+    static std::uint64_t mul(std::uint64_t a, std::uint64_t b) { return reduce(static_cast<unsigned __int128>(a) * b); }
+    static std::uint64_t neg(std::uint64_t a) { return a == 0 ? 0 : P - a; }
+    static std::uint64_t inv(std::uint64_t a) {  // a^(P-2)
+        std::uint64_t r = 1, e = P - 2;
+        while (e) {
+            if (e & 1) r = mul(r, a);
+            a = mul(a, a), e >>= 1;
         }
-        return table[index];
+        return r;
+    }
+};
+
+/// A node's value at two random points of the field; `opaque` values never merge.
+struct Sample {
+    std::uint64_t v[2] = {0, 0};
+    bool opaque = false;
+    bool operator<(const Sample& o) const { return std::tie(v[0], v[1]) < std::tie(o.v[0], o.v[1]); }
+};
+
+/// Values of every node of a growing program at two random points: inputs, sines, cosines, square
+/// roots and model constants are independent random variables (0, +-1, +-2, +-0.5 are structure).
+struct SampledValues {
+    std::mt19937_64 rng;
+    std::map<std::pair<int, int>, Sample> inputs;
+    std::map<double, Sample> constants;                     // by |value|
+    std::map<std::pair<int, Sample>, Sample> transcendental;  // (op, operand value) -> value
+    std::vector<Sample> v;
+    Sample fresh() {
+        Sample x;
+        for (auto& e : x.v) e = rng() % Fp::P;
+        return x;
+    }
+    Sample constant(double c) {
+        const double a = std::abs(c);
+        Sample x;
+        if (a == 0 || a == 1 || a == 2) x.v[0] = x.v[1] = static_cast<std::uint64_t>(a);
+        else if (a == 0.5) x.v[0] = x.v[1] = Fp::inv(2);
+        else {
+            auto it = constants.find(a);
+            x = it != constants.end() ? it->second : (constants[a] = fresh());
+        }
+        if (c < 0)
+            for (auto& e : x.v) e = Fp::neg(e);
+        return x;
     }
     void extend(const Program& P) {
         while (static_cast<int>(v.size()) < P.size()) {
             const Node& n = P.node(static_cast<Id>(v.size()));
-            Values x{};
-            const Values* a = n.a >= 0 ? &v[n.a] : nullptr;
-            const Values* b = n.b >= 0 ? &v[n.b] : nullptr;
-            if (n.op == Op::Input) x = input(n.source, n.index);
-            for (int k = 0; k < samples; ++k) switch (n.op) {
-                    case Op::Const: x[k] = n.value; break;
-                    case Op::Input: break;
-                    case Op::Add: x[k] = (*a)[k] + (*b)[k]; break;
-                    case Op::Sub: x[k] = (*a)[k] - (*b)[k]; break;
-                    case Op::Mul: x[k] = (*a)[k] * (*b)[k]; break;
-                    case Op::Div: x[k] = (*a)[k] / (*b)[k]; break;
-                    case Op::Neg: x[k] = -(*a)[k]; break;
-                    case Op::Sin: x[k] = std::sin((*a)[k]); break;
-                    case Op::Cos: x[k] = std::cos((*a)[k]); break;
-                    case Op::Sqrt: x[k] = std::sqrt((*a)[k]); break;
+            const Sample a = n.a >= 0 ? v[n.a] : Sample{}, b = n.b >= 0 ? v[n.b] : Sample{};
+            Sample x;
+            x.opaque = a.opaque || b.opaque;
+            switch (n.op) {
+                case Op::Const: x = constant(n.value); break;
+                case Op::Input: {
+                    auto key = std::make_pair(static_cast<int>(n.source), n.index);
+                    auto it = inputs.find(key);
+                    x = it != inputs.end() ? it->second : (inputs[key] = fresh());
+                    break;
                 }
+                case Op::Sin:
+                case Op::Cos:
+                case Op::Sqrt: {
+                    auto key = std::make_pair(static_cast<int>(n.op), a);
+                    auto it = transcendental.find(key);
+                    x = a.opaque ? fresh() : it != transcendental.end() ? it->second : (transcendental[key] = fresh());
+                    x.opaque = a.opaque;
+                    break;
+                }
+                default:
+                    for (int k = 0; k < 2; ++k) switch (n.op) {
+                            case Op::Add: x.v[k] = Fp::add(a.v[k], b.v[k]); break;
+                            case Op::Sub: x.v[k] = Fp::sub(a.v[k], b.v[k]); break;
+                            case Op::Mul: x.v[k] = Fp::mul(a.v[k], b.v[k]); break;
+                            case Op::Neg: x.v[k] = Fp::neg(a.v[k]); break;
+                            case Op::Div:
+                                if (b.v[k] == 0) x.opaque = true;
+                                else x.v[k] = Fp::mul(a.v[k], Fp::inv(b.v[k]));
+                                break;
+                            default: break;
+                        }
+            }
             v.push_back(x);
         }
     }
 };
 
-bool same_values(const Values& x, const Values& y, int samples) {
-    for (int k = 0; k < samples; ++k) {
-        const double scale = std::max(std::abs(x[k]), std::abs(y[k]));
-        if (!(std::abs(x[k] - y[k]) <= 1e-12 * scale)) return false;
-    }
-    return true;
-}
-
 }  // namespace
 
-Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries, int samples,
-                           std::uint64_t seed) {
-    samples = std::max(1, std::min(samples, kMaxSamples));
+Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries, std::uint64_t seed) {
     std::vector<bool> live = P.live_nodes(roots);
     Rewrite out;
     out.map.assign(P.size(), -1);
-    SampledValues sv{samples, {}, {}, {}, {}, std::mt19937_64(seed)};
-    std::multimap<double, Id> by_value;  // first sample -> representative nodes
-    std::vector<bool> registered;
+    SampledValues sv{std::mt19937_64(seed), {}, {}, {}, {}};
+    std::map<Sample, Id> first;  // value -> earliest node with it
     auto register_new = [&]() {
+        const int before = static_cast<int>(sv.v.size());
         sv.extend(out.prog);
-        while (static_cast<int>(registered.size()) < out.prog.size()) {
-            Id id = static_cast<Id>(registered.size());
-            registered.push_back(true);
-            if (std::isfinite(sv.v[id][0])) by_value.emplace(sv.v[id][0], id);
-        }
+        for (int id = before; id < out.prog.size(); ++id)
+            if (!sv.v[id].opaque) first.emplace(sv.v[id], id);
     };
     register_new();
     std::vector<int> old_bounds = boundaries;
@@ -262,19 +305,9 @@ Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::
         if (!live[i]) continue;
         const Node& n = P.node(i);
         Id id = out.prog.rebuild(n, n.a >= 0 ? out.map[n.a] : -1, n.b >= 0 ? out.map[n.b] : -1);
-        const int before = static_cast<int>(registered.size());
-        sv.extend(out.prog);
-        Id rep = id;
-        if (id >= before && n.op != Op::Const && n.op != Op::Input) {  // a new node: look for an equal earlier one
-            const Values& x = sv.v[id];
-            if (std::isfinite(x[0])) {
-                const double tol = 1e-12 * std::abs(x[0]);
-                for (auto it = by_value.lower_bound(x[0] - tol); it != by_value.end() && it->first <= x[0] + tol; ++it)
-                    if (it->second < id && same_values(sv.v[it->second], x, samples) && (rep == id || it->second < rep)) rep = it->second;
-            }
-        }
         register_new();
-        out.map[i] = rep;
+        auto it = sv.v[id].opaque ? first.end() : first.find(sv.v[id]);
+        out.map[i] = it != first.end() && it->second < id ? it->second : id;
     }
     for (std::size_t b = 0; b < old_bounds.size(); ++b)
         if (old_bounds[b] >= P.size()) boundaries[b] = out.prog.size();

@@ -95,13 +95,14 @@ struct Rewrite {
 };
 
 /// Global value numbering by evaluation: rebuilds the live part of `P` and merges every node whose
-/// values at `samples` random inputs equal (to 1e-12 relative) those of an earlier node (or of a
-/// constant) into it. Algebraic identities that folding and hash-consing cannot see, such as the
-/// two halves of a symmetric Schur complement computed in different orders, then cost nothing.
-/// Probabilistic identity testing (Schwartz-Zippel); the verify pass checks the result.
-/// `boundaries` (old node indices splitting the program into phases) are translated in place into
-/// the new program's indices.
+/// value equals that of an earlier node (or of a constant) into it. Values are computed exactly,
+/// modulo the prime 2^61 - 1, at two random points where every input, every sin, cos and sqrt and
+/// every model constant is an independent random variable: two nodes merge when they agree as
+/// rational functions of all of these (Schwartz-Zippel; a false merge has probability about
+/// degree / 2^61). Identities that folding and hash-consing cannot see, such as the two halves of a
+/// symmetric Schur complement computed in different orders, then cost nothing. `boundaries` (old
+/// node indices splitting the program into phases) are translated in place into new indices.
 Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries,
-                           int samples = 3, std::uint64_t seed = 1);
+                           std::uint64_t seed = 1);
 
 }  // namespace nelu::ir

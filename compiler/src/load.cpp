@@ -210,11 +210,29 @@ void check_same_tree(const urdf::ModelInterface& um, const XmlTree& t, const std
 
 bool finite3(double a, double b, double c) { return std::isfinite(a) && std::isfinite(b) && std::isfinite(c); }
 
+/// `v` with rounding noise removed: URDF angles such as pi/2 (rpy="1.5707963267949") give sines and
+/// cosines of 1e-17 that are zeros of the robot's structure, not data. Values within 1e-14 of 0 or
+/// +-1 snap to them, so that the model (and every algorithm run on it) sees the exact structure.
+double snap(double v) {
+    if (std::abs(v) < 1e-14) return 0.0;
+    if (std::abs(v - 1) < 1e-14) return 1.0;
+    if (std::abs(v + 1) < 1e-14) return -1.0;
+    return v;
+}
+
+/// Rotation matrix of a URDF quaternion, snapped (see snap).
+Mat3<double> rotation_of(const urdf::Rotation& q) {
+    Mat3<double> R = quat_to_rotation(q.x, q.y, q.z, q.w);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) R(i, j) = snap(R(i, j));
+    return R;
+}
+
 /// The Pluecker transform from the parent frame to the frame at `pose` (URDF origin: the pose of
 /// the new frame in the parent frame).
 Xform<double> pose_to_xform(const urdf::Pose& p) {
-    Mat3<double> R = quat_to_rotation(p.rotation.x, p.rotation.y, p.rotation.z, p.rotation.w);
-    return {transpose(R), {{p.position.x, p.position.y, p.position.z}}};
+    Mat3<double> R = rotation_of(p.rotation);
+    return {transpose(R), {{snap(p.position.x), snap(p.position.y), snap(p.position.z)}}};
 }
 
 bool finite_pose(const urdf::Pose& p) {
@@ -254,10 +272,11 @@ Inertia<double> link_inertia(const urdf::Link& link, const Context& cx) {
     if (lam(0) + lam(1) < lam(2) - tol)
         cx.warn(line, fmt::format("link '{}': principal moments {:.6g}, {:.6g}, {:.6g} violate the triangle "
                                   "inequality (no rigid body has them); loaded as is", link.name, lam(0), lam(1), lam(2)));
-    Mat3<double> R = quat_to_rotation(in.origin.rotation.x, in.origin.rotation.y, in.origin.rotation.z,
-                                      in.origin.rotation.w);
+    Mat3<double> R = rotation_of(in.origin.rotation);
     Mat3<double> Ii{{{in.ixx, in.ixy, in.ixz}, {in.ixy, in.iyy, in.iyz}, {in.ixz, in.iyz, in.izz}}};
     Mat3<double> Ic = R * Ii * transpose(R);
+    for (int i = 0; i < 3; ++i)  // symmetric exactly, not up to rounding
+        for (int j = 0; j < i; ++j) Ic(i, j) = Ic(j, i);
     Vec3<double> c{{in.origin.position.x, in.origin.position.y, in.origin.position.z}};
     return inertia_from_com(in.mass, c, Ic);
 }

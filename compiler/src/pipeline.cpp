@@ -49,7 +49,8 @@ void check_forward_dynamics(const Model& m, const Problem& p) {
         for (int i = 0; i < m.num_bodies(); ++i)
             if (m.bodies[i].joint_name == j && p.joint[i] == JointKnown::Tau)
                 throw IllPosedError(fmt::format("ill-posed: the acceleration of joint '{}' is sought, but no mass or inertia "
-                                                "moves with it (its subtree has none): forward dynamics is singular there", j));
+                                                "resists its motion (in some direction, for a multi-DoF joint): forward "
+                                                "dynamics is singular there. Give its subtree inertia, or make its acceleration known", j));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "system.hpp"
 
 #include <array>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -67,19 +68,19 @@ Id cst(ir::Program& P, double v) { return P.constant(v); }
 std::vector<Factor> body_factors(ir::Program& P, const Body& b) {
     std::vector<Factor> fs;
     const Xform<double>& XT = b.X_tree;
-    if (XT.r[0] != 0 || XT.r[1] != 0 || XT.r[2] != 0) {
+    if ((XT.r[0]) != 0 || (XT.r[1]) != 0 || (XT.r[2]) != 0) {
         Factor f;
         f.rotation = false;
-        for (int k = 0; k < 3; ++k) f.r[k] = cst(P, XT.r[k]);
+        for (int k = 0; k < 3; ++k) f.r[k] = cst(P, (XT.r[k]));
         fs.push_back(f);
     }
     bool identity = true;
     for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) identity = identity && XT.E(i, j) == (i == j ? 1.0 : 0.0);
+        for (int j = 0; j < 3; ++j) identity = identity && (XT.E(i, j)) == (i == j ? 1.0 : 0.0);
     if (!identity) {
         Factor f;
         for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) f.E[i][j] = cst(P, XT.E(i, j));
+            for (int j = 0; j < 3; ++j) f.E[i][j] = cst(P, (XT.E(i, j)));
         fs.push_back(f);
     }
     const Id q0 = b.nq() > 0 ? P.input(ir::Source::Q, b.q_index) : -1;

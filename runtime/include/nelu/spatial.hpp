@@ -194,7 +194,7 @@ template <class S> Inertia<S> inertia_from_com(const S& mass, const Vec3<S>& c, 
     Mat3<S> Ibar = Ic;
     Mat3<S> cxcx = cx * cx;
     for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) Ibar(i, j) = Ic(i, j) - mass * cxcx(i, j);
+        for (int j = i; j < 3; ++j) Ibar(i, j) = Ibar(j, i) = Ic(i, j) - mass * cxcx(i, j);  // symmetric exactly
     return {mass, mass * c, Ibar};
 }
 /// The inertia of the same body expressed in frame A, given X = B_X_A: I_A = X^T I_B X.
@@ -206,8 +206,8 @@ template <class S> Inertia<S> transform_to_parent(const Xform<S>& X, const Inert
     Mat3<S> Ib = transpose(X.E) * I.Ibar * X.E;
     Mat3<S> rx = skew(X.r), Ehx = skew(Eh), hpx = skew(hp);
     Mat3<S> A = rx * Ehx, B = hpx * rx;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) Ib(i, j) = Ib(i, j) - A(i, j) - B(i, j);
+    for (int i = 0; i < 3; ++i)  // upper triangle, mirrored: symmetric exactly, not up to rounding
+        for (int j = i; j < 3; ++j) Ib(i, j) = Ib(j, i) = Ib(i, j) - A(i, j) - B(i, j);
     return {I.m, hp, Ib};
 }
 /// The 6x6 matrix of a rigid-body inertia.

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# example.sh: the installed package end to end. Builds nelu, installs it to a temporary prefix,
+# then configures, builds and runs examples/consumer against that prefix (find_package(nelu) through
+# CMAKE_PREFIX_PATH; nelu_add_solver() compiles ur5e_id and ur5e_fd at build time). Exits non-zero
+# when any step fails or the consumer's id -> fd round trip does not recover qdd.
+#   NELU_BUILD_DIR   build directory of nelu (default: build; configured here when absent)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+build="${NELU_BUILD_DIR:-build}"
+
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" -j"$(nproc)" --target nelu >/dev/null
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/nelu-example.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+echo "example: installed nelu to $tmp/prefix:"
+(cd "$tmp/prefix" && find . -type f | sort | sed 's|^\./|  |')
+
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+cmake -S "$root/examples/consumer" -B "$tmp/consumer" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release | grep -F 'nelu ' || true
+if ! cmake --build "$tmp/consumer" -j"$(nproc)" >"$tmp/consumer.log" 2>&1; then
+  cat "$tmp/consumer.log" >&2
+  echo "example: FAILED to build examples/consumer against the installed package" >&2
+  exit 1
+fi
+"$tmp/consumer/consumer"
+echo "example: ok"
