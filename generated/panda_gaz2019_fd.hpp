@@ -2,11 +2,11 @@
 // robot: panda_gaz2019 (panda_gaz2019.urdf, fnv1a64 8a33b59e65e936d0)
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: tree-aba; D 211x211, nnz(D) 642, nnz(L) 765, nnz(U) 955, fill 1078
-// Total ops: mul 997, add 890, div 11, sqrt 0, sincos 6 (total 1898)
-//   kinematics: mul 292, add 192, div 0, sqrt 0, sincos 6 (total 484)
-//   factorization: mul 431, add 357, div 9, sqrt 0, sincos 0 (total 797)
-//   solve: mul 274, add 341, div 2, sqrt 0, sincos 0 (total 617)
+// ordering: tree-aba; D 223x223, nnz(D) 666, nnz(L) 807, nnz(U) 1009, fill 1150
+// Total ops: mul 993, add 901, div 11, sqrt 0, sincos 6 (total 1905)
+//   kinematics: mul 292, add 199, div 0, sqrt 0, sincos 6 (total 491)
+//   factorization: mul 427, add 358, div 9, sqrt 0, sincos 0 (total 794)
+//   solve: mul 274, add 344, div 2, sqrt 0, sincos 0 (total 620)
 #ifndef NELU_GENERATED_panda_gaz2019_fd_HPP
 #define NELU_GENERATED_panda_gaz2019_fd_HPP
 

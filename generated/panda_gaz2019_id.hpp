@@ -2,11 +2,11 @@
 // robot: panda_gaz2019 (panda_gaz2019.urdf, fnv1a64 8a33b59e65e936d0)
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: umfpack; D 211x211, nnz(D) 642, nnz(L) 0, nnz(U) 642, fill 0
-// Total ops: mul 529, add 473, div 0, sqrt 0, sincos 6 (total 1002)
-//   kinematics: mul 292, add 191, div 0, sqrt 0, sincos 6 (total 483)
+// ordering: btf; D 223x223, nnz(D) 666, nnz(L) 443, nnz(U) 223, fill 0
+// Total ops: mul 529, add 471, div 0, sqrt 0, sincos 6 (total 1000)
+//   kinematics: mul 292, add 198, div 0, sqrt 0, sincos 6 (total 490)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 237, add 282, div 0, sqrt 0, sincos 0 (total 519)
+//   solve: mul 237, add 273, div 0, sqrt 0, sincos 0 (total 510)
 #ifndef NELU_GENERATED_panda_gaz2019_id_HPP
 #define NELU_GENERATED_panda_gaz2019_id_HPP
 

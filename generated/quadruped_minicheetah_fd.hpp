@@ -2,11 +2,11 @@
 // robot: minicheetah (quadruped_minicheetah.urdf, fnv1a64 b97da03175799d27)
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: tree-aba; D 252x252, nnz(D) 736, nnz(L) 616, nnz(U) 884, fill 764
-// Total ops: mul 764, add 572, div 20, sqrt 0, sincos 12 (total 1356)
-//   kinematics: mul 340, add 178, div 0, sqrt 0, sincos 12 (total 518)
-//   factorization: mul 224, add 152, div 12, sqrt 0, sincos 0 (total 388)
-//   solve: mul 200, add 242, div 8, sqrt 0, sincos 0 (total 450)
+// ordering: tree-aba; D 300x300, nnz(D) 832, nnz(L) 760, nnz(U) 1076, fill 1004
+// Total ops: mul 760, add 576, div 20, sqrt 0, sincos 12 (total 1356)
+//   kinematics: mul 340, add 204, div 0, sqrt 0, sincos 12 (total 544)
+//   factorization: mul 220, add 148, div 12, sqrt 0, sincos 0 (total 380)
+//   solve: mul 200, add 224, div 8, sqrt 0, sincos 0 (total 432)
 #ifndef NELU_GENERATED_quadruped_minicheetah_fd_HPP
 #define NELU_GENERATED_quadruped_minicheetah_fd_HPP
 

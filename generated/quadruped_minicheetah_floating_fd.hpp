@@ -2,11 +2,11 @@
 // robot: minicheetah (quadruped_minicheetah.urdf, fnv1a64 b97da03175799d27)
 // problem: fd
 // base: floating; gravity [0 0 -9.8100000000000005]
-// ordering: tree-aba; D 318x318, nnz(D) 974, nnz(L) 1061, nnz(U) 1255, fill 1342
-// Total ops: mul 1950, add 1702, div 26, sqrt 0, sincos 12 (total 3678)
-//   kinematics: mul 590, add 357, div 0, sqrt 0, sincos 12 (total 947)
-//   factorization: mul 806, add 659, div 21, sqrt 0, sincos 0 (total 1486)
-//   solve: mul 554, add 686, div 5, sqrt 0, sincos 0 (total 1245)
+// ordering: tree-aba; D 414x414, nnz(D) 1166, nnz(L) 1373, nnz(U) 1663, fill 1870
+// Total ops: mul 1961, add 1740, div 26, sqrt 0, sincos 12 (total 3727)
+//   kinematics: mul 590, add 401, div 0, sqrt 0, sincos 12 (total 991)
+//   factorization: mul 817, add 661, div 21, sqrt 0, sincos 0 (total 1499)
+//   solve: mul 554, add 678, div 5, sqrt 0, sincos 0 (total 1237)
 #ifndef NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP
 #define NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP
 

@@ -2,11 +2,11 @@
 // robot: minicheetah (quadruped_minicheetah.urdf, fnv1a64 b97da03175799d27)
 // problem: id
 // base: floating; gravity [0 0 -9.8100000000000005]
-// ordering: umfpack; D 318x318, nnz(D) 974, nnz(L) 0, nnz(U) 974, fill 0
-// Total ops: mul 1020, add 911, div 0, sqrt 0, sincos 12 (total 1931)
-//   kinematics: mul 590, add 356, div 0, sqrt 0, sincos 12 (total 946)
+// ordering: umfpack; D 414x414, nnz(D) 1166, nnz(L) 0, nnz(U) 1166, fill 0
+// Total ops: mul 1020, add 927, div 0, sqrt 0, sincos 12 (total 1947)
+//   kinematics: mul 590, add 400, div 0, sqrt 0, sincos 12 (total 990)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 430, add 555, div 0, sqrt 0, sincos 0 (total 985)
+//   solve: mul 430, add 527, div 0, sqrt 0, sincos 0 (total 957)
 #ifndef NELU_GENERATED_quadruped_minicheetah_floating_id_HPP
 #define NELU_GENERATED_quadruped_minicheetah_floating_id_HPP
 

@@ -2,11 +2,11 @@
 // robot: minicheetah (quadruped_minicheetah.urdf, fnv1a64 b97da03175799d27)
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: tree-rnea; D 252x252, nnz(D) 736, nnz(L) 484, nnz(U) 252, fill 0
-// Total ops: mul 580, add 460, div 0, sqrt 0, sincos 12 (total 1040)
-//   kinematics: mul 340, add 174, div 0, sqrt 0, sincos 12 (total 514)
+// ordering: tree-rnea; D 300x300, nnz(D) 832, nnz(L) 532, nnz(U) 300, fill 0
+// Total ops: mul 580, add 468, div 0, sqrt 0, sincos 12 (total 1048)
+//   kinematics: mul 340, add 200, div 0, sqrt 0, sincos 12 (total 540)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 240, add 286, div 0, sqrt 0, sincos 0 (total 526)
+//   solve: mul 240, add 268, div 0, sqrt 0, sincos 0 (total 508)
 #ifndef NELU_GENERATED_quadruped_minicheetah_id_HPP
 #define NELU_GENERATED_quadruped_minicheetah_id_HPP
 

@@ -2,11 +2,11 @@
 // robot: ur5e (ur5e.urdf, fnv1a64 c23ad120dc8b12be)
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: tree-aba; D 162x162, nnz(D) 462, nnz(L) 536, nnz(U) 687, fill 761
-// Total ops: mul 670, add 553, div 6, sqrt 0, sincos 5 (total 1229)
-//   kinematics: mul 197, add 114, div 0, sqrt 0, sincos 5 (total 311)
-//   factorization: mul 282, add 209, div 4, sqrt 0, sincos 0 (total 495)
-//   solve: mul 191, add 230, div 2, sqrt 0, sincos 0 (total 423)
+// ordering: tree-aba; D 174x174, nnz(D) 486, nnz(L) 578, nnz(U) 741, fill 833
+// Total ops: mul 657, add 545, div 6, sqrt 0, sincos 5 (total 1208)
+//   kinematics: mul 197, add 127, div 0, sqrt 0, sincos 5 (total 324)
+//   factorization: mul 269, add 195, div 4, sqrt 0, sincos 0 (total 468)
+//   solve: mul 191, add 223, div 2, sqrt 0, sincos 0 (total 416)
 #ifndef NELU_GENERATED_ur5e_fd_HPP
 #define NELU_GENERATED_ur5e_fd_HPP
 

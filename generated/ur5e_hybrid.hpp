@@ -2,11 +2,11 @@
 // robot: ur5e (ur5e.urdf, fnv1a64 c23ad120dc8b12be)
 // problem: hybrid (ur5e_hybrid.yaml, fnv1a64 61e930d43802fb12)
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: tree-rnea; D 162x162, nnz(D) 462, nnz(L) 312, nnz(U) 510, fill 360
-// Total ops: mul 624, add 493, div 3, sqrt 0, sincos 5 (total 1120)
-//   kinematics: mul 197, add 98, div 0, sqrt 0, sincos 5 (total 295)
+// ordering: tree-rnea; D 174x174, nnz(D) 486, nnz(L) 324, nnz(U) 548, fill 386
+// Total ops: mul 624, add 498, div 3, sqrt 0, sincos 5 (total 1125)
+//   kinematics: mul 197, add 105, div 0, sqrt 0, sincos 5 (total 302)
 //   factorization: mul 263, add 206, div 2, sqrt 0, sincos 0 (total 471)
-//   solve: mul 164, add 189, div 1, sqrt 0, sincos 0 (total 354)
+//   solve: mul 164, add 187, div 1, sqrt 0, sincos 0 (total 352)
 #ifndef NELU_GENERATED_ur5e_hybrid_HPP
 #define NELU_GENERATED_ur5e_hybrid_HPP
 

@@ -2,11 +2,11 @@
 // robot: ur5e (ur5e.urdf, fnv1a64 c23ad120dc8b12be)
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: umfpack; D 162x162, nnz(D) 462, nnz(L) 0, nnz(U) 462, fill 0
-// Total ops: mul 352, add 301, div 0, sqrt 0, sincos 5 (total 653)
-//   kinematics: mul 197, add 113, div 0, sqrt 0, sincos 5 (total 310)
+// ordering: umfpack; D 174x174, nnz(D) 486, nnz(L) 0, nnz(U) 486, fill 0
+// Total ops: mul 352, add 310, div 0, sqrt 0, sincos 5 (total 662)
+//   kinematics: mul 197, add 127, div 0, sqrt 0, sincos 5 (total 324)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 155, add 188, div 0, sqrt 0, sincos 0 (total 343)
+//   solve: mul 155, add 183, div 0, sqrt 0, sincos 0 (total 338)
 #ifndef NELU_GENERATED_ur5e_id_HPP
 #define NELU_GENERATED_ur5e_id_HPP
 

@@ -188,16 +188,18 @@ namespace {
 
 /// Arithmetic modulo the Mersenne prime 2^61 - 1: polynomial identities hold exactly, and two
 /// different rational functions agree at a random point with probability (degree / 2^61).
+__extension__ typedef unsigned __int128 u128;  // GCC and Clang; __extension__ keeps -Wpedantic quiet
+
 struct Fp {
     static constexpr std::uint64_t P = (std::uint64_t{1} << 61) - 1;
-    static std::uint64_t reduce(unsigned __int128 x) {
+    static std::uint64_t reduce(u128 x) {
         std::uint64_t r = static_cast<std::uint64_t>(x & P) + static_cast<std::uint64_t>(x >> 61);
         r = (r & P) + (r >> 61);
         return r >= P ? r - P : r;
     }
-    static std::uint64_t add(std::uint64_t a, std::uint64_t b) { return reduce(static_cast<unsigned __int128>(a) + b); }
+    static std::uint64_t add(std::uint64_t a, std::uint64_t b) { return reduce(static_cast<u128>(a) + b); }
     static std::uint64_t sub(std::uint64_t a, std::uint64_t b) { return add(a, P - b); }
-    static std::uint64_t mul(std::uint64_t a, std::uint64_t b) { return reduce(static_cast<unsigned __int128>(a) * b); }
+    static std::uint64_t mul(std::uint64_t a, std::uint64_t b) { return reduce(static_cast<u128>(a) * b); }
     static std::uint64_t neg(std::uint64_t a) { return a == 0 ? 0 : P - a; }
     static std::uint64_t inv(std::uint64_t a) {  // a^(P-2)
         std::uint64_t r = 1, e = P - 2;
@@ -285,7 +287,8 @@ struct SampledValues {
 
 }  // namespace
 
-Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries, std::uint64_t seed) {
+Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries, bool merge,
+                           std::uint64_t seed) {
     std::vector<bool> live = P.live_nodes(roots);
     Rewrite out;
     out.map.assign(P.size(), -1);
@@ -306,7 +309,7 @@ Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::
         const Node& n = P.node(i);
         Id id = out.prog.rebuild(n, n.a >= 0 ? out.map[n.a] : -1, n.b >= 0 ? out.map[n.b] : -1);
         register_new();
-        auto it = sv.v[id].opaque ? first.end() : first.find(sv.v[id]);
+        auto it = !merge || sv.v[id].opaque ? first.end() : first.find(sv.v[id]);
         out.map[i] = it != first.end() && it->second < id ? it->second : id;
     }
     for (std::size_t b = 0; b < old_bounds.size(); ++b)

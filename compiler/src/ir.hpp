@@ -102,7 +102,8 @@ struct Rewrite {
 /// degree / 2^61). Identities that folding and hash-consing cannot see, such as the two halves of a
 /// symmetric Schur complement computed in different orders, then cost nothing. `boundaries` (old
 /// node indices splitting the program into phases) are translated in place into new indices.
+/// With `merge` false the live part is only rebuilt (compacted), for comparison.
 Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries,
-                           std::uint64_t seed = 1);
+                           bool merge = true, std::uint64_t seed = 1);
 
 }  // namespace nelu::ir

@@ -111,8 +111,17 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
     // what the outputs and pivot checks need, split by phase.
     std::vector<Id> roots = out.outputs;
     for (const ScheduledPivot& pv : out.pivots) roots.push_back(pv.value);
-    std::vector<int> bounds{out.first_factor_node, out.first_solve_node};
-    ir::Rewrite rw = ir::merge_equal_values(P, roots, bounds);
+    // Merging maps a value to its earliest occurrence, which can bring back to life a costlier
+    // computation than the one it replaces: keep the merged program only when it is cheaper.
+    auto cost = [&](const ir::Rewrite& r) {
+        std::vector<Id> mapped;
+        for (Id x : roots) mapped.push_back(r.map[x]);
+        return r.prog.count(r.prog.live_nodes(mapped)).total();
+    };
+    std::vector<int> bounds{out.first_factor_node, out.first_solve_node}, plain_bounds = bounds;
+    ir::Rewrite rw = ir::merge_equal_values(P, roots, bounds, true);
+    ir::Rewrite plain = ir::merge_equal_values(P, roots, plain_bounds, false);
+    if (cost(plain) < cost(rw)) rw = std::move(plain), bounds = plain_bounds;
     out.prog = std::move(rw.prog);
     out.first_factor_node = bounds[0], out.first_solve_node = bounds[1];
     out.system_map.assign(rw.map.begin(), rw.map.begin() + sys.prog.size());

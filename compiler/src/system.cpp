@@ -1,6 +1,8 @@
 // system.cpp: see system.hpp.
 #include "system.hpp"
 
+#include "frames.hpp"
+
 #include <array>
 #include <cmath>
 #include <stdexcept>
@@ -63,27 +65,57 @@ M6 factor_matrix(ir::Program& Pm, const Factor& F) {
 
 Id cst(ir::Program& P, double v) { return P.constant(v); }
 
-/// Factors of body b's transform X_up = X_J(q) rot(E_T) xlt(r_T), in motion order (first applied
-/// first). sincos of q is shared through the IR.
-std::vector<Factor> body_factors(ir::Program& P, const Body& b) {
-    std::vector<Factor> fs;
-    const Xform<double>& XT = b.X_tree;
-    if ((XT.r[0]) != 0 || (XT.r[1]) != 0 || (XT.r[2]) != 0) {
-        Factor f;
-        f.rotation = false;
-        for (int k = 0; k < 3; ++k) f.r[k] = cst(P, (XT.r[k]));
-        fs.push_back(f);
-    }
+/// A translation factor xlt(r), or nothing when r is zero.
+void push_translation(ir::Program& P, std::vector<Factor>& fs, double x, double y, double z) {
+    if (x == 0 && y == 0 && z == 0) return;
+    Factor f;
+    f.rotation = false;
+    f.r[0] = cst(P, x), f.r[1] = cst(P, y), f.r[2] = cst(P, z);
+    fs.push_back(f);
+}
+
+/// A rotation factor rot(E), or nothing when E is the identity.
+void push_rotation(ir::Program& P, std::vector<Factor>& fs, const Mat3<double>& E) {
     bool identity = true;
     for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) identity = identity && (XT.E(i, j)) == (i == j ? 1.0 : 0.0);
-    if (!identity) {
-        Factor f;
-        for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) f.E[i][j] = cst(P, (XT.E(i, j)));
-        fs.push_back(f);
+        for (int j = 0; j < 3; ++j) identity = identity && E(i, j) == (i == j ? 1.0 : 0.0);
+    if (identity) return;
+    Factor f;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) f.E[i][j] = cst(P, E(i, j));
+    fs.push_back(f);
+}
+
+/// cos and sin of an angle constant, with rounding noise at multiples of pi/2 removed.
+std::pair<double, double> cos_sin(double angle) {
+    auto clean = [](double v) { return std::abs(v) < 1e-15 ? 0.0 : std::abs(v - 1) < 1e-15 ? 1.0 : std::abs(v + 1) < 1e-15 ? -1.0 : v; };
+    return {clean(std::cos(angle)), clean(std::sin(angle))};
+}
+
+/// Factors of body b's transform X_up = X_J(q) X_T in motion order (first applied first): for DH
+/// frames xlt(a x), rotx(alpha), xlt(d z), then the joint (theta0 folded into its angle); otherwise
+/// xlt(r_T), rot(E_T), then the joint. sincos of q is shared through the IR.
+std::vector<Factor> body_factors(ir::Program& P, const Body& b, const InternalFrame& fr) {
+    std::vector<Factor> fs;
+    double theta0 = 0, d = 0;
+    if (fr.dh) {
+        push_translation(P, fs, fr.a, 0, 0);
+        auto [ca, sa] = cos_sin(fr.alpha);
+        if (fr.theta0 == 0) ca = b.X_tree.E(1, 1), sa = b.X_tree.E(1, 2);  // X_T is rotx(alpha) itself
+        push_rotation(P, fs, rot_x(ca, sa));
+        theta0 = fr.theta0, d = fr.d;
+        if (b.type == JointType::Revolute) push_translation(P, fs, 0, 0, d), d = 0;
+        else if (theta0 != 0) {  // prismatic: rotz(theta0) stays a constant factor, d joins q
+            auto [ct, st] = cos_sin(theta0);
+            push_rotation(P, fs, rot_z(ct, st));
+            theta0 = 0;
+        }
+    } else {
+        push_translation(P, fs, b.X_tree.r[0], b.X_tree.r[1], b.X_tree.r[2]);
+        push_rotation(P, fs, b.X_tree.E);
     }
-    const Id q0 = b.nq() > 0 ? P.input(ir::Source::Q, b.q_index) : -1;
+    Id q0 = b.nq() > 0 ? P.input(ir::Source::Q, b.q_index) : -1;
+    if (b.nq() == 1) q0 = P.add(q0, cst(P, b.type == JointType::Revolute ? theta0 : d));
     switch (b.type) {
         case JointType::Revolute: {  // E = u u^T + c (1 - u u^T) - s ux, entry by entry
             Id c = P.cos(q0), s = P.sin(q0);
@@ -143,6 +175,22 @@ V6 subspace_column(ir::Program& P, const Body& b, int k) {
     return s;
 }
 
+/// X* f = [E (n - r x f); E f] for a constant transform X.
+V6 apply_force(ir::Program& P, const Xform<double>& X, const V6& f) {
+    Id r[3], E[3][3];
+    for (int k = 0; k < 3; ++k) r[k] = cst(P, X.r[k]);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) E[i][j] = cst(P, X.E(i, j));
+    auto rf = cross3(P, r, f.data() + 3);
+    Id n[3] = {P.sub(f[0], rf[0]), P.sub(f[1], rf[1]), P.sub(f[2], rf[2])};
+    V6 out;
+    for (int i = 0; i < 3; ++i) {
+        out[i] = P.dot({E[i][0], E[i][1], E[i][2]}, {n[0], n[1], n[2]});
+        out[i + 3] = P.dot({E[i][0], E[i][1], E[i][2]}, {f[3], f[4], f[5]});
+    }
+    return out;
+}
+
 /// The 6x6 rigid-body inertia as IR constants.
 M6 inertia_matrix(ir::Program& P, const Inertia<double>& I) {
     Mat6<double> M = to_matrix(I);
@@ -179,7 +227,7 @@ V6 cross_force(ir::Program& P, const V6& v, const V6& f) {
 
 class Builder {
   public:
-    Builder(const Model& m, const Problem& p) : m_(m), p_(p) {}
+    Builder(const Model& m, const Problem& p) : im_(choose_internal_frames(m)), m_(im_.model), p_(p) {}
     System build();
 
   private:
@@ -208,6 +256,7 @@ class Builder {
     void force_rows(int i);
     void slots();
 
+    InternalModel im_;  ///< the robot in internal (DH-like) frames
     const Model& m_;
     const Problem& p_;
     System s_;
@@ -224,7 +273,7 @@ void Builder::kinematics() {
     std::vector<V6> v(nb);
     for (int i = 0; i < nb; ++i) {
         const Body& b = m_.bodies[i];
-        factors_[i] = body_factors(P, b);
+        factors_[i] = body_factors(P, b, im_.frames[i]);
         V6 vj;
         vj.fill(P.zero());
         for (int k = 0; k < b.nv(); ++k) {
@@ -343,13 +392,19 @@ void Builder::force_rows(int i) {
     BodyBlock& B = s_.blocks[i];
     const std::string& L = b.name;
     M6 I = inertia_matrix(P, b.I);
+    V6 fx;  // f^x in the internal frame: X* f^x with X = T (URDF link frame -> internal frame)
+    fx.fill(P.zero());
+    if (!fx_in_[i].empty()) {
+        for (int k = 0; k < 6; ++k) fx[k] = P.input(ir::Source::In, fx_in_[i][k]);
+        if (im_.frames[i].moved) fx = apply_force(P, im_.frames[i].T, fx);
+    }
     for (int k = 0; k < 6; ++k) {
         int r = new_row(RowKind::Force, i, k, fmt::format("(3f) {} {}", L, component_name(Quantity::JointWrench, k)));
         B.row_f.push_back(r);
         for (int c = 0; c < 6; ++c) put(r, B.a[c], I[k][c]);
         put(r, B.f[k], P.neg(P.one()));
         add_b(r, pv_[i][k]);
-        if (!fx_in_[i].empty()) add_b(r, P.neg(P.input(ir::Source::In, fx_in_[i][k])));
+        if (!fx_in_[i].empty()) add_b(r, P.neg(fx[k]));
     }
     for (int d = 0; d < b.nv(); ++d) {
         int r = new_row(RowKind::Torque, i, d, fmt::format("(3tau) {}{}", b.joint_name, b.nv() > 1 ? fmt::format(" {}", d) : std::string()));
