@@ -113,7 +113,7 @@ Csc values_of(const System& sys, const std::vector<double>& q, const std::vector
     std::vector<ir::Id> roots;
     for (const auto& row : sys.entries)
         for (const auto& [c, v] : row) roots.push_back(v);
-    std::vector<double> in(1, 0.0);  // D does not depend on the inputs
+    std::vector<double> in(std::max<std::size_t>(1, sys.in.size()), 0.0);  // D does not depend on them
     std::vector<double> val = sys.prog.evaluate(q.data(), qd.data(), in.data(), sys.prog.live_nodes(roots));
     A.x.resize(A.i.size());
     std::vector<int> next(A.p.begin(), A.p.end() - 1);

@@ -117,11 +117,10 @@ double factorization_growth(const Model& model, const System& sys, const Factori
     for (const auto& row : sys.entries)
         for (const auto& [c, v] : row)
             if (f.system_map[v] >= 0) entries.push_back(f.system_map[v]);
-    roots = entries;
+    roots = entries;  // the factorization proper: pivots and what they need (no inputs involved)
     for (const ScheduledPivot& p : f.pivots) roots.push_back(p.value);
-    for (ir::Id o : f.outputs) roots.push_back(o);
     std::vector<bool> live = f.prog.live_nodes(roots);
-    std::vector<double> qd(model.nv, 0.0), in(1, 0.0);
+    std::vector<double> qd(model.nv, 0.0), in(std::max<std::size_t>(1, sys.in.size()), 0.0);
     double growth = 0;
     for (const auto& q : validation_configurations(model, 12)) {
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
@@ -149,7 +148,8 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     if (roots.empty()) return v;
     const int count = needs_full ? opt.validation_configs : std::min(opt.validation_configs, 200);
     std::vector<bool> live = f.prog.live_nodes(roots);
-    std::vector<double> lo(roots.size(), INFINITY), hi(roots.size(), 0.0), qd(model.nv, 0.0), in(1, 0.0);
+    std::vector<double> lo(roots.size(), INFINITY), hi(roots.size(), 0.0), qd(model.nv, 0.0),
+        in(std::max<std::size_t>(1, sys.in.size()), 0.0);
     for (const auto& q : validation_configurations(model, count)) {
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
         for (std::size_t k = 0; k < roots.size(); ++k) {
