@@ -3,10 +3,10 @@
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 223x223, nnz(D) 666, nnz(L) 807, nnz(U) 1009, fill 1150
-// Total ops: mul 993, add 901, div 11, sqrt 0, sincos 6 (total 1905)
-//   kinematics: mul 292, add 199, div 0, sqrt 0, sincos 6 (total 491)
-//   factorization: mul 427, add 358, div 9, sqrt 0, sincos 0 (total 794)
-//   solve: mul 274, add 344, div 2, sqrt 0, sincos 0 (total 620)
+// Total ops: mul 992, add 892, div 11, sqrt 0, sincos 6 (total 1895)
+//   kinematics: mul 292, add 197, div 0, sqrt 0, sincos 6 (total 489)
+//   factorization: mul 426, add 355, div 9, sqrt 0, sincos 0 (total 790)
+//   solve: mul 274, add 340, div 2, sqrt 0, sincos 0 (total 616)
 #ifndef NELU_GENERATED_panda_gaz2019_fd_HPP
 #define NELU_GENERATED_panda_gaz2019_fd_HPP
 
@@ -77,7 +77,8 @@
  *   out[4]  qdd panda_joint5
  *   out[5]  qdd panda_joint6
  *   out[6]  qdd panda_joint7
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -2,11 +2,11 @@
 // robot: panda_gaz2019 (panda_gaz2019.urdf, fnv1a64 8a33b59e65e936d0)
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: btf; D 223x223, nnz(D) 666, nnz(L) 443, nnz(U) 223, fill 0
-// Total ops: mul 529, add 471, div 0, sqrt 0, sincos 6 (total 1000)
-//   kinematics: mul 292, add 198, div 0, sqrt 0, sincos 6 (total 490)
+// ordering: tree-rnea; D 223x223, nnz(D) 666, nnz(L) 443, nnz(U) 223, fill 0
+// Total ops: mul 529, add 473, div 0, sqrt 0, sincos 6 (total 1002)
+//   kinematics: mul 292, add 196, div 0, sqrt 0, sincos 6 (total 488)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 237, add 273, div 0, sqrt 0, sincos 0 (total 510)
+//   solve: mul 237, add 277, div 0, sqrt 0, sincos 0 (total 514)
 #ifndef NELU_GENERATED_panda_gaz2019_id_HPP
 #define NELU_GENERATED_panda_gaz2019_id_HPP
 
@@ -77,7 +77,8 @@
  *   out[4]  tau panda_joint5
  *   out[5]  tau panda_joint6
  *   out[6]  tau panda_joint7
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

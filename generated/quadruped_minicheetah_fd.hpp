@@ -3,10 +3,10 @@
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 300x300, nnz(D) 832, nnz(L) 760, nnz(U) 1076, fill 1004
-// Total ops: mul 760, add 576, div 20, sqrt 0, sincos 12 (total 1356)
-//   kinematics: mul 340, add 204, div 0, sqrt 0, sincos 12 (total 544)
+// Total ops: mul 764, add 580, div 20, sqrt 0, sincos 12 (total 1364)
+//   kinematics: mul 340, add 196, div 0, sqrt 0, sincos 12 (total 536)
 //   factorization: mul 220, add 148, div 12, sqrt 0, sincos 0 (total 380)
-//   solve: mul 200, add 224, div 8, sqrt 0, sincos 0 (total 432)
+//   solve: mul 204, add 236, div 8, sqrt 0, sincos 0 (total 448)
 #ifndef NELU_GENERATED_quadruped_minicheetah_fd_HPP
 #define NELU_GENERATED_quadruped_minicheetah_fd_HPP
 
@@ -117,7 +117,8 @@
  *   out[9]  qdd RL_abad_joint
  *   out[10]  qdd RL_hip_joint
  *   out[11]  qdd RL_knee_joint
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

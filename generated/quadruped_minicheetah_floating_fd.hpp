@@ -3,10 +3,10 @@
 // problem: fd
 // base: floating; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 414x414, nnz(D) 1166, nnz(L) 1373, nnz(U) 1663, fill 1870
-// Total ops: mul 1961, add 1740, div 26, sqrt 0, sincos 12 (total 3727)
-//   kinematics: mul 590, add 401, div 0, sqrt 0, sincos 12 (total 991)
-//   factorization: mul 817, add 661, div 21, sqrt 0, sincos 0 (total 1499)
-//   solve: mul 554, add 678, div 5, sqrt 0, sincos 0 (total 1237)
+// Total ops: mul 1917, add 1734, div 26, sqrt 0, sincos 12 (total 3677)
+//   kinematics: mul 590, add 395, div 0, sqrt 0, sincos 12 (total 985)
+//   factorization: mul 773, add 657, div 21, sqrt 0, sincos 0 (total 1451)
+//   solve: mul 554, add 682, div 5, sqrt 0, sincos 0 (total 1241)
 #ifndef NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP
 #define NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP
 
@@ -135,7 +135,8 @@
  *   out[15]  qdd RL_abad_joint
  *   out[16]  qdd RL_hip_joint
  *   out[17]  qdd RL_knee_joint
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

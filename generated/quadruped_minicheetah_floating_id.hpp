@@ -3,10 +3,10 @@
 // problem: id
 // base: floating; gravity [0 0 -9.8100000000000005]
 // ordering: umfpack; D 414x414, nnz(D) 1166, nnz(L) 0, nnz(U) 1166, fill 0
-// Total ops: mul 1020, add 927, div 0, sqrt 0, sincos 12 (total 1947)
-//   kinematics: mul 590, add 400, div 0, sqrt 0, sincos 12 (total 990)
+// Total ops: mul 1020, add 919, div 0, sqrt 0, sincos 12 (total 1939)
+//   kinematics: mul 590, add 394, div 0, sqrt 0, sincos 12 (total 984)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 430, add 527, div 0, sqrt 0, sincos 0 (total 957)
+//   solve: mul 430, add 525, div 0, sqrt 0, sincos 0 (total 955)
 #ifndef NELU_GENERATED_quadruped_minicheetah_floating_id_HPP
 #define NELU_GENERATED_quadruped_minicheetah_floating_id_HPP
 
@@ -135,7 +135,8 @@
  *   out[15]  tau RL_abad_joint
  *   out[16]  tau RL_hip_joint
  *   out[17]  tau RL_knee_joint
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

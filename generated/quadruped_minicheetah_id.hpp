@@ -2,9 +2,9 @@
 // robot: minicheetah (quadruped_minicheetah.urdf, fnv1a64 b97da03175799d27)
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: tree-rnea; D 300x300, nnz(D) 832, nnz(L) 532, nnz(U) 300, fill 0
-// Total ops: mul 580, add 468, div 0, sqrt 0, sincos 12 (total 1048)
-//   kinematics: mul 340, add 200, div 0, sqrt 0, sincos 12 (total 540)
+// ordering: umfpack; D 300x300, nnz(D) 832, nnz(L) 0, nnz(U) 832, fill 0
+// Total ops: mul 580, add 460, div 0, sqrt 0, sincos 12 (total 1040)
+//   kinematics: mul 340, add 192, div 0, sqrt 0, sincos 12 (total 532)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
 //   solve: mul 240, add 268, div 0, sqrt 0, sincos 0 (total 508)
 #ifndef NELU_GENERATED_quadruped_minicheetah_id_HPP
@@ -117,7 +117,8 @@
  *   out[9]  tau RL_abad_joint
  *   out[10]  tau RL_hip_joint
  *   out[11]  tau RL_knee_joint
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

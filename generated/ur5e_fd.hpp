@@ -3,10 +3,10 @@
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 174x174, nnz(D) 486, nnz(L) 578, nnz(U) 741, fill 833
-// Total ops: mul 657, add 545, div 6, sqrt 0, sincos 5 (total 1208)
-//   kinematics: mul 197, add 127, div 0, sqrt 0, sincos 5 (total 324)
-//   factorization: mul 269, add 195, div 4, sqrt 0, sincos 0 (total 468)
-//   solve: mul 191, add 223, div 2, sqrt 0, sincos 0 (total 416)
+// Total ops: mul 654, add 534, div 6, sqrt 0, sincos 5 (total 1194)
+//   kinematics: mul 197, add 128, div 0, sqrt 0, sincos 5 (total 325)
+//   factorization: mul 266, add 191, div 4, sqrt 0, sincos 0 (total 461)
+//   solve: mul 191, add 215, div 2, sqrt 0, sincos 0 (total 408)
 #ifndef NELU_GENERATED_ur5e_fd_HPP
 #define NELU_GENERATED_ur5e_fd_HPP
 
@@ -69,7 +69,8 @@
  *   out[3]  qdd wrist_1_joint
  *   out[4]  qdd wrist_2_joint
  *   out[5]  qdd wrist_3_joint
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

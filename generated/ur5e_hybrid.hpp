@@ -2,11 +2,11 @@
 // robot: ur5e (ur5e.urdf, fnv1a64 c23ad120dc8b12be)
 // problem: hybrid (ur5e_hybrid.yaml, fnv1a64 61e930d43802fb12)
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: tree-rnea; D 174x174, nnz(D) 486, nnz(L) 324, nnz(U) 548, fill 386
-// Total ops: mul 624, add 498, div 3, sqrt 0, sincos 5 (total 1125)
-//   kinematics: mul 197, add 105, div 0, sqrt 0, sincos 5 (total 302)
-//   factorization: mul 263, add 206, div 2, sqrt 0, sincos 0 (total 471)
-//   solve: mul 164, add 187, div 1, sqrt 0, sincos 0 (total 352)
+// ordering: tree-aba; D 174x174, nnz(D) 486, nnz(L) 567, nnz(U) 740, fill 821
+// Total ops: mul 626, add 500, div 3, sqrt 0, sincos 5 (total 1129)
+//   kinematics: mul 197, add 103, div 0, sqrt 0, sincos 5 (total 300)
+//   factorization: mul 236, add 188, div 2, sqrt 0, sincos 0 (total 426)
+//   solve: mul 193, add 209, div 1, sqrt 0, sincos 0 (total 403)
 #ifndef NELU_GENERATED_ur5e_hybrid_HPP
 #define NELU_GENERATED_ur5e_hybrid_HPP
 
@@ -33,7 +33,8 @@
  *   out[3]  tau wrist_1_joint
  *   out[4]  tau wrist_2_joint
  *   out[5]  tau wrist_3_joint
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

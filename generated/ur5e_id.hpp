@@ -3,10 +3,10 @@
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: umfpack; D 174x174, nnz(D) 486, nnz(L) 0, nnz(U) 486, fill 0
-// Total ops: mul 352, add 310, div 0, sqrt 0, sincos 5 (total 662)
-//   kinematics: mul 197, add 127, div 0, sqrt 0, sincos 5 (total 324)
+// Total ops: mul 352, add 305, div 0, sqrt 0, sincos 5 (total 657)
+//   kinematics: mul 197, add 128, div 0, sqrt 0, sincos 5 (total 325)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 155, add 183, div 0, sqrt 0, sincos 0 (total 338)
+//   solve: mul 155, add 177, div 0, sqrt 0, sincos 0 (total 332)
 #ifndef NELU_GENERATED_ur5e_id_HPP
 #define NELU_GENERATED_ur5e_id_HPP
 
@@ -69,7 +69,8 @@
  *   out[3]  tau wrist_1_joint
  *   out[4]  tau wrist_2_joint
  *   out[5]  tau wrist_3_joint
- * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */
+ * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
+ * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -109,7 +109,8 @@ std::string header(const EmitInput& in) {
     for (std::size_t k = 0; k < sys.in.size(); ++k) s += fmt::format(" *   in[{}]  {}\n", k, slot_comment(m, sys.in[k]));
     s += " * out (NOUT):\n";
     for (std::size_t k = 0; k < sys.out.size(); ++k) s += fmt::format(" *   out[{}]  {}\n", k, slot_comment(m, sys.out[k]));
-    s += " * Returns NELU_STATUS_OK, or NELU_STATUS_SMALL_PIVOT (out untouched). Reentrant, no heap. */\n";
+    s += " * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;\n"
+         " * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */\n";
     s += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
     if (in.scalar_double) s += fmt::format("int {}(const double* q, const double* qd, const double* in, double* out);\n", N);
     if (in.scalar_float) s += fmt::format("int {}_f(const float* q, const float* qd, const float* in, float* out);\n", N);
@@ -144,6 +145,17 @@ struct Printer {
         }
     }
 };
+
+/// The finiteness check (never a silent NaN) and the writes of the outputs.
+std::string outputs_block(const Printer& pr, const std::vector<Id>& outputs) {
+    std::string s = "    // --- outputs: written only when every one is finite\n    if (!(";
+    for (std::size_t k = 0; k < outputs.size(); ++k)
+        s += fmt::format("{}std::isfinite({})", k ? " && " : "", pr.operand(outputs[k]));
+    s += outputs.empty() ? "true" : "";
+    s += ")) return NELU_STATUS_NOT_FINITE;\n";
+    for (std::size_t k = 0; k < outputs.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(outputs[k]));
+    return s;
+}
 
 std::string source(const EmitInput& in) {
     const std::string& N = in.name;
@@ -183,7 +195,8 @@ std::string source(const EmitInput& in) {
     for (std::size_t p = 0; p < parts; ++p) {
         s += "template <class T>\n";
         if (parts > 1)
-            s += fmt::format("int {}_part{}(const T* q, const T* qd, const T* in, {}_work<T>& w) {{\n    (void)q, (void)qd, (void)in, (void)w;\n", N, p, N);
+            s += fmt::format("int {}_part{}(const T* q, const T* qd, const T* in, {}_work<T>& w) {{\n"
+                             "    (void)q, (void)qd, (void)in, (void)w;\n    int status = NELU_STATUS_OK;\n", N, p, N);
         else
             s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n    (void)q, (void)qd, (void)in;\n", N);
         const std::size_t lo = p * kStatementsPerPart, hi = std::min(stmts.size(), lo + kStatementsPerPart);
@@ -196,20 +209,19 @@ std::string source(const EmitInput& in) {
             const std::string lhs = shared[i] ? pr.name(i) : fmt::format("const T t{}", i);
             s += fmt::format("    {} = {};{}\n", lhs, pr.expression(P.node(i)), note == notes.end() ? "" : "  // " + note->second);
             auto chk = checks.find(i);
-            if (chk != checks.end())
-                s += fmt::format("    if (!(std::fabs({}) >= T({}))) return NELU_STATUS_SMALL_PIVOT;\n", pr.name(i), number(chk->second->threshold));
+            if (chk != checks.end())  // a part runs to its end (every workspace value it owns is set), then reports
+                s += fmt::format(parts > 1 ? "    if (!(std::fabs({}) >= T({}))) status = NELU_STATUS_SMALL_PIVOT;\n"
+                                           : "    if (!(std::fabs({}) >= T({}))) return NELU_STATUS_SMALL_PIVOT;\n",
+                                 pr.name(i), number(chk->second->threshold));
         }
-        if (parts == 1) {
-            s += "    // --- outputs\n";
-            for (std::size_t k = 0; k < f.outputs.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(f.outputs[k]));
-        }
-        s += "    return NELU_STATUS_OK;\n}\n\n";
+        if (parts == 1) s += outputs_block(pr, f.outputs);
+        s += parts == 1 ? "    return NELU_STATUS_OK;\n}\n\n" : "    return status;\n}\n\n";
     }
     if (parts > 1) {
         s += fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n    {}_work<T> w;\n    int status = NELU_STATUS_OK;\n", N, N);
         for (std::size_t p = 0; p < parts; ++p)
             s += fmt::format("    if ((status = {}_part{}(q, qd, in, w)) != NELU_STATUS_OK) return status;\n", N, p);
-        for (std::size_t k = 0; k < f.outputs.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(f.outputs[k]));
+        s += outputs_block(pr, f.outputs);
         s += "    return NELU_STATUS_OK;\n}\n\n";
     }
     s += "}  // namespace\n\n";

@@ -14,11 +14,12 @@ namespace nelu {
 namespace {
 
 // Layout (pixels): three square panels side by side under a two-line title, a caption under each.
-constexpr double kPanel = 300, kGap = 56, kLeft = 28, kRight = 28, kTop = 70, kBottom = 56;
+constexpr double kPanel = 300, kGap = 56, kLeft = 28, kRight = 28, kTop = 70, kBottom = 50;
 constexpr int kSmallMax = 600;   // up to this n every nonzero is drawn
 constexpr int kGridMax = 200;    // beyond it, at most kGridMax x kGridMax density cells per panel
 constexpr int kDensityLevels = 6;
-constexpr int kMaxBodyLines = 40;  // body boundary lines only for at most this many bodies
+constexpr int kMaxBodies = 16;             // body boundary lines only for at most this many bodies
+constexpr std::size_t kMaxBodyLines = 48;  // and along an axis with at most this many boundaries
 const char* const kEntryColour = "#1f3b73";
 const char* const kFillColour = "#d62728";
 const char* const kBodyLineColour = "#d9d9d9";
@@ -85,7 +86,7 @@ class Figure {
 
     double panel_x(int p) const { return kLeft + p * (kPanel + kGap); }
 
-    /// Panel p: frame, body lines (`row_bounds`, `col_bounds` in positions), entries, caption.
+    /// Panel p: background, body lines (`row_bounds`, `col_bounds` in positions), entries, frame.
     void panel(int p, const std::string& id, std::vector<Entry> entries, const std::vector<int>& row_bounds,
                const std::vector<int>& col_bounds) {
         const double x0 = panel_x(p), y0 = kTop;
@@ -93,10 +94,12 @@ class Figure {
         fmt::format_to(std::back_inserter(out), "<g id=\"{}\">\n", id);
         fmt::format_to(std::back_inserter(out), "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"#ffffff\"/>\n",
                        x0, y0, kPanel, kPanel);
-        if (bodies_ <= kMaxBodyLines && n_ > 0) {
+        if (bodies_ <= kMaxBodies && n_ > 0) {
             std::string d;
-            for (int b : col_bounds) fmt::format_to(std::back_inserter(d), "M{:.2f} {:.2f}v{:.2f}", x0 + kPanel * b / n_, y0, kPanel);
-            for (int b : row_bounds) fmt::format_to(std::back_inserter(d), "M{:.2f} {:.2f}h{:.2f}", x0, y0 + kPanel * b / n_, kPanel);
+            if (col_bounds.size() <= kMaxBodyLines)
+                for (int b : col_bounds) fmt::format_to(std::back_inserter(d), "M{:.2f} {:.2f}v{:.2f}", x0 + kPanel * b / n_, y0, kPanel);
+            if (row_bounds.size() <= kMaxBodyLines)
+                for (int b : row_bounds) fmt::format_to(std::back_inserter(d), "M{:.2f} {:.2f}h{:.2f}", x0, y0 + kPanel * b / n_, kPanel);
             if (!d.empty())
                 fmt::format_to(std::back_inserter(out), "<path d=\"{}\" stroke=\"{}\" stroke-width=\"0.6\" fill=\"none\"/>\n", d,
                                kBodyLineColour);
@@ -135,7 +138,7 @@ class Figure {
         }
     }
 
-    /// Density cells: opacity by the share of nonzeros in the cell (square root scale, a few
+    /// Density cells: opacity by the share of nonzeros in the cell (cube root scale, a few
     /// levels), colour by the majority (entries of P D Q or fill).
     void grid(const std::vector<Entry>& entries, double x0, double y0) {
         const int bin = (n_ + kGridMax - 1) / kGridMax, g = (n_ + bin - 1) / bin;
@@ -152,7 +155,7 @@ class Figure {
                 std::size_t c = static_cast<std::size_t>(ci) * g + cj;
                 if (cnt[c] == 0) continue;
                 double density = static_cast<double>(cnt[c]) / (static_cast<double>(extent(ci)) * extent(cj));
-                int level = std::clamp(static_cast<int>(std::ceil(kDensityLevels * std::sqrt(density))), 1, kDensityLevels);
+                int level = std::clamp(static_cast<int>(std::ceil(kDensityLevels * std::cbrt(density))), 1, kDensityLevels);
                 int colour = 2 * fill[c] > cnt[c] ? 1 : 0;
                 fmt::format_to(std::back_inserter(d[colour * kDensityLevels + level - 1]), "M{} {}h1v1h-1z", cj, ci);
             }
@@ -162,7 +165,7 @@ class Figure {
             for (int level = 1; level <= kDensityLevels; ++level) {
                 const std::string& path = d[colour * kDensityLevels + level - 1];
                 if (path.empty()) continue;
-                double opacity = 0.25 + 0.75 * (level - 1) / (kDensityLevels - 1);
+                double opacity = 0.4 + 0.6 * (level - 1) / (kDensityLevels - 1);
                 fmt::format_to(std::back_inserter(out), "<path fill=\"{}\" fill-opacity=\"{:.2f}\" d=\"{}\"/>\n",
                                colour ? kFillColour : kEntryColour, opacity, path);
             }
@@ -234,19 +237,20 @@ std::string spy_svg(const System& sys, const Factorization& f, const std::string
     const double cy = kTop + kPanel + 24;
     fig.text(fig.panel_x(0) + kPanel / 2, cy, "14", "middle", "D (natural order)");
     fig.text(fig.panel_x(1) + kPanel / 2, cy, "14", "middle", "P D Q (pivot order)");
-    // Panel 3 caption with a colour key.
-    const double kx = fig.panel_x(2) + kPanel / 2 - 112;
-    fmt::format_to(std::back_inserter(o), "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n", kx, cy - 10,
+    fig.text(fig.panel_x(2) + kPanel / 2, cy, "14", "middle", "L + U (pivot order)");
+    // Colour key under the third panel.
+    const double kx = fig.panel_x(2) + kPanel / 2 - 92, ky = cy + 20;
+    fmt::format_to(std::back_inserter(o), "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"9\" height=\"9\" fill=\"{}\"/>\n", kx, ky - 9,
                    kEntryColour);
-    fig.text(kx + 15, cy, "14", "start", "L + U: entry of P D Q,");
-    fmt::format_to(std::back_inserter(o), "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n", kx + 165, cy - 10,
-                   kFillColour);
-    fig.text(kx + 180, cy, "14", "start", "fill-in");
+    fig.text(kx + 14, ky, "12", "start", "entry of P D Q", " fill=\"#333333\"");
+    fmt::format_to(std::back_inserter(o), "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"9\" height=\"9\" fill=\"{}\"/>\n", kx + 124,
+                   ky - 9, kFillColour);
+    fig.text(kx + 138, ky, "12", "start", "fill-in", " fill=\"#333333\"");
     if (n > kSmallMax)
-        fig.text(width / 2, cy + 22, "11", "middle",
-                 fmt::format("{0} x {0} unknowns per cell; shade: share of nonzeros in the cell; colour: majority",
+        fig.text(kLeft, ky, "12", "start",
+                 fmt::format("cells of {0} x {0} unknowns; shade: share of nonzeros in the cell; colour: majority",
                              (n + kGridMax - 1) / kGridMax),
-                 " fill=\"#555555\"");
+                 " fill=\"#333333\"");
     o += "</svg>\n";
     return o;
 }

@@ -115,10 +115,21 @@ std::vector<Factor> body_factors(ir::Program& P, const Body& b, const InternalFr
         push_rotation(P, fs, b.X_tree.E);
     }
     Id q0 = b.nq() > 0 ? P.input(ir::Source::Q, b.q_index) : -1;
-    if (b.nq() == 1) q0 = P.add(q0, cst(P, b.type == JointType::Revolute ? theta0 : d));
+    // An offset that is a multiple of pi/2 becomes a swap or sign change of (cos q, sin q): exact,
+    // and no addition (in float, q + pi would round); any other offset is added to q.
+    const double quarter = std::round(theta0 / (M_PI / 2));
+    const bool quarter_turn = std::abs(theta0 - quarter * (M_PI / 2)) < 1e-15;
+    if (b.nq() == 1 && !(b.type == JointType::Revolute && quarter_turn))
+        q0 = P.add(q0, cst(P, b.type == JointType::Revolute ? theta0 : d));
     switch (b.type) {
         case JointType::Revolute: {  // E = u u^T + c (1 - u u^T) - s ux, entry by entry
             Id c = P.cos(q0), s = P.sin(q0);
+            if (quarter_turn) {  // (cos, sin)(q + k pi/2), k mod 4
+                const int k = ((static_cast<int>(quarter) % 4) + 4) % 4;
+                const Id cq = c, sq = s;
+                c = k == 0 ? cq : k == 1 ? P.neg(sq) : k == 2 ? P.neg(cq) : sq;
+                s = k == 0 ? sq : k == 1 ? cq : k == 2 ? P.neg(sq) : P.neg(cq);
+            }
             const Vec3<double>& u = b.axis;
             const double ux[3][3] = {{0, -u[2], u[1]}, {u[2], 0, -u[0]}, {-u[1], u[0], 0}};
             Factor f;

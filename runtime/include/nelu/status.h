@@ -7,5 +7,8 @@
 /** A pivot of the factorization fell below its safety threshold (or was not finite) at this
  *  state: the problem is singular or nearly so there. `out` is left untouched. */
 #define NELU_STATUS_SMALL_PIVOT 1
+/** An output is not finite: an input was NaN or infinite, or so large that the computation
+ *  overflowed. `out` is left untouched. */
+#define NELU_STATUS_NOT_FINITE 2
 
 #endif /* NELU_STATUS_H */
