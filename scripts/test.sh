@@ -2,7 +2,8 @@
 # test.sh: the whole test suite, as CI runs it.
 #   1. Release-with-debug-info build, every doctest suite through CTest, then the installed
 #      package used by examples/consumer (scripts/example.sh);
-#   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer;
+#   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (but the one
+#      labelled slow, which builds ~80 generated solvers and runs its own sanitizer cases);
 #   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNELU_SANITIZE=ON >/
 cmake --build build-asan -j"$jobs"
 echo "== tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
 
 if [ -f scripts/fuzz.sh ]; then
   echo "== fuzz"
