@@ -118,10 +118,13 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         for (Id x : roots) mapped.push_back(r.map[x]);
         return r.prog.count(r.prog.live_nodes(mapped)).total();
     };
-    std::vector<int> bounds{out.first_factor_node, out.first_solve_node}, plain_bounds = bounds;
+    std::vector<int> bounds{out.first_factor_node, out.first_solve_node};
     ir::Rewrite rw = ir::merge_equal_values(P, roots, bounds, true);
-    ir::Rewrite plain = ir::merge_equal_values(P, roots, plain_bounds, false);
-    if (cost(plain) < cost(rw)) rw = std::move(plain), bounds = plain_bounds;
+    if (P.count(P.live_nodes(roots)).total() <= cost(rw)) {  // keep the program as it is
+        rw.prog = P, rw.map.resize(P.size());
+        for (int i = 0; i < P.size(); ++i) rw.map[i] = i;
+        bounds = {out.first_factor_node, out.first_solve_node};
+    }
     out.prog = std::move(rw.prog);
     out.first_factor_node = bounds[0], out.first_solve_node = bounds[1];
     out.system_map.assign(rw.map.begin(), rw.map.begin() + sys.prog.size());
