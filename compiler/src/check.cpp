@@ -91,34 +91,19 @@ CheckReport run_check(const CheckOptions& o) {
     rep.name = r.name;
     const Model& m = r.load.model;
     for (const Slot& s : r.system.out) rep.seeks_qdd = rep.seeks_qdd || s.quantity == Quantity::JointAcceleration;
-    std::mt19937_64 rng(0x636865636b);
-    std::vector<State> states;
-    for (const auto& q : special_configurations(m, rng)) {
-        State s = random_state(m, rng);
-        s.q = q;
-        states.push_back(s);
-    }
-    for (int k = 0; k < o.states; ++k) states.push_back(random_state(m, rng));
+    const std::vector<State> states = verification_states(m, 0x636865636b, o.states);
     const std::size_t nout = r.system.out.size();
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(r.system, m, st), ref = reference_outputs(r.system, m, r.problem, st);
         std::vector<double> out(nout, NAN);
         if (fd(st.q.data(), st.qd.data(), in.data(), out.data()) != 0) ++rep.failed_status;
-        auto forward = [&](const std::vector<double>& x) {
-            double e = 0, scale = 1;
-            for (std::size_t k = 0; k < nout; ++k) {
-                double d = std::abs(x[k] - ref[k]);
-                e = std::max(e, d == d ? d : INFINITY), scale = std::max(scale, std::abs(ref[k]));
-            }
-            return e / scale;
-        };
-        rep.forward_double = std::max(rep.forward_double, forward(out));
+        rep.forward_double = std::max(rep.forward_double, forward_error(out, ref));
         if (rep.seeks_qdd) rep.backward_double = std::max(rep.backward_double, backward_error(r.system, m, r.problem, st, out));
         if (ff) {
             std::vector<float> qf(st.q.begin(), st.q.end()), qdf(st.qd.begin(), st.qd.end()), inf(in.begin(), in.end()), outf(nout, NAN);
             if (ff(qf.data(), qdf.data(), inf.data(), outf.data()) != 0) ++rep.failed_status;
             std::vector<double> od(outf.begin(), outf.end());
-            rep.forward_float = std::max(rep.forward_float, forward(od));
+            rep.forward_float = std::max(rep.forward_float, forward_error(od, ref));
             if (rep.seeks_qdd) rep.backward_float = std::max(rep.backward_float, backward_error(r.system, m, r.problem, st, od));
         }
         ++rep.states;

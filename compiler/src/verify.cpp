@@ -26,12 +26,49 @@ std::vector<double> solver_inputs(const System& sys, const Model& m, const State
     return in;
 }
 
-std::vector<double> reference_outputs(const System& sys, const Model& m, const Problem& p, const State& st) {
+namespace {
+
+/// The model with the problem's gravity.
+Model with_gravity(const Model& m, const Problem& p) {
     Model mg = m;
     mg.gravity = p.gravity;
+    return mg;
+}
+
+/// The state's external wrenches, zero where the problem says so.
+std::vector<SVec<double>> problem_wrenches(const Model& m, const Problem& p, const State& st) {
     std::vector<SVec<double>> fext = st.fext;
     for (int i = 0; i < m.num_bodies(); ++i)
         if (p.wrench[i] == WrenchMode::Zero) fext[i] = zero6<double>();
+    return fext;
+}
+
+}  // namespace
+
+std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states) {
+    std::mt19937_64 rng(seed);
+    std::vector<State> states;
+    for (const auto& q : special_configurations(m, rng)) {
+        State s = random_state(m, rng);
+        s.q = q;
+        states.push_back(s);
+    }
+    for (int k = 0; k < random_states; ++k) states.push_back(random_state(m, rng));
+    return states;
+}
+
+double forward_error(const std::vector<double>& out, const std::vector<double>& ref) {
+    double e = 0, scale = 1;
+    for (std::size_t k = 0; k < ref.size(); ++k) {
+        const double d = std::abs(out[k] - ref[k]);
+        e = std::max(e, d == d ? d : INFINITY), scale = std::max(scale, std::abs(ref[k]));
+    }
+    return e / scale;
+}
+
+std::vector<double> reference_outputs(const System& sys, const Model& m, const Problem& p, const State& st) {
+    const Model mg = with_gravity(m, p);
+    const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
     const int nv = m.nv;
     std::vector<bool> known_qdd(nv, false);
     bool all_qdd = true, all_tau = true;
@@ -75,11 +112,8 @@ std::vector<double> reference_outputs(const System& sys, const Model& m, const P
 }
 
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out) {
-    Model mg = m;
-    mg.gravity = p.gravity;
-    std::vector<SVec<double>> fext = st.fext;
-    for (int i = 0; i < m.num_bodies(); ++i)
-        if (p.wrench[i] == WrenchMode::Zero) fext[i] = zero6<double>();
+    const Model mg = with_gravity(m, p);
+    const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
     const int nv = m.nv;
     std::vector<double> qdd = st.qdd, tau = st.tau, M(nv * nv), h(nv);
     for (std::size_t k = 0; k < sys.out.size(); ++k) {
@@ -102,14 +136,7 @@ double backward_error(const System& sys, const Model& m, const Problem& p, const
 
 VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states) {
     VerifyReport rep;
-    std::mt19937_64 rng(0x76657269);
-    std::vector<State> states;
-    for (const auto& q : special_configurations(m, rng)) {
-        State s = random_state(m, rng);
-        s.q = q;
-        states.push_back(s);
-    }
-    for (int k = 0; k < random_states; ++k) states.push_back(random_state(m, rng));
+    const std::vector<State> states = verification_states(m, 0x76657269, random_states);
     std::vector<bool> live = f.prog.live_nodes(f.outputs);
     bool seeks_qdd = false;
     for (const Slot& s : sys.out) seeks_qdd = seeks_qdd || s.quantity == Quantity::JointAcceleration;
@@ -118,15 +145,9 @@ VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, con
         std::vector<double> in = solver_inputs(sys, m, st);
         std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live);
         std::vector<double> ref = reference_outputs(sys, m, p, st);
-        double err = 0, scale = 1;
         std::vector<double> out;
-        for (std::size_t k = 0; k < ref.size(); ++k) {
-            out.push_back(val[f.outputs[k]]);
-            double e = std::abs(out[k] - ref[k]);
-            err = std::max(err, e == e ? e : INFINITY);
-            scale = std::max(scale, std::abs(ref[k]));
-        }
-        rep.max_rel_error = std::max(rep.max_rel_error, err / scale);
+        for (ir::Id o : f.outputs) out.push_back(val[o]);
+        rep.max_rel_error = std::max(rep.max_rel_error, forward_error(out, ref));
         if (seeks_qdd) rep.max_backward_error = std::max(rep.max_backward_error, backward_error(sys, m, p, st, out));
         ++rep.states;
     }

@@ -1,6 +1,7 @@
 // verify.hpp: the IR interpreter against the reference algorithms, before anything is written.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,13 @@
 #include "system.hpp"
 
 namespace nelu {
+
+/// The special configurations (each with random velocities and inputs), then `random_states`
+/// random states, from one seed.
+std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states);
+
+/// max_k |out_k - ref_k| / max(max_k |ref_k|, 1) (infinite when an output is NaN).
+double forward_error(const std::vector<double>& out, const std::vector<double>& ref);
 
 /// The `in` vector of a solver for a full state, in the system's slot order.
 std::vector<double> solver_inputs(const System& sys, const Model& m, const State& st);
