@@ -150,3 +150,38 @@ TEST_CASE("cli: `nelu report --chains 7` prints the published RNEA and ABA count
 }
 
 }  // namespace
+
+TEST_CASE("cli: compile writes the three outputs and a spy plot; check builds and verifies them") {
+    ScratchDir dir("compile");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const fs::path spy = dir.path / "ur5e_fd.svg";
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem fd -o " + quoted(dir.path.string()) +
+                                             " --spy " + quoted(spy.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    CHECK(contains(c.out, "verified against the reference"));
+    CHECK(dir.entries() == std::vector<std::string>{"ur5e_fd.cpp", "ur5e_fd.hpp", "ur5e_fd.json", "ur5e_fd.svg"});
+    CHECK(contains(read_text(spy), "<svg"));
+    const nelu::test::CliResult k = run_nelu("check " + quoted(urdf) + " " + quoted((dir.path / "ur5e_fd.json").string()) +
+                                             " --states 50");
+    CHECK_MESSAGE(k.exit_code == 0, (k.out + k.err));
+    CHECK(contains(k.out, "PASS"));
+    const nelu::test::CliResult rep = run_nelu("report " + quoted((dir.path / "ur5e_fd.json").string()));
+    CHECK(rep.exit_code == 0);
+    CHECK(contains(rep.out, "| ur5e_fd | ur5e | fd | 6 |"));
+}
+
+TEST_CASE("cli: analyze writes nothing; an ill-posed forward dynamics exits 1 naming the joint") {
+    ScratchDir dir("analyze");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult a = run_nelu("analyze " + quoted(urdf) + " --problem id");
+    CHECK(a.exit_code == 0);
+    CHECK(contains(a.out, "fill 0"));
+    const std::string massless = nelu::test::source_dir() + "/tests/fixtures/malformed/warn_massless_subtree.urdf";
+    const nelu::test::CliResult fd = run_nelu("compile " + quoted(massless) + " --problem fd -o " + quoted(dir.path.string()));
+    CHECK(fd.exit_code == nelu::kExitIllPosed);
+    CHECK(contains(fd.err, "ill-posed"));
+    CHECK(contains(fd.err, "joint '"));
+    CHECK(dir.entries().empty());
+    const nelu::test::CliResult id = run_nelu("compile " + quoted(massless) + " --problem id -o " + quoted(dir.path.string()));
+    CHECK_MESSAGE(id.exit_code == 0, id.err);  // inverse dynamics needs no inertia to be well posed
+}
