@@ -237,8 +237,12 @@ struct SampledValues {
         if (a == 0 || a == 1 || a == 2) x.v[0] = x.v[1] = static_cast<std::uint64_t>(a);
         else if (a == 0.5) x.v[0] = x.v[1] = Fp::inv(2);
         else {
-            auto it = constants.find(a);
-            x = it != constants.end() ? it->second : (constants[a] = fresh());
+            // Constants within a few ulps are one variable: constant folding associates products
+            // in whatever order they were built, and (c1 c2) c3 and c1 (c2 c3) differ in the last
+            // bits. Treating them as one keeps identities such as the symmetry of a Schur
+            // complement visible; a merge then changes results by 1e-13 relative at most.
+            auto it = constants.lower_bound(a * (1 - 1e-13));
+            x = it != constants.end() && it->first <= a * (1 + 1e-13) ? it->second : (constants[a] = fresh());
         }
         if (c < 0)
             for (auto& e : x.v) e = Fp::neg(e);
