@@ -185,3 +185,34 @@ TEST_CASE("cli: analyze writes nothing; an ill-posed forward dynamics exits 1 na
     const nelu::test::CliResult id = run_nelu("compile " + quoted(massless) + " --problem id -o " + quoted(dir.path.string()));
     CHECK_MESSAGE(id.exit_code == 0, id.err);  // inverse dynamics needs no inertia to be well posed
 }
+
+TEST_CASE("cli: a problem spec's errors name the file and line (exit 2); a valid hybrid spec compiles") {
+    ScratchDir dir("spec");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    struct Bad {
+        const char* text;
+        const char* message;
+    };
+    const Bad cases[] = {
+        {"version: 1\nproblem: hybrid\njoints:\n  qdd: [no_such_joint]\n", "spec.yaml:4: joints.qdd: no movable joint named 'no_such_joint'"},
+        {"version: 1\nproblem: sideways\n", "spec.yaml:2: 'problem' must be id, fd or hybrid"},
+        {"version: 1\nunknown_key: 3\n", "spec.yaml:2: unknown key 'unknown_key'"},
+        {"version: 1\njoints:\n  default: [1, 2]\n", "spec.yaml:3:"},
+        {"version: 1\nfloating_base: maybe\n", "spec.yaml:2: floating_base"},
+        {"version: 1\njoints: [\n", "spec.yaml:"},
+    };
+    for (const Bad& b : cases) {
+        const fs::path spec = dir.path / "spec.yaml";
+        std::ofstream(spec) << b.text;
+        const nelu::test::CliResult r = run_nelu("compile " + quoted(urdf) + " --problem " + quoted(spec.string()) + " -o " +
+                                                 quoted((dir.path / "out").string()));
+        INFO("spec: ", b.text, "stderr: ", r.err);
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK(contains(r.err, b.message));
+        CHECK(!fs::exists(dir.path / "out"));
+    }
+    const std::string hybrid = nelu::test::source_dir() + "/robots/specs/ur5e_hybrid.yaml";
+    const nelu::test::CliResult ok = run_nelu("compile " + quoted(urdf) + " --problem " + quoted(hybrid) + " -o " +
+                                              quoted(dir.path.string()));
+    CHECK_MESSAGE(ok.exit_code == 0, ok.err);
+}

@@ -59,8 +59,8 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     CompileResult r;
     auto want = [&](const char* pass) { return dump && o.dump == pass; };
     ProblemInput pin{o.problem, o.floating_base};
-    r.load = load_urdf_file(o.urdf, {spec_requests_floating_base(pin), {}});
     pin.floating_base = spec_requests_floating_base(pin);
+    r.load = load_urdf_file(o.urdf, {pin.floating_base, {}});
     if (want("load")) *dump << format_model_summary(r.load, singular_fd_joints(r.load.model));
     r.problem = run_problem(pin, r.load.model);
     if (want("problem")) {

@@ -95,10 +95,24 @@ bool spec_requests_floating_base(const ProblemInput& in) {
     if (in.floating_base) return true;
     if (is_preset(in.problem)) return false;
     YAML::Node spec = load_spec(in.problem);
-    return spec["floating_base"] && spec["floating_base"].as<bool>();
+    try {
+        return spec.IsMap() && spec["floating_base"] && spec["floating_base"].as<bool>();
+    } catch (const YAML::Exception& e) {
+        throw InputError(fmt::format("{}floating_base: {}", location(in.problem, e.mark.line + 1), e.msg));
+    }
 }
 
+static Problem read_problem(const ProblemInput& in, const Model& model);
+
 Problem run_problem(const ProblemInput& in, const Model& model) {
+    try {
+        return read_problem(in, model);
+    } catch (const YAML::Exception& e) {  // a value of the wrong type, for instance
+        throw InputError(fmt::format("{}{}", location(in.problem, e.mark.line + 1), e.msg));
+    }
+}
+
+static Problem read_problem(const ProblemInput& in, const Model& model) {
     Problem p;
     p.floating_base = in.floating_base;
     p.gravity = model.gravity;
