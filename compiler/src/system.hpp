@@ -8,6 +8,8 @@
 // with a_{-1} = -a_g. Known quantities (the measurement rows 9a, 9b, 15 of the paper, each an
 // identity row) are eliminated symbolically at once: their columns move into b.
 //
+// The equations are written in internal body frames (frames.hpp: z on the joint axis, DH-like where
+// possible); inputs given in URDF link frames are transformed once, joint quantities need nothing.
 // Transforms are applied in factored form, X_i = X_J(q_i) rot(E_T) xlt(r_T), through auxiliary
 // variables: y_1 = F_m a_p, ..., y_{m-1} = F_2 y_{m-2} on the motion side, and z_1 = F_1^T f_i,
 // ..., z_{m-1} = F_{m-1}^T z_{m-2} on the force side, each factor F a sparse 6x6 (a rotation or a
