@@ -165,6 +165,21 @@ int urdfdom_line(const std::string& msg, const XmlTree& t) {
 
 /// urdfdom's model; any error it logs is an InputError (urdfdom 3.0 logs some errors, such as a
 /// mass "nan", and still returns a model with the value left at 0).
+/// urdfdom's links own their children through shared pointers, so a model that urdfdom read with
+/// a cycle (which nelu then rejects) would never be freed. Break that ownership before release.
+void release(urdf::ModelInterface& m) {
+    for (auto& entry : m.links_)
+        if (entry.second) entry.second->child_links.clear(), entry.second->child_joints.clear(), entry.second->parent_joint.reset();
+}
+
+/// Releases a urdfdom model, cycles included, when it goes out of scope.
+struct UrdfModelGuard {
+    urdf::ModelInterfaceSharedPtr model;
+    ~UrdfModelGuard() {
+        if (model) release(*model);
+    }
+};
+
 urdf::ModelInterfaceSharedPtr parse_with_urdfdom(const std::string& xml, const std::string& src, const XmlTree& t) {
     static std::mutex mutex;  // console_bridge's output handler is process-wide
     std::lock_guard<std::mutex> lock(mutex);
@@ -178,6 +193,7 @@ urdf::ModelInterfaceSharedPtr parse_with_urdfdom(const std::string& xml, const s
         m.reset();
     }
     console_bridge::restorePreviousOutputHandler();
+    if (m && !capture.text.empty()) release(*m);
     if (!m || !capture.text.empty())
         throw InputError(fmt::format("{}invalid URDF: {}", location(src, urdfdom_line(capture.text, t)),
                                      capture.text.empty() ? "urdfdom rejected the model" : capture.text));
@@ -407,6 +423,7 @@ LoadResult load_urdf_string(const std::string& xml, const std::string& source, c
     XmlTree t = scan_xml(xml, source);
     check_tree(t, source);
     urdf::ModelInterfaceSharedPtr um = parse_with_urdfdom(xml, source, t);
+    UrdfModelGuard guard{um};
     check_same_tree(*um, t, source);
     LoadResult r;
     r.source = source, r.root_link = t.root, r.link_line = t.link_line, r.joint_line = t.joint_line;
