@@ -165,6 +165,17 @@ int urdfdom_line(const std::string& msg, const XmlTree& t) {
 
 /// urdfdom's model; any error it logs is an InputError (urdfdom 3.0 logs some errors, such as a
 /// mass "nan", and still returns a model with the value left at 0).
+/// The <robot> element as tinyxml2 read it, printed back: urdfdom's own XML reader (TinyXML 1 on
+/// Debian) then sees exactly the tree that the structural checks passed, whatever declarations,
+/// entities or encodings the file had (the fuzzer found inputs the two readers disagree on).
+std::string canonical_xml(const std::string& xml) {
+    tinyxml2::XMLDocument doc;
+    doc.Parse(xml.data(), xml.size());  // parsed without error by scan_xml already
+    tinyxml2::XMLPrinter printer;
+    doc.RootElement()->Accept(&printer);
+    return printer.CStr();
+}
+
 /// urdfdom's links own their children through shared pointers, so a model that urdfdom read with
 /// a cycle (which nelu then rejects) would never be freed. Break that ownership before release.
 void release(urdf::ModelInterface& m) {
@@ -422,7 +433,7 @@ void renumber_depth_first(LoadResult& r) {
 LoadResult load_urdf_string(const std::string& xml, const std::string& source, const LoadOptions& options) {
     XmlTree t = scan_xml(xml, source);
     check_tree(t, source);
-    urdf::ModelInterfaceSharedPtr um = parse_with_urdfdom(xml, source, t);
+    urdf::ModelInterfaceSharedPtr um = parse_with_urdfdom(canonical_xml(xml), source, t);
     UrdfModelGuard guard{um};
     check_same_tree(*um, t, source);
     LoadResult r;
