@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "numeric.hpp"
+
 namespace nelu {
 namespace {
 
@@ -90,9 +92,8 @@ InternalModel choose_internal_frames(const Model& m) {
         for (int r = 0; r < 3; ++r) {
             T.r[r] = snap(T.r[r], 1e-15);
             for (int k = 0; k < 3; ++k) {
-                double& e = T.E(r, k);
-                e = std::abs(e) < 1e-15 ? 0.0 : std::abs(e - 1) < 1e-15 ? 1.0 : std::abs(e + 1) < 1e-15 ? -1.0 : e;
-                identity = identity && e == (r == k ? 1.0 : 0.0);
+                T.E(r, k) = snap_unit(T.E(r, k), 1e-15);
+                identity = identity && T.E(r, k) == (r == k ? 1.0 : 0.0);
             }
             identity = identity && T.r[r] == 0;
         }

@@ -18,6 +18,7 @@
 
 #include "diagnostics.hpp"
 #include "io.hpp"
+#include "numeric.hpp"
 
 namespace nelu {
 namespace {
@@ -163,8 +164,6 @@ int urdfdom_line(const std::string& msg, const XmlTree& t) {
     return line;
 }
 
-/// urdfdom's model; any error it logs is an InputError (urdfdom 3.0 logs some errors, such as a
-/// mass "nan", and still returns a model with the value left at 0).
 /// The <robot> element as tinyxml2 read it, printed back: urdfdom's own XML reader (TinyXML 1 on
 /// Debian) then sees exactly the tree that the structural checks passed, whatever declarations,
 /// entities or encodings the file had (the fuzzer found inputs the two readers disagree on).
@@ -191,6 +190,8 @@ struct UrdfModelGuard {
     }
 };
 
+/// urdfdom's model; any error it logs is an InputError (urdfdom 3.0 logs some errors, such as a
+/// mass "nan", and still returns a model with the value left at 0).
 urdf::ModelInterfaceSharedPtr parse_with_urdfdom(const std::string& xml, const std::string& src, const XmlTree& t) {
     static std::mutex mutex;  // console_bridge's output handler is process-wide
     std::lock_guard<std::mutex> lock(mutex);
@@ -240,12 +241,7 @@ bool finite3(double a, double b, double c) { return std::isfinite(a) && std::isf
 /// `v` with rounding noise removed: URDF angles such as pi/2 (rpy="1.5707963267949") give sines and
 /// cosines of 1e-17 that are zeros of the robot's structure, not data. Values within 1e-14 of 0 or
 /// +-1 snap to them, so that the model (and every algorithm run on it) sees the exact structure.
-double snap(double v) {
-    if (std::abs(v) < 1e-14) return 0.0;
-    if (std::abs(v - 1) < 1e-14) return 1.0;
-    if (std::abs(v + 1) < 1e-14) return -1.0;
-    return v;
-}
+double snap(double v) { return snap_unit(v, 1e-14); }
 
 /// Rotation matrix of a URDF quaternion, snapped (see snap).
 Mat3<double> rotation_of(const urdf::Rotation& q) {

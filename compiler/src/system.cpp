@@ -2,6 +2,7 @@
 #include "system.hpp"
 
 #include "frames.hpp"
+#include "numeric.hpp"
 
 #include <array>
 #include <cmath>
@@ -88,8 +89,7 @@ void push_rotation(ir::Program& P, std::vector<Factor>& fs, const Mat3<double>& 
 
 /// cos and sin of an angle constant, with rounding noise at multiples of pi/2 removed.
 std::pair<double, double> cos_sin(double angle) {
-    auto clean = [](double v) { return std::abs(v) < 1e-15 ? 0.0 : std::abs(v - 1) < 1e-15 ? 1.0 : std::abs(v + 1) < 1e-15 ? -1.0 : v; };
-    return {clean(std::cos(angle)), clean(std::sin(angle))};
+    return {snap_unit(std::cos(angle), 1e-15), snap_unit(std::sin(angle), 1e-15)};
 }
 
 /// Factors of body b's transform X_up = X_J(q) X_T in motion order (first applied first): for DH
