@@ -18,9 +18,17 @@ namespace {
 /// Up to `limit` labels, physical quantities before auxiliaries.
 std::string name_list(const System& sys, const std::vector<int>& cols, std::size_t limit = 12) {
     std::vector<int> sorted = cols;
-    std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
-        return (sys.cols[a].quantity == Quantity::Auxiliary) < (sys.cols[b].quantity == Quantity::Auxiliary);
-    });
+    auto rank = [&](int c) {  // what a user measures or seeks first, internal quantities last
+        switch (sys.cols[c].quantity) {
+            case Quantity::ExternalWrench: return 0;
+            case Quantity::JointTorque: return 1;
+            case Quantity::JointAcceleration: return 2;
+            case Quantity::LinkAcceleration: return 3;
+            case Quantity::JointWrench: return 4;
+            default: return 5;
+        }
+    };
+    std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) { return rank(a) < rank(b); });
     std::string s;
     for (std::size_t k = 0; k < sorted.size() && k < limit; ++k) s += (k ? ", " : "") + sys.cols[sorted[k]].label;
     if (sorted.size() > limit) s += fmt::format(" and {} more", sorted.size() - limit);
@@ -30,12 +38,12 @@ std::string name_list(const System& sys, const std::vector<int>& cols, std::size
 /// Columns of the under-determined part: reachable from unmatched columns by alternating paths
 /// (column -> row with an entry in it -> the column matched to that row).
 std::vector<int> underdetermined_columns(const System& sys, const std::vector<int>& row_match) {
-    const int n = sys.n();
+    const int n = sys.n(), m = sys.m();
     std::vector<std::vector<int>> col_rows(n);
-    for (int r = 0; r < n; ++r)
+    for (int r = 0; r < m; ++r)
         for (const auto& [c, v] : sys.entries[r]) col_rows[c].push_back(r);
     std::vector<bool> matched_col(n, false), seen(n, false);
-    for (int r = 0; r < n; ++r)
+    for (int r = 0; r < m; ++r)
         if (row_match[r] >= 0) matched_col[row_match[r]] = true;
     std::vector<int> stack, out;
     for (int c = 0; c < n; ++c)
@@ -56,13 +64,13 @@ std::vector<int> underdetermined_columns(const System& sys, const std::vector<in
 /// Rows of the over-determined part: reachable from unmatched rows (row -> column in it -> row
 /// matched to that column).
 std::vector<int> overdetermined_rows(const System& sys, const std::vector<int>& row_match) {
-    const int n = sys.n();
+    const int n = sys.n(), m = sys.m();
     std::vector<int> col_match(n, -1);
-    for (int r = 0; r < n; ++r)
+    for (int r = 0; r < m; ++r)
         if (row_match[r] >= 0) col_match[row_match[r]] = r;
-    std::vector<bool> seen(n, false);
+    std::vector<bool> seen(m, false);
     std::vector<int> stack, out;
-    for (int r = 0; r < n; ++r)
+    for (int r = 0; r < m; ++r)
         if (row_match[r] < 0) stack.push_back(r), seen[r] = true;
     while (!stack.empty()) {
         int r = stack.back();
@@ -91,11 +99,107 @@ double umfpack_rcond(const Csc& A) {
     return rcond;
 }
 
+/// What would determine an unknown, by kind.
+std::string remedy(const Column& c) {
+    switch (c.quantity) {
+        case Quantity::ExternalWrench: return "a contact_wrench or load_cell sensor on the link (or 'zero:' for components known to vanish)";
+        case Quantity::JointTorque: return "a joint_torque sensor (or the torque known under joints:)";
+        case Quantity::JointAcceleration: return "a joint_acceleration measurement (or the acceleration known under joints:)";
+        case Quantity::LinkAcceleration: return "an accelerometer, or a link_acceleration condition (rigid contact)";
+        case Quantity::JointWrench: return "a force_torque sensor on the joint";
+        default: return "a measurement of a physical quantity coupled to it";
+    }
+}
+
+/// Physical columns that take part in the null space of a dense D (numerically singular).
+std::vector<int> null_space_columns(const Eigen::MatrixXd& D) {
+    Eigen::FullPivLU<Eigen::MatrixXd> lu(D);
+    lu.setThreshold(1e-9);
+    Eigen::MatrixXd K = lu.kernel();
+    std::vector<int> out;
+    if (K.cols() == 0 || K.norm() == 0) return out;
+    for (int c = 0; c < K.rows(); ++c)
+        if (K.row(c).cwiseAbs().maxCoeff() > 1e-8 * K.cwiseAbs().maxCoeff()) out.push_back(c);
+    return out;
+}
+
+std::string undetermined_message(const System& sys, const std::vector<int>& cols) {
+    std::vector<int> physical;
+    for (int c : cols)
+        if (sys.cols[c].quantity != Quantity::Auxiliary) physical.push_back(c);
+    std::string msg = "\n  not determined: " + name_list(sys, physical.empty() ? cols : physical);
+    std::vector<std::string> seen;
+    for (int c : physical) {
+        std::string r = remedy(sys.cols[c]);
+        if (std::find(seen.begin(), seen.end(), r) == seen.end()) seen.push_back(r);
+    }
+    for (const std::string& r : seen) msg += "\n  what would determine them: " + r;
+    return msg;
+}
+
+/// The special configurations (every revolute joint at 0, pi/2, pi) then random ones.
+std::vector<std::vector<double>> check_configurations(const Model& model, int count) {
+    std::mt19937_64 rng(0x6e656c75);
+    std::vector<std::vector<double>> out;
+    for (int trial = 0; trial < count; ++trial) {
+        std::vector<double> q = random_configuration(model, rng);
+        if (trial < 3)
+            for (const Body& b : model.bodies)
+                if (b.type == JointType::Revolute) q[b.q_index] = trial * M_PI / 2;
+        out.push_back(q);
+    }
+    return out;
+}
+
+const char* kConfigName[3] = {"every revolute joint at 0", "every revolute joint at pi/2", "every revolute joint at pi"};
+std::string config_name(int k) { return k < 3 ? kConfigName[k] : fmt::format("random configuration {}", k - 3); }
+
+/// For a loss of rank at a special configuration only: the way out, if the user accepts it.
+std::string special_hint(int k) {
+    return k < 3 ? "\n  (the rank is full at random configurations: 'allow_singular_configurations: true' in the spec generates a "
+                   "solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)"
+                 : std::string();
+}
+
+}  // namespace
+
+std::string check_full_column_rank(const Model& model, const System& sys) {
+    Csc A = pattern_of(sys);
+    const int n = A.n, m = A.m;
+    std::vector<int> match(m), work(5 * n);
+    double w = 0;
+    const int rank = btf_maxtrans(m, n, A.p.data(), A.i.data(), 0.0, &w, match.data(), work.data());
+    if (rank < n)
+        throw IllPosedError(fmt::format("ill-posed: {} equations determine at most {} of the {} unknowns.", m, rank, n) +
+                            undetermined_message(sys, underdetermined_columns(sys, match)));
+    if (n > 4000) return {};  // dense checks beyond this size cost more than they tell
+    const auto qs = check_configurations(model, 6);
+    std::string special;
+    for (std::size_t k = 0; k < qs.size(); ++k) {
+        std::vector<double> qd(model.nv, 0.0);
+        Eigen::MatrixXd D = dense_of(sys, qs[k], qd);
+        Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(D);
+        qr.setThreshold(1e-10);
+        if (qr.rank() < n) {
+            std::string msg = fmt::format("the equations have full structural rank but lose rank at {} (numeric rank {} for {} unknowns).",
+                                          config_name(static_cast<int>(k)), qr.rank(), n) + undetermined_message(sys, null_space_columns(D));
+            if (k < 3 && sys.allow_special_singularities) {
+                if (special.empty()) special = msg;
+                continue;
+            }
+            throw IllPosedError("ill-posed: " + msg + special_hint(static_cast<int>(k)));
+        }
+    }
+    return special;
+}
+
+namespace {
+
 }  // namespace
 
 Csc pattern_of(const System& sys) {
     Csc A;
-    A.n = sys.n();
+    A.n = sys.n(), A.m = sys.m();
     std::vector<int> count(A.n + 1, 0);
     for (const auto& row : sys.entries)
         for (const auto& [c, v] : row) ++count[c + 1];
@@ -103,7 +207,7 @@ Csc pattern_of(const System& sys) {
     for (int c = 0; c < A.n; ++c) A.p[c + 1] = A.p[c] + count[c + 1];
     A.i.resize(A.p[A.n]);
     std::vector<int> next(A.p.begin(), A.p.end() - 1);
-    for (int r = 0; r < A.n; ++r)  // rows in increasing order: row indices come out sorted
+    for (int r = 0; r < A.m; ++r)  // rows in increasing order: row indices come out sorted
         for (const auto& [c, v] : sys.entries[r]) A.i[next[c]++] = r;
     return A;
 }
@@ -117,12 +221,29 @@ Csc values_of(const System& sys, const std::vector<double>& q, const std::vector
     std::vector<double> val = sys.prog.evaluate(q.data(), qd.data(), in.data(), sys.prog.live_nodes(roots));
     A.x.resize(A.i.size());
     std::vector<int> next(A.p.begin(), A.p.end() - 1);
-    for (int r = 0; r < A.n; ++r)
+    for (int r = 0; r < A.m; ++r)
         for (const auto& [c, v] : sys.entries[r]) A.x[next[c]++] = val[v];
     return A;
 }
 
+Eigen::MatrixXd dense_of(const System& sys, const std::vector<double>& q, const std::vector<double>& qd) {
+    Csc A = values_of(sys, q, qd);
+    Eigen::MatrixXd D = Eigen::MatrixXd::Zero(A.m, A.n);
+    for (int c = 0; c < A.n; ++c)
+        for (int k = A.p[c]; k < A.p[c + 1]; ++k) D(A.i[k], c) = A.x[k];
+    return D;
+}
+
 Analysis run_analyze(const Model& model, const System& sys) {
+    if (sys.m() < sys.n()) {
+        Csc A = pattern_of(sys);
+        std::vector<int> match(A.m), work(5 * A.n);
+        double w = 0;
+        btf_maxtrans(A.m, A.n, A.p.data(), A.i.data(), 0.0, &w, match.data(), work.data());
+        throw IllPosedError(fmt::format("ill-posed: {} equations for {} unknowns.", sys.m(), sys.n()) +
+                            undetermined_message(sys, underdetermined_columns(sys, match)));
+    }
+    if (sys.m() > sys.n()) throw std::logic_error("run_analyze: an over-determined system is augmented first");
     Analysis an;
     an.n = sys.n(), an.nnz = sys.nnz();
     Csc A = pattern_of(sys);
@@ -133,14 +254,13 @@ Analysis run_analyze(const Model& model, const System& sys) {
     if (an.structural_rank < n) {
         std::vector<int> under = underdetermined_columns(sys, match);
         std::vector<int> over = overdetermined_rows(sys, match);
-        std::string msg = fmt::format("ill-posed: the structural rank of D is {} for {} unknowns.\n  not determined: {}",
-                                      an.structural_rank, n, name_list(sys, under));
+        std::string msg = fmt::format("ill-posed: the structural rank of D is {} for {} unknowns.", an.structural_rank, n) +
+                          undetermined_message(sys, under);
         if (!over.empty()) {
             std::string rows;
             for (std::size_t k = 0; k < over.size() && k < 12; ++k) rows += (k ? ", " : "") + sys.rows[over[k]].label;
             msg += "\n  equations in conflict (more equations than their unknowns): " + rows;
         }
-        msg += "\n  a measurement of one of the undetermined quantities (or a known value for it) would determine it";
         throw IllPosedError(msg);
     }
     an.btf_P.resize(n), an.btf_Q.resize(n), an.btf_R.resize(n + 1);
@@ -149,19 +269,24 @@ Analysis run_analyze(const Model& model, const System& sys) {
     for (int b = 0; b < an.blocks; ++b) an.largest_block = std::max(an.largest_block, an.btf_R[b + 1] - an.btf_R[b]);
     an.triangular = an.blocks == n;
     // Numeric rank: the zero configuration, multiples of pi/2, and random ones.
-    std::mt19937_64 rng(0x6e656c75);
     an.min_rcond = INFINITY;
-    for (int trial = 0; trial < 6; ++trial) {
-        std::vector<double> q = random_configuration(model, rng), qd(model.nv, 0.0);
-        if (trial < 3)
-            for (const Body& b : model.bodies)
-                if (b.type == JointType::Revolute) q[b.q_index] = trial * M_PI / 2;
-        double rc = umfpack_rcond(values_of(sys, q, qd));
+    const auto qs = check_configurations(model, 6);
+    for (std::size_t trial = 0; trial < qs.size(); ++trial) {
+        std::vector<double> qd(model.nv, 0.0);
+        double rc = umfpack_rcond(values_of(sys, qs[trial], qd));
         an.min_rcond = std::min(an.min_rcond, rc);
         ++an.numeric_configs;
-        if (!(rc > 1e-14))
-            throw IllPosedError(fmt::format("ill-posed: D is structurally regular but numerically singular at configuration {} "
-                                            "(reciprocal condition {:.3g}); a joint may carry no inertia", trial, rc));
+        if (!(rc > 1e-14)) {
+            std::string msg = fmt::format("D is structurally regular but numerically singular at {} (reciprocal "
+                                          "condition {:.3g})", config_name(static_cast<int>(trial)), rc);
+            if (n <= 4000) msg += "." + undetermined_message(sys, null_space_columns(dense_of(sys, qs[trial], qd)));
+            else msg += "; a joint may carry no inertia";
+            if (trial < 3 && sys.allow_special_singularities) {
+                if (an.special_singularity.empty()) an.special_singularity = msg;
+                continue;
+            }
+            throw IllPosedError("ill-posed: " + msg + special_hint(static_cast<int>(trial)));
+        }
     }
     return an;
 }

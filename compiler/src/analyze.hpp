@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Dense>
+
 #include "nelu/model.hpp"
 #include "system.hpp"
 
@@ -18,7 +20,8 @@ namespace nelu {
 
 /// Compressed-column pattern (and optionally values) of a system's D.
 struct Csc {
-    int n = 0;
+    int n = 0;  ///< columns
+    int m = 0;  ///< rows
     std::vector<int> p, i;  ///< column pointers, row indices
     std::vector<double> x;  ///< values, when evaluated
 };
@@ -38,9 +41,19 @@ struct Analysis {
     std::vector<int> btf_P, btf_Q, btf_R;  ///< btf_order's permutations and block boundaries
     int numeric_configs = 0;  ///< configurations at which D was factored numerically
     double min_rcond = 0;     ///< smallest UMFPACK reciprocal condition estimate seen
+    std::string special_singularity;  ///< where D is singular at a special configuration (allowed)
 };
 
 /// Analyze `sys`; throws IllPosedError naming the undetermined quantities when D is singular.
 Analysis run_analyze(const Model& model, const System& sys);
+
+/// Well-posedness of an over-determined system (more equations than unknowns): structural and
+/// numeric full column rank at random and special configurations. Throws IllPosedError naming the
+/// undetermined quantities.
+/// Returns a description of a rank loss at a special configuration when the system allows it.
+std::string check_full_column_rank(const Model& model, const System& sys);
+
+/// Dense D at (q, qd) (rows x columns), for the numeric checks and the tests.
+Eigen::MatrixXd dense_of(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
 
 }  // namespace nelu

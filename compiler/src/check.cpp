@@ -93,7 +93,7 @@ CheckReport run_check(const CheckOptions& o) {
     const std::vector<State> states = verification_states(m, 0x636865636b, o.states);
     const std::size_t nout = r.system.out.size();
     for (const State& st : states) {
-        std::vector<double> in = solver_inputs(r.system, m, st), ref = reference_outputs(r.system, m, r.problem, st);
+        std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);
         std::vector<double> out(nout, NAN);
         if (fd(st.q.data(), st.qd.data(), in.data(), out.data()) != 0) ++rep.failed_status;
         rep.forward_double = std::max(rep.forward_double, forward_error(out, ref));

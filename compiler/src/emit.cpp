@@ -1,6 +1,7 @@
 // emit.cpp: see emit.hpp.
 #include "emit.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
@@ -81,14 +82,27 @@ std::string banner(const EmitInput& in, const std::string& file) {
     return s;
 }
 
-std::string slot_comment(const Model& m, const Slot& s) {
+std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
     const Body& b = m.bodies[s.body];
+    static const char* point[3] = {"x", "y", "z"};
     switch (s.quantity) {
         case Quantity::JointAcceleration:
         case Quantity::JointTorque:
             return fmt::format("{} {}{}", s.quantity == Quantity::JointAcceleration ? "qdd" : "tau", b.joint_name,
                                b.nv() > 1 ? fmt::format(".{}", component_name(s.quantity == Quantity::JointAcceleration ? Quantity::LinkAcceleration : Quantity::JointWrench, s.comp)) : std::string());
         case Quantity::ExternalWrench: return fmt::format("f^x {}.{} (link frame, link origin)", b.name, component_name(s.quantity, s.comp));
+        case Quantity::LinkAcceleration:
+            return fmt::format("a {}.{} (spatial acceleration, link frame, link origin)", b.name, component_name(s.quantity, s.comp));
+        case Quantity::JointWrench:
+            return fmt::format("f {}.{} (wrench on {} through joint {}, link frame, link origin)", b.name, component_name(s.quantity, s.comp), b.name, b.joint_name);
+        case Quantity::Measurement: {
+            const Sensor& sn = p.sensors[s.sensor];
+            std::string c = sn.type == SensorType::Accelerometer ? point[s.comp]
+                            : sn.type == SensorType::JointTorque || sn.type == SensorType::JointAcceleration
+                                ? (b.nv() > 1 ? component_name(Quantity::LinkAcceleration, s.comp) : "value")
+                                : component_name(Quantity::JointWrench, s.comp);
+            return fmt::format("{}.{} ({} on {}, sensor frame)", sn.name, c, sensor_type_name(sn.type), sn.link.empty() ? sn.joint : sn.link);
+        }
         default: return "?";
     }
 }
@@ -106,9 +120,9 @@ std::string header(const EmitInput& in) {
     s += ".\n * qd (NV): joint velocities";
     if (in.problem->floating_base) s += " (root_joint: body-frame twist wx wy wz vx vy vz)";
     s += ".\n * in (NIN):\n";
-    for (std::size_t k = 0; k < sys.in.size(); ++k) s += fmt::format(" *   in[{}]  {}\n", k, slot_comment(m, sys.in[k]));
+    for (std::size_t k = 0; k < sys.in.size(); ++k) s += fmt::format(" *   in[{}]  {}\n", k, slot_comment(m, *in.problem, sys.in[k]));
     s += " * out (NOUT):\n";
-    for (std::size_t k = 0; k < sys.out.size(); ++k) s += fmt::format(" *   out[{}]  {}\n", k, slot_comment(m, sys.out[k]));
+    for (std::size_t k = 0; k < sys.out.size(); ++k) s += fmt::format(" *   out[{}]  {}\n", k, slot_comment(m, *in.problem, sys.out[k]));
     s += " * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;\n"
          " * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */\n";
     s += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
@@ -238,11 +252,24 @@ nlohmann::ordered_json ops_json(const ir::OpCount& c) {
     return {{"mul", c.mul}, {"add", c.add}, {"div", c.div}, {"sqrt", c.sqrt}, {"sincos", c.sincos}, {"neg", c.neg}};
 }
 
-nlohmann::ordered_json slot_json(const Model& m, const Slot& s) {
+nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s) {
     nlohmann::ordered_json j;
     const Body& b = m.bodies[s.body];
     j["quantity"] = quantity_name(s.quantity);
-    if (s.quantity == Quantity::ExternalWrench) {
+    if (s.quantity == Quantity::Measurement) {
+        const Sensor& sn = p.sensors[s.sensor];
+        static const char* point[3] = {"x", "y", "z"};
+        j["sensor"] = sn.name;
+        j["type"] = sensor_type_name(sn.type);
+        j["component"] = sn.type == SensorType::Accelerometer ? point[s.comp]
+                         : sn.type == SensorType::JointTorque || sn.type == SensorType::JointAcceleration ? std::to_string(s.comp)
+                                                                                                            : component_name(Quantity::JointWrench, s.comp);
+        if (sn.type != SensorType::JointTorque && sn.type != SensorType::JointAcceleration) j["variance"] = sn.variance[static_cast<std::size_t>(std::find(sn.components.begin(), sn.components.end(), s.comp) - sn.components.begin())];
+    } else if (s.quantity == Quantity::LinkAcceleration || s.quantity == Quantity::JointWrench) {
+        j["link"] = b.name;
+        j["component"] = component_name(s.quantity, s.comp);
+        j["frame"] = b.name;
+    } else if (s.quantity == Quantity::ExternalWrench) {
         j["link"] = b.name;
         j["component"] = component_name(s.quantity, s.comp);
         j["frame"] = b.name;
@@ -278,8 +305,8 @@ std::string manifest(const EmitInput& in) {
                                      {"q", "x y z qx qy qz qw: base position in the world and unit quaternion (body to world)"},
                                      {"qd", "wx wy wz vx vy vz: body-frame twist, angular first"}};
     nlohmann::ordered_json ins = nlohmann::ordered_json::array(), outs = nlohmann::ordered_json::array();
-    for (const Slot& s : in.system->in) ins.push_back(slot_json(m, s));
-    for (const Slot& s : in.system->out) outs.push_back(slot_json(m, s));
+    for (const Slot& s : in.system->in) ins.push_back(slot_json(m, *in.problem, s));
+    for (const Slot& s : in.system->out) outs.push_back(slot_json(m, *in.problem, s));
     j["in"] = ins;
     j["out"] = outs;
     nlohmann::ordered_json ops = ops_json(f.ops);

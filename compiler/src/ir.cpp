@@ -1,6 +1,7 @@
 // ir.cpp: see ir.hpp.
 #include "ir.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <random>
@@ -53,8 +54,15 @@ Id Program::neg(Id a) {
     return make(Op::Neg, a, -1);
 }
 
+/// a + b for constants, 0 when it cancels to rounding (|a + b| <= 1e-13 max(|a|, |b|)): the same
+/// equivalence of constants as merge_equal_values, so that exact cancellations stay exact zeros.
+static double folded_sum(double a, double b) {
+    const double s = a + b;
+    return std::abs(s) <= 1e-13 * std::max(std::abs(a), std::abs(b)) ? 0.0 : s;
+}
+
 Id Program::add(Id a, Id b) {
-    if (is_const(a) && is_const(b)) return constant(value(a) + value(b));
+    if (is_const(a) && is_const(b)) return constant(folded_sum(value(a), value(b)));
     if (a == zero_) return b;
     if (b == zero_) return a;
     if (nodes_[b].op == Op::Neg) return sub(a, nodes_[b].a);
@@ -64,7 +72,7 @@ Id Program::add(Id a, Id b) {
 }
 
 Id Program::sub(Id a, Id b) {
-    if (is_const(a) && is_const(b)) return constant(value(a) - value(b));
+    if (is_const(a) && is_const(b)) return constant(folded_sum(value(a), -value(b)));
     if (a == b) return zero_;
     if (b == zero_) return a;
     if (a == zero_) return neg(b);
@@ -290,6 +298,20 @@ struct SampledValues {
 };
 
 }  // namespace
+
+struct ZeroTest::Impl {
+    SampledValues sv;
+};
+
+ZeroTest::ZeroTest(std::uint64_t seed) : impl_(new Impl{SampledValues{std::mt19937_64(seed), {}, {}, {}, {}}}) {}
+ZeroTest::~ZeroTest() = default;
+
+bool ZeroTest::is_zero(const Program& P, Id x) {
+    if (P.is_const(x)) return P.value(x) == 0;
+    impl_->sv.extend(P);
+    const Sample& s = impl_->sv.v[x];
+    return !s.opaque && s.v[0] == 0 && s.v[1] == 0;
+}
 
 Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries, bool merge,
                            std::uint64_t seed) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <memory>
 #include <vector>
 
 namespace nelu::ir {
@@ -105,5 +106,23 @@ struct Rewrite {
 /// With `merge` false the live part is only rebuilt (compacted), for comparison.
 Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries,
                            bool merge = true, std::uint64_t seed = 1);
+
+/// Whether a node is identically zero as a rational function of the inputs, sines, cosines, square
+/// roots and model constants taken as independent variables (constants within 1e-13 relative are
+/// one variable, as in merge_equal_values), tested by evaluation modulo 2^61 - 1 at two random
+/// points. Catches the fill of an elimination that cancels exactly but for rounding (c1 c2 - c3
+/// with c3 = c1 c2), which would otherwise look like structure. The program may grow between calls.
+class ZeroTest {
+  public:
+    explicit ZeroTest(std::uint64_t seed = 1);
+    ~ZeroTest();
+    ZeroTest(const ZeroTest&) = delete;
+    ZeroTest& operator=(const ZeroTest&) = delete;
+    bool is_zero(const Program& P, Id x);
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace nelu::ir

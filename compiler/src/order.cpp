@@ -3,8 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
+#include <map>
+#include <queue>
 #include <random>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <btf.h>
@@ -20,6 +25,7 @@ struct Candidate {
     std::string name;
     std::vector<Pivot> order;
     std::vector<bool> articulated;
+    Tail tail;
 };
 
 void push_block(Candidate& c, const std::vector<int>& rows, const std::vector<int>& cols, bool articulated = false) {
@@ -92,6 +98,137 @@ bool umfpack_order(const Model& model, const System& sys, Candidate& c, std::str
     return true;
 }
 
+/// Constant pivots first: a right-looking elimination of the pattern (in the IR, so that products of
+/// constants fold) that always takes, among the active entries that are structural constants, one
+/// of least Markowitz cost (r - 1)(c - 1); when none is left, the remaining block (the part of the
+/// problem that couples through q-dependent entries, e.g. the joint-space block of a sensor
+/// problem) is ordered by UMFPACK at a random configuration. Every pivot of the first phase is a
+/// nonzero constant; only the block's need validation.
+/// variant < 0: the block is left to the normal equations (Tail), with pivot rows restricted to the
+/// exact rows when the system is over-determined.
+bool constant_first(const Model& model, const System& sys, Candidate& c, std::string& why, int variant) {
+    c.name = variant < 0 ? "const-gram" : variant == 0 ? "const-first" : fmt::format("const-first/{}", variant);
+    const int n = sys.n(), mrows = sys.m();
+    const bool least_squares = mrows > n;
+    ir::Program P = sys.prog;
+    ir::ZeroTest zt;
+    std::vector<std::map<int, ir::Id>> A = sys.entries;
+    std::vector<std::set<int>> col_rows(n);
+    for (int r = 0; r < mrows; ++r)
+        for (const auto& [j, v] : A[r]) col_rows[j].insert(r);
+    std::vector<bool> row_done(mrows, false), col_done(n, false);
+    using Item = std::tuple<long, int, int>;  // cost, row, col
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+    auto cost = [&](int r, int j) { return static_cast<long>(A[r].size() - 1) * static_cast<long>(col_rows[j].size() - 1); };
+    auto push_row = [&](int r) {
+        if (least_squares && sys.soft[r]) return;  // a measurement is never used as an exact equation
+        for (const auto& [j, v] : A[r])
+            if (P.is_const(v)) heap.push({cost(r, j), r, j});
+    };
+    for (int r = 0; r < mrows; ++r) push_row(r);
+    int done = 0;
+    while (!heap.empty()) {
+        auto [k, r, j] = heap.top();
+        heap.pop();
+        if (row_done[r] || col_done[j]) continue;
+        auto it = A[r].find(j);
+        if (it == A[r].end() || !P.is_const(it->second)) continue;
+        const long now = cost(r, j);
+        if (now != k) {
+            heap.push({now, r, j});
+            continue;
+        }
+        const ir::Id p = it->second;
+        c.order.push_back({r, j}), c.articulated.push_back(false);
+        row_done[r] = col_done[j] = true, ++done;
+        const std::map<int, ir::Id> pivot_row = A[r];
+        for (const auto& [jj, v] : pivot_row) col_rows[jj].erase(r);
+        std::vector<int> rows(col_rows[j].begin(), col_rows[j].end());
+        for (int i : rows) {
+            const ir::Id l = P.div(A[i].at(j), p);
+            A[i].erase(j);
+            for (const auto& [jj, u] : pivot_row) {
+                if (jj == j) continue;
+                auto e = A[i].find(jj);
+                const ir::Id v = P.sub(e == A[i].end() ? P.zero() : e->second, P.mul(l, u));
+                if (v == P.zero() || zt.is_zero(P, v)) {
+                    if (e != A[i].end()) A[i].erase(e), col_rows[jj].erase(i);
+                } else {
+                    A[i][jj] = v, col_rows[jj].insert(i);
+                }
+            }
+            push_row(i);
+        }
+        col_rows[j].clear();
+        A[r].clear();
+    }
+    if (done == n && !least_squares) return true;
+    // The remaining block, numbered 0..m-1, ordered by UMFPACK at a random configuration.
+    std::vector<int> rows, cols, col_index(n, -1);
+    for (int r = 0; r < mrows; ++r)
+        if (!row_done[r]) rows.push_back(r);
+    for (int j = 0; j < n; ++j)
+        if (!col_done[j]) col_index[j] = static_cast<int>(cols.size()), cols.push_back(j);
+    if (std::getenv("NELU_DEBUG_ORDER") && variant < 0) {
+        std::fprintf(stderr, "const-gram: %d constant pivots, block %zu rows x %zu columns\n", done, rows.size(), cols.size());
+        for (int r : rows) {
+            std::fprintf(stderr, "  %s %-28s:", sys.soft[r] ? "soft" : "hard", sys.rows[r].label.c_str());
+            for (const auto& [j, v] : A[r]) std::fprintf(stderr, " %s%s", sys.cols[j].label.c_str(), P.is_const(v) ? "(c)" : "");
+            std::fprintf(stderr, "\n");
+        }
+    }
+    if (variant < 0) {  // normal equations of the block
+        c.tail.rows = rows, c.tail.cols = cols;
+        for (int r : rows) c.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
+        return true;
+    }
+    if (least_squares) {
+        why = "an over-determined system is solved by its normal equations";
+        return false;
+    }
+    const int m = static_cast<int>(rows.size());
+    if (std::getenv("NELU_DEBUG_ORDER") && variant == 0) {
+        std::fprintf(stderr, "const-first: %d constant pivots, remaining block %d\n", done, m);
+        for (int r : rows) {
+            std::fprintf(stderr, "  %-28s:", sys.rows[r].label.c_str());
+            for (const auto& [j, v] : A[r]) std::fprintf(stderr, " %s%s", sys.cols[j].label.c_str(), P.is_const(v) ? "(c)" : "");
+            std::fprintf(stderr, "\n");
+        }
+    }
+    std::vector<ir::Id> roots;
+    for (int r : rows)
+        for (const auto& [j, v] : A[r]) roots.push_back(v);
+    std::mt19937_64 rng(0x636f6e73 + static_cast<unsigned>(variant));
+    std::vector<double> q = random_configuration(model, rng), qd(model.nv, 0.0), in(std::max<std::size_t>(1, sys.in.size()), 0.0);
+    std::vector<double> val = P.evaluate(q.data(), qd.data(), in.data(), P.live_nodes(roots));
+    std::vector<std::vector<std::pair<int, double>>> by_col(m);
+    for (int a = 0; a < m; ++a)
+        for (const auto& [j, v] : A[rows[a]]) by_col[col_index[j]].push_back({a, val[v]});
+    std::vector<int> Ap(m + 1, 0), Ai;
+    std::vector<double> Ax;
+    for (int b = 0; b < m; ++b) {
+        for (const auto& [a, x] : by_col[b]) Ai.push_back(a), Ax.push_back(x);
+        Ap[b + 1] = static_cast<int>(Ai.size());
+    }
+    double control[UMFPACK_CONTROL], info[UMFPACK_INFO];
+    umfpack_di_defaults(control);
+    control[UMFPACK_SCALE] = UMFPACK_SCALE_NONE;
+    if (variant % 2 == 1) control[UMFPACK_PIVOT_TOLERANCE] = 1.0;  // strict partial pivoting
+    void *sym = nullptr, *num = nullptr;
+    int st = umfpack_di_symbolic(m, m, Ap.data(), Ai.data(), Ax.data(), &sym, control, info);
+    if (st == UMFPACK_OK) st = umfpack_di_numeric(Ap.data(), Ai.data(), Ax.data(), sym, &num, control, info);
+    if (sym) umfpack_di_free_symbolic(&sym);
+    std::vector<int> Pm(m), Qm(m);
+    if (st == UMFPACK_OK) st = umfpack_di_get_numeric(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, Pm.data(), Qm.data(), nullptr, nullptr, nullptr, num);
+    if (num) umfpack_di_free_numeric(&num);
+    if (st != UMFPACK_OK) {
+        why = fmt::format("UMFPACK status {} on the remaining {}x{} block", st, m, m);
+        return false;
+    }
+    for (int k = 0; k < m; ++k) c.order.push_back({rows[Pm[k]], cols[Qm[k]]}), c.articulated.push_back(false);
+    return true;
+}
+
 /// The triangular order of btf_order (its blocks are 1x1; the form is upper triangular, so the
 /// last block is eliminated first).
 Candidate btf_triangular(const Analysis& an) {
@@ -104,9 +241,10 @@ Candidate btf_triangular(const Analysis& an) {
 }
 
 /// Configurations for validation: the special ones, then random ones.
-std::vector<std::vector<double>> validation_configurations(const Model& model, int count) {
+std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false) {
     std::mt19937_64 rng(0x76616c69);
-    std::vector<std::vector<double>> qs = special_configurations(model, rng);
+    std::vector<std::vector<double>> qs;
+    if (!random_only) qs = special_configurations(model, rng);
     while (static_cast<int>(qs.size()) < count) qs.push_back(random_configuration(model, rng));
     return qs;
 }
@@ -122,7 +260,7 @@ double factorization_growth(const Model& model, const System& sys, const Factori
     std::vector<bool> live = f.prog.live_nodes(roots);
     std::vector<double> qd(model.nv, 0.0), in(std::max<std::size_t>(1, sys.in.size()), 0.0);
     double growth = 0;
-    for (const auto& q : validation_configurations(model, 12)) {
+    for (const auto& q : validation_configurations(model, 12, sys.allow_special_singularities)) {
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
         double a = 0, u = 0;
         for (ir::Id e : entries) a = std::max(a, std::abs(val[e]));
@@ -142,7 +280,7 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     for (std::size_t k = 0; k < f.pivots.size(); ++k)
         if (f.pivots[k].kind != PivotKind::Constant) {
             roots.push_back(f.pivots[k].value), which.push_back(static_cast<int>(k));
-            needs_full = needs_full || f.pivots[k].kind == PivotKind::Validated;
+            needs_full = needs_full || f.pivots[k].kind == PivotKind::Validated || f.pivots[k].kind == PivotKind::Gram;
         }
     v.checked_pivots = static_cast<int>(roots.size());
     if (roots.empty()) return v;
@@ -150,7 +288,7 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     std::vector<bool> live = f.prog.live_nodes(roots);
     std::vector<double> lo(roots.size(), INFINITY), hi(roots.size(), 0.0), qd(model.nv, 0.0),
         in(std::max<std::size_t>(1, sys.in.size()), 0.0);
-    for (const auto& q : validation_configurations(model, count)) {
+    for (const auto& q : validation_configurations(model, count, sys.allow_special_singularities)) {
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
         for (std::size_t k = 0; k < roots.size(); ++k) {
             double a = std::abs(val[roots[k]]);
@@ -186,21 +324,30 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
     for (const BodyBlock& B : sys.blocks) seeks_qdd = seeks_qdd || (B.joint_is_qdd && !B.joint.empty());
     std::vector<Candidate> cands;
     OrderResult res;
-    if (!seeks_qdd) cands.push_back(tree_rnea(sys));
-    cands.push_back(tree_aba(sys));
-    if (an.triangular) cands.push_back(btf_triangular(an));
+    if (!seeks_qdd && sys.classical) cands.push_back(tree_rnea(sys));
+    if (sys.classical) cands.push_back(tree_aba(sys));
+    if (an.triangular && sys.m() == sys.n()) cands.push_back(btf_triangular(an));
     Candidate um;
     std::string why;
-    if (umfpack_order(model, sys, um, why)) cands.push_back(um);
-    else res.candidates.push_back({"umfpack", false, why, {}, 0});
-    if (seeks_qdd) cands.push_back(tree_rnea(sys));  // forms a dense joint-space block: last, bounded
+    if (sys.m() == sys.n()) {
+        if (umfpack_order(model, sys, um, why)) cands.push_back(um);
+        else res.candidates.push_back({"umfpack", false, why, {}, 0});
+    }
+    if (!sys.classical) {
+        for (int variant = -1; variant < (sys.m() > sys.n() ? 0 : 2); ++variant) {
+            Candidate cf;
+            if (constant_first(model, sys, cf, why, variant)) cands.push_back(cf);
+            else res.candidates.push_back({cf.name, false, why, {}, 0});
+        }
+    }
+    if (seeks_qdd && sys.classical) cands.push_back(tree_rnea(sys));  // forms a dense joint-space block: last, bounded
     std::vector<Factorization> ok;
     long best_entries = 0;
     for (const Candidate& c : cands) {
         if (opt.progress) std::fprintf(stderr, "nelu: order: factoring with candidate %s (%d columns)\n", c.name.c_str(), sys.n());
         Factorization f;
         CandidateReport rep{c.name, false, "", {}, 0};
-        rep.ok = run_schedule(sys, c.order, c.articulated, c.name, f, rep.why, 4 * best_entries);
+        rep.ok = run_schedule(sys, c.order, c.articulated, c.name, f, rep.why, 4 * best_entries, c.tail);
         if (rep.ok) {
             rep.ops = f.ops, rep.fill = f.fill();
             const long entries = f.nnz_L + f.nnz_U;

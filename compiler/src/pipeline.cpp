@@ -18,7 +18,7 @@ namespace {
 
 std::string dump_system(const System& s) {
     std::string out = fmt::format("system: {} unknowns, {} equations, nnz(D) {}\n", s.n(), s.rows.size(), s.nnz());
-    for (int r = 0; r < static_cast<int>(s.rows.size()); ++r) {
+    for (int r = 0; r < s.m(); ++r) {
         out += fmt::format("  row {:>5} {:<28}", r, s.rows[r].label);
         for (const auto& [c, v] : s.entries[r]) out += fmt::format(" {}", s.cols[c].label);
         out += "\n";
@@ -60,21 +60,33 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     auto want = [&](const char* pass) { return dump && o.dump == pass; };
     ProblemInput pin{o.problem, o.floating_base};
     pin.floating_base = spec_requests_floating_base(pin);
-    r.load = load_urdf_file(o.urdf, {pin.floating_base, {}});
+    r.load = load_urdf_file(o.urdf, {pin.floating_base, sensor_joints(pin, o.urdf)});
     if (want("load")) *dump << format_model_summary(r.load, singular_fd_joints(r.load.model));
-    r.problem = run_problem(pin, r.load.model);
+    r.problem = run_problem(pin, r.load);
     if (want("problem")) {
+        static const char* known[] = {"qdd", "tau", "neither", "both"};
+        static const char* wrench[] = {"input", "zero", "unknown"};
         *dump << fmt::format("problem: {}\n", r.problem.kind);
         for (int i = 0; i < r.load.model.num_bodies(); ++i)
             *dump << fmt::format("  {:<24} {} known; f^x {}\n", r.load.model.bodies[i].joint_name,
-                                 r.problem.joint[i] == JointKnown::Qdd ? "qdd" : "tau", r.problem.wrench[i] == WrenchMode::Input ? "input" : "zero");
+                                 known[static_cast<int>(r.problem.joint[i])], wrench[static_cast<int>(r.problem.wrench[i])]);
+        for (const Sensor& s : r.problem.sensors)
+            *dump << fmt::format("  sensor {} ({}) on {}: {} components\n", s.name, sensor_type_name(s.type), s.link.empty() ? s.joint : s.link, s.components.size());
     }
     check_forward_dynamics(r.load.model, r.problem);
     if (o.progress) std::fprintf(stderr, "nelu: system: building the equations of %d bodies\n", r.load.model.num_bodies());
     r.system = run_system(r.load.model, r.problem);
     if (want("system")) *dump << dump_system(r.system);
+    r.equations = r.system.m(), r.unknowns = r.system.n();
+    if (r.system.m() > r.system.n()) {  // redundant sensors: weighted least squares
+        if (o.progress) std::fprintf(stderr, "nelu: analyze: %d equations for %d unknowns: weighted least squares\n", r.system.m(), r.system.n());
+        r.analysis.special_singularity = check_full_column_rank(r.load.model, r.system);
+    }
     if (o.progress) std::fprintf(stderr, "nelu: analyze: %d unknowns\n", r.system.n());
-    r.analysis = run_analyze(r.load.model, r.system);
+    if (r.system.m() == r.system.n()) r.analysis = run_analyze(r.load.model, r.system);
+    else {  // already checked for full column rank; the order works on the rectangular system
+        r.analysis.n = r.system.n(), r.analysis.nnz = r.system.nnz(), r.analysis.structural_rank = r.system.n();
+    }
     if (want("analyze")) *dump << dump_analysis(r.analysis);
     r.order = run_order(r.load.model, r.system, r.analysis, {o.validation_configs, o.progress});
     if (want("order") || want("schedule")) *dump << dump_order(r.order);

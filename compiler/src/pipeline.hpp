@@ -35,6 +35,7 @@ struct CompileResult {
     VerifyReport verify;
     Emitted emitted;
     std::string name;
+    int equations = 0, unknowns = 0;  ///< of the physical system (before any least-squares augmentation)
 };
 
 /// Run every pass up to emission (nothing is written). `dump`, when not null, receives the output

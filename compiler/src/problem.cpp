@@ -1,12 +1,18 @@
 // problem.cpp: see problem.hpp.
 #include "problem.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <tinyxml2.h>
 #include <yaml-cpp/yaml.h>
 
 #include "diagnostics.hpp"
+#include "load.hpp"
+#include "numeric.hpp"
 
 namespace nelu {
 namespace {
@@ -41,27 +47,32 @@ std::vector<std::string> string_list(const YAML::Node& n, const std::string& fil
     return v;
 }
 
+JointKnown joint_mode(const std::string& s, const std::string& file, const YAML::Node& n) {
+    if (s == "qdd") return JointKnown::Qdd;
+    if (s == "tau") return JointKnown::Tau;
+    if (s == "unknown") return JointKnown::None;
+    if (s == "both") return JointKnown::Both;
+    throw InputError(where(file, n) + fmt::format("joint mode '{}': expected qdd, tau, unknown or both", s));
+}
+
 void read_joints(const YAML::Node& j, const std::string& file, const Model& m, Problem& p) {
     if (!j) return;
-    if (!j.IsMap()) throw InputError(where(file, j) + "'joints' must be a map (default, qdd, tau)");
+    if (!j.IsMap()) throw InputError(where(file, j) + "'joints' must be a map (default, qdd, tau, unknown, both)");
+    static const char* keys[] = {"qdd", "tau", "unknown", "both"};
     for (const auto& kv : j) {
         const std::string key = kv.first.as<std::string>();
-        if (key != "default" && key != "qdd" && key != "tau")
-            throw InputError(where(file, kv.first) + fmt::format("unknown key 'joints.{}' (expected default, qdd, tau)", key));
+        if (key != "default" && key != "qdd" && key != "tau" && key != "unknown" && key != "both")
+            throw InputError(where(file, kv.first) + fmt::format("unknown key 'joints.{}' (expected default, qdd, tau, unknown, both)", key));
     }
-    if (j["default"]) {
-        const std::string d = j["default"].as<std::string>();
-        if (d != "qdd" && d != "tau") throw InputError(where(file, j["default"]) + "'joints.default' must be qdd or tau");
-        std::fill(p.joint.begin(), p.joint.end(), d == "qdd" ? JointKnown::Qdd : JointKnown::Tau);
-    }
+    if (j["default"]) std::fill(p.joint.begin(), p.joint.end(), joint_mode(j["default"].as<std::string>(), file, j["default"]));
     std::set<std::string> seen;
-    for (const char* key : {"qdd", "tau"}) {
+    for (const char* key : keys) {
         if (!j[key]) continue;
         for (const std::string& name : string_list(j[key], file, key)) {
             int b = find_joint(m, name);
             if (b < 0) throw InputError(where(file, j[key]) + fmt::format("joints.{}: no movable joint named '{}'", key, name));
             if (!seen.insert(name).second) throw InputError(where(file, j[key]) + fmt::format("joint '{}' is listed twice", name));
-            p.joint[b] = std::string(key) == "qdd" ? JointKnown::Qdd : JointKnown::Tau;
+            p.joint[b] = joint_mode(key, file, j[key]);
         }
     }
 }
@@ -70,23 +81,311 @@ void read_wrenches(const YAML::Node& w, const std::string& file, const Model& m,
     if (!w) return;
     auto mode = [&](const YAML::Node& n) {
         const std::string s = n.as<std::string>();
-        if (s != "input" && s != "zero") throw InputError(where(file, n) + "external wrench mode must be input or zero");
-        return s == "input" ? WrenchMode::Input : WrenchMode::Zero;
+        if (s == "input") return WrenchMode::Input;
+        if (s == "zero") return WrenchMode::Zero;
+        if (s == "unknown") return WrenchMode::Unknown;
+        throw InputError(where(file, n) + "external wrench mode must be input, zero or unknown");
     };
     if (w.IsScalar()) {
         std::fill(p.wrench.begin(), p.wrench.end(), mode(w));
         return;
     }
-    if (!w.IsMap()) throw InputError(where(file, w) + "'external_wrenches' must be input, zero, or a map");
+    if (!w.IsMap()) throw InputError(where(file, w) + "'external_wrenches' must be input, zero, unknown, or a map");
+    for (const auto& kv : w) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "default" && key != "input" && key != "zero" && key != "unknown")
+            throw InputError(where(file, kv.first) + fmt::format("unknown key 'external_wrenches.{}' (expected default, input, zero, unknown)", key));
+    }
     if (w["default"]) std::fill(p.wrench.begin(), p.wrench.end(), mode(w["default"]));
-    for (const char* key : {"input", "zero"}) {
+    std::set<std::string> seen;
+    for (const char* key : {"input", "zero", "unknown"}) {
         if (!w[key]) continue;
         for (const std::string& link : string_list(w[key], file, key)) {
             int b = m.body_index(link);
             if (b < 0) throw InputError(where(file, w[key]) + fmt::format("external_wrenches.{}: no body named '{}' (merged links cannot carry a wrench yet)", key, link));
-            p.wrench[b] = std::string(key) == "input" ? WrenchMode::Input : WrenchMode::Zero;
+            if (!seen.insert(link).second) throw InputError(where(file, w[key]) + fmt::format("link '{}' is listed twice", link));
+            p.wrench[b] = std::string(key) == "input" ? WrenchMode::Input : std::string(key) == "zero" ? WrenchMode::Zero : WrenchMode::Unknown;
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sensors
+
+/// Pluecker transform from a link frame to a frame at (xyz, rpy) in it (URDF origin convention).
+Xform<double> origin_xform(const double xyz[3], const double rpy[3]) {
+    const double cr = std::cos(rpy[0]), sr = std::sin(rpy[0]), cp = std::cos(rpy[1]), sp = std::sin(rpy[1]),
+                 cy = std::cos(rpy[2]), sy = std::sin(rpy[2]);
+    // R = Rz(y) Ry(p) Rx(r): sensor axes in link coordinates; E = R^T maps link to sensor coordinates
+    const double R[3][3] = {{cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr},
+                            {sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr},
+                            {-sp, cp * sr, cp * cr}};
+    Xform<double> X;
+    for (int i = 0; i < 3; ++i) {
+        X.r[i] = snap_unit(xyz[i], 1e-14) == 0 ? 0.0 : xyz[i];
+        for (int k = 0; k < 3; ++k) X.E(i, k) = snap_unit(R[k][i], 1e-14);
+    }
+    return X;
+}
+
+/// A sensor as written (YAML or URDF), before it is resolved against the model.
+struct SensorDecl {
+    std::string name, type, link, joint, frame = "child", direction = "child_to_parent", where;
+    double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0};
+    std::vector<std::string> components, zero;
+    std::vector<double> variance;
+    bool slippery = false;
+    std::vector<double> value;
+};
+
+const char* kWrenchComp[6] = {"nx", "ny", "nz", "fx", "fy", "fz"};
+const char* kPointComp[3] = {"x", "y", "z"};
+
+std::vector<int> component_indices(const std::vector<std::string>& names, const char* const* table, int n, const SensorDecl& d) {
+    std::vector<int> out;
+    for (const std::string& c : names) {
+        int k = -1;
+        for (int i = 0; i < n; ++i)
+            if (c == table[i]) k = i;
+        if (k < 0) {
+            std::string all;
+            for (int i = 0; i < n; ++i) all += (i ? ", " : "") + std::string(table[i]);
+            throw InputError(d.where + fmt::format("sensor '{}': unknown component '{}' (expected {})", d.name, c, all));
+        }
+        if (std::find(out.begin(), out.end(), k) != out.end())
+            throw InputError(d.where + fmt::format("sensor '{}': component '{}' is listed twice", d.name, c));
+        out.push_back(k);
+    }
+    return out;
+}
+
+/// The <sensor> elements at the top level of a URDF (iDynTree's convention): force_torque with
+/// <parent joint>, accelerometer and gyroscope with <parent link>, each with an optional <origin>.
+std::vector<SensorDecl> urdf_sensor_decls(const std::string& path) {
+    tinyxml2::XMLDocument doc;
+    if (doc.LoadFile(path.c_str()) != tinyxml2::XML_SUCCESS) throw InputError(path + ": cannot read the URDF for its <sensor> tags");
+    std::vector<SensorDecl> out;
+    const tinyxml2::XMLElement* robot = doc.FirstChildElement("robot");
+    if (!robot) return out;
+    auto numbers = [&](const char* text, double* v, const SensorDecl& d, const char* what) {
+        if (!text) return;
+        std::istringstream ss(text);
+        for (int k = 0; k < 3; ++k)
+            if (!(ss >> v[k]) || !std::isfinite(v[k])) throw InputError(d.where + fmt::format("sensor '{}': <origin {}> needs three finite numbers", d.name, what));
+    };
+    for (const tinyxml2::XMLElement* e = robot->FirstChildElement("sensor"); e; e = e->NextSiblingElement("sensor")) {
+        SensorDecl d;
+        d.where = location(path, e->GetLineNum());
+        d.name = e->Attribute("name") ? e->Attribute("name") : "";
+        d.type = e->Attribute("type") ? e->Attribute("type") : "";
+        if (d.name.empty()) throw InputError(d.where + "<sensor> without a name");
+        if (const auto* par = e->FirstChildElement("parent")) {
+            if (par->Attribute("joint")) d.joint = par->Attribute("joint");
+            if (par->Attribute("link")) d.link = par->Attribute("link");
+        }
+        if (const auto* o = e->FirstChildElement("origin")) {
+            numbers(o->Attribute("xyz"), d.xyz, d, "xyz");
+            numbers(o->Attribute("rpy"), d.rpy, d, "rpy");
+        }
+        if (const auto* ft = e->FirstChildElement("force_torque")) {
+            if (const auto* f = ft->FirstChildElement("frame"); f && f->GetText()) d.frame = f->GetText();
+            if (const auto* md = ft->FirstChildElement("measure_direction"); md && md->GetText()) d.direction = md->GetText();
+        }
+        if (d.type == "force_torque" && !e->FirstChildElement("origin")) d.frame = d.frame == "sensor" ? "child" : d.frame;
+        out.push_back(d);
+    }
+    return out;
+}
+
+std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::string& file) {
+    std::vector<SensorDecl> out;
+    if (!list) return out;
+    if (!list.IsSequence()) throw InputError(where(file, list) + "'sensors' must be a list of sensors");
+    static const std::set<std::string> keys{"name", "type", "link", "joint", "origin", "frame", "measure_direction",
+                                            "components", "zero", "slippery", "variance", "value"};
+    int index = 0;
+    for (const YAML::Node& n : list) {
+        SensorDecl d;
+        d.where = where(file, n);
+        if (!n.IsMap()) throw InputError(d.where + "each sensor is a map (name, type, link or joint, ...)");
+        for (const auto& kv : n)
+            if (!keys.count(kv.first.as<std::string>()))
+                throw InputError(where(file, kv.first) + fmt::format("unknown sensor key '{}'", kv.first.as<std::string>()));
+        d.type = n["type"] ? n["type"].as<std::string>() : "";
+        d.name = n["name"] ? n["name"].as<std::string>() : fmt::format("{}{}", d.type, index);
+        ++index;
+        if (n["link"]) d.link = n["link"].as<std::string>();
+        if (n["joint"]) d.joint = n["joint"].as<std::string>();
+        if (n["frame"]) d.frame = n["frame"].as<std::string>();
+        if (n["measure_direction"]) d.direction = n["measure_direction"].as<std::string>();
+        if (n["origin"]) {
+            const YAML::Node o = n["origin"];
+            for (const char* key : {"xyz", "rpy"}) {
+                const YAML::Node v = o[key];
+                if (!v) continue;
+                if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + fmt::format("origin.{} must be [a, b, c]", key));
+                for (int k = 0; k < 3; ++k) (std::string(key) == "xyz" ? d.xyz : d.rpy)[k] = v[k].as<double>();
+            }
+        }
+        if (n["components"]) d.components = string_list(n["components"], file, "components");
+        if (n["zero"]) d.zero = string_list(n["zero"], file, "zero");
+        if (n["slippery"]) d.slippery = n["slippery"].as<bool>();
+        if (n["variance"]) {
+            const YAML::Node v = n["variance"];
+            if (v.IsScalar()) d.variance.push_back(v.as<double>());
+            else for (const auto& x : v) d.variance.push_back(x.as<double>());
+            for (double x : d.variance)
+                if (!(x > 0) || !std::isfinite(x)) throw InputError(where(file, v) + fmt::format("sensor '{}': variances must be positive", d.name));
+        }
+        if (n["value"]) {
+            const YAML::Node v = n["value"];
+            if (!v.IsSequence() || v.size() != 6) throw InputError(where(file, v) + "value must be [wx, wy, wz, vx, vy, vz]");
+            for (int k = 0; k < 6; ++k) d.value.push_back(v[k].as<double>());
+        }
+        out.push_back(d);
+    }
+    return out;
+}
+
+/// The body a URDF link ended up on and the transform from that body's frame to the link frame.
+LinkFrame link_frame(const LoadResult& l, const std::string& link, const SensorDecl& d) {
+    auto it = l.links.find(link);
+    if (it == l.links.end()) throw InputError(d.where + fmt::format("sensor '{}': no link named '{}'", d.name, link));
+    if (it->second.body < 0)
+        throw InputError(d.where + fmt::format("sensor '{}': link '{}' is fixed to the world; nothing there is unknown", d.name, link));
+    return it->second;
+}
+
+Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
+    const Model& m = l.model;
+    Sensor s;
+    s.name = d.name, s.where = d.where, s.link = d.link, s.joint = d.joint;
+    const Xform<double> X_origin = origin_xform(d.xyz, d.rpy);
+    auto need = [&](bool ok, const std::string& what) {
+        if (!ok) throw InputError(d.where + fmt::format("sensor '{}' ({}): {}", d.name, d.type, what));
+    };
+    auto joint_body = [&]() {
+        need(!d.joint.empty(), "needs 'joint'");
+        for (int i = 0; i < m.num_bodies(); ++i)
+            if (m.bodies[i].joint_name == d.joint) return i;
+        for (const MergedJoint& mj : l.merged)
+            if (mj.joint == d.joint)
+                throw InputError(d.where + fmt::format("sensor '{}': joint '{}' was merged away; a force/torque sensor needs it kept "
+                                                       "as a body boundary", d.name, d.joint));
+        throw InputError(d.where + fmt::format("sensor '{}': no joint named '{}'", d.name, d.joint));
+    };
+    if (d.type == "force_torque") {
+        s.type = SensorType::ForceTorque;
+        s.body = joint_body();
+        s.link = m.bodies[s.body].name;
+        need(d.direction == "child_to_parent" || d.direction == "parent_to_child", "measure_direction must be child_to_parent or parent_to_child");
+        s.sign = d.direction == "parent_to_child" ? 1.0 : -1.0;
+        need(d.frame == "child" || d.frame == "parent" || d.frame == "sensor", "frame must be child, parent or sensor");
+        if (d.frame == "parent") {
+            need(m.bodies[s.body].type == JointType::Fixed, "frame 'parent' is supported on fixed joints only (use child or sensor)");
+            s.frame_is_parent = true;
+            s.X_sensor_body = inverse(m.bodies[s.body].X_tree);  // child -> parent frame (the joint is fixed)
+        } else if (d.frame == "sensor") {
+            s.X_sensor_body = X_origin;  // origin relative to the child link
+        }
+        s.components = d.components.empty() ? std::vector<int>{0, 1, 2, 3, 4, 5} : component_indices(d.components, kWrenchComp, 6, d);
+    } else if (d.type == "load_cell" || d.type == "contact_wrench") {
+        s.type = SensorType::ContactWrench;
+        need(!d.link.empty(), "needs 'link'");
+        LinkFrame lf = link_frame(l, d.link, d);
+        s.body = lf.body;
+        s.X_sensor_body = compose(X_origin, lf.X_link_body);
+        if (d.type == "load_cell") {
+            need(d.components.empty(), "a load cell measures fz, nx, ny; use type contact_wrench to choose components");
+            s.components = {5, 0, 1};
+            if (d.slippery) s.zero_components = {3, 4};
+        } else {
+            need(!d.slippery, "'slippery' belongs to load cells; give 'zero: [fx, fy]' instead");
+            s.components = d.components.empty() ? std::vector<int>{0, 1, 2, 3, 4, 5} : component_indices(d.components, kWrenchComp, 6, d);
+        }
+        if (!d.zero.empty()) {
+            std::vector<int> z = component_indices(d.zero, kWrenchComp, 6, d);
+            s.zero_components.insert(s.zero_components.end(), z.begin(), z.end());
+        }
+        for (int k : s.zero_components)
+            need(std::find(s.components.begin(), s.components.end(), k) == s.components.end(),
+                 fmt::format("component {} cannot be both measured and zero", kWrenchComp[k]));
+        for (const Sensor& o : p.sensors)
+            if (o.type == SensorType::ContactWrench && o.body == s.body)
+                throw InputError(d.where + fmt::format("sensor '{}': link '{}' already has the contact sensor '{}' (one per body)", d.name, d.link, o.name));
+        p.wrench[s.body] = WrenchMode::Unknown;
+    } else if (d.type == "accelerometer") {
+        s.type = SensorType::Accelerometer;
+        need(!d.link.empty(), "needs 'link' (URDF: <parent link=...>)");
+        LinkFrame lf = link_frame(l, d.link, d);
+        s.body = lf.body;
+        s.X_sensor_body = compose(X_origin, lf.X_link_body);
+        s.components = d.components.empty() ? std::vector<int>{0, 1, 2} : component_indices(d.components, kPointComp, 3, d);
+    } else if (d.type == "joint_torque" || d.type == "joint_acceleration") {
+        s.type = d.type == "joint_torque" ? SensorType::JointTorque : SensorType::JointAcceleration;
+        s.body = joint_body();
+        const Body& b = m.bodies[s.body];
+        need(b.nv() > 0, fmt::format("joint '{}' has no degree of freedom", d.joint));
+        const JointKnown k = p.joint[s.body];
+        const bool known = s.type == SensorType::JointTorque ? (k == JointKnown::Tau || k == JointKnown::Both)
+                                                             : (k == JointKnown::Qdd || k == JointKnown::Both);
+        need(!known, fmt::format("the {} of joint '{}' is already known (joints:); measure an unknown", s.type == SensorType::JointTorque ? "torque" : "acceleration", d.joint));
+        for (int k2 = 0; k2 < b.nv(); ++k2) s.components.push_back(k2);
+    } else if (d.type == "link_acceleration") {
+        s.type = SensorType::LinkAcceleration;
+        need(!d.link.empty(), "needs 'link'");
+        LinkFrame lf = link_frame(l, d.link, d);
+        need(lf.X_link_body.E(0, 0) == 1 && lf.X_link_body.E(1, 1) == 1 && lf.X_link_body.E(2, 2) == 1 &&
+                 lf.X_link_body.r[0] == 0 && lf.X_link_body.r[1] == 0 && lf.X_link_body.r[2] == 0,
+             "the link was merged into its parent; name the body it was merged into");
+        s.body = lf.body;
+        if (!d.value.empty()) s.value = {{{d.value[0], d.value[1], d.value[2]}}, {{d.value[3], d.value[4], d.value[5]}}};
+        s.components = {0, 1, 2, 3, 4, 5};
+    } else {
+        throw InputError(d.where + fmt::format("sensor '{}': unknown type '{}' (expected force_torque, load_cell, contact_wrench, "
+                                               "accelerometer, gyroscope, joint_torque, joint_acceleration, link_acceleration)", d.name, d.type));
+    }
+    s.variance.assign(s.components.size(), 1.0);
+    if (d.variance.size() == 1) std::fill(s.variance.begin(), s.variance.end(), d.variance[0]);
+    else if (!d.variance.empty()) {
+        need(d.variance.size() == s.components.size(), fmt::format("{} variances for {} measured components", d.variance.size(), s.components.size()));
+        s.variance = d.variance;
+    }
+    return s;
+}
+
+/// Which URDF sensors a spec uses: `urdf_sensors: all | none | [names]` (default none).
+std::vector<SensorDecl> selected_urdf_sensors(const YAML::Node& sel, const std::string& file, const std::string& urdf) {
+    if (!sel) return {};
+    std::vector<SensorDecl> all = urdf_sensor_decls(urdf);
+    if (sel.IsScalar()) {
+        const std::string v = sel.as<std::string>();
+        if (v == "none") return {};
+        if (v == "all") return all;
+        throw InputError(where(file, sel) + "'urdf_sensors' must be all, none or a list of sensor names");
+    }
+    std::vector<SensorDecl> out;
+    for (const std::string& name : string_list(sel, file, "urdf_sensors")) {
+        auto it = std::find_if(all.begin(), all.end(), [&](const SensorDecl& d) { return d.name == name; });
+        if (it == all.end()) throw InputError(where(file, sel) + fmt::format("urdf_sensors: {} has no <sensor name=\"{}\">", urdf, name));
+        out.push_back(*it);
+    }
+    return out;
+}
+
+void read_outputs(const YAML::Node& o, const std::string& file, Problem& p) {
+    if (!o) return;
+    Outputs out{false, false, false, false, false};
+    for (const std::string& k : string_list(o, file, "outputs")) {
+        if (k == "joint_torques") out.joint_torques = true;
+        else if (k == "joint_accelerations") out.joint_accelerations = true;
+        else if (k == "contact_wrenches") out.contact_wrenches = true;
+        else if (k == "link_accelerations") out.link_accelerations = true;
+        else if (k == "joint_wrenches") out.joint_wrenches = true;
+        else throw InputError(where(file, o) + fmt::format("outputs: unknown '{}' (expected joint_torques, joint_accelerations, "
+                                                           "contact_wrenches, link_accelerations, joint_wrenches)", k));
+    }
+    p.outputs = out;
 }
 
 }  // namespace
@@ -102,17 +401,68 @@ bool spec_requests_floating_base(const ProblemInput& in) {
     }
 }
 
-static Problem read_problem(const ProblemInput& in, const Model& model);
-
-Problem run_problem(const ProblemInput& in, const Model& model) {
+std::vector<std::string> sensor_joints(const ProblemInput& in, const std::string& urdf_path) {
+    if (is_preset(in.problem)) return {};
     try {
-        return read_problem(in, model);
+        YAML::Node spec = load_spec(in.problem);
+        if (!spec.IsMap()) return {};
+        std::vector<std::string> joints;
+        std::vector<SensorDecl> decls = selected_urdf_sensors(spec["urdf_sensors"], in.problem, urdf_path);
+        for (const SensorDecl& d : yaml_sensor_decls(spec["sensors"], in.problem)) decls.push_back(d);
+        std::set<std::string> fixed;  // only fixed joints need keeping (movable ones are boundaries anyway)
+        tinyxml2::XMLDocument doc;
+        if (doc.LoadFile(urdf_path.c_str()) == tinyxml2::XML_SUCCESS)
+            if (const auto* robot = doc.FirstChildElement("robot"))
+                for (const auto* j = robot->FirstChildElement("joint"); j; j = j->NextSiblingElement("joint"))
+                    if (j->Attribute("name") && j->Attribute("type") && std::string(j->Attribute("type")) == "fixed") fixed.insert(j->Attribute("name"));
+        for (const SensorDecl& d : decls)
+            if (d.type == "force_torque" && fixed.count(d.joint)) joints.push_back(d.joint);
+        return joints;
+    } catch (const YAML::Exception& e) {
+        throw InputError(fmt::format("{}{}", location(in.problem, e.mark.line + 1), e.msg));
+    }
+}
+
+const char* sensor_type_name(SensorType t) {
+    switch (t) {
+        case SensorType::ForceTorque: return "force_torque";
+        case SensorType::ContactWrench: return "contact_wrench";
+        case SensorType::Accelerometer: return "accelerometer";
+        case SensorType::JointTorque: return "joint_torque";
+        case SensorType::JointAcceleration: return "joint_acceleration";
+        case SensorType::LinkAcceleration: return "link_acceleration";
+    }
+    return "?";
+}
+
+bool Problem::classical() const {
+    if (!sensors.empty()) return false;
+    for (JointKnown j : joint)
+        if (j == JointKnown::None || j == JointKnown::Both) return false;
+    for (WrenchMode w : wrench)
+        if (w == WrenchMode::Unknown) return false;
+    return true;
+}
+
+static Problem read_problem(const ProblemInput& in, const LoadResult& loaded);
+
+Problem run_problem(const ProblemInput& in, const LoadResult& loaded) {
+    try {
+        return read_problem(in, loaded);
     } catch (const YAML::Exception& e) {  // a value of the wrong type, for instance
         throw InputError(fmt::format("{}{}", location(in.problem, e.mark.line + 1), e.msg));
     }
 }
 
-static Problem read_problem(const ProblemInput& in, const Model& model) {
+Problem run_problem(const ProblemInput& in, const Model& model) {
+    LoadResult l;
+    l.model = model;
+    for (int i = 0; i < model.num_bodies(); ++i) l.links[model.bodies[i].name] = {i, identity_xform<double>()};
+    return run_problem(in, l);
+}
+
+static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
+    const Model& model = loaded.model;
     Problem p;
     p.floating_base = in.floating_base;
     p.gravity = model.gravity;
@@ -126,12 +476,17 @@ static Problem read_problem(const ProblemInput& in, const Model& model) {
     const std::string& file = in.problem;
     YAML::Node spec = load_spec(file);
     if (!spec.IsMap()) throw InputError(location(file, 1) + "a problem spec is a YAML map");
-    static const std::set<std::string> keys{"version", "name", "problem", "floating_base", "gravity", "joints", "external_wrenches"};
+    static const std::set<std::string> keys{"version", "name", "problem", "floating_base", "gravity", "joints",
+                                            "external_wrenches", "urdf_sensors", "sensors", "outputs",
+                                            "allow_singular_configurations"};
     for (const auto& kv : spec)
         if (!keys.count(kv.first.as<std::string>()))
             throw InputError(where(file, kv.first) + fmt::format("unknown key '{}'", kv.first.as<std::string>()));
-    if (spec["version"] && spec["version"].as<int>() != 1)
-        throw InputError(where(file, spec["version"]) + "unsupported spec version (this nelu reads version 1)");
+    const int version = spec["version"] ? spec["version"].as<int>() : 1;
+    if (version != 1 && version != 2)
+        throw InputError(where(file, spec["version"]) + "unsupported spec version (this nelu reads versions 1 and 2)");
+    for (const char* k : {"urdf_sensors", "sensors", "outputs", "allow_singular_configurations"})
+        if (spec[k] && version < 2) throw InputError(where(file, spec[k]) + fmt::format("'{}' needs 'version: 2'", k));
     p.kind = spec["problem"] ? spec["problem"].as<std::string>() : "hybrid";
     if (!is_preset(p.kind)) throw InputError(where(file, spec["problem"]) + "'problem' must be id, fd or hybrid");
     p.spec_file = file;
@@ -143,6 +498,23 @@ static Problem read_problem(const ProblemInput& in, const Model& model) {
     }
     read_joints(spec["joints"], file, model, p);
     read_wrenches(spec["external_wrenches"], file, model, p);
+    if (version < 2)
+        for (JointKnown& j : p.joint)
+            if (j == JointKnown::None || j == JointKnown::Both)
+                throw InputError(where(file, spec["joints"]) + "joints 'unknown' and 'both' need 'version: 2'");
+    std::vector<SensorDecl> decls = selected_urdf_sensors(spec["urdf_sensors"], file, loaded.source);
+    for (const SensorDecl& d : yaml_sensor_decls(spec["sensors"], file)) decls.push_back(d);
+    std::set<std::string> names;
+    for (const SensorDecl& d : decls) {
+        if (!names.insert(d.name).second) throw InputError(d.where + fmt::format("a second sensor named '{}'", d.name));
+        if (d.type == "gyroscope") {
+            p.notes.push_back(d.where + fmt::format("gyroscope '{}' measures a velocity, which is an input (qd); it does not enter the dynamic system", d.name));
+            continue;
+        }
+        p.sensors.push_back(resolve(d, loaded, p));
+    }
+    read_outputs(spec["outputs"], file, p);
+    if (spec["allow_singular_configurations"]) p.allow_special_singularities = spec["allow_singular_configurations"].as<bool>();
     return p;
 }
 

@@ -12,11 +12,53 @@
 
 namespace nelu {
 
-/// Known quantity of one joint (the other one is sought).
-enum class JointKnown { Qdd, Tau };
+/// What is known of one joint: its acceleration (torque sought), its torque (acceleration
+/// sought), neither (both sought) or both (both inputs, e.g. an unactuated floating base whose
+/// acceleration is measured).
+enum class JointKnown { Qdd, Tau, None, Both };
 
-/// How an external wrench f^x_i enters.
-enum class WrenchMode { Input, Zero };
+/// How an external wrench f^x_i enters: an input, exactly zero, or an unknown (a contact wrench,
+/// possibly partly measured by a sensor).
+enum class WrenchMode { Input, Zero, Unknown };
+
+/// A measurement or an exact kinematic condition (section VI of Nori's paper).
+enum class SensorType {
+    ForceTorque,        ///< six-axis F/T: the wrench transmitted by a joint (kept as a body boundary)
+    ContactWrench,      ///< an external wrench on a link measured in some components of a frame
+                        ///< (load cells: f_z, n_x, n_y), optionally with exact zero components
+    Accelerometer,      ///< proper linear acceleration of a point, in the sensor frame
+    JointTorque,        ///< joint torque sensor
+    JointAcceleration,  ///< joint acceleration measurement
+    LinkAcceleration,   ///< a link's spatial acceleration is known exactly (rigid contact: zero)
+};
+const char* sensor_type_name(SensorType t);
+
+struct Sensor {
+    std::string name;
+    SensorType type = SensorType::ForceTorque;
+    std::string where;       ///< "FILE:LINE: " of its definition, for messages
+    std::string link;        ///< link it is attached to (F/T: the joint's child link)
+    std::string joint;       ///< F/T sensors, joint sensors
+    int body = -1;           ///< body of `link` (F/T: the joint's child body), or of the joint
+    /// Sensor frame: motion transform from the body's frame to the sensor frame (F/T sensors in
+    /// the child or parent frame: that link's frame; accelerometers: the sensor's pose).
+    Xform<double> X_sensor_body = identity_xform<double>();
+    bool frame_is_parent = false;  ///< F/T with <frame>parent</frame>: expressed in the parent link
+    double sign = 1;               ///< F/T: +1 parent_to_child (the wrench on the child), -1 child_to_parent
+    std::vector<int> components;   ///< measured components ([n f] or [x y z] order)
+    std::vector<int> zero_components;  ///< ContactWrench: components known to be exactly zero
+    std::vector<double> variance;  ///< per measured component (weighted least squares)
+    SVec<double> value{{{0, 0, 0}}, {{0, 0, 0}}};  ///< LinkAcceleration: the known value
+};
+
+/// Outputs a spec may ask for (each a set of slots of the generated function).
+struct Outputs {
+    bool joint_torques = true;        ///< every sought joint torque
+    bool joint_accelerations = true;  ///< every sought joint acceleration
+    bool contact_wrenches = true;     ///< every unknown external wrench (link frame, link origin)
+    bool link_accelerations = false;  ///< every body's spatial acceleration (link frame)
+    bool joint_wrenches = false;      ///< every body's joint wrench f_i (link frame, on the child)
+};
 
 struct Problem {
     std::string kind;  ///< "id", "fd", "hybrid"
@@ -25,6 +67,16 @@ struct Problem {
     SVec<double> gravity{{{0, 0, 0}}, {{0, 0, -9.81}}};
     std::vector<JointKnown> joint;   ///< per body (ignored for bodies without DoF)
     std::vector<WrenchMode> wrench;  ///< per body
+    std::vector<Sensor> sensors;
+    Outputs outputs;
+    std::vector<std::string> notes;  ///< things the user should know (gyroscopes ignored, ...)
+    /// Accept a problem that is well posed at random configurations but singular at special ones
+    /// (every joint at 0, pi/2, pi: e.g. a humanoid's feet parallel); the solver then returns
+    /// NELU_STATUS_SMALL_PIVOT near them. Spec key `allow_singular_configurations`.
+    bool allow_special_singularities = false;
+    /// True for the classical problems (every joint knows exactly one of qdd, tau; wrenches are
+    /// inputs or zero; no sensors): tree orders and the RNEA/ABA references apply.
+    bool classical() const;
 };
 
 /// What the CLI's --problem names: "id", "fd", or a YAML file ("hybrid" without a file: every
@@ -38,8 +90,15 @@ struct ProblemInput {
 /// for presets.
 bool spec_requests_floating_base(const ProblemInput& in);
 
-/// The problem for `model` (loaded with the right base). Throws InputError naming the spec file,
-/// line and the unknown joint or link.
+/// Fixed joints the problem's force/torque sensors sit on (they must be kept as body boundaries
+/// when the model is loaded): from the spec and from the URDF's <sensor> tags it selects.
+std::vector<std::string> sensor_joints(const ProblemInput& in, const std::string& urdf_path);
+
+/// The problem for a loaded model (loaded with the right base and with the sensors' fixed joints
+/// kept). Throws InputError naming the spec file, line and the unknown joint, link or sensor.
+struct LoadResult;
+Problem run_problem(const ProblemInput& in, const LoadResult& loaded);
+/// The same for a bare model (sensors then name bodies only).
 Problem run_problem(const ProblemInput& in, const Model& model);
 
 }  // namespace nelu

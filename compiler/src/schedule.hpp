@@ -26,6 +26,23 @@ enum class PivotKind {
     Articulated,   ///< a projection S^T IA S of an articulated inertia (tree order), or a pivot of
                    ///< its LDL^T for multi-DoF joints: positive when the subtree has inertia
     Validated,     ///< anything else: validated numerically over random and special configurations
+    Gram,          ///< a pivot of the LDL^T of a Gram matrix S^T W S (the normal equations of the
+                   ///< trailing block): positive whenever the block has full column rank
+};
+
+/// The trailing block of a candidate order that is not eliminated by pivots but solved through
+/// Gram matrices: after the pivots, the active rows `rows` (at least as many as `cols`) over the
+/// remaining columns `cols` form a block whose rows are soft (S, weights W) or exact (H). The block
+/// solves  min |W^1/2 (S x - y_S)|  subject to  H x = y_H  by the augmented-Lagrangian form
+///   G = S^T W S + H^T H  (LDL^T),   C = H G^-1 H^T  (LDL^T),
+///   u = G^-1 (S^T W y_S + H^T y_H),  C lambda = H u - y_H,  x = u - G^-1 H^T lambda,
+/// which is exact for any positive weights and whose pivots are positive whenever [H; S] has full
+/// column rank and H full row rank: no pivot can cross zero, so the static order is safe. A square
+/// nonsingular block marks every row soft with weight 1 (the normal equations).
+struct Tail {
+    std::vector<int> rows, cols;
+    std::vector<double> weights;  ///< per row of `rows`; 0 marks an exact row
+    bool empty() const { return cols.empty() && rows.empty(); }
 };
 
 struct ScheduledPivot {
@@ -53,6 +70,7 @@ struct Factorization {
 /// caller has proved safe (tree orders). Gives up (false) once L and U hold more than `max_entries`
 /// entries (0: no limit), so that a hopeless candidate costs little.
 bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
-                  const std::string& name, Factorization& out, std::string& why, long max_entries = 0);
+                  const std::string& name, Factorization& out, std::string& why, long max_entries = 0,
+                  const Tail& tail = {});
 
 }  // namespace nelu

@@ -4,6 +4,7 @@
 #include "frames.hpp"
 #include "numeric.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <stdexcept>
@@ -250,6 +251,8 @@ class Builder {
         s_.rows.push_back({k, body, comp, label});
         s_.entries.emplace_back();
         s_.b.push_back(s_.prog.zero());
+        s_.soft.push_back(false);
+        s_.variance.push_back(0.0);
         return static_cast<int>(s_.rows.size()) - 1;
     }
     void put(int row, int col, Id v) {
@@ -265,7 +268,20 @@ class Builder {
     void columns();
     void motion_rows(int i);
     void force_rows(int i);
+    void sensor_rows();
     void slots();
+    void outputs();
+    /// Constant 6x6 matrix (row-major) of a linear map on 6-vectors, from its action on unit vectors.
+    template <class F> std::array<std::array<double, 6>, 6> matrix_of(F apply_to) const;
+    V6 gravity_in_body(int i);  ///< X_{i<-0} a_g (the gravity acceleration in body i's frame)
+    Id wrench_input(int i, int k);
+
+    std::vector<std::array<std::array<double, 6>, 6>> G_;  // per body with an unknown wrench: w -> f^x (internal frame)
+    std::vector<V6> gravity_;
+    std::vector<bool> gravity_done_;
+    std::vector<std::vector<int>> qdd_in_, tau_in_;  // per body: input index of a known qdd / tau
+    int n_known_inputs_ = 0;      // joint quantities and wrenches; the measurements follow
+    std::vector<Slot> meas_in_;   // measurement input slots, in row order
 
     InternalModel im_;  ///< the robot in internal (DH-like) frames
     const Model& m_;
@@ -274,7 +290,6 @@ class Builder {
     std::vector<std::vector<Factor>> factors_;
     std::vector<V6> c_, pv_;
     std::vector<std::vector<int>> fx_in_;  // per body: input index of f^x components, or empty
-    std::vector<std::vector<int>> joint_in_;  // per body: input index of the known joint quantity
 };
 
 void Builder::kinematics() {
@@ -305,18 +320,37 @@ void Builder::kinematics() {
     }
 }
 
+template <class F> std::array<std::array<double, 6>, 6> Builder::matrix_of(F apply_to) const {
+    std::array<std::array<double, 6>, 6> M{};
+    for (int j = 0; j < 6; ++j) {
+        SVec<double> e = zero6<double>();
+        (j < 3 ? e.w : e.l)[j % 3] = 1;
+        SVec<double> c = apply_to(e);
+        for (int i = 0; i < 6; ++i) M[i][j] = snap_unit(i < 3 ? c.w[i] : c.l[i - 3], 1e-15);
+    }
+    return M;
+}
+
+bool knows_qdd(JointKnown k) { return k == JointKnown::Qdd || k == JointKnown::Both; }
+bool knows_tau(JointKnown k) { return k == JointKnown::Tau || k == JointKnown::Both; }
+
 void Builder::columns() {
     const int nb = m_.num_bodies();
     s_.blocks.resize(nb);
     int next_in = 0;
-    joint_in_.resize(nb), fx_in_.resize(nb);
+    qdd_in_.resize(nb), tau_in_.resize(nb), fx_in_.resize(nb), G_.resize(nb);
     for (int i = 0; i < nb; ++i) {  // known joint quantities first, in velocity-slot order
         const Body& b = m_.bodies[i];
-        for (int k = 0; k < b.nv(); ++k) joint_in_[i].push_back(next_in++);
+        for (int k = 0; k < b.nv(); ++k) {
+            if (knows_qdd(p_.joint[i])) qdd_in_[i].push_back(next_in++);
+            if (knows_tau(p_.joint[i])) tau_in_[i].push_back(next_in++);
+        }
     }
     for (int i = 0; i < nb; ++i)
         if (p_.wrench[i] == WrenchMode::Input)
             for (int k = 0; k < 6; ++k) fx_in_[i].push_back(next_in++);
+    n_known_inputs_ = next_in;
+    s_.classical = p_.classical();
     for (int i = 0; i < nb; ++i) {
         const Body& b = m_.bodies[i];
         BodyBlock& B = s_.blocks[i];
@@ -325,11 +359,27 @@ void Builder::columns() {
             B.a.push_back(new_column(Quantity::LinkAcceleration, i, k, fmt::format("a[{}].{}", L, component_name(Quantity::LinkAcceleration, k))));
         for (int k = 0; k < 6; ++k)
             B.f.push_back(new_column(Quantity::JointWrench, i, k, fmt::format("f[{}].{}", L, component_name(Quantity::JointWrench, k))));
-        B.joint_is_qdd = p_.joint[i] == JointKnown::Tau;
         for (int k = 0; k < b.nv(); ++k) {
-            Quantity q = B.joint_is_qdd ? Quantity::JointAcceleration : Quantity::JointTorque;
-            B.joint.push_back(new_column(q, i, k, fmt::format("{}[{}]{}", B.joint_is_qdd ? "qdd" : "tau", b.joint_name,
-                                                                b.nv() > 1 ? fmt::format(".{}", k) : std::string())));
+            const std::string dof = b.nv() > 1 ? fmt::format(".{}", k) : std::string();
+            if (!knows_qdd(p_.joint[i])) B.qdd.push_back(new_column(Quantity::JointAcceleration, i, k, fmt::format("qdd[{}]{}", b.joint_name, dof)));
+            if (!knows_tau(p_.joint[i])) B.tau.push_back(new_column(Quantity::JointTorque, i, k, fmt::format("tau[{}]{}", b.joint_name, dof)));
+        }
+        B.joint_is_qdd = p_.joint[i] == JointKnown::Tau;
+        B.joint = B.joint_is_qdd ? B.qdd : B.tau;
+        if (p_.wrench[i] == WrenchMode::Unknown) {
+            // f^x = X^T w with w in the sensor frame of a contact sensor (else the link frame), then
+            // into the internal frame; components known to be zero get no column.
+            Xform<double> X = identity_xform<double>();
+            const Sensor* cs = nullptr;
+            for (const Sensor& sn : p_.sensors)
+                if (sn.type == SensorType::ContactWrench && sn.body == i) cs = &sn, X = sn.X_sensor_body;
+            const Xform<double> T = im_.frames[i].T;
+            G_[i] = matrix_of([&](const SVec<double>& w) { return nelu::apply_force(T, apply_transpose(X, w)); });
+            for (int k = 0; k < 6; ++k) {
+                const bool zero = cs && std::find(cs->zero_components.begin(), cs->zero_components.end(), k) != cs->zero_components.end();
+                B.w.push_back(zero ? -1 : new_column(Quantity::ExternalWrench, i, k, fmt::format("f^x[{}].{}{}", L, component_name(Quantity::JointWrench, k),
+                                                                                                   cs ? fmt::format(" ({} frame)", cs->name) : std::string())));
+            }
         }
         const int m = static_cast<int>(factors_[i].size());
         if (b.parent >= 0)
@@ -358,8 +408,8 @@ void Builder::motion_rows(int i) {
     for (int d = 0; d < b.nv(); ++d) {
         V6 sk = subspace_column(P, b, d);
         for (int k = 0; k < 6; ++k) {
-            if (B.joint_is_qdd) put(B.row_a[k], B.joint[d], sk[k]);
-            else add_b(B.row_a[k], P.mul(sk[k], P.input(ir::Source::In, joint_in_[i][d])));
+            if (!B.qdd.empty()) put(B.row_a[k], B.qdd[d], sk[k]);
+            else add_b(B.row_a[k], P.mul(sk[k], P.input(ir::Source::In, qdd_in_[i][d])));
         }
     }
     for (int k = 0; k < 6; ++k) add_b(B.row_a[k], c_[i][k]);
@@ -416,33 +466,192 @@ void Builder::force_rows(int i) {
         put(r, B.f[k], P.neg(P.one()));
         add_b(r, pv_[i][k]);
         if (!fx_in_[i].empty()) add_b(r, P.neg(fx[k]));
+        for (int c = 0; c < static_cast<int>(B.w.size()); ++c)
+            if (B.w[c] >= 0 && G_[i][k][c] != 0) put(r, B.w[c], cst(P, -G_[i][k][c]));
     }
     for (int d = 0; d < b.nv(); ++d) {
         int r = new_row(RowKind::Torque, i, d, fmt::format("(3tau) {}{}", b.joint_name, b.nv() > 1 ? fmt::format(" {}", d) : std::string()));
         B.row_tau.push_back(r);
         V6 sk = subspace_column(P, b, d);
         for (int k = 0; k < 6; ++k) put(r, B.f[k], sk[k]);
-        if (!B.joint_is_qdd) put(r, B.joint[d], P.neg(P.one()));
-        else add_b(r, P.neg(P.input(ir::Source::In, joint_in_[i][d])));
+        if (!B.tau.empty()) put(r, B.tau[d], P.neg(P.one()));
+        else add_b(r, P.neg(P.input(ir::Source::In, tau_in_[i][d])));
+    }
+}
+
+V6 Builder::gravity_in_body(int i) {
+    if (gravity_done_.empty()) gravity_done_.assign(m_.num_bodies(), false), gravity_.resize(m_.num_bodies());
+    if (gravity_done_[i]) return gravity_[i];
+    ir::Program& P = s_.prog;
+    V6 g;
+    const int parent = m_.bodies[i].parent;
+    if (parent >= 0) g = gravity_in_body(parent);
+    else for (int k = 0; k < 6; ++k) g[k] = cst(P, p_.gravity[k]);
+    for (const Factor& f : factors_[i]) g = apply_motion(P, f, g);
+    gravity_done_[i] = true;
+    return gravity_[i] = g;
+}
+
+/// Measurement rows (one per measured component, reading y an input: row = model(d) - y) and the
+/// exact conditions of known link accelerations.
+void Builder::sensor_rows() {
+    ir::Program& P = s_.prog;
+    for (int si = 0; si < static_cast<int>(p_.sensors.size()); ++si) {
+        const Sensor& sn = p_.sensors[si];
+        const int i = sn.body;
+        const BodyBlock& B = s_.blocks[i];
+        const Xform<double> T = im_.frames[i].T, Tinv = inverse(T);
+        static const char* point[3] = {"x", "y", "z"};
+        auto measurement_row = [&](int c, const char* comp_name) {
+            int r = new_row(RowKind::Measurement, i, c, fmt::format("(meas) {}.{}", sn.name, comp_name));
+            s_.soft[r] = true;
+            const auto at = std::find(sn.components.begin(), sn.components.end(), c) - sn.components.begin();
+            s_.variance[r] = sn.variance[static_cast<std::size_t>(at)];
+            const int slot = n_known_inputs_ + static_cast<int>(meas_in_.size());
+            meas_in_.push_back({Quantity::Measurement, i, c, -1, {}, -1, si});
+            add_b(r, P.neg(P.input(ir::Source::In, slot)));
+            return r;
+        };
+        switch (sn.type) {
+            case SensorType::ContactWrench:
+                for (int c : sn.components) {
+                    int r = measurement_row(c, component_name(Quantity::JointWrench, c));
+                    put(r, B.w[c], P.one());
+                }
+                break;
+            case SensorType::ForceTorque: {
+                // sign * X_S^* T^T f_i: f_i (internal frame) in the link frame, then in the sensor's
+                const auto K = matrix_of([&](const SVec<double>& f) { return sn.sign * nelu::apply_force(sn.X_sensor_body, apply_transpose(T, f)); });
+                for (int c : sn.components) {
+                    int r = measurement_row(c, component_name(Quantity::JointWrench, c));
+                    for (int j = 0; j < 6; ++j)
+                        if (K[c][j] != 0) put(r, B.f[j], cst(P, K[c][j]));
+                }
+                break;
+            }
+            case SensorType::Accelerometer: {
+                // E (a_lin + wdot x r + w x v_O + w x (w x r)), a and v in the link frame (T^-1 of internal)
+                const Mat3<double>& E = sn.X_sensor_body.E;
+                const Vec3<double>& rp = sn.X_sensor_body.r;
+                const auto A = matrix_of([&](const SVec<double>& a) {
+                    SVec<double> al = apply(Tinv, a);
+                    return SVec<double>{zero3<double>(), E * (al.l + cross(al.w, rp))};
+                });
+                V6 vl;
+                {
+                    V6 v;
+                    for (int k = 0; k < 6; ++k) v[k] = s_.velocity[i][k];
+                    const auto Ti = matrix_of([&](const SVec<double>& x) { return apply(Tinv, x); });
+                    for (int r = 0; r < 6; ++r) {
+                        std::vector<Id> c, x;
+                        for (int k = 0; k < 6; ++k)
+                            if (Ti[r][k] != 0) c.push_back(cst(P, Ti[r][k])), x.push_back(v[k]);
+                        vl[r] = P.dot(c, x);
+                    }
+                }
+                Id r3[3] = {cst(P, rp[0]), cst(P, rp[1]), cst(P, rp[2])};
+                auto wr = cross3(P, vl.data(), r3);
+                auto wv = cross3(P, vl.data(), vl.data() + 3);
+                auto wwr = cross3(P, vl.data(), wr.data());
+                Id bias_link[3];
+                for (int k = 0; k < 3; ++k) bias_link[k] = P.add(wv[k], wwr[k]);
+                for (int c : sn.components) {
+                    int r = measurement_row(c, point[c]);
+                    for (int j = 0; j < 6; ++j)
+                        if (A[3 + c][j] != 0) put(r, B.a[j], cst(P, A[3 + c][j]));
+                    add_b(r, P.dot({cst(P, E(c, 0)), cst(P, E(c, 1)), cst(P, E(c, 2))}, {bias_link[0], bias_link[1], bias_link[2]}));
+                }
+                break;
+            }
+            case SensorType::JointTorque:
+            case SensorType::JointAcceleration: {
+                const std::vector<int>& cols = sn.type == SensorType::JointTorque ? B.tau : B.qdd;
+                for (int c : sn.components) {
+                    int r = measurement_row(c, m_.bodies[i].nv() > 1 ? component_name(Quantity::LinkAcceleration, c) : "value");
+                    put(r, cols[c], P.one());
+                }
+                break;
+            }
+            case SensorType::LinkAcceleration: {
+                // T^-1 a_i + X_{i<-0} a_g = value (the true spatial acceleration, link frame)
+                const auto Ti = matrix_of([&](const SVec<double>& x) { return apply(Tinv, x); });
+                V6 g = gravity_in_body(i);
+                const auto Tg = Ti;
+                for (int c = 0; c < 6; ++c) {
+                    int r = new_row(RowKind::Condition, i, c, fmt::format("(known) a[{}].{}", m_.bodies[i].name, component_name(Quantity::LinkAcceleration, c)));
+                    for (int j = 0; j < 6; ++j)
+                        if (Ti[c][j] != 0) put(r, B.a[j], cst(P, Ti[c][j]));
+                    std::vector<Id> cs, xs;
+                    for (int j = 0; j < 6; ++j)
+                        if (Tg[c][j] != 0) cs.push_back(cst(P, Tg[c][j])), xs.push_back(g[j]);
+                    add_b(r, P.sub(P.dot(cs, xs), cst(P, c < 3 ? sn.value.w[c] : sn.value.l[c - 3])));
+                }
+                break;
+            }
+        }
     }
 }
 
 void Builder::slots() {
-    for (int i = 0; i < m_.num_bodies(); ++i) {
-        const BodyBlock& B = s_.blocks[i];
-        for (std::size_t d = 0; d < B.joint.size(); ++d) {
-            Quantity known = B.joint_is_qdd ? Quantity::JointTorque : Quantity::JointAcceleration;
-            s_.in.push_back({known, i, static_cast<int>(d), -1});
+    std::vector<Slot> in;
+    for (int i = 0; i < m_.num_bodies(); ++i)
+        for (int d = 0; d < m_.bodies[i].nv(); ++d) {
+            if (knows_qdd(p_.joint[i])) in.push_back({Quantity::JointAcceleration, i, d, -1, {}, -1, -1});
+            if (knows_tau(p_.joint[i])) in.push_back({Quantity::JointTorque, i, d, -1, {}, -1, -1});
         }
-    }
     for (int i = 0; i < m_.num_bodies(); ++i)
         if (!fx_in_[i].empty())
-            for (int k = 0; k < 6; ++k) s_.in.push_back({Quantity::ExternalWrench, i, k, -1});
-    for (int i = 0; i < m_.num_bodies(); ++i) {
+            for (int k = 0; k < 6; ++k) in.push_back({Quantity::ExternalWrench, i, k, -1, {}, -1, -1});
+    s_.in = in;
+    s_.in.insert(s_.in.end(), meas_in_.begin(), meas_in_.end());  // numbered after the known quantities
+}
+
+void Builder::outputs() {
+    ir::Program& P = s_.prog;
+    const Outputs& o = p_.outputs;
+    const int nb = m_.num_bodies();
+    for (int i = 0; i < nb; ++i) {
         const BodyBlock& B = s_.blocks[i];
-        for (std::size_t d = 0; d < B.joint.size(); ++d)
-            s_.out.push_back({B.joint_is_qdd ? Quantity::JointAcceleration : Quantity::JointTorque, i, static_cast<int>(d), B.joint[d]});
+        if (o.joint_accelerations)
+            for (std::size_t d = 0; d < B.qdd.size(); ++d) s_.out.push_back({Quantity::JointAcceleration, i, static_cast<int>(d), B.qdd[d], {}, -1, -1});
+        if (o.joint_torques)
+            for (std::size_t d = 0; d < B.tau.size(); ++d) s_.out.push_back({Quantity::JointTorque, i, static_cast<int>(d), B.tau[d], {}, -1, -1});
     }
+    auto combination = [&](Quantity q, int i, const std::array<std::array<double, 6>, 6>& M, const std::vector<int>& cols, const V6* bias) {
+        for (int k = 0; k < 6; ++k) {
+            Slot s{q, i, k, -1, {}, -1, -1};
+            for (int j = 0; j < 6; ++j)
+                if (cols[j] >= 0 && M[k][j] != 0) s.terms.push_back({cols[j], cst(P, M[k][j])});
+            if (bias) s.bias = (*bias)[k];
+            s_.out.push_back(s);
+        }
+    };
+    if (o.contact_wrenches)  // f^x in the link frame: X^T w
+        for (int i = 0; i < nb; ++i) {
+            if (s_.blocks[i].w.empty()) continue;
+            Xform<double> X = identity_xform<double>();
+            for (const Sensor& sn : p_.sensors)
+                if (sn.type == SensorType::ContactWrench && sn.body == i) X = sn.X_sensor_body;
+            combination(Quantity::ExternalWrench, i, matrix_of([&](const SVec<double>& w) { return apply_transpose(X, w); }), s_.blocks[i].w, nullptr);
+        }
+    if (o.link_accelerations)  // T^-1 a_i + X_{i<-0} a_g: the true spatial acceleration, link frame
+        for (int i = 0; i < nb; ++i) {
+            const Xform<double> Tinv = inverse(im_.frames[i].T);
+            const auto Ti = matrix_of([&](const SVec<double>& x) { return apply(Tinv, x); });
+            V6 g = gravity_in_body(i), gl;
+            for (int k = 0; k < 6; ++k) {
+                std::vector<Id> cs, xs;
+                for (int j = 0; j < 6; ++j)
+                    if (Ti[k][j] != 0) cs.push_back(cst(P, Ti[k][j])), xs.push_back(g[j]);
+                gl[k] = P.dot(cs, xs);
+            }
+            combination(Quantity::LinkAcceleration, i, Ti, s_.blocks[i].a, &gl);
+        }
+    if (o.joint_wrenches)  // T^T f_i: the wrench on body i through its joint, link frame
+        for (int i = 0; i < nb; ++i) {
+            const Xform<double> T = im_.frames[i].T;
+            combination(Quantity::JointWrench, i, matrix_of([&](const SVec<double>& f) { return apply_transpose(T, f); }), s_.blocks[i].f, nullptr);
+        }
 }
 
 System Builder::build() {
@@ -481,9 +690,10 @@ System Builder::build() {
         if (m == 0)
             for (int k = 0; k < 6; ++k) put(s_.blocks[b.parent].row_f[k], B.f[k], P.one());
     }
+    sensor_rows();
     slots();
-    if (static_cast<int>(s_.rows.size()) != s_.n())
-        throw std::logic_error(fmt::format("system: {} rows for {} columns", s_.rows.size(), s_.n()));
+    outputs();
+    s_.allow_special_singularities = p_.allow_special_singularities;
     return std::move(s_);
 }
 
@@ -497,6 +707,7 @@ const char* quantity_name(Quantity q) {
         case Quantity::ExternalWrench: return "external_wrench";
         case Quantity::JointAcceleration: return "joint_acceleration";
         case Quantity::Auxiliary: return "auxiliary";
+        case Quantity::Measurement: return "measurement";
     }
     return "?";
 }
@@ -515,5 +726,6 @@ long System::nnz() const {
 }
 
 System run_system(const Model& model, const Problem& problem) { return Builder(model, problem).build(); }
+
 
 }  // namespace nelu

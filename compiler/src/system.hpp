@@ -28,7 +28,10 @@
 
 namespace nelu {
 
-enum class Quantity { LinkAcceleration, JointWrench, JointTorque, ExternalWrench, JointAcceleration, Auxiliary };
+enum class Quantity {
+    LinkAcceleration, JointWrench, JointTorque, ExternalWrench, JointAcceleration, Auxiliary,
+    Measurement,  ///< a sensor reading (input slots)
+};
 const char* quantity_name(Quantity q);
 /// "nx".."fz" for wrenches, "wx".."vz" for motion vectors.
 const char* component_name(Quantity q, int comp);
@@ -41,7 +44,7 @@ struct Column {
     std::string label;  ///< e.g. "a[link3].wz", "tau[joint2]"
 };
 
-enum class RowKind { Acceleration, Force, Torque, MotionAux, ForceAux };
+enum class RowKind { Acceleration, Force, Torque, MotionAux, ForceAux, Measurement, Condition, Stationarity };
 
 /// A row of D: one scalar equation.
 struct Row {
@@ -56,12 +59,17 @@ struct Slot {
     Quantity quantity;
     int body;
     int comp;
-    int column = -1;  ///< outputs: the column of D that holds it
+    int column = -1;  ///< outputs: the column of D that holds it, or -1 for a combination:
+    std::vector<std::pair<int, ir::Id>> terms;  ///< outputs: sum of coefficient * column ...
+    ir::Id bias = -1;                           ///< ... plus this (when >= 0)
+    int sensor = -1;  ///< Measurement inputs: index into Problem::sensors
 };
 
 /// The columns and rows that belong to one body, for tree-aware orders.
 struct BodyBlock {
     std::vector<int> a, f, joint;            ///< columns a_i, f_i, and qdd_i or tau_i (unknown one)
+    std::vector<int> qdd, tau;               ///< the sought joint quantities (both when neither is known)
+    std::vector<int> w;                      ///< unknown external wrench, per component (-1: exactly zero)
     std::vector<std::vector<int>> y, z;      ///< motion and force auxiliary columns, per step
     std::vector<int> row_a, row_f, row_tau;  ///< rows (3a), (3f), (3tau)
     std::vector<std::vector<int>> row_y, row_z;
@@ -75,14 +83,26 @@ struct System {
     std::vector<std::map<int, ir::Id>> entries;  ///< per row: column -> entry (never the constant 0)
     std::vector<ir::Id> b;                       ///< per row
     std::vector<Slot> in, out;
+    /// Per row: a sensor's measurement (weighted in least squares), with its variance; the other
+    /// rows are exact.
+    std::vector<bool> soft;
+    std::vector<double> variance;
+    bool classical = true;  ///< every body has the classical block structure (tree orders apply)
+    bool allow_special_singularities = false;  ///< Problem::allow_special_singularities
     std::vector<BodyBlock> blocks;
     /// Kinematics nodes kept for the verifier and comments: per body v_i (6).
     std::vector<std::vector<ir::Id>> velocity;
     int n() const { return static_cast<int>(cols.size()); }
+    int m() const { return static_cast<int>(rows.size()); }
     long nnz() const;
 };
 
-/// Nori's system for `problem` on `model`.
+/// Nori's system for `problem` on `model`: square, or with more equations than unknowns when the
+/// sensors are redundant (then solved in the weighted least-squares sense: the exact rows are
+/// eliminated by constant pivots and the remaining measurement rows by their normal equations,
+/// see order.hpp and schedule.hpp).
 System run_system(const Model& model, const Problem& problem);
+
+
 
 }  // namespace nelu

@@ -20,8 +20,12 @@ std::vector<State> verification_states(const Model& m, std::uint64_t seed, int r
 /// max_k |out_k - ref_k| / max(max_k |ref_k|, 1) (infinite when an output is NaN).
 double forward_error(const std::vector<double>& out, const std::vector<double>& ref);
 
-/// The `in` vector of a solver for a full state, in the system's slot order.
+/// The `in` vector of a solver for a full state, in the system's slot order (classical problems).
 std::vector<double> solver_inputs(const System& sys, const Model& m, const State& st);
+/// The same for any problem: for sensor problems, the state's accelerations and wrenches are first
+/// projected onto the problem's exact conditions, and the sensors read the resulting world
+/// (reference RNEA quantities); reference_outputs gives that world's values of the outputs.
+std::vector<double> solver_inputs(const System& sys, const Model& m, const Problem& p, const State& st);
 
 /// Expected outputs for a state, from the reference algorithms: RNEA when every joint's qdd is
 /// known, ABA when every tau is, and the dense partition of M qdd + h = tau (CRBA, RNEA) otherwise.
