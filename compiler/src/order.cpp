@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <queue>
@@ -29,12 +30,14 @@ struct Candidate {
 };
 
 void push_block(Candidate& c, const std::vector<int>& rows, const std::vector<int>& cols, bool articulated = false) {
-    for (std::size_t k = 0; k < rows.size(); ++k) c.order.push_back({rows[k], cols[k]}), c.articulated.push_back(articulated);
+    // Sensor problems: a joint whose torque and acceleration are both known has (3tau) rows but no
+    // column to pair them with; those rows are left to the trailing block.
+    for (std::size_t k = 0; k < rows.size() && k < cols.size(); ++k) c.order.push_back({rows[k], cols[k]}), c.articulated.push_back(articulated);
 }
 
 /// Nori's inverse-dynamics permutations: accelerations root to leaves, forces leaves to root.
 Candidate tree_rnea(const System& sys) {
-    Candidate c{"tree-rnea", {}, {}};
+    Candidate c{"tree-rnea", {}, {}, {}};
     const int nb = static_cast<int>(sys.blocks.size());
     for (int i = 0; i < nb; ++i) {
         const BodyBlock& B = sys.blocks[i];
@@ -52,7 +55,7 @@ Candidate tree_rnea(const System& sys) {
 
 /// The articulated-body algorithm as an elimination order (leaves to root).
 Candidate tree_aba(const System& sys) {
-    Candidate c{"tree-aba", {}, {}};
+    Candidate c{"tree-aba", {}, {}, {}};
     const int nb = static_cast<int>(sys.blocks.size());
     for (int i = nb - 1; i >= 0; --i) {
         const BodyBlock& B = sys.blocks[i];
@@ -65,6 +68,24 @@ Candidate tree_aba(const System& sys) {
             push_block(c, B.row_y[m - 1 - s], B.y[m - 1 - s]);
         }
     }
+    return c;
+}
+
+/// Sensor problems: the articulated-body order over every body's own rows and columns, then the
+/// rest (measurement rows, conditions, the (3tau) rows of joints with both quantities known; the
+/// unknown wrenches and the accelerations of joints with neither known) as a Gram-matrix block.
+/// The tree's pivots stay articulated inertias (a joint with both quantities unknown acts as rigid
+/// in them), and the block is small: the coupling the sensors add.
+Candidate tree_aba_gram(const System& sys) {
+    Candidate c = tree_aba(sys);
+    c.name = "tree-gram";
+    const bool least_squares = sys.m() > sys.n();
+    std::vector<bool> row_used(sys.m(), false), col_used(sys.n(), false);
+    for (const Pivot& p : c.order) row_used[p.row] = col_used[p.col] = true;
+    for (int r = 0; r < sys.m(); ++r)
+        if (!row_used[r]) c.tail.rows.push_back(r), c.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
+    for (int j = 0; j < sys.n(); ++j)
+        if (!col_used[j]) c.tail.cols.push_back(j);
     return c;
 }
 
@@ -96,6 +117,110 @@ bool umfpack_order(const Model& model, const System& sys, Candidate& c, std::str
     }
     for (int k = 0; k < A.n; ++k) c.order.push_back({P[k], Q[k]});
     return true;
+}
+
+/// Completes `c` with UMFPACK's pivot order for the active block (rows x cols of the partly
+/// eliminated matrix A, entries in P) at a random configuration.
+bool order_block(const Model& model, const System& sys, const ir::Program& P, const std::vector<std::map<int, ir::Id>>& A,
+                 const std::vector<int>& rows, const std::vector<int>& cols, const std::vector<int>& col_index, int variant,
+                 Candidate& c, std::string& why) {
+    const int m = static_cast<int>(rows.size());
+    if (static_cast<int>(cols.size()) != m) {
+        why = fmt::format("the remaining block is {}x{}", rows.size(), cols.size());
+        return false;
+    }
+    std::vector<ir::Id> roots;
+    for (int r : rows)
+        for (const auto& [j, v] : A[r]) roots.push_back(v);
+    std::mt19937_64 rng(0x636f6e73 + static_cast<unsigned>(variant));
+    std::vector<double> q = random_configuration(model, rng), qd(model.nv, 0.0), in(std::max<std::size_t>(1, sys.in.size()), 0.0);
+    std::vector<double> val = P.evaluate(q.data(), qd.data(), in.data(), P.live_nodes(roots));
+    std::vector<std::vector<std::pair<int, double>>> by_col(m);
+    for (int a = 0; a < m; ++a)
+        for (const auto& [j, v] : A[rows[a]]) by_col[col_index[j]].push_back({a, val[v]});
+    std::vector<int> Ap(m + 1, 0), Ai;
+    std::vector<double> Ax;
+    for (int b = 0; b < m; ++b) {
+        for (const auto& [a, x] : by_col[b]) Ai.push_back(a), Ax.push_back(x);
+        Ap[b + 1] = static_cast<int>(Ai.size());
+    }
+    double control[UMFPACK_CONTROL], info[UMFPACK_INFO];
+    umfpack_di_defaults(control);
+    control[UMFPACK_SCALE] = UMFPACK_SCALE_NONE;
+    if (variant % 2 == 1) control[UMFPACK_PIVOT_TOLERANCE] = 1.0;  // strict partial pivoting
+    void *sym = nullptr, *num = nullptr;
+    int st = umfpack_di_symbolic(m, m, Ap.data(), Ai.data(), Ax.data(), &sym, control, info);
+    if (st == UMFPACK_OK) st = umfpack_di_numeric(Ap.data(), Ai.data(), Ax.data(), sym, &num, control, info);
+    if (sym) umfpack_di_free_symbolic(&sym);
+    std::vector<int> Pm(m), Qm(m);
+    if (st == UMFPACK_OK) st = umfpack_di_get_numeric(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, Pm.data(), Qm.data(), nullptr, nullptr, nullptr, num);
+    if (num) umfpack_di_free_numeric(&num);
+    if (st != UMFPACK_OK) {
+        why = fmt::format("UMFPACK status {} on the remaining {}x{} block", st, m, m);
+        return false;
+    }
+    for (int k = 0; k < m; ++k) c.order.push_back({rows[Pm[k]], cols[Qm[k]]}), c.articulated.push_back(false);
+    return true;
+}
+
+/// One step of a right-looking elimination of a pattern whose entries are IR nodes: pivot (r, j).
+void eliminate(ir::Program& P, ir::ZeroTest& zt, std::vector<std::map<int, ir::Id>>& A, std::vector<std::set<int>>& col_rows,
+               int r, int j, const std::function<void(int)>& touched) {
+    const ir::Id p = A[r].at(j);
+    const std::map<int, ir::Id> pivot_row = A[r];
+    for (const auto& [jj, v] : pivot_row) col_rows[jj].erase(r);
+    std::vector<int> rows(col_rows[j].begin(), col_rows[j].end());
+    for (int i : rows) {
+        const ir::Id l = P.div(A[i].at(j), p);
+        A[i].erase(j);
+        for (const auto& [jj, u] : pivot_row) {
+            if (jj == j) continue;
+            auto e = A[i].find(jj);
+            const ir::Id v = P.sub(e == A[i].end() ? P.zero() : e->second, P.mul(l, u));
+            if (v == P.zero() || zt.is_zero(P, v)) {
+                if (e != A[i].end()) A[i].erase(e), col_rows[jj].erase(i);
+            } else {
+                A[i][jj] = v, col_rows[jj].insert(i);
+            }
+        }
+        if (touched) touched(i);
+    }
+    col_rows[j].clear();
+    A[r].clear();
+}
+
+/// Sensor problems: the articulated-body order over the bodies' own rows and columns (see
+/// tree_aba_gram), then UMFPACK's order for the remaining block of the partly eliminated matrix.
+bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::string& why) {
+    Candidate t = tree_aba(sys);
+    c.name = "tree-lu";
+    c.order = t.order, c.articulated = t.articulated;
+    const int n = sys.n(), mrows = sys.m();
+    if (mrows != n) {
+        why = "an over-determined system is solved by its normal equations";
+        return false;
+    }
+    ir::Program P = sys.prog;
+    ir::ZeroTest zt;
+    std::vector<std::map<int, ir::Id>> A = sys.entries;
+    std::vector<std::set<int>> col_rows(n);
+    for (int r = 0; r < mrows; ++r)
+        for (const auto& [j, v] : A[r]) col_rows[j].insert(r);
+    std::vector<bool> row_done(mrows, false), col_done(n, false);
+    for (const Pivot& p : c.order) {
+        if (!A[p.row].count(p.col)) {
+            why = fmt::format("pivot ({}, {}) is structurally zero", sys.rows[p.row].label, sys.cols[p.col].label);
+            return false;
+        }
+        eliminate(P, zt, A, col_rows, p.row, p.col, nullptr);
+        row_done[p.row] = col_done[p.col] = true;
+    }
+    std::vector<int> rows, cols, col_index(n, -1);
+    for (int r = 0; r < mrows; ++r)
+        if (!row_done[r]) rows.push_back(r);
+    for (int j = 0; j < n; ++j)
+        if (!col_done[j]) col_index[j] = static_cast<int>(cols.size()), cols.push_back(j);
+    return order_block(model, sys, P, A, rows, cols, col_index, 0, c, why);
 }
 
 /// Constant pivots first: a right-looking elimination of the pattern (in the IR, so that products of
@@ -138,29 +263,9 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
             heap.push({now, r, j});
             continue;
         }
-        const ir::Id p = it->second;
         c.order.push_back({r, j}), c.articulated.push_back(false);
         row_done[r] = col_done[j] = true, ++done;
-        const std::map<int, ir::Id> pivot_row = A[r];
-        for (const auto& [jj, v] : pivot_row) col_rows[jj].erase(r);
-        std::vector<int> rows(col_rows[j].begin(), col_rows[j].end());
-        for (int i : rows) {
-            const ir::Id l = P.div(A[i].at(j), p);
-            A[i].erase(j);
-            for (const auto& [jj, u] : pivot_row) {
-                if (jj == j) continue;
-                auto e = A[i].find(jj);
-                const ir::Id v = P.sub(e == A[i].end() ? P.zero() : e->second, P.mul(l, u));
-                if (v == P.zero() || zt.is_zero(P, v)) {
-                    if (e != A[i].end()) A[i].erase(e), col_rows[jj].erase(i);
-                } else {
-                    A[i][jj] = v, col_rows[jj].insert(i);
-                }
-            }
-            push_row(i);
-        }
-        col_rows[j].clear();
-        A[r].clear();
+        eliminate(P, zt, A, col_rows, r, j, push_row);
     }
     if (done == n && !least_squares) return true;
     // The remaining block, numbered 0..m-1, ordered by UMFPACK at a random configuration.
@@ -195,44 +300,13 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
             std::fprintf(stderr, "\n");
         }
     }
-    std::vector<ir::Id> roots;
-    for (int r : rows)
-        for (const auto& [j, v] : A[r]) roots.push_back(v);
-    std::mt19937_64 rng(0x636f6e73 + static_cast<unsigned>(variant));
-    std::vector<double> q = random_configuration(model, rng), qd(model.nv, 0.0), in(std::max<std::size_t>(1, sys.in.size()), 0.0);
-    std::vector<double> val = P.evaluate(q.data(), qd.data(), in.data(), P.live_nodes(roots));
-    std::vector<std::vector<std::pair<int, double>>> by_col(m);
-    for (int a = 0; a < m; ++a)
-        for (const auto& [j, v] : A[rows[a]]) by_col[col_index[j]].push_back({a, val[v]});
-    std::vector<int> Ap(m + 1, 0), Ai;
-    std::vector<double> Ax;
-    for (int b = 0; b < m; ++b) {
-        for (const auto& [a, x] : by_col[b]) Ai.push_back(a), Ax.push_back(x);
-        Ap[b + 1] = static_cast<int>(Ai.size());
-    }
-    double control[UMFPACK_CONTROL], info[UMFPACK_INFO];
-    umfpack_di_defaults(control);
-    control[UMFPACK_SCALE] = UMFPACK_SCALE_NONE;
-    if (variant % 2 == 1) control[UMFPACK_PIVOT_TOLERANCE] = 1.0;  // strict partial pivoting
-    void *sym = nullptr, *num = nullptr;
-    int st = umfpack_di_symbolic(m, m, Ap.data(), Ai.data(), Ax.data(), &sym, control, info);
-    if (st == UMFPACK_OK) st = umfpack_di_numeric(Ap.data(), Ai.data(), Ax.data(), sym, &num, control, info);
-    if (sym) umfpack_di_free_symbolic(&sym);
-    std::vector<int> Pm(m), Qm(m);
-    if (st == UMFPACK_OK) st = umfpack_di_get_numeric(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, Pm.data(), Qm.data(), nullptr, nullptr, nullptr, num);
-    if (num) umfpack_di_free_numeric(&num);
-    if (st != UMFPACK_OK) {
-        why = fmt::format("UMFPACK status {} on the remaining {}x{} block", st, m, m);
-        return false;
-    }
-    for (int k = 0; k < m; ++k) c.order.push_back({rows[Pm[k]], cols[Qm[k]]}), c.articulated.push_back(false);
-    return true;
+    return order_block(model, sys, P, A, rows, cols, col_index, variant, c, why);
 }
 
 /// The triangular order of btf_order (its blocks are 1x1; the form is upper triangular, so the
 /// last block is eliminated first).
 Candidate btf_triangular(const Analysis& an) {
-    Candidate c{"btf", {}, {}};
+    Candidate c{"btf", {}, {}, {}};
     for (int k = an.n - 1; k >= 0; --k) {
         int col = an.btf_Q[k] < 0 ? BTF_UNFLIP(an.btf_Q[k]) : an.btf_Q[k];
         c.order.push_back({an.btf_P[k], col});
@@ -334,6 +408,10 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         else res.candidates.push_back({"umfpack", false, why, {}, 0});
     }
     if (!sys.classical) {
+        cands.push_back(tree_aba_gram(sys));
+        Candidate tl;
+        if (tree_aba_lu(model, sys, tl, why)) cands.push_back(tl);
+        else if (sys.m() == sys.n()) res.candidates.push_back({"tree-lu", false, why, {}, 0});
         for (int variant = -1; variant < (sys.m() > sys.n() ? 0 : 2); ++variant) {
             Candidate cf;
             if (constant_first(model, sys, cf, why, variant)) cands.push_back(cf);
