@@ -226,6 +226,22 @@ Csc values_of(const System& sys, const std::vector<double>& q, const std::vector
     return A;
 }
 
+double umfpack_flops(const Model& model, const System& sys) {
+    if (sys.m() != sys.n()) return -1;
+    std::mt19937_64 rng(0x666c6f70);
+    std::vector<double> q = random_configuration(model, rng), qd(model.nv, 0.0);
+    Csc A = values_of(sys, q, qd);
+    double control[UMFPACK_CONTROL], info[UMFPACK_INFO];
+    umfpack_di_defaults(control);
+    void *sym = nullptr, *num = nullptr;
+    int st = umfpack_di_symbolic(A.n, A.n, A.p.data(), A.i.data(), A.x.data(), &sym, control, info);
+    if (st == UMFPACK_OK) st = umfpack_di_numeric(A.p.data(), A.i.data(), A.x.data(), sym, &num, control, info);
+    if (sym) umfpack_di_free_symbolic(&sym);
+    if (num) umfpack_di_free_numeric(&num);
+    if (st != UMFPACK_OK) return -1;
+    return info[UMFPACK_FLOPS] + 2 * (info[UMFPACK_LNZ] + info[UMFPACK_UNZ]);
+}
+
 Eigen::MatrixXd dense_of(const System& sys, const std::vector<double>& q, const std::vector<double>& qd) {
     Csc A = values_of(sys, q, qd);
     Eigen::MatrixXd D = Eigen::MatrixXd::Zero(A.m, A.n);

@@ -53,6 +53,11 @@ Analysis run_analyze(const Model& model, const System& sys);
 /// Returns a description of a rank loss at a special configuration when the system allows it.
 std::string check_full_column_rank(const Model& model, const System& sys);
 
+/// What a run-time sparse LU (UMFPACK, with its own pivoting) spends on a square D at a random
+/// configuration: its factorization flop count (UMFPACK_FLOPS) plus 2 (nnz(L) + nnz(U)) for the
+/// two triangular solves. -1 for a non-square system.
+double umfpack_flops(const Model& model, const System& sys);
+
 /// Dense D at (q, qd) (rows x columns), for the numeric checks and the tests.
 Eigen::MatrixXd dense_of(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
 

@@ -49,7 +49,7 @@ std::string build_shared_object(const fs::path& source, const std::string& cxx) 
     fs::create_directories(dir);
     fs::path so = dir / (source.stem().string() + ".so");
     std::string cmd = fmt::format("{} -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC -I{} -I{} {} -o {} 2>&1", quote(cxx),
-                                  quote(source.parent_path().string()), quote(runtime_include_dir()), quote(source.string()),
+                                  quote(source.parent_path().empty() ? std::string(".") : source.parent_path().string()), quote(runtime_include_dir()), quote(source.string()),
                                   quote(so.string()));
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("nelu check: the generated code does not compile: " + cmd);
     return so.string();
@@ -90,7 +90,9 @@ CheckReport run_check(const CheckOptions& o) {
     rep.name = r.name;
     const Model& m = r.load.model;
     for (const Slot& s : r.system.out) rep.seeks_qdd = rep.seeks_qdd || s.quantity == Quantity::JointAcceleration;
-    const std::vector<State> states = verification_states(m, 0x636865636b, o.states);
+    rep.seeks_qdd = rep.seeks_qdd && r.system.classical;
+    rep.sensor = !r.system.classical;  // the backward error is that of M qdd + h = tau
+    const std::vector<State> states = checked_states(m, r.system, 0x636865636b, o.states);
     const std::size_t nout = r.system.out.size();
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);

@@ -2,6 +2,7 @@
 // compare it with the reference algorithms on many states, in double and float.
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 namespace nelu {
@@ -22,8 +23,19 @@ struct CheckReport {
     double forward_double = 0, forward_float = 0;    ///< max relative forward error
     double backward_double = 0, backward_float = 0;  ///< max scaled residual (when accelerations are sought)
     int failed_status = 0;                           ///< states where the solver returned non-zero
+    bool sensor = false;  ///< a sensor problem (its outputs compared with a consistent world)
     double decisive_double() const { return seeks_qdd ? backward_double : forward_double; }
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }
+    /// Tolerances: 1e-10 (double) and 1e-4 (float) for inverse, forward and hybrid dynamics. A
+    /// sensor problem's forward error is its condition number times the rounding error, and its
+    /// outputs are compared directly: 1e-9 in double, and in float 1e-4 or the double error scaled
+    /// by twice the ratio of the two precisions' rounding units (2 x 2^-24 / 2^-53, about 1.1e9),
+    /// whichever is larger: the float solution must be as good as the problem's conditioning allows.
+    double tolerance_double() const { return sensor ? 1e-9 : 1e-10; }
+    double tolerance_float() const { return sensor ? std::max(1e-4, 1.07e9 * forward_double) : 1e-4; }
+    bool pass() const {
+        return decisive_double() <= tolerance_double() && decisive_float() <= tolerance_float() && failed_status == 0;
+    }
 };
 
 /// Build, load and compare. Throws InputError for unreadable inputs and std::runtime_error when the

@@ -318,8 +318,24 @@ std::string manifest(const EmitInput& in) {
         return nlohmann::ordered_json{{"mul", c.mul}, {"add", c.add}, {"div", c.div}, {"sqrt", c.sqrt}, {"sin", c.sin}, {"cos", c.cos}};
     };
     j["reference_ops"] = {{"rnea", ref(in.reference_rnea)}, {"aba", ref(in.reference_aba)}};
-    j["pattern"] = {{"rows", in.system->n()}, {"cols", in.system->n()}, {"nnz_D", f.nnz_D}, {"nnz_L", f.nnz_L},
+    j["pattern"] = {{"rows", in.system->m()}, {"cols", in.system->n()}, {"nnz_D", f.nnz_D}, {"nnz_L", f.nnz_L},
                     {"nnz_U", f.nnz_U}, {"fill", f.fill()}};
+    if (!in.system->classical) {  // sensor problems: what they measure, and the costs of other routes
+        const double n = in.system->n(), mrows = in.system->m();
+        nlohmann::ordered_json sensors = nlohmann::ordered_json::array();
+        for (const Sensor& s : in.problem->sensors)
+            sensors.push_back({{"name", s.name}, {"type", sensor_type_name(s.type)}, {"link", s.link}, {"joint", s.joint},
+                               {"components", s.components.size()}, {"variance", s.variance}});
+        const long ours = f.ops_factorization.mul + f.ops_factorization.add + f.ops_factorization.div + f.ops_factorization.sqrt +
+                          f.ops_solve.mul + f.ops_solve.add + f.ops_solve.div + f.ops_solve.sqrt;
+        // dense LU with partial pivoting: 2n^3/3 to factor, 2n^2 to solve; least squares by the
+        // normal equations: m n^2 to form them, n^3/3 Cholesky, 2 m n + 2 n^2 to solve
+        const double dense = mrows > n ? mrows * n * n + n * n * n / 3 + 2 * mrows * n + 2 * n * n : 2 * n * n * n / 3 + 2 * n * n;
+        j["estimation"] = {{"equations", in.system->m()}, {"unknowns", in.system->n()}, {"weighted_least_squares", mrows > n},
+                           {"sensors", sensors},
+                           {"factor_solve_ops", {{"generated", ours}, {"dense", static_cast<long>(dense)},
+                                                 {"umfpack", in.umfpack_flops >= 0 ? nlohmann::ordered_json(static_cast<long>(in.umfpack_flops)) : nlohmann::ordered_json()}}}};
+    }
     int nonconst = 0;
     for (const ScheduledPivot& p : f.pivots) nonconst += !f.prog.is_const(p.value);
     j["ordering"] = {{"winner", f.ordering}, {"pivots", f.pivots.size()}, {"non_constant_pivots", nonconst}};

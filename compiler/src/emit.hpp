@@ -25,6 +25,7 @@ struct EmitInput {
     double verified_error = -1;  ///< from the verify pass; -1 when not run
     OpCounts reference_rnea, reference_aba;  ///< the counting reference on the same model
     int verified_states = 0;
+    double umfpack_flops = -1;  ///< sensor problems: a run-time sparse LU of the same D (analyze.hpp)
 };
 
 struct Emitted {

@@ -24,6 +24,7 @@ std::string format_solver_report(const std::vector<std::string>& paths) {
         "| solver | robot | problem | nv | ordering | mul | add | div | sincos | total (kin / fact / solve) | "
         "fill | reference | reference total | ratio | published (DH chain formula) |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    std::string est;
     for (const std::string& p : paths) {
         nlohmann::json j;
         try {
@@ -39,12 +40,30 @@ std::string format_solver_report(const std::vector<std::string>& paths) {
         const long ref_total = total(j["reference_ops"][ref]);
         const int nv = j.value("nv", 0);
         OpCounts pub = id ? published_rnea(nv) : published_aba(nv);
+        if (j.contains("estimation")) {  // a sensor problem: compare the ways of solving the same system
+            const nlohmann::json& e = j["estimation"];
+            const nlohmann::json& c = e["factor_solve_ops"];
+            const long ours = c.value("generated", 0L), dense = c.value("dense", 0L);
+            const long umf = c["umfpack"].is_number() ? c["umfpack"].get<long>() : -1;
+            est += fmt::format("| {} | {} | {} x {} | {} | {} | {} | {} | {} | {:.1f} |\n", j.value("name", "?"), j["robot"].value("name", "?"),
+                               e.value("equations", 0), e.value("unknowns", 0), e.value("weighted_least_squares", false) ? "WLS" : "square",
+                               e["sensors"].size(), ours, umf >= 0 ? std::to_string(umf) : std::string("-"), dense,
+                               umf > 0 ? double(umf) / double(ours) : double(dense) / double(ours));
+            continue;
+        }
         s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.2f} | {} |\n",
                          j.value("name", "?"), j["robot"].value("name", "?"), kind, nv, j["ordering"].value("winner", "?"),
                          ops.value("mul", 0L), ops.value("add", 0L), ops.value("div", 0L), ops.value("sincos", 0L), total(ops),
                          split(ops), j["pattern"].value("fill", 0L), id ? "RNEA" : "ABA", ref_total,
                          ref_total > 0 ? double(total(ops)) / double(ref_total) : 0.0, pub.mul + pub.add);
     }
+    if (!est.empty())
+        s += "\nSensor problems: factorization and solve of the same system (kinematics excluded)\n\n"
+             "| solver | robot | equations x unknowns | kind | sensors | generated (static pivots) | UMFPACK at run time | "
+             "dense | run-time sparse / generated |\n|---|---|---|---|---|---|---|---|---|\n" + est +
+             "\nUMFPACK: its flop count for one factorization of D at a random configuration plus 2 (nnz(L) + nnz(U)) for the "
+             "solves (square systems; the last column falls back to dense / generated otherwise). dense: 2n^3/3 + 2n^2 (LU), "
+             "or m n^2 + n^3/3 + 2mn + 2n^2 (normal equations) for weighted least squares.\n";
     s += "\nreference: the project's RNEA (inverse dynamics) or ABA (forward and hybrid dynamics) with external wrenches, "
          "run through the counting scalar on the same robot (sin and cos not counted). published: 93n-108 mul + 81n-100 add "
          "(RNEA) or 224n-259 mul + 205n-248 add (ABA) with n = nv; it applies to unbranched revolute chains with DH-type "

@@ -1,6 +1,8 @@
 // schedule.cpp: see schedule.hpp.
 #include "schedule.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -31,59 +33,11 @@ Id divide(ir::Program& P, Lu& lu, int k, Id a, Id p) {
     return P.mul(a, inverse(P, lu, k, p));
 }
 
-/// A dense symmetric LDL^T in the IR (natural order, unit lower L): the lower triangle of A in.
-struct Ldl {
-    std::vector<std::vector<Id>> L;
-    std::vector<Id> d, dinv;  ///< pivots and, for non-constant ones, their shared inverses (-1 otherwise)
-    std::vector<bool> skip;   ///< dependent rows (identically zero pivot) when allowed: left out
-};
-
-/// With `drop_dependent`, a row whose pivot is identically zero (a linear combination of the rows
-/// before it for every q) is left out instead of failing: for exact equations that only restate
-/// others (a consistency condition on the inputs), the rest determines the same solution.
-bool ldl_factor(ir::Program& P, ir::ZeroTest& zt, const std::vector<std::vector<Id>>& A, Ldl& f, std::string& why,
-                const char* what, const std::vector<std::string>& labels, bool drop_dependent) {
-    const int k = static_cast<int>(A.size());
-    f.L.assign(k, std::vector<Id>(k, P.zero()));
-    f.d.assign(k, P.one()), f.dinv.assign(k, -1), f.skip.assign(k, false);
-    for (int j = 0; j < k; ++j) {  // D_j = A_jj - sum L_jk^2 D_k;  L_ij = (A_ij - sum L_ik L_jk D_k) / D_j
-        Id d = A[j][j];
-        for (int m = 0; m < j; ++m)
-            if (!f.skip[m]) d = P.sub(d, P.mul(P.mul(f.L[j][m], f.L[j][m]), f.d[m]));
-        if (d == P.zero() || zt.is_zero(P, d)) {
-            if (drop_dependent) {
-                f.skip[j] = true;
-                continue;
-            }
-            why = fmt::format("{} is structurally singular at {}", what, labels[j]);
-            return false;
-        }
-        f.d[j] = d;
-        if (!P.is_const(d)) f.dinv[j] = P.div(P.one(), d);
-        for (int i = j + 1; i < k; ++i) {
-            Id g = A[i][j];
-            for (int m = 0; m < j; ++m)
-                if (!f.skip[m]) g = P.sub(g, P.mul(P.mul(f.L[i][m], f.L[j][m]), f.d[m]));
-            f.L[i][j] = f.dinv[j] >= 0 ? P.mul(g, f.dinv[j]) : P.div(g, d);
-        }
-    }
-    return true;
-}
-
-std::vector<Id> ldl_solve(ir::Program& P, const Ldl& f, std::vector<Id> z) {
-    const int k = static_cast<int>(z.size());
-    for (int i = 0; i < k; ++i) {
-        if (f.skip[i]) {
-            z[i] = P.zero();
-            continue;
-        }
-        for (int m = 0; m < i; ++m) z[i] = P.sub(z[i], P.mul(f.L[i][m], z[m]));
-    }
-    for (int i = 0; i < k; ++i) z[i] = f.skip[i] ? P.zero() : f.dinv[i] >= 0 ? P.mul(z[i], f.dinv[i]) : P.div(z[i], f.d[i]);
-    for (int i = k - 1; i >= 0; --i)
-        for (int m = i + 1; m < k; ++m) z[i] = P.sub(z[i], P.mul(f.L[m][i], z[m]));
-    return z;
-}
+/// Weight of an exact equation left in a least-squares block, relative to the heaviest measurement:
+/// exact equations that couple the measurements (a floating base's balance, say) are met exactly
+/// when the data are consistent, and to about 1e-4 of the measurement residuals otherwise. (A
+/// heavier weight costs accuracy in float: the block's condition grows with its square root.)
+constexpr double kExactWeight = 1e4;
 
 }  // namespace
 
@@ -153,59 +107,43 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
             return false;
         }
     }
-    // The trailing block (see Tail): G = S^T W S + H^T H = L D L^T; C = H G^-1 H^T = L' D' L'^T.
+    // The trailing block (see Tail): modified Gram-Schmidt on W^1/2 S, column by column.
     const int kb = static_cast<int>(tail.cols.size()), rb = static_cast<int>(tail.rows.size());
-    std::vector<std::vector<Id>> S(rb, std::vector<Id>(kb));
-    std::vector<Id> W(rb);
-    std::vector<int> hard;  // block rows that are exact
-    Ldl G, C;
-    std::vector<std::vector<Id>> Z;  // G^-1 H^T, one column per exact row
+    std::vector<std::vector<Id>> Q(kb, std::vector<Id>(rb));  // Q[j][a]: column j, row a
+    std::vector<std::vector<Id>> R(kb, std::vector<Id>(kb, P.zero()));
+    std::vector<Id> sw(rb);  // sqrt of the row weights
     if (kb > 0) {
+        double heaviest = 0;
+        for (double w : tail.weights) heaviest = std::max(heaviest, w);
         for (int a = 0; a < rb; ++a) {
-            const double w = tail.weights.empty() ? 1.0 : tail.weights[a];
-            if (w == 0) hard.push_back(a);
-            W[a] = P.constant(w == 0 ? 1.0 : w);
-            for (int b = 0; b < kb; ++b) {
-                auto e = lu.A[tail.rows[a]].find(tail.cols[b]);
-                S[a][b] = e == lu.A[tail.rows[a]].end() ? P.zero() : e->second;
-            }
+            const double w = tail.weights.empty() ? 1.0 : tail.weights[a] == 0 ? kExactWeight * std::max(heaviest, 1.0) : tail.weights[a];
+            sw[a] = P.constant(std::sqrt(w));
         }
-        std::vector<std::vector<Id>> Gm(kb, std::vector<Id>(kb));
-        for (int i = 0; i < kb; ++i)
-            for (int j = 0; j <= i; ++j) {
-                std::vector<Id> u, v;
-                for (int a = 0; a < rb; ++a)
-                    if (S[a][i] != P.zero() && S[a][j] != P.zero()) u.push_back(P.mul(W[a], S[a][i])), v.push_back(S[a][j]);
-                Gm[i][j] = P.dot(u, v);
+        for (int j = 0; j < kb; ++j)
+            for (int a = 0; a < rb; ++a) {
+                auto e = lu.A[tail.rows[a]].find(tail.cols[j]);
+                Q[j][a] = e == lu.A[tail.rows[a]].end() ? P.zero() : P.mul(sw[a], e->second);
             }
-        std::vector<std::string> labels;
-        for (int b = 0; b < kb; ++b) labels.push_back(sys.cols[tail.cols[b]].label);
-        if (!ldl_factor(P, zt, Gm, G, why, "the Gram matrix of the trailing block", labels, false)) return false;
-        for (int b = 0; b < kb; ++b)
-            out.pivots.push_back({{tail.rows[std::min(b, rb - 1)], tail.cols[b]}, G.d[b], P.is_const(G.d[b]) ? PivotKind::Constant : PivotKind::Gram, 0});
-        const int kh = static_cast<int>(hard.size());
-        if (kh > 0) {
-            for (int h : hard) {
-                std::vector<Id> col(kb);
-                for (int b = 0; b < kb; ++b) col[b] = S[h][b];
-                Z.push_back(ldl_solve(P, G, col));
+        for (int j = 0; j < kb; ++j) {
+            R[j][j] = P.sqrt(P.dot(Q[j], Q[j]));
+            if (R[j][j] == P.zero()) {
+                why = fmt::format("the trailing {}x{} block is structurally rank deficient at {}", rb, kb, sys.cols[tail.cols[j]].label);
+                return false;
             }
-            std::vector<std::vector<Id>> Cm(kh, std::vector<Id>(kh));
-            for (int i = 0; i < kh; ++i)
-                for (int j = 0; j <= i; ++j) {
-                    std::vector<Id> u, v;
-                    for (int b = 0; b < kb; ++b)
-                        if (S[hard[i]][b] != P.zero()) u.push_back(S[hard[i]][b]), v.push_back(Z[j][b]);
-                    Cm[i][j] = P.dot(u, v);
+            const Id inv = P.is_const(R[j][j]) ? P.div(P.one(), R[j][j]) : P.div(P.one(), R[j][j]);
+            for (int a = 0; a < rb; ++a) Q[j][a] = P.mul(Q[j][a], inv);
+            out.pivots.push_back({{tail.rows[std::min(j, rb - 1)], tail.cols[j]}, R[j][j], P.is_const(R[j][j]) ? PivotKind::Constant : PivotKind::Gram, 0});
+            for (int l = j + 1; l < kb; ++l) {
+                R[j][l] = P.dot(Q[j], Q[l]);
+                if (R[j][l] == P.zero() || zt.is_zero(P, R[j][l])) {
+                    R[j][l] = P.zero();
+                    continue;
                 }
-            std::vector<std::string> hl;
-            for (int h : hard) hl.push_back(sys.rows[tail.rows[h]].label);
-            if (!ldl_factor(P, zt, Cm, C, why, "the constraint block H G^-1 H^T", hl, true)) return false;
-            for (int i = 0; i < kh; ++i)
-                if (!C.skip[i]) out.pivots.push_back({{tail.rows[hard[i]], tail.cols[0]}, C.d[i], P.is_const(C.d[i]) ? PivotKind::Constant : PivotKind::Gram, 0});
+                for (int a = 0; a < rb; ++a) Q[l][a] = P.sub(Q[l][a], P.mul(R[j][l], Q[j][a]));
+            }
         }
-        out.nnz_L += static_cast<long>(kb) * (kb - 1) / 2 + static_cast<long>(kh) * (kh - 1) / 2 + static_cast<long>(kb) * kh;
-        out.nnz_U += static_cast<long>(kb) * (kb + 1) / 2 + static_cast<long>(kh) * (kh + 1) / 2;
+        out.nnz_L += static_cast<long>(rb) * kb;
+        out.nnz_U += static_cast<long>(kb) * (kb + 1) / 2;
     }
     out.first_solve_node = P.size();
     std::vector<Id> y(m);  // y = L \ (-b), in row space
@@ -213,28 +151,19 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
     for (int k = 0; k < npiv; ++k)
         for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
     out.x.assign(n, -1);
-    if (kb > 0) {  // u = G^-1 (S^T W y); with exact rows: C lambda = H u - y_H, x = u - Z lambda
-        std::vector<Id> r(kb);
-        for (int i = 0; i < kb; ++i) {
-            std::vector<Id> u, v;
+    if (kb > 0) {  // t = the same Gram-Schmidt steps on W^1/2 y (Bjorck: a backward stable least-squares solve), R x = t
+        std::vector<Id> v(rb), t(kb);
+        for (int a = 0; a < rb; ++a) v[a] = P.mul(sw[a], y[tail.rows[a]]);
+        for (int j = 0; j < kb; ++j) {
+            t[j] = P.dot(Q[j], v);
             for (int a = 0; a < rb; ++a)
-                if (S[a][i] != P.zero()) u.push_back(P.mul(W[a], S[a][i])), v.push_back(y[tail.rows[a]]);
-            r[i] = P.dot(u, v);
+                if (Q[j][a] != P.zero()) v[a] = P.sub(v[a], P.mul(t[j], Q[j][a]));
         }
-        std::vector<Id> u = ldl_solve(P, G, r);
-        if (!hard.empty()) {
-            std::vector<Id> t(hard.size());
-            for (std::size_t i = 0; i < hard.size(); ++i) {
-                std::vector<Id> a, b;
-                for (int c2 = 0; c2 < kb; ++c2)
-                    if (S[hard[i]][c2] != P.zero()) a.push_back(S[hard[i]][c2]), b.push_back(u[c2]);
-                t[i] = P.sub(P.dot(a, b), y[tail.rows[hard[i]]]);
-            }
-            std::vector<Id> lambda = ldl_solve(P, C, t);
-            for (int c2 = 0; c2 < kb; ++c2)
-                for (std::size_t i = 0; i < hard.size(); ++i) u[c2] = P.sub(u[c2], P.mul(Z[i][c2], lambda[i]));
+        for (int j = kb - 1; j >= 0; --j) {
+            Id x = t[j];
+            for (int l = j + 1; l < kb; ++l) x = P.sub(x, P.mul(R[j][l], out.x[tail.cols[l]]));
+            out.x[tail.cols[j]] = P.div(x, R[j][j]);
         }
-        for (int i = 0; i < kb; ++i) out.x[tail.cols[i]] = u[i];
     }
     for (int k = npiv - 1; k >= 0; --k) {  // x = U \ y, last pivot first
         const auto [r, c] = order[k];

@@ -26,19 +26,18 @@ enum class PivotKind {
     Articulated,   ///< a projection S^T IA S of an articulated inertia (tree order), or a pivot of
                    ///< its LDL^T for multi-DoF joints: positive when the subtree has inertia
     Validated,     ///< anything else: validated numerically over random and special configurations
-    Gram,          ///< a pivot of the LDL^T of a Gram matrix S^T W S (the normal equations of the
-                   ///< trailing block): positive whenever the block has full column rank
+    Gram,          ///< a diagonal entry r_jj of the Gram-Schmidt QR of the trailing block: a norm,
+                   ///< positive whenever the block has full column rank
 };
 
-/// The trailing block of a candidate order that is not eliminated by pivots but solved through
-/// Gram matrices: after the pivots, the active rows `rows` (at least as many as `cols`) over the
-/// remaining columns `cols` form a block whose rows are soft (S, weights W) or exact (H). The block
-/// solves  min |W^1/2 (S x - y_S)|  subject to  H x = y_H  by the augmented-Lagrangian form
-///   G = S^T W S + H^T H  (LDL^T),   C = H G^-1 H^T  (LDL^T),
-///   u = G^-1 (S^T W y_S + H^T y_H),  C lambda = H u - y_H,  x = u - G^-1 H^T lambda,
-/// which is exact for any positive weights and whose pivots are positive whenever [H; S] has full
-/// column rank and H full row rank: no pivot can cross zero, so the static order is safe. A square
-/// nonsingular block marks every row soft with weight 1 (the normal equations).
+/// The trailing block of a candidate order that is not eliminated by pivots: after the pivots, the
+/// active rows `rows` (at least as many as `cols`) over the remaining columns `cols` form a block B
+/// solved in the least-squares sense by modified Gram-Schmidt on W^1/2 B (and the same steps on
+/// the right-hand side, which makes it backward stable; Bjorck 1967): B = Q R with the pivots
+/// r_jj = |column j after the earlier ones are removed| > 0 whenever B has full column rank, so no
+/// pivot can cross zero and the static order is safe. A square nonsingular block gives the exact
+/// solution (weights 1); a least-squares block weights each soft row by its inverse variance and
+/// each exact row (weight 0 here) by 1e4 times the heaviest measurement.
 struct Tail {
     std::vector<int> rows, cols;
     std::vector<double> weights;  ///< per row of `rows`; 0 marks an exact row

@@ -218,6 +218,16 @@ std::vector<State> verification_states(const Model& m, std::uint64_t seed, int r
     return states;
 }
 
+std::vector<State> checked_states(const Model& m, const System& sys, std::uint64_t seed, int random_states) {
+    std::vector<State> states = verification_states(m, seed, random_states);
+    if (sys.allow_special_singularities) {  // the problem is singular at some of the special ones
+        std::mt19937_64 rng(seed);
+        const std::size_t special = special_configurations(m, rng).size();
+        states.erase(states.begin(), states.begin() + static_cast<long>(std::min(special, states.size())));
+    }
+    return states;
+}
+
 double forward_error(const std::vector<double>& out, const std::vector<double>& ref) {
     double e = 0, scale = 1;
     for (std::size_t k = 0; k < ref.size(); ++k) {
@@ -313,12 +323,7 @@ double backward_error(const System& sys, const Model& m, const Problem& p, const
 
 VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states) {
     VerifyReport rep;
-    std::vector<State> states = verification_states(m, 0x76657269, random_states);
-    if (sys.allow_special_singularities) {  // the problem is singular at some of the special ones
-        std::mt19937_64 rng(0x76657269);
-        const std::size_t special = special_configurations(m, rng).size();
-        states.erase(states.begin(), states.begin() + static_cast<long>(std::min(special, states.size())));
-    }
+    const std::vector<State> states = checked_states(m, sys, 0x76657269, random_states);
     std::vector<bool> live = f.prog.live_nodes(f.outputs);
     bool seeks_qdd = false;
     for (const Slot& s : sys.out) seeks_qdd = seeks_qdd || s.quantity == Quantity::JointAcceleration;

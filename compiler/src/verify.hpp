@@ -17,6 +17,10 @@ namespace nelu {
 /// random states, from one seed.
 std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states);
 
+/// verification_states without the special configurations when the system is allowed to be
+/// singular there (Problem::allow_special_singularities).
+std::vector<State> checked_states(const Model& m, const System& sys, std::uint64_t seed, int random_states);
+
 /// max_k |out_k - ref_k| / max(max_k |ref_k|, 1) (infinite when an output is NaN).
 double forward_error(const std::vector<double>& out, const std::vector<double>& ref);
 
