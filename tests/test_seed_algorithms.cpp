@@ -175,23 +175,29 @@ Mat mass_matrix(const Model& m, const std::vector<double>& q) {
     return Eigen::Map<RowMat>(M.data(), m.nv, m.nv);
 }
 
-/// X_{e<-b} for a point at q, from the world transform of forward_kinematics.
-nelu::Xform<double> point_xform(const Model& m, const std::vector<double>& q, const BodyPoint& p) {
+/// The body -> world rotation R of body b at q: X_world = plx(E, r) maps world to body coordinates,
+/// so R = E^T (and r is the body origin in world coordinates).
+Eigen::Matrix3d body_rotation(const Model& m, const std::vector<double>& q, int b) {
     const auto k = nelu::forward_kinematics<double>(m, q.data(), nullptr);
-    return nelu::point_transform(p, k.X_world[p.body]);
+    Eigen::Matrix3d R;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) R(i, j) = k.X_world[b].E(j, i);
+    return R;
 }
 
-/// J_e = P X_{e<-b} J_b: the point's task Jacobian (6 x nv [omega; v_p], or 3 x nv v_p).
+/// The point's task Jacobian, written out without nelu::point_transform: with [w; v] = J_b qd the
+/// body's velocity (body coordinates, body origin), the point moves with v + w x offset; link axes
+/// give [w; v + w x offset], world axes [R w; R (v + w x offset)]. 6 x nv, or its last 3 rows.
 Mat point_jacobian(const Model& m, const std::vector<double>& q, const BodyPoint& p, bool position_only) {
     const auto Jb = nelu::body_jacobian(m, q.data(), p.body);
-    const nelu::Xform<double> X = point_xform(m, q, p);
-    const int first = position_only ? 3 : 0;
-    Mat J(6 - first, m.nv);
+    const Eigen::Matrix3d R = p.axes == PointAxes::World ? body_rotation(m, q, p.body) : Eigen::Matrix3d::Identity();
+    const Eigen::Vector3d off(p.offset[0], p.offset[1], p.offset[2]);
+    Mat J(6, m.nv);
     for (int c = 0; c < m.nv; ++c) {
-        const SVec<double> v = nelu::apply(X, Jb[c]);
-        for (int r = first; r < 6; ++r) J(r - first, c) = v[r];
+        const Eigen::Vector3d w(Jb[c][0], Jb[c][1], Jb[c][2]), v(Jb[c][3], Jb[c][4], Jb[c][5]);
+        J.col(c) << R * w, R * (v + w.cross(off));
     }
-    return J;
+    return position_only ? Mat(J.bottomRows(3)) : J;
 }
 Mat task_jacobian(const Model& m, const std::vector<double>& q, const std::vector<OpPoint>& points) {
     Mat J(nelu::osim_size(points), m.nv);
@@ -256,6 +262,43 @@ class Table {
     } while (0)
 
 }  // namespace
+
+// =============================================================================================
+TEST_CASE("reference point Jacobians: world axes match finite differences of the point's world pose") {
+    // Grounds the dense references' convention (fixed base, so q = v): the world position of the point,
+    // p = r + R offset, and its rotation R (R = E^T of X_world = plx(E, r)), moved along qd by +-h:
+    // (p(q + h qd) - p(q - h qd)) / 2h = J_v qd and (R(q + h qd) - R(q - h qd)) R^T / 2h = [J_w qd]x.
+    // The link-axes Jacobian is the world one rotated back: J_link = blockdiag(R^T, R^T) J_world.
+    Table t("point Jacobian vs finite differences: |J qd - d/dt pose| / |J qd|");
+    const double h = 1e-5;
+    for (const Model& m : {humanoid(false), chain(7), tree(30, 3)}) {
+        std::mt19937_64 rng(7);
+        for (int trial = 0; trial < 5; ++trial) {
+            const State s = nelu::random_state(m, rng);
+            const BodyPoint p{m.num_bodies() - 1, {{0.05, -0.03, 0.1}}, PointAxes::World};
+            auto pose = [&](double dt, Eigen::Vector3d& pos, Eigen::Matrix3d& R) {
+                std::vector<double> q = s.q;
+                for (int i = 0; i < m.nv; ++i) q[i] += dt * s.qd[i];
+                const auto k = nelu::forward_kinematics<double>(m, q.data(), nullptr);
+                R = body_rotation(m, q, p.body);
+                pos = Eigen::Vector3d(k.X_world[p.body].r[0], k.X_world[p.body].r[1], k.X_world[p.body].r[2]) +
+                      R * Eigen::Vector3d(p.offset[0], p.offset[1], p.offset[2]);
+            };
+            Eigen::Vector3d p_plus, p_minus, p0;
+            Eigen::Matrix3d R_plus, R_minus, R0;
+            pose(h, p_plus, R_plus), pose(-h, p_minus, R_minus), pose(0, p0, R0);
+            const Eigen::Matrix3d Wx = (R_plus - R_minus) * R0.transpose() / (2 * h);
+            Eigen::VectorXd fd(6);
+            fd << Wx(2, 1), Wx(0, 2), Wx(1, 0), (p_plus - p_minus) / (2 * h);
+            const Eigen::VectorXd Jqd = point_jacobian(m, s.q, p, false) * Eigen::Map<const Eigen::VectorXd>(s.qd.data(), m.nv);
+            CHECK_RESIDUAL(t, m.name.empty() ? "generated" : m.name, (Jqd - fd).cwiseAbs().maxCoeff() / Jqd.cwiseAbs().maxCoeff(), 1e-8);
+            const BodyPoint pl{p.body, p.offset, PointAxes::Link};
+            Mat rot = Mat::Zero(6, 6);
+            rot.topLeftCorner(3, 3) = R0.transpose(), rot.bottomRightCorner(3, 3) = R0.transpose();
+            CHECK(max_abs(point_jacobian(m, s.q, pl, false) - rot * point_jacobian(m, s.q, p, false)) < 1e-12);
+        }
+    }
+}
 
 // =============================================================================================
 // Chang & Khatib
