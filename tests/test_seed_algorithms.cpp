@@ -81,6 +81,20 @@ Model tree(int n, int branching, bool floating = false) {
     return generated(nelu::RobotGenOptions::Shape::Tree, n, branching, false, 200 + n + branching, floating);
 }
 
+/// The robot with some joints made prismatic (about the same axis) and some fixed (welded: no
+/// degree of freedom, a body boundary kept as with LoadOptions::keep_fixed); the floating base stays.
+Model mixed_joints(Model m) {
+    for (int i = 0; i < m.num_bodies(); ++i) {
+        Body& b = m.bodies[i];
+        if (b.type != JointType::Revolute) continue;
+        if (i % 4 == 2) b.type = JointType::Prismatic, b.lower = -0.3, b.upper = 0.3, b.has_limits = true;
+        if (i % 5 == 3) b.type = JointType::Fixed, b.has_limits = false;
+    }
+    m.assign_indices();
+    m.name += "_mixed";
+    return m;
+}
+
 /// A humanoid-like tree of 24 revolute links (Chang & Khatib's Fig. 2 has n = 24): two legs of five
 /// (hip yaw, roll, pitch, knee, ankle), a waist of two (yaw, pitch) and two arms of six (shoulder
 /// pitch, roll, yaw, elbow, wrist yaw, pitch). Fixed: the pelvis is the world, the legs and the waist
@@ -325,6 +339,8 @@ std::vector<OsimCase> osim_cases() {
         cases.push_back({"chain30_dh", c30, {op(29, off, false), op(14, off2, false, PointAxes::Link)}});
         Model f7 = chain(7, true);
         cases.push_back({"chain7+floating", f7, {op(7, off, false), op(4, off2, true)}});
+        Model c8m = mixed_joints(chain(8));  // revolute, prismatic and fixed joints
+        cases.push_back({"chain8 mixed joints", c8m, {op(7, off, true), op(3, off2, true, PointAxes::Link)}});
     }
     {  // trees: leaves in different branches and an inner body; two points on one body
         Model t30 = tree(30, 3);
@@ -333,6 +349,8 @@ std::vector<OsimCase> osim_cases() {
         cases.push_back({"tree7_b2 two points on one body", t7, {op(6, off, true), op(6, off2, true, PointAxes::Link)}});
         Model f30 = tree(30, 3, true);
         cases.push_back({"tree30_b3+floating", f30, {op(30, off, false), op(20, off2, false, PointAxes::Link)}});
+        Model t12m = mixed_joints(tree(12, 3, true));
+        cases.push_back({"tree12_b3+floating mixed joints", t12m, {op(12, off, true), op(9, off2, true), op(3, off, true, PointAxes::Link)}});
         Model star = tree(7, 6, true);
         cases.push_back({"tree7_b6+floating", star, {op(3, off, false), op(7, off2, true), op(1, off, true)}});
     }
@@ -509,6 +527,8 @@ TEST_CASE("constraint_fd: Yamane & Nakamura's forward dynamics equals ABA, its c
     robots.push_back({"tree13_b6+floating", tree(13, 6, true)});
     robots.push_back({"tree9_b8+floating", tree(9, 8, true)});
     robots.push_back({"chain30+floating", chain(30, true)});
+    robots.push_back({"chain8 mixed joints", mixed_joints(chain(8))});
+    robots.push_back({"tree13_b6+floating mixed joints", mixed_joints(tree(13, 6, true))});
     robots.push_back({"humanoid24", humanoid(false)});
     robots.push_back({"humanoid24+floating", humanoid(true)});
     int checked = 0, many_children = 0;
@@ -582,6 +602,9 @@ std::vector<IwimCase> iwim_cases() {
     cases.push_back({"chain30_dh last joint", c30, {{29}, {}}});
     cases.push_back({"chain30_dh 3 joints + 2 forces", c30, {{0, 12, 29}, {BodyPoint{29, off, PointAxes::Link}, BodyPoint{10, off2, PointAxes::World}}}});
     cases.push_back({"tree30_b3 forces at leaves", t30, {{4, 7}, {BodyPoint{29, off, PointAxes::World}, BodyPoint{22, off2, PointAxes::Link}, BodyPoint{0, off, PointAxes::World}}}});
+    const Model c8m = mixed_joints(chain(8)), t12m = mixed_joints(tree(12, 3, true));
+    cases.push_back({"chain8 mixed joints fully actuated + force", c8m, {all_dofs(c8m), {BodyPoint{7, off, PointAxes::World}}}});
+    cases.push_back({"tree12_b3+floating mixed joints", t12m, {{0, 4, 7, t12m.nv - 1}, {BodyPoint{12, off, PointAxes::Link}, BodyPoint{3, off2, PointAxes::World}}}});
     cases.push_back({"chain7+floating actuated + force", f7, {{6, 7, 8, 9, 10, 11, 12}, {BodyPoint{7, off, PointAxes::World}}}});
     cases.push_back({"tree30_b3+floating base wrench + forces", f30, {{0, 1, 2, 3, 4, 5, 20}, {BodyPoint{30, off, PointAxes::World}, BodyPoint{15, off2, PointAxes::Link}}}});
     for (bool floating : {false, true}) {  // KGM's humanoid: joints actuated, contacts at the feet and hands
@@ -708,7 +731,7 @@ template <class F> nelu::OpCounts count(F&& f) {
 
 }  // namespace
 
-TEST_CASE("scalars: the three references run on Counted, bit for bit as in double") {
+TEST_CASE("scalars: the three references run on Counted, bit for bit as in double, and on float") {
     using nelu::Counted;
     const Model h = humanoid(true);
     std::mt19937_64 rng(41);
@@ -738,6 +761,14 @@ TEST_CASE("scalars: the three references run on Counted, bit for bit as in doubl
     std::vector<float> Lf(d * d);
     CHECK(nelu::osim(h, qf.data(), pts, Lf.data()));
     CHECK(nelu::test::rel_error(doubles(Lf), L) < 1e-2);
+    std::vector<float> qddf(h.nv), Bf(h.nv * in.size()), q0f(h.nv);
+    const auto qdf = convert<float>(s.qd), tauf = convert<float>(s.tau);
+    const auto fextf = convert<float>(s.fext);
+    CHECK(nelu::constraint_fd(h, qf.data(), qdf.data(), tauf.data(), fextf.data(), qddf.data()));
+    CHECK(nelu::test::rel_error(doubles(qddf), qdd) < 1e-2);
+    nelu::iwim(h, qf.data(), qdf.data(), fextf.data(), in, Bf.data(), q0f.data());
+    CHECK(nelu::test::rel_error(doubles(Bf), B) < 1e-2);
+    CHECK(nelu::test::rel_error(doubles(q0f), q0) < 1e-2);
 }
 
 TEST_CASE("op counts: osim on the humanoid, iwim vs unit-force vs dense on a 50-link chain") {
