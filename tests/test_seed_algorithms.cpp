@@ -821,6 +821,32 @@ TEST_CASE("op counts: osim on the humanoid, iwim vs unit-force vs dense on a 50-
            << "    iwim_unit_force (" << nc + 1 << " ABA calls)       " << ops(ufm) << "\n"
            << "    dense M^-1 B (CRBA, LDL^T, solves; no qdd_0) " << ops(dense) << "\n";
     }
+    // How the counts grow with n: DH chains, osim with two 6-DoF points (the tip and the middle body)
+    // and the fully actuated iwim, each against its dense counterpart (and the unit-force method).
+    os << "growth with n (DH chains, seed 100 + n), mul + add + div:\n";
+    for (int n : {25, 50, 100, 200}) {
+        const Model cn = chain(n, false, true);
+        std::mt19937_64 r1(54);
+        const State sn = nelu::random_state(cn, r1);
+        const auto qn = convert<Counted>(sn.q), qdn = convert<Counted>(sn.qd);
+        const std::vector<OpPoint> pts = {op(n - 1, {{0.05, 0, 0}}, false), op(n / 2, {{0.05, 0, 0}}, false)};
+        std::vector<Counted> Li(144);
+        const nelu::OpCounts o = count([&] { nelu::osim_inverse(cn, qn.data(), pts, Li.data()); });
+        const nelu::OpCounts od = count([&] { dense_osim_inverse(cn, qn.data(), pts); });
+        os << "  n = " << n << ": osim_inverse " << o.mul + o.add + o.div << ", dense J M^-1 J^T " << od.mul + od.add + od.div;
+        if (n <= 100) {
+            std::vector<int> dofs(n);
+            for (int k = 0; k < n; ++k) dofs[k] = k;
+            const nelu::InputSet in{dofs, {}};
+            std::vector<Counted> B(n * n), q0(n);
+            const nelu::OpCounts ii = count([&] { nelu::iwim(cn, qn.data(), qdn.data(), kNoFext, in, B.data(), q0.data()); });
+            const nelu::OpCounts uf = count([&] { nelu::iwim_unit_force(cn, qn.data(), qdn.data(), kNoFext, in, B.data(), q0.data()); });
+            const nelu::OpCounts de = count([&] { dense_iwim_joints(cn, qn.data(), dofs); });
+            os << "; fully actuated iwim " << ii.mul + ii.add + ii.div << ", unit-force " << uf.mul + uf.add + uf.div << ", dense M^-1 "
+               << de.mul + de.add + de.div;
+        }
+        os << "\n";
+    }
     // Yamane & Nakamura with and without link splitting, a floating body with k children
     os << "constraint_fd on tree(k+1, branching k)+floating (body 1 has k children), split / unsplit / ABA:\n";
     for (int k : {2, 4, 8, 16, 32}) {
