@@ -1,6 +1,6 @@
 // nelu/constraint_fd.hpp: O(N) forward dynamics through the joints' constraint forces, after
 // Yamane & Nakamura ("O(N) forward dynamics computation of open kinematic chains based on the
-// principle of virtual work", ICRA 2001), with their link splitting for branched chains (Sec. 4).
+// principle of virtual work"), with their link splitting for branched chains (Sec. 4).
 //
 // Every link k moves freely with its own spatial acceleration a_k (body-k coordinates) under its
 // inertia A_k = I_k, its applied force t_k = f^x_k - v_k x* I_k v_k + S_k tau_k - sum_children

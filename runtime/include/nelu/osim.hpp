@@ -1,6 +1,7 @@
 // nelu/osim.hpp: the operational-space inertia matrix of a branching robot with m operational
 // points, by Chang & Khatib's O(nm + m^3) recursion ("Efficient recursive algorithm for the
-// operational space inertia matrix of branching mechanisms", Advanced Robotics 14(8), 2000, Table 1).
+// operational space inertia matrix of branching mechanisms", 2000, Table 1; the text is in
+// ../shared/papers/chang-khatib-2000-operational-space-inertia-branching.txt).
 //
 // Operational point j is a point p_j fixed in body b_j (BodyPoint). Its frame e_j has its origin at
 // p_j and the body's axes or the world axes (PointAxes); the paper's end-effector frame e_i is such a
@@ -98,14 +99,14 @@ void osim_inverse(const Model& m, const S* q, const std::vector<OpPoint>& points
     // step 1: X_up
     std::vector<Xform<S>> X_up(nb);
     for (int i = 0; i < nb; ++i) X_up[i] = parent_to_body(m.bodies[i], q);
-    // step 2: IA, and L_i on the points' paths (column k: L_i e_k)
+    // step 2: IA, and L_i on the points' paths below the root (column k: L_i e_k)
     const ArticulatedInertias<S> ai = articulated_inertias(m, X_up);
     std::vector<char> on_path(nb, 0);
     for (const OpPoint& p : points)
         for (int j = p.point.body; j >= 0 && !on_path[j]; j = m.bodies[j].parent) on_path[j] = 1;
     std::vector<Mat6<S>> L(nb), Omega(nb);
     for (int i = 0; i < nb; ++i) {
-        if (!on_path[i]) continue;
+        if (!on_path[i] || m.bodies[i].parent < 0) continue;
         for (int k = 0; k < 6; ++k) {
             SVec<S> e = zero6<S>();
             e[k] = S(1);
@@ -119,7 +120,7 @@ void osim_inverse(const Model& m, const S* q, const std::vector<OpPoint>& points
         const Body& b = m.bodies[i];
         Mat6<S> O = b.parent < 0 ? zero_mat6<S>() : osim_detail::sandwich(L[i], Omega[b.parent]);
         const int n = b.nv();
-        for (int s = 0; s < n; ++s)
+        for (int s = 0; s < n; ++s)  // + S D^-1 S^T, skipping the structural zeros of S (model constants)
             for (int t = 0; t < n; ++t) {
                 const SVec<S> Ss = motion_subspace<S>(b, s), St = motion_subspace<S>(b, t);
                 for (int r = 0; r < 6; ++r)
