@@ -40,6 +40,8 @@ public:
     /// Whether the timed call takes the external wrenches f^x; when false, the check compares
     /// with the reference at f^x = 0 (the call cannot take them).
     virtual bool takes_fext() const { return true; }
+    /// Checked against the reference and reported, but neither timed nor required to agree.
+    virtual bool check_only() const { return false; }
     virtual bool has_id() const { return true; }
     virtual bool has_fd() const { return true; }
     /// Timed: inverse / forward dynamics at state k.

@@ -7,7 +7,9 @@
 // After loading: gravity from nelu's model, no damping, armature or friction loss, no joint limits,
 // the constraint solver, contacts and passive forces disabled, and every body inertia replaced by
 // an exact principal-axis decomposition of nelu's (see replace_inertias: MuJoCo's own is accurate
-// to ~1e-8 only; the deviation it had is written into the benchmark context).
+// to ~1e-8 only; the deviation it had is written into the benchmark context, and the check-only
+// engines mujoco_rne_as_imported and mujoco_forward_as_imported report how far MuJoCo's results on
+// its own inertias are from the reference).
 //
 // What is timed (state copied into mjData first in each call):
 //   ID  mujoco_rne      mj_kinematics, mj_comPos, mj_comVel, mj_rne(flg_acc = 1):
@@ -114,7 +116,7 @@ double replace_inertias(const Robot& r, mjModel* m) {
     return worst;
 }
 
-mjModel* load_model(const Robot& r) {
+mjModel* load_model(const Robot& r, bool exact_inertias) {
     const std::string xml = mujoco_urdf(r);
     auto vfs = std::make_unique<mjVFS>();
     mj_defaultVFS(vfs.get());
@@ -129,6 +131,7 @@ mjModel* load_model(const Robot& r) {
     for (int i = 0; i < m->nv; ++i) m->dof_damping[i] = m->dof_armature[i] = m->dof_frictionloss[i] = 0;
     for (int j = 0; j < m->njnt; ++j) m->jnt_limited[j] = 0;
     m->opt.disableflags |= mjDSBL_CONSTRAINT | mjDSBL_CONTACT | mjDSBL_PASSIVE;
+    if (!exact_inertias) return m;
     try {
         char text[96];
         std::snprintf(text, sizeof text, "%.3g", replace_inertias(r, m));
@@ -164,9 +167,9 @@ struct Shared {
 Vec3d v3(const double* p) { return {{p[0], p[1], p[2]}}; }
 void put(double* p, const Vec3d& x) { p[0] = x[0], p[1] = x[1], p[2] = x[2]; }
 
-std::shared_ptr<Shared> make_shared_model(const Robot& r, const Workload& work) {
+std::shared_ptr<Shared> make_shared_model(const Robot& r, const Workload& work, bool exact_inertias) {
     auto sh = std::make_shared<Shared>();
-    sh->m = load_model(r);
+    sh->m = load_model(r, exact_inertias);
     sh->model = &r.model;
     const mjModel* m = sh->m;
     const Model& nm = r.model;
@@ -246,8 +249,12 @@ void to_nelu(const Shared& sh, int k, const double* x, bool acceleration, double
 
 class MujocoEngine : public Engine {
 public:
-    explicit MujocoEngine(std::shared_ptr<Shared> sh) : sh_(std::move(sh)), m_(sh_->m), d_(mj_makeData(m_)), out_(m_->nv) {}
+    /// `suffix`: "" for the timed engines (exact inertias); "_as_imported" for the check-only ones
+    /// on MuJoCo's own inertias.
+    MujocoEngine(std::shared_ptr<Shared> sh, std::string suffix)
+        : sh_(std::move(sh)), m_(sh_->m), d_(mj_makeData(m_)), out_(m_->nv), suffix_(std::move(suffix)) {}
     ~MujocoEngine() override { mj_deleteData(d_); }
+    bool check_only() const override { return !suffix_.empty(); }
     void id_result(double* tau) const override { to_nelu(*sh_, k_, out_.data(), false, tau); }
     void fd_result(double* qdd) const override { to_nelu(*sh_, k_, out_.data(), true, qdd); }
 
@@ -261,13 +268,14 @@ protected:
     const mjModel* m_;
     mjData* d_;
     std::vector<double> out_;
+    std::string suffix_;
     int k_ = 0;
 };
 
 class MujocoRne final : public MujocoEngine {
 public:
     using MujocoEngine::MujocoEngine;
-    std::string name() const override { return "mujoco_rne"; }
+    std::string name() const override { return "mujoco_rne" + suffix_; }
     bool takes_fext() const override { return false; }
     bool has_fd() const override { return false; }
     void id(int k) override {
@@ -284,7 +292,7 @@ public:
 class MujocoForward final : public MujocoEngine {
 public:
     using MujocoEngine::MujocoEngine;
-    std::string name() const override { return "mujoco_forward"; }
+    std::string name() const override { return "mujoco_forward" + suffix_; }
     bool has_id() const override { return false; }
     void id(int) override {}
     void fd(int k) override {
@@ -299,7 +307,7 @@ public:
 class MujocoCrb final : public MujocoEngine {
 public:
     using MujocoEngine::MujocoEngine;
-    std::string name() const override { return "mujoco_crb"; }
+    std::string name() const override { return "mujoco_crb" + suffix_; }
     bool takes_fext() const override { return false; }
     bool has_id() const override { return false; }
     void id(int) override {}
@@ -320,11 +328,14 @@ public:
 }  // namespace
 
 std::vector<EnginePtr> make_mujoco(const Robot& robot, const Workload& work, std::vector<Unavailable>&) {
-    auto sh = make_shared_model(robot, work);
+    auto sh = make_shared_model(robot, work, true);
     std::vector<EnginePtr> engines;
-    engines.push_back(std::make_unique<MujocoRne>(sh));
-    engines.push_back(std::make_unique<MujocoForward>(sh));
-    engines.push_back(std::make_unique<MujocoCrb>(sh));
+    engines.push_back(std::make_unique<MujocoRne>(sh, ""));
+    engines.push_back(std::make_unique<MujocoForward>(sh, ""));
+    engines.push_back(std::make_unique<MujocoCrb>(sh, ""));
+    auto imported = make_shared_model(robot, work, false);  // how far MuJoCo's own inertias are off
+    engines.push_back(std::make_unique<MujocoRne>(imported, "_as_imported"));
+    engines.push_back(std::make_unique<MujocoForward>(imported, "_as_imported"));
     return engines;
 }
 
