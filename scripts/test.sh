@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite, as CI runs it.
 #   1. Release-with-debug-info build, every doctest suite through CTest, then the installed
-#      package used by examples/consumer (scripts/example.sh);
+#      package used by examples/consumer (scripts/example.sh), then a benchmark smoke (bench/ built
+#      with the chain of 7 only; the agreement checks of every contender, one robot timed briefly;
+#      the full benchmark is scripts/bench.sh, not CI);
 #   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (but the one
 #      labelled slow, which builds ~80 generated solvers and runs its own sanitizer cases);
 #   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60).
@@ -16,6 +18,11 @@ echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
 echo "== installed package: examples/consumer"
 NELU_BUILD_DIR=build bash scripts/example.sh
+echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly"
+cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 >/dev/null
+cmake --build build -j"$jobs" --target nelu_bench
+build/bench/nelu_bench --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
+build/bench/nelu_bench --benchmark_filter='^(ID|FD)/ur5e/' --benchmark_min_time=0.01 2>/dev/null
 
 echo "== build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNELU_SANITIZE=ON >/dev/null

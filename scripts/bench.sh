@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# bench.sh: the benchmark of issue 6, and the report docs/bench.md with its plots in docs/bench/.
+#
+#   bash scripts/bench.sh            build (Release, -DNELU_BUILD_BENCHMARKS=ON), check every
+#                                    contender against the reference, run bench/nelu_bench with
+#                                    repetitions (docs/bench/results.json), measure the generated
+#                                    code size (docs/bench/code_size.json), write the report
+#   bash scripts/bench.sh --scaling  the scaling run only (docs/bench/scaling.json), then the report
+#   bash scripts/bench.sh --all      both
+#   bash scripts/bench.sh --report   only rewrite docs/bench.md and the plots from the JSON files
+#
+# Environment:
+#   NELU_BENCH_BUILD_DIR    build directory (default build-bench)
+#   NELU_BENCH_REPETITIONS  Google Benchmark repetitions; the report uses their medians (default 10)
+#   NELU_BENCH_MIN_TIME     minimum seconds per repetition (default 0.1)
+#   NELU_BENCH_SIZES        sizes of the scaling run (default 7,30,100,300; adding 1000 costs about
+#                           an hour of g++ -O2 time on two cores, which is why it is not the default)
+# Peers (MuJoCo, Orocos KDL, DART) are used when scripts/setup.sh has installed them; the CMake
+# configure step says which were found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${NELU_BENCH_BUILD_DIR:-build-bench}"
+reps="${NELU_BENCH_REPETITIONS:-10}"
+min_time="${NELU_BENCH_MIN_TIME:-0.1}"
+sizes="${NELU_BENCH_SIZES:-7,30,100,300}"
+mode="${1:-main}"
+case "$mode" in
+  main|--scaling|--all|--report) ;;
+  *) echo "usage: scripts/bench.sh [--scaling|--all|--report]" >&2; exit 2 ;;
+esac
+mkdir -p docs/bench
+
+if [ "$mode" != "--report" ]; then
+  echo "== configure and build ($build, Release)"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_BENCHMARKS=ON -DNELU_BUILD_TESTS=OFF \
+    | grep -E "nelu_bench" || true
+  cmake --build "$build" -j"$(nproc)" --target nelu nelu_bench nelu_bench_reference >/dev/null
+fi
+
+if [ "$mode" = main ] || [ "$mode" = --all ]; then
+  echo "== check every contender against the reference"
+  "$build/bench/nelu_bench" --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
+  echo "== benchmark: $reps repetitions of at least ${min_time} s each"
+  "$build/bench/nelu_bench" --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
+    --benchmark_report_aggregates_only=true --benchmark_out=docs/bench/results.json --benchmark_out_format=json \
+    2>/dev/null | grep -E "_median|^Run on|^CPU" || true
+  echo "== generated code size"
+  python3 bench/report.py --collect-sizes "$build/bench/solver_objects.txt" --sizes-out docs/bench/code_size.json
+fi
+
+if [ "$mode" = --scaling ] || [ "$mode" = --all ]; then
+  echo "== scaling: sizes $sizes"
+  python3 bench/scaling.py --nelu "$build/compiler/nelu" --reference "$build/bench/nelu_bench_reference" \
+    --sizes "$sizes" --out docs/bench/scaling.json
+fi
+
+echo "== report"
+python3 bench/report.py --results docs/bench/results.json --sizes docs/bench/code_size.json \
+  --scaling docs/bench/scaling.json --out docs/bench.md --plots docs/bench
+echo "bench: done (docs/bench.md, docs/bench/)"
