@@ -53,9 +53,11 @@ Analysis run_analyze(const Model& model, const System& sys);
 /// Returns a description of a rank loss at a special configuration when the system allows it.
 std::string check_full_column_rank(const Model& model, const System& sys);
 
-/// What a run-time sparse LU (UMFPACK, with its own pivoting) spends on a square D at a random
-/// configuration: its factorization flop count (UMFPACK_FLOPS) plus 2 (nnz(L) + nnz(U)) for the
-/// two triangular solves. -1 for a non-square system.
+/// What a run-time sparse LU (UMFPACK, with its own pivoting) spends on D at a random configuration:
+/// its factorization flop count (UMFPACK_FLOPS) plus 2 (nnz(L) + nnz(U)) for the two triangular
+/// solves. An over-determined D is counted through its augmented system [Sigma D; D^T 0] (Sigma the
+/// measurement variances, zero for exact rows), which gives the weighted least-squares solution.
+/// -1 when UMFPACK fails.
 double umfpack_flops(const Model& model, const System& sys);
 
 /// Dense D at (q, qd) (rows x columns), for the numeric checks and the tests.

@@ -62,7 +62,7 @@ std::string format_solver_report(const std::vector<std::string>& paths) {
              "| solver | robot | equations x unknowns | kind | sensors | generated (static pivots) | UMFPACK at run time | "
              "dense | run-time sparse / generated |\n|---|---|---|---|---|---|---|---|---|\n" + est +
              "\nUMFPACK: its flop count for one factorization of D at a random configuration plus 2 (nnz(L) + nnz(U)) for the "
-             "solves (square systems; the last column falls back to dense / generated otherwise). dense: 2n^3/3 + 2n^2 (LU), "
+             "solves (for weighted least squares, of the augmented system [Sigma D; D^T 0]). dense: 2n^3/3 + 2n^2 (LU), "
              "or m n^2 + n^3/3 + 2mn + 2n^2 (normal equations) for weighted least squares.\n";
     s += "\nreference: the project's RNEA (inverse dynamics) or ABA (forward and hybrid dynamics) with external wrenches, "
          "run through the counting scalar on the same robot (sin and cos not counted). published: 93n-108 mul + 81n-100 add "
