@@ -90,7 +90,7 @@ CheckReport run_check(const CheckOptions& o) {
     rep.name = r.name;
     const Model& m = r.load.model;
     for (const Slot& s : r.system.out) rep.seeks_qdd = rep.seeks_qdd || s.quantity == Quantity::JointAcceleration;
-    rep.seeks_qdd = rep.seeks_qdd && r.system.classical;
+    rep.seeks_qdd = (rep.seeks_qdd && r.system.classical && !r.problem.response_kind()) || r.problem.kind == "iwim";
     rep.sensor = !r.system.classical;  // the backward error is that of M qdd + h = tau
     const std::vector<State> states = checked_states(m, r.system, 0x636865636b, o.states);
     const std::size_t nout = r.system.out.size();

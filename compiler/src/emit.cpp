@@ -85,6 +85,12 @@ std::string banner(const EmitInput& in, const std::string& file) {
 std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
     const Body& b = m.bodies[s.body];
     static const char* point[3] = {"x", "y", "z"};
+    if (p.kind == "iwim")
+        return s.column_of_b < 0 ? fmt::format("qdd_0 {} (free acceleration: tau = 0)", b.joint_name)
+                                 : fmt::format("M^-1 B [qdd {}{}][input {}]", b.joint_name,
+                                               b.nv() > 1 ? fmt::format(".{}", component_name(Quantity::LinkAcceleration, s.comp)) : std::string(), s.column_of_b);
+    if (p.kind == "osim")
+        return fmt::format("Lambda^-1 [{} at its point, {}][column {}]", b.name, component_name(Quantity::LinkAcceleration, s.comp), s.column_of_b);
     switch (s.quantity) {
         case Quantity::JointAcceleration:
         case Quantity::JointTorque:

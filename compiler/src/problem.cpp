@@ -18,6 +18,7 @@ namespace nelu {
 namespace {
 
 bool is_preset(const std::string& p) { return p == "id" || p == "fd" || p == "hybrid"; }
+bool is_kind(const std::string& p) { return is_preset(p) || p == "osim" || p == "iwim"; }
 
 std::string where(const std::string& file, const YAML::Node& n) {
     return location(file, n.Mark().line >= 0 ? n.Mark().line + 1 : 0);
@@ -388,6 +389,81 @@ void read_outputs(const YAML::Node& o, const std::string& file, Problem& p) {
     p.outputs = out;
 }
 
+/// osim and iwim: forward dynamics (every torque known, f^x inputs on the points' links), whose
+/// responses to unit inputs the pipeline turns into the outputs.
+void read_response_problem(const YAML::Node& spec, const std::string& file, const LoadResult& loaded, Problem& p) {
+    const Model& m = loaded.model;
+    for (const char* k : {"joints", "external_wrenches", "sensors", "urdf_sensors", "outputs"})
+        if (spec[k]) throw InputError(where(file, spec[k]) + fmt::format("'{}' does not apply to problem {}", k, p.kind));
+    std::fill(p.joint.begin(), p.joint.end(), JointKnown::Tau);
+    std::fill(p.wrench.begin(), p.wrench.end(), WrenchMode::Zero);
+    auto read_point = [&](const YAML::Node& n, int default_dof) {
+        PointSpec ps;
+        ps.where = where(file, n);
+        if (!n.IsMap() || !n["link"]) throw InputError(ps.where + "a point is a map with 'link' and 'point' (and 'dof')");
+        for (const auto& kv : n) {
+            const std::string k = kv.first.as<std::string>();
+            if (k != "link" && k != "point" && k != "dof") throw InputError(where(file, kv.first) + fmt::format("unknown key '{}' of a point", k));
+        }
+        ps.link = n["link"].as<std::string>();
+        auto it = loaded.links.find(ps.link);
+        if (it == loaded.links.end()) throw InputError(ps.where + fmt::format("no link named '{}'", ps.link));
+        if (it->second.body < 0) throw InputError(ps.where + fmt::format("link '{}' is fixed to the world", ps.link));
+        double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0};
+        if (n["point"]) {
+            const YAML::Node v = n["point"];
+            if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + "point must be [x, y, z] (link frame)");
+            for (int k = 0; k < 3; ++k) xyz[k] = v[k].as<double>();
+        }
+        ps.body = it->second.body;
+        ps.X_point_body = compose(origin_xform(xyz, rpy), it->second.X_link_body);
+        ps.dof = n["dof"] ? n["dof"].as<int>() : default_dof;
+        if (ps.dof != 6 && ps.dof != 3) throw InputError(where(file, n["dof"]) + "dof must be 6 or 3");
+        p.wrench[ps.body] = WrenchMode::Input;
+        return ps;
+    };
+    if (p.kind == "osim") {
+        const YAML::Node ops = spec["operational_points"];
+        if (!ops || !ops.IsSequence() || ops.size() == 0)
+            throw InputError(location(file, 1) + "problem osim needs 'operational_points': a list of {link, point, dof}");
+        if (spec["inputs"]) throw InputError(where(file, spec["inputs"]) + "'inputs' belongs to problem iwim");
+        for (const YAML::Node& n : ops) p.points.push_back(read_point(n, 6));
+        return;
+    }
+    if (spec["operational_points"]) throw InputError(where(file, spec["operational_points"]) + "'operational_points' belongs to problem osim");
+    const YAML::Node in = spec["inputs"];
+    if (!in || !in.IsMap()) throw InputError(location(file, 1) + "problem iwim needs 'inputs': {joints: all | [names], contacts: [{link, point}]}");
+    for (const auto& kv : in) {
+        const std::string k = kv.first.as<std::string>();
+        if (k != "joints" && k != "contacts") throw InputError(where(file, kv.first) + fmt::format("unknown key 'inputs.{}' (expected joints, contacts)", k));
+    }
+    if (const YAML::Node j = in["joints"]) {
+        std::vector<int> bodies;
+        if (j.IsScalar() && j.as<std::string>() == "all") {
+            for (int b = 0; b < m.num_bodies(); ++b)
+                if (m.bodies[b].nv() > 0 && m.bodies[b].type != JointType::Floating) bodies.push_back(b);
+        } else {
+            for (const std::string& name : string_list(j, file, "inputs.joints")) {
+                int b = find_joint(m, name);
+                if (b < 0) throw InputError(where(file, j) + fmt::format("inputs.joints: no movable joint named '{}'", name));
+                bodies.push_back(b);
+            }
+            std::sort(bodies.begin(), bodies.end());
+        }
+        for (int b : bodies)
+            for (int k = 0; k < m.bodies[b].nv(); ++k) p.actuated.push_back(m.bodies[b].v_index + k);
+    }
+    if (const YAML::Node c = in["contacts"]) {
+        if (!c.IsSequence()) throw InputError(where(file, c) + "inputs.contacts must be a list of {link, point}");
+        for (const YAML::Node& n : c) {
+            PointSpec ps = read_point(n, 3);
+            ps.dof = 3;
+            p.points.push_back(ps);
+        }
+    }
+    if (p.actuated.empty() && p.points.empty()) throw InputError(where(file, in) + "problem iwim needs at least one input");
+}
+
 }  // namespace
 
 bool spec_requests_floating_base(const ProblemInput& in) {
@@ -478,17 +554,19 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
     if (!spec.IsMap()) throw InputError(location(file, 1) + "a problem spec is a YAML map");
     static const std::set<std::string> keys{"version", "name", "problem", "floating_base", "gravity", "joints",
                                             "external_wrenches", "urdf_sensors", "sensors", "outputs",
-                                            "allow_singular_configurations"};
+                                            "allow_singular_configurations", "inputs", "operational_points"};
     for (const auto& kv : spec)
         if (!keys.count(kv.first.as<std::string>()))
             throw InputError(where(file, kv.first) + fmt::format("unknown key '{}'", kv.first.as<std::string>()));
     const int version = spec["version"] ? spec["version"].as<int>() : 1;
     if (version != 1 && version != 2)
         throw InputError(where(file, spec["version"]) + "unsupported spec version (this nelu reads versions 1 and 2)");
-    for (const char* k : {"urdf_sensors", "sensors", "outputs", "allow_singular_configurations"})
+    for (const char* k : {"urdf_sensors", "sensors", "outputs", "allow_singular_configurations", "inputs", "operational_points"})
         if (spec[k] && version < 2) throw InputError(where(file, spec[k]) + fmt::format("'{}' needs 'version: 2'", k));
     p.kind = spec["problem"] ? spec["problem"].as<std::string>() : "hybrid";
-    if (!is_preset(p.kind)) throw InputError(where(file, spec["problem"]) + "'problem' must be id, fd or hybrid");
+    if (!is_kind(p.kind)) throw InputError(where(file, spec["problem"]) + "'problem' must be id, fd, hybrid, osim or iwim");
+    if ((p.kind == "osim" || p.kind == "iwim") && version < 2)
+        throw InputError(where(file, spec["problem"]) + fmt::format("problem '{}' needs 'version: 2'", p.kind));
     p.spec_file = file;
     p.joint.assign(nb, p.kind == "id" ? JointKnown::Qdd : JointKnown::Tau);
     if (spec["gravity"]) {
@@ -514,6 +592,7 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
         p.sensors.push_back(resolve(d, loaded, p));
     }
     read_outputs(spec["outputs"], file, p);
+    if (p.response_kind()) read_response_problem(spec, file, loaded, p);
     if (spec["allow_singular_configurations"]) p.allow_special_singularities = spec["allow_singular_configurations"].as<bool>();
     return p;
 }

@@ -51,6 +51,15 @@ struct Sensor {
     SVec<double> value{{{0, 0, 0}}, {{0, 0, 0}}};  ///< LinkAcceleration: the known value
 };
 
+/// A point on a link: an operational point (osim) or a contact point (iwim). Its frame has the
+/// link's axes and its origin at `point` (link frame).
+struct PointSpec {
+    std::string link, where;
+    int body = -1;
+    Xform<double> X_point_body = identity_xform<double>();  ///< body frame -> point frame
+    int dof = 6;  ///< osim: 6 ([angular; linear]) or 3 (linear); iwim contacts: 3 (a force)
+};
+
 /// Outputs a spec may ask for (each a set of slots of the generated function).
 struct Outputs {
     bool joint_torques = true;        ///< every sought joint torque
@@ -74,6 +83,11 @@ struct Problem {
     /// (every joint at 0, pi/2, pi: e.g. a humanoid's feet parallel); the solver then returns
     /// NELU_STATUS_SMALL_PIVOT near them. Spec key `allow_singular_configurations`.
     bool allow_special_singularities = false;
+    /// osim: operational points; iwim: contact points (inputs: 3-D forces, link axes).
+    std::vector<PointSpec> points;
+    /// iwim: the actuated joints' velocity slots (inputs: unit torques), in slot order.
+    std::vector<int> actuated;
+    bool response_kind() const { return kind == "osim" || kind == "iwim"; }
     /// True for the classical problems (every joint knows exactly one of qdd, tau; wrenches are
     /// inputs or zero; no sensors): tree orders and the RNEA/ABA references apply.
     bool classical() const;

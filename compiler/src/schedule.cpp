@@ -146,8 +146,11 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         out.nnz_U += static_cast<long>(kb) * (kb + 1) / 2;
     }
     out.first_solve_node = P.size();
+    std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
+    for (std::size_t which = 0; which <= sys.rhs.size(); ++which) {
+    const std::vector<Id>& bvec = which == 0 ? sys.b : sys.rhs[which - 1];
     std::vector<Id> y(m);  // y = L \ (-b), in row space
-    for (int r = 0; r < m; ++r) y[r] = P.neg(sys.b[r]);
+    for (int r = 0; r < m; ++r) y[r] = P.neg(bvec[r]);
     for (int k = 0; k < npiv; ++k)
         for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
     out.x.assign(n, -1);
@@ -172,13 +175,17 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
             if (j != c) s = P.sub(s, P.mul(u, out.x[j]));
         out.x[c] = divide(P, lu, k, s, out.pivots[k].value);
     }
+    xs.push_back(out.x);
+    }
+    out.x = xs[0];
     for (const Slot& s : sys.out) {
+        const std::vector<Id>& x = xs[static_cast<std::size_t>(s.rhs)];
         if (s.column >= 0) {
-            out.outputs.push_back(out.x[s.column]);
+            out.outputs.push_back(x[s.column]);
             continue;
         }
         Id v = s.bias >= 0 ? s.bias : P.zero();
-        for (const auto& [c, coef] : s.terms) v = P.add(v, P.mul(coef, out.x[c]));
+        for (const auto& [c, coef] : s.terms) v = P.add(v, P.mul(coef, x[c]));
         out.outputs.push_back(v);
     }
     // Merge equal values (symmetric halves of the Schur complements, among others), then count

@@ -253,6 +253,7 @@ class Builder {
         s_.b.push_back(s_.prog.zero());
         s_.soft.push_back(false);
         s_.variance.push_back(0.0);
+        s_.b_input.emplace_back();
         return static_cast<int>(s_.rows.size()) - 1;
     }
     void put(int row, int col, Id v) {
@@ -264,6 +265,12 @@ class Builder {
         else e[col] = now;
     }
     void add_b(int row, Id v) { s_.b[row] = s_.prog.add(s_.b[row], v); }
+    /// Adds coef * input(slot) to b, and records the coefficient (System::b_input).
+    void add_b_input(int row, int slot, double coef) {
+        if (coef == 0) return;
+        add_b(row, s_.prog.mul(s_.prog.constant(coef), s_.prog.input(ir::Source::In, slot)));
+        s_.b_input[row].push_back({slot, coef});
+    }
     void kinematics();
     void columns();
     void motion_rows(int i);
@@ -271,6 +278,7 @@ class Builder {
     void sensor_rows();
     void slots();
     void outputs();
+    void responses();
     /// Constant 6x6 matrix (row-major) of a linear map on 6-vectors, from its action on unit vectors.
     template <class F> std::array<std::array<double, 6>, 6> matrix_of(F apply_to) const;
     V6 gravity_in_body(int i);  ///< X_{i<-0} a_g (the gravity acceleration in body i's frame)
@@ -409,7 +417,7 @@ void Builder::motion_rows(int i) {
         V6 sk = subspace_column(P, b, d);
         for (int k = 0; k < 6; ++k) {
             if (!B.qdd.empty()) put(B.row_a[k], B.qdd[d], sk[k]);
-            else add_b(B.row_a[k], P.mul(sk[k], P.input(ir::Source::In, qdd_in_[i][d])));
+            else if (sk[k] != P.zero()) add_b_input(B.row_a[k], qdd_in_[i][d], P.value(sk[k]));
         }
     }
     for (int k = 0; k < 6; ++k) add_b(B.row_a[k], c_[i][k]);
@@ -465,7 +473,13 @@ void Builder::force_rows(int i) {
         for (int c = 0; c < 6; ++c) put(r, B.a[c], I[k][c]);
         put(r, B.f[k], P.neg(P.one()));
         add_b(r, pv_[i][k]);
-        if (!fx_in_[i].empty()) add_b(r, P.neg(fx[k]));
+        if (!fx_in_[i].empty()) {
+            add_b(r, P.neg(fx[k]));
+            const Xform<double> T = im_.frames[i].T;
+            const auto Ts = matrix_of([&](const SVec<double>& f) { return nelu::apply_force(T, f); });
+            for (int j = 0; j < 6; ++j)
+                if (Ts[k][j] != 0) s_.b_input[r].push_back({fx_in_[i][j], -Ts[k][j]});
+        }
         for (int c = 0; c < static_cast<int>(B.w.size()); ++c)
             if (B.w[c] >= 0 && G_[i][k][c] != 0) put(r, B.w[c], cst(P, -G_[i][k][c]));
     }
@@ -475,7 +489,7 @@ void Builder::force_rows(int i) {
         V6 sk = subspace_column(P, b, d);
         for (int k = 0; k < 6; ++k) put(r, B.f[k], sk[k]);
         if (!B.tau.empty()) put(r, B.tau[d], P.neg(P.one()));
-        else add_b(r, P.neg(P.input(ir::Source::In, tau_in_[i][d])));
+        else add_b_input(r, tau_in_[i][d], -1.0);
     }
 }
 
@@ -509,7 +523,7 @@ void Builder::sensor_rows() {
             s_.variance[r] = sn.variance[static_cast<std::size_t>(at)];
             const int slot = n_known_inputs_ + static_cast<int>(meas_in_.size());
             meas_in_.push_back({Quantity::Measurement, i, c, -1, {}, -1, si});
-            add_b(r, P.neg(P.input(ir::Source::In, slot)));
+            add_b_input(r, slot, -1.0);
             return r;
         };
         switch (sn.type) {
@@ -606,6 +620,76 @@ void Builder::slots() {
     s_.in.insert(s_.in.end(), meas_in_.begin(), meas_in_.end());  // numbered after the known quantities
 }
 
+/// osim and iwim: the factorization of forward dynamics is shared by several right-hand sides, the
+/// responses to unit inputs (b is affine in the inputs, System::b_input). The function then takes
+/// no inputs; iwim's main right-hand side is b with the inputs at zero (the free acceleration).
+void Builder::responses() {
+    ir::Program& P = s_.prog;
+    const int nb = m_.num_bodies();
+    s_.b = ir::zero_inputs(P, s_.b);
+    // one input column: weights on input slots -> a right-hand side
+    auto column = [&](const std::map<int, double>& weight) {
+        std::vector<Id> r(s_.m(), P.zero());
+        for (int row = 0; row < s_.m(); ++row) {
+            double v = 0;
+            for (const auto& [slot, coef] : s_.b_input[row]) {
+                auto it = weight.find(slot);
+                if (it != weight.end()) v += coef * it->second;
+            }
+            if (v != 0) r[row] = cst(P, v);
+        }
+        s_.rhs.push_back(r);
+        return static_cast<int>(s_.rhs.size());  // its Slot::rhs index
+    };
+    auto point_wrench = [&](const PointSpec& ps, int comp) {  // unit wrench component at the point -> f^x slots
+        std::map<int, double> w;
+        SVec<double> e = zero6<double>();
+        (comp < 3 ? e.w : e.l)[comp % 3] = 1;
+        SVec<double> f = apply_transpose(ps.X_point_body, e);
+        for (int j = 0; j < 6; ++j) {
+            const double v = snap_unit(j < 3 ? f.w[j] : f.l[j - 3], 1e-15);
+            if (v != 0) w[fx_in_[ps.body][j]] = v;
+        }
+        return w;
+    };
+    s_.out.clear();
+    if (p_.kind == "iwim") {
+        std::vector<int> rhs_of;
+        for (int v : p_.actuated)
+            for (int i = 0; i < nb; ++i)
+                if (m_.bodies[i].nv() > 0 && v >= m_.bodies[i].v_index && v < m_.bodies[i].v_index + m_.bodies[i].nv())
+                    rhs_of.push_back(column({{tau_in_[i][v - m_.bodies[i].v_index], 1.0}}));
+        for (const PointSpec& ps : p_.points)
+            for (int c = 3; c < 6; ++c) rhs_of.push_back(column(point_wrench(ps, c)));
+        for (int k = -1; k < static_cast<int>(rhs_of.size()); ++k)  // qdd_0, then the columns of M^-1 B
+            for (int i = 0; i < nb; ++i)
+                for (std::size_t d = 0; d < s_.blocks[i].qdd.size(); ++d) {
+                    Slot s{Quantity::JointAcceleration, i, static_cast<int>(d), s_.blocks[i].qdd[d], {}, -1, -1};
+                    s.rhs = k < 0 ? 0 : rhs_of[k], s.column_of_b = k;
+                    s_.out.push_back(s);
+                }
+    } else {  // osim: Lambda^-1, row by row: the point accelerations' response to unit point wrenches
+        std::vector<std::pair<int, int>> comps;  // (point, component)
+        for (int i = 0; i < static_cast<int>(p_.points.size()); ++i)
+            for (int c = p_.points[i].dof == 6 ? 0 : 3; c < 6; ++c) comps.push_back({i, c});
+        std::vector<int> rhs_of;
+        for (const auto& [i, c] : comps) rhs_of.push_back(column(point_wrench(p_.points[i], c)));
+        for (const auto& [i, c] : comps) {
+            const PointSpec& ps = p_.points[i];
+            const Xform<double> Tinv = inverse(im_.frames[ps.body].T);
+            const auto M = matrix_of([&](const SVec<double>& x) { return apply(ps.X_point_body, apply(Tinv, x)); });
+            for (std::size_t k = 0; k < comps.size(); ++k) {
+                Slot s{Quantity::LinkAcceleration, ps.body, c, -1, {}, -1, -1};
+                for (int j = 0; j < 6; ++j)
+                    if (M[c][j] != 0) s.terms.push_back({s_.blocks[ps.body].a[j], cst(P, M[c][j])});
+                s.rhs = rhs_of[k], s.column_of_b = static_cast<int>(k);
+                s_.out.push_back(s);
+            }
+        }
+    }
+    s_.in.clear();
+}
+
 void Builder::outputs() {
     ir::Program& P = s_.prog;
     const Outputs& o = p_.outputs;
@@ -693,6 +777,7 @@ System Builder::build() {
     sensor_rows();
     slots();
     outputs();
+    if (p_.response_kind()) responses();
     s_.allow_special_singularities = p_.allow_special_singularities;
     return std::move(s_);
 }

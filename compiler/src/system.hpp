@@ -63,6 +63,8 @@ struct Slot {
     std::vector<std::pair<int, ir::Id>> terms;  ///< outputs: sum of coefficient * column ...
     ir::Id bias = -1;                           ///< ... plus this (when >= 0)
     int sensor = -1;  ///< Measurement inputs: index into Problem::sensors
+    int rhs = 0;      ///< outputs: solution of b (0) or of extra right-hand side rhs - 1
+    int column_of_b = -1;  ///< outputs of osim/iwim: which column of the result matrix (for comments)
 };
 
 /// The columns and rows that belong to one body, for tree-aware orders.
@@ -82,6 +84,11 @@ struct System {
     std::vector<Row> rows;
     std::vector<std::map<int, ir::Id>> entries;  ///< per row: column -> entry (never the constant 0)
     std::vector<ir::Id> b;                       ///< per row
+    /// Per row: the constant coefficients of b in the solver's inputs (slot, coefficient): b is
+    /// affine in them, and a unit input's response is the solution for these coefficients.
+    std::vector<std::vector<std::pair<int, double>>> b_input;
+    /// Extra right-hand sides (each per row) solved with the same factorization (osim, iwim).
+    std::vector<std::vector<ir::Id>> rhs;
     std::vector<Slot> in, out;
     /// Per row: a sensor's measurement (weighted in least squares), with its variance; the other
     /// rows are exact.

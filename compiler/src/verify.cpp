@@ -237,7 +237,59 @@ double forward_error(const std::vector<double>& out, const std::vector<double>& 
     return e / scale;
 }
 
+/// osim and iwim by the dense route: M from CRBA, point Jacobians from the body Jacobians.
+std::vector<double> response_reference(const System& sys, const Model& m, const Problem& p, const State& st) {
+    const Model mg = with_gravity(m, p);
+    const int nv = m.nv;
+    std::vector<double> Mv(nv * nv);
+    crba(mg, st.q.data(), Mv.data());
+    Eigen::MatrixXd M = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(Mv.data(), nv, nv);
+    Eigen::LDLT<Eigen::MatrixXd> ldlt(M);
+    auto point_rows = [&](const PointSpec& ps) {  // 6 x nv: the point's spatial velocity (point frame) = J qd
+        std::vector<SVec<double>> Jb = body_jacobian(mg, st.q.data(), ps.body);
+        Eigen::MatrixXd J(6, nv);
+        for (int v = 0; v < nv; ++v) {
+            SVec<double> c = apply(ps.X_point_body, Jb[v]);
+            for (int r = 0; r < 6; ++r) J(r, v) = comp(c, r);
+        }
+        return J;
+    };
+    std::vector<double> out;
+    if (p.kind == "iwim") {
+        Eigen::MatrixXd B(nv, 0);
+        for (int v : p.actuated) {
+            B.conservativeResize(nv, B.cols() + 1);
+            B.col(B.cols() - 1) = Eigen::VectorXd::Unit(nv, v);
+        }
+        for (const PointSpec& ps : p.points) {
+            Eigen::MatrixXd J = point_rows(ps);
+            B.conservativeResize(nv, B.cols() + 3);
+            B.rightCols(3) = J.bottomRows(3).transpose();  // a force at the point: J_v^T
+        }
+        std::vector<double> qdd0(nv), zero(nv, 0.0);
+        aba(mg, st.q.data(), st.qd.data(), zero.data(), static_cast<const SVec<double>*>(nullptr), qdd0.data());
+        Eigen::MatrixXd Bh = ldlt.solve(B);
+        out.insert(out.end(), qdd0.begin(), qdd0.end());
+        for (int k = 0; k < Bh.cols(); ++k)
+            for (int v = 0; v < nv; ++v) out.push_back(Bh(v, k));
+    } else {
+        Eigen::MatrixXd J(0, nv);
+        for (const PointSpec& ps : p.points) {
+            Eigen::MatrixXd Jp = point_rows(ps);
+            const int first = ps.dof == 6 ? 0 : 3;
+            J.conservativeResize(J.rows() + 6 - first, nv);
+            J.bottomRows(6 - first) = Jp.bottomRows(6 - first);
+        }
+        Eigen::MatrixXd L = J * ldlt.solve(J.transpose());
+        for (int r = 0; r < L.rows(); ++r)
+            for (int c = 0; c < L.cols(); ++c) out.push_back(L(r, c));
+    }
+    if (out.size() != sys.out.size()) throw std::logic_error("verify: the reference and the solver disagree on the outputs");
+    return out;
+}
+
 std::vector<double> reference_outputs(const System& sys, const Model& m, const Problem& p, const State& st) {
+    if (p.response_kind()) return response_reference(sys, m, p, st);
     if (!sys.classical) {
         const Truth t = truth_of(m, p, st);
         std::vector<double> out;
@@ -298,7 +350,47 @@ std::vector<double> reference_outputs(const System& sys, const Model& m, const P
     return out;
 }
 
+/// iwim: the scaled residual of M [qdd_0 B^] = [-h B], column by column (max over columns of
+/// |M x - rhs|_inf / (|M|_inf |x|_inf + |rhs|_inf)).
+double iwim_backward_error(const Model& m, const Problem& p, const State& st, const std::vector<double>& out) {
+    const Model mg = with_gravity(m, p);
+    const int nv = m.nv;
+    std::vector<double> Mv(nv * nv), h(nv), zero(nv, 0.0);
+    crba(mg, st.q.data(), Mv.data());
+    nonlinear_effects(mg, st.q.data(), st.qd.data(), static_cast<const SVec<double>*>(nullptr), h.data());
+    Eigen::MatrixXd M = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(Mv.data(), nv, nv);
+    // the right-hand sides as the reference builds them (dense route): qdd_0's is -h
+    std::vector<double> ref = [&] {
+        std::vector<double> r;
+        Eigen::MatrixXd B(nv, 0);
+        for (int v : p.actuated) B.conservativeResize(nv, B.cols() + 1), B.col(B.cols() - 1) = Eigen::VectorXd::Unit(nv, v);
+        for (const PointSpec& ps : p.points) {
+            std::vector<SVec<double>> Jb = body_jacobian(mg, st.q.data(), ps.body);
+            B.conservativeResize(nv, B.cols() + 3);
+            for (int v = 0; v < nv; ++v) {
+                SVec<double> c = apply(ps.X_point_body, Jb[v]);
+                for (int k = 0; k < 3; ++k) B(v, B.cols() - 3 + k) = c.l[k];
+            }
+        }
+        for (int v = 0; v < nv; ++v) r.push_back(-h[v]);
+        for (int k = 0; k < B.cols(); ++k)
+            for (int v = 0; v < nv; ++v) r.push_back(B(v, k));
+        return r;
+    }();
+    const double Mnorm = M.cwiseAbs().rowwise().sum().maxCoeff();
+    double worst = 0;
+    for (std::size_t c = 0; c * nv < out.size(); ++c) {
+        Eigen::VectorXd x(nv), b(nv);
+        for (int v = 0; v < nv; ++v) x(v) = out[c * nv + v], b(v) = ref[c * nv + v];
+        const double res = (M * x - b).cwiseAbs().maxCoeff();
+        const double scale = Mnorm * x.cwiseAbs().maxCoeff() + b.cwiseAbs().maxCoeff();
+        worst = std::max(worst, res == res ? (scale > 0 ? res / scale : res) : INFINITY);
+    }
+    return worst;
+}
+
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out) {
+    if (p.kind == "iwim") return iwim_backward_error(m, p, st, out);
     const Model mg = with_gravity(m, p);
     const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
     const int nv = m.nv;
@@ -327,7 +419,8 @@ VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, con
     std::vector<bool> live = f.prog.live_nodes(f.outputs);
     bool seeks_qdd = false;
     for (const Slot& s : sys.out) seeks_qdd = seeks_qdd || s.quantity == Quantity::JointAcceleration;
-    seeks_qdd = seeks_qdd && sys.classical;  // the backward error is that of M qdd + h = tau
+    // the backward error is that of M qdd + h = tau (or, for iwim, of M [qdd_0 B^] = [-h B])
+    seeks_qdd = (seeks_qdd && sys.classical && !p.response_kind()) || p.kind == "iwim";
     rep.seeks_qdd = seeks_qdd;
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(sys, m, p, st);
