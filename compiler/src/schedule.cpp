@@ -29,7 +29,7 @@ Id inverse(ir::Program& P, Lu& lu, int k, Id p) {
 
 /// a / p for pivot k: folds for +-1 pivots, multiplies by the shared inverse otherwise.
 Id divide(ir::Program& P, Lu& lu, int k, Id a, Id p) {
-    if (P.is_const(p)) return P.div(a, p);
+    if (P.is_const(p)) return P.div(a, p);  // (a product with 1/p would hide equal values from merging)
     return P.mul(a, inverse(P, lu, k, p));
 }
 
@@ -111,6 +111,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
     const int kb = static_cast<int>(tail.cols.size()), rb = static_cast<int>(tail.rows.size());
     std::vector<std::vector<Id>> Q(kb, std::vector<Id>(rb));  // Q[j][a]: column j, row a
     std::vector<std::vector<Id>> R(kb, std::vector<Id>(kb, P.zero()));
+    std::vector<Id> Rinv(kb);  // 1 / r_jj, shared by the columns and every right-hand side
     std::vector<Id> sw(rb);  // sqrt of the row weights
     if (kb > 0) {
         double heaviest = 0;
@@ -130,8 +131,8 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
                 why = fmt::format("the trailing {}x{} block is structurally rank deficient at {}", rb, kb, sys.cols[tail.cols[j]].label);
                 return false;
             }
-            const Id inv = P.is_const(R[j][j]) ? P.div(P.one(), R[j][j]) : P.div(P.one(), R[j][j]);
-            for (int a = 0; a < rb; ++a) Q[j][a] = P.mul(Q[j][a], inv);
+            Rinv[j] = P.div(P.one(), R[j][j]);
+            for (int a = 0; a < rb; ++a) Q[j][a] = P.mul(Q[j][a], Rinv[j]);
             out.pivots.push_back({{tail.rows[std::min(j, rb - 1)], tail.cols[j]}, R[j][j], P.is_const(R[j][j]) ? PivotKind::Constant : PivotKind::Gram, 0});
             for (int l = j + 1; l < kb; ++l) {
                 R[j][l] = P.dot(Q[j], Q[l]);
@@ -148,34 +149,34 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
     out.first_solve_node = P.size();
     std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
     for (std::size_t which = 0; which <= sys.rhs.size(); ++which) {
-    const std::vector<Id>& bvec = which == 0 ? sys.b : sys.rhs[which - 1];
-    std::vector<Id> y(m);  // y = L \ (-b), in row space
-    for (int r = 0; r < m; ++r) y[r] = P.neg(bvec[r]);
-    for (int k = 0; k < npiv; ++k)
-        for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
-    out.x.assign(n, -1);
-    if (kb > 0) {  // t = the same Gram-Schmidt steps on W^1/2 y (Bjorck: a backward stable least-squares solve), R x = t
-        std::vector<Id> v(rb), t(kb);
-        for (int a = 0; a < rb; ++a) v[a] = P.mul(sw[a], y[tail.rows[a]]);
-        for (int j = 0; j < kb; ++j) {
-            t[j] = P.dot(Q[j], v);
-            for (int a = 0; a < rb; ++a)
-                if (Q[j][a] != P.zero()) v[a] = P.sub(v[a], P.mul(t[j], Q[j][a]));
+        const std::vector<Id>& bvec = which == 0 ? sys.b : sys.rhs[which - 1];
+        std::vector<Id> y(m);  // y = L \ (-b), in row space
+        for (int r = 0; r < m; ++r) y[r] = P.neg(bvec[r]);
+        for (int k = 0; k < npiv; ++k)
+            for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
+        out.x.assign(n, -1);
+        if (kb > 0) {  // t = the same Gram-Schmidt steps on W^1/2 y (Bjorck: a backward stable least-squares solve), R x = t
+            std::vector<Id> v(rb), t(kb);
+            for (int a = 0; a < rb; ++a) v[a] = P.mul(sw[a], y[tail.rows[a]]);
+            for (int j = 0; j < kb; ++j) {
+                t[j] = P.dot(Q[j], v);
+                for (int a = 0; a < rb; ++a)
+                    if (Q[j][a] != P.zero()) v[a] = P.sub(v[a], P.mul(t[j], Q[j][a]));
+            }
+            for (int j = kb - 1; j >= 0; --j) {
+                Id x = t[j];
+                for (int l = j + 1; l < kb; ++l) x = P.sub(x, P.mul(R[j][l], out.x[tail.cols[l]]));
+                out.x[tail.cols[j]] = P.mul(x, Rinv[j]);
+            }
         }
-        for (int j = kb - 1; j >= 0; --j) {
-            Id x = t[j];
-            for (int l = j + 1; l < kb; ++l) x = P.sub(x, P.mul(R[j][l], out.x[tail.cols[l]]));
-            out.x[tail.cols[j]] = P.div(x, R[j][j]);
+        for (int k = npiv - 1; k >= 0; --k) {  // x = U \ y, last pivot first
+            const auto [r, c] = order[k];
+            Id s = y[r];
+            for (const auto& [j, u] : lu.U[k])
+                if (j != c) s = P.sub(s, P.mul(u, out.x[j]));
+            out.x[c] = divide(P, lu, k, s, out.pivots[k].value);
         }
-    }
-    for (int k = npiv - 1; k >= 0; --k) {  // x = U \ y, last pivot first
-        const auto [r, c] = order[k];
-        Id s = y[r];
-        for (const auto& [j, u] : lu.U[k])
-            if (j != c) s = P.sub(s, P.mul(u, out.x[j]));
-        out.x[c] = divide(P, lu, k, s, out.pivots[k].value);
-    }
-    xs.push_back(out.x);
+        xs.push_back(out.x);
     }
     out.x = xs[0];
     for (const Slot& s : sys.out) {
