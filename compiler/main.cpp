@@ -105,6 +105,8 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_option("--dump", a.o.dump, "Print the output of a pass: load, problem, system, analyze, order, emit")
         ->check(CLI::IsMember({"load", "problem", "system", "analyze", "order", "schedule", "ir", "emit"}));
     cmd->add_option("--verify", a.o.verify_states, "Random states on which the interpreter checks the program (plus special ones)");
+    cmd->add_option("--validate", a.o.validation_configs, "Configurations on which non-constant pivots are validated (default 10000)")
+        ->check(CLI::Range(100, 10000000));
     cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
     cmd->add_option("--spy", a.spy, "Write spy plots of D, P D Q and L + U to this SVG file");
 }

@@ -27,11 +27,13 @@ fs::path scratch(const std::string& name) {
 void check_kind(const std::string& urdf, const std::string& spec_text, const std::string& name, const std::string& flags = "") {
     fs::path d = scratch(name);
     std::ofstream(d / "spec.yaml") << spec_text;
-    auto c = run_nelu(fmt::format("compile '{}' --problem '{}' --name {} -o '{}' {}", urdf, (d / "spec.yaml").string(), name, d.string(), flags));
+    const std::string light = nelu::test::sanitized() ? " --verify 3 --validate 300" : "";
+    auto c = run_nelu(fmt::format("compile '{}' --problem '{}' --name {} -o '{}' {}{}", urdf, (d / "spec.yaml").string(), name, d.string(), flags, light));
     INFO(c.out << c.err);
     REQUIRE(c.exit_code == 0);
     CHECK(c.out.find("verified against the reference") != std::string::npos);
-    auto k = run_nelu(fmt::format("check '{}' '{}/{}.json' --problem '{}'", urdf, d.string(), name, (d / "spec.yaml").string()));
+    auto k = run_nelu(fmt::format("check '{}' '{}/{}.json' --problem '{}'{}", urdf, d.string(), name, (d / "spec.yaml").string(),
+                                  nelu::test::sanitized() ? " --states 20" : ""));
     INFO(k.out << k.err);
     MESSAGE(name << ": " << k.out);
     CHECK(k.exit_code == 0);

@@ -63,11 +63,13 @@ sensors:
 /// with the reference on 1006 states, double and float).
 void compile_and_check(const std::string& urdf, const std::string& problem, const std::string& name, const std::string& extra = "") {
     fs::path d = scratch(name);
-    auto c = run_nelu(fmt::format("compile '{}' --problem '{}' --name {} -o '{}' {}", urdf, problem, name, d.string(), extra));
+    const std::string light = nelu::test::sanitized() ? " --verify 3 --validate 300" : "";
+    auto c = run_nelu(fmt::format("compile '{}' --problem '{}' --name {} -o '{}' {}{}", urdf, problem, name, d.string(), extra, light));
     INFO(c.out << c.err);
     REQUIRE(c.exit_code == 0);
     CHECK(c.out.find("verified against the reference") != std::string::npos);
-    auto k = run_nelu(fmt::format("check '{}' '{}/{}.json' --problem '{}'", urdf, d.string(), name, problem));
+    auto k = run_nelu(fmt::format("check '{}' '{}/{}.json' --problem '{}'{}", urdf, d.string(), name, problem,
+                                  nelu::test::sanitized() ? " --states 20" : ""));
     INFO(k.out << k.err);
     MESSAGE(name << ": " << k.out);
     CHECK(k.exit_code == 0);
@@ -138,7 +140,8 @@ TEST_CASE("Every sensor type through nelu compile and the generated C++") {
     }
     SUBCASE("F/T sensors and an accelerometer read from the URDF's <sensor> tags; the gyroscope is noted") {
         fs::path d = scratch("humanoid_ft");
-        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", robot("humanoid_winter.urdf"), spec("humanoid_ft.yaml"), d.string()));
+        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}' --verify 0 --validate 300", robot("humanoid_winter.urdf"),
+                                      spec("humanoid_ft.yaml"), d.string()));
         INFO(r.out << r.err);
         CHECK(r.exit_code == 0);
         CHECK(r.err.find("gyroscope 'chest_gyroscope'") != std::string::npos);
@@ -173,6 +176,7 @@ TEST_CASE("Weighted least squares with noisy measurements equals the dense const
     o.urdf = robot("ur5e.urdf");
     o.problem = spec("ur5e_accelerometer.yaml");
     o.verify_states = 5;
+    if (nelu::test::sanitized()) o.validation_configs = 300;
     nelu::CompileResult r = nelu::compile(o);
     const nelu::System& sys = r.system;
     REQUIRE(sys.m() > sys.n());

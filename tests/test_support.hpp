@@ -35,6 +35,10 @@ struct CliResult {
     int exit_code = -1;
     std::string out, err;
 };
+/// True in the AddressSanitizer build, where the suites that run the compiler many times use fewer
+/// states and validation configurations (the sanitizers make the interpreter several times slower).
+constexpr bool sanitized() { return NELU_SANITIZED; }
+
 /// Run `nelu ARGS` (arguments already shell-quoted as needed).
 CliResult run_nelu(const std::string& args);
 
