@@ -169,34 +169,6 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
 }
 
 /// The worst residual per robot of one identity; printed as a table when the test case ends.
-class Table {
-  public:
-    explicit Table(std::string identity) : identity_(std::move(identity)) {}
-    void add(const std::string& robot, double r) {
-        if (rows_.empty() || rows_.back().first != robot) rows_.push_back({robot, 0.0});
-        rows_.back().second = std::max(rows_.back().second, r);
-    }
-    ~Table() {
-        double worst = 0;
-        std::printf("%s\n", identity_.c_str());
-        for (const auto& [robot, r] : rows_) {
-            std::printf("  %-26s worst scaled residual %.3e\n", robot.c_str(), r);
-            worst = std::max(worst, r);
-        }
-        std::printf("  %-26s worst scaled residual %.3e\n", "ALL ROBOTS", worst);
-    }
-
-  private:
-    std::string identity_;
-    std::vector<std::pair<std::string, double>> rows_;
-};
-
-#define CHECK_RESIDUAL(table, robot, r, tol) \
-    do {                                     \
-        const double r_ = (r);               \
-        (table).add(robot, r_);              \
-        CHECK(r_ < (tol));                   \
-    } while (0)
 
 }  // namespace
 
@@ -207,8 +179,8 @@ TEST_CASE("identity: ABA(q, qd, RNEA(q, qd, qdd, fext), fext) = qdd") {
     // |qdd_aba - qdd| / max(|qdd|, 1), bounded by about eps cond(M): some robots have near-singular
     // configurations (icub_reduced with every joint at +-pi/2 aligns axes across nearly massless
     // links, cond(M) ~ 1e12), so the forward check allows max(1e-10, 100 eps cond(M)).
-    Table tb("ABA o RNEA = identity, backward: |RNEA(qdd_aba) - tau| / max(|tau|, |M| |qdd|)");
-    Table tq("ABA o RNEA = identity, forward: |qdd_aba - qdd| / max(|qdd|, 1) / max(1, 100 eps cond(M) / 1e-10)");
+    nelu::test::ResidualTable tb("ABA o RNEA = identity, backward: |RNEA(qdd_aba) - tau| / max(|tau|, |M| |qdd|)");
+    nelu::test::ResidualTable tq("ABA o RNEA = identity, forward: |qdd_aba - qdd| / max(|qdd|, 1) / max(1, 100 eps cond(M) / 1e-10)");
     const double eps = std::numeric_limits<double>::epsilon();
     for (const auto& [name, m] : robots())
         for (const auto& [label, s] : test_states(m, 1)) {
@@ -227,7 +199,7 @@ TEST_CASE("identity: ABA(q, qd, RNEA(q, qd, qdd, fext), fext) = qdd") {
 }
 
 TEST_CASE("identity: RNEA(q, qd, qdd) - RNEA(q, qd, 0) = CRBA(q) qdd") {
-    Table t("RNEA(q, qd, qdd) - RNEA(q, qd, 0) = M qdd: |diff| / max(|RNEA(q, qd, qdd)|, |RNEA(q, qd, 0)|, |M| |qdd|)");
+    nelu::test::ResidualTable t("RNEA(q, qd, qdd) - RNEA(q, qd, 0) = M qdd: |diff| / max(|RNEA(q, qd, qdd)|, |RNEA(q, qd, 0)|, |M| |qdd|)");
     for (const auto& [name, m] : robots())
         for (const auto& [label, s] : test_states(m, 2)) {
             INFO("robot " << name << ", state " << label);
@@ -243,7 +215,7 @@ TEST_CASE("identity: RNEA(q, qd, qdd) - RNEA(q, qd, 0) = CRBA(q) qdd") {
 }
 
 TEST_CASE("identity: CRBA's M is symmetric positive definite") {
-    Table t("M = M^T, LLT succeeds, lambda_min > 0: |M - M^T| / |M|");
+    nelu::test::ResidualTable t("M = M^T, LLT succeeds, lambda_min > 0: |M - M^T| / |M|");
     std::printf("condition of M (lambda_max / lambda_min), worst over the states:\n");
     for (const auto& [name, m] : robots()) {
         double worst_cond = 0;
@@ -261,7 +233,7 @@ TEST_CASE("identity: CRBA's M is symmetric positive definite") {
 }
 
 TEST_CASE("identity: RNEA(q, qd, qdd, fext) = RNEA(q, qd, qdd, 0) - sum_i J_i^T fext_i") {
-    Table t("external wrenches through body Jacobians: |diff| / max(|tau|, |tau_0|, sum |J^T f|)");
+    nelu::test::ResidualTable t("external wrenches through body Jacobians: |diff| / max(|tau|, |tau_0|, sum |J^T f|)");
     for (const auto& [name, m] : robots())
         for (const auto& [label, s] : test_states(m, 4)) {
             INFO("robot " << name << ", state " << label);
@@ -288,7 +260,7 @@ TEST_CASE("scalars: float agrees with double; Counted is bit-for-bit double and 
     // the condition of M (icub_reduced reaches cond(M) ~ 1e14), so it is checked against
     // max(1e-4, 100 eps_float cond(M)), and as a backward error in torque space:
     // |M (qdd_f - qdd) | / max(|tau - h|, |M| |qdd|), the torque the float solution misses.
-    Table tr("float RNEA vs double: |tau_f - tau| / |tau|"), tm("float CRBA vs double: |M_f - M| / |M|"),
+    nelu::test::ResidualTable tr("float RNEA vs double: |tau_f - tau| / |tau|"), tm("float CRBA vs double: |M_f - M| / |M|"),
         ta("float ABA vs double, backward: |M (qdd_f - qdd)| / max(|tau - h|, |M| |qdd|)"),
         tf("float ABA vs double, forward: |qdd_f - qdd| / |qdd| / max(1, 100 eps_float cond(M) / 1e-4)");
     for (const auto& [name, m] : robots())
@@ -374,7 +346,7 @@ TEST_CASE("identity: power balance d/dt (T + V) = qd . RNEA(q, qd, qdd) on fixed
     // the size of the power terms before they cancel. The Richardson estimate's truncation error
     // is O(h^4) and its rounding error about eps (|T| + |V|) / h; h = 2e-3 balances the two.
     const double h = 2e-3;
-    Table t("power balance: |d(T+V)/dt - qd . tau| / sum_i |qd_i| (|M qdd|_i + |h_i|)");
+    nelu::test::ResidualTable t("power balance: |d(T+V)/dt - qd . tau| / sum_i |qd_i| (|M qdd|_i + |h_i|)");
     for (const auto& [name, m] : robots()) {
         if (is_floating(m)) continue;
         REQUIRE(m.nq == m.nv);
@@ -452,7 +424,7 @@ SVec<double> momentum(const Model& m, const std::vector<double>& q, const std::v
 TEST_CASE("identity: a free-floating robot without gravity conserves its spatial momentum") {
     // RK4, dt = 1e-3, 0.1 s; the momentum (world coordinates, world origin) is compared with its
     // initial value at every step, relative to max |h(0)|.
-    Table t("momentum conservation (zero gravity, tau = 0): max_t |h(t) - h(0)| / |h(0)|");
+    nelu::test::ResidualTable t("momentum conservation (zero gravity, tau = 0): max_t |h(t) - h(0)| / |h(0)|");
     int floating = 0;
     for (const auto& [name, m0] : robots()) {
         if (!is_floating(m0)) continue;

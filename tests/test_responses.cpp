@@ -17,27 +17,13 @@ using nelu::test::run_nelu;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-    fs::path d = fs::temp_directory_path() / ("nelu_test_responses_" + name);
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-}
+fs::path scratch(const std::string& name) { return nelu::test::scratch_dir("responses_" + name); }
 
+/// compile_and_check of a spec given as text.
 void check_kind(const std::string& urdf, const std::string& spec_text, const std::string& name, const std::string& flags = "") {
     fs::path d = scratch(name);
     std::ofstream(d / "spec.yaml") << spec_text;
-    const std::string light = nelu::test::sanitized() ? " --verify 3 --validate 300" : "";
-    auto c = run_nelu(fmt::format("compile '{}' --problem '{}' --name {} -o '{}' {}{}", urdf, (d / "spec.yaml").string(), name, d.string(), flags, light));
-    INFO(c.out << c.err);
-    REQUIRE(c.exit_code == 0);
-    CHECK(c.out.find("verified against the reference") != std::string::npos);
-    auto k = run_nelu(fmt::format("check '{}' '{}/{}.json' --problem '{}'{}", urdf, d.string(), name, (d / "spec.yaml").string(),
-                                  nelu::test::sanitized() ? " --states 20" : ""));
-    INFO(k.out << k.err);
-    MESSAGE(name << ": " << k.out);
-    CHECK(k.exit_code == 0);
-    CHECK(k.out.find("PASS") != std::string::npos);
+    nelu::test::compile_and_check(urdf, (d / "spec.yaml").string(), name, flags);
     fs::remove_all(d);
 }
 

@@ -239,41 +239,6 @@ double cond(const Mat& A) {
 Mat matrix(const std::vector<double>& v, int rows, int cols) { return Eigen::Map<const RowMat>(v.data(), rows, cols); }
 
 /// The worst residual per robot of one check, printed (MESSAGE) when the test case ends.
-class Table {
-  public:
-    explicit Table(std::string what) : what_(std::move(what)) {}
-    void add(const std::string& robot, double r) {
-        if (rows_.empty() || rows_.back().first != robot) rows_.push_back({robot, 0.0});
-        rows_.back().second = std::max(rows_.back().second, r);
-        ++count_;
-    }
-    int count() const { return count_; }
-    ~Table() {
-        std::ostringstream os;
-        double worst = 0;
-        os << what_ << " (" << count_ << " cases)\n";
-        char line[160];
-        for (const auto& [robot, r] : rows_) {
-            std::snprintf(line, sizeof line, "  %-34s worst %.3e\n", robot.c_str(), r);
-            os << line, worst = std::max(worst, r);
-        }
-        std::snprintf(line, sizeof line, "  %-34s worst %.3e", "ALL", worst);
-        os << line;
-        MESSAGE(os.str());
-    }
-
-  private:
-    std::string what_;
-    std::vector<std::pair<std::string, double>> rows_;
-    int count_ = 0;
-};
-
-#define CHECK_RESIDUAL(table, robot, r, tol) \
-    do {                                     \
-        const double r_ = (r);               \
-        (table).add(robot, r_);              \
-        CHECK(r_ < (tol));                   \
-    } while (0)
 
 }  // namespace
 
@@ -283,7 +248,7 @@ TEST_CASE("reference point Jacobians: world axes match finite differences of the
     // p = r + R offset, and its rotation R (R = E^T of X_world = plx(E, r)), moved along qd by +-h:
     // (p(q + h qd) - p(q - h qd)) / 2h = J_v qd and (R(q + h qd) - R(q - h qd)) R^T / 2h = [J_w qd]x.
     // The link-axes Jacobian is the world one rotated back: J_link = blockdiag(R^T, R^T) J_world.
-    Table t("point Jacobian vs finite differences: |J qd - d/dt pose| / |J qd|");
+    nelu::test::ResidualTable t("point Jacobian vs finite differences: |J qd - d/dt pose| / |J qd|");
     const double h = 1e-5;
     for (const Model& m : {humanoid(false), chain(7), tree(30, 3)}) {
         std::mt19937_64 rng(7);
@@ -376,9 +341,9 @@ TEST_CASE("osim: Chang & Khatib's Lambda^-1 equals J M^-1 J^T, and Lambda invert
     // Lambda^-1: |Lambda^-1 - J M^-1 J^T| / |J M^-1 J^T| (max norms), at every state. Lambda: when
     // J M^-1 J^T has full rank (cond < 1e10), |Lambda Lambda^-1 - I| / max(1, 100 eps cond / 1e-10):
     // the inverse of a matrix of condition c is good to about eps c.
-    Table tinv("osim: |Lambda^-1 - J M^-1 J^T| / |J M^-1 J^T|");
-    Table tlam("osim: |Lambda Lambda^-1 - I| / max(1, 100 eps cond / 1e-10)");
-    Table tcond("osim: condition of Lambda^-1 (not a residual)");
+    nelu::test::ResidualTable tinv("osim: |Lambda^-1 - J M^-1 J^T| / |J M^-1 J^T|");
+    nelu::test::ResidualTable tlam("osim: |Lambda Lambda^-1 - I| / max(1, 100 eps cond / 1e-10)");
+    nelu::test::ResidualTable tcond("osim: condition of Lambda^-1 (not a residual)");
     int coupled = 0;
     for (const OsimCase& c : osim_cases()) {
         const Model& m = c.model;
@@ -515,11 +480,11 @@ TEST_CASE("constraint_fd: Yamane & Nakamura's forward dynamics equals ABA, its c
     // torque, independent of ABA): |RNEA(qdd_yn) - tau| / max(|tau|, |M| |qdd|). Joint wrenches S tau + T n
     // against RNEA's joint forces at qdd_yn: |diff| / max |f| / max(1, 100 eps cond(Phi) / 1e-10), Phi the
     // constraint-space inertia (see constraint_space_condition). Split and unsplit trees agree.
-    Table tf("constraint_fd vs ABA, forward: |qdd - qdd_aba| / max(|qdd_aba|, 1) / max(1, 100 eps cond(M) / 1e-10)");
-    Table tb("constraint_fd, backward: |RNEA(qdd) - tau| / max(|tau|, |M| |qdd|)");
-    Table tw("constraint_fd joint wrenches vs RNEA's joint forces: |f - f_rnea| / |f_rnea| / max(1, 100 eps cond(Phi) / 1e-10)");
-    Table tc("constraint_fd: cond(Phi), Phi = Gamma A^-1 Gamma^T (not a residual)");
-    Table ts("constraint_fd split vs unsplit: |qdd_split - qdd_unsplit| / max(|qdd|, 1)");
+    nelu::test::ResidualTable tf("constraint_fd vs ABA, forward: |qdd - qdd_aba| / max(|qdd_aba|, 1) / max(1, 100 eps cond(M) / 1e-10)");
+    nelu::test::ResidualTable tb("constraint_fd, backward: |RNEA(qdd) - tau| / max(|tau|, |M| |qdd|)");
+    nelu::test::ResidualTable tw("constraint_fd joint wrenches vs RNEA's joint forces: |f - f_rnea| / |f_rnea| / max(1, 100 eps cond(Phi) / 1e-10)");
+    nelu::test::ResidualTable tc("constraint_fd: cond(Phi), Phi = Gamma A^-1 Gamma^T (not a residual)");
+    nelu::test::ResidualTable ts("constraint_fd split vs unsplit: |qdd_split - qdd_unsplit| / max(|qdd|, 1)");
     std::vector<nelu::test::TestRobot> robots;
     for (const auto& r : nelu::test::all_test_robots()) robots.push_back(r);
     robots.push_back({"tree30_b3+floating", tree(30, 3, true)});
@@ -626,9 +591,9 @@ TEST_CASE("iwim: the implicit inversion and the unit-force method give M^-1 B; q
     // Bhat: |Bhat - M^-1 B| / |M^-1 B| / max(1, 100 eps cond(M) / 1e-10), M^-1 B by a dense Cholesky
     // solve. The unit-force columns are differences of two accelerations of size |qdd_0|, so they are
     // scaled by max(|M^-1 B|, |qdd_0|). qdd_0: |qdd_0 - ABA(q, qd, 0, fext)| / max(|qdd_0|, 1).
-    Table ti("iwim (implicit inversion) vs dense: |Bhat - M^-1 B| / |M^-1 B| / max(1, 100 eps cond(M) / 1e-10)");
-    Table tu("iwim_unit_force vs dense: |Bhat - M^-1 B| / max(|M^-1 B|, |qdd_0|) / max(1, 100 eps cond(M) / 1e-10)");
-    Table t0("iwim qdd_0 vs ABA(tau = 0): |qdd_0 - qdd_aba| / max(|qdd_aba|, 1)");
+    nelu::test::ResidualTable ti("iwim (implicit inversion) vs dense: |Bhat - M^-1 B| / |M^-1 B| / max(1, 100 eps cond(M) / 1e-10)");
+    nelu::test::ResidualTable tu("iwim_unit_force vs dense: |Bhat - M^-1 B| / max(|M^-1 B|, |qdd_0|) / max(1, 100 eps cond(M) / 1e-10)");
+    nelu::test::ResidualTable t0("iwim qdd_0 vs ABA(tau = 0): |qdd_0 - qdd_aba| / max(|qdd_aba|, 1)");
     for (const IwimCase& c : iwim_cases()) {
         const Model& m = c.model;
         const int nc = c.in.size();
@@ -790,11 +755,11 @@ TEST_CASE("op counts: osim on the humanoid, iwim vs unit-force vs dense on a 50-
         CHECK(full.mul > inv.mul);
         CHECK(nelu::test::rel_error(doubles(Ld), doubles(Li)) < 1e-10);  // the counted runs computed the same
         os << h.name << " (nv " << h.nv << "), two hands 6-DoF:\n"
-           << "  osim_inverse (Table 1 steps 1-5)      " << ops(inv) << "\n"
+           << "  osim_inverse (nelu::test::ResidualTable 1 steps 1-5)      " << ops(inv) << "\n"
            << "  osim (with Lambda, step 6)            " << ops(full) << "\n"
            << "  dense J M^-1 J^T (CRBA, LDL^T, solves) " << ops(dense) << "\n";
     }
-    // Kroeg et al.'s Table 1 setting: a 50-link pendulum (DH chain) with one input (the last joint)
+    // Kroeg et al.'s nelu::test::ResidualTable 1 setting: a 50-link pendulum (DH chain) with one input (the last joint)
     // and fully actuated; ABA alone (their "O(n)" row) for scale.
     const Model c = chain(50, false, true);
     std::mt19937_64 rng(52);

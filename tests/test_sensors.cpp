@@ -20,6 +20,7 @@
 #include "verify.hpp"
 
 namespace fs = std::filesystem;
+using nelu::test::compile_and_check;
 using nelu::test::run_nelu;
 using nelu::test::source_dir;
 
@@ -28,12 +29,7 @@ namespace {
 std::string robot(const std::string& name) { return source_dir() + "/robots/" + name; }
 std::string spec(const std::string& name) { return source_dir() + "/robots/specs/" + name; }
 
-fs::path scratch(const std::string& name) {
-    fs::path d = fs::temp_directory_path() / ("nelu_test_sensors_" + name);
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-}
+fs::path scratch(const std::string& name) { return nelu::test::scratch_dir("sensors_" + name); }
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
@@ -57,24 +53,6 @@ sensors:
   - {{name: base_ft, type: force_torque, joint: joint1, measure_direction: parent_to_child, components: [nx, ny, fx, fy, fz]}}
 )",
                        known, n, n);
-}
-
-/// `nelu compile` then `nelu check` (the generated C++ built by the system compiler and compared
-/// with the reference on 1006 states, double and float).
-void compile_and_check(const std::string& urdf, const std::string& problem, const std::string& name, const std::string& extra = "") {
-    fs::path d = scratch(name);
-    const std::string light = nelu::test::sanitized() ? " --verify 3 --validate 300" : "";
-    auto c = run_nelu(fmt::format("compile '{}' --problem '{}' --name {} -o '{}' {}{}", urdf, problem, name, d.string(), extra, light));
-    INFO(c.out << c.err);
-    REQUIRE(c.exit_code == 0);
-    CHECK(c.out.find("verified against the reference") != std::string::npos);
-    auto k = run_nelu(fmt::format("check '{}' '{}/{}.json' --problem '{}'{}", urdf, d.string(), name, problem,
-                                  nelu::test::sanitized() ? " --states 20" : ""));
-    INFO(k.out << k.err);
-    MESSAGE(name << ": " << k.out);
-    CHECK(k.exit_code == 0);
-    CHECK(k.out.find("PASS") != std::string::npos);
-    fs::remove_all(d);
 }
 
 }  // namespace

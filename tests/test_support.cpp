@@ -1,6 +1,8 @@
 // test_support.cpp: see test_support.hpp.
 #include "test_support.hpp"
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -102,6 +104,28 @@ CliResult run_nelu(const std::string& args) {
     r.err = ss.str();
     fs::remove(err);
     return r;
+}
+
+std::string scratch_dir(const std::string& name) {
+    fs::path d = fs::temp_directory_path() / ("nelu_test_" + name);
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d.string();
+}
+
+void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags) {
+    const std::string dir = scratch_dir("check_" + name);
+    const std::string light = sanitized() ? " --verify 3 --validate 300" : "";
+    CliResult c = run_nelu("compile '" + urdf + "' --problem '" + spec + "' --name " + name + " -o '" + dir + "' " + flags + light);
+    INFO(c.out << c.err);
+    REQUIRE(c.exit_code == 0);
+    CHECK(c.out.find("verified against the reference") != std::string::npos);
+    CliResult k = run_nelu("check '" + urdf + "' '" + dir + "/" + name + ".json' --problem '" + spec + "'" + (sanitized() ? " --states 20" : ""));
+    INFO(k.out << k.err);
+    MESSAGE(name << ": " << k.out);
+    CHECK(k.exit_code == 0);
+    CHECK(k.out.find("PASS") != std::string::npos);
+    fs::remove_all(dir);
 }
 
 }  // namespace nelu::test

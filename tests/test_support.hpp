@@ -1,7 +1,10 @@
 // test_support.hpp: what the suites share: where things are, robot lists, tolerances, the CLI.
 #pragma once
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nelu/model.hpp"
@@ -29,6 +32,52 @@ std::vector<TestRobot> all_test_robots();
 
 /// max_i |a_i - b_i| / max(max_i |b_i|, floor): a relative error with a floor for near-zero vectors.
 double rel_error(const std::vector<double>& a, const std::vector<double>& b, double floor = 1.0);
+
+/// Worst residual per robot of one identity or comparison, printed when it goes out of scope (so
+/// that every run shows the margins, not only failures). Use with CHECK_RESIDUAL.
+class ResidualTable {
+  public:
+    explicit ResidualTable(std::string what) : what_(std::move(what)) {}
+    ResidualTable(const ResidualTable&) = delete;
+    ResidualTable& operator=(const ResidualTable&) = delete;
+    void add(const std::string& robot, double r) {
+        if (rows_.empty() || rows_.back().first != robot) rows_.push_back({robot, 0.0});
+        rows_.back().second = std::max(rows_.back().second, r);
+        ++count_;
+    }
+    int count() const { return count_; }
+    ~ResidualTable() {
+        double worst = 0;
+        std::printf("%s (%d cases)\n", what_.c_str(), count_);
+        for (const auto& [robot, r] : rows_) {
+            std::printf("  %-34s worst %.3e\n", robot.c_str(), r);
+            worst = std::max(worst, r);
+        }
+        std::printf("  %-34s worst %.3e\n", "ALL", worst);
+    }
+
+  private:
+    std::string what_;
+    std::vector<std::pair<std::string, double>> rows_;
+    int count_ = 0;
+};
+
+/// Adds residual `r` of `robot` to `table` and checks it against `tol` (doctest CHECK).
+#define CHECK_RESIDUAL(table, robot, r, tol) \
+    do {                                     \
+        const double r_ = (r);               \
+        (table).add(robot, r_);              \
+        CHECK(r_ < (tol));                   \
+    } while (0)
+
+/// A fresh scratch directory under the system's temporary directory (removed first if present).
+std::string scratch_dir(const std::string& name);
+
+/// `nelu compile URDF --problem SPEC --name NAME` into a scratch directory, then `nelu check` of the
+/// generated C++ (built by the system compiler, compared with the reference on 1006 states, double
+/// and float): CHECKs that both succeed and prints the check's report. Fewer states and validation
+/// configurations in the sanitizer build. `flags` go to `nelu compile`.
+void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags = "");
 
 /// Result of running the `nelu` executable.
 struct CliResult {

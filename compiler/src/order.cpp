@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <cstdio>
 #include <map>
@@ -119,12 +118,65 @@ bool umfpack_order(const Model& model, const System& sys, Candidate& c, std::str
     return true;
 }
 
+/// A right-looking elimination of D's pattern with IR entries (products of constants fold; fill that
+/// cancels for every q is dropped), for the orders that need to see the partly eliminated matrix.
+struct Elimination {
+    ir::Program P;
+    ir::ZeroTest zt;
+    std::vector<std::map<int, ir::Id>> A;  // active rows
+    std::vector<std::set<int>> col_rows;   // active rows with an entry in each column
+    std::vector<bool> row_done, col_done;
+
+    explicit Elimination(const System& sys)
+        : P(sys.prog), A(sys.entries), col_rows(sys.n()), row_done(sys.m(), false), col_done(sys.n(), false) {
+        for (int r = 0; r < sys.m(); ++r)
+            for (const auto& [j, v] : A[r]) col_rows[j].insert(r);
+    }
+
+    /// Pivot (r, j); `touched(i)` is called for every row the step updates.
+    void pivot(int r, int j, const std::function<void(int)>& touched = nullptr) {
+        const ir::Id p = A[r].at(j);
+        const std::map<int, ir::Id> pivot_row = A[r];
+        for (const auto& [jj, v] : pivot_row) col_rows[jj].erase(r);
+        std::vector<int> rows(col_rows[j].begin(), col_rows[j].end());
+        for (int i : rows) {
+            const ir::Id l = P.div(A[i].at(j), p);
+            A[i].erase(j);
+            for (const auto& [jj, u] : pivot_row) {
+                if (jj == j) continue;
+                auto e = A[i].find(jj);
+                const ir::Id v = P.sub(e == A[i].end() ? P.zero() : e->second, P.mul(l, u));
+                if (v == P.zero() || zt.is_zero(P, v)) {
+                    if (e != A[i].end()) A[i].erase(e), col_rows[jj].erase(i);
+                } else {
+                    A[i][jj] = v, col_rows[jj].insert(i);
+                }
+            }
+            if (touched) touched(i);
+        }
+        col_rows[j].clear();
+        A[r].clear();
+        row_done[r] = col_done[j] = true;
+    }
+
+    /// The rows and columns not yet pivoted on.
+    void remaining(std::vector<int>& rows, std::vector<int>& cols) const {
+        for (int r = 0; r < static_cast<int>(row_done.size()); ++r)
+            if (!row_done[r]) rows.push_back(r);
+        for (int j = 0; j < static_cast<int>(col_done.size()); ++j)
+            if (!col_done[j]) cols.push_back(j);
+    }
+};
+
 /// Completes `c` with UMFPACK's pivot order for the active block (rows x cols of the partly
 /// eliminated matrix A, entries in P) at a random configuration.
-bool order_block(const Model& model, const System& sys, const ir::Program& P, const std::vector<std::map<int, ir::Id>>& A,
-                 const std::vector<int>& rows, const std::vector<int>& cols, const std::vector<int>& col_index, int variant,
-                 Candidate& c, std::string& why) {
+bool order_block(const Model& model, const System& sys, const Elimination& e, const std::vector<int>& rows,
+                 const std::vector<int>& cols, int variant, Candidate& c, std::string& why) {
+    const ir::Program& P = e.P;
+    const auto& A = e.A;
     const int m = static_cast<int>(rows.size());
+    std::vector<int> col_index(sys.n(), -1);
+    for (std::size_t k = 0; k < cols.size(); ++k) col_index[cols[k]] = static_cast<int>(k);
     if (static_cast<int>(cols.size()) != m) {
         why = fmt::format("the remaining block is {}x{}", rows.size(), cols.size());
         return false;
@@ -163,32 +215,6 @@ bool order_block(const Model& model, const System& sys, const ir::Program& P, co
     return true;
 }
 
-/// One step of a right-looking elimination of a pattern whose entries are IR nodes: pivot (r, j).
-void eliminate(ir::Program& P, ir::ZeroTest& zt, std::vector<std::map<int, ir::Id>>& A, std::vector<std::set<int>>& col_rows,
-               int r, int j, const std::function<void(int)>& touched) {
-    const ir::Id p = A[r].at(j);
-    const std::map<int, ir::Id> pivot_row = A[r];
-    for (const auto& [jj, v] : pivot_row) col_rows[jj].erase(r);
-    std::vector<int> rows(col_rows[j].begin(), col_rows[j].end());
-    for (int i : rows) {
-        const ir::Id l = P.div(A[i].at(j), p);
-        A[i].erase(j);
-        for (const auto& [jj, u] : pivot_row) {
-            if (jj == j) continue;
-            auto e = A[i].find(jj);
-            const ir::Id v = P.sub(e == A[i].end() ? P.zero() : e->second, P.mul(l, u));
-            if (v == P.zero() || zt.is_zero(P, v)) {
-                if (e != A[i].end()) A[i].erase(e), col_rows[jj].erase(i);
-            } else {
-                A[i][jj] = v, col_rows[jj].insert(i);
-            }
-        }
-        if (touched) touched(i);
-    }
-    col_rows[j].clear();
-    A[r].clear();
-}
-
 /// Sensor problems: the articulated-body order over the bodies' own rows and columns (see
 /// tree_aba_gram), then UMFPACK's order for the remaining block of the partly eliminated matrix.
 bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::string& why) {
@@ -197,30 +223,20 @@ bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::strin
     c.order = t.order, c.articulated = t.articulated;
     const int n = sys.n(), mrows = sys.m();
     if (mrows != n) {
-        why = "an over-determined system is solved by its normal equations";
+        why = "an over-determined system is solved by least squares (const-gram, tree-gram)";
         return false;
     }
-    ir::Program P = sys.prog;
-    ir::ZeroTest zt;
-    std::vector<std::map<int, ir::Id>> A = sys.entries;
-    std::vector<std::set<int>> col_rows(n);
-    for (int r = 0; r < mrows; ++r)
-        for (const auto& [j, v] : A[r]) col_rows[j].insert(r);
-    std::vector<bool> row_done(mrows, false), col_done(n, false);
+    Elimination e(sys);
     for (const Pivot& p : c.order) {
-        if (!A[p.row].count(p.col)) {
+        if (!e.A[p.row].count(p.col)) {
             why = fmt::format("pivot ({}, {}) is structurally zero", sys.rows[p.row].label, sys.cols[p.col].label);
             return false;
         }
-        eliminate(P, zt, A, col_rows, p.row, p.col, nullptr);
-        row_done[p.row] = col_done[p.col] = true;
+        e.pivot(p.row, p.col);
     }
-    std::vector<int> rows, cols, col_index(n, -1);
-    for (int r = 0; r < mrows; ++r)
-        if (!row_done[r]) rows.push_back(r);
-    for (int j = 0; j < n; ++j)
-        if (!col_done[j]) col_index[j] = static_cast<int>(cols.size()), cols.push_back(j);
-    return order_block(model, sys, P, A, rows, cols, col_index, 0, c, why);
+    std::vector<int> rows, cols;
+    e.remaining(rows, cols);
+    return order_block(model, sys, e, rows, cols, 0, c, why);
 }
 
 /// Constant pivots first: a right-looking elimination of the pattern (in the IR, so that products of
@@ -229,78 +245,51 @@ bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::strin
 /// problem that couples through q-dependent entries, e.g. the joint-space block of a sensor
 /// problem) is ordered by UMFPACK at a random configuration. Every pivot of the first phase is a
 /// nonzero constant; only the block's need validation.
-/// variant < 0: the block is left to the normal equations (Tail), with pivot rows restricted to the
-/// exact rows when the system is over-determined.
+/// variant < 0: the block is left to Gram-Schmidt (Tail), with pivot rows restricted to the exact
+/// rows when the system is over-determined.
 bool constant_first(const Model& model, const System& sys, Candidate& c, std::string& why, int variant) {
     c.name = variant < 0 ? "const-gram" : variant == 0 ? "const-first" : fmt::format("const-first/{}", variant);
     const int n = sys.n(), mrows = sys.m();
     const bool least_squares = mrows > n;
-    ir::Program P = sys.prog;
-    ir::ZeroTest zt;
-    std::vector<std::map<int, ir::Id>> A = sys.entries;
-    std::vector<std::set<int>> col_rows(n);
-    for (int r = 0; r < mrows; ++r)
-        for (const auto& [j, v] : A[r]) col_rows[j].insert(r);
-    std::vector<bool> row_done(mrows, false), col_done(n, false);
+    Elimination e(sys);
     using Item = std::tuple<long, int, int>;  // cost, row, col
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
-    auto cost = [&](int r, int j) { return static_cast<long>(A[r].size() - 1) * static_cast<long>(col_rows[j].size() - 1); };
+    auto cost = [&](int r, int j) { return static_cast<long>(e.A[r].size() - 1) * static_cast<long>(e.col_rows[j].size() - 1); };
     auto push_row = [&](int r) {
         if (least_squares && sys.soft[r]) return;  // a measurement is never used as an exact equation
-        for (const auto& [j, v] : A[r])
-            if (P.is_const(v)) heap.push({cost(r, j), r, j});
+        for (const auto& [j, v] : e.A[r])
+            if (e.P.is_const(v)) heap.push({cost(r, j), r, j});
     };
     for (int r = 0; r < mrows; ++r) push_row(r);
     int done = 0;
     while (!heap.empty()) {
         auto [k, r, j] = heap.top();
         heap.pop();
-        if (row_done[r] || col_done[j]) continue;
-        auto it = A[r].find(j);
-        if (it == A[r].end() || !P.is_const(it->second)) continue;
+        if (e.row_done[r] || e.col_done[j]) continue;
+        auto it = e.A[r].find(j);
+        if (it == e.A[r].end() || !e.P.is_const(it->second)) continue;
         const long now = cost(r, j);
-        if (now != k) {
+        if (now != k) {  // the cost changed since it was queued: queue it again
             heap.push({now, r, j});
             continue;
         }
         c.order.push_back({r, j}), c.articulated.push_back(false);
-        row_done[r] = col_done[j] = true, ++done;
-        eliminate(P, zt, A, col_rows, r, j, push_row);
+        ++done;
+        e.pivot(r, j, push_row);
     }
     if (done == n && !least_squares) return true;
-    // The remaining block, numbered 0..m-1, ordered by UMFPACK at a random configuration.
-    std::vector<int> rows, cols, col_index(n, -1);
-    for (int r = 0; r < mrows; ++r)
-        if (!row_done[r]) rows.push_back(r);
-    for (int j = 0; j < n; ++j)
-        if (!col_done[j]) col_index[j] = static_cast<int>(cols.size()), cols.push_back(j);
-    if (std::getenv("NELU_DEBUG_ORDER") && variant < 0) {
-        std::fprintf(stderr, "const-gram: %d constant pivots, block %zu rows x %zu columns\n", done, rows.size(), cols.size());
-        for (int r : rows) {
-            std::fprintf(stderr, "  %s %-28s:", sys.soft[r] ? "soft" : "hard", sys.rows[r].label.c_str());
-            for (const auto& [j, v] : A[r]) std::fprintf(stderr, " %s%s", sys.cols[j].label.c_str(), P.is_const(v) ? "(c)" : "");
-            std::fprintf(stderr, "\n");
-        }
-    }
-    if (variant < 0) {  // normal equations of the block
+    std::vector<int> rows, cols;
+    e.remaining(rows, cols);
+    if (variant < 0) {  // the block by Gram-Schmidt (Tail)
         c.tail.rows = rows, c.tail.cols = cols;
         for (int r : rows) c.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
         return true;
     }
     if (least_squares) {
-        why = "an over-determined system is solved by its normal equations";
+        why = "an over-determined system is solved by least squares (const-gram, tree-gram)";
         return false;
     }
-    const int m = static_cast<int>(rows.size());
-    if (std::getenv("NELU_DEBUG_ORDER") && variant == 0) {
-        std::fprintf(stderr, "const-first: %d constant pivots, remaining block %d\n", done, m);
-        for (int r : rows) {
-            std::fprintf(stderr, "  %-28s:", sys.rows[r].label.c_str());
-            for (const auto& [j, v] : A[r]) std::fprintf(stderr, " %s%s", sys.cols[j].label.c_str(), P.is_const(v) ? "(c)" : "");
-            std::fprintf(stderr, "\n");
-        }
-    }
-    return order_block(model, sys, P, A, rows, cols, col_index, variant, c, why);
+    return order_block(model, sys, e, rows, cols, variant, c, why);
 }
 
 /// The triangular order of btf_order (its blocks are 1x1; the form is upper triangular, so the
