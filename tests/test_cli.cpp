@@ -195,7 +195,7 @@ TEST_CASE("cli: a problem spec's errors name the file and line (exit 2); a valid
     };
     const Bad cases[] = {
         {"version: 1\nproblem: hybrid\njoints:\n  qdd: [no_such_joint]\n", "spec.yaml:4: joints.qdd: no movable joint named 'no_such_joint'"},
-        {"version: 1\nproblem: sideways\n", "spec.yaml:2: 'problem' must be id, fd or hybrid"},
+        {"version: 1\nproblem: sideways\n", "spec.yaml:2: 'problem' must be id, fd, hybrid, osim or iwim"},
         {"version: 1\nunknown_key: 3\n", "spec.yaml:2: unknown key 'unknown_key'"},
         {"version: 1\njoints:\n  default: [1, 2]\n", "spec.yaml:3:"},
         {"version: 1\nfloating_base: maybe\n", "spec.yaml:2: floating_base"},
