@@ -115,7 +115,7 @@ std::string scratch_dir(const std::string& name) {
 
 void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags) {
     const std::string dir = scratch_dir("check_" + name);
-    const std::string light = sanitized() ? " --verify 3 --validate 300" : "";
+    const std::string light = sanitized() ? " --verify 3 --validate 2000" : "";
     CliResult c = run_nelu("compile '" + urdf + "' --problem '" + spec + "' --name " + name + " -o '" + dir + "' " + flags + light);
     INFO(c.out << c.err);
     REQUIRE(c.exit_code == 0);
