@@ -9,6 +9,9 @@
 // 1e-8 stops the run with exit status 1, since a benchmark of a different computation is
 // worthless. The errors are written into the benchmark context (JSON output) for the report.
 //
+// The compiled problem kinds osim and iwim are checked and timed by responses.cpp (OSIM/CASE/ENGINE,
+// IWIM/CASE/ENGINE) against the seed-algorithm references and the dense route.
+//
 // Benchmarks are named PROBLEM/ROBOT/ENGINE, e.g. FD/ur5e/generated_float; each iteration is one
 // call at the next of the K states. Extra flags (before Google Benchmark's own):
 //   --nelu_check_only   run the checks, print the errors, time nothing.
@@ -18,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -25,6 +29,7 @@
 #include "bench_solvers.hpp"
 #include "engine.hpp"
 #include "load.hpp"
+#include "responses.hpp"
 #include "nelu/reference.hpp"
 
 namespace nelu::bench {
@@ -46,6 +51,19 @@ struct Entry {
 #define NELU_BENCH_ENTRY(robot, urdf, floating) \
     {#robot, urdf, floating, &robot##_id, &robot##_fd, &robot##_id_f, &robot##_fd_f},
 const Entry kEntries[] = {NELU_BENCH_ROBOTS(NELU_BENCH_ENTRY)};
+
+/// The solvers without external wrenches (specs/id_zero_fx.yaml, fd_zero_fx.yaml) of some robots.
+struct ZeroFxEntry {
+    const char* name;
+    SolverFn<double> id0, fd0;
+    SolverFn<float> id0_f, fd0_f;
+};
+#define NELU_BENCH_ZERO_FX_ENTRY(robot) {#robot, &robot##_id0, &robot##_fd0, &robot##_id0_f, &robot##_fd0_f},
+const ZeroFxEntry kZeroFx[] = {NELU_BENCH_ZERO_FX(NELU_BENCH_ZERO_FX_ENTRY)};
+
+#define NELU_BENCH_RESPONSE_ENTRY(solver, kind, name, urdf, spec, floating) \
+    {#solver, #kind, #name, urdf, spec, floating, &solver, &solver##_f, solver##_NOUT},
+const ResponseEntry kResponses[] = {NELU_BENCH_RESPONSES(NELU_BENCH_RESPONSE_ENTRY)};
 
 /// One robot with its workload, its reference results and its contenders.
 struct Case {
@@ -119,7 +137,7 @@ bool check_all(std::vector<std::unique_ptr<Case>>& cases) {
             for (bool id : {true, false}) {
                 if (id ? !e->has_id() : !e->has_fd()) continue;
                 const double err = check(*c, *e, id);
-                const bool is_float = e->name() == "generated_float";
+                const bool is_float = e->single_precision();
                 const bool pass = e->check_only() || err <= (is_float ? kFloatTolerance : kTolerance);
                 const std::string what = std::string(id ? "ID" : "FD") + "/" + c->robot.name + "/" + e->name();
                 char text[64];
@@ -174,11 +192,17 @@ int main(int argc, char** argv) {
 #endif
     benchmark::AddCustomContext("peers", peers.empty() ? "none" : peers.substr(1));
     std::vector<std::unique_ptr<Case>> cases;
+    ResponseSetPtr responses;
     try {
         for (const Entry& e : kEntries) {
             auto c = make_case(e);
             c->engines.push_back(make_generated_double(c->robot, c->work, e.id, e.fd));
             c->engines.push_back(make_generated_float(c->robot, c->work, e.id_f, e.fd_f));
+            for (const ZeroFxEntry& z : kZeroFx)
+                if (std::strcmp(z.name, e.name) == 0) {
+                    c->engines.push_back(make_generated_double(c->robot, c->work, z.id0, z.fd0, /*zero_fx=*/true));
+                    c->engines.push_back(make_generated_float(c->robot, c->work, z.id0_f, z.fd0_f, /*zero_fx=*/true));
+                }
             c->engines.push_back(make_reference(c->robot, c->work));
 #ifdef NELU_BENCH_MUJOCO
             add_peers(*c, make_mujoco);
@@ -191,16 +215,20 @@ int main(int argc, char** argv) {
 #endif
             cases.push_back(std::move(c));
         }
+        responses = make_responses(kResponses, static_cast<int>(std::size(kResponses)));
     } catch (const std::exception& ex) {
         std::fprintf(stderr, "nelu_bench: %s\n", ex.what());
         return 1;
     }
-    if (!check_all(cases)) {
+    const bool agree = check_all(cases);
+    const bool responses_agree = check_responses(*responses);
+    if (!agree || !responses_agree) {
         std::fprintf(stderr, "nelu_bench: a contender disagrees with the reference; nothing timed\n");
         return 1;
     }
     if (check_only) return 0;
     register_all(cases);
+    register_responses(*responses);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

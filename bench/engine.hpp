@@ -40,6 +40,8 @@ public:
     /// Whether the timed call takes the external wrenches f^x; when false, the check compares
     /// with the reference at f^x = 0 (the call cannot take them).
     virtual bool takes_fext() const { return true; }
+    /// Computes in float: checked against a looser tolerance (gross errors only).
+    virtual bool single_precision() const { return false; }
     /// Checked against the reference and reported, but neither timed nor required to agree.
     virtual bool check_only() const { return false; }
     virtual bool has_id() const { return true; }
@@ -62,10 +64,14 @@ using EnginePtr = std::unique_ptr<Engine>;
 /// nelu's reference RNEA and ABA (runtime/include/nelu/reference.hpp), double.
 EnginePtr make_reference(const Robot& robot, const Workload& work);
 
-/// A generated solver pair (nelu's ABI) in scalar T (double or float).
+/// A generated solver pair (nelu's ABI) in scalar T (double or float): the `id` and `fd` presets
+/// (in = qdd or tau, then every link's f^x), or with zero_fx the solvers without external wrenches
+/// (in = qdd or tau; named generated_zero_fx_double / _float, compared at f^x = 0).
 template <class T> using SolverFn = int (*)(const T*, const T*, const T*, T*);
-EnginePtr make_generated_double(const Robot& robot, const Workload& work, SolverFn<double> id, SolverFn<double> fd);
-EnginePtr make_generated_float(const Robot& robot, const Workload& work, SolverFn<float> id, SolverFn<float> fd);
+EnginePtr make_generated_double(const Robot& robot, const Workload& work, SolverFn<double> id, SolverFn<double> fd,
+                                bool zero_fx = false);
+EnginePtr make_generated_float(const Robot& robot, const Workload& work, SolverFn<float> id, SolverFn<float> fd,
+                               bool zero_fx = false);
 
 /// Peers: each returns its engines on this robot, and says in `unavailable` what it cannot do.
 /// A peer whose model disagrees with nelu's (masses, degrees of freedom) throws std::runtime_error.

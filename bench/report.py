@@ -22,10 +22,15 @@ ROBOTS = ["ur5e", "panda_gaz2019", "quadruped_minicheetah", "quadruped_minicheet
 ID_ENGINES = ["generated_double", "generated_float", "reference", "mujoco_rne", "kdl_rne", "dart"]
 FD_ENGINES = ["generated_double", "generated_float", "reference", "mujoco_forward", "mujoco_crb", "kdl_rne", "dart"]
 PEERS = {"ID": ["mujoco_rne", "kdl_rne", "dart"], "FD": ["mujoco_forward", "mujoco_crb", "kdl_rne", "dart"]}
+RESPONSE_ENGINES = ["generated_double", "generated_float", "reference", "unit_force", "dense"]
 LABEL = {"generated_double": "generated double", "generated_float": "generated float",
+         "generated_zero_fx_double": "generated f^x = 0 double", "generated_zero_fx_float": "generated f^x = 0 float",
+         "unit_force": "unit-force (eUFM)", "dense": "dense",
          "reference": "reference", "mujoco_rne": "MuJoCo mj_rne", "mujoco_forward": "MuJoCo mj_forward",
          "mujoco_crb": "MuJoCo CRB+LDL", "kdl_rne": "KDL", "dart": "DART"}
 COLORS = {"generated_double": "#1f77b4", "generated_float": "#6baed6", "reference": "#7f7f7f",
+          "generated_zero_fx_double": "#17becf", "generated_zero_fx_float": "#9edae5",
+          "unit_force": "#bcbd22", "dense": "#ff7f0e",
           "mujoco_rne": "#d62728", "mujoco_forward": "#d62728", "mujoco_crb": "#ff9896",
           "kdl_rne": "#2ca02c", "dart": "#9467bd"}
 
@@ -235,6 +240,132 @@ def yes(ok):
     return "–" if ok is None else ("yes" if ok else "**no**")
 
 
+def ops_of(sizes, solver):
+    return sizes.get(solver, {}).get("ops") if sizes else None
+
+
+def zero_fx_section(w, med, sizes):
+    """Generated solvers without external wrenches, beside the presets and MuJoCo's f^x = 0 calls."""
+    if not any((p, r, "generated_zero_fx_double") in med for p in ("ID", "FD") for r in ROBOTS):
+        return
+    w("## Without external wrenches: like-for-like with MuJoCo")
+    w("")
+    w("MuJoCo's `mj_rne` and the minimal CRB + LDL sequence take no external wrenches, while the `id` and `fd` "
+      "presets take every link's f^x (6 inputs per link, added into the Newton–Euler equations). The f^x = 0 "
+      "solvers are compiled from `bench/specs/id_zero_fx.yaml` and `fd_zero_fx.yaml` (`external_wrenches: zero`) "
+      "and compute exactly what those MuJoCo calls compute; they are checked against the reference at f^x = 0. "
+      "Operations: mul + add + div of the manifests. Same run, same states as above. The wrench inputs are a "
+      "few per cent of the operations; a larger difference in time between the two solvers of one robot is a "
+      "placement effect (where the code and data of each solver land in this binary), not the f^x: timed with "
+      "`bench/scaling_driver.cpp` from the same object files, such pairs come out within about 10 % of "
+      "each other, sometimes in the other order.")
+    w("")
+    for problem, peer, peer_label, suffix in (("ID", "mujoco_rne", "MuJoCo mj_rne", "id"),
+                                             ("FD", "mujoco_crb", "MuJoCo CRB+LDL", "fd")):
+        w(f"**{'Inverse' if problem == 'ID' else 'Forward'} dynamics** (median ns per call):")
+        w("")
+        w(f"| robot | ops with f^x | ops f^x = 0 | generated double (f^x) | generated f^x = 0 double | generated f^x = 0 float "
+          f"| {peer_label} (f^x = 0) | with f^x / f^x = 0 (time) | {peer_label} / generated f^x = 0 | double / float (f^x = 0) |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in ROBOTS:
+            g0 = med.get((problem, r, "generated_zero_fx_double"))
+            if g0 is None:
+                continue
+            g, f0, mj = (med.get((problem, r, e)) for e in ("generated_double", "generated_zero_fx_float", peer))
+            o, o0 = ops_of(sizes, f"{r}_{suffix}"), ops_of(sizes, f"{r}_{suffix}0")
+            w(f"| {r} | {'–' if o is None else f'{o:,}'} | {'–' if o0 is None else f'{o0:,}'} | {ns(g)} | {ns(g0)} | {ns(f0)} | "
+              f"{ns(mj)} | {rx(ratio(g, g0))} | {rx(ratio(mj, g0))} | {rx(ratio(g0, f0))} |")
+        w("")
+
+
+def responses_section(w, results, med, sizes, plots, rel):
+    """The compiled problem kinds osim and iwim against the references and the dense route."""
+    ctx = results["context"]
+    cases = []  # (kind, case) in the order of the run
+    for b in results["benchmarks"]:
+        kind, case, _ = b["run_name"].split("/")
+        if kind in ("OSIM", "IWIM") and (kind, case) not in cases:
+            cases.append((kind, case))
+    if not cases:
+        return
+    info = {}  # (filled below) then the cases ordered osim first, by size (the run interleaves them)
+    for (kind, case) in cases:
+        text = ctx.get(f"response/{kind}/{case}", "")
+        fields = text.split()
+        d = {"solver": fields[0] if fields else None}
+        for f in fields[1:]:
+            k, _, v = f.partition("=")
+            d[k] = int(v)
+        info[(kind, case)] = d
+    cases.sort(key=lambda kc: (kc[0] != "OSIM", info[kc].get("nv", 0), info[kc].get("nout", 0), kc[1]))
+    w("## Seed algorithms: osim and iwim")
+    w("")
+    w("The compiled problem kinds of [docs/seed-algorithms.md](seed-algorithms.md) against the seed algorithms' "
+      "reference implementations and the dense route, in the same run and process as the tables above "
+      "(`bench/responses.cpp`), on 16 random states (the same seed; q and qd only, no inputs). The generated "
+      "solvers take no inputs (`NIN` 0) and write the whole result.")
+    w("")
+    w("- **OSIM** (Chang & Khatib): Lambda^-1 = J M^-1 J^T of two 6-DoF operational points, one at each hand of "
+      "`robots/humanoid_winter.urdf` (24 DoF; `bench/specs/humanoid_hands_osim.yaml`: 0.45 m below each forearm's "
+      "origin, frames with the forearm's axes), fixed base and floating base (nv 30); out = 12 × 12, row major. "
+      "*reference*: `nelu::osim_inverse` (runtime/include/nelu/osim.hpp, Table 1 steps 1–5, `PointAxes::Link`). "
+      "*dense*: `nelu::crba`, `nelu::body_jacobian` of each hand moved to the point, Eigen `LLT`, "
+      "Y = L^-1 J^T in place, Lambda^-1 = Y^T Y.")
+    w("- **IWIM** (Kroeg, Gattringer & Müller, their Table 1 setting): a DH chain (`nelu robot gen chain --links n "
+      "--transforms dh --seed 1`), one input (the middle joint's torque) and fully actuated; out = [qdd_0; M^-1 B "
+      "column by column], qdd_0 the free acceleration (tau = 0, gravity and velocity terms included). "
+      "*reference*: `nelu::iwim`, the implicit inversion method (runtime/include/nelu/iwim.hpp); *unit-force*: "
+      "`nelu::iwim_unit_force`, the extended unit-force method (m + 1 ABA calls); *dense*: `nelu::crba`, h by "
+      "`nelu::nonlinear_effects` (RNEA at qdd = 0), Eigen `LDLT`, [qdd_0, M^-1 B] = M^-1 [-h, B] in place.")
+    w("- The references are nelu's clarity-first implementations (they allocate their temporaries, as RNEA and ABA "
+      "above do); the dense route keeps its Eigen matrices between calls but CRBA, RNEA and the body Jacobians are "
+      "the reference ones. Operation counts of the references and the dense route are in "
+      "[docs/seed-algorithms.md](seed-algorithms.md); ops here are the generated solver's (manifest).")
+    w("")
+    w("Median ns per call:")
+    w("")
+    w("| problem | case | nv | outputs | ops (generated) | generated double | generated float | reference | unit-force | dense "
+      "| reference / generated | dense / generated | unit-force / generated | double / float |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (kind, case) in cases:
+        d = info[(kind, case)]
+        g, gf, ref, uf, dense = (med.get((kind, case, e)) for e in RESPONSE_ENGINES)
+        o = ops_of(sizes, d.get("solver"))
+        label = case
+        if kind == "IWIM" and "inputs" in d:
+            label += f" ({d['inputs']} input{'s' if d['inputs'] != 1 else ''})"
+        w(f"| {kind.lower()} | {label} | {d.get('nv', '–')} | {d.get('nout', '–')} | {'–' if o is None else f'{o:,}'} | "
+          f"{ns(g)} | {ns(gf)} | {ns(ref)} | {ns(uf)} | {ns(dense)} | {rx(ratio(ref, g))} | {rx(ratio(dense, g))} | "
+          f"{rx(ratio(uf, g))} | {rx(ratio(g, gf))} |")
+    w("")
+    w(f"![osim and iwim]({rel}/responses.svg)")
+    w("")
+    groups = [f"{k.lower()} {c}" for k, c in cases]
+    bar_chart(os.path.join(plots, "responses.svg"), "osim and iwim: median time per call", groups, RESPONSE_ENGINES,
+              {(f"{k.lower()} {c}", e): med.get((k, c, e)) for k, c in cases for e in RESPONSE_ENGINES})
+    w("Agreement, checked before anything is timed, with the dense route evaluated in long double at the same "
+      "states (the run stops if a double-precision contender fails): osim, max |x − x*| / max |x*| over the "
+      "matrix (tolerance 1e-9); iwim, the same per column of [qdd_0, M^-1 B] (tolerance 1e-8) and, "
+      "in brackets, the backward error max over columns of |M x − b| / (|M| |x| + |b|) (infinity norms, "
+      "long double; accepted at 1e-12 when the forward check fails, since M of a long chain is ill-conditioned). "
+      "Float: gross errors only (1e-2 forward, or 1e-5 backward). The last column says how well the truth "
+      "itself is known: its distance, by the same measure, from the reference recursion (`osim_inverse` / "
+      "`iwim`) run in long double; errors at or below that level are the truth's own uncertainty, not the "
+      "contender's.")
+    w("")
+    w("| problem | case | " + " | ".join(LABEL.get(e, e) for e in RESPONSE_ENGINES) +
+      " | truth vs reference recursion, both long double |")
+    w("|---|---|" + "---|" * (len(RESPONSE_ENGINES) + 1))
+    for (kind, case) in cases:
+        cells = []
+        for e in RESPONSE_ENGINES:
+            f = ctx.get(f"check/{kind}/{case}/{e}")
+            b = ctx.get(f"check_backward/{kind}/{case}/{e}")
+            cells.append("–" if f is None else (f + (f" ({b})" if b else "")))
+        w(f"| {kind.lower()} | {case} | " + " | ".join(cells) + f" | {ctx.get(f'truth_spread/{kind}/{case}', '–')} |")
+    w("")
+
+
 def report(args):
     results, sizes, scaling = load(args.results), load(args.sizes), load(args.scaling)
     os.makedirs(args.plots, exist_ok=True)
@@ -257,7 +388,9 @@ def report(args):
         w(f"- Machine: {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz "
           f"(shared with other work while measuring), {ctx.get('date', '')}.")
         reps = max((b.get("repetitions", 0) for b in results["benchmarks"]), default=0)
-        w(f"- Google Benchmark, {reps} repetitions per benchmark; every number is the **median of the repetitions' "
+        w(f"- Google Benchmark, {reps} repetitions per benchmark, interleaved in random order over the whole run "
+          f"(`--benchmark_enable_random_interleaving`: a burst of load from other work costs one repetition of many "
+          f"benchmarks instead of every repetition of one); every number is the **median of the repetitions' "
           f"CPU time per call**, in nanoseconds. Each call computes the next of 16 random states (fixed seed), "
           f"the same states for every contender. The largest coefficient of variation over the repetitions was "
           f"{max(cv.values()) * 100:.1f} % (median {sorted(cv.values())[len(cv) // 2] * 100:.1f} %).")
@@ -265,13 +398,18 @@ def report(args):
           f"no `-march`); the peers are Debian's binary packages. Peers found: {ctx.get('peers', 'none')}.")
         w("- Robots: the shipped robots (fixed base; the Mini Cheetah also with a floating base) and generated "
           "chains (`nelu robot gen chain --links n --seed 1`, general rotations). The generated solvers are the "
-          "`id` and `fd` presets: every link's external wrench f^x is an input.")
+          "`id` and `fd` presets: every link's external wrench f^x is an input; beside them, for the like-for-like "
+          "comparison with MuJoCo, solvers compiled from `bench/specs/id_zero_fx.yaml` and `fd_zero_fx.yaml` "
+          "(`external_wrenches: zero`: no f^x at all).")
+        w("- The compiled problem kinds `osim` and `iwim` are timed in the same run on their own robots "
+          "(section [Seed algorithms](#seed-algorithms-osim-and-iwim)).")
         w("")
         w("### What is timed")
         w("")
         w("| contender | inverse dynamics (ID) | forward dynamics (FD) |")
         w("|---|---|---|")
         w("| generated double / float | `NAME_id(q, qd, in, out)` / `NAME_id_f`: tau from qdd and f^x | `NAME_fd` / `NAME_fd_f`: qdd from tau and f^x |")
+        w("| generated f^x = 0 double / float | `NAME_id0` / `NAME_id0_f` (`bench/specs/id_zero_fx.yaml`): tau from qdd alone | `NAME_fd0` / `NAME_fd0_f` (`fd_zero_fx.yaml`): qdd from tau alone |")
         w("| reference | `nelu::rnea` (runtime/include/nelu/reference.hpp; written for clarity, allocates) | `nelu::aba` |")
         w("| MuJoCo 2.2.2 | `mj_kinematics`, `mj_comPos`, `mj_comVel`, `mj_rne(flg_acc=1)` = M qdd + bias; MuJoCo's RNE takes no external wrenches, so **f^x = 0** here | `mujoco_forward`: `mj_forward` with `qfrc_applied` = tau and `xfrc_applied` = f^x (whole pipeline; constraints, contacts and passive forces disabled). `mujoco_crb`: `mj_kinematics`, `mj_comPos`, `mj_crb`, `mj_factorM`, `mj_comVel`, `mj_rne(0)`, `mj_solveM` (the minimal FD sequence, **f^x = 0**) |")
         w("| Orocos KDL 1.5.1 | `ChainIdSolver_RNE` (chains), `TreeIdSolver_RNE` (the quadruped) | `ChainFdSolver_RNE` (chains only; KDL has no tree FD); no floating base in KDL |")
@@ -285,7 +423,7 @@ def report(args):
             title = "Inverse dynamics" if problem == "ID" else "Forward dynamics"
             w(f"## {title}: median ns per call")
             w("")
-            cols = [e for e in engines if any((problem, r, e) in med for r in ROBOTS)]
+            cols = [e for e in engines if any((problem, r, e) in med for r in ROBOTS)]  # f^x = 0 solvers: own section
             w("| robot | " + " | ".join(LABEL[e] for e in cols) + f" | reference {ref_name} / generated | fastest peer / generated | double / float |")
             w("|---|" + "---:|" * (len(cols) + 3))
             for r in ROBOTS:
@@ -304,6 +442,8 @@ def report(args):
             w("")
             bar_chart(os.path.join(args.plots, f"{problem.lower()}.svg"), f"{title}: median time per call",
                       ROBOTS, cols, {(r, e): med.get((problem, r, e)) for r in ROBOTS for e in cols})
+
+        zero_fx_section(w, med, sizes)
 
         w("## Targets (issue 6)")
         w("")
@@ -345,7 +485,8 @@ def report(args):
           "(max |x − x_ref| / max(1, max |x_ref|) over the 16 states) stops the run. Calls that cannot "
           "take external wrenches are compared with the reference at f^x = 0.")
         w("")
-        engines_all = ["generated_double", "generated_float", "mujoco_rne", "mujoco_forward", "mujoco_crb", "kdl_rne", "dart"]
+        engines_all = ["generated_double", "generated_float", "generated_zero_fx_double", "generated_zero_fx_float",
+                       "mujoco_rne", "mujoco_forward", "mujoco_crb", "kdl_rne", "dart"]
         w("| robot | " + " | ".join(f"{LABEL[e]}" for e in engines_all) + " |")
         w("|---|" + "---|" * len(engines_all))
         for r in ROBOTS:
@@ -381,6 +522,9 @@ def report(args):
                 if a != "–" or b != "–":
                     w(f"| {r} | {a} | {b} |")
             w("")
+
+    if results:
+        responses_section(w, results, med, sizes, args.plots, rel)
 
     if sizes:
         w("## Generated code size")

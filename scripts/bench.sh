@@ -4,7 +4,10 @@
 #   bash scripts/bench.sh            build (Release, -DNELU_BUILD_BENCHMARKS=ON), check every
 #                                    contender against the reference, run bench/nelu_bench with
 #                                    repetitions (docs/bench/results.json), measure the generated
-#                                    code size (docs/bench/code_size.json), write the report
+#                                    code size (docs/bench/code_size.json), write the report. One run
+#                                    times ID and FD (with and without external wrenches) and the
+#                                    compiled osim and iwim kinds against the seed-algorithm
+#                                    references and the dense route (bench/responses.cpp).
 #   bash scripts/bench.sh --scaling  the scaling run only (docs/bench/scaling.json), then the report
 #   bash scripts/bench.sh --all      both
 #   bash scripts/bench.sh --report   only rewrite docs/bench.md and the plots from the JSON files
@@ -13,6 +16,8 @@
 #   NELU_BENCH_BUILD_DIR    build directory (default build-bench)
 #   NELU_BENCH_REPETITIONS  Google Benchmark repetitions; the report uses their medians (default 10)
 #   NELU_BENCH_MIN_TIME     minimum seconds per repetition (default 0.1)
+#   NELU_BENCH_CHAINS       chain lengths of the main run (default "7;30;100")
+#   NELU_BENCH_IWIM_LINKS   links of the DH chain of the iwim benchmark (default 50, Kroeg et al.'s)
 #   NELU_BENCH_SIZES        sizes of the scaling run (default 7,30,100,300; adding 1000 costs about
 #                           an hour of g++ -O2 time on two cores, which is why it is not the default)
 # Peers (MuJoCo, Orocos KDL, DART) are used when scripts/setup.sh has installed them; the CMake
@@ -33,6 +38,7 @@ mkdir -p docs/bench
 if [ "$mode" != "--report" ]; then
   echo "== configure and build ($build, Release)"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_BENCHMARKS=ON -DNELU_BUILD_TESTS=OFF \
+    -DNELU_BENCH_CHAINS="${NELU_BENCH_CHAINS:-7;30;100}" -DNELU_BENCH_IWIM_LINKS="${NELU_BENCH_IWIM_LINKS:-50}" \
     | grep -E "nelu_bench" || true
   cmake --build "$build" -j"$(nproc)" --target nelu nelu_bench nelu_bench_reference >/dev/null
 fi
@@ -41,8 +47,10 @@ if [ "$mode" = main ] || [ "$mode" = --all ]; then
   echo "== check every contender against the reference"
   "$build/bench/nelu_bench" --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
   echo "== benchmark: $reps repetitions of at least ${min_time} s each"
+  # repetitions interleaved in random order: a burst of load from other work on a shared machine
+  # then costs one repetition of many benchmarks, which the median ignores, instead of all of one
   "$build/bench/nelu_bench" --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
-    --benchmark_report_aggregates_only=true --benchmark_out=docs/bench/results.json --benchmark_out_format=json \
+    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true --benchmark_out=docs/bench/results.json --benchmark_out_format=json \
     2>/dev/null | grep -E "_median|^Run on|^CPU" || true
   echo "== generated code size"
   python3 bench/report.py --collect-sizes "$build/bench/solver_objects.txt" --sizes-out docs/bench/code_size.json

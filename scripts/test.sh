@@ -2,8 +2,10 @@
 # test.sh: the whole test suite, as CI runs it.
 #   1. Release-with-debug-info build, every doctest suite through CTest, then the installed
 #      package used by examples/consumer (scripts/example.sh), then a benchmark smoke (bench/ built
-#      with the chain of 7 only; the agreement checks of every contender, one robot timed briefly;
-#      the full benchmark is scripts/bench.sh, not CI);
+#      with the chain of 7 only and the iwim cases on a DH chain of 8 instead of 50 links, whose
+#      fully actuated solver alone takes about a minute of g++; the agreement checks of every
+#      contender, osim and iwim included; one robot timed briefly; the full benchmark is
+#      scripts/bench.sh, not CI);
 #   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (but the one
 #      labelled slow, which builds ~80 generated solvers and runs its own sanitizer cases);
 #   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60).
@@ -19,7 +21,7 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 echo "== installed package: examples/consumer"
 NELU_BUILD_DIR=build bash scripts/example.sh
 echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly"
-cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 >/dev/null
+cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 -DNELU_BENCH_IWIM_LINKS=8 >/dev/null
 cmake --build build -j"$jobs" --target nelu_bench
 build/bench/nelu_bench --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
 build/bench/nelu_bench --benchmark_filter='^(ID|FD)/ur5e/' --benchmark_min_time=0.01 2>/dev/null
