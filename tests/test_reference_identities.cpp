@@ -116,18 +116,8 @@ std::vector<LabeledState> test_states(const Model& m, std::uint64_t seed) {
 // ---------------------------------------------------------------------------------------------
 // Thin wrappers over the raw-array API
 
-template <class S> std::vector<S> convert(const std::vector<double>& x) { return std::vector<S>(x.begin(), x.end()); }
-template <class S> std::vector<SVec<S>> convert(const std::vector<SVec<double>>& f) {
-    std::vector<SVec<S>> r(f.size());
-    for (std::size_t i = 0; i < f.size(); ++i)
-        for (int k = 0; k < 6; ++k) r[i][k] = S(f[i][k]);
-    return r;
-}
-template <class S> std::vector<double> to_doubles(const std::vector<S>& x) {
-    std::vector<double> r;
-    for (const S& v : x) r.push_back(nelu::to_double(v));
-    return r;
-}
+using nelu::test::convert;
+using nelu::test::to_doubles;
 
 /// fext may be null; the alias keeps it out of template argument deduction.
 template <class S> using FextPtr = const std::vector<SVec<S>>*;

@@ -621,18 +621,8 @@ TEST_CASE("iwim: the implicit inversion and the unit-force method give M^-1 B; q
 // Scalars and operation counts
 namespace {
 
-template <class S> std::vector<S> convert(const std::vector<double>& x) { return std::vector<S>(x.begin(), x.end()); }
-template <class S> std::vector<SVec<S>> convert(const std::vector<SVec<double>>& f) {
-    std::vector<SVec<S>> r(f.size());
-    for (std::size_t i = 0; i < f.size(); ++i)
-        for (int k = 0; k < 6; ++k) r[i][k] = S(f[i][k]);
-    return r;
-}
-template <class S> std::vector<double> doubles(const std::vector<S>& x) {
-    std::vector<double> r;
-    for (const S& v : x) r.push_back(nelu::to_double(v));
-    return r;
-}
+using nelu::test::convert;
+using nelu::test::to_doubles;
 
 /// Lambda^-1 = J M^-1 J^T the dense way, in any scalar: CRBA, M = L D L^T, J from body Jacobians,
 /// one solve per row of J, then J (M^-1 J^T).
@@ -709,31 +699,31 @@ TEST_CASE("scalars: the three references run on Counted, bit for bit as in doubl
     std::vector<double> L(d * d), Li(d * d), qdd(h.nv);
     CHECK(nelu::osim(h, q.data(), pts, Lc.data(), Lic.data()));
     CHECK(nelu::osim(h, s.q.data(), pts, L.data(), Li.data()));
-    CHECK(doubles(Lc) == L);
-    CHECK(doubles(Lic) == Li);
+    CHECK(to_doubles(Lc) == L);
+    CHECK(to_doubles(Lic) == Li);
     CHECK(nelu::constraint_fd(h, q.data(), qd.data(), tau.data(), fext.data(), qddc.data()));
     CHECK(nelu::constraint_fd(h, s.q.data(), s.qd.data(), s.tau.data(), s.fext.data(), qdd.data()));
-    CHECK(doubles(qddc) == qdd);
+    CHECK(to_doubles(qddc) == qdd);
     nelu::InputSet in{{6, 10, 20}, {BodyPoint{body(h, "l_foot"), {{0.1, 0, -0.05}}, PointAxes::World}}};
     std::vector<Counted> Bc(h.nv * in.size()), q0c(h.nv);
     std::vector<double> B(h.nv * in.size()), q0(h.nv);
     nelu::iwim(h, q.data(), qd.data(), fext.data(), in, Bc.data(), q0c.data());
     nelu::iwim(h, s.q.data(), s.qd.data(), s.fext.data(), in, B.data(), q0.data());
-    CHECK(doubles(Bc) == B);
-    CHECK(doubles(q0c) == q0);
+    CHECK(to_doubles(Bc) == B);
+    CHECK(to_doubles(q0c) == q0);
     // and float runs too (the same code path), close to double
     const auto qf = convert<float>(s.q);
     std::vector<float> Lf(d * d);
     CHECK(nelu::osim(h, qf.data(), pts, Lf.data()));
-    CHECK(nelu::test::rel_error(doubles(Lf), L) < 1e-2);
+    CHECK(nelu::test::rel_error(to_doubles(Lf), L) < 1e-2);
     std::vector<float> qddf(h.nv), Bf(h.nv * in.size()), q0f(h.nv);
     const auto qdf = convert<float>(s.qd), tauf = convert<float>(s.tau);
     const auto fextf = convert<float>(s.fext);
     CHECK(nelu::constraint_fd(h, qf.data(), qdf.data(), tauf.data(), fextf.data(), qddf.data()));
-    CHECK(nelu::test::rel_error(doubles(qddf), qdd) < 1e-2);
+    CHECK(nelu::test::rel_error(to_doubles(qddf), qdd) < 1e-2);
     nelu::iwim(h, qf.data(), qdf.data(), fextf.data(), in, Bf.data(), q0f.data());
-    CHECK(nelu::test::rel_error(doubles(Bf), B) < 1e-2);
-    CHECK(nelu::test::rel_error(doubles(q0f), q0) < 1e-2);
+    CHECK(nelu::test::rel_error(to_doubles(Bf), B) < 1e-2);
+    CHECK(nelu::test::rel_error(to_doubles(q0f), q0) < 1e-2);
 }
 
 TEST_CASE("op counts: osim on the humanoid, iwim vs unit-force vs dense on a 50-link chain") {
@@ -753,7 +743,7 @@ TEST_CASE("op counts: osim on the humanoid, iwim vs unit-force vs dense on a 50-
         const nelu::OpCounts dense = count([&] { Ld = dense_osim_inverse(h, q.data(), pts); });
         CHECK(inv.mul > 0);
         CHECK(full.mul > inv.mul);
-        CHECK(nelu::test::rel_error(doubles(Ld), doubles(Li)) < 1e-10);  // the counted runs computed the same
+        CHECK(nelu::test::rel_error(to_doubles(Ld), to_doubles(Li)) < 1e-10);  // the counted runs computed the same
         os << h.name << " (nv " << h.nv << "), two hands 6-DoF:\n"
            << "  osim_inverse (nelu::test::ResidualTable 1 steps 1-5)      " << ops(inv) << "\n"
            << "  osim (with Lambda, step 6)            " << ops(full) << "\n"
@@ -779,8 +769,8 @@ TEST_CASE("op counts: osim on the humanoid, iwim vs unit-force vs dense on a 50-
         const nelu::OpCounts dense = count([&] { Bd = dense_iwim_joints(c, q.data(), dofs); });
         CHECK(iim.mul > 0);
         CHECK(ufm.mul > 0);
-        CHECK(nelu::test::rel_error(doubles(B), doubles(Bd)) < 1e-9);
-        CHECK(nelu::test::rel_error(doubles(Bu), doubles(Bd), 1.0) < 1e-9);
+        CHECK(nelu::test::rel_error(to_doubles(B), to_doubles(Bd)) < 1e-9);
+        CHECK(nelu::test::rel_error(to_doubles(Bu), to_doubles(Bd), 1.0) < 1e-9);
         os << "  " << label << ":\n"
            << "    iwim, implicit inversion (with qdd_0) " << ops(iim) << "\n"
            << "    iwim_unit_force (" << nc + 1 << " ABA calls)       " << ops(ufm) << "\n"

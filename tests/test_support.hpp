@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "nelu/counting.hpp"
 #include "nelu/model.hpp"
 
 namespace nelu::test {
@@ -32,6 +33,20 @@ std::vector<TestRobot> all_test_robots();
 
 /// max_i |a_i - b_i| / max(max_i |b_i|, floor): a relative error with a floor for near-zero vectors.
 double rel_error(const std::vector<double>& a, const std::vector<double>& b, double floor = 1.0);
+
+/// Vectors in another scalar (double, float, the counting scalar) and back.
+template <class S> std::vector<S> convert(const std::vector<double>& x) { return std::vector<S>(x.begin(), x.end()); }
+template <class S> std::vector<SVec<S>> convert(const std::vector<SVec<double>>& f) {
+    std::vector<SVec<S>> r(f.size());
+    for (std::size_t i = 0; i < f.size(); ++i)
+        for (int k = 0; k < 6; ++k) r[i][k] = S(f[i][k]);
+    return r;
+}
+template <class S> std::vector<double> to_doubles(const std::vector<S>& x) {
+    std::vector<double> r;
+    for (const S& v : x) r.push_back(to_double(v));
+    return r;
+}
 
 /// Worst residual per robot of one identity or comparison, printed when it goes out of scope (so
 /// that every run shows the margins, not only failures). Use with CHECK_RESIDUAL.
