@@ -226,3 +226,32 @@ TEST_CASE("Weighted least squares with noisy measurements equals the dense const
     CHECK(worst_exact > 1e-4);  // the noise does move the estimate: the comparison is not vacuous
     CHECK(worst < 1e-8);
 }
+
+TEST_CASE("Sensor specs: every error names the spec file and line, and the sensor, link or joint") {
+    fs::path d = scratch("errors");
+    const std::string urdf = robot("ur5e.urdf");
+    struct Case {
+        std::string text, expect;
+    } cases[] = {
+        {"version: 1\nsensors: []\n", "'sensors' needs 'version: 2'"},
+        {"version: 2\nsensors:\n  - {name: t, type: thermometer, link: wrist_3_link}\n", "sensor 't': unknown type 'thermometer'"},
+        {"version: 2\nsensors:\n  - {name: c, type: load_cell, link: nowhere}\n", "sensor 'c': no link named 'nowhere'"},
+        {"version: 2\nsensors:\n  - {name: f, type: force_torque, joint: nowhere}\n", "sensor 'f': no joint named 'nowhere'"},
+        {"version: 2\nsensors:\n  - {name: f, type: force_torque, joint: wrist_3_joint, components: [fq]}\n", "sensor 'f': unknown component 'fq'"},
+        {"version: 2\nproblem: fd\nsensors:\n  - {name: tq, type: joint_torque, joint: elbow_joint}\n", "the torque of joint 'elbow_joint' is already known"},
+        {"version: 2\nurdf_sensors: [imu]\n", "has no <sensor name=\"imu\">"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link}\n  - {name: a, type: accelerometer, link: forearm_link}\n",
+         "a second sensor named 'a'"},
+        {"version: 2\nsensors:\n  - {name: w, type: contact_wrench, link: wrist_3_link, slippery: true}\n", "'slippery' belongs to load cells"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, variance: -1}\n", "sensor 'a': variances must be positive"},
+    };
+    for (const Case& c : cases) {
+        write(d / "spec.yaml", c.text);
+        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", urdf, (d / "spec.yaml").string(), d.string()));
+        INFO(c.text << "\n" << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find(c.expect) != std::string::npos);
+        CHECK(r.err.find("spec.yaml:") != std::string::npos);
+    }
+    fs::remove_all(d);
+}
