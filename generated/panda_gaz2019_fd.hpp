@@ -3,8 +3,8 @@
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 223x223, nnz(D) 666, nnz(L) 807, nnz(U) 1009, fill 1150
-// Total ops: mul 992, add 892, div 11, sqrt 0, sincos 6 (total 1895)
-//   kinematics: mul 292, add 197, div 0, sqrt 0, sincos 6 (total 489)
+// Total ops: mul 990, add 879, div 11, sqrt 0, sincos 6 (total 1880)
+//   kinematics: mul 290, add 184, div 0, sqrt 0, sincos 6 (total 474)
 //   factorization: mul 426, add 355, div 9, sqrt 0, sincos 0 (total 790)
 //   solve: mul 274, add 340, div 2, sqrt 0, sincos 0 (total 616)
 #ifndef NELU_GENERATED_panda_gaz2019_fd_HPP

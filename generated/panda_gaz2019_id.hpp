@@ -3,8 +3,8 @@
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-rnea; D 223x223, nnz(D) 666, nnz(L) 443, nnz(U) 223, fill 0
-// Total ops: mul 529, add 473, div 0, sqrt 0, sincos 6 (total 1002)
-//   kinematics: mul 292, add 196, div 0, sqrt 0, sincos 6 (total 488)
+// Total ops: mul 527, add 460, div 0, sqrt 0, sincos 6 (total 987)
+//   kinematics: mul 290, add 183, div 0, sqrt 0, sincos 6 (total 473)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
 //   solve: mul 237, add 277, div 0, sqrt 0, sincos 0 (total 514)
 #ifndef NELU_GENERATED_panda_gaz2019_id_HPP

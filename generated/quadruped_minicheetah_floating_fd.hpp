@@ -3,8 +3,8 @@
 // problem: fd
 // base: floating; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 414x414, nnz(D) 1166, nnz(L) 1373, nnz(U) 1663, fill 1870
-// Total ops: mul 1917, add 1734, div 26, sqrt 0, sincos 12 (total 3677)
-//   kinematics: mul 590, add 395, div 0, sqrt 0, sincos 12 (total 985)
+// Total ops: mul 1849, add 1662, div 26, sqrt 0, sincos 12 (total 3537)
+//   kinematics: mul 522, add 323, div 0, sqrt 0, sincos 12 (total 845)
 //   factorization: mul 773, add 657, div 21, sqrt 0, sincos 0 (total 1451)
 //   solve: mul 554, add 682, div 5, sqrt 0, sincos 0 (total 1241)
 #ifndef NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP

@@ -3,8 +3,8 @@
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: umfpack; D 300x300, nnz(D) 832, nnz(L) 0, nnz(U) 832, fill 0
-// Total ops: mul 580, add 460, div 0, sqrt 0, sincos 12 (total 1040)
-//   kinematics: mul 340, add 192, div 0, sqrt 0, sincos 12 (total 532)
+// Total ops: mul 556, add 428, div 0, sqrt 0, sincos 12 (total 984)
+//   kinematics: mul 316, add 160, div 0, sqrt 0, sincos 12 (total 476)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
 //   solve: mul 240, add 268, div 0, sqrt 0, sincos 0 (total 508)
 #ifndef NELU_GENERATED_quadruped_minicheetah_id_HPP

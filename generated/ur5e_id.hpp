@@ -3,10 +3,10 @@
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: umfpack; D 174x174, nnz(D) 486, nnz(L) 0, nnz(U) 486, fill 0
-// Total ops: mul 352, add 305, div 0, sqrt 0, sincos 5 (total 657)
-//   kinematics: mul 197, add 128, div 0, sqrt 0, sincos 5 (total 325)
+// Total ops: mul 339, add 283, div 0, sqrt 0, sincos 5 (total 622)
+//   kinematics: mul 184, add 105, div 0, sqrt 0, sincos 5 (total 289)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 155, add 177, div 0, sqrt 0, sincos 0 (total 332)
+//   solve: mul 155, add 178, div 0, sqrt 0, sincos 0 (total 333)
 #ifndef NELU_GENERATED_ur5e_id_HPP
 #define NELU_GENERATED_ur5e_id_HPP
 
