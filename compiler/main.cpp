@@ -87,6 +87,9 @@ void print_summary(const nelu::CompileResult& r) {
     if (r.verify.states > 0)
         std::cout << fmt::format("  verified against the reference on {} states: max relative error {:.2e}{}\n", r.verify.states,
                                  r.verify.max_rel_error, r.verify.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.verify.max_backward_error) : std::string());
+    if (r.verify.refused_singular > 0)
+        std::cout << fmt::format("  NELU_STATUS_SMALL_PIVOT on {} of them, where Lambda does not exist (a kinematic singularity)\n",
+                                 r.verify.refused_singular);
 }
 
 int run_compile(const CompileArgs& a, bool write) {
@@ -121,6 +124,9 @@ int run_check_command(const nelu::CheckOptions& o) {
     const bool ok = r.pass();
     std::cout << fmt::format("  {} (tolerances: double {:.0e}, float {:.1e}; {} error{})\n", ok ? "PASS" : "FAIL", r.tolerance_double(), r.tolerance_float(),
                              r.seeks_qdd ? "backward" : "relative", r.failed_status ? fmt::format("; {} calls returned a non-zero status", r.failed_status) : "");
+    if (r.refused_singular > 0)
+        std::cout << fmt::format("  {} calls returned NELU_STATUS_SMALL_PIVOT where Lambda does not exist (a kinematic singularity)\n",
+                                 r.refused_singular);
     return ok ? nelu::kExitOk : nelu::kExitInternal;
 }
 

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -61,6 +63,54 @@ operational_points:
     fs::remove_all(d);
 }
 
+TEST_CASE("osim with lambda: Lambda by a static LDL^T of Lambda^-1, refused only at kinematic singularities") {
+    // Lambda is judged by its residual |Lambda^-1_ref Lambda - I| against the dense route's
+    // Lambda^-1 (CRBA, body Jacobians, Eigen), and Lambda^-1 by its forward error. With every joint
+    // at 0 the UR5e is stretched out (an elbow singularity): Lambda does not exist there, and the
+    // solver must return NELU_STATUS_SMALL_PIVOT exactly at such states (nelu check counts a refusal
+    // elsewhere as a failure).
+    const std::string robots = nelu::test::source_dir() + "/robots/";
+    fs::path d = scratch("lambda");
+    std::ofstream(d / "spec.yaml") << R"(version: 2
+problem: osim
+lambda: true
+operational_points:
+  - {link: wrist_3_link, point: [0, 0.1, 0.05], dof: 6}
+)";
+    const std::string dir = nelu::test::scratch_dir("lambda_out");
+    auto c = run_nelu(fmt::format("compile '{}' --problem '{}' --name ur5e_lambda -o '{}'{}", robots + "ur5e.urdf",
+                                  (d / "spec.yaml").string(), dir, nelu::test::sanitized() ? " --verify 3 --validate 2000" : ""));
+    INFO(c.out << c.err);
+    REQUIRE(c.exit_code == 0);
+    CHECK(c.out.find("where Lambda does not exist") != std::string::npos);  // q = 0 is among the special states
+    auto k = run_nelu(fmt::format("check '{}' '{}/ur5e_lambda.json' --problem '{}'{}", robots + "ur5e.urdf", dir,
+                                  (d / "spec.yaml").string(), nelu::test::sanitized() ? " --states 20" : ""));
+    INFO(k.out << k.err);
+    MESSAGE("ur5e_lambda: " << k.out);
+    CHECK(k.exit_code == 0);
+    CHECK(k.out.find("PASS") != std::string::npos);
+    CHECK(k.out.find("calls returned NELU_STATUS_SMALL_PIVOT where Lambda does not exist") != std::string::npos);
+    // 36 entries of Lambda^-1, then 36 of Lambda; the generated header says which is which
+    std::ifstream h(dir + "/ur5e_lambda.hpp");
+    const std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+    CHECK(header.find("#define ur5e_lambda_NOUT 72") != std::string::npos);
+    CHECK(header.find("out[36]  Lambda [wrist_3_link at its point, nx][column 0]") != std::string::npos);
+    fs::remove_all(dir);
+    fs::remove_all(d);
+    if (nelu::test::sanitized()) {
+        MESSAGE("the humanoid's Lambda: compiled and checked in the release build only (sanitizer build)");
+        return;
+    }
+    // both hands of the floating humanoid (12 coordinates: the base's six DoF make them independent)
+    check_kind(robots + "humanoid_winter.urdf", R"(version: 2
+problem: osim
+lambda: true
+operational_points:
+  - {link: l_forearm, point: [0, 0, -0.45], dof: 6}
+  - {link: r_forearm, point: [0, 0, -0.45], dof: 6}
+)", "humanoid_lambda_floating", "--floating-base");
+}
+
 TEST_CASE("iwim: M^-1 B and qdd_0 for joint torques and contact forces") {
     const std::string robots = nelu::test::source_dir() + "/robots/";
     check_kind(robots + "ur5e.urdf", R"(version: 2
@@ -90,6 +140,8 @@ TEST_CASE("osim and iwim specs: errors name the file and line") {
         {"version: 2\nproblem: iwim\ninputs: {torques: all}\n", "unknown key 'inputs.torques'"},
         {"version: 1\nproblem: iwim\n", "needs 'version: 2'"},
         {"version: 2\nproblem: iwim\njoints: {default: tau}\ninputs: {joints: all}\n", "'joints' does not apply to problem iwim"},
+        {"version: 2\nproblem: iwim\nlambda: true\ninputs: {joints: all}\n", "'lambda' belongs to problem osim"},
+        {"version: 2\nproblem: osim\nlambda: maybe\noperational_points:\n  - {link: wrist_3_link}\n", "'lambda' must be true or false"},
     };
     for (const Case& c : cases) {
         std::ofstream(d / "spec.yaml") << c.text;
@@ -99,5 +151,15 @@ TEST_CASE("osim and iwim specs: errors name the file and line") {
         CHECK(r.err.find(c.expect) != std::string::npos);
         CHECK(r.err.find("spec.yaml:") != std::string::npos);
     }
+    // Lambda of more coordinates than the robot moves independently: ill-posed, exit 1, says why
+    std::ofstream(d / "spec.yaml") << "version: 2\nproblem: osim\nlambda: true\noperational_points:\n"
+                                      "  - {link: l_forearm, point: [0, 0, -0.45], dof: 6}\n"
+                                      "  - {link: r_forearm, point: [0, 0, -0.45], dof: 6}\n";
+    auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}' --validate 1000", nelu::test::source_dir() + "/robots/humanoid_winter.urdf",
+                                  (d / "spec.yaml").string(), d.string()));
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("Lambda does not exist") != std::string::npos);
+    CHECK(r.err.find("r_forearm") != std::string::npos);
     fs::remove_all(d);
 }

@@ -22,7 +22,8 @@ struct CheckReport {
     bool seeks_qdd = false;
     double forward_double = 0, forward_float = 0;    ///< max relative forward error
     double backward_double = 0, backward_float = 0;  ///< max scaled residual (when accelerations are sought)
-    int failed_status = 0;                           ///< states where the solver returned non-zero
+    int failed_status = 0;                           ///< calls that returned non-zero where they should not
+    int refused_singular = 0;  ///< calls that returned NELU_STATUS_SMALL_PIVOT where Lambda does not exist (osim with lambda)
     bool sensor = false;  ///< a sensor problem (its outputs compared with a consistent world)
     double decisive_double() const { return seeks_qdd ? backward_double : forward_double; }
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }

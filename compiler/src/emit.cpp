@@ -39,9 +39,12 @@ std::map<Id, std::string> annotations(const EmitInput& in) {
         }
     for (int c = 0; c < sys.n(); ++c)
         if (f.x[c] >= 0 && !f.prog.is_const(f.x[c])) notes[f.x[c]] = "x: " + sys.cols[c].label;
+    int lambda_pivot = 0;
     for (std::size_t k = 0; k < f.pivots.size(); ++k) {
         const ScheduledPivot& p = f.pivots[k];
-        if (!f.prog.is_const(p.value))
+        if (p.kind == PivotKind::Lambda)
+            notes[p.value] = fmt::format("pivot {}: d[{}] of Lambda^-1 = L D L^T (zero at a kinematic singularity)", k, lambda_pivot++);
+        else if (!f.prog.is_const(p.value))
             notes[p.value] = fmt::format("pivot {}: ({}, {})", k, sys.rows[p.at.row].label, sys.cols[p.at.col].label);
     }
     for (int i = 0; i < f.prog.size(); ++i) {
@@ -90,7 +93,8 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
                                  : fmt::format("M^-1 B [qdd {}{}][input {}]", b.joint_name,
                                                b.nv() > 1 ? fmt::format(".{}", component_name(Quantity::LinkAcceleration, s.comp)) : std::string(), s.column_of_b);
     if (p.kind == "osim")
-        return fmt::format("Lambda^-1 [{} at its point, {}][column {}]", b.name, component_name(Quantity::LinkAcceleration, s.comp), s.column_of_b);
+        return fmt::format("{} [{} at its point, {}][column {}]", s.lambda ? "Lambda" : "Lambda^-1", b.name,
+                           component_name(s.lambda ? Quantity::ExternalWrench : Quantity::LinkAcceleration, s.comp), s.column_of_b);
     switch (s.quantity) {
         case Quantity::JointAcceleration:
         case Quantity::JointTorque:
@@ -262,6 +266,10 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
     nlohmann::ordered_json j;
     const Body& b = m.bodies[s.body];
     j["quantity"] = quantity_name(s.quantity);
+    if (p.response_kind()) {  // an entry of a result matrix, row major
+        j["matrix"] = p.kind == "iwim" ? (s.column_of_b < 0 ? "qdd_0" : "M^-1 B") : (s.lambda ? "Lambda" : "Lambda^-1");
+        if (s.column_of_b >= 0) j["column"] = s.column_of_b;
+    }
     if (s.quantity == Quantity::Measurement) {
         const Sensor& sn = p.sensors[s.sensor];
         static const char* point[3] = {"x", "y", "z"};

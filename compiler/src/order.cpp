@@ -368,10 +368,24 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
         }
         ++v.configurations;
     }
+    double lambda_scale = 0;  // the largest Lambda pivot seen
+    for (std::size_t k = 0; k < roots.size(); ++k)
+        if (f.pivots[which[k]].kind == PivotKind::Lambda) lambda_scale = std::max(lambda_scale, hi[k]);
     v.worst_ratio = 1;
     for (std::size_t k = 0; k < roots.size(); ++k) {
         double ratio = hi[k] > 0 ? lo[k] / hi[k] : 0;
         ScheduledPivot& p = f.pivots[which[k]];
+        if (p.kind == PivotKind::Lambda) {
+            // Lambda does not exist at a kinematic singularity, which the configurations may well
+            // include: no refusal; at run time, a pivot under 1e-12 of its largest value (a power of
+            // ten, for determinism) returns NELU_STATUS_SMALL_PIVOT
+            p.threshold = hi[k] > 0 ? std::pow(10.0, std::floor(std::log10(1e-12 * hi[k]))) : 0.0;
+            if (!(hi[k] > 1e-9 * lambda_scale))
+                throw IllPosedError(fmt::format("Lambda^-1 is singular at every one of {} configurations: the operational points "
+                                                "have more coordinates than the robot can move independently, so Lambda does not "
+                                                "exist (drop 'lambda', use fewer points, or dof: 3)", v.configurations));
+            continue;
+        }
         // 1e-6 of the smallest |pivot| seen, rounded down to a power of ten so that the emitted
         // code does not depend on the last bits of the validation
         p.threshold = lo[k] > 0 ? std::pow(10.0, std::floor(std::log10(1e-6 * lo[k]))) : 0.0;

@@ -95,7 +95,9 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         r.verify = run_verify(r.load.model, r.problem, r.system, r.order.best, o.verify_states);
         if (!(r.verify.decisive() <= (r.system.classical ? 1e-10 : 1e-9)))
             throw std::runtime_error(fmt::format("verification failed over {} states: forward relative error {:.3g}, "
-                                                 "backward error {:.3g}", r.verify.states, r.verify.max_rel_error, r.verify.max_backward_error));
+                                                 "backward error {:.3g}{}", r.verify.states, r.verify.max_rel_error, r.verify.max_backward_error,
+                                                 r.verify.refused_regular > 0 ? fmt::format("; a pivot check fails at {} states where the "
+                                                 "problem is regular", r.verify.refused_regular) : std::string()));
     }
     r.name = o.name.empty() ? c_identifier(r.load.model.name + "_" + r.problem.kind) : o.name;
     if (r.name != c_identifier(r.name)) throw InputError(fmt::format("--name '{}' is not a C identifier", r.name));

@@ -428,6 +428,11 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
             throw InputError(location(file, 1) + "problem osim needs 'operational_points': a list of {link, point, dof}");
         if (spec["inputs"]) throw InputError(where(file, spec["inputs"]) + "'inputs' belongs to problem iwim");
         for (const YAML::Node& n : ops) p.points.push_back(read_point(n, 6));
+        if (const YAML::Node l = spec["lambda"]) {
+            if (!l.IsScalar() || (l.as<std::string>() != "true" && l.as<std::string>() != "false"))
+                throw InputError(where(file, l) + "'lambda' must be true or false");
+            p.lambda = l.as<bool>();
+        }
         return;
     }
     if (spec["operational_points"]) throw InputError(where(file, spec["operational_points"]) + "'operational_points' belongs to problem osim");
@@ -554,14 +559,14 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
     if (!spec.IsMap()) throw InputError(location(file, 1) + "a problem spec is a YAML map");
     static const std::set<std::string> keys{"version", "name", "problem", "floating_base", "gravity", "joints",
                                             "external_wrenches", "urdf_sensors", "sensors", "outputs",
-                                            "allow_singular_configurations", "inputs", "operational_points"};
+                                            "allow_singular_configurations", "inputs", "operational_points", "lambda"};
     for (const auto& kv : spec)
         if (!keys.count(kv.first.as<std::string>()))
             throw InputError(where(file, kv.first) + fmt::format("unknown key '{}'", kv.first.as<std::string>()));
     const int version = spec["version"] ? spec["version"].as<int>() : 1;
     if (version != 1 && version != 2)
         throw InputError(where(file, spec["version"]) + "unsupported spec version (this nelu reads versions 1 and 2)");
-    for (const char* k : {"urdf_sensors", "sensors", "outputs", "allow_singular_configurations", "inputs", "operational_points"})
+    for (const char* k : {"urdf_sensors", "sensors", "outputs", "allow_singular_configurations", "inputs", "operational_points", "lambda"})
         if (spec[k] && version < 2) throw InputError(where(file, spec[k]) + fmt::format("'{}' needs 'version: 2'", k));
     p.kind = spec["problem"] ? spec["problem"].as<std::string>() : "hybrid";
     if (!is_kind(p.kind)) throw InputError(where(file, spec["problem"]) + "'problem' must be id, fd, hybrid, osim or iwim");
@@ -592,6 +597,7 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
         p.sensors.push_back(resolve(d, loaded, p));
     }
     read_outputs(spec["outputs"], file, p);
+    if (spec["lambda"] && p.kind != "osim") throw InputError(where(file, spec["lambda"]) + "'lambda' belongs to problem osim");
     if (p.response_kind()) read_response_problem(spec, file, loaded, p);
     if (spec["allow_singular_configurations"]) p.allow_special_singularities = spec["allow_singular_configurations"].as<bool>();
     return p;

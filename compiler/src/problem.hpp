@@ -87,6 +87,8 @@ struct Problem {
     std::vector<PointSpec> points;
     /// iwim: the actuated joints' velocity slots (inputs: unit torques), in slot order.
     std::vector<int> actuated;
+    /// osim: also output Lambda, the inverse of Lambda^-1, by a static LDL^T (spec key `lambda`).
+    bool lambda = false;
     bool response_kind() const { return kind == "osim" || kind == "iwim"; }
     /// True for the classical problems (every joint knows exactly one of qdd, tau; wrenches are
     /// inputs or zero; no sensors): tree orders and the RNEA/ABA references apply.

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "diagnostics.hpp"
+
 namespace nelu {
 namespace {
 
@@ -38,6 +40,62 @@ Id divide(ir::Program& P, Lu& lu, int k, Id a, Id p) {
 /// when the data are consistent, and to about 1e-4 of the measurement residuals otherwise. (A
 /// heavier weight costs accuracy in float: the block's condition grows with its square root.)
 constexpr double kExactWeight = 1e4;
+
+}  // namespace
+
+namespace {
+
+/// osim with `lambda`: Lambda = (Lambda^-1)^-1 by a static LDL^T of the symmetric positive
+/// definite Lambda^-1 (its upper triangle, as computed), then Lambda = W^T D^-1 W with W = L^-1:
+/// no pivoting, no square roots; about k^3/2 multiplications for a k x k matrix. The pivots d_j
+/// vanish only where the operational points' Jacobian loses rank; they become PivotKind::Lambda
+/// pivots, checked at run time.
+void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
+    const int k = sys.lambda_size;
+    auto A = [&](int i, int j) { return out.outputs[static_cast<std::size_t>(std::min(i, j) * k + std::max(i, j))]; };
+    std::vector<std::vector<Id>> L(k, std::vector<Id>(k, P.zero())), E = L;  // E[j][l] = L[j][l] d[l]
+    std::vector<Id> d(k), dinv(k);
+    ir::ZeroTest identically_zero;
+    for (int j = 0; j < k; ++j) {
+        for (int i = 0; i < j; ++i) {
+            Id e = A(i, j);
+            for (int l = 0; l < i; ++l) e = P.sub(e, P.mul(E[j][l], L[i][l]));
+            E[j][i] = e, L[j][i] = P.mul(e, dinv[i]);
+        }
+        Id dj = A(j, j);
+        for (int l = 0; l < j; ++l) dj = P.sub(dj, P.mul(E[j][l], L[j][l]));
+        if ((P.is_const(dj) && P.value(dj) == 0) || identically_zero.is_zero(P, dj)) {
+            const Slot& s = sys.out[static_cast<std::size_t>(j * k)];
+            const std::string& label = sys.cols[static_cast<std::size_t>(sys.blocks[s.body].a[0])].label;  // a[LINK].wx
+            const std::string link = label.substr(label.find('[') + 1, label.find(']') - label.find('[') - 1);
+            throw IllPosedError(fmt::format(
+                "Lambda does not exist: Lambda^-1 is singular at every configuration. Its row {} ({} of the operational "
+                "point on {}) depends on the rows before it: the robot cannot move these coordinates independently. "
+                "Drop 'lambda', use fewer points, or dof: 3", j, component_name(Quantity::LinkAcceleration, s.comp), link));
+        }
+        d[j] = dj, dinv[j] = P.div(P.one(), dj);
+        // a pivot entry of the system for messages: the row and column of Lambda^-1's last solve
+        out.pivots.push_back({out.pivots.empty() ? Pivot{0, 0} : out.pivots.back().at, dj, PivotKind::Lambda, 0});
+    }
+    // W = L^-1 (unit lower triangular), G[l][j] = W[l][j] / d[l]
+    std::vector<std::vector<Id>> W(k, std::vector<Id>(k, P.zero())), G = W;
+    for (int j = 0; j < k; ++j) {
+        W[j][j] = P.one();
+        for (int i = j + 1; i < k; ++i) {
+            Id w = P.neg(L[i][j]);
+            for (int l = j + 1; l < i; ++l) w = P.sub(w, P.mul(L[i][l], W[l][j]));
+            W[i][j] = w;
+        }
+        for (int l = j; l < k; ++l) G[l][j] = P.mul(W[l][j], dinv[l]);
+    }
+    const std::size_t base = static_cast<std::size_t>(k) * k;
+    for (int i = 0; i < k; ++i)
+        for (int j = i; j < k; ++j) {
+            Id s = P.zero();
+            for (int l = j; l < k; ++l) s = P.add(s, P.mul(W[l][i], G[l][j]));
+            out.outputs[base + static_cast<std::size_t>(i * k + j)] = out.outputs[base + static_cast<std::size_t>(j * k + i)] = s;
+        }
+}
 
 }  // namespace
 
@@ -180,6 +238,10 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
     }
     out.x = xs[0];
     for (const Slot& s : sys.out) {
+        if (s.lambda) {  // filled in below, from the Lambda^-1 outputs
+            out.outputs.push_back(P.zero());
+            continue;
+        }
         const std::vector<Id>& x = xs[static_cast<std::size_t>(s.rhs)];
         if (s.column >= 0) {
             out.outputs.push_back(x[s.column]);
@@ -189,6 +251,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         for (const auto& [c, coef] : s.terms) v = P.add(v, P.mul(coef, x[c]));
         out.outputs.push_back(v);
     }
+    if (sys.lambda_size > 0) invert_lambda(P, sys, out);
     // Merge equal values (symmetric halves of the Schur complements, among others), then count
     // what the outputs and pivot checks need, split by phase.
     std::vector<Id> roots = out.outputs;

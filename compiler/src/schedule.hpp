@@ -28,6 +28,9 @@ enum class PivotKind {
     Validated,     ///< anything else: validated numerically over random and special configurations
     Gram,          ///< a diagonal entry r_jj of the Gram-Schmidt QR of the trailing block: a norm,
                    ///< positive whenever the block has full column rank
+    Lambda,        ///< a pivot d_j of the LDL^T of Lambda^-1 (osim with lambda): positive except at
+                   ///< the robot's kinematic singularities, where Lambda does not exist; checked at
+                   ///< run time against 1e-12 of its largest validated value, never refused
 };
 
 /// The trailing block of a candidate order that is not eliminated by pivots: after the pivots, the

@@ -703,6 +703,15 @@ void Builder::responses() {
                 s_.out.push_back(s);
             }
         }
+        if (p_.lambda) {  // Lambda row by row: the point wrench that gives a unit point acceleration
+            s_.lambda_size = static_cast<int>(comps.size());
+            for (const auto& [i, c] : comps)
+                for (std::size_t k = 0; k < comps.size(); ++k) {
+                    Slot s{Quantity::ExternalWrench, p_.points[i].body, c, -1, {}, -1, -1};
+                    s.column_of_b = static_cast<int>(k), s.lambda = true;
+                    s_.out.push_back(s);
+                }
+        }
     }
     s_.in.clear();
 }

@@ -65,6 +65,7 @@ struct Slot {
     int sensor = -1;  ///< Measurement inputs: index into Problem::sensors
     int rhs = 0;      ///< outputs: solution of b (0) or of extra right-hand side rhs - 1
     int column_of_b = -1;  ///< outputs of osim/iwim: which column of the result matrix (for comments)
+    bool lambda = false;   ///< osim: an entry of Lambda, computed from the Lambda^-1 outputs (not solved)
 };
 
 /// The columns and rows that belong to one body, for tree-aware orders.
@@ -96,6 +97,9 @@ struct System {
     std::vector<double> variance;
     bool classical = true;  ///< every body has the classical block structure (tree orders apply)
     bool allow_special_singularities = false;  ///< Problem::allow_special_singularities
+    /// osim with `lambda`: the size k of Lambda; the outputs are Lambda^-1 (k x k, row major), then
+    /// Lambda (k x k), the latter computed by a static LDL^T of the former (run_schedule).
+    int lambda_size = 0;
     std::vector<BodyBlock> blocks;
     /// Kinematics nodes kept for the verifier and comments: per body v_i (6).
     std::vector<std::vector<ir::Id>> velocity;

@@ -283,6 +283,11 @@ std::vector<double> response_reference(const System& sys, const Model& m, const 
         Eigen::MatrixXd L = J * ldlt.solve(J.transpose());
         for (int r = 0; r < L.rows(); ++r)
             for (int c = 0; c < L.cols(); ++c) out.push_back(L(r, c));
+        if (p.lambda) {  // Lambda itself, for the record; Lambda is judged by its residual (lambda_residual)
+            Eigen::MatrixXd Lam = L.ldlt().solve(Eigen::MatrixXd::Identity(L.rows(), L.cols()));
+            for (int r = 0; r < Lam.rows(); ++r)
+                for (int c = 0; c < Lam.cols(); ++c) out.push_back(Lam(r, c));
+        }
     }
     if (out.size() != sys.out.size()) throw std::logic_error("verify: the reference and the solver disagree on the outputs");
     return out;
@@ -389,8 +394,53 @@ double iwim_backward_error(const Model& m, const Problem& p, const State& st, co
     return worst;
 }
 
+namespace {
+
+/// Lambda^-1 from the reference outputs, as a matrix.
+Eigen::MatrixXd lambda_inverse_of(const System& sys, const std::vector<double>& ref) {
+    const int k = sys.lambda_size;
+    Eigen::MatrixXd A(k, k);
+    for (int i = 0; i < k; ++i)
+        for (int j = 0; j < k; ++j) A(i, j) = ref[static_cast<std::size_t>(i * k + j)];
+    return A;
+}
+
+}  // namespace
+
+double response_forward_error(const System& sys, const std::vector<double>& out, const std::vector<double>& ref) {
+    if (sys.lambda_size == 0) return forward_error(out, ref);
+    const std::size_t k2 = static_cast<std::size_t>(sys.lambda_size) * sys.lambda_size;
+    return forward_error(std::vector<double>(out.begin(), out.begin() + static_cast<long>(k2)),
+                         std::vector<double>(ref.begin(), ref.begin() + static_cast<long>(k2)));
+}
+
+double lambda_residual(const System& sys, const std::vector<double>& out, const std::vector<double>& ref) {
+    const int k = sys.lambda_size;
+    const Eigen::MatrixXd A = lambda_inverse_of(sys, ref);
+    Eigen::MatrixXd X(k, k);
+    const std::size_t base = static_cast<std::size_t>(k) * k;
+    for (int i = 0; i < k; ++i)
+        for (int j = 0; j < k; ++j) X(i, j) = out[base + static_cast<std::size_t>(i * k + j)];
+    const double r = (A * X - Eigen::MatrixXd::Identity(k, k)).cwiseAbs().maxCoeff();
+    const double scale = A.cwiseAbs().rowwise().sum().maxCoeff() * X.cwiseAbs().rowwise().sum().maxCoeff();
+    return r == r ? (scale > 0 ? r / scale : r) : INFINITY;
+}
+
+bool lambda_singular(const System& sys, const std::vector<double>& ref) {
+    // Not scaled to a unit diagonal: at a singularity a whole row can vanish (a hand whose vertical
+    // velocity is zero with the arm hanging down), and scaling would hide it. The generated code's
+    // LDL^T pivots bound the smallest eigenvalue from above (lambda_min <= d_j), so a refusal there
+    // implies a small lambda_min here.
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(lambda_inverse_of(sys, ref), Eigen::EigenvaluesOnly);
+    return !(es.eigenvalues().minCoeff() > kLambdaSingular * es.eigenvalues().maxCoeff());
+}
+
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out) {
     if (p.kind == "iwim") return iwim_backward_error(m, p, st, out);
+    if (p.kind == "osim") {  // with lambda: Lambda^-1's forward error and Lambda's residual, whichever is worse
+        const std::vector<double> ref = response_reference(sys, m, p, st);
+        return std::max(response_forward_error(sys, out, ref), lambda_residual(sys, out, ref));
+    }
     const Model mg = with_gravity(m, p);
     const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
     const int nv = m.nv;
@@ -416,19 +466,30 @@ double backward_error(const System& sys, const Model& m, const Problem& p, const
 VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states) {
     VerifyReport rep;
     const std::vector<State> states = checked_states(m, sys, 0x76657269, random_states);
-    std::vector<bool> live = f.prog.live_nodes(f.outputs);
+    std::vector<ir::Id> roots = f.outputs;
+    for (const ScheduledPivot& pv : f.pivots)
+        if (pv.threshold > 0) roots.push_back(pv.value);
+    std::vector<bool> live = f.prog.live_nodes(roots);
     bool seeks_qdd = false;
     for (const Slot& s : sys.out) seeks_qdd = seeks_qdd || s.quantity == Quantity::JointAcceleration;
-    // the backward error is that of M qdd + h = tau (or, for iwim, of M [qdd_0 B^] = [-h B])
-    seeks_qdd = (seeks_qdd && sys.classical && !p.response_kind()) || p.kind == "iwim";
+    // the backward error is that of M qdd + h = tau (or, for iwim, of M [qdd_0 B^] = [-h B]; for
+    // osim with lambda, Lambda's residual |Lambda^-1 Lambda - I|)
+    seeks_qdd = (seeks_qdd && sys.classical && !p.response_kind()) || p.kind == "iwim" || sys.lambda_size > 0;
     rep.seeks_qdd = seeks_qdd;
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(sys, m, p, st);
         std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live);
         std::vector<double> ref = reference_outputs(sys, m, p, st);
+        bool refused = false;  // what the generated code's pivot checks would say
+        for (const ScheduledPivot& pv : f.pivots)
+            refused = refused || (pv.threshold > 0 && !(std::abs(val[pv.value]) >= pv.threshold));
+        if (refused) {  // NELU_STATUS_SMALL_PIVOT: right only where Lambda does not exist
+            ++(sys.lambda_size > 0 && lambda_singular(sys, ref) ? rep.refused_singular : rep.refused_regular);
+            continue;
+        }
         std::vector<double> out;
         for (ir::Id o : f.outputs) out.push_back(val[o]);
-        rep.max_rel_error = std::max(rep.max_rel_error, forward_error(out, ref));
+        rep.max_rel_error = std::max(rep.max_rel_error, response_forward_error(sys, out, ref));
         if (seeks_qdd) rep.max_backward_error = std::max(rep.max_backward_error, backward_error(sys, m, p, st, out));
         ++rep.states;
     }

@@ -1,6 +1,7 @@
 // verify.hpp: the IR interpreter against the reference algorithms, before anything is written.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,15 +40,31 @@ std::vector<double> reference_outputs(const System& sys, const Model& m, const P
 /// with the solver's outputs `out` filled into qdd and tau (CRBA and RNEA as references).
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out);
 
+/// The forward error of the outputs that are compared directly: all of them, except Lambda (osim
+/// with lambda), which is judged by its residual.
+double response_forward_error(const System& sys, const std::vector<double>& out, const std::vector<double>& ref);
+/// osim with lambda: |Lambda^-1 Lambda - I|_max / (|Lambda^-1|_inf |Lambda|_inf), with the
+/// reference Lambda^-1 and the solver's Lambda.
+double lambda_residual(const System& sys, const std::vector<double>& out, const std::vector<double>& ref);
+/// osim with lambda: the reference Lambda^-1 has condition number over 1 / kLambdaSingular (a
+/// kinematic singularity, where the solver may return NELU_STATUS_SMALL_PIVOT).
+bool lambda_singular(const System& sys, const std::vector<double>& ref);
+constexpr double kLambdaSingular = 1e-8;
+
 struct VerifyReport {
     int states = 0;
     bool seeks_qdd = false;          ///< some output is an acceleration (forward or hybrid dynamics)
     double max_rel_error = 0;        ///< max over states of |out - ref|_inf / max(|ref|_inf, 1)
     double max_backward_error = 0;   ///< max over states of the scaled residual (when seeks_qdd)
+    int refused_singular = 0;  ///< states where a pivot check fails and Lambda does not exist (osim with lambda)
+    int refused_regular = 0;   ///< states where a pivot check fails although the problem is regular there
     /// The measure that decides: the forward error for inverse dynamics (a forward computation),
     /// the backward error when accelerations are sought (their forward error is bounded by the
     /// condition of M times it, and M can be nearly singular at special configurations).
-    double decisive() const { return seeks_qdd ? max_backward_error : max_rel_error; }
+    double decisive() const {
+        if (refused_regular > 0) return INFINITY;
+        return seeks_qdd ? max_backward_error : max_rel_error;
+    }
 };
 
 /// Run the factorized program on `random_states` random states plus the special configurations.
