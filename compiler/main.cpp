@@ -88,7 +88,7 @@ void print_summary(const nelu::CompileResult& r) {
         std::cout << fmt::format("  verified against the reference on {} states: max relative error {:.2e}{}\n", r.verify.states,
                                  r.verify.max_rel_error, r.verify.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.verify.max_backward_error) : std::string());
     if (r.verify.refused_singular > 0)
-        std::cout << fmt::format("  NELU_STATUS_SMALL_PIVOT on {} of them, where Lambda does not exist (a kinematic singularity)\n",
+        std::cout << fmt::format("  and NELU_STATUS_SMALL_PIVOT, rightly, on {} more, where Lambda does not exist (a kinematic singularity)\n",
                                  r.verify.refused_singular);
 }
 

@@ -3,8 +3,8 @@
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 174x174, nnz(D) 486, nnz(L) 578, nnz(U) 741, fill 833
-// Total ops: mul 641, add 512, div 6, sqrt 0, sincos 5 (total 1159)
-//   kinematics: mul 184, add 105, div 0, sqrt 0, sincos 5 (total 289)
+// Total ops: mul 633, add 504, div 6, sqrt 0, sincos 5 (total 1143)
+//   kinematics: mul 176, add 97, div 0, sqrt 0, sincos 5 (total 273)
 //   factorization: mul 266, add 191, div 4, sqrt 0, sincos 0 (total 461)
 //   solve: mul 191, add 216, div 2, sqrt 0, sincos 0 (total 409)
 #ifndef NELU_GENERATED_ur5e_fd_HPP

@@ -3,8 +3,8 @@
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: umfpack; D 174x174, nnz(D) 486, nnz(L) 0, nnz(U) 486, fill 0
-// Total ops: mul 339, add 283, div 0, sqrt 0, sincos 5 (total 622)
-//   kinematics: mul 184, add 105, div 0, sqrt 0, sincos 5 (total 289)
+// Total ops: mul 331, add 275, div 0, sqrt 0, sincos 5 (total 606)
+//   kinematics: mul 176, add 97, div 0, sqrt 0, sincos 5 (total 273)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
 //   solve: mul 155, add 178, div 0, sqrt 0, sincos 0 (total 333)
 #ifndef NELU_GENERATED_ur5e_id_HPP

@@ -4,12 +4,15 @@
 // (CRBA, body Jacobians); `nelu check` builds the generated C++ and compares again on 1006 states.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 
 #include <fmt/format.h>
+
+#include <Eigen/Dense>
 
 #include "robot_gen.hpp"
 #include "test_support.hpp"
@@ -95,6 +98,56 @@ operational_points:
     const std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
     CHECK(header.find("#define ur5e_lambda_NOUT 72") != std::string::npos);
     CHECK(header.find("out[36]  Lambda [wrist_3_link at its point, nx][column 0]") != std::string::npos);
+    // Towards the elbow singularity (elbow angle eps -> 0): each entry point either refuses or
+    // returns a positive definite Lambda close to the double one. Without a signed, per-precision
+    // check the float one returned an indefinite Lambda, off by 100%, with status OK.
+    std::ofstream(dir + "/walk.cpp") << R"(#include <cmath>
+#include <cstdio>
+#include "ur5e_lambda.hpp"
+int main() {
+    for (int e = 1; e <= 8; ++e) {
+        const double eps = std::pow(10.0, -e);
+        double q[6] = {0.3, -1, eps, 0.5, 0.7, 0.2}, qd[6] = {0}, out[72] = {0};
+        float qf[6], qdf[6] = {0}, outf[72] = {0};
+        for (int i = 0; i < 6; ++i) qf[i] = static_cast<float>(q[i]);
+        const int sd = ur5e_lambda(q, qd, nullptr, out), sf = ur5e_lambda_f(qf, qdf, nullptr, outf);
+        std::printf("%d %d", sd, sf);
+        for (int i = 0; i < 72; ++i) std::printf(" %.17g", out[i]);
+        for (int i = 0; i < 72; ++i) std::printf(" %.9g", static_cast<double>(outf[i]));
+        std::printf("\n");
+    }
+}
+)";
+    const std::string cxx = std::getenv("NELU_TEST_CXX") ? std::getenv("NELU_TEST_CXX") : "c++";
+    const std::string build = fmt::format("cd '{}' && {} -std=c++17 -O2 -I. -I'{}' walk.cpp ur5e_lambda.cpp -o walk && ./walk > walk.txt", dir, cxx,
+                                          nelu::test::source_dir() + "/runtime/include");
+    REQUIRE(std::system(build.c_str()) == 0);
+    std::ifstream walk(dir + "/walk.txt");
+    int steps = 0, refused_double = 0, refused_float = 0;
+    for (int sd, sf; walk >> sd >> sf; ++steps) {
+        Eigen::Matrix<double, 6, 6, Eigen::RowMajor> Ad, Ld, Af, Lf;
+        for (auto* M : {&Ad, &Ld})
+            for (int i = 0; i < 36; ++i) walk >> M->data()[i];
+        for (auto* M : {&Af, &Lf})
+            for (int i = 0; i < 36; ++i) walk >> M->data()[i];
+        CHECK((sd == 0 || sd == 1));  // NELU_STATUS_OK or NELU_STATUS_SMALL_PIVOT
+        CHECK((sf == 0 || sf == 1));
+        refused_double += sd, refused_float += sf;
+        if (sd == 0) {
+            CHECK(Eigen::LLT<Eigen::MatrixXd>(Ld).info() == Eigen::Success);
+            const double norms = Ad.cwiseAbs().rowwise().sum().maxCoeff() * Ld.cwiseAbs().rowwise().sum().maxCoeff();
+            CHECK((Ad * Ld - Eigen::MatrixXd::Identity(6, 6)).cwiseAbs().maxCoeff() <= 1e-13 * norms);
+        }
+        if (sf == 0) {
+            INFO("step " << steps);
+            CHECK(Eigen::LLT<Eigen::MatrixXd>(Lf).info() == Eigen::Success);
+            if (sd == 0) CHECK((Lf - Ld).cwiseAbs().maxCoeff() <= 1e-2 * Ld.cwiseAbs().maxCoeff());
+        }
+    }
+    CHECK(steps == 8);
+    CHECK(refused_float >= 1);               // float gives up well before the singularity ...
+    CHECK(refused_double >= 1);              // ... and double close to it
+    CHECK(refused_double < refused_float);
     fs::remove_all(dir);
     fs::remove_all(d);
     if (nelu::test::sanitized()) {

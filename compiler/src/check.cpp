@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnostics.hpp"
+#include "nelu/status.h"
 #include "io.hpp"
 #include "pipeline.hpp"
 
@@ -99,18 +100,20 @@ CheckReport run_check(const CheckOptions& o) {
         std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);
         // a non-zero status is right only where Lambda does not exist (osim with lambda); the outputs
         // are then untouched and not compared
-        const bool may_refuse = r.system.lambda_size > 0 && lambda_singular(r.system, ref);
+        const std::vector<ScheduledPivot>& pivots = r.order.best.pivots;
         std::vector<double> out(nout, NAN);
-        if (fd(st.q.data(), st.qd.data(), in.data(), out.data()) != 0) {
-            ++(may_refuse ? rep.refused_singular : rep.failed_status);
+        if (const int status = fd(st.q.data(), st.qd.data(), in.data(), out.data()); status != NELU_STATUS_OK) {
+            const bool right = status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, pivots, ref, false);
+            ++(right ? rep.refused_singular : rep.failed_status);
         } else {
             rep.forward_double = std::max(rep.forward_double, response_forward_error(r.system, out, ref));
             if (rep.seeks_qdd) rep.backward_double = std::max(rep.backward_double, backward_error(r.system, m, r.problem, st, out));
         }
         if (ff) {
             std::vector<float> qf(st.q.begin(), st.q.end()), qdf(st.qd.begin(), st.qd.end()), inf(in.begin(), in.end()), outf(nout, NAN);
-            if (ff(qf.data(), qdf.data(), inf.data(), outf.data()) != 0) {
-                ++(may_refuse ? rep.refused_singular : rep.failed_status);
+            if (const int status = ff(qf.data(), qdf.data(), inf.data(), outf.data()); status != NELU_STATUS_OK) {
+                const bool right = status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, pivots, ref, true);
+                ++(right ? rep.refused_singular : rep.failed_status);
             } else {
                 std::vector<double> od(outf.begin(), outf.end());
                 rep.forward_float = std::max(rep.forward_float, response_forward_error(r.system, od, ref));

@@ -22,6 +22,12 @@ struct IllPosedError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// Ill-posed whatever the pivot order (osim's Lambda does not exist at any configuration): the
+/// order search stops at once instead of trying the next candidate. Exit 1.
+struct OrderIndependentError : IllPosedError {
+    using IllPosedError::IllPosedError;
+};
+
 /// "FILE:LINE: " or "FILE: " when the line is unknown (0).
 inline std::string location(const std::string& file, int line) {
     return line > 0 ? file + ":" + std::to_string(line) + ": " : file + ": ";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -39,11 +40,10 @@ std::map<Id, std::string> annotations(const EmitInput& in) {
         }
     for (int c = 0; c < sys.n(); ++c)
         if (f.x[c] >= 0 && !f.prog.is_const(f.x[c])) notes[f.x[c]] = "x: " + sys.cols[c].label;
-    int lambda_pivot = 0;
     for (std::size_t k = 0; k < f.pivots.size(); ++k) {
         const ScheduledPivot& p = f.pivots[k];
         if (p.kind == PivotKind::Lambda)
-            notes[p.value] = fmt::format("pivot {}: d[{}] of Lambda^-1 = L D L^T (zero at a kinematic singularity)", k, lambda_pivot++);
+            notes[p.value] = fmt::format("pivot {}: d[{}] of Lambda^-1 = L D L^T (zero at a kinematic singularity)", k, p.lambda_index);
         else if (!f.prog.is_const(p.value))
             notes[p.value] = fmt::format("pivot {}: ({}, {})", k, sys.rows[p.at.row].label, sys.cols[p.at.col].label);
     }
@@ -173,9 +173,11 @@ struct Printer {
 /// The finiteness check (never a silent NaN) and the writes of the outputs.
 std::string outputs_block(const Printer& pr, const std::vector<Id>& outputs) {
     std::string s = "    // --- outputs: written only when every one is finite\n    if (!(";
-    for (std::size_t k = 0; k < outputs.size(); ++k)
-        s += fmt::format("{}std::isfinite({})", k ? " && " : "", pr.operand(outputs[k]));
-    s += outputs.empty() ? "true" : "";
+    std::set<Id> tested;  // each value once (a symmetric matrix repeats half of them); constants are finite
+    for (Id o : outputs)
+        if (!pr.P.is_const(o) && tested.insert(o).second)
+            s += fmt::format("{}std::isfinite({})", tested.size() > 1 ? " && " : "", pr.operand(o));
+    s += tested.empty() ? "true" : "";
     s += ")) return NELU_STATUS_NOT_FINITE;\n";
     for (std::size_t k = 0; k < outputs.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(outputs[k]));
     return s;
@@ -186,9 +188,9 @@ std::string source(const EmitInput& in) {
     const Factorization& f = *in.factorization;
     const ir::Program& P = f.prog;
     std::vector<Id> roots = f.outputs;
-    std::map<Id, const ScheduledPivot*> checks;
+    std::map<Id, std::vector<const ScheduledPivot*>> checks;  // a node can be the pivot of several steps
     for (const ScheduledPivot& p : f.pivots)
-        if (!P.is_const(p.value)) roots.push_back(p.value), checks[p.value] = &p;
+        if (!P.is_const(p.value)) roots.push_back(p.value), checks[p.value].push_back(&p);
     std::vector<bool> live = P.live_nodes(roots);
     std::vector<Id> stmts;
     for (int i = 0; i < P.size(); ++i)
@@ -233,10 +235,19 @@ std::string source(const EmitInput& in) {
             const std::string lhs = shared[i] ? pr.name(i) : fmt::format("const T t{}", i);
             s += fmt::format("    {} = {};{}\n", lhs, pr.expression(P.node(i)), note == notes.end() ? "" : "  // " + note->second);
             auto chk = checks.find(i);
-            if (chk != checks.end())  // a part runs to its end (every workspace value it owns is set), then reports
-                s += fmt::format(parts > 1 ? "    if (!(std::fabs({}) >= T({}))) status = NELU_STATUS_SMALL_PIVOT;\n"
-                                           : "    if (!(std::fabs({}) >= T({}))) return NELU_STATUS_SMALL_PIVOT;\n",
-                                 pr.name(i), number(chk->second->threshold));
+            if (chk != checks.end()) {  // a part runs to its end (every workspace value it owns is set), then reports
+                std::set<std::string> tests;
+                for (const ScheduledPivot* pv : chk->second) {
+                    if (pv->threshold <= 0) continue;
+                    tests.insert(pv->kind == PivotKind::Lambda  // signed, and per precision
+                                     ? fmt::format("{} >= (sizeof(T) == sizeof(float) ? T({}) : T({}))", pr.name(i),
+                                                   number(pv->threshold_float), number(pv->threshold))
+                                     : fmt::format("std::fabs({}) >= T({})", pr.name(i), number(pv->threshold)));
+                }
+                for (const std::string& t : tests)
+                    s += fmt::format(parts > 1 ? "    if (!({})) status = NELU_STATUS_SMALL_PIVOT;\n"
+                                               : "    if (!({})) return NELU_STATUS_SMALL_PIVOT;\n", t);
+            }
         }
         if (parts == 1) s += outputs_block(pr, f.outputs);
         s += parts == 1 ? "    return NELU_STATUS_OK;\n}\n\n" : "    return status;\n}\n\n";

@@ -341,6 +341,7 @@ double factorization_growth(const Model& model, const System& sys, const Factori
 /// shipped problems' worst is 2.7e-5), so the choice of order does not depend on how many
 /// configurations were sampled.
 constexpr double kMinPivotRatio = 1e-6;
+constexpr int kLambdaConfigs = 200;  ///< configurations that set Lambda's pivot thresholds
 
 PivotValidation validate_pivots(const Model& model, const System& sys, Factorization& f, const OrderOptions& opt) {
     PivotValidation v;
@@ -363,8 +364,11 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
         for (std::size_t k = 0; k < roots.size(); ++k) {
             double a = std::abs(val[roots[k]]);
-            if (!(a == a)) a = 0;  // NaN counts as a zero pivot
-            lo[k] = std::min(lo[k], a), hi[k] = std::max(hi[k], a);
+            if (!std::isfinite(a)) a = 0;  // NaN or infinity (after an exact zero pivot) counts as a zero pivot
+            lo[k] = std::min(lo[k], a);
+            // Lambda's thresholds come from the first kLambdaConfigs configurations only, so that
+            // the emitted code does not depend on --validate
+            if (f.pivots[which[k]].kind != PivotKind::Lambda || v.configurations < kLambdaConfigs) hi[k] = std::max(hi[k], a);
         }
         ++v.configurations;
     }
@@ -377,18 +381,24 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
         ScheduledPivot& p = f.pivots[which[k]];
         if (p.kind == PivotKind::Lambda) {
             // Lambda does not exist at a kinematic singularity, which the configurations may well
-            // include: no refusal; at run time, a pivot under 1e-12 of its largest value (a power of
-            // ten, for determinism) returns NELU_STATUS_SMALL_PIVOT
-            p.threshold = hi[k] > 0 ? std::pow(10.0, std::floor(std::log10(1e-12 * hi[k]))) : 0.0;
+            // include: no refusal here. At run time a pivot d_j under its threshold (or negative:
+            // the check is signed) returns NELU_STATUS_SMALL_PIVOT. The thresholds are relative to
+            // the largest d_j seen and rounded down to a power of ten (for determinism): 1e-10 in
+            // double and 1e-4 in float, so that a Lambda returned keeps about six digits in double
+            // and three in float (its relative error grows like the rounding unit over d_j / max).
             if (!(hi[k] > 1e-9 * lambda_scale))
-                throw IllPosedError(fmt::format("Lambda^-1 is singular at every one of {} configurations: the operational points "
-                                                "have more coordinates than the robot can move independently, so Lambda does not "
-                                                "exist (drop 'lambda', use fewer points, or dof: 3)", v.configurations));
+                throw OrderIndependentError(fmt::format(
+                    "Lambda does not exist: Lambda^-1 is singular at every one of {} configurations (its pivot {} never "
+                    "exceeds 1e-9 of the largest): the robot cannot move the operational points' coordinates independently. "
+                    "Drop 'lambda', or use fewer points or fewer coordinates per point (dof: 3 keeps the linear ones)",
+                    std::min(v.configurations, kLambdaConfigs), p.lambda_index));
+            p.threshold = std::pow(10.0, std::floor(std::log10(1e-10 * hi[k])));
+            p.threshold_float = std::pow(10.0, std::floor(std::log10(1e-4 * hi[k])));
             continue;
         }
         // 1e-6 of the smallest |pivot| seen, rounded down to a power of ten so that the emitted
         // code does not depend on the last bits of the validation
-        p.threshold = lo[k] > 0 ? std::pow(10.0, std::floor(std::log10(1e-6 * lo[k]))) : 0.0;
+        p.threshold = p.threshold_float = lo[k] > 0 ? std::pow(10.0, std::floor(std::log10(1e-6 * lo[k]))) : 0.0;
         if (ratio < v.worst_ratio) {
             v.worst_ratio = ratio;
             v.worst_pivot = fmt::format("({}, {})", sys.rows[p.at.row].label, sys.cols[p.at.col].label);
@@ -453,6 +463,8 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         if (opt.progress) std::fprintf(stderr, "nelu: order: validating the pivots of %s\n", f.ordering.c_str());
         try {
             res.validation = validate_pivots(model, sys, f, opt);
+        } catch (const OrderIndependentError&) {
+            throw;
         } catch (const IllPosedError& e) {
             for (auto& r : res.candidates)
                 if (r.name == f.ordering) r.ok = false, r.why = e.what();

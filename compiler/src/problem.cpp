@@ -429,9 +429,9 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
         if (spec["inputs"]) throw InputError(where(file, spec["inputs"]) + "'inputs' belongs to problem iwim");
         for (const YAML::Node& n : ops) p.points.push_back(read_point(n, 6));
         if (const YAML::Node l = spec["lambda"]) {
-            if (!l.IsScalar() || (l.as<std::string>() != "true" && l.as<std::string>() != "false"))
-                throw InputError(where(file, l) + "'lambda' must be true or false");
-            p.lambda = l.as<bool>();
+            bool value = false;
+            if (!l.IsScalar() || !YAML::convert<bool>::decode(l, value)) throw InputError(where(file, l) + "'lambda' must be true or false");
+            p.lambda = value;
         }
         return;
     }

@@ -68,14 +68,17 @@ void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
             const Slot& s = sys.out[static_cast<std::size_t>(j * k)];
             const std::string& label = sys.cols[static_cast<std::size_t>(sys.blocks[s.body].a[0])].label;  // a[LINK].wx
             const std::string link = label.substr(label.find('[') + 1, label.find(']') - label.find('[') - 1);
-            throw IllPosedError(fmt::format(
-                "Lambda does not exist: Lambda^-1 is singular at every configuration. Its row {} ({} of the operational "
-                "point on {}) depends on the rows before it: the robot cannot move these coordinates independently. "
-                "Drop 'lambda', use fewer points, or dof: 3", j, component_name(Quantity::LinkAcceleration, s.comp), link));
+            const std::string coordinate = fmt::format("row {} ({} of the operational point on {})", j,
+                                                       component_name(Quantity::LinkAcceleration, s.comp), link);
+            throw OrderIndependentError(fmt::format(
+                "Lambda does not exist: Lambda^-1 is singular at every configuration. {}: the robot cannot move these "
+                "coordinates independently. Drop 'lambda', or use fewer points or fewer coordinates per point (dof: 3 keeps "
+                "the linear ones)", j == 0 ? "Its " + coordinate + " is zero: the robot cannot move it at all"
+                                           : "Its " + coordinate + " depends on the rows before it"));
         }
         d[j] = dj, dinv[j] = P.div(P.one(), dj);
         // a pivot entry of the system for messages: the row and column of Lambda^-1's last solve
-        out.pivots.push_back({out.pivots.empty() ? Pivot{0, 0} : out.pivots.back().at, dj, PivotKind::Lambda, 0});
+        out.pivots.push_back({out.pivots.empty() ? Pivot{0, 0} : out.pivots.back().at, dj, PivotKind::Lambda, 0, j, 0});
     }
     // W = L^-1 (unit lower triangular), G[l][j] = W[l][j] / d[l]
     std::vector<std::vector<Id>> W(k, std::vector<Id>(k, P.zero())), G = W;

@@ -30,7 +30,8 @@ enum class PivotKind {
                    ///< positive whenever the block has full column rank
     Lambda,        ///< a pivot d_j of the LDL^T of Lambda^-1 (osim with lambda): positive except at
                    ///< the robot's kinematic singularities, where Lambda does not exist; checked at
-                   ///< run time against 1e-12 of its largest validated value, never refused
+                   ///< run time (signed) against 1e-10 (double) or 1e-4 (float) of its largest
+                   ///< validated value, never refused at compile time
 };
 
 /// The trailing block of a candidate order that is not eliminated by pivots: after the pivots, the
@@ -52,6 +53,10 @@ struct ScheduledPivot {
     ir::Id value;  ///< the pivot entry after elimination
     PivotKind kind;
     double threshold = 0;  ///< runtime safety threshold on |value| (0 for constants)
+    /// PivotKind::Lambda: the index j of d_j, and the threshold of the float entry point; the
+    /// check is signed (d_j >= threshold: Lambda^-1 is positive definite where Lambda exists).
+    int lambda_index = -1;
+    double threshold_float = 0;
 };
 
 struct Factorization {

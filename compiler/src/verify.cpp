@@ -421,18 +421,42 @@ double lambda_residual(const System& sys, const std::vector<double>& out, const 
     const std::size_t base = static_cast<std::size_t>(k) * k;
     for (int i = 0; i < k; ++i)
         for (int j = 0; j < k; ++j) X(i, j) = out[base + static_cast<std::size_t>(i * k + j)];
+    if (!X.allFinite()) return INFINITY;
     const double r = (A * X - Eigen::MatrixXd::Identity(k, k)).cwiseAbs().maxCoeff();
     const double scale = A.cwiseAbs().rowwise().sum().maxCoeff() * X.cwiseAbs().rowwise().sum().maxCoeff();
     return r == r ? (scale > 0 ? r / scale : r) : INFINITY;
 }
 
-bool lambda_singular(const System& sys, const std::vector<double>& ref) {
-    // Not scaled to a unit diagonal: at a singularity a whole row can vanish (a hand whose vertical
-    // velocity is zero with the arm hanging down), and scaling would hide it. The generated code's
-    // LDL^T pivots bound the smallest eigenvalue from above (lambda_min <= d_j), so a refusal there
-    // implies a small lambda_min here.
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(lambda_inverse_of(sys, ref), Eigen::EigenvaluesOnly);
-    return !(es.eigenvalues().minCoeff() > kLambdaSingular * es.eigenvalues().maxCoeff());
+bool pivot_refuses(const ScheduledPivot& p, double value, bool single) {
+    const double threshold = single ? p.threshold_float : p.threshold;
+    if (threshold <= 0) return false;
+    return p.kind == PivotKind::Lambda ? !(value >= threshold) : !(std::abs(value) >= threshold);
+}
+
+bool lambda_refusal_justified(const System& sys, const std::vector<ScheduledPivot>& pivots, const std::vector<double>& ref, bool single) {
+    if (sys.lambda_size == 0) return false;
+    // the pivots of the same LDL^T (no pivoting), of the reference Lambda^-1, in long double
+    const int k = sys.lambda_size;
+    std::vector<std::vector<long double>> a(k, std::vector<long double>(k));
+    for (int i = 0; i < k; ++i)
+        for (int j = 0; j < k; ++j) a[i][j] = ref[static_cast<std::size_t>(std::min(i, j) * k + std::max(i, j))];
+    std::vector<long double> d(k);
+    for (int j = 0; j < k; ++j) {
+        d[j] = a[j][j];
+        if (!(d[j] > 0)) {  // not positive definite: a refusal is right from here on
+            for (int l = j; l < k; ++l) d[l] = 0;
+            break;
+        }
+        for (int i = j + 1; i < k; ++i) {
+            const long double lij = a[i][j] / d[j];
+            for (int l = j + 1; l <= i; ++l) a[i][l] -= lij * a[l][j];
+        }
+    }
+    for (const ScheduledPivot& p : pivots)
+        if (p.kind == PivotKind::Lambda && p.lambda_index >= 0 &&
+            d[static_cast<std::size_t>(p.lambda_index)] < kRefusalMargin * (single ? p.threshold_float : p.threshold))
+            return true;
+    return false;
 }
 
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out) {
@@ -480,11 +504,10 @@ VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, con
         std::vector<double> in = solver_inputs(sys, m, p, st);
         std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live);
         std::vector<double> ref = reference_outputs(sys, m, p, st);
-        bool refused = false;  // what the generated code's pivot checks would say
-        for (const ScheduledPivot& pv : f.pivots)
-            refused = refused || (pv.threshold > 0 && !(std::abs(val[pv.value]) >= pv.threshold));
+        bool refused = false;  // what the generated code's pivot checks would say (double)
+        for (const ScheduledPivot& pv : f.pivots) refused = refused || pivot_refuses(pv, val[pv.value], false);
         if (refused) {  // NELU_STATUS_SMALL_PIVOT: right only where Lambda does not exist
-            ++(sys.lambda_size > 0 && lambda_singular(sys, ref) ? rep.refused_singular : rep.refused_regular);
+            ++(lambda_refusal_justified(sys, f.pivots, ref, false) ? rep.refused_singular : rep.refused_regular);
             continue;
         }
         std::vector<double> out;

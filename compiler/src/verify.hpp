@@ -46,10 +46,14 @@ double response_forward_error(const System& sys, const std::vector<double>& out,
 /// osim with lambda: |Lambda^-1 Lambda - I|_max / (|Lambda^-1|_inf |Lambda|_inf), with the
 /// reference Lambda^-1 and the solver's Lambda.
 double lambda_residual(const System& sys, const std::vector<double>& out, const std::vector<double>& ref);
-/// osim with lambda: the reference Lambda^-1 has condition number over 1 / kLambdaSingular (a
-/// kinematic singularity, where the solver may return NELU_STATUS_SMALL_PIVOT).
-bool lambda_singular(const System& sys, const std::vector<double>& ref);
-constexpr double kLambdaSingular = 1e-8;
+/// Whether the generated code's check of pivot p refuses `value` (NELU_STATUS_SMALL_PIVOT), in
+/// double or in float (`single`).
+bool pivot_refuses(const ScheduledPivot& p, double value, bool single);
+/// osim with lambda: whether a refusal is right at this state: some pivot d_j of the same LDL^T of
+/// the reference Lambda^-1 (long double) is below kRefusalMargin times its threshold in that
+/// precision (or Lambda^-1 is not positive definite). A refusal anywhere else is a failure.
+bool lambda_refusal_justified(const System& sys, const std::vector<ScheduledPivot>& pivots, const std::vector<double>& ref, bool single);
+constexpr double kRefusalMargin = 100;
 
 struct VerifyReport {
     int states = 0;
