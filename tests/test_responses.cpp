@@ -124,7 +124,9 @@ int main() {
     REQUIRE(std::system(build.c_str()) == 0);
     std::ifstream walk(dir + "/walk.txt");
     int steps = 0, refused_double = 0, refused_float = 0;
+    std::string walked;
     for (int sd, sf; walk >> sd >> sf; ++steps) {
+        walked += fmt::format("{}({}, {})", steps ? " " : "", sd, sf);
         Eigen::Matrix<double, 6, 6, Eigen::RowMajor> Ad, Ld, Af, Lf;
         for (auto* M : {&Ad, &Ld})
             for (int i = 0; i < 36; ++i) walk >> M->data()[i];
@@ -148,6 +150,7 @@ int main() {
     CHECK(refused_float >= 1);               // float gives up well before the singularity ...
     CHECK(refused_double >= 1);              // ... and double close to it
     CHECK(refused_double < refused_float);
+    MESSAGE("walk to the elbow singularity, status (double, float) per step: " << walked);
     fs::remove_all(dir);
     fs::remove_all(d);
     if (nelu::test::sanitized()) {
