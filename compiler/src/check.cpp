@@ -90,35 +90,30 @@ CheckReport run_check(const CheckOptions& o) {
     CheckReport rep;
     rep.name = r.name;
     const Model& m = r.load.model;
-    for (const Slot& s : r.system.out) rep.seeks_qdd = rep.seeks_qdd || s.quantity == Quantity::JointAcceleration;
-    rep.seeks_qdd = (rep.seeks_qdd && r.system.classical && !r.problem.response_kind()) || r.problem.kind == "iwim" ||
-                    r.system.lambda_size > 0;
+    rep.seeks_qdd = judged_by_backward_error(r.system, r.problem);
     rep.sensor = !r.system.classical;  // the backward error is that of M qdd + h = tau
     const std::vector<State> states = checked_states(m, r.system, 0x636865636b, o.states);
     const std::size_t nout = r.system.out.size();
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);
-        // a non-zero status is right only where Lambda does not exist (osim with lambda); the outputs
-        // are then untouched and not compared
-        const std::vector<ScheduledPivot>& pivots = r.order.best.pivots;
+        // One call's status and outputs, in either precision. A non-zero status is right only where
+        // Lambda does not exist (osim with lambda); the outputs are then untouched and not compared.
+        auto judge = [&](int status, const std::vector<double>& out, bool single, double& forward, double& backward) {
+            if (status != NELU_STATUS_OK) {
+                const bool right = status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, r.order.best.pivots, ref, single);
+                ++(right ? rep.refused_singular : rep.failed_status);
+                return;
+            }
+            forward = std::max(forward, response_forward_error(r.system, out, ref));
+            if (rep.seeks_qdd) backward = std::max(backward, backward_error(r.system, m, r.problem, st, out, ref));
+        };
         std::vector<double> out(nout, NAN);
-        if (const int status = fd(st.q.data(), st.qd.data(), in.data(), out.data()); status != NELU_STATUS_OK) {
-            const bool right = status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, pivots, ref, false);
-            ++(right ? rep.refused_singular : rep.failed_status);
-        } else {
-            rep.forward_double = std::max(rep.forward_double, response_forward_error(r.system, out, ref));
-            if (rep.seeks_qdd) rep.backward_double = std::max(rep.backward_double, backward_error(r.system, m, r.problem, st, out));
-        }
+        const int status = fd(st.q.data(), st.qd.data(), in.data(), out.data());
+        judge(status, out, false, rep.forward_double, rep.backward_double);
         if (ff) {
             std::vector<float> qf(st.q.begin(), st.q.end()), qdf(st.qd.begin(), st.qd.end()), inf(in.begin(), in.end()), outf(nout, NAN);
-            if (const int status = ff(qf.data(), qdf.data(), inf.data(), outf.data()); status != NELU_STATUS_OK) {
-                const bool right = status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, pivots, ref, true);
-                ++(right ? rep.refused_singular : rep.failed_status);
-            } else {
-                std::vector<double> od(outf.begin(), outf.end());
-                rep.forward_float = std::max(rep.forward_float, response_forward_error(r.system, od, ref));
-                if (rep.seeks_qdd) rep.backward_float = std::max(rep.backward_float, backward_error(r.system, m, r.problem, st, od));
-            }
+            const int status_f = ff(qf.data(), qdf.data(), inf.data(), outf.data());
+            judge(status_f, std::vector<double>(outf.begin(), outf.end()), true, rep.forward_float, rep.backward_float);
         }
         ++rep.states;
     }

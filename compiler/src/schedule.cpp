@@ -41,10 +41,6 @@ Id divide(ir::Program& P, Lu& lu, int k, Id a, Id p) {
 /// heavier weight costs accuracy in float: the block's condition grows with its square root.)
 constexpr double kExactWeight = 1e4;
 
-}  // namespace
-
-namespace {
-
 /// osim with `lambda`: Lambda = (Lambda^-1)^-1 by a static LDL^T of the symmetric positive
 /// definite Lambda^-1 (its upper triangle, as computed), then Lambda = W^T D^-1 W with W = L^-1:
 /// no pivoting, no square roots; about k^3/2 multiplications for a k x k matrix. The pivots d_j

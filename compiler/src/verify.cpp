@@ -459,12 +459,21 @@ bool lambda_refusal_justified(const System& sys, const std::vector<ScheduledPivo
     return false;
 }
 
+bool judged_by_backward_error(const System& sys, const Problem& p) {
+    bool seeks_qdd = false;
+    for (const Slot& s : sys.out) seeks_qdd = seeks_qdd || s.quantity == Quantity::JointAcceleration;
+    return (seeks_qdd && sys.classical && !p.response_kind()) || p.kind == "iwim" || sys.lambda_size > 0;
+}
+
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out) {
+    return backward_error(sys, m, p, st, out, p.kind == "osim" ? response_reference(sys, m, p, st) : std::vector<double>());
+}
+
+double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out,
+                      const std::vector<double>& ref) {
     if (p.kind == "iwim") return iwim_backward_error(m, p, st, out);
-    if (p.kind == "osim") {  // with lambda: Lambda^-1's forward error and Lambda's residual, whichever is worse
-        const std::vector<double> ref = response_reference(sys, m, p, st);
+    if (p.kind == "osim")  // with lambda: Lambda^-1's forward error and Lambda's residual, whichever is worse
         return std::max(response_forward_error(sys, out, ref), lambda_residual(sys, out, ref));
-    }
     const Model mg = with_gravity(m, p);
     const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
     const int nv = m.nv;
@@ -494,12 +503,7 @@ VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, con
     for (const ScheduledPivot& pv : f.pivots)
         if (pv.threshold > 0) roots.push_back(pv.value);
     std::vector<bool> live = f.prog.live_nodes(roots);
-    bool seeks_qdd = false;
-    for (const Slot& s : sys.out) seeks_qdd = seeks_qdd || s.quantity == Quantity::JointAcceleration;
-    // the backward error is that of M qdd + h = tau (or, for iwim, of M [qdd_0 B^] = [-h B]; for
-    // osim with lambda, Lambda's residual |Lambda^-1 Lambda - I|)
-    seeks_qdd = (seeks_qdd && sys.classical && !p.response_kind()) || p.kind == "iwim" || sys.lambda_size > 0;
-    rep.seeks_qdd = seeks_qdd;
+    const bool seeks_qdd = rep.seeks_qdd = judged_by_backward_error(sys, p);
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(sys, m, p, st);
         std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live);
@@ -513,7 +517,7 @@ VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, con
         std::vector<double> out;
         for (ir::Id o : f.outputs) out.push_back(val[o]);
         rep.max_rel_error = std::max(rep.max_rel_error, response_forward_error(sys, out, ref));
-        if (seeks_qdd) rep.max_backward_error = std::max(rep.max_backward_error, backward_error(sys, m, p, st, out));
+        if (seeks_qdd) rep.max_backward_error = std::max(rep.max_backward_error, backward_error(sys, m, p, st, out, ref));
         ++rep.states;
     }
     return rep;

@@ -39,6 +39,13 @@ std::vector<double> reference_outputs(const System& sys, const Model& m, const P
 /// Scaled residual of a solution: |M qdd + h - tau|_inf / (|M|_inf |qdd|_inf + |h|_inf + |tau|_inf),
 /// with the solver's outputs `out` filled into qdd and tau (CRBA and RNEA as references).
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out);
+/// The same, given `ref` = reference_outputs(sys, m, p, st) (osim reads it; the others ignore it).
+double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out,
+                      const std::vector<double>& ref);
+/// Whether the decisive error is the backward error: the backward error of M qdd + h = tau when
+/// accelerations are sought (classical problems), of M [qdd_0 B^] = [-h B] for iwim, and for osim
+/// with lambda the larger of Lambda^-1's forward error and Lambda's residual |Lambda^-1 Lambda - I|.
+bool judged_by_backward_error(const System& sys, const Problem& p);
 
 /// The forward error of the outputs that are compared directly: all of them, except Lambda (osim
 /// with lambda), which is judged by its residual.
