@@ -75,6 +75,9 @@ TEST_CASE("Property 3 and Remark 5: a humanoid on load cells is ill-posed; on a 
         CHECK(r.err.find("f^x[l_ankle_roll_link].fx (l_sole frame)") != std::string::npos);  // the tangential forces
         CHECK(r.err.find("f^x[r_ankle_roll_link].nz (r_sole frame)") != std::string::npos);  // and vertical moments
         CHECK(r.err.find("what would determine them") != std::string::npos);
+        // singular at random configurations too: no offer of allow_singular_configurations
+        CHECK(r.err.find("not only at special configurations") != std::string::npos);
+        CHECK(r.err.find("allow_singular_configurations") == std::string::npos);
     }
     SUBCASE("load cells: ill-posed at every configuration, not only with the feet parallel") {
         fs::path d = scratch("loadcells_generic");

@@ -154,11 +154,17 @@ std::vector<std::vector<double>> check_configurations(const Model& model, int co
 const char* kConfigName[3] = {"every revolute joint at 0", "every revolute joint at pi/2", "every revolute joint at pi"};
 std::string config_name(int k) { return k < 3 ? kConfigName[k] : fmt::format("random configuration {}", k - 3); }
 
-/// For a loss of rank at a special configuration only: the way out, if the user accepts it.
-std::string special_hint(int k) {
-    return k < 3 ? "\n  (the rank is full at random configurations: 'allow_singular_configurations: true' in the spec generates a "
-                   "solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)"
-                 : std::string();
+/// After a loss of rank at configuration k: for a special one (k < 3), whether the random ones
+/// (k >= 3) are regular, tested by `singular_at`, decides what to tell: the way out the user may
+/// accept, or that the problem is singular everywhere.
+template <class Singular>
+std::string special_hint(int k, int count, Singular singular_at) {
+    if (k >= 3) return {};
+    for (int j = 3; j < count; ++j)
+        if (singular_at(j))
+            return fmt::format("\n  (singular at {} too: not only at special configurations)", config_name(j));
+    return "\n  (the rank is full at random configurations: 'allow_singular_configurations: true' in the spec generates a "
+           "solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)";
 }
 
 }  // namespace
@@ -174,20 +180,24 @@ std::string check_full_column_rank(const Model& model, const System& sys) {
                             undetermined_message(sys, underdetermined_columns(sys, match)));
     if (n > 4000) return {};  // dense checks beyond this size cost more than they tell
     const auto qs = check_configurations(model, 6);
+    const std::vector<double> qd(model.nv, 0.0);
+    auto rank_at = [&](std::size_t k) {
+        Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(dense_of(sys, qs[k], qd));
+        qr.setThreshold(1e-10);
+        return static_cast<int>(qr.rank());
+    };
     std::string special;
     for (std::size_t k = 0; k < qs.size(); ++k) {
-        std::vector<double> qd(model.nv, 0.0);
-        Eigen::MatrixXd D = dense_of(sys, qs[k], qd);
-        Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(D);
-        qr.setThreshold(1e-10);
-        if (qr.rank() < n) {
+        if (const int rank_k = rank_at(k); rank_k < n) {
+            const Eigen::MatrixXd D = dense_of(sys, qs[k], qd);
             std::string msg = fmt::format("the equations have full structural rank but lose rank at {} (numeric rank {} for {} unknowns).",
-                                          config_name(static_cast<int>(k)), qr.rank(), n) + undetermined_message(sys, null_space_columns(D));
+                                          config_name(static_cast<int>(k)), rank_k, n) + undetermined_message(sys, null_space_columns(D));
             if (k < 3 && sys.allow_special_singularities) {
                 if (special.empty()) special = msg;
                 continue;
             }
-            throw IllPosedError("ill-posed: " + msg + special_hint(static_cast<int>(k)));
+            throw IllPosedError("ill-posed: " + msg + special_hint(static_cast<int>(k), static_cast<int>(qs.size()),
+                                                                   [&](int j) { return rank_at(static_cast<std::size_t>(j)) < n; }));
         }
     }
     return special;
@@ -306,9 +316,10 @@ Analysis run_analyze(const Model& model, const System& sys) {
     // Numeric rank: the zero configuration, multiples of pi/2, and random ones.
     an.min_rcond = INFINITY;
     const auto qs = check_configurations(model, 6);
+    const std::vector<double> qd(model.nv, 0.0);
+    auto rcond_at = [&](std::size_t k) { return umfpack_rcond(values_of(sys, qs[k], qd)); };
     for (std::size_t trial = 0; trial < qs.size(); ++trial) {
-        std::vector<double> qd(model.nv, 0.0);
-        double rc = umfpack_rcond(values_of(sys, qs[trial], qd));
+        const double rc = rcond_at(trial);
         an.min_rcond = std::min(an.min_rcond, rc);
         ++an.numeric_configs;
         if (!(rc > 1e-14)) {
@@ -320,7 +331,8 @@ Analysis run_analyze(const Model& model, const System& sys) {
                 if (an.special_singularity.empty()) an.special_singularity = msg;
                 continue;
             }
-            throw IllPosedError("ill-posed: " + msg + special_hint(static_cast<int>(trial)));
+            throw IllPosedError("ill-posed: " + msg + special_hint(static_cast<int>(trial), static_cast<int>(qs.size()),
+                                                                   [&](int j) { return !(rcond_at(static_cast<std::size_t>(j)) > 1e-14); }));
         }
     }
     return an;
