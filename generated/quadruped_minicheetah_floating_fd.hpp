@@ -3,10 +3,10 @@
 // problem: fd
 // base: floating; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 414x414, nnz(D) 1166, nnz(L) 1373, nnz(U) 1663, fill 1870
-// Total ops: mul 1849, add 1662, div 26, sqrt 0, sincos 12 (total 3537)
+// Total ops: mul 1826, add 1619, div 26, sqrt 0, sincos 12 (total 3471)
 //   kinematics: mul 522, add 323, div 0, sqrt 0, sincos 12 (total 845)
-//   factorization: mul 773, add 657, div 21, sqrt 0, sincos 0 (total 1451)
-//   solve: mul 554, add 682, div 5, sqrt 0, sincos 0 (total 1241)
+//   factorization: mul 750, add 634, div 21, sqrt 0, sincos 0 (total 1405)
+//   solve: mul 554, add 662, div 5, sqrt 0, sincos 0 (total 1221)
 #ifndef NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP
 #define NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP
 

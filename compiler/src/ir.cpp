@@ -353,6 +353,21 @@ Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::
         register_new();
         auto it = !merge || sv.v[id].opaque ? first.end() : first.find(sv.v[id]);
         out.map[i] = it != first.end() && it->second < id ? it->second : id;
+        if (out.map[i] == id && merge && !sv.v[id].opaque && !out.prog.is_const(id) &&
+            out.prog.node(id).op != Op::Neg) {
+            // A node whose value is the negation of an earlier one (a - b beside b - a, or a
+            // Schur complement entry built with the opposite sign) becomes -earlier: negation is
+            // absorbed by the additions and products that use it.
+            Sample negated = sv.v[id];
+            for (auto& e : negated.v) e = Fp::neg(e);
+            auto jt = first.find(negated);
+            if (jt != first.end() && jt->second < id && !out.prog.is_const(jt->second)) {
+                const Id n = out.prog.neg(jt->second);
+                register_new();
+                out.map[i] = n;
+                first[sv.v[id]] = n;
+            }
+        }
     }
     for (std::size_t b = 0; b < old_bounds.size(); ++b)
         if (old_bounds[b] >= P.size()) boundaries[b] = out.prog.size();
