@@ -187,19 +187,25 @@ V6 subspace_column(ir::Program& P, const Body& b, int k) {
     return s;
 }
 
-/// X* f = [E (n - r x f); E f] for a constant transform X.
+/// X* f = [E (n - r x f); E f] for a constant transform X, applied as [E n - (E r) x f'; f'] with
+/// f' = E f: E r is the offset in the target frame, where it is often sparse (an internal frame's
+/// origin lies on the joint axis, so from the link origin it is along z), and the cross product
+/// then costs 2 multiplications instead of 6.
 V6 apply_force(ir::Program& P, const Xform<double>& X, const V6& f) {
-    Id r[3], E[3][3];
-    for (int k = 0; k < 3; ++k) r[k] = cst(P, X.r[k]);
+    Id E[3][3];
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) E[i][j] = cst(P, X.E(i, j));
-    auto rf = cross3(P, r, f.data() + 3);
-    Id n[3] = {P.sub(f[0], rf[0]), P.sub(f[1], rf[1]), P.sub(f[2], rf[2])};
+    const Vec3<double> Er = X.E * X.r;
+    const double scale = std::max({std::abs(X.r[0]), std::abs(X.r[1]), std::abs(X.r[2])});
+    Id r[3];
+    for (int k = 0; k < 3; ++k) r[k] = cst(P, std::abs(Er[k]) <= 1e-14 * scale ? 0.0 : Er[k]);
     V6 out;
     for (int i = 0; i < 3; ++i) {
-        out[i] = P.dot({E[i][0], E[i][1], E[i][2]}, {n[0], n[1], n[2]});
+        out[i] = P.dot({E[i][0], E[i][1], E[i][2]}, {f[0], f[1], f[2]});
         out[i + 3] = P.dot({E[i][0], E[i][1], E[i][2]}, {f[3], f[4], f[5]});
     }
+    auto rf = cross3(P, r, out.data() + 3);
+    for (int i = 0; i < 3; ++i) out[i] = P.sub(out[i], rf[i]);
     return out;
 }
 
