@@ -3,10 +3,10 @@
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 223x223, nnz(D) 666, nnz(L) 807, nnz(U) 1009, fill 1150
-// Total ops: mul 966, add 835, div 11, sqrt 0, sincos 6 (total 1812)
-//   kinematics: mul 290, add 184, div 0, sqrt 0, sincos 6 (total 474)
-//   factorization: mul 402, add 338, div 9, sqrt 0, sincos 0 (total 749)
-//   solve: mul 274, add 313, div 2, sqrt 0, sincos 0 (total 589)
+// Total ops: mul 966, add 799, div 11, sqrt 0, sincos 6 (total 1776)
+//   kinematics: mul 290, add 181, div 0, sqrt 0, sincos 6 (total 471)
+//   factorization: mul 402, add 313, div 9, sqrt 0, sincos 0 (total 724)
+//   solve: mul 274, add 305, div 2, sqrt 0, sincos 0 (total 581)
 #ifndef NELU_GENERATED_panda_gaz2019_fd_HPP
 #define NELU_GENERATED_panda_gaz2019_fd_HPP
 

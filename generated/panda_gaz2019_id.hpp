@@ -3,10 +3,10 @@
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-rnea; D 223x223, nnz(D) 666, nnz(L) 443, nnz(U) 223, fill 0
-// Total ops: mul 527, add 460, div 0, sqrt 0, sincos 6 (total 987)
-//   kinematics: mul 290, add 183, div 0, sqrt 0, sincos 6 (total 473)
+// Total ops: mul 527, add 449, div 0, sqrt 0, sincos 6 (total 976)
+//   kinematics: mul 290, add 180, div 0, sqrt 0, sincos 6 (total 470)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 237, add 277, div 0, sqrt 0, sincos 0 (total 514)
+//   solve: mul 237, add 269, div 0, sqrt 0, sincos 0 (total 506)
 #ifndef NELU_GENERATED_panda_gaz2019_id_HPP
 #define NELU_GENERATED_panda_gaz2019_id_HPP
 

@@ -3,10 +3,10 @@
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 300x300, nnz(D) 832, nnz(L) 760, nnz(U) 1076, fill 1004
-// Total ops: mul 736, add 540, div 20, sqrt 0, sincos 12 (total 1296)
+// Total ops: mul 736, add 532, div 20, sqrt 0, sincos 12 (total 1288)
 //   kinematics: mul 316, add 164, div 0, sqrt 0, sincos 12 (total 480)
-//   factorization: mul 220, add 148, div 12, sqrt 0, sincos 0 (total 380)
-//   solve: mul 200, add 228, div 8, sqrt 0, sincos 0 (total 436)
+//   factorization: mul 220, add 144, div 12, sqrt 0, sincos 0 (total 376)
+//   solve: mul 200, add 224, div 8, sqrt 0, sincos 0 (total 432)
 #ifndef NELU_GENERATED_quadruped_minicheetah_fd_HPP
 #define NELU_GENERATED_quadruped_minicheetah_fd_HPP
 

@@ -3,10 +3,10 @@
 // problem: fd
 // base: floating; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 414x414, nnz(D) 1166, nnz(L) 1373, nnz(U) 1663, fill 1870
-// Total ops: mul 1826, add 1619, div 26, sqrt 0, sincos 12 (total 3471)
-//   kinematics: mul 522, add 323, div 0, sqrt 0, sincos 12 (total 845)
-//   factorization: mul 750, add 634, div 21, sqrt 0, sincos 0 (total 1405)
-//   solve: mul 554, add 662, div 5, sqrt 0, sincos 0 (total 1221)
+// Total ops: mul 1826, add 1525, div 26, sqrt 0, sincos 12 (total 3377)
+//   kinematics: mul 522, add 320, div 0, sqrt 0, sincos 12 (total 842)
+//   factorization: mul 750, add 568, div 21, sqrt 0, sincos 0 (total 1339)
+//   solve: mul 554, add 637, div 5, sqrt 0, sincos 0 (total 1196)
 #ifndef NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP
 #define NELU_GENERATED_quadruped_minicheetah_floating_fd_HPP
 

@@ -2,11 +2,11 @@
 // robot: minicheetah (quadruped_minicheetah.urdf, fnv1a64 b97da03175799d27)
 // problem: id
 // base: floating; gravity [0 0 -9.8100000000000005]
-// ordering: umfpack; D 414x414, nnz(D) 1166, nnz(L) 0, nnz(U) 1166, fill 0
-// Total ops: mul 952, add 847, div 0, sqrt 0, sincos 12 (total 1799)
-//   kinematics: mul 522, add 322, div 0, sqrt 0, sincos 12 (total 844)
+// ordering: tree-rnea; D 414x414, nnz(D) 1166, nnz(L) 752, nnz(U) 414, fill 0
+// Total ops: mul 952, add 837, div 0, sqrt 0, sincos 12 (total 1789)
+//   kinematics: mul 522, add 319, div 0, sqrt 0, sincos 12 (total 841)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 430, add 525, div 0, sqrt 0, sincos 0 (total 955)
+//   solve: mul 430, add 518, div 0, sqrt 0, sincos 0 (total 948)
 #ifndef NELU_GENERATED_quadruped_minicheetah_floating_id_HPP
 #define NELU_GENERATED_quadruped_minicheetah_floating_id_HPP
 

@@ -2,7 +2,7 @@
 // robot: minicheetah (quadruped_minicheetah.urdf, fnv1a64 b97da03175799d27)
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: umfpack; D 300x300, nnz(D) 832, nnz(L) 0, nnz(U) 832, fill 0
+// ordering: tree-rnea; D 300x300, nnz(D) 832, nnz(L) 532, nnz(U) 300, fill 0
 // Total ops: mul 556, add 428, div 0, sqrt 0, sincos 12 (total 984)
 //   kinematics: mul 316, add 160, div 0, sqrt 0, sincos 12 (total 476)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)

@@ -3,10 +3,10 @@
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 174x174, nnz(D) 486, nnz(L) 578, nnz(U) 741, fill 833
-// Total ops: mul 619, add 493, div 6, sqrt 0, sincos 5 (total 1118)
-//   kinematics: mul 176, add 97, div 0, sqrt 0, sincos 5 (total 273)
-//   factorization: mul 252, add 184, div 4, sqrt 0, sincos 0 (total 440)
-//   solve: mul 191, add 212, div 2, sqrt 0, sincos 0 (total 405)
+// Total ops: mul 619, add 474, div 6, sqrt 0, sincos 5 (total 1099)
+//   kinematics: mul 176, add 94, div 0, sqrt 0, sincos 5 (total 270)
+//   factorization: mul 252, add 171, div 4, sqrt 0, sincos 0 (total 427)
+//   solve: mul 191, add 209, div 2, sqrt 0, sincos 0 (total 402)
 #ifndef NELU_GENERATED_ur5e_fd_HPP
 #define NELU_GENERATED_ur5e_fd_HPP
 

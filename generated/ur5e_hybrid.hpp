@@ -3,10 +3,10 @@
 // problem: hybrid (ur5e_hybrid.yaml, fnv1a64 61e930d43802fb12)
 // base: fixed; gravity [0 0 -9.8100000000000005]
 // ordering: tree-aba; D 174x174, nnz(D) 486, nnz(L) 567, nnz(U) 740, fill 821
-// Total ops: mul 592, add 463, div 3, sqrt 0, sincos 5 (total 1058)
-//   kinematics: mul 176, add 82, div 0, sqrt 0, sincos 5 (total 258)
-//   factorization: mul 223, add 181, div 2, sqrt 0, sincos 0 (total 406)
-//   solve: mul 193, add 200, div 1, sqrt 0, sincos 0 (total 394)
+// Total ops: mul 592, add 443, div 3, sqrt 0, sincos 5 (total 1038)
+//   kinematics: mul 176, add 79, div 0, sqrt 0, sincos 5 (total 255)
+//   factorization: mul 223, add 167, div 2, sqrt 0, sincos 0 (total 392)
+//   solve: mul 193, add 197, div 1, sqrt 0, sincos 0 (total 391)
 #ifndef NELU_GENERATED_ur5e_hybrid_HPP
 #define NELU_GENERATED_ur5e_hybrid_HPP
 

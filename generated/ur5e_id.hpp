@@ -2,11 +2,11 @@
 // robot: ur5e (ur5e.urdf, fnv1a64 c23ad120dc8b12be)
 // problem: id
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: umfpack; D 174x174, nnz(D) 486, nnz(L) 0, nnz(U) 486, fill 0
-// Total ops: mul 331, add 275, div 0, sqrt 0, sincos 5 (total 606)
-//   kinematics: mul 176, add 97, div 0, sqrt 0, sincos 5 (total 273)
+// ordering: tree-rnea; D 174x174, nnz(D) 486, nnz(L) 312, nnz(U) 174, fill 0
+// Total ops: mul 331, add 268, div 0, sqrt 0, sincos 5 (total 599)
+//   kinematics: mul 176, add 94, div 0, sqrt 0, sincos 5 (total 270)
 //   factorization: mul 0, add 0, div 0, sqrt 0, sincos 0 (total 0)
-//   solve: mul 155, add 178, div 0, sqrt 0, sincos 0 (total 333)
+//   solve: mul 155, add 174, div 0, sqrt 0, sincos 0 (total 329)
 #ifndef NELU_GENERATED_ur5e_id_HPP
 #define NELU_GENERATED_ur5e_id_HPP
 

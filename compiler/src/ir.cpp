@@ -54,6 +54,8 @@ Id Program::neg(Id a) {
     return make(Op::Neg, a, -1);
 }
 
+Id Program::negation(Id a) { return nodes_[a].op == Op::Sub ? make(Op::Neg, a, -1) : neg(a); }
+
 /// a + b for constants, 0 when it cancels to rounding (|a + b| <= 1e-13 max(|a|, |b|)): the same
 /// equivalence of constants as merge_equal_values, so that exact cancellations stay exact zeros.
 static double folded_sum(double a, double b) {
@@ -362,7 +364,7 @@ Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::
             for (auto& e : negated.v) e = Fp::neg(e);
             auto jt = first.find(negated);
             if (jt != first.end() && jt->second < id && !out.prog.is_const(jt->second)) {
-                const Id n = out.prog.neg(jt->second);
+                const Id n = out.prog.negation(jt->second);
                 register_new();
                 out.map[i] = n;
                 first[sv.v[id]] = n;

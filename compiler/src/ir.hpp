@@ -52,6 +52,9 @@ class Program {
     Id mul(Id a, Id b);
     Id div(Id a, Id b);
     Id neg(Id a);
+    /// -a as a negation node even when a is a subtraction (neg folds -(x - y) into y - x, one
+    /// operation); the negation itself is free and the additions and products that use it absorb it.
+    Id negation(Id a);
     Id sin(Id a);
     Id cos(Id a);
     Id sqrt(Id a);
