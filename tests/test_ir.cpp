@@ -18,6 +18,13 @@ using nelu::ir::Source;
 /// Total operations (mul + add + div + sqrt) of the live part of P for `roots`.
 long ops(const Program& P, const std::vector<Id>& roots) { return P.count(P.live_nodes(roots)).total(); }
 
+/// Where `roots` went in the rewritten program.
+std::vector<Id> mapped(const nelu::ir::Rewrite& rw, const std::vector<Id>& roots) {
+    std::vector<Id> out;
+    for (Id r : roots) out.push_back(rw.map[r]);
+    return out;
+}
+
 /// The rewritten program's roots, evaluated, against the original's at random inputs.
 void check_same_values(const Program& P, const std::vector<Id>& roots, const nelu::ir::Rewrite& rw, int nin) {
     std::mt19937_64 rng(3);
@@ -41,8 +48,7 @@ TEST_CASE("ir: value numbering merges sums built in another order") {
     REQUIRE(ops(P, roots) == 6);  // hash-consing alone sees two different sums
     std::vector<int> bounds;
     const nelu::ir::Rewrite rw = nelu::ir::merge_equal_values(P, roots, bounds);
-    std::vector<Id> new_roots;
-    for (Id r : roots) new_roots.push_back(rw.map[r]);
+    const std::vector<Id> new_roots = mapped(rw, roots);
     CHECK(ops(rw.prog, new_roots) == 4);  // one sum of three, two products
     check_same_values(P, roots, rw, 3);
 }
@@ -59,17 +65,14 @@ TEST_CASE("ir: value numbering turns b - a beside a - b into a free negation") {
     REQUIRE(ops(P, roots) == 6);
     std::vector<int> bounds;
     const nelu::ir::Rewrite rw = nelu::ir::merge_equal_values(P, roots, bounds);
-    std::vector<Id> new_roots;
-    for (Id r : roots) new_roots.push_back(rw.map[r]);
+    const std::vector<Id> new_roots = mapped(rw, roots);
     CHECK(ops(rw.prog, new_roots) == 5);  // y costs nothing; d + y became d - x
     check_same_values(P, roots, rw, 4);
 
     SUBCASE("without merging, the rewrite only compacts") {
         std::vector<int> none;
         const nelu::ir::Rewrite plain = nelu::ir::merge_equal_values(P, roots, none, false);
-        std::vector<Id> plain_roots;
-        for (Id r : roots) plain_roots.push_back(plain.map[r]);
-        CHECK(ops(plain.prog, plain_roots) == 6);
+        CHECK(ops(plain.prog, mapped(plain, roots)) == 6);
     }
 }
 
@@ -82,8 +85,7 @@ TEST_CASE("ir: value numbering keeps values that differ apart") {
     const std::vector<Id> roots = {s, t, u, v, w};
     std::vector<int> bounds;
     const nelu::ir::Rewrite rw = nelu::ir::merge_equal_values(P, roots, bounds);
-    std::vector<Id> new_roots;
-    for (Id r : roots) new_roots.push_back(rw.map[r]);
+    const std::vector<Id> new_roots = mapped(rw, roots);
     for (std::size_t i = 0; i < new_roots.size(); ++i)
         for (std::size_t j = i + 1; j < new_roots.size(); ++j) CHECK(new_roots[i] != new_roots[j]);
     CHECK(ops(rw.prog, new_roots) == ops(P, roots));
