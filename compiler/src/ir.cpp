@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <stdexcept>
 
 namespace nelu::ir {
@@ -226,6 +227,12 @@ struct Sample {
     std::uint64_t v[2] = {0, 0};
     bool opaque = false;
     bool operator<(const Sample& o) const { return std::tie(v[0], v[1]) < std::tie(o.v[0], o.v[1]); }
+    bool operator==(const Sample& o) const { return v[0] == o.v[0] && v[1] == o.v[1]; }
+};
+
+/// The samples are uniform in the field already: mixing the two halves is a good hash.
+struct SampleHash {
+    std::size_t operator()(const Sample& s) const { return static_cast<std::size_t>(s.v[0] ^ (s.v[1] * 0x9E3779B97F4A7C15ull)); }
 };
 
 /// Values of every node of a growing program at two random points: inputs, sines, cosines, square
@@ -337,7 +344,10 @@ Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::
     Rewrite out;
     out.map.assign(P.size(), -1);
     SampledValues sv{std::mt19937_64(seed), {}, {}, {}, {}};
-    std::map<Sample, Id> first;  // value -> earliest node with it
+    // value -> earliest node with it (looked up, never iterated: the output does not depend on
+    // the hash order)
+    std::unordered_map<Sample, Id, SampleHash> first;
+    first.reserve(static_cast<std::size_t>(P.size()));
     auto register_new = [&]() {
         const int before = static_cast<int>(sv.v.size());
         sv.extend(out.prog);
