@@ -19,6 +19,16 @@ int panda_gaz2019_id_impl(const T* q, const T* qd, const T* in, T* out) {
     // --- kinematics: transforms, velocities, bias terms b
     const T t16 = std::cos(q[1]);  // cos of joint panda_joint2
     const T t17 = std::sin(q[1]);  // sin of joint panda_joint2
+    const T t92 = std::cos(q[2]);  // cos of joint panda_joint3
+    const T t93 = std::sin(q[2]);  // sin of joint panda_joint3
+    const T t185 = std::cos(q[3]);  // cos of joint panda_joint4
+    const T t186 = std::sin(q[3]);  // sin of joint panda_joint4
+    const T t280 = std::cos(q[4]);  // cos of joint panda_joint5
+    const T t281 = std::sin(q[4]);  // sin of joint panda_joint5
+    const T t381 = std::cos(q[5]);  // cos of joint panda_joint6
+    const T t382 = std::sin(q[5]);  // sin of joint panda_joint6
+    const T t482 = std::cos(q[6]);  // cos of joint panda_joint7
+    const T t483 = std::sin(q[6]);  // sin of joint panda_joint7
     const T t19 = qd[0] * t17;
     const T t20 = qd[0] * t16;
     const T t21 = qd[1] * t20;
@@ -80,8 +90,6 @@ int panda_gaz2019_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t87 = t71 + t80;
     const T t88 = t74 + t83;
     const T t89 = t77 - t86;
-    const T t92 = std::cos(q[2]);  // cos of joint panda_joint3
-    const T t93 = std::sin(q[2]);  // sin of joint panda_joint3
     const T t95 = qd[1] * T(0.316);
     const T t96 = t19 * T(0.316);
     const T t97 = t19 * t92;
@@ -160,8 +168,6 @@ int panda_gaz2019_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t180 = t164 + t173;
     const T t181 = t167 - t176;
     const T t182 = t170 + t179;
-    const T t185 = std::cos(q[3]);  // cos of joint panda_joint4
-    const T t186 = std::sin(q[3]);  // sin of joint panda_joint4
     const T t188 = t109 * T(0.082500000000000004);
     const T t189 = t105 * T(0.082500000000000004);
     const T t190 = t108 + t188;
@@ -242,8 +248,6 @@ int panda_gaz2019_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t275 = t259 + t268;
     const T t276 = t262 + t271;
     const T t277 = t274 - t265;
-    const T t280 = std::cos(q[4]);  // cos of joint panda_joint5
-    const T t281 = std::sin(q[4]);  // sin of joint panda_joint5
     const T t283 = T(0.082500000000000004) * t203;
     const T t284 = T(0.082500000000000004) * t199;
     const T t285 = t202 + t283;
@@ -329,8 +333,6 @@ int panda_gaz2019_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t377 = t370 - t361;
     const T t378 = t364 + t373;
     const T t379 = t367 + t376;
-    const T t381 = std::cos(q[5]);  // cos of joint panda_joint6
-    const T t382 = std::sin(q[5]);  // sin of joint panda_joint6
     const T t386 = t295 * t381;
     const T t387 = t305 * t382;
     const T t388 = t386 + t387;  // v[panda_link6].wx
@@ -408,8 +410,6 @@ int panda_gaz2019_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t477 = t459 + t468;
     const T t478 = t462 - t472;
     const T t479 = t465 + t476;
-    const T t482 = std::cos(q[6]);  // cos of joint panda_joint7
-    const T t483 = std::sin(q[6]);  // sin of joint panda_joint7
     const T t485 = t398 * T(0.087999999999999995);
     const T t486 = t394 * T(0.087999999999999995);
     const T t487 = t397 + t485;

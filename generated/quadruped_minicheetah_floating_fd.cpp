@@ -16,14 +16,36 @@ namespace {
 /// Values that cross from one part of the solver to a later one.
 template <class T>
 struct quadruped_minicheetah_floating_fd_work {
+    T t63;
+    T t64;
+    T t145;
+    T t146;
+    T t234;
+    T t235;
+    T t295;
+    T t296;
+    T t365;
+    T t366;
+    T t442;
+    T t443;
+    T t499;
+    T t500;
+    T t568;
+    T t569;
+    T t653;
+    T t654;
+    T t719;
+    T t720;
+    T t785;
+    T t786;
+    T t875;
+    T t876;
     T t45;
     T t46;
     T t47;
     T t53;
     T t56;
     T t59;
-    T t63;
-    T t64;
     T t88;
     T t89;
     T t90;
@@ -32,15 +54,11 @@ struct quadruped_minicheetah_floating_fd_work {
     T t115;
     T t142;
     T t143;
-    T t145;
-    T t146;
     T t166;
     T t167;
     T t168;
     T t169;
     T t231;
-    T t234;
-    T t235;
     T t254;
     T t255;
     T t256;
@@ -48,8 +66,6 @@ struct quadruped_minicheetah_floating_fd_work {
     T t275;
     T t277;
     T t292;
-    T t295;
-    T t296;
     T t314;
     T t315;
     T t316;
@@ -58,16 +74,12 @@ struct quadruped_minicheetah_floating_fd_work {
     T t335;
     T t362;
     T t363;
-    T t365;
-    T t366;
     T t385;
     T t386;
     T t387;
     T t388;
     T t408;
     T t440;
-    T t442;
-    T t443;
     T t462;
     T t463;
     T t464;
@@ -75,8 +87,6 @@ struct quadruped_minicheetah_floating_fd_work {
     T t479;
     T t481;
     T t496;
-    T t499;
-    T t500;
     T t519;
     T t520;
     T t521;
@@ -84,15 +94,11 @@ struct quadruped_minicheetah_floating_fd_work {
     T t538;
     T t565;
     T t566;
-    T t568;
-    T t569;
     T t590;
     T t591;
     T t592;
     T t593;
     T t651;
-    T t653;
-    T t654;
     T t674;
     T t675;
     T t676;
@@ -100,8 +106,6 @@ struct quadruped_minicheetah_floating_fd_work {
     T t696;
     T t700;
     T t716;
-    T t719;
-    T t720;
     T t736;
     T t737;
     T t738;
@@ -109,16 +113,12 @@ struct quadruped_minicheetah_floating_fd_work {
     T t755;
     T t782;
     T t783;
-    T t785;
-    T t786;
     T t807;
     T t808;
     T t809;
     T t810;
     T t837;
     T t872;
-    T t875;
-    T t876;
     T t896;
     T t897;
     T t898;
@@ -478,6 +478,30 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- kinematics: transforms, velocities, bias terms b
+    w.t63 = std::cos(q[7]);  // cos of joint FR_abad_joint
+    w.t64 = std::sin(q[7]);  // sin of joint FR_abad_joint
+    w.t145 = std::cos(q[8]);  // cos of joint FR_hip_joint
+    w.t146 = std::sin(q[8]);  // sin of joint FR_hip_joint
+    w.t234 = std::cos(q[9]);  // cos of joint FR_knee_joint
+    w.t235 = std::sin(q[9]);  // sin of joint FR_knee_joint
+    w.t295 = std::cos(q[10]);  // cos of joint FL_abad_joint
+    w.t296 = std::sin(q[10]);  // sin of joint FL_abad_joint
+    w.t365 = std::cos(q[11]);  // cos of joint FL_hip_joint
+    w.t366 = std::sin(q[11]);  // sin of joint FL_hip_joint
+    w.t442 = std::cos(q[12]);  // cos of joint FL_knee_joint
+    w.t443 = std::sin(q[12]);  // sin of joint FL_knee_joint
+    w.t499 = std::cos(q[13]);  // cos of joint RR_abad_joint
+    w.t500 = std::sin(q[13]);  // sin of joint RR_abad_joint
+    w.t568 = std::cos(q[14]);  // cos of joint RR_hip_joint
+    w.t569 = std::sin(q[14]);  // sin of joint RR_hip_joint
+    w.t653 = std::cos(q[15]);  // cos of joint RR_knee_joint
+    w.t654 = std::sin(q[15]);  // sin of joint RR_knee_joint
+    w.t719 = std::cos(q[16]);  // cos of joint RL_abad_joint
+    w.t720 = std::sin(q[16]);  // sin of joint RL_abad_joint
+    w.t785 = std::cos(q[17]);  // cos of joint RL_hip_joint
+    w.t786 = std::sin(q[17]);  // sin of joint RL_hip_joint
+    w.t875 = std::cos(q[18]);  // cos of joint RL_knee_joint
+    w.t876 = std::sin(q[18]);  // sin of joint RL_knee_joint
     const T t7 = q[3] * q[3];
     const T t8 = q[4] * q[4];
     const T t9 = q[3] * q[5];
@@ -515,8 +539,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t57 = qd[1] * t48;
     const T t58 = qd[0] * t49;
     w.t59 = t58 - t57;
-    w.t63 = std::cos(q[7]);  // cos of joint FR_abad_joint
-    w.t64 = std::sin(q[7]);  // sin of joint FR_abad_joint
     const T t67 = qd[2] * T(0.049000000000000002);
     const T t68 = qd[2] * T(0.19);
     const T t69 = qd[0] * T(0.049000000000000002);
@@ -586,8 +608,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t141 = T(0.036369747899159657) * w.t113;
     w.t142 = t140 - t133;
     w.t143 = t139 - t141;
-    w.t145 = std::cos(q[8]);  // cos of joint FR_hip_joint
-    w.t146 = std::sin(q[8]);  // sin of joint FR_hip_joint
     const T t149 = t87 * T(0.062);
     const T t150 = t77 * T(0.062);
     const T t151 = t80 - t149;
@@ -661,8 +681,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t229 = t217 - t224;
     const T t230 = t220 + t227;
     w.t231 = t223 + t228;
-    w.t234 = std::cos(q[9]);  // cos of joint FR_knee_joint
-    w.t235 = std::sin(q[9]);  // sin of joint FR_knee_joint
     const T t237 = t165 * T(0.20899999999999999);
     const T t238 = t161 * T(0.20899999999999999);
     const T t239 = t164 + t237;
@@ -716,8 +734,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t291 = T(0.060999999999999999) * w.t275;
     w.t292 = t283 + t290;
     const T t293 = t289 - t291;
-    w.t295 = std::cos(q[10]);  // cos of joint FL_abad_joint
-    w.t296 = std::sin(q[10]);  // sin of joint FL_abad_joint
     const T t298 = t70 - t69;
     const T t299 = qd[3] - t67;  // v[FL_abad_link].vz
     const T t300 = qd[5] - t298;
@@ -782,8 +798,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t361 = T(0.036369747899159657) * w.t333;
     w.t362 = t353 - t360;
     w.t363 = t359 + t361;
-    w.t365 = std::cos(q[11]);  // cos of joint FL_hip_joint
-    w.t366 = std::sin(q[11]);  // sin of joint FL_hip_joint
     const T t368 = T(0.062) * t313;
     const T t369 = T(0.062) * t303;
     const T t370 = t306 + t368;
@@ -857,8 +871,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t438 = t426 + t433;
     const T t439 = t429 - t436;
     w.t440 = t437 - t432;
-    w.t442 = std::cos(q[12]);  // cos of joint FL_knee_joint
-    w.t443 = std::sin(q[12]);  // sin of joint FL_knee_joint
     const T t445 = T(0.20899999999999999) * t384;
     const T t446 = T(0.20899999999999999) * t380;
     const T t447 = t383 + t445;
@@ -912,8 +924,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t495 = T(0.060999999999999999) * w.t479;
     w.t496 = t487 + t494;
     const T t497 = t493 - t495;
-    w.t499 = std::cos(q[13]);  // cos of joint RR_abad_joint
-    w.t500 = std::sin(q[13]);  // sin of joint RR_abad_joint
     const T t504 = qd[5] + t298;
     const T t505 = t68 - qd[4];
     const T t506 = qd[2] * w.t499;
@@ -977,8 +987,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t564 = T(0.036369747899159657) * t536;
     w.t565 = t563 - t556;
     w.t566 = t562 + t564;
-    w.t568 = std::cos(q[14]);  // cos of joint RR_hip_joint
-    w.t569 = std::sin(q[14]);  // sin of joint RR_hip_joint
     const T t573 = T(0.062) * t518;
     const T t574 = T(0.062) * t508;
     const T t575 = t511 - t573;
@@ -1052,8 +1060,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t649 = t636 - t643;
     const T t650 = t639 + t647;
     w.t651 = t642 + t648;
-    w.t653 = std::cos(q[15]);  // cos of joint RR_knee_joint
-    w.t654 = std::sin(q[15]);  // sin of joint RR_knee_joint
     const T t656 = T(0.20899999999999999) * t589;
     const T t657 = T(0.20899999999999999) * t585;
     const T t658 = t588 + t656;
@@ -1107,8 +1113,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t714 = T(0.060999999999999999) * w.t696;
     w.t716 = t706 + t713;
     const T t717 = t712 + t714;
-    w.t719 = std::cos(q[16]);  // cos of joint RL_abad_joint
-    w.t720 = std::sin(q[16]);  // sin of joint RL_abad_joint
     const T t722 = qd[5] + t71;
     const T t723 = qd[2] * w.t719;
     const T t724 = qd[1] * w.t720;
@@ -1171,8 +1175,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t781 = T(0.036369747899159657) * t753;
     w.t782 = t773 - t780;
     w.t783 = t779 - t781;
-    w.t785 = std::cos(q[17]);  // cos of joint RL_hip_joint
-    w.t786 = std::sin(q[17]);  // sin of joint RL_hip_joint
     const T t790 = T(0.062) * t735;
     const T t791 = T(0.062) * t725;
     const T t792 = t728 + t790;
@@ -1246,8 +1248,6 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t870 = t855 - t862;
     const T t871 = t858 - t867;
     w.t872 = t861 + t868;
-    w.t875 = std::cos(q[18]);  // cos of joint RL_knee_joint
-    w.t876 = std::sin(q[18]);  // sin of joint RL_knee_joint
     const T t878 = T(0.20899999999999999) * t806;
     const T t879 = T(0.20899999999999999) * t802;
     const T t880 = t805 + t878;

@@ -17,6 +17,30 @@ template <class T>
 int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in, T* out) {
     (void)q, (void)qd, (void)in;
     // --- kinematics: transforms, velocities, bias terms b
+    const T t63 = std::cos(q[7]);  // cos of joint FR_abad_joint
+    const T t64 = std::sin(q[7]);  // sin of joint FR_abad_joint
+    const T t145 = std::cos(q[8]);  // cos of joint FR_hip_joint
+    const T t146 = std::sin(q[8]);  // sin of joint FR_hip_joint
+    const T t233 = std::cos(q[9]);  // cos of joint FR_knee_joint
+    const T t234 = std::sin(q[9]);  // sin of joint FR_knee_joint
+    const T t294 = std::cos(q[10]);  // cos of joint FL_abad_joint
+    const T t295 = std::sin(q[10]);  // sin of joint FL_abad_joint
+    const T t362 = std::cos(q[11]);  // cos of joint FL_hip_joint
+    const T t363 = std::sin(q[11]);  // sin of joint FL_hip_joint
+    const T t439 = std::cos(q[12]);  // cos of joint FL_knee_joint
+    const T t440 = std::sin(q[12]);  // sin of joint FL_knee_joint
+    const T t496 = std::cos(q[13]);  // cos of joint RR_abad_joint
+    const T t497 = std::sin(q[13]);  // sin of joint RR_abad_joint
+    const T t565 = std::cos(q[14]);  // cos of joint RR_hip_joint
+    const T t566 = std::sin(q[14]);  // sin of joint RR_hip_joint
+    const T t650 = std::cos(q[15]);  // cos of joint RR_knee_joint
+    const T t651 = std::sin(q[15]);  // sin of joint RR_knee_joint
+    const T t716 = std::cos(q[16]);  // cos of joint RL_abad_joint
+    const T t717 = std::sin(q[16]);  // sin of joint RL_abad_joint
+    const T t782 = std::cos(q[17]);  // cos of joint RL_hip_joint
+    const T t783 = std::sin(q[17]);  // sin of joint RL_hip_joint
+    const T t872 = std::cos(q[18]);  // cos of joint RL_knee_joint
+    const T t873 = std::sin(q[18]);  // sin of joint RL_knee_joint
     const T t7 = q[3] * q[3];
     const T t8 = q[4] * q[4];
     const T t9 = q[3] * q[5];
@@ -54,8 +78,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t57 = qd[1] * t48;
     const T t58 = qd[0] * t49;
     const T t59 = t58 - t57;
-    const T t63 = std::cos(q[7]);  // cos of joint FR_abad_joint
-    const T t64 = std::sin(q[7]);  // sin of joint FR_abad_joint
     const T t67 = qd[2] * T(0.049000000000000002);
     const T t68 = qd[2] * T(0.19);
     const T t69 = qd[0] * T(0.049000000000000002);
@@ -125,8 +147,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t141 = T(0.036369747899159657) * t113;
     const T t142 = t140 - t133;
     const T t143 = t139 - t141;
-    const T t145 = std::cos(q[8]);  // cos of joint FR_hip_joint
-    const T t146 = std::sin(q[8]);  // sin of joint FR_hip_joint
     const T t149 = t87 * T(0.062);
     const T t150 = t77 * T(0.062);
     const T t151 = t80 - t149;
@@ -200,8 +220,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t228 = t216 - t223;
     const T t229 = t219 + t226;
     const T t230 = t222 + t227;
-    const T t233 = std::cos(q[9]);  // cos of joint FR_knee_joint
-    const T t234 = std::sin(q[9]);  // sin of joint FR_knee_joint
     const T t236 = t165 * T(0.20899999999999999);
     const T t237 = t161 * T(0.20899999999999999);
     const T t238 = t164 + t236;
@@ -255,8 +273,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t290 = T(0.060999999999999999) * t274;
     const T t291 = t282 + t289;
     const T t292 = t288 - t290;
-    const T t294 = std::cos(q[10]);  // cos of joint FL_abad_joint
-    const T t295 = std::sin(q[10]);  // sin of joint FL_abad_joint
     const T t297 = t70 - t69;
     const T t298 = qd[3] - t67;  // v[FL_abad_link].vz
     const T t299 = qd[5] - t297;
@@ -321,8 +337,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t358 = T(0.036369747899159657) * t330;
     const T t359 = t350 - t357;
     const T t360 = t356 + t358;
-    const T t362 = std::cos(q[11]);  // cos of joint FL_hip_joint
-    const T t363 = std::sin(q[11]);  // sin of joint FL_hip_joint
     const T t365 = T(0.062) * t312;
     const T t366 = T(0.062) * t302;
     const T t367 = t305 + t365;
@@ -396,8 +410,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t435 = t423 + t430;
     const T t436 = t426 - t433;
     const T t437 = t434 - t429;
-    const T t439 = std::cos(q[12]);  // cos of joint FL_knee_joint
-    const T t440 = std::sin(q[12]);  // sin of joint FL_knee_joint
     const T t442 = T(0.20899999999999999) * t381;
     const T t443 = T(0.20899999999999999) * t377;
     const T t444 = t380 + t442;
@@ -451,8 +463,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t492 = T(0.060999999999999999) * t476;
     const T t493 = t484 + t491;
     const T t494 = t490 - t492;
-    const T t496 = std::cos(q[13]);  // cos of joint RR_abad_joint
-    const T t497 = std::sin(q[13]);  // sin of joint RR_abad_joint
     const T t501 = qd[5] + t297;
     const T t502 = t68 - qd[4];
     const T t503 = qd[2] * t496;
@@ -516,8 +526,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t561 = T(0.036369747899159657) * t533;
     const T t562 = t560 - t553;
     const T t563 = t559 + t561;
-    const T t565 = std::cos(q[14]);  // cos of joint RR_hip_joint
-    const T t566 = std::sin(q[14]);  // sin of joint RR_hip_joint
     const T t570 = T(0.062) * t515;
     const T t571 = T(0.062) * t505;
     const T t572 = t508 - t570;
@@ -591,8 +599,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t646 = t633 - t640;
     const T t647 = t636 + t644;
     const T t648 = t639 + t645;
-    const T t650 = std::cos(q[15]);  // cos of joint RR_knee_joint
-    const T t651 = std::sin(q[15]);  // sin of joint RR_knee_joint
     const T t653 = T(0.20899999999999999) * t586;
     const T t654 = T(0.20899999999999999) * t582;
     const T t655 = t585 + t653;
@@ -646,8 +652,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t711 = T(0.060999999999999999) * t693;
     const T t713 = t703 + t710;
     const T t714 = t709 + t711;
-    const T t716 = std::cos(q[16]);  // cos of joint RL_abad_joint
-    const T t717 = std::sin(q[16]);  // sin of joint RL_abad_joint
     const T t719 = qd[5] + t71;
     const T t720 = qd[2] * t716;
     const T t721 = qd[1] * t717;
@@ -710,8 +714,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t778 = T(0.036369747899159657) * t750;
     const T t779 = t770 - t777;
     const T t780 = t776 - t778;
-    const T t782 = std::cos(q[17]);  // cos of joint RL_hip_joint
-    const T t783 = std::sin(q[17]);  // sin of joint RL_hip_joint
     const T t787 = T(0.062) * t732;
     const T t788 = T(0.062) * t722;
     const T t789 = t725 + t787;
@@ -785,8 +787,6 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t867 = t852 - t859;
     const T t868 = t855 - t864;
     const T t869 = t858 + t865;
-    const T t872 = std::cos(q[18]);  // cos of joint RL_knee_joint
-    const T t873 = std::sin(q[18]);  // sin of joint RL_knee_joint
     const T t875 = T(0.20899999999999999) * t803;
     const T t876 = T(0.20899999999999999) * t799;
     const T t877 = t802 + t875;

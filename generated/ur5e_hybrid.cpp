@@ -19,6 +19,14 @@ int ur5e_hybrid_impl(const T* q, const T* qd, const T* in, T* out) {
     // --- kinematics: transforms, velocities, bias terms b
     const T t5 = std::cos(q[1]);  // cos of joint shoulder_lift_joint
     const T t6 = std::sin(q[1]);  // sin of joint shoulder_lift_joint
+    const T t54 = std::cos(q[2]);  // cos of joint elbow_joint
+    const T t55 = std::sin(q[2]);  // sin of joint elbow_joint
+    const T t118 = std::cos(q[3]);  // cos of joint wrist_1_joint
+    const T t119 = std::sin(q[3]);  // sin of joint wrist_1_joint
+    const T t190 = std::cos(q[4]);  // cos of joint wrist_2_joint
+    const T t191 = std::sin(q[4]);  // sin of joint wrist_2_joint
+    const T t261 = std::cos(q[5]);  // cos of joint wrist_3_joint
+    const T t262 = std::sin(q[5]);  // sin of joint wrist_3_joint
     const T t8 = qd[0] * t6;
     const T t9 = qd[0] * t5;
     const T t10 = qd[1] * t9;
@@ -56,8 +64,6 @@ int ur5e_hybrid_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t49 = T(0.21249999999999999) * t32;
     const T t50 = t41 + t48;
     const T t51 = t44 + t49;
-    const T t54 = std::cos(q[2]);  // cos of joint elbow_joint
-    const T t55 = std::sin(q[2]);  // sin of joint elbow_joint
     const T t57 = qd[1] * T(0.42499999999999999);
     const T t58 = t9 * T(0.42499999999999999);  // v[forearm_link].vz
     const T t59 = t8 * t54;
@@ -109,8 +115,6 @@ int ur5e_hybrid_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t112 = T(0.24220000000000003) * t95;
     const T t113 = t104 + t111;
     const T t114 = t107 + t112;
-    const T t118 = std::cos(q[3]);  // cos of joint wrist_1_joint
-    const T t119 = std::sin(q[3]);  // sin of joint wrist_1_joint
     const T t121 = t67 * T(0.39219999999999999);
     const T t122 = t65 * T(0.39219999999999999);
     const T t123 = t66 + t121;
@@ -171,8 +175,6 @@ int ur5e_hybrid_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t185 = T(0.0018000000000000002) * t168;
     const T t186 = T(0.01634) * t168;
     const T t187 = t176 + t184;
-    const T t190 = std::cos(q[4]);  // cos of joint wrist_2_joint
-    const T t191 = std::sin(q[4]);  // sin of joint wrist_2_joint
     const T t195 = t141 * T(0.099699999999999997);
     const T t196 = t131 * T(0.099699999999999997);
     const T t197 = t195 - t134;
@@ -230,8 +232,6 @@ int ur5e_hybrid_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t256 = T(0.01634) * t238;
     const T t257 = t246 + t254;
     const T t258 = t251 + t256;
-    const T t261 = std::cos(q[5]);  // cos of joint wrist_3_joint
-    const T t262 = std::sin(q[5]);  // sin of joint wrist_3_joint
     const T t268 = t211 * T(0.099599999999999994);
     const T t269 = t201 * T(0.099599999999999994);
     const T t270 = t268 - t204;

@@ -19,6 +19,14 @@ int ur5e_id_impl(const T* q, const T* qd, const T* in, T* out) {
     // --- kinematics: transforms, velocities, bias terms b
     const T t5 = std::cos(q[1]);  // cos of joint shoulder_lift_joint
     const T t6 = std::sin(q[1]);  // sin of joint shoulder_lift_joint
+    const T t55 = std::cos(q[2]);  // cos of joint elbow_joint
+    const T t56 = std::sin(q[2]);  // sin of joint elbow_joint
+    const T t120 = std::cos(q[3]);  // cos of joint wrist_1_joint
+    const T t121 = std::sin(q[3]);  // sin of joint wrist_1_joint
+    const T t193 = std::cos(q[4]);  // cos of joint wrist_2_joint
+    const T t194 = std::sin(q[4]);  // sin of joint wrist_2_joint
+    const T t265 = std::cos(q[5]);  // cos of joint wrist_3_joint
+    const T t266 = std::sin(q[5]);  // sin of joint wrist_3_joint
     const T t8 = qd[0] * t6;
     const T t9 = qd[0] * t5;
     const T t10 = qd[1] * t9;
@@ -56,8 +64,6 @@ int ur5e_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t49 = T(0.21249999999999999) * t32;
     const T t51 = t41 + t48;
     const T t52 = t44 + t49;
-    const T t55 = std::cos(q[2]);  // cos of joint elbow_joint
-    const T t56 = std::sin(q[2]);  // sin of joint elbow_joint
     const T t58 = qd[1] * T(0.42499999999999999);
     const T t59 = t9 * T(0.42499999999999999);  // v[forearm_link].vz
     const T t60 = t8 * t55;
@@ -109,8 +115,6 @@ int ur5e_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t113 = T(0.24220000000000003) * t96;
     const T t115 = t105 + t112;
     const T t116 = t108 + t113;
-    const T t120 = std::cos(q[3]);  // cos of joint wrist_1_joint
-    const T t121 = std::sin(q[3]);  // sin of joint wrist_1_joint
     const T t123 = t68 * T(0.39219999999999999);
     const T t124 = t66 * T(0.39219999999999999);
     const T t125 = t67 + t123;
@@ -172,8 +176,6 @@ int ur5e_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t188 = T(0.01634) * t170;
     const T t189 = t178 + t186;
     const T t190 = t183 - t188;
-    const T t193 = std::cos(q[4]);  // cos of joint wrist_2_joint
-    const T t194 = std::sin(q[4]);  // sin of joint wrist_2_joint
     const T t198 = t143 * T(0.099699999999999997);
     const T t199 = t133 * T(0.099699999999999997);
     const T t200 = t198 - t136;
@@ -231,8 +233,6 @@ int ur5e_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t259 = T(0.01634) * t241;
     const T t260 = t249 + t257;
     const T t262 = t254 + t259;
-    const T t265 = std::cos(q[5]);  // cos of joint wrist_3_joint
-    const T t266 = std::sin(q[5]);  // sin of joint wrist_3_joint
     const T t272 = t214 * T(0.099599999999999994);
     const T t273 = t204 * T(0.099599999999999994);
     const T t274 = t272 - t207;

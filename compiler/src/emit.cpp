@@ -195,6 +195,20 @@ std::string source(const EmitInput& in) {
     std::vector<Id> stmts;
     for (int i = 0; i < P.size(); ++i)
         if (live[i] && P.node(i).op != Op::Const && P.node(i).op != Op::Input) stmts.push_back(i);
+    // Every sine and cosine (with the joint-angle sums they read) first: a call to sin/cos
+    // clobbers every vector register, so a call in the middle of the solver spills whatever is
+    // live across it; at the top nothing else is live yet. Measured on the shipped solvers (g++ -O3):
+    // the floating Mini Cheetah's float ID 318 -> 287 ns, the Panda's 150 -> 141 ns; no solver
+    // slower. A stable partition: the order stays topological and deterministic.
+    std::vector<bool> trig(P.size(), false);
+    for (int i = P.size() - 1; i >= 0; --i) {
+        const ir::Node& n = P.node(i);
+        if (n.op == Op::Sin || n.op == Op::Cos) trig[i] = true;
+        if (trig[i])
+            for (Id o : {n.a, n.b})
+                if (o >= 0) trig[o] = true;
+    }
+    std::stable_partition(stmts.begin(), stmts.end(), [&](Id x) { return trig[x]; });
     const std::size_t parts = std::max<std::size_t>(1, (stmts.size() + kStatementsPerPart - 1) / kStatementsPerPart);
     // part of each statement; a value used in a later part (or as an output) is shared
     std::vector<int> part(P.size(), -1);
