@@ -28,10 +28,11 @@ struct ModelArgs {
     std::vector<std::string> keep_fixed;
     bool dynamics = false;
     std::uint64_t seed = 1;
+    double snap = 0;
 };
 
 int run_model(const ModelArgs& a) {
-    nelu::LoadResult r = nelu::load_urdf_file(a.urdf, {a.floating_base, a.keep_fixed});
+    nelu::LoadResult r = nelu::load_urdf_file(a.urdf, {a.floating_base, a.keep_fixed, a.snap});
     std::cout << nelu::format_model_summary(r, nelu::singular_fd_joints(r.model));
     if (a.dynamics) std::cout << "\n" << nelu::format_reference_dynamics(r.model, a.seed);
     return nelu::kExitOk;
@@ -94,6 +95,13 @@ void print_summary(const nelu::CompileResult& r) {
 
 int run_compile(const CompileArgs& a, bool write) {
     nelu::CompileResult r = nelu::compile(a.o, &std::cout);
+    for (const std::string& w : r.load.warnings) std::cerr << "warning: " << w << "\n";
+    if (r.load.snap > 0) {
+        std::cerr << fmt::format("note: --snap {:g} replaced {} value{} of {} by structure; the solver, the references and the "
+                                 "verification use the idealized model:\n", r.load.snap, r.load.snapped.size(),
+                                 r.load.snapped.size() == 1 ? "" : "s", r.load.source);
+        for (const nelu::SnapChange& c : r.load.snapped) std::cerr << "  " << nelu::format_snap_change(r.load.source, c) << "\n";
+    }
     if (a.o.dump.empty()) print_summary(r);
     if (write) nelu::write_outputs(r, a.out_dir);
     if (!a.spy.empty())
@@ -111,6 +119,9 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_option("--validate", a.o.validation_configs, "Configurations on which non-constant pivots are validated (default 10000)")
         ->check(CLI::Range(100, 10000000));
     cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
+    cmd->add_option("--snap", a.o.snap, "Idealize near-structure: axis components, rpy angles (to multiples of pi/2), "
+                    "origin offsets [m] and products of inertia within TOL of it; every change is reported")
+        ->type_name("TOL");
     cmd->add_option("--spy", a.spy, "Write spy plots of D, P D Q and L + U to this SVG file");
 }
 
@@ -177,6 +188,8 @@ int main(int argc, char** argv) {
     model->add_option("--keep-fixed", ma.keep_fixed, "Keep this fixed joint as a body boundary (repeatable)");
     model->add_flag("--dynamics", ma.dynamics, "Also print the reference dynamics at a random state");
     model->add_option("--seed", ma.seed, "Seed of the random state (with --dynamics)");
+    model->add_option("--snap", ma.snap, "Print the model idealized as `nelu compile --snap TOL` compiles it, with every change")
+        ->type_name("TOL");
 
     GenArgs ga;
     CLI::App* robot = app.add_subcommand("robot", "Robot utilities");

@@ -79,7 +79,6 @@ const std::vector<ErrorCase>& error_cases() {
         {"cycle_no_root.urdf", 6, {"joint 'a_b' closes a kinematic loop (link 'b' is on a cycle, and no link is a root)"}, {}},
         {"cycle_unreachable.urdf", 11, {"joint 'loop_12' closes a kinematic loop (link 'loop2' is on a cycle)"}, {}},
         {"negative_mass.urdf", 4, {"link 'arm': negative mass -1"}, {}},
-        {"negative_inertia.urdf", 4, {"link 'arm': inertia tensor has a negative principal moment -0.01"}, {}},
         {"nan_mass.urdf", 4, {"invalid URDF", "mass [nan] is not a float", "Link [arm]"}, {}},
         {"inf_inertia.urdf", 4, {"invalid URDF", "inertia element ixx is not a valid double", "Link [arm]"}, {}},
         {"zero_axis.urdf", 11, {"joint 'shoulder': <axis> is zero"}, {}},
@@ -153,6 +152,11 @@ struct WarningCase {
 TEST_CASE("load: fixtures that load with a warning naming the link or joint") {
     const std::vector<WarningCase> cases = {
         {"warn_rounding_eigenvalue.urdf", 4, {"link 'bob'", "rounding-level negative principal moment -1e-20", "loaded as is"}},
+        {"negative_inertia.urdf", 4, {"body 'arm': inertia is not physical: principal moments about its centre of mass -0.01, 0.02, 0.02",
+                                      "links on it, with their own principal moments: 'arm' (-0.01, 0.02, 0.02)",
+                                      "forward dynamics refuses it"}},
+        {"warn_indefinite_merged_link.urdf", 11, {"link 'antenna': inertia is not physical (principal moments -3.5e-08, 3.5e-08, 9.1e-08)",
+                                                  "merged into body 'head'", "loaded as is"}},
         {"warn_triangle_inequality.urdf", 4, {"link 'arm'", "principal moments 1, 1, 3 violate the triangle inequality"}},
         {"warn_non_unit_axis.urdf", 11, {"joint 'shoulder'", "axis has norm 2; normalized"}},
         {"warn_mimic.urdf", 29, {"joint 'finger_right' mimics 'finger_left'", "treated as an independent joint"}},
@@ -173,6 +177,60 @@ TEST_CASE("load: fixtures that load with a warning naming the link or joint") {
         CHECK(contains(cli.out, "warnings (1):"));
         CHECK(contains(cli.out, "warning: " + w));
     }
+}
+
+TEST_CASE("load: physical validity is judged on the bodies, after fixed links are merged") {
+    SUBCASE("a tiny indefinite link merged into a valid body: a warning, and forward dynamics compiles") {
+        const std::string path = fixture("warn_indefinite_merged_link.urdf");
+        LoadResult r = nelu::load_urdf_file(path);
+        CHECK(r.body_defects.empty());
+        const nelu::test::CliResult fd = run_nelu("analyze " + quoted(path) + " --problem fd");
+        CAPTURE(fd.err);
+        CHECK(fd.exit_code == 0);
+        CHECK(contains(fd.err, "warning: " + prefix(path, 11) + "link 'antenna': inertia is not physical"));
+    }
+    SUBCASE("an indefinite body: inverse dynamics compiles with the warning, forward dynamics is refused naming it") {
+        const std::string path = fixture("negative_inertia.urdf");
+        LoadResult r = nelu::load_urdf_file(path);
+        REQUIRE(r.body_defects.size() == 1);
+        CHECK(r.body_defects[0].body == 0);
+        const nelu::test::CliResult id = run_nelu("analyze " + quoted(path) + " --problem id");
+        CAPTURE(id.err);
+        CHECK(id.exit_code == 0);
+        CHECK(contains(id.err, "warning: " + prefix(path, 4) + "body 'arm': inertia is not physical"));
+        const nelu::test::CliResult fd = run_nelu("analyze " + quoted(path) + " --problem fd");
+        CAPTURE(fd.err);
+        CHECK(fd.exit_code == nelu::kExitBadInput);
+        CHECK(fd.err.rfind("error: " + prefix(path, 4) + "body 'arm': inertia is not physical: principal moments about its "
+                           "centre of mass -0.01, 0.02, 0.02", 0) == 0);
+        CHECK(contains(fd.err, "forward dynamics (problem 'fd') needs every moving body's inertia positive semidefinite"));
+    }
+}
+
+TEST_CASE("load: a joint that carries no inertia: fd names it and prints the spec that makes it solvable, which compiles") {
+    const std::string path = fixture("warn_massless_subtree.urdf");
+    const nelu::test::CliResult fd = run_nelu("analyze " + quoted(path) + " --problem fd");
+    CAPTURE(fd.err);
+    CHECK(fd.exit_code == nelu::kExitIllPosed);
+    CHECK(contains(fd.err, "the acceleration of joint 'mount_pan' is sought, but no mass or inertia resists its motion"));
+    const std::size_t begin = fd.err.find("SPEC.yaml being\n"), end = fd.err.find("  (see docs/problem-spec.md)");
+    REQUIRE(begin != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    std::string spec;  // the printed lines, unindented
+    for (std::size_t p = fd.err.find('\n', begin) + 1; p < end;) {
+        const std::size_t e = fd.err.find('\n', p);
+        spec += fd.err.substr(p + 4, e - p - 4) + "\n";
+        p = e + 1;
+    }
+    CHECK(contains(spec, "qdd: [mount_pan]"));
+    const std::string file = nelu::test::scratch_dir("test_load_massless_hint") + "/massless_hint.yaml";
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(spec.c_str(), f);
+    std::fclose(f);
+    const nelu::test::CliResult hinted = run_nelu("analyze " + quoted(path) + " --problem " + quoted(file));
+    CAPTURE(hinted.err);
+    CHECK(hinted.exit_code == 0);
 }
 
 TEST_CASE("load: warned values are loaded as documented") {

@@ -74,6 +74,7 @@ CheckReport run_check(const CheckOptions& o) {
     if (o.problem.empty() && !spec.empty() && !fs::exists(co.problem))
         throw InputError(fmt::format("{}: the solver was compiled from the spec '{}'; name it with --problem", o.manifest, spec));
     co.floating_base = man.value("floating_base", false);
+    if (man.contains("snap")) co.snap = man["snap"].value("tolerance", 0.0);  // the model the solver computes
     co.verify_states = -1, co.validation_configs = 200;
     co.name = man.value("name", "");
     CompileResult r = compile(co);

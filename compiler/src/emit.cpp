@@ -76,6 +76,9 @@ std::string banner(const EmitInput& in, const std::string& file) {
                      in.problem->spec_file.empty() ? std::string() : fmt::format(" ({}, fnv1a64 {})", spec_name(in), content_hash(in.spec_text)));
     s += fmt::format("// base: {}; gravity [{} {} {}]\n", in.problem->floating_base ? "floating" : "fixed",
                      number(in.problem->gravity.l[0]), number(in.problem->gravity.l[1]), number(in.problem->gravity.l[2]));
+    if (in.load->snap > 0)
+        s += fmt::format("// idealized: --snap {} replaced {} value{} of the URDF by structure (listed in the manifest, \"snap\")\n",
+                         number(in.load->snap), in.load->snapped.size(), in.load->snapped.size() == 1 ? "" : "s");
     s += fmt::format("// ordering: {}; D {}x{}, nnz(D) {}, nnz(L) {}, nnz(U) {}, fill {}\n", f.ordering, in.system->n(),
                      in.system->n(), f.nnz_D, f.nnz_L, f.nnz_U, f.fill());
     s += "// Total ops: " + ops_line(f.ops) + "\n";
@@ -332,6 +335,12 @@ std::string manifest(const EmitInput& in) {
     j["nv"] = m.nv;
     j["floating_base"] = in.problem->floating_base;
     j["gravity"] = {in.problem->gravity.l[0], in.problem->gravity.l[1], in.problem->gravity.l[2]};
+    if (in.load->snap > 0) {  // the idealization the solver computes (nelu check reloads with it)
+        nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+        for (const SnapChange& c : in.load->snapped)
+            changes.push_back({{"line", c.line}, {"element", c.element}, {"field", c.field}, {"index", c.index}, {"from", c.from}, {"to", c.to}});
+        j["snap"] = {{"tolerance", in.load->snap}, {"changes", changes}};
+    }
     nlohmann::ordered_json q = nlohmann::ordered_json::array(), qd = nlohmann::ordered_json::array();
     for (const Body& b : m.bodies) {
         for (int k = 0; k < b.nq(); ++k) q.push_back(b.joint_name);

@@ -21,27 +21,47 @@ V any_perpendicular(const V& u) {
     return unit(p);
 }
 
+/// The common normal's foot is used when it lies within this many times the distance to the
+/// child's joint origin (a few link lengths); farther, the axes are nearly parallel.
+constexpr double kMaxFootReach = 4;
+/// A child's joint origin closer to axis i than this fraction of its distance lies on the axis.
+constexpr double kOnAxis = 1e-12;
+
 bool one_dof(const Body& b) { return b.type == JointType::Revolute || b.type == JointType::Prismatic; }
 
-/// Internal frame of body i: z along its axis, x along the common normal to the axis of `child`
+/// Internal frame of body i: z along its axis u, x along the common normal to the axis of `child`
 /// (given in body-i coordinates by a point p and a direction w), origin at the normal's foot.
+///
+/// Any frame is exact (the equations hold in every body-fixed frame); the choice only decides how
+/// cheap and how well conditioned the transforms are. So the frame is orthonormal to rounding
+/// whatever the axes, and the common normal is taken only where it is well defined: for nearly
+/// parallel axes (a CAD exporter's 1e-8 of noise on parallel joints) its foot lies far away, where
+/// the transforms would carry large offsets that cancel, so the origin stays and x points towards
+/// the child's axis instead (the child's transform is then general, not DH: exact, and a little
+/// dearer).
 Xform<double> dh_frame(const V& u, const V* p, const V* w) {
     double s = 0;
-    V x;
-    if (!p) {
-        x = any_perpendicular(u);
-    } else {
-        const double uw = dot(u, *w), denom = 1 - uw * uw;
-        if (denom > 1e-12) {  // skew or intersecting axes
-            s = (dot(*p, u) - dot(*p, *w) * uw) / denom;
-            const double t = (dot(*p, u) * uw - dot(*p, *w)) / denom;
-            V normal = (*p + t * *w) - s * u;
-            x = norm(normal) > 1e-12 ? unit(normal) : unit(cross(u, *w));
-        } else {  // parallel axes: keep the origin, x towards the child's axis
-            V perp = *p - dot(*p, u) * u;
-            x = norm(perp) > 1e-12 ? unit(perp) : any_perpendicular(u);
+    V x{{0, 0, 0}};
+    if (p) {
+        const V n = cross(u, *w);  // the common normal's direction (skew or intersecting axes)
+        const double nn = dot(n, n);
+        const double reach = std::sqrt(dot(*p, *p));
+        if (nn > 0) {
+            // foot on axis i: s u with (s u - p - t w) . u = 0 and . w = 0, i.e. s = ((p x w) . n) / |n|^2
+            const double foot = dot(cross(*p, *w), n) / nn;
+            if (std::abs(foot) <= kMaxFootReach * reach) {
+                s = foot;
+                x = (1.0 / std::sqrt(nn)) * n;
+                if (dot(*p, x) < -kOnAxis * reach) x = -1.0 * x;  // towards the child's axis (a >= 0)
+            }
+        }
+        if (s == 0 && dot(x, x) == 0) {  // parallel, nearly parallel or far: x towards the child's axis
+            const V perp = *p - dot(*p, u) * u;
+            if (dot(perp, perp) > kOnAxis * kOnAxis * dot(*p, *p) && dot(perp, perp) > 0) x = unit(perp);
         }
     }
+    if (dot(x, x) == 0) x = any_perpendicular(u);
+    x = unit(x - dot(x, u) * u);  // orthonormal to rounding: the frame is a rotation, the axis is z
     V y = cross(u, x);
     Mat3<double> E{{{x[0], x[1], x[2]}, {y[0], y[1], y[2]}, {u[0], u[1], u[2]}}};  // rows: internal axes
     return {E, s * u};

@@ -5,6 +5,8 @@
 // rather than printed. The model is built by a depth-first walk in document order.
 #include "load.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -164,12 +166,106 @@ int urdfdom_line(const std::string& msg, const XmlTree& t) {
     return line;
 }
 
+// ---------------------------------------------------------------------------------------------
+// --snap: idealization of the URDF's values, reported value by value
+
+/// The numbers of a space-separated attribute, or nothing when it does not parse (urdfdom then
+/// reports it).
+std::vector<double> numbers(const char* text) {
+    std::vector<double> v;
+    if (!text) return v;
+    const char* p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') ++p;
+        if (!*p) return v;
+        char* end = nullptr;
+        const double x = std::strtod(p, &end);
+        if (end == p) return {};
+        v.push_back(x), p = end;
+    }
+}
+
+struct Snapper {
+    double tol;
+    const std::string& src;
+    std::vector<SnapChange>& changes;
+
+    /// Replaces attribute `attr` of `e` by `snapped` where a component changed, and records it.
+    void rewrite(tinyxml2::XMLElement* e, const char* attr, const std::vector<double>& before,
+                 const std::vector<double>& after, const std::string& element, const std::string& field) {
+        bool changed = false;
+        for (std::size_t k = 0; k < before.size(); ++k)
+            if (after[k] != before[k]) {
+                changes.push_back({e->GetLineNum(), element, field, before.size() > 1 ? static_cast<int>(k) : -1, before[k], after[k]});
+                changed = true;
+            }
+        if (!changed) return;
+        std::string text;
+        for (double x : after) text += fmt::format("{}{:.17g}", text.empty() ? "" : " ", x);
+        e->SetAttribute(attr, text.c_str());
+    }
+    /// xyz within tol of 0 (metres); rpy within tol of a multiple of pi/2.
+    void origin(tinyxml2::XMLElement* o, const std::string& element, const std::string& prefix) {
+        if (!o) return;
+        std::vector<double> xyz = numbers(o->Attribute("xyz")), rpy = numbers(o->Attribute("rpy"));
+        if (xyz.size() == 3) {
+            std::vector<double> to = xyz;
+            for (double& x : to) x = std::abs(x) < tol ? 0.0 : x;
+            rewrite(o, "xyz", xyz, to, element, prefix + "origin xyz");
+        }
+        if (rpy.size() == 3) {
+            std::vector<double> to = rpy;
+            for (double& a : to) {
+                const double k = std::round(a / (M_PI / 2));
+                if (std::abs(a - k * (M_PI / 2)) < tol) a = k == 0 ? 0.0 : k * (M_PI / 2);
+            }
+            rewrite(o, "rpy", rpy, to, element, prefix + "origin rpy");
+        }
+    }
+    /// Axis components within tol (relative to its length) of 0.
+    void axis(tinyxml2::XMLElement* a, const std::string& element) {
+        if (!a) return;
+        std::vector<double> u = numbers(a->Attribute("xyz"));
+        if (u.size() != 3) return;
+        const double n = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        std::vector<double> to = u;
+        for (double& x : to) x = std::abs(x) < tol * n ? 0.0 : x;
+        rewrite(a, "xyz", u, to, element, "axis");
+    }
+    /// Products of inertia within tol (relative to the largest moment) of 0.
+    void inertia(tinyxml2::XMLElement* in, const std::string& element) {
+        if (!in) return;
+        double largest = 0;
+        for (const char* d : {"ixx", "iyy", "izz"}) largest = std::max(largest, std::abs(in->DoubleAttribute(d, 0.0)));
+        for (const char* o : {"ixy", "ixz", "iyz"}) {
+            const std::vector<double> v = numbers(in->Attribute(o));
+            if (v.size() == 1) rewrite(in, o, v, {std::abs(v[0]) < tol * largest ? 0.0 : v[0]}, element, std::string("inertia ") + o);
+        }
+    }
+    void run(tinyxml2::XMLElement* robot) {
+        for (auto* j = robot->FirstChildElement("joint"); j; j = j->NextSiblingElement("joint")) {
+            const std::string element = fmt::format("joint '{}'", j->Attribute("name"));
+            origin(j->FirstChildElement("origin"), element, "");
+            axis(j->FirstChildElement("axis"), element);
+        }
+        for (auto* l = robot->FirstChildElement("link"); l; l = l->NextSiblingElement("link")) {
+            auto* inertial = l->FirstChildElement("inertial");
+            if (!inertial) continue;
+            const std::string element = fmt::format("link '{}'", l->Attribute("name"));
+            origin(inertial->FirstChildElement("origin"), element, "inertial ");
+            inertia(inertial->FirstChildElement("inertia"), element);
+        }
+    }
+};
+
 /// The <robot> element as tinyxml2 read it, printed back: urdfdom's own XML reader (TinyXML 1 on
 /// Debian) then sees exactly the tree that the structural checks passed, whatever declarations,
-/// entities or encodings the file had (the fuzzer found inputs the two readers disagree on).
-std::string canonical_xml(const std::string& xml) {
+/// entities or encodings the file had (the fuzzer found inputs the two readers disagree on). With
+/// `snap` > 0 the values are idealized first (LoadOptions::snap), each change recorded.
+std::string canonical_xml(const std::string& xml, double snap, const std::string& src, std::vector<SnapChange>& changes) {
     tinyxml2::XMLDocument doc;
     doc.Parse(xml.data(), xml.size());  // parsed without error by scan_xml already
+    if (snap > 0) Snapper{snap, src, changes}.run(doc.RootElement());
     tinyxml2::XMLPrinter printer;
     doc.RootElement()->Accept(&printer);
     return printer.CStr();
@@ -266,6 +362,7 @@ bool finite_pose(const urdf::Pose& p) {
 struct Context {
     const std::string& src;
     LoadResult& out;
+    std::map<std::string, std::array<double, 3>>& out_link_moments;  ///< principal moments of each link's inertia
     int link_line(const std::string& l) const { auto it = out.link_line.find(l); return it == out.link_line.end() ? 0 : it->second; }
     int joint_line(const std::string& j) const { auto it = out.joint_line.find(j); return it == out.joint_line.end() ? 0 : it->second; }
     void warn(int line, const std::string& msg) const { out.warnings.push_back(location(src, line) + msg); }
@@ -285,14 +382,11 @@ Inertia<double> link_inertia(const urdf::Link& link, const Context& cx) {
     Eigen::Matrix3d Iin;
     Iin << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
     Eigen::Vector3d lam = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(Iin, Eigen::EigenvaluesOnly).eigenvalues();
+    // Negative principal moments are judged on the bodies, after fixed links are merged
+    // (check_body_inertias): a defect of a tiny link can vanish in its body.
+    cx.out_link_moments[link.name] = {lam(0), lam(1), lam(2)};
     const double tol = 1e-6 * std::max(std::abs(lam(0)), std::abs(lam(2))) + 1e-12;
-    if (lam(0) < -tol)
-        throw InputError(where + fmt::format("inertia tensor has a negative principal moment {:.6g} "
-                                             "(principal moments {:.6g}, {:.6g}, {:.6g})", lam(0), lam(0), lam(1), lam(2)));
-    if (lam(0) < 0)
-        cx.warn(line, fmt::format("link '{}': inertia has a rounding-level negative principal moment {:.3g}; "
-                                  "loaded as is", link.name, lam(0)));
-    if (lam(0) + lam(1) < lam(2) - tol)
+    if (lam(0) >= -tol && lam(0) + lam(1) < lam(2) - tol)
         cx.warn(line, fmt::format("link '{}': principal moments {:.6g}, {:.6g}, {:.6g} violate the triangle "
                                   "inequality (no rigid body has them); loaded as is", link.name, lam(0), lam(1), lam(2)));
     Mat3<double> R = rotation_of(in.origin.rotation);
@@ -424,26 +518,123 @@ void renumber_depth_first(LoadResult& r) {
         if (f.body >= 0) f.body = new_index[f.body];
 }
 
+/// Principal moments of a body's rotational inertia about its centre of mass, ascending, and the
+/// rounding its computation from (m, h, Ibar) can carry.
+std::array<double, 4> body_moments(const Inertia<double>& I) {
+    Eigen::Matrix3d Ic;
+    const double m = I.m;
+    double cc = 0, c[3] = {0, 0, 0};
+    if (m > 0)
+        for (int k = 0; k < 3; ++k) c[k] = I.h[k] / m, cc += c[k] * c[k];
+    double size = m * cc;
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 3; ++k) {
+            Ic(r, k) = I.Ibar(r, k) - m * ((r == k ? cc : 0.0) - c[r] * c[k]);
+            size = std::max(size, std::abs(I.Ibar(r, k)));
+        }
+    const Eigen::Vector3d lam = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(Ic, Eigen::EigenvaluesOnly).eigenvalues();
+    return {lam(0), lam(1), lam(2), 1e-14 * size};
+}
+
+/// Physical validity judged on the bodies (after fixed links are merged): a negative principal
+/// moment beyond 1e-6 of the body's largest, 1e-12 of the robot's largest and the rounding of
+/// the body's own composition is a defect of the body (BodyDefect: refused where forward dynamics
+/// needs it); a link whose defect vanishes in its body is a warning naming the link.
+void check_body_inertias(LoadResult& r, const std::map<std::string, std::array<double, 3>>& link_moments) {
+    const Model& m = r.model;
+    const int nb = m.num_bodies();
+    std::vector<std::array<double, 4>> moments(nb);
+    double robot = 0;
+    for (int i = 0; i < nb; ++i) {  // the robot's scale: the largest body inertia, about the COM or the body origin
+        moments[i] = body_moments(m.bodies[i].I), robot = std::max(robot, moments[i][2]);
+        for (int r = 0; r < 3; ++r) robot = std::max(robot, std::abs(m.bodies[i].I.Ibar(r, r)));
+    }
+    for (const auto& [link, lam] : link_moments) robot = std::max(robot, lam[2]);
+    auto tolerance = [&](double largest, double rounding) { return 1e-6 * std::abs(largest) + 1e-12 * robot + rounding; };
+    std::vector<std::vector<std::string>> links(nb);  // document order of the links on each body
+    std::vector<std::pair<int, std::string>> by_line;
+    for (const auto& [l, line] : r.link_line) by_line.push_back({line, l});
+    std::sort(by_line.begin(), by_line.end());
+    std::vector<bool> body_bad(nb, false);
+    for (int i = 0; i < nb; ++i) body_bad[i] = moments[i][0] < -tolerance(moments[i][2], moments[i][3]);
+    for (const auto& [line, l] : by_line) {
+        auto f = r.links.find(l);
+        if (f == r.links.end()) continue;
+        if (f->second.body >= 0) links[f->second.body].push_back(l);
+        auto lm = link_moments.find(l);
+        if (lm == link_moments.end()) continue;
+        const auto& lam = lm->second;
+        const double tol = tolerance(lam[2], 0);
+        if (lam[0] < -tol) {
+            const int b = f->second.body;
+            if (b < 0)
+                r.warnings.push_back(location(r.source, line) + fmt::format(
+                    "link '{}': inertia is not physical (principal moments {:.6g}, {:.6g}, {:.6g}); it is fixed to the world "
+                    "and does not move: ignored", l, lam[0], lam[1], lam[2]));
+            else if (!body_bad[b] && m.bodies[b].name != l)
+                r.warnings.push_back(location(r.source, line) + fmt::format(
+                    "link '{}': inertia is not physical (principal moments {:.6g}, {:.6g}, {:.6g}); merged into body '{}', "
+                    "whose inertia is (principal moments {:.6g}, {:.6g}, {:.6g}): loaded as is", l, lam[0], lam[1], lam[2],
+                    m.bodies[b].name, moments[b][0], moments[b][1], moments[b][2]));
+        } else if (lam[0] < 0) {
+            r.warnings.push_back(location(r.source, line) + fmt::format(
+                "link '{}': inertia has a rounding-level negative principal moment {:.3g}; loaded as is", l, lam[0]));
+        }
+    }
+    for (int i = 0; i < nb; ++i) {
+        if (!body_bad[i]) continue;
+        const Body& b = m.bodies[i];
+        std::string which;
+        for (const std::string& l : links[i]) {
+            auto lm = link_moments.find(l);
+            which += fmt::format("{}'{}'", which.empty() ? "" : ", ", l);
+            if (lm != link_moments.end())
+                which += fmt::format(" ({:.6g}, {:.6g}, {:.6g})", lm->second[0], lm->second[1], lm->second[2]);
+        }
+        auto line = r.link_line.find(b.name);
+        const std::string msg = location(r.source, line == r.link_line.end() ? 0 : line->second) + fmt::format(
+            "body '{}': inertia is not physical: principal moments about its centre of mass {:.6g}, {:.6g}, {:.6g} "
+            "(the smallest is negative beyond rounding); links on it, with their own principal moments: {}",
+            b.name, moments[i][0], moments[i][1], moments[i][2], which);
+        r.body_defects.push_back({i, msg});
+        r.warnings.push_back(msg + "; inverse dynamics is computed as given, forward dynamics refuses it");
+    }
+}
+
 }  // namespace
 
 LoadResult load_urdf_string(const std::string& xml, const std::string& source, const LoadOptions& options) {
+    if (!(options.snap >= 0 && options.snap < 0.1))  // NaN too
+        throw InputError(fmt::format("--snap {}: the tolerance must be at least 0 and below 0.1", options.snap));
     XmlTree t = scan_xml(xml, source);
     check_tree(t, source);
-    urdf::ModelInterfaceSharedPtr um = parse_with_urdfdom(canonical_xml(xml), source, t);
+    LoadResult r;
+    r.snap = options.snap;
+    urdf::ModelInterfaceSharedPtr um = parse_with_urdfdom(canonical_xml(xml, options.snap, source, r.snapped), source, t);
     UrdfModelGuard guard{um};
     check_same_tree(*um, t, source);
-    LoadResult r;
     r.source = source, r.root_link = t.root, r.link_line = t.link_line, r.joint_line = t.joint_line;
     r.model.name = um->getName();
-    Context cx{source, r};
+    std::map<std::string, std::array<double, 3>> link_moments;
+    Context cx{source, r, link_moments};
     build_model(*um, t, options, cx);
     renumber_depth_first(r);
     r.model.assign_indices();
+    check_body_inertias(r, link_moments);
     return r;
 }
 
 LoadResult load_urdf_file(const std::string& path, const LoadOptions& options) {
     return load_urdf_string(read_file(path), path, options);
+}
+
+std::string format_snap_change(const std::string& source, const SnapChange& c) {
+    const char* xyz[] = {"x", "y", "z"};
+    const char* rpy[] = {"roll", "pitch", "yaw"};
+    const bool angles = c.field.find("rpy") != std::string::npos;
+    const std::string component = c.index < 0 ? std::string() : fmt::format(" {}", angles ? rpy[c.index] : xyz[c.index]);
+    return location(source, c.line) + fmt::format("{}: {}{} {:.17g} -> {:.17g} (changed by {:.2g})", c.element, c.field, component,
+                                                  c.from, c.to, std::abs(c.to - c.from));
 }
 
 }  // namespace nelu

@@ -18,6 +18,30 @@ namespace nelu {
 struct LoadOptions {
     bool floating_base = false;
     std::vector<std::string> keep_fixed;  ///< fixed joints kept as body boundaries
+    /// Idealization (`--snap TOL`), off at 0: values of the URDF within `snap` of structure are
+    /// replaced by it before anything else reads them, and every change is reported (SnapChange):
+    /// joint axis components within snap (relative to the axis length) of 0; origin rpy angles
+    /// within snap of a multiple of pi/2; origin xyz components within snap (metres) of 0;
+    /// products of inertia within snap (relative to the largest moment) of 0. Joint <origin>,
+    /// <axis> and link <inertial> only.
+    double snap = 0;
+};
+
+/// One value that --snap replaced.
+struct SnapChange {
+    int line = 0;           ///< XML line of the element
+    std::string element;    ///< "joint 'j'" or "link 'l'"
+    std::string field;      ///< "axis", "origin xyz", "origin rpy", "inertial origin xyz", "inertia ixy", ...
+    int index = -1;         ///< component of a vector field (0 = x or roll), -1 for a scalar
+    double from = 0, to = 0;
+};
+
+/// A body whose inertia is not physical: its rotational inertia about the centre of mass has a
+/// negative principal moment beyond rounding (relative to the body's and the robot's scale).
+/// Loading keeps it; problems that need forward dynamics refuse it (body_inertia_error).
+struct BodyDefect {
+    int body = -1;
+    std::string message;  ///< "FILE:LINE: body 'b' (links ...): ..."
 };
 
 /// Where a URDF link ended up: on which body, and the transform from that body's frame to the link
@@ -38,11 +62,17 @@ struct LoadResult {
     std::string source;     ///< file name as given
     std::string root_link;
     std::vector<std::string> warnings;  ///< "FILE:LINE: ..." messages that do not stop loading
+    double snap = 0;                      ///< LoadOptions::snap as applied
+    std::vector<SnapChange> snapped;      ///< what --snap changed, in document order
+    std::vector<BodyDefect> body_defects; ///< bodies whose inertia is not physical
     std::vector<MergedJoint> merged;
     std::vector<std::string> mimic_joints;  ///< mimic joints (treated as independent)
     std::map<std::string, LinkFrame> links;  ///< every URDF link
     std::map<std::string, int> link_line, joint_line;  ///< XML line of each element
 };
+
+/// "FILE:LINE: joint 'j': origin rpy[1] 4.6e-08 -> 0 (changed by 4.6e-08)".
+std::string format_snap_change(const std::string& source, const SnapChange& c);
 
 /// Model from the URDF file at `path`.
 LoadResult load_urdf_file(const std::string& path, const LoadOptions& options = {});

@@ -5,9 +5,42 @@
 #include <cmath>
 #include <random>
 
+#include <Eigen/Eigenvalues>
+
 #include "nelu/reference.hpp"
 
 namespace nelu {
+
+/// A multi-DoF joint whose dimensionless articulated pivot has an eigenvalue below this fraction
+/// of its largest cannot be accelerated in some direction.
+constexpr double kRelativeEigenTol = 1e-12;
+
+namespace {
+
+/// Whether a joint's articulated pivot D = S^T IA S is singular. 1-DoF: the scalar itself, exactly
+/// 0 when nothing with inertia moves with the joint, against an absolute floor. Multi-DoF (a
+/// floating joint, [angular; linear]): D mixes kg m^2, kg m and kg, and a singular direction
+/// (a massless base turning about a child's axis) is a combination of its coordinates, which a
+/// fixed-order LDL^T pivot cannot isolate from rounding. So D is made dimensionless with the
+/// length L that balances its blocks (L^2 = tr D_ww / tr D_vv), and its smallest eigenvalue
+/// compared with the largest: rounding gives 1e-16, a physical body far more.
+bool pivot_singular(const std::vector<double>& D, double tol) {
+    if (D.size() == 1) return std::abs(D[0]) <= tol;
+    const int n = static_cast<int>(std::lround(std::sqrt(static_cast<double>(D.size()))));
+    Eigen::MatrixXd M = Eigen::Map<const Eigen::MatrixXd>(D.data(), n, n);
+    M = (0.5 * (M + M.transpose())).eval();
+    if (n == 6) {
+        const double tw = M.topLeftCorner<3, 3>().trace(), tv = M.bottomRightCorner<3, 3>().trace();
+        if (!(tw > 0) || !(tv > 0)) return true;  // no inertia at all in one of the blocks
+        Eigen::VectorXd s(6);
+        s << Eigen::Vector3d::Constant(std::sqrt(tv / tw)), Eigen::Vector3d::Ones();
+        M = s.asDiagonal() * M * s.asDiagonal();
+    }
+    const Eigen::VectorXd lam = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(M, Eigen::EigenvaluesOnly).eigenvalues();
+    return !(lam(0) > kRelativeEigenTol * lam(n - 1));
+}
+
+}  // namespace
 
 std::vector<std::string> singular_fd_joints(const Model& model) {
     // One scale for all pivots: kg m^2 and kg mixed on purpose, as a generous floor.
@@ -26,7 +59,7 @@ std::vector<std::string> singular_fd_joints(const Model& model) {
         AbaPivots<double> piv;
         aba(model, q.data(), zero.data(), zero.data(), static_cast<const SVec<double>*>(nullptr), qdd.data(), &piv);
         for (std::size_t k = 0; k < movable.size(); ++k)
-            if (!(std::abs(piv.D[k]) <= tol)) singular[k] = false;
+            if (!pivot_singular(piv.D[k], tol)) singular[k] = false;
         for (const Body& b : model.bodies)  // next configuration: random joint positions
             if (b.nq() == 1) q[b.q_index] = -3.0 + 6.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53;
     }

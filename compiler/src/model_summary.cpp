@@ -60,6 +60,10 @@ std::string format_model_summary(const LoadResult& r, const std::vector<std::str
         for (const std::string& j : r.mimic_joints) s += " " + j;
         s += "\n";
     }
+    if (r.snap > 0) {
+        s += fmt::format("\nsnapped (--snap {:g}): {} value{} replaced by structure\n", r.snap, r.snapped.size(), r.snapped.size() == 1 ? "" : "s");
+        for (const SnapChange& c : r.snapped) s += "  " + format_snap_change(r.source, c) + "\n";
+    }
     if (!r.warnings.empty()) {
         s += fmt::format("\nwarnings ({}):\n", r.warnings.size());
         for (const std::string& w : r.warnings) s += "  warning: " + w + "\n";

@@ -1,6 +1,7 @@
 // pipeline.cpp: see pipeline.hpp.
 #include "pipeline.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <ostream>
 #include <stdexcept>
@@ -43,14 +44,52 @@ std::string dump_analysis(const Analysis& a) {
                        a.n, a.nnz, a.structural_rank, a.blocks, a.largest_block, a.triangular ? "yes" : "no", a.numeric_configs, a.min_rcond);
 }
 
-/// Joints whose acceleration is sought but around which no inertia moves.
-void check_forward_dynamics(const Model& m, const Problem& p) {
+/// Whether the problem seeks the acceleration of some joint (forward, hybrid, most sensor and
+/// response problems): then the model's inertias must be physical.
+bool seeks_accelerations(const Model& m, const Problem& p) {
+    for (int i = 0; i < m.num_bodies(); ++i)
+        if (m.bodies[i].nv() > 0 && (p.joint[i] == JointKnown::Tau || p.joint[i] == JointKnown::None)) return true;
+    return false;
+}
+
+/// The spec lines that make the accelerations of `joints` known (docs/problem-spec.md), for a
+/// problem whose other joints keep what they had.
+std::string spec_hint(const Problem& p, const std::vector<std::string>& joints) {
+    std::string list;
+    for (const std::string& j : joints) list += (list.empty() ? "" : ", ") + j;
+    const char* what = joints.size() == 1 ? "this joint's acceleration" : "these joints' accelerations";
+    if (!p.spec_file.empty())
+        return fmt::format("\n  to make {} known (and {} sought), list {} in {} under\n    joints:\n      qdd: [{}]\n"
+                           "  (see docs/problem-spec.md)", what, joints.size() == 1 ? "its torque" : "their torques",
+                           joints.size() == 1 ? "it" : "them", p.spec_file, list);
+    return fmt::format("\n  to make {} known (and {} sought), compile with --problem SPEC.yaml, SPEC.yaml being\n"
+                       "    version: 1\n    problem: hybrid\n{}    joints:\n      default: {}\n      qdd: [{}]\n"
+                       "    external_wrenches: input\n  (see docs/problem-spec.md)",
+                       what, joints.size() == 1 ? "its torque" : "their torques", p.floating_base ? "    floating_base: true\n" : "",
+                       p.kind == "id" ? "qdd" : "tau", list);
+}
+
+/// Joints whose acceleration is sought but around which no inertia moves, and bodies whose
+/// inertia is not physical where accelerations are sought.
+void check_forward_dynamics(const LoadResult& load, const Problem& p) {
+    const Model& m = load.model;
+    if (!seeks_accelerations(m, p)) return;
+    if (!load.body_defects.empty())
+        throw InputError(load.body_defects.front().message + fmt::format(
+            "; forward dynamics (problem '{}') needs every moving body's inertia positive semidefinite{}",
+            p.kind, load.body_defects.size() > 1 ? fmt::format(" ({} bodies are not)", load.body_defects.size()) : std::string()));
+    std::vector<std::string> singular;
     for (const std::string& j : singular_fd_joints(m))
         for (int i = 0; i < m.num_bodies(); ++i)
-            if (m.bodies[i].joint_name == j && p.joint[i] == JointKnown::Tau)
-                throw IllPosedError(fmt::format("ill-posed: the acceleration of joint '{}' is sought, but no mass or inertia "
-                                                "resists its motion (in some direction, for a multi-DoF joint): forward "
-                                                "dynamics is singular there. Give its subtree inertia, or make its acceleration known", j));
+            if (m.bodies[i].joint_name == j && (p.joint[i] == JointKnown::Tau || p.joint[i] == JointKnown::None)) singular.push_back(j);
+    if (singular.empty()) return;
+    std::string list;
+    for (const std::string& j : singular) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", j);
+    throw IllPosedError(fmt::format("ill-posed: the acceleration of joint{} {} is sought, but no mass or inertia resists {} motion "
+                                    "(in some direction, for a multi-DoF joint): forward dynamics is singular there. Give {} "
+                                    "subtree inertia, or make {} acceleration known.{}",
+                                    singular.size() > 1 ? "s" : "", list, singular.size() > 1 ? "their" : "its",
+                                    singular.size() > 1 ? "their" : "its", singular.size() > 1 ? "their" : "its", spec_hint(p, singular)));
 }
 
 }  // namespace
@@ -60,7 +99,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     auto want = [&](const char* pass) { return dump && o.dump == pass; };
     ProblemInput pin{o.problem, o.floating_base};
     pin.floating_base = spec_requests_floating_base(pin);
-    r.load = load_urdf_file(o.urdf, {pin.floating_base, sensor_joints(pin, o.urdf)});
+    r.load = load_urdf_file(o.urdf, {pin.floating_base, sensor_joints(pin, o.urdf), o.snap});
     if (want("load")) *dump << format_model_summary(r.load, singular_fd_joints(r.load.model));
     r.problem = run_problem(pin, r.load);
     if (want("problem")) {
@@ -73,7 +112,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         for (const Sensor& s : r.problem.sensors)
             *dump << fmt::format("  sensor {} ({}) on {}: {} components\n", s.name, sensor_type_name(s.type), s.link.empty() ? s.joint : s.link, s.components.size());
     }
-    check_forward_dynamics(r.load.model, r.problem);
+    check_forward_dynamics(r.load, r.problem);
     if (o.progress) std::fprintf(stderr, "nelu: system: building the equations of %d bodies\n", r.load.model.num_bodies());
     r.system = run_system(r.load.model, r.problem);
     if (want("system")) *dump << dump_system(r.system);

@@ -24,6 +24,7 @@ struct CompileOptions {
     int verify_states = 20;         ///< random states for the interpreter check (plus special ones)
     int validation_configs = 10000; ///< configurations for pivot validation
     bool progress = false;
+    double snap = 0;                ///< --snap TOL: idealize near-structure (LoadOptions::snap), reported
 };
 
 struct CompileResult {

@@ -195,9 +195,9 @@ template <class S> std::vector<S> inverse_spd_small(int n, const std::vector<S>&
 
 /// Pivots of the articulated-body algorithm, kept for diagnostics.
 template <class S> struct AbaPivots {
-    /// For each joint with degrees of freedom, last body first: D_i = S_i^T IA_i S_i for 1-DoF
-    /// joints, the smallest pivot of D_i's LDL^T factorization for multi-DoF joints.
-    std::vector<S> D;
+    /// For each joint with degrees of freedom, last body first: D_i = S_i^T IA_i S_i (n x n, row
+    /// major; a scalar for 1-DoF joints).
+    std::vector<std::vector<S>> D;
 };
 
 /// qdd = FD(q, qd, tau, fext): articulated-body algorithm (RBDA Table 7.1).
@@ -231,14 +231,7 @@ void aba(const Model& m, const S* q, const S* qd, const S* tau, const SVec<S>* f
             joint_project(b, U[i][r], col.data());  // D = S^T U
             for (int s = 0; s < n; ++s) D[s * n + r] = col[s];
         }
-        if (pivots && n == 1) pivots->D.push_back(D[0]);
-        if (pivots && n > 1) {  // the smallest pivot of D's LDL^T factorization
-            std::vector<S> F = D, e(n, S(0));
-            solve_spd_small(n, F.data(), e.data());
-            S smallest = F[0];
-            for (int j = 1; j < n; ++j) smallest = F[j * n + j] < smallest ? F[j * n + j] : smallest;
-            pivots->D.push_back(smallest);
-        }
+        if (pivots) pivots->D.push_back(D);
         Dinv[i] = inverse_spd_small(n, D);
         if (b.parent < 0) continue;
         // W = U D^-1;  Ia = IA - W U^T;  pa = pA + Ia c + W u
