@@ -17,6 +17,7 @@
 #include "ref_ops.hpp"
 #include "report.hpp"
 #include "robot_gen.hpp"
+#include "robot_perturb.hpp"
 #include "spy.hpp"
 #include "version.hpp"
 
@@ -55,6 +56,18 @@ int run_robot_gen(const GenArgs& a) {
     } catch (const std::invalid_argument& e) {
         throw nelu::InputError(std::string("nelu robot gen: ") + e.what());
     }
+    if (a.output == "-") std::cout << urdf;
+    else nelu::write_file_atomic(a.output, urdf);
+    return nelu::kExitOk;
+}
+
+struct PerturbArgs {
+    std::string urdf, output;
+    nelu::PerturbOptions o;
+};
+
+int run_robot_perturb(const PerturbArgs& a) {
+    const std::string urdf = nelu::perturb_urdf(nelu::read_file(a.urdf), a.urdf, a.o);
     if (a.output == "-") std::cout << urdf;
     else nelu::write_file_atomic(a.output, urdf);
     return nelu::kExitOk;
@@ -204,6 +217,17 @@ int main(int argc, char** argv) {
     gen->add_option("--name", ga.name, "Robot name");
     gen->add_option("-o,--output", ga.output, "Output URDF file ('-' for standard output)")->required();
 
+    PerturbArgs pa;
+    CLI::App* perturb = robot->add_subcommand("perturb", "Write a copy of a URDF perturbed as exporters perturb real files "
+                                                         "(robustness tests; see docs/opcounts.md)");
+    perturb->add_option("urdf", pa.urdf, "URDF file")->required();
+    perturb->add_option("--jitter", pa.o.jitter, "Uniform noise of this amplitude on axes, origins (m, rad) and inertias (relative)");
+    perturb->add_option("--tiny-links", pa.o.tiny_links, "Add this many 1 mg links with indefinite inertias on fixed joints");
+    perturb->add_option("--massless-leaves", pa.o.massless_leaves, "Add this many zero-mass links on continuous joints");
+    perturb->add_option("--mimic", pa.o.mimic, "Make this many joints mimic their parent joint");
+    perturb->add_option("--seed", pa.o.seed, "Random seed")->required();
+    perturb->add_option("-o,--output", pa.output, "Output URDF file ('-' for standard output)")->required();
+
     CompileArgs ca;
     CLI::App* compile = app.add_subcommand("compile", "Compile a robot and a problem into an unrolled C++ solver");
     add_problem_options(compile, ca);
@@ -241,6 +265,7 @@ int main(int argc, char** argv) {
         if (*check) return run_check_command(ko);
         if (*analyze) return run_compile(aa, false);
         if (*gen) return run_robot_gen(ga);
+        if (*perturb) return run_robot_perturb(pa);
         if (*report) {
             if (ra.urdfs.empty() && ra.chains.empty()) ra.chains = {7, 30, 100};
             return run_report(ra);

@@ -48,7 +48,7 @@ std::vector<std::string> shared_robots() {
     return urdfs_in(fs::path(d) / "robots");
 }
 
-static bool is_legged(const std::string& path) {
+bool is_legged(const std::string& path) {
     std::string f = fs::path(path).filename().string();
     for (const char* k : {"quadruped", "humanoid", "solo", "icub", "biped"})
         if (f.find(k) != std::string::npos) return true;

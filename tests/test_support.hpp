@@ -22,6 +22,9 @@ std::vector<std::string> shipped_robots();
 /// URDFs in ../shared/robots, sorted; empty (after printing a note once) when the folder is absent.
 std::vector<std::string> shared_robots();
 
+/// Whether a URDF is a legged robot (by its file name), tested with a floating base too.
+bool is_legged(const std::string& path);
+
 /// A robot to test on: a file or generated text, with the base it should be loaded with.
 struct TestRobot {
     std::string name;

@@ -42,11 +42,10 @@ bool pivot_singular(const std::vector<double>& D, double tol) {
 
 }  // namespace
 
-std::vector<std::string> singular_fd_joints(const Model& model) {
-    // One scale for all pivots: kg m^2 and kg mixed on purpose, as a generous floor.
-    double scale = 0;
-    for (const Body& b : model.bodies) scale += b.I.m + b.I.Ibar(0, 0) + b.I.Ibar(1, 1) + b.I.Ibar(2, 2);
-    const double tol = 1e-12 * std::max(scale, 1e-300);
+namespace {
+
+/// Joints of `model` whose ABA pivot is singular at every sampled configuration.
+std::vector<int> singular_pivots(const Model& model, double tol) {
     std::vector<int> movable;  // bodies with a movable joint, in the order ABA reports pivots
     for (int i = model.num_bodies() - 1; i >= 0; --i)
         if (model.bodies[i].nv() > 0) movable.push_back(i);
@@ -63,9 +62,45 @@ std::vector<std::string> singular_fd_joints(const Model& model) {
         for (const Body& b : model.bodies)  // next configuration: random joint positions
             if (b.nq() == 1) q[b.q_index] = -3.0 + 6.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53;
     }
+    std::vector<int> bodies;
+    for (std::size_t k = 0; k < movable.size(); ++k)
+        if (singular[k]) bodies.push_back(movable[k]);
+    return bodies;
+}
+
+}  // namespace
+
+std::vector<std::string> singular_fd_joints(const Model& model) {
+    // One scale for all pivots: kg m^2 and kg mixed on purpose, as a generous floor.
+    double scale = 0;
+    for (const Body& b : model.bodies) scale += b.I.m + b.I.Ibar(0, 0) + b.I.Ibar(1, 1) + b.I.Ibar(2, 2);
+    const double tol = 1e-12 * std::max(scale, 1e-300);
+    // A singular pivot makes every pivot towards the root meaningless (ABA divides by it), so only
+    // the singular joints with no singular joint below them are certain. Their accelerations are
+    // what the user must give; with them given (their joints rigid, as a known qdd makes them for
+    // the articulated inertias) the pivots above are judged again.
+    Model work = model;
+    std::vector<bool> found(model.bodies.size(), false);
+    for (;;) {
+        const std::vector<int> singular = singular_pivots(work, tol);
+        std::vector<bool> is_singular(model.bodies.size(), false);
+        for (int i : singular) is_singular[i] = true;
+        bool more = false;
+        for (int i : singular) {
+            bool deepest = true;  // no singular joint in i's subtree (descendants have larger indices)
+            for (int j = i + 1; j < work.num_bodies() && deepest; ++j)
+                for (int a = work.bodies[j].parent; a >= i; a = work.bodies[a].parent)
+                    if (a == i) { deepest = !is_singular[j]; break; }
+            if (!deepest) continue;
+            found[i] = more = true;
+            work.bodies[i].type = JointType::Fixed;
+        }
+        if (!more) break;
+        work.assign_indices();
+    }
     std::vector<std::string> names;
-    for (std::size_t k = movable.size(); k-- > 0;)
-        if (singular[k]) names.push_back(model.bodies[movable[k]].joint_name);
+    for (int i = 0; i < model.num_bodies(); ++i)
+        if (found[i]) names.push_back(model.bodies[i].joint_name);
     return names;
 }
 

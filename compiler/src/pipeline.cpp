@@ -84,12 +84,16 @@ void check_forward_dynamics(const LoadResult& load, const Problem& p) {
             if (m.bodies[i].joint_name == j && (p.joint[i] == JointKnown::Tau || p.joint[i] == JointKnown::None)) singular.push_back(j);
     if (singular.empty()) return;
     std::string list;
-    for (const std::string& j : singular) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", j);
-    throw IllPosedError(fmt::format("ill-posed: the acceleration of joint{} {} is sought, but no mass or inertia resists {} motion "
-                                    "(in some direction, for a multi-DoF joint): forward dynamics is singular there. Give {} "
-                                    "subtree inertia, or make {} acceleration known.{}",
-                                    singular.size() > 1 ? "s" : "", list, singular.size() > 1 ? "their" : "its",
-                                    singular.size() > 1 ? "their" : "its", singular.size() > 1 ? "their" : "its", spec_hint(p, singular)));
+    bool multi = false;
+    for (const std::string& j : singular) {
+        list += fmt::format("{}'{}'", list.empty() ? "" : ", ", j);
+        for (const Body& b : m.bodies) multi = multi || (b.joint_name == j && b.nv() > 1);
+    }
+    const char* its = singular.size() > 1 ? "their" : "its";
+    throw IllPosedError(fmt::format("ill-posed: the acceleration of joint{} {} is sought, but no mass or inertia resists {} motion{}: "
+                                    "forward dynamics is singular there. Give {} subtree inertia, or make {} acceleration known.{}",
+                                    singular.size() > 1 ? "s" : "", list, its, multi ? " (in some direction of a multi-DoF joint)" : "",
+                                    its, its, spec_hint(p, singular)));
 }
 
 }  // namespace

@@ -231,7 +231,7 @@ void aba(const Model& m, const S* q, const S* qd, const S* tau, const SVec<S>* f
             joint_project(b, U[i][r], col.data());  // D = S^T U
             for (int s = 0; s < n; ++s) D[s * n + r] = col[s];
         }
-        if (pivots) pivots->D.push_back(D);
+        if (pivots && n > 0) pivots->D.push_back(D);
         Dinv[i] = inverse_spd_small(n, D);
         if (b.parent < 0) continue;
         // W = U D^-1;  Ia = IA - W U^T;  pa = pA + Ia c + W u
