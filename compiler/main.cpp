@@ -101,6 +101,12 @@ void print_summary(const nelu::CompileResult& r) {
     if (r.verify.states > 0)
         std::cout << fmt::format("  verified against the reference on {} states: max relative error {:.2e}{}\n", r.verify.states,
                                  r.verify.max_rel_error, r.verify.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.verify.max_backward_error) : std::string());
+    if (r.order.best.jacobian.size() > 0)
+        std::cout << fmt::format("  derivatives: {} outputs x {} columns; ops of outputs and Jacobian {} (value solver {}){}\n",
+                                 r.system.out.size(), r.order.best.jacobian.size() / std::max<std::size_t>(1, r.system.out.size()),
+                                 r.order.best.ops_derivatives.total(), r.order.best.ops.total(),
+                                 r.derivatives.states > 0 ? fmt::format("; against complex step on {} states: max relative error {:.2e}",
+                                                                        r.derivatives.states, r.derivatives.max_error) : std::string());
     if (r.verify.refused_singular > 0)
         std::cout << fmt::format("  and NELU_STATUS_SMALL_PIVOT, rightly, on {} more, where Lambda does not exist (a kinematic singularity)\n",
                                  r.verify.refused_singular);
@@ -132,6 +138,8 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_option("--validate", a.o.validation_configs, "Configurations on which non-constant pivots are validated (default 10000)")
         ->check(CLI::Range(100, 10000000));
     cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
+    cmd->add_flag("--derivatives", a.o.derivatives, "Also emit NAME_derivatives: the outputs and their Jacobian with respect to "
+                  "[q-tangent, qd, in] (docs/derivatives.md)");
     cmd->add_option("--snap", a.o.snap, "Idealize near-structure: axis components, rpy angles (to multiples of pi/2), "
                     "origin offsets [m] and products of inertia within TOL of it; every change is reported")
         ->type_name("TOL");

@@ -133,6 +133,25 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     if (want("analyze")) *dump << dump_analysis(r.analysis);
     r.order = run_order(r.load.model, r.system, r.analysis, {o.validation_configs, o.progress});
     if (want("order") || want("schedule")) *dump << dump_order(r.order);
+    if (o.derivatives) {  // the winner again, with the Jacobian; its pivots keep the validated thresholds
+        if (o.progress) std::fprintf(stderr, "nelu: schedule: derivatives of %zu outputs\n", r.system.out.size());
+        const Factorization& best = r.order.best;
+        Factorization f;
+        std::string why;
+        if (!run_schedule(r.system, best.order, best.articulated, best.ordering, f, why, 0, best.tail, &r.load.model))
+            throw std::runtime_error("scheduling the derivatives failed: " + why);
+        if (f.pivots.size() != best.pivots.size()) throw std::runtime_error("scheduling the derivatives changed the pivots");
+        for (std::size_t k = 0; k < f.pivots.size(); ++k)
+            f.pivots[k].threshold = best.pivots[k].threshold, f.pivots[k].threshold_float = best.pivots[k].threshold_float;
+        r.order.best = std::move(f);
+        if (o.verify_states >= 0) {
+            r.derivatives = verify_derivatives(r.load.model, r.problem, r.system, r.order.best, std::max(2, o.verify_states / 4));
+            if (!(r.derivatives.max_error <= 1e-8))
+                throw std::runtime_error(fmt::format("verification of the derivatives failed over {} states: relative error {:.3g} "
+                                                     "against complex-step differentiation of the value program (at {})",
+                                                     r.derivatives.states, r.derivatives.max_error, r.derivatives.worst));
+        }
+    }
     if (o.verify_states >= 0) {
         if (o.progress) std::fprintf(stderr, "nelu: verify: interpreting the program on %d random states\n", o.verify_states);
         r.verify = run_verify(r.load.model, r.problem, r.system, r.order.best, o.verify_states);

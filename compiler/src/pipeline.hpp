@@ -25,6 +25,7 @@ struct CompileOptions {
     int validation_configs = 10000; ///< configurations for pivot validation
     bool progress = false;
     double snap = 0;                ///< --snap TOL: idealize near-structure (LoadOptions::snap), reported
+    bool derivatives = false;       ///< --derivatives: also NAME_derivatives (outputs and their Jacobian)
 };
 
 struct CompileResult {
@@ -34,6 +35,7 @@ struct CompileResult {
     Analysis analysis;
     OrderResult order;
     VerifyReport verify;
+    DerivativeReport derivatives;  ///< with CompileOptions::derivatives
     Emitted emitted;
     std::string name;
     int equations = 0, unknowns = 0;  ///< of the physical system (before any least-squares augmentation)

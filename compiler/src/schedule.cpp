@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "derivatives.hpp"
 #include "diagnostics.hpp"
 
 namespace nelu {
@@ -99,7 +100,8 @@ void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
 }  // namespace
 
 bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
-                  const std::string& name, Factorization& out, std::string& why, long max_entries, const Tail& tail) {
+                  const std::string& name, Factorization& out, std::string& why, long max_entries, const Tail& tail,
+                  const Model* derivatives) {
     const int n = sys.n(), m = sys.m();
     const int npiv = static_cast<int>(order.size());
     out = Factorization{};
@@ -204,14 +206,13 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         out.nnz_U += static_cast<long>(kb) * (kb + 1) / 2;
     }
     out.first_solve_node = P.size();
-    std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
-    for (std::size_t which = 0; which <= sys.rhs.size(); ++which) {
-        const std::vector<Id>& bvec = which == 0 ? sys.b : sys.rhs[which - 1];
+    // x with D x + bvec = 0, through the factors: y = L \ (-bvec), the tail, then x = U \ y
+    auto solve = [&](const std::vector<Id>& bvec) {
         std::vector<Id> y(m);  // y = L \ (-b), in row space
         for (int r = 0; r < m; ++r) y[r] = P.neg(bvec[r]);
         for (int k = 0; k < npiv; ++k)
             for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
-        out.x.assign(n, -1);
+        std::vector<Id> x(n, -1);
         if (kb > 0) {  // t = the same Gram-Schmidt steps on W^1/2 y (Bjorck: a backward stable least-squares solve), R x = t
             std::vector<Id> v(rb), t(kb);
             for (int a = 0; a < rb; ++a) v[a] = P.mul(sw[a], y[tail.rows[a]]);
@@ -221,20 +222,22 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
                     if (Q[j][a] != P.zero()) v[a] = P.sub(v[a], P.mul(t[j], Q[j][a]));
             }
             for (int j = kb - 1; j >= 0; --j) {
-                Id x = t[j];
-                for (int l = j + 1; l < kb; ++l) x = P.sub(x, P.mul(R[j][l], out.x[tail.cols[l]]));
-                out.x[tail.cols[j]] = P.mul(x, Rinv[j]);
+                Id xj = t[j];
+                for (int l = j + 1; l < kb; ++l) xj = P.sub(xj, P.mul(R[j][l], x[tail.cols[l]]));
+                x[tail.cols[j]] = P.mul(xj, Rinv[j]);
             }
         }
         for (int k = npiv - 1; k >= 0; --k) {  // x = U \ y, last pivot first
             const auto [r, c] = order[k];
             Id s = y[r];
             for (const auto& [j, u] : lu.U[k])
-                if (j != c) s = P.sub(s, P.mul(u, out.x[j]));
-            out.x[c] = divide(P, lu, k, s, out.pivots[k].value);
+                if (j != c) s = P.sub(s, P.mul(u, x[j]));
+            x[c] = divide(P, lu, k, s, out.pivots[k].value);
         }
-        xs.push_back(out.x);
-    }
+        return x;
+    };
+    std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
+    for (std::size_t which = 0; which <= sys.rhs.size(); ++which) xs.push_back(solve(which == 0 ? sys.b : sys.rhs[which - 1]));
     out.x = xs[0];
     for (const Slot& s : sys.out) {
         if (s.lambda) {  // filled in below, from the Lambda^-1 outputs
@@ -251,10 +254,40 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         out.outputs.push_back(v);
     }
     if (sys.lambda_size > 0) invert_lambda(P, sys, out);
+    if (derivatives) {  // the Jacobian of the outputs, column by column (derivatives.hpp)
+        const std::vector<Tangent> cols = jacobian_columns(*derivatives, static_cast<int>(sys.in.size()));
+        // A square system solved by the factors alone: D(q) x + b = 0 gives D dx = -(dD x + db), one
+        // more right-hand side per column through the same factors. A least-squares tail, extra
+        // right-hand sides or Lambda: forward mode through the whole program instead.
+        const bool by_factors = kb == 0 && sys.rhs.empty() && sys.lambda_size == 0 && m == n;
+        out.jacobian.assign(sys.out.size() * cols.size(), P.zero());
+        for (std::size_t j = 0; j < cols.size(); ++j) {
+            Differentiator dt(P, *derivatives, cols[j]);
+            if (!by_factors) {
+                for (std::size_t o = 0; o < sys.out.size(); ++o) out.jacobian[o * cols.size() + j] = dt.d(out.outputs[o]);
+                continue;
+            }
+            std::vector<Id> rhs(m);
+            for (int r = 0; r < m; ++r) {
+                Id v = dt.d(sys.b[r]);
+                for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), xs[0][c]));
+                rhs[r] = v;
+            }
+            const std::vector<Id> dx = solve(rhs);
+            for (std::size_t o = 0; o < sys.out.size(); ++o) {
+                const Slot& s = sys.out[o];
+                Id v = s.column >= 0 ? dx[s.column] : s.bias >= 0 ? dt.d(s.bias) : P.zero();
+                if (s.column < 0)
+                    for (const auto& [c, coef] : s.terms) v = P.add(v, P.add(P.mul(dt.d(coef), xs[0][c]), P.mul(coef, dx[c])));
+                out.jacobian[o * cols.size() + j] = v;
+            }
+        }
+    }
     // Merge equal values (symmetric halves of the Schur complements, among others), then count
     // what the outputs and pivot checks need, split by phase.
     std::vector<Id> roots = out.outputs;
     for (const ScheduledPivot& pv : out.pivots) roots.push_back(pv.value);
+    roots.insert(roots.end(), out.jacobian.begin(), out.jacobian.end());
     // Merging maps a value to its earliest occurrence, which can bring back to life a costlier
     // computation than the one it replaces: keep the merged program only when it is cheaper.
     auto cost = [&](const ir::Rewrite& r) {
@@ -273,6 +306,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
     out.first_factor_node = bounds[0], out.first_solve_node = bounds[1];
     out.system_map.assign(rw.map.begin(), rw.map.begin() + sys.prog.size());
     for (Id& o : out.outputs) o = rw.map[o];
+    for (Id& o : out.jacobian) o = rw.map[o];
     for (ScheduledPivot& pv : out.pivots) {
         pv.value = rw.map[pv.value];
         if (out.prog.is_const(pv.value)) pv.kind = PivotKind::Constant;
@@ -292,6 +326,12 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
     out.ops_kinematics = range(0, out.first_factor_node);
     out.ops_factorization = range(out.first_factor_node, out.first_solve_node);
     out.ops_solve = range(out.first_solve_node, P.size());
+    if (derivatives) {
+        std::vector<Id> all = roots;
+        all.insert(all.end(), out.jacobian.begin(), out.jacobian.end());
+        out.ops_derivatives = P.count(P.live_nodes(all));
+    }
+    out.order = order, out.articulated = articulated, out.tail = tail;
     return true;
 }
 

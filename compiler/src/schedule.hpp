@@ -69,6 +69,14 @@ struct Factorization {
     long nnz_D = 0, nnz_L = 0, nnz_U = 0;  ///< L strictly lower, U with its diagonal
     int first_factor_node = 0, first_solve_node = 0;  ///< IR node ranges of the phases
     ir::OpCount ops, ops_kinematics, ops_factorization, ops_solve;
+    /// With derivatives: the Jacobian of the outputs, row-major (out slot, column of
+    /// jacobian_columns), and the operations of the solver that computes outputs and Jacobian.
+    std::vector<ir::Id> jacobian;
+    ir::OpCount ops_derivatives;
+    /// The order this factorization was scheduled with (to schedule it again with derivatives).
+    std::vector<Pivot> order;
+    std::vector<bool> articulated;
+    Tail tail;
     long fill() const { return nnz_L + nnz_U - nnz_D; }
 };
 
@@ -76,8 +84,10 @@ struct Factorization {
 /// (and sets `why`) when a pivot is structurally zero at its turn. `articulated` marks pivots the
 /// caller has proved safe (tree orders). Gives up (false) once L and U hold more than `max_entries`
 /// entries (0: no limit), so that a hopeless candidate costs little.
+/// With `derivatives` (the model the system was built from), the Jacobian of the outputs is
+/// scheduled too (Factorization::jacobian).
 bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
                   const std::string& name, Factorization& out, std::string& why, long max_entries = 0,
-                  const Tail& tail = {});
+                  const Tail& tail = {}, const Model* derivatives = nullptr);
 
 }  // namespace nelu

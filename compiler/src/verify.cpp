@@ -1,11 +1,16 @@
 // verify.cpp: see verify.hpp.
 #include "verify.hpp"
 
+#include <complex>
+
+#include "derivatives.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 
 #include <Eigen/Dense>
+#include <fmt/format.h>
 
 #include "nelu/reference.hpp"
 
@@ -518,6 +523,93 @@ VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, con
         for (ir::Id o : f.outputs) out.push_back(val[o]);
         rep.max_rel_error = std::max(rep.max_rel_error, response_forward_error(sys, out, ref));
         if (seeks_qdd) rep.max_backward_error = std::max(rep.max_backward_error, backward_error(sys, m, p, st, out, ref));
+        ++rep.states;
+    }
+    return rep;
+}
+
+namespace {
+
+/// The value program in complex arithmetic (complex-step differentiation).
+std::vector<std::complex<double>> evaluate_complex(const ir::Program& P, const std::vector<std::complex<double>>& q,
+                                                   const std::vector<std::complex<double>>& qd,
+                                                   const std::vector<std::complex<double>>& in, const std::vector<bool>& live) {
+    using C = std::complex<double>;
+    std::vector<C> v(static_cast<std::size_t>(P.size()));
+    for (int i = 0; i < P.size(); ++i) {
+        if (!live[i]) continue;
+        const ir::Node& n = P.node(i);
+        switch (n.op) {
+            case ir::Op::Const: v[i] = n.value; break;
+            case ir::Op::Input: v[i] = n.source == ir::Source::Q ? q[n.index] : n.source == ir::Source::Qd ? qd[n.index] : in[n.index]; break;
+            case ir::Op::Add: v[i] = v[n.a] + v[n.b]; break;
+            case ir::Op::Sub: v[i] = v[n.a] - v[n.b]; break;
+            case ir::Op::Mul: v[i] = v[n.a] * v[n.b]; break;
+            case ir::Op::Div: v[i] = v[n.a] / v[n.b]; break;
+            case ir::Op::Neg: v[i] = -v[n.a]; break;
+            case ir::Op::Sin: v[i] = std::sin(v[n.a]); break;
+            case ir::Op::Cos: v[i] = std::cos(v[n.a]); break;
+            case ir::Op::Sqrt: v[i] = std::sqrt(v[n.a]); break;
+        }
+    }
+    return v;
+}
+
+}  // namespace
+
+DerivativeReport verify_derivatives(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states) {
+    using C = std::complex<double>;
+    DerivativeReport rep;
+    const std::vector<Tangent> cols = jacobian_columns(m, static_cast<int>(sys.in.size()));
+    rep.columns = static_cast<int>(cols.size());
+    const std::size_t nc = cols.size(), no = f.outputs.size();
+    // the seeds as IR nodes, evaluated below: the derivative of every input along each column
+    ir::Program seeds = f.prog;
+    std::vector<std::vector<std::pair<ir::Id, ir::Id>>> seed_nodes(nc);  // (input node, its derivative)
+    for (std::size_t j = 0; j < nc; ++j) {
+        Differentiator dt(seeds, m, cols[j]);
+        for (int k = 0; k < m.nq; ++k) seed_nodes[j].push_back({seeds.input(ir::Source::Q, k), -1});
+        for (int k = 0; k < m.nv; ++k) seed_nodes[j].push_back({seeds.input(ir::Source::Qd, k), -1});
+        for (std::size_t k = 0; k < sys.in.size(); ++k) seed_nodes[j].push_back({seeds.input(ir::Source::In, static_cast<int>(k)), -1});
+        for (auto& [x, dx] : seed_nodes[j]) dx = dt.d(x);
+    }
+    std::vector<ir::Id> value_roots = f.outputs, all = f.outputs;
+    for (const ScheduledPivot& pv : f.pivots)
+        if (pv.threshold > 0) value_roots.push_back(pv.value), all.push_back(pv.value);
+    all.insert(all.end(), f.jacobian.begin(), f.jacobian.end());
+    const std::vector<bool> live_value = f.prog.live_nodes(value_roots), live_all = f.prog.live_nodes(all);
+    const std::vector<State> states = checked_states(m, sys, 0x64657276, random_states);
+    constexpr double h = 1e-30;
+    for (std::size_t s = 0; s < states.size(); ++s) {
+        const State& st = states[s];
+        const std::vector<double> in = solver_inputs(sys, m, p, st);
+        const std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live_all);
+        bool refused = false;
+        for (const ScheduledPivot& pv : f.pivots) refused = refused || pivot_refuses(pv, val[pv.value], false);
+        if (refused) continue;
+        const std::vector<double> sv = seeds.evaluate(st.q.data(), st.qd.data(), in.data());
+        std::vector<double> J(no * nc), Jcs(no * nc);
+        double scale = 1;
+        for (std::size_t j = 0; j < nc; ++j) {
+            std::vector<C> q(st.q.begin(), st.q.end()), qd(st.qd.begin(), st.qd.end()), inc(in.begin(), in.end());
+            std::size_t k = 0;
+            for (auto& z : q) z += C(0, h * sv[seed_nodes[j][k++].second]);
+            for (auto& z : qd) z += C(0, h * sv[seed_nodes[j][k++].second]);
+            for (auto& z : inc) z += C(0, h * sv[seed_nodes[j][k++].second]);
+            const std::vector<C> cv = evaluate_complex(f.prog, q, qd, inc, live_value);
+            for (std::size_t o = 0; o < no; ++o) {
+                Jcs[o * nc + j] = cv[f.outputs[o]].imag() / h;
+                J[o * nc + j] = val[f.jacobian[o * nc + j]];
+                scale = std::max(scale, std::abs(Jcs[o * nc + j]));
+            }
+        }
+        for (std::size_t e = 0; e < J.size(); ++e) {
+            const double err = std::abs(J[e] - Jcs[e]) / scale;
+            if (!(err <= rep.max_error)) {
+                rep.max_error = err == err ? err : INFINITY;
+                rep.worst = fmt::format("d out[{}] / d {}, state {}", e / nc, cols[e % nc].label, s);
+            }
+        }
         ++rep.states;
     }
     return rep;

@@ -81,4 +81,17 @@ struct VerifyReport {
 /// Run the factorized program on `random_states` random states plus the special configurations.
 VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states);
 
+/// The Jacobian of a solver (Factorization::jacobian) against complex-step differentiation of its
+/// value program: every input perturbed by i h along a column's tangent (h = 1e-30), the program
+/// evaluated in complex arithmetic, the derivative read off the imaginary parts, exact to rounding
+/// for this analytic program (+, -, *, /, sin, cos, sqrt). Pivots refused by the value solver's
+/// checks skip the state.
+struct DerivativeReport {
+    int states = 0;
+    int columns = 0;
+    double max_error = 0;  ///< max over states of |J - J_cs|_max / max(|J_cs|_max, 1)
+    std::string worst;     ///< where max_error was reached: column label and state
+};
+DerivativeReport verify_derivatives(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states);
+
 }  // namespace nelu
