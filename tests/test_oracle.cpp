@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "load.hpp"
+#include "pipeline.hpp"
+#include "verify.hpp"
 #include "nelu/model.hpp"
 #include "nelu/reference.hpp"
 #include "test_support.hpp"
@@ -214,6 +216,110 @@ Worst check_oracle_file(const fs::path& file, const std::string& robots_dir) {
     return worst;
 }
 
+/// The generated solvers' Jacobians (the IR of `nelu compile --derivatives`, evaluated) against
+/// Pinocchio's analytic derivatives (../shared/oracle/derivatives) at the oracle's states. Pinocchio's
+/// tangent of a floating base is linear first, [dv; dw] in the base frame, nelu's angular first:
+/// the velocity map permutes rows and columns alike. ABA derivatives at an ill-conditioned state
+/// (the oracle's fd_check above 1e-6) are compared through M: |M (J - J_oracle)| / (|M| |J_oracle|).
+struct DerivativeWorst {
+    double id = 0, fd = 0;
+};
+
+DerivativeWorst check_derivative_file(const fs::path& file, const fs::path& values, const std::string& robots_dir) {
+    std::ifstream in(file), vin(values);
+    REQUIRE(in.good());
+    REQUIRE(vin.good());
+    const json d = json::parse(in), o = json::parse(vin);
+    const std::string urdf = robots_dir + "/" + o.at("urdf").get<std::string>();
+    const bool floating = o.at("floating_base").get<bool>();
+    DerivativeWorst worst;
+    for (const char* problem : {"id", "fd"}) {
+        INFO("problem " << std::string(problem));
+        nelu::CompileOptions co;
+        co.urdf = urdf, co.problem = problem, co.floating_base = floating, co.derivatives = true;
+        co.verify_states = -1, co.validation_configs = 200;
+        const nelu::CompileResult r = nelu::compile(co);
+        const Model& m = r.load.model;
+        const JointMap map = map_joints(o.at("joints"), m);
+        const int nv = m.nv;
+        const std::size_t ncol = r.order.best.jacobian.size() / r.system.out.size();
+        REQUIRE(ncol == static_cast<std::size_t>(2 * nv) + r.system.in.size());
+        REQUIRE(r.system.out.size() == static_cast<std::size_t>(nv));
+        std::vector<nelu::ir::Id> roots(r.order.best.jacobian.begin(), r.order.best.jacobian.end());
+        const std::vector<bool> live = r.order.best.prog.live_nodes(roots);
+        for (std::size_t s = 0; s < o.at("states").size(); ++s) {
+            INFO("state " << s);
+            const json& st = o.at("states")[s];
+            const json& ds = d.at("states")[s];
+            nelu::State state;
+            state.q = position_vector(st.at("q"), map, m);
+            state.qd = velocity_vector(st.at("qd"), map, m), state.qdd = velocity_vector(st.at("qdd"), map, m);
+            state.tau = velocity_vector(st.at("tau_in"), map, m);
+            state.fext = body_wrenches(st.at("fext"), nelu::LoadResult(r.load));
+            const std::vector<double> inputs = nelu::solver_inputs(r.system, m, r.problem, state);
+            const std::vector<double> val = r.order.best.prog.evaluate(state.q.data(), state.qd.data(), inputs.data(), live);
+            // out slot k is velocity slot v of body out[k]
+            std::vector<int> out_v(nv);
+            for (int k = 0; k < nv; ++k) out_v[k] = m.bodies[r.system.out[k].body].v_index + r.system.out[k].comp;
+            auto ours = [&](int v_row, std::size_t col) -> double {
+                for (int k = 0; k < nv; ++k)
+                    if (out_v[k] == v_row) return val[r.order.best.jacobian[k * ncol + col]];
+                return std::numeric_limits<double>::quiet_NaN();
+            };
+            // the column of the input slot that holds the joint quantity of velocity slot v (qdd for id, tau for fd)
+            auto input_col = [&](int v) {
+                for (std::size_t k = 0; k < r.system.in.size(); ++k) {
+                    const nelu::Slot& sl = r.system.in[k];
+                    if ((sl.quantity == nelu::Quantity::JointAcceleration || sl.quantity == nelu::Quantity::JointTorque) &&
+                        m.bodies[sl.body].v_index + sl.comp == v)
+                        return 2 * nv + static_cast<int>(k);
+                }
+                return -1;
+            };
+            const bool id = std::string(problem) == "id";
+            bool conditioned = true;  // Pinocchio's own finite-difference check of its ABA derivatives at this state
+            for (const auto& [k, v] : ds.at("fd_check").items())
+                if (k.rfind("dqdd", 0) == 0 && v.is_number()) conditioned = conditioned && v.get<double>() < 1e-6;
+            std::vector<double> M(nv * nv);
+            nelu::crba(m, state.q.data(), M.data());
+            const std::vector<std::pair<const char*, int>> blocks =
+                id ? std::vector<std::pair<const char*, int>>{{"dtau_dq", 0}, {"dtau_dqd", 1}}
+                   : std::vector<std::pair<const char*, int>>{{"dqdd_dq", 0}, {"dqdd_dqd", 1}, {"dqdd_dtau", 2}};
+            for (const auto& [key, which] : blocks) {
+                INFO(std::string(key));
+                std::vector<double> A(nv * nv), B(nv * nv);  // ours, oracle, in nelu's velocity order
+                const json& J = ds.at(key);
+                for (int rr = 0; rr < nv; ++rr)
+                    for (int cc = 0; cc < nv; ++cc) {
+                        const int vr = map.v_map[rr], vc = map.v_map[cc];
+                        B[vr * nv + vc] = J.at(rr).at(cc).get<double>();
+                        const int col = which == 2 ? input_col(vc) : which * nv + vc;
+                        REQUIRE(col >= 0);
+                        A[vr * nv + vc] = ours(vr, static_cast<std::size_t>(col));
+                    }
+                double err = rel_diff(A, B), allowed = 1e-9;
+                if (!id && !conditioned) {
+                    // both forward errors are bounded by about eps cond(M) (1.4e12 at icub_reduced's state
+                    // 1): allow 100 eps cond(M); and M^-1 itself is checked by its residual, which
+                    // conditioning does not enter: |M A - I| / (|M| |A|)
+                    const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> Mm(M.data(), nv, nv);
+                    const Eigen::VectorXd lam = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(Mm).eigenvalues();
+                    allowed = std::max(allowed, 100 * std::numeric_limits<double>::epsilon() * lam(nv - 1) / lam(0));
+                    if (which == 2) {
+                        const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> Am(A.data(), nv, nv);
+                        const double residual = (Mm * Am - Eigen::MatrixXd::Identity(nv, nv)).cwiseAbs().maxCoeff() /
+                                                (Mm.cwiseAbs().rowwise().sum().maxCoeff() * Am.cwiseAbs().maxCoeff());
+                        CHECK(residual <= 1e-12);
+                    }
+                }
+                CHECK(err <= allowed);
+                (id ? worst.id : worst.fd) = std::max(id ? worst.id : worst.fd, err);
+            }
+        }
+    }
+    return worst;
+}
+
 }  // namespace
 #endif
 
@@ -247,5 +353,30 @@ TEST_CASE("oracle: RNEA, ABA and CRBA agree with Pinocchio on the shared robots"
     }
     std::printf("  %-28s rnea %.3e  aba %.3e  crba %.3e  aba back %.3e  cond(M) %.1e\n", "ALL", all.tau, all.qdd, all.M,
                 all.qdd_back, all.cond);
+#endif
+}
+
+TEST_CASE("oracle: derivatives of the compiled id and fd solvers agree with Pinocchio's analytic derivatives") {
+    const std::string shared = nelu::test::shared_dir();
+    const fs::path dir = fs::path(shared) / "oracle" / "derivatives";
+    if (shared.empty() || !fs::is_directory(dir)) {
+        std::printf("oracle derivatives: %s/oracle/derivatives not found: SKIPPED (nothing compared)\n", NELU_SHARED_DIR);
+        MESSAGE("skipped: no ../shared/oracle/derivatives");
+        return;
+    }
+#if !NELU_HAVE_NLOHMANN_JSON
+    MESSAGE("skipped: nlohmann-json not installed");
+#else
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    REQUIRE(!files.empty());
+    std::printf("oracle derivatives (Pinocchio 3.7.0): worst relative error of d tau / d(q, qd) and d qdd / d(q, qd, tau)\n");
+    for (const fs::path& f : files) {
+        INFO("oracle file " << f.filename().string());
+        const DerivativeWorst w = check_derivative_file(f, fs::path(shared) / "oracle" / f.filename(), shared + "/robots");
+        std::printf("  %-28s id %.3e  fd %.3e\n", f.filename().string().c_str(), w.id, w.fd);
+    }
 #endif
 }
