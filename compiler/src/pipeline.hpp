@@ -24,6 +24,7 @@ struct CompileOptions {
     int verify_states = 20;         ///< random states for the interpreter check (plus special ones)
     int validation_configs = 10000; ///< configurations for pivot validation
     bool progress = false;
+    long max_stack = 16384;         ///< stack budget (bytes) above which the workspace form is emitted too
 };
 
 struct CompileResult {
