@@ -121,6 +121,11 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
 /// optimizes in reasonable time; values that cross a part boundary live in a stack workspace.
 constexpr std::size_t kStatementsPerPart = 2000;
 
+/// Workspace form: statements between two reloads of the workspace pointer. The compiler cannot
+/// tell that the reloaded pointer is the same, so it keeps no value in a register (or a spill
+/// slot) past a reload: the stack holds at most this many statements' values.
+constexpr std::size_t kWorkspaceChunk = 16;
+
 /// Bytes the stack estimate adds to the values it counts, for what it does not model: registers
 /// saved by the entry point and the parts, their call frames, and the sine and cosine of the math
 /// library (newlib's take about 200 bytes on a Cortex-M; measured in docs/firmware.md).
@@ -321,9 +326,14 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
                              ws ? std::string("T* w") : N + "_work<T>& w");
         else
             s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n    (void)q, (void)qd, (void)in;\n", N);
+        if (ws)
+            s += fmt::format("    T* volatile reload = w;  // w is read back from here every {} statements: values of earlier\n"
+                             "                             // statements are then loaded from the workspace, not kept in registers or spilled\n",
+                             kWorkspaceChunk);
         const std::size_t lo = p * kStatementsPerPart, hi = std::min(L.stmts.size(), lo + kStatementsPerPart);
         for (std::size_t k = lo; k < hi; ++k) {
             const Id i = L.stmts[k];
+            if (ws && k > lo && (k - lo) % kWorkspaceChunk == 0) s += "    w = reload;\n";
             const char* now = i < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
                               : i < f.first_solve_node ? "factorization of P D Q = L U" : "solve: forward and back substitution";
             if (now != phase || k == lo) s += fmt::format("    // --- {}\n", now), phase = now;
