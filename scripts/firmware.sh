@@ -11,7 +11,8 @@
 #            aarch64    aarch64 Linux, static, qemu-aarch64 user mode (double and float)
 #   checks   max|out - ref| / max(max|ref|, 1) over the outputs of each call, against the host's
 #            ordinary entry point of the same scalar: double <= 1e-12, float <= 1e-4; equal status
-#   costs    code: bytes of the entry point's functions (nm -S); static stack: its frame and its
+#   costs    code: bytes of the entry point's functions (nm -S); stack estimate: nelu's, from the
+#            header (ordinary entry points only); static stack: its frame and its
 #            deepest callee chain (-fstack-usage -fcallgraph-info=su; libm's sin/cos not included);
 #            measured stack: stack painted below the caller, deepest word written by one call
 #            (libm included); instructions: one call on state 0, counted in QEMU's execution trace
@@ -87,6 +88,10 @@ table() {
 }
 table "$work/src"
 table "$work/src_float"
+# nelu's stack estimates of the ordinary entry points, from the headers
+for n in "${names[@]}"; do
+  sed -n "s/.*: $n about \([0-9]*\) bytes, ${n}_f about \([0-9]*\) bytes\.$/$n d \1\n$n f \2/p" "$work/src/$n.hpp"
+done >"$work/estimates.txt"
 
 # --- host tool and the host reference (the ordinary entry points, double and float)
 run g++ -std=c++17 -O1 -o "$work/fwtool" scripts/firmware/fwtool.cpp
@@ -134,7 +139,7 @@ target() {
     >"$out/trace_out.txt" 2>>"$log" || fail "$tname: the trace run failed"
   "$fwtool" count "$out/trace.log" "$out/trace_out.txt" >"$out/counts.txt" || fail "$tname: cannot count instructions"
   rm -f "$out/trace.log"
-  if ! "$fwtool" compare "$work/host/out.txt" "$out/out.txt" "$tname" "$out/counts.txt" "$out/static.txt" "$out/sizes.txt" 1e-12 1e-4 >>"$rows"; then
+  if ! "$fwtool" compare "$work/host/out.txt" "$out/out.txt" "$tname" "$out/counts.txt" "$out/static.txt" "$out/sizes.txt" "$work/estimates.txt" 1e-12 1e-4 >>"$rows"; then
     status=1
   fi
 }
@@ -163,8 +168,8 @@ sed 's/^/  /' "$work/example/out.txt"
 echo
 echo "$base: generated solvers on three targets, 100 states each, compared with the host"
 echo
-echo "| target | entry point | code (B) | static stack (B) | measured stack (B) | instructions/call | states | max rel. error | result |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
+echo "| target | entry point | code (B) | stack estimate (B) | static stack (B) | measured stack (B) | instructions/call | states | max rel. error | result |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
 cat "$rows"
 if [ "$status" -ne 0 ]; then
   echo "firmware: FAILED: an output differs from the host's beyond its tolerance, or a status differs (rows above)" >&2

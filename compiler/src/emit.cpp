@@ -126,6 +126,12 @@ constexpr std::size_t kStatementsPerPart = 2000;
 /// slot) past a reload: the stack holds at most this many statements' values.
 constexpr std::size_t kWorkspaceChunk = 16;
 
+/// The stack estimate doubles the values it counts: a compiler's instruction scheduling lengthens
+/// live ranges beyond the emitted order, so its spill slots outnumber the values live at once. The
+/// worst ratio measured (GCC 12 -O2, Cortex-M7 and aarch64, the shipped robots: docs/firmware.md)
+/// was 1.5, for solvers in several parts; 2 leaves a margin.
+constexpr long kSpillFactor = 2;
+
 /// Bytes the stack estimate adds to the values it counts, for what it does not model: registers
 /// saved by the entry point and the parts, their call frames, and the sine and cosine of the math
 /// library (newlib's take about 200 bytes on a Cortex-M; measured in docs/firmware.md).
@@ -140,10 +146,10 @@ struct Layout {
     std::vector<bool> shared;  ///< ordinary form: node -> in the NAME_work struct (read in a later part, or an output)
     std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
     int slots = 0;             ///< elements of that array: the most values live at once
-    long values = 0;           ///< ordinary form: values on the stack at once (the work struct, plus the most locals live in a part)
+    long values = 0;           ///< ordinary form: values on the stack at once (the work struct, plus the most locals live in each part)
     bool workspace = false;    ///< the estimate exceeds the budget: the _ws entry points are emitted too
     /// Conservative stack estimate of the ordinary form for a scalar of `size` bytes.
-    long stack(long size) const { return values * size + kStackAllowance; }
+    long stack(long size) const { return kSpillFactor * values * size + kStackAllowance; }
     long work_bytes(long size) const { return slots * size; }
 };
 
@@ -196,7 +202,8 @@ Layout plan(const EmitInput& in) {
         if (part[o] >= 0) last[o] = end;
     L.slot.assign(P.size(), -1);
     std::set<int> free;
-    long locals = 0, max_locals = 0, shared = 0;
+    long locals = 0, shared = 0;  // locals never cross a part: at a part's end every one is dead
+    std::vector<long> max_locals(L.parts, 0);
     auto release = [&](Id x) { free.insert(L.slot[x]), locals -= !L.shared[x]; };
     for (std::size_t k = 0; k < end; ++k) {
         const Id x = L.stmts[k];
@@ -206,10 +213,14 @@ Layout plan(const EmitInput& in) {
         L.slot[x] = free.empty() ? L.slots++ : *free.begin();
         free.erase(L.slot[x]);
         if (L.shared[x]) ++shared;
-        else max_locals = std::max(max_locals, ++locals);
+        else max_locals[part[x]] = std::max(max_locals[part[x]], ++locals);
         if (last[x] == k) release(x);  // its pivot test reads it before the next statement writes
     }
-    L.values = shared + max_locals;
+    // The C++ compiler may inline every part into NAME_impl, each with its own spill slots: count
+    // the most locals live in each part, summed (measured in docs/firmware.md: one part alone
+    // undercounts the 2- to 4-part solvers by up to 50%).
+    L.values = shared;
+    for (long m : max_locals) L.values += m;
     L.workspace = L.stack(in.scalar_double ? sizeof(double) : sizeof(float)) > in.max_stack;
     return L;
 }
@@ -220,16 +231,19 @@ std::string stack_comment(const EmitInput& in, const Layout& L) {
     std::string est;
     if (in.scalar_double) est = fmt::format("{} about {} bytes", N, L.stack(sizeof(double)));
     if (in.scalar_float) est += fmt::format("{}{}_f about {} bytes", est.empty() ? "" : ", ", N, L.stack(sizeof(float)));
-    std::string s = fmt::format("/* Stack, estimated by nelu ({} values live at once x sizeof(T), plus {} bytes): {}.\n",
-                                L.values, kStackAllowance, est);
+    std::string s = fmt::format("/* Stack, estimated by nelu as {} x {} values x sizeof(T) + {} bytes: {}.\n",
+                                kSpillFactor, L.values, kStackAllowance, est);
     if (!L.workspace)
         return s + fmt::format(" * Within the budget of {} bytes (nelu compile --max-stack): no workspace form. */\n", in.max_stack);
     s += fmt::format(" * Over the budget of {} bytes (nelu compile --max-stack), so the workspace form is emitted too:\n", in.max_stack);
     std::string names = in.scalar_double && in.scalar_float ? N + "_ws and " + N + "_f_ws" : in.scalar_double ? N + "_ws" : N + "_f_ws";
+    std::string sizes = in.scalar_double && in.scalar_float ? fmt::format("{0}_WORK_BYTES bytes aligned to {0}_WORK_ALIGN ({0}_F_WORK_BYTES\n * and {0}_F_WORK_ALIGN for float)", N)
+                        : in.scalar_double ? fmt::format("{0}_WORK_BYTES bytes aligned to {0}_WORK_ALIGN", N)
+                                           : fmt::format("{0}_F_WORK_BYTES bytes aligned to {0}_F_WORK_ALIGN", N);
     s += fmt::format(" * {} compute what the entry points above do, with every intermediate value in `work`,\n"
-                     " * memory the caller provides: NAME_WORK_BYTES bytes aligned to NAME_WORK_ALIGN (below, per scalar).\n"
+                     " * memory the caller provides: {}.\n"
                      " * Their own frames hold no intermediate values. One workspace per concurrent call; its contents\n"
-                     " * do not matter on entry and are unspecified on return. */\n", names);
+                     " * do not matter on entry and are unspecified on return. */\n", names, sizes);
     if (in.scalar_double)
         s += fmt::format("#define {0}_WORK_BYTES {1}\n#define {0}_WORK_ALIGN {2}\n", N, L.work_bytes(sizeof(double)), alignof(double));
     if (in.scalar_float)

@@ -5,7 +5,7 @@
 //                                 such as sin and cos have no frame there and count 0)
 //   count TRACE DRIVER_OUT        instructions per call, from QEMU's -singlestep -d exec,nochain trace
 //                                 of the driver built with -DFW_TRACE (one trace line per instruction)
-//   compare HOST TARGET NAME COUNTS STATIC SIZES TOL_D TOL_F
+//   compare HOST TARGET NAME COUNTS STATIC SIZES ESTIMATES TOL_D TOL_F
 //                                 every output of TARGET against HOST; prints the table rows of NAME;
 //                                 exit 1 on any mismatch or missing output
 #include <cmath>
@@ -168,7 +168,8 @@ int compare(char** argv) {
     const Run host = parse(argv[2]), target = parse(argv[3]);
     const std::string name = argv[4];
     const auto counts = read_table(argv[5]), stat = read_table(argv[6]), size = read_table(argv[7]);
-    const double tol_d = std::atof(argv[8]), tol_f = std::atof(argv[9]);
+    const auto estimate = read_table(argv[8]);
+    const double tol_d = std::atof(argv[9]), tol_f = std::atof(argv[10]);
     int bad = 0;
     if (!target.ended) std::fprintf(stderr, "fwtool: %s: the target's output ends early\n", name.c_str()), ++bad;
     for (const auto& [s, h] : host.hash)
@@ -201,8 +202,8 @@ int compare(char** argv) {
         const bool ok = states == 100 && status_mismatch == 0 && worst <= tol;
         bad += !ok;
         auto get = [](const std::map<Key, std::string>& m, const Key& k) { return m.count(k) ? m.at(k) : std::string("-"); };
-        std::printf("| %s | %s | %s | %s | %s | %s | %s | %.1e | %s |\n", name.c_str(), entry.c_str(), get(size, {solver, v}).c_str(),
-                    get(stat, {entry, "-"}).c_str(), target.stack.at(solver + " " + v).c_str(), get(counts, {solver, v}).c_str(),
+        std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %.1e | %s |\n", name.c_str(), entry.c_str(), get(size, {solver, v}).c_str(),
+                    get(estimate, {solver, v}).c_str(), get(stat, {entry, "-"}).c_str(), target.stack.at(solver + " " + v).c_str(), get(counts, {solver, v}).c_str(),
                     std::to_string(states).c_str(), worst, ok ? "ok" : status_mismatch ? "FAIL (status)" : "FAIL");
     }
     if (target.variants.empty()) std::fprintf(stderr, "fwtool: %s: no solver ran\n", name.c_str()), ++bad;
@@ -216,7 +217,7 @@ int main(int argc, char** argv) {
     if (cmd == "sizes" && argc >= 4) return sizes(argc, argv);
     if (cmd == "static" && argc >= 3) return static_stack(argc, argv);
     if (cmd == "count" && argc == 4) return count(argv);
-    if (cmd == "compare" && argc == 10) return compare(argv);
+    if (cmd == "compare" && argc == 11) return compare(argv);
     std::fprintf(stderr, "usage: fwtool sizes|static|count|compare ... (see fwtool.cpp)\n");
     return 2;
 }
