@@ -134,7 +134,7 @@ constexpr long kSpillFactor = 2;
 
 /// Bytes the stack estimate adds to the values it counts, for what it does not model: registers
 /// saved by the entry point and the parts, their call frames, and the sine and cosine of the math
-/// library (newlib's take about 200 bytes on a Cortex-M; measured in docs/firmware.md).
+/// library (measured: 0 to 100 bytes beyond the solvers' own frames, docs/firmware.md).
 constexpr long kStackAllowance = 512;
 
 /// Where the values of the solver live and what that costs in stack: decided once, read by the
@@ -152,6 +152,41 @@ struct Layout {
     long stack(long size) const { return kSpillFactor * values * size + kStackAllowance; }
     long work_bytes(long size) const { return slots * size; }
 };
+
+/// Liveness over the emitted order: the last statement that reads each value (its own, when only
+/// its pivot test does; past the end for outputs). Then a linear scan gives each value the lowest
+/// free workspace slot, and counts the values the ordinary form keeps on the stack at once.
+void allocate(Layout& L, const ir::Program& P, const std::vector<Id>& outputs, const std::vector<int>& part) {
+    const std::size_t end = L.stmts.size();
+    std::vector<std::size_t> last(P.size(), 0);
+    for (std::size_t k = 0; k < end; ++k) {
+        last[L.stmts[k]] = k;
+        for (Id o : {P.node(L.stmts[k]).a, P.node(L.stmts[k]).b})
+            if (o >= 0 && part[o] >= 0) last[o] = k;
+    }
+    for (Id o : outputs)
+        if (part[o] >= 0) last[o] = end;
+    L.slot.assign(P.size(), -1);
+    std::set<int> free;
+    long locals = 0, shared = 0;  // locals never cross a part: at a part's end every one is dead
+    std::vector<long> max_locals(L.parts, 0);
+    auto release = [&](Id x) { free.insert(L.slot[x]), locals -= !L.shared[x]; };
+    for (std::size_t k = 0; k < end; ++k) {
+        const Id x = L.stmts[k];
+        const ir::Node& n = P.node(x);
+        if (n.a >= 0 && part[n.a] >= 0 && last[n.a] == k) release(n.a);
+        if (n.b >= 0 && n.b != n.a && part[n.b] >= 0 && last[n.b] == k) release(n.b);
+        L.slot[x] = free.empty() ? L.slots++ : *free.begin();
+        free.erase(L.slot[x]);
+        if (L.shared[x]) ++shared;
+        else max_locals[part[x]] = std::max(max_locals[part[x]], ++locals);
+        if (last[x] == k) release(x);  // its pivot test reads it before the next statement writes
+    }
+    // the C++ compiler may inline every part into NAME_impl, each with its own spill slots: the
+    // most locals live in each part, summed
+    L.values = shared;
+    for (long m : max_locals) L.values += m;
+}
 
 Layout plan(const EmitInput& in) {
     const Factorization& f = *in.factorization;
@@ -190,37 +225,7 @@ Layout plan(const EmitInput& in) {
         for (Id o : f.outputs)
             if (part[o] >= 0) L.shared[o] = true;
     }
-    // liveness: the last statement that reads each value (its own, when only its pivot test does;
-    // past the end for outputs), then a linear scan that gives each value the lowest free slot
-    std::vector<std::size_t> last(P.size(), 0);
-    for (std::size_t k = 0; k < end; ++k) {
-        last[L.stmts[k]] = k;
-        for (Id o : {P.node(L.stmts[k]).a, P.node(L.stmts[k]).b})
-            if (o >= 0 && part[o] >= 0) last[o] = k;
-    }
-    for (Id o : f.outputs)
-        if (part[o] >= 0) last[o] = end;
-    L.slot.assign(P.size(), -1);
-    std::set<int> free;
-    long locals = 0, shared = 0;  // locals never cross a part: at a part's end every one is dead
-    std::vector<long> max_locals(L.parts, 0);
-    auto release = [&](Id x) { free.insert(L.slot[x]), locals -= !L.shared[x]; };
-    for (std::size_t k = 0; k < end; ++k) {
-        const Id x = L.stmts[k];
-        const ir::Node& n = P.node(x);
-        if (n.a >= 0 && part[n.a] >= 0 && last[n.a] == k) release(n.a);
-        if (n.b >= 0 && n.b != n.a && part[n.b] >= 0 && last[n.b] == k) release(n.b);
-        L.slot[x] = free.empty() ? L.slots++ : *free.begin();
-        free.erase(L.slot[x]);
-        if (L.shared[x]) ++shared;
-        else max_locals[part[x]] = std::max(max_locals[part[x]], ++locals);
-        if (last[x] == k) release(x);  // its pivot test reads it before the next statement writes
-    }
-    // The C++ compiler may inline every part into NAME_impl, each with its own spill slots: count
-    // the most locals live in each part, summed (measured in docs/firmware.md: one part alone
-    // undercounts the 2- to 4-part solvers by up to 50%).
-    L.values = shared;
-    for (long m : max_locals) L.values += m;
+    allocate(L, P, f.outputs, part);
     L.workspace = L.stack(in.scalar_double ? sizeof(double) : sizeof(float)) > in.max_stack;
     return L;
 }
