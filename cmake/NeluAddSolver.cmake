@@ -11,6 +11,7 @@
 #                   NAME <name>
 #                   [FLOATING_BASE]
 #                   [SCALAR <double|float|both>]
+#                   [MAX_STACK <bytes>]
 #                   [OUTPUT_DIR <dir>])
 #
 # Arguments
@@ -22,6 +23,9 @@
 #   FLOATING_BASE  attach the URDF's root link to the world by a 6-DoF joint (--floating-base).
 #   SCALAR         which entry points to generate: NAME (double), NAME_f (float) or both
 #                  (nelu's default, both, when omitted).
+#   MAX_STACK      stack budget in bytes (--max-stack; nelu's default, 16384, when omitted): a solver
+#                  whose estimated stack exceeds it also gets the workspace form NAME_ws / NAME_f_ws,
+#                  with NAME_WORK_BYTES in its header (docs/firmware.md); 0 always emits it.
 #   OUTPUT_DIR     where the files go; default ${CMAKE_CURRENT_BINARY_DIR}/nelu_generated
 #                  (relative paths from CMAKE_CURRENT_BINARY_DIR). Solvers may share a directory.
 #
@@ -48,7 +52,7 @@
 include_guard(GLOBAL)
 
 function(nelu_add_solver)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "FLOATING_BASE" "TARGET;URDF;PROBLEM;NAME;SCALAR;OUTPUT_DIR" "")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "FLOATING_BASE" "TARGET;URDF;PROBLEM;NAME;SCALAR;MAX_STACK;OUTPUT_DIR" "")
 
   # --- check the arguments
   if(arg_UNPARSED_ARGUMENTS)
@@ -64,6 +68,9 @@ function(nelu_add_solver)
   endif()
   if(NOT arg_NAME MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
     message(FATAL_ERROR "nelu_add_solver: NAME '${arg_NAME}' is not a C identifier")
+  endif()
+  if(DEFINED arg_MAX_STACK AND NOT arg_MAX_STACK MATCHES "^[0-9]+$")
+    message(FATAL_ERROR "nelu_add_solver: MAX_STACK must be a number of bytes, not '${arg_MAX_STACK}'")
   endif()
   if(arg_SCALAR AND NOT arg_SCALAR MATCHES "^(double|float|both)$")
     message(FATAL_ERROR "nelu_add_solver: SCALAR must be double, float or both, not '${arg_SCALAR}'")
@@ -90,6 +97,9 @@ function(nelu_add_solver)
   endif()
   if(arg_SCALAR)
     list(APPEND flags --scalar ${arg_SCALAR})
+  endif()
+  if(DEFINED arg_MAX_STACK)
+    list(APPEND flags --max-stack ${arg_MAX_STACK})
   endif()
   if(NELU_EXECUTABLE)
     set(nelu "${NELU_EXECUTABLE}")

@@ -242,6 +242,10 @@ int main(int argc, char** argv) {
     compile->add_option("--name", ca.o.name, "C name of the solver (default ROBOT_PROBLEM)");
     compile->add_option("-o,--output", ca.out_dir, "Output directory");
     compile->add_option("--scalar", ca.o.scalar, "double, float or both")->check(CLI::IsMember({"double", "float", "both"}));
+    compile->add_option("--max-stack", ca.o.max_stack,
+                        "Stack budget in bytes (default 16384): a solver whose estimated stack exceeds it also gets the "
+                        "workspace form NAME_ws, which keeps its values in caller-provided memory; 0 always emits it")
+        ->check(CLI::Range(0L, 1L << 30));
 
     CompileArgs aa;
     CLI::App* analyze = app.add_subcommand("analyze", "Well-posedness, pattern and op counts; writes nothing");

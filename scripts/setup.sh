@@ -8,6 +8,9 @@ packages=(
   libsuitesparse-dev libeigen3-dev libfmt-dev libcli11-dev liburdfdom-dev libtinyxml2-dev
   doctest-dev libyaml-cpp-dev libbenchmark-dev nlohmann-json3-dev
   clang libclang-rt-14-dev
+  # scripts/firmware.sh: cross compilers (Cortex-M with newlib, aarch64 Linux) and QEMU
+  gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib g++-aarch64-linux-gnu
+  qemu-system-arm qemu-user make
   # peers of the benchmark (bench/, scripts/bench.sh); the harness skips a peer that is absent
   libmujoco-dev liborocos-kdl-dev libkdl-parser-dev libdart-utils-urdf-dev
 )

@@ -8,7 +8,9 @@
 #      scripts/bench.sh, not CI);
 #   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (but the one
 #      labelled slow, which builds ~80 generated solvers and runs its own sanitizer cases);
-#   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60).
+#   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60);
+#   4. scripts/firmware.sh on the UR5e: its solvers cross-compiled for Cortex-M7, Cortex-M4F and
+#      aarch64 Linux, run under QEMU and compared with the host (about 20 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -37,3 +39,6 @@ if [ -f scripts/fuzz.sh ]; then
   echo "== fuzz"
   bash scripts/fuzz.sh "${NELU_FUZZ_SECONDS:-60}"
 fi
+
+echo "== firmware: Cortex-M7, Cortex-M4F and aarch64 Linux under QEMU (scripts/firmware.sh)"
+NELU_BUILD_DIR=build bash scripts/firmware.sh robots/ur5e.urdf

@@ -216,3 +216,38 @@ TEST_CASE("cli: a problem spec's errors name the file and line (exit 2); a valid
                                               quoted(dir.path.string()));
     CHECK_MESSAGE(ok.exit_code == 0, ok.err);
 }
+
+TEST_CASE("cli: --max-stack: bad values exit 2 naming the option; the budget decides which form is emitted") {
+    ScratchDir dir("max_stack");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const std::string base = "compile " + quoted(urdf) + " --problem id --verify 0 -o " + quoted(dir.path.string());
+    for (const char* bad : {"-1", "abc", "12kB", "2000000000", ""}) {
+        const nelu::test::CliResult r = run_nelu(base + " --max-stack " + quoted(bad));
+        CHECK_MESSAGE(r.exit_code == nelu::kExitBadInput, bad);
+        CHECK_MESSAGE(contains(r.err, "--max-stack"), bad << ": " << r.err);
+        CHECK(dir.entries().empty());
+    }
+    // the default budget: within it, no workspace form; the manifest gives the estimate
+    const nelu::test::CliResult d = run_nelu(base);
+    REQUIRE_MESSAGE(d.exit_code == 0, d.err);
+    const std::string manifest = read_text(dir.path / "ur5e_id.json");
+    CHECK(contains(manifest, "\"budget\": 16384"));
+    CHECK(contains(manifest, "\"form\": \"ordinary\""));
+    CHECK(!contains(read_text(dir.path / "ur5e_id.hpp"), "_ws("));
+    const auto at = manifest.find("\"double\": ", manifest.find("\"estimate\""));
+    REQUIRE(at != std::string::npos);
+    const long estimate = std::stol(manifest.substr(at + 10));
+    CHECK(estimate > 512);
+    // exactly at the estimate: still the ordinary form only; one byte less: the workspace form too
+    const nelu::test::CliResult eq = run_nelu(base + " --max-stack " + std::to_string(estimate));
+    REQUIRE(eq.exit_code == 0);
+    CHECK(!contains(read_text(dir.path / "ur5e_id.hpp"), "_ws("));
+    const nelu::test::CliResult less = run_nelu(base + " --max-stack " + std::to_string(estimate - 1));
+    REQUIRE(less.exit_code == 0);
+    const std::string header = read_text(dir.path / "ur5e_id.hpp");
+    CHECK(contains(header, "int ur5e_id_ws(const double* q, const double* qd, const double* in, double* out, void* work);"));
+    CHECK(contains(header, "int ur5e_id_f_ws(const float* q, const float* qd, const float* in, float* out, void* work);"));
+    CHECK(contains(header, "#define ur5e_id_WORK_BYTES "));
+    CHECK(contains(header, "Over the budget of " + std::to_string(estimate - 1) + " bytes"));
+    CHECK(contains(read_text(dir.path / "ur5e_id.json"), "\"form\": \"ordinary+workspace\""));
+}

@@ -120,7 +120,146 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
     }
 }
 
-std::string header(const EmitInput& in) {
+/// Statements per generated function: a big solver is split into parts that the C++ compiler
+/// optimizes in reasonable time; values that cross a part boundary live in a stack workspace.
+constexpr std::size_t kStatementsPerPart = 2000;
+
+/// Workspace form: statements between two reloads of the workspace pointer. The compiler cannot
+/// tell that the reloaded pointer is the same, so it keeps no value in a register (or a spill
+/// slot) past a reload: the stack holds at most this many statements' values.
+constexpr std::size_t kWorkspaceChunk = 16;
+
+/// The stack estimate doubles the values it counts: a compiler's instruction scheduling lengthens
+/// live ranges beyond the emitted order, so its spill slots outnumber the values live at once. The
+/// worst ratio measured (GCC 12 -O2, Cortex-M7 and aarch64, the shipped robots: docs/firmware.md)
+/// was 1.5, for solvers in several parts; 2 leaves a margin.
+constexpr long kSpillFactor = 2;
+
+/// Bytes the stack estimate adds to the values it counts, for what it does not model: registers
+/// saved by the entry point and the parts, their call frames, and the sine and cosine of the math
+/// library (measured: 0 to 100 bytes beyond the solvers' own frames, docs/firmware.md).
+constexpr long kStackAllowance = 512;
+
+/// Where the values of the solver live and what that costs in stack: decided once, read by the
+/// header, the source and the manifest alike.
+struct Layout {
+    std::vector<Id> stmts;  ///< statements in emission order (sines and cosines first)
+    std::map<Id, std::vector<const ScheduledPivot*>> checks;  ///< pivot tests after a statement (a node can be the pivot of several steps)
+    std::size_t parts = 1;
+    std::vector<bool> shared;  ///< ordinary form: node -> in the NAME_work struct (read in a later part, or an output)
+    std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
+    int slots = 0;             ///< elements of that array: the most values live at once
+    long values = 0;           ///< ordinary form: values on the stack at once (the work struct, plus the most locals live in each part)
+    bool workspace = false;    ///< the estimate exceeds the budget: the _ws entry points are emitted too
+    /// Conservative stack estimate of the ordinary form for a scalar of `size` bytes.
+    long stack(long size) const { return kSpillFactor * values * size + kStackAllowance; }
+    long work_bytes(long size) const { return slots * size; }
+};
+
+/// Liveness over the emitted order: the last statement that reads each value (its own, when only
+/// its pivot test does; past the end for outputs). Then a linear scan gives each value the lowest
+/// free workspace slot, and counts the values the ordinary form keeps on the stack at once.
+void allocate(Layout& L, const ir::Program& P, const std::vector<Id>& outputs, const std::vector<int>& part) {
+    const std::size_t end = L.stmts.size();
+    std::vector<std::size_t> last(P.size(), 0);
+    for (std::size_t k = 0; k < end; ++k) {
+        last[L.stmts[k]] = k;
+        for (Id o : {P.node(L.stmts[k]).a, P.node(L.stmts[k]).b})
+            if (o >= 0 && part[o] >= 0) last[o] = k;
+    }
+    for (Id o : outputs)
+        if (part[o] >= 0) last[o] = end;
+    L.slot.assign(P.size(), -1);
+    std::set<int> free;
+    long locals = 0, shared = 0;  // locals never cross a part: at a part's end every one is dead
+    std::vector<long> max_locals(L.parts, 0);
+    auto release = [&](Id x) { free.insert(L.slot[x]), locals -= !L.shared[x]; };
+    for (std::size_t k = 0; k < end; ++k) {
+        const Id x = L.stmts[k];
+        const ir::Node& n = P.node(x);
+        if (n.a >= 0 && part[n.a] >= 0 && last[n.a] == k) release(n.a);
+        if (n.b >= 0 && n.b != n.a && part[n.b] >= 0 && last[n.b] == k) release(n.b);
+        L.slot[x] = free.empty() ? L.slots++ : *free.begin();
+        free.erase(L.slot[x]);
+        if (L.shared[x]) ++shared;
+        else max_locals[part[x]] = std::max(max_locals[part[x]], ++locals);
+        if (last[x] == k) release(x);  // its pivot test reads it before the next statement writes
+    }
+    // the C++ compiler may inline every part into NAME_impl, each with its own spill slots: the
+    // most locals live in each part, summed
+    L.values = shared;
+    for (long m : max_locals) L.values += m;
+}
+
+Layout plan(const EmitInput& in) {
+    const Factorization& f = *in.factorization;
+    const ir::Program& P = f.prog;
+    Layout L;
+    std::vector<Id> roots = f.outputs;
+    for (const ScheduledPivot& p : f.pivots)
+        if (!P.is_const(p.value)) roots.push_back(p.value), L.checks[p.value].push_back(&p);
+    std::vector<bool> live = P.live_nodes(roots);
+    for (int i = 0; i < P.size(); ++i)
+        if (live[i] && P.node(i).op != Op::Const && P.node(i).op != Op::Input) L.stmts.push_back(i);
+    // Every sine and cosine (with the joint-angle sums they read) first: a call to sin/cos
+    // clobbers every vector register, so a call in the middle of the solver spills whatever is
+    // live across it; at the top nothing else is live yet. Measured on the shipped solvers (g++ -O3):
+    // the floating Mini Cheetah's float ID 318 -> 287 ns, the Panda's 150 -> 141 ns; no solver
+    // slower. A stable partition: the order stays topological and deterministic.
+    std::vector<bool> trig(P.size(), false);
+    for (int i = P.size() - 1; i >= 0; --i) {
+        const ir::Node& n = P.node(i);
+        if (n.op == Op::Sin || n.op == Op::Cos) trig[i] = true;
+        if (trig[i])
+            for (Id o : {n.a, n.b})
+                if (o >= 0) trig[o] = true;
+    }
+    std::stable_partition(L.stmts.begin(), L.stmts.end(), [&](Id x) { return trig[x]; });
+    const std::size_t end = L.stmts.size();
+    L.parts = std::max<std::size_t>(1, (end + kStatementsPerPart - 1) / kStatementsPerPart);
+    // part of each statement; a value used in a later part (or as an output) is shared
+    std::vector<int> part(P.size(), -1);
+    L.shared.assign(P.size(), false);
+    for (std::size_t k = 0; k < end; ++k) part[L.stmts[k]] = static_cast<int>(k / kStatementsPerPart);
+    if (L.parts > 1) {
+        for (Id x : L.stmts)
+            for (Id o : {P.node(x).a, P.node(x).b})
+                if (o >= 0 && part[o] >= 0 && part[o] != part[x]) L.shared[o] = true;
+        for (Id o : f.outputs)
+            if (part[o] >= 0) L.shared[o] = true;
+    }
+    allocate(L, P, f.outputs, part);
+    L.workspace = L.stack(in.scalar_double ? sizeof(double) : sizeof(float)) > in.max_stack;
+    return L;
+}
+
+/// The header's paragraph on stack use: the estimate, the budget, and the workspace form when emitted.
+std::string stack_comment(const EmitInput& in, const Layout& L) {
+    const std::string& N = in.name;
+    std::string est;
+    if (in.scalar_double) est = fmt::format("{} about {} bytes", N, L.stack(sizeof(double)));
+    if (in.scalar_float) est += fmt::format("{}{}_f about {} bytes", est.empty() ? "" : ", ", N, L.stack(sizeof(float)));
+    std::string s = fmt::format("/* Stack, estimated by nelu as {} x {} values x sizeof(T) + {} bytes: {}.\n",
+                                kSpillFactor, L.values, kStackAllowance, est);
+    if (!L.workspace)
+        return s + fmt::format(" * Within the budget of {} bytes (nelu compile --max-stack): no workspace form. */\n", in.max_stack);
+    s += fmt::format(" * Over the budget of {} bytes (nelu compile --max-stack), so the workspace form is emitted too:\n", in.max_stack);
+    std::string names = in.scalar_double && in.scalar_float ? N + "_ws and " + N + "_f_ws" : in.scalar_double ? N + "_ws" : N + "_f_ws";
+    std::string sizes = in.scalar_double && in.scalar_float ? fmt::format("{0}_WORK_BYTES bytes aligned to {0}_WORK_ALIGN ({0}_F_WORK_BYTES\n * and {0}_F_WORK_ALIGN for float)", N)
+                        : in.scalar_double ? fmt::format("{0}_WORK_BYTES bytes aligned to {0}_WORK_ALIGN", N)
+                                           : fmt::format("{0}_F_WORK_BYTES bytes aligned to {0}_F_WORK_ALIGN", N);
+    s += fmt::format(" * {} compute what the entry points above do, with every intermediate value in `work`,\n"
+                     " * memory the caller provides: {}.\n"
+                     " * Their own frames hold no intermediate values. One workspace per concurrent call; its contents\n"
+                     " * do not matter on entry and are unspecified on return. */\n", names, sizes);
+    if (in.scalar_double)
+        s += fmt::format("#define {0}_WORK_BYTES {1}\n#define {0}_WORK_ALIGN {2}\n", N, L.work_bytes(sizeof(double)), alignof(double));
+    if (in.scalar_float)
+        s += fmt::format("#define {0}_F_WORK_BYTES {1}\n#define {0}_F_WORK_ALIGN {2}\n", N, L.work_bytes(sizeof(float)), alignof(float));
+    return s;
+}
+
+std::string header(const EmitInput& in, const Layout& L) {
     const std::string& N = in.name;
     const Model& m = in.load->model;
     const System& sys = *in.system;
@@ -138,21 +277,25 @@ std::string header(const EmitInput& in) {
     for (std::size_t k = 0; k < sys.out.size(); ++k) s += fmt::format(" *   out[{}]  {}\n", k, slot_comment(m, *in.problem, sys.out[k]));
     s += " * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;\n"
          " * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */\n";
+    s += stack_comment(in, L);
     s += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
     if (in.scalar_double) s += fmt::format("int {}(const double* q, const double* qd, const double* in, double* out);\n", N);
     if (in.scalar_float) s += fmt::format("int {}_f(const float* q, const float* qd, const float* in, float* out);\n", N);
+    if (L.workspace) {
+        if (in.scalar_double) s += fmt::format("int {}_ws(const double* q, const double* qd, const double* in, double* out, void* work);\n", N);
+        if (in.scalar_float) s += fmt::format("int {}_f_ws(const float* q, const float* qd, const float* in, float* out, void* work);\n", N);
+    }
     s += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
     return s;
 }
 
-/// Statements per generated function: a big solver is split into parts that the C++ compiler
-/// optimizes in reasonable time; values that cross a part boundary live in a stack workspace.
-constexpr std::size_t kStatementsPerPart = 2000;
-
 struct Printer {
     const ir::Program& P;
-    const std::vector<bool>& shared;  ///< node -> lives in the workspace
-    std::string name(Id x) const { return shared[x] ? fmt::format("w.t{}", x) : fmt::format("t{}", x); }
+    const std::vector<bool>& shared;  ///< node -> lives in the NAME_work struct
+    const std::vector<int>* slot;     ///< workspace form: node -> its element of the caller's array w, else null
+    std::string name(Id x) const {
+        return slot ? fmt::format("w[{}]", (*slot)[x]) : shared[x] ? fmt::format("w.t{}", x) : fmt::format("t{}", x);
+    }
     std::string operand(Id x) const {
         const ir::Node& n = P.node(x);
         if (n.op == Op::Const || n.op == Op::Input) return nelu::operand(P, x);
@@ -186,73 +329,41 @@ std::string outputs_block(const Printer& pr, const std::vector<Id>& outputs) {
     return s;
 }
 
-std::string source(const EmitInput& in) {
+/// The solver's statements as functions: NAME_impl alone (one part), or NAME_part0.. called by
+/// NAME_impl (the ordinary form), or NAME_ws_part0.. called by NAME_ws_impl (the workspace form,
+/// every value in the caller's w[]).
+std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, std::string>& notes, bool ws) {
     const std::string& N = in.name;
     const Factorization& f = *in.factorization;
-    const ir::Program& P = f.prog;
-    std::vector<Id> roots = f.outputs;
-    std::map<Id, std::vector<const ScheduledPivot*>> checks;  // a node can be the pivot of several steps
-    for (const ScheduledPivot& p : f.pivots)
-        if (!P.is_const(p.value)) roots.push_back(p.value), checks[p.value].push_back(&p);
-    std::vector<bool> live = P.live_nodes(roots);
-    std::vector<Id> stmts;
-    for (int i = 0; i < P.size(); ++i)
-        if (live[i] && P.node(i).op != Op::Const && P.node(i).op != Op::Input) stmts.push_back(i);
-    // Every sine and cosine (with the joint-angle sums they read) first: a call to sin/cos
-    // clobbers every vector register, so a call in the middle of the solver spills whatever is
-    // live across it; at the top nothing else is live yet. Measured on the shipped solvers (g++ -O3):
-    // the floating Mini Cheetah's float ID 318 -> 287 ns, the Panda's 150 -> 141 ns; no solver
-    // slower. A stable partition: the order stays topological and deterministic.
-    std::vector<bool> trig(P.size(), false);
-    for (int i = P.size() - 1; i >= 0; --i) {
-        const ir::Node& n = P.node(i);
-        if (n.op == Op::Sin || n.op == Op::Cos) trig[i] = true;
-        if (trig[i])
-            for (Id o : {n.a, n.b})
-                if (o >= 0) trig[o] = true;
-    }
-    std::stable_partition(stmts.begin(), stmts.end(), [&](Id x) { return trig[x]; });
-    const std::size_t parts = std::max<std::size_t>(1, (stmts.size() + kStatementsPerPart - 1) / kStatementsPerPart);
-    // part of each statement; a value used in a later part (or as an output) is shared
-    std::vector<int> part(P.size(), -1);
-    std::vector<bool> shared(P.size(), false);
-    for (std::size_t k = 0; k < stmts.size(); ++k) part[stmts[k]] = static_cast<int>(k / kStatementsPerPart);
-    if (parts > 1) {
-        for (Id x : stmts)
-            for (Id o : {P.node(x).a, P.node(x).b})
-                if (o >= 0 && part[o] >= 0 && part[o] != part[x]) shared[o] = true;
-        for (Id o : f.outputs)
-            if (part[o] >= 0) shared[o] = true;
-    }
-    Printer pr{P, shared};
-    std::map<Id, std::string> notes = annotations(in);
-    std::string s = banner(in, N + ".cpp");
-    s += fmt::format("#include \"{}.hpp\"\n\n#include <cmath>\n\nnamespace {{\n\n", N);
-    if (parts > 1) {
-        s += fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", N);
-        for (Id x : stmts)
-            if (shared[x]) s += fmt::format("    T t{};\n", x);
-        s += "};\n\n";
-    }
+    const Printer pr{f.prog, L.shared, ws ? &L.slot : nullptr};
+    const bool split = ws || L.parts > 1;  // parts that report a status, and an impl that calls them
+    const std::string fn = ws ? N + "_ws" : N;
+    std::string s;
     const char* phase = nullptr;
-    for (std::size_t p = 0; p < parts; ++p) {
+    for (std::size_t p = 0; p < L.parts; ++p) {
         s += "template <class T>\n";
-        if (parts > 1)
-            s += fmt::format("int {}_part{}(const T* q, const T* qd, const T* in, {}_work<T>& w) {{\n"
-                             "    (void)q, (void)qd, (void)in, (void)w;\n    int status = NELU_STATUS_OK;\n", N, p, N);
+        if (split)
+            s += fmt::format("int {}_part{}(const T* q, const T* qd, const T* in, {}) {{\n"
+                             "    (void)q, (void)qd, (void)in, (void)w;\n    int status = NELU_STATUS_OK;\n", fn, p,
+                             ws ? std::string("T* w") : N + "_work<T>& w");
         else
             s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n    (void)q, (void)qd, (void)in;\n", N);
-        const std::size_t lo = p * kStatementsPerPart, hi = std::min(stmts.size(), lo + kStatementsPerPart);
+        if (ws)
+            s += fmt::format("    T* volatile reload = w;  // w is read back from here every {} statements: values of earlier\n"
+                             "                             // statements are then loaded from the workspace, not kept in registers or spilled\n",
+                             kWorkspaceChunk);
+        const std::size_t lo = p * kStatementsPerPart, hi = std::min(L.stmts.size(), lo + kStatementsPerPart);
         for (std::size_t k = lo; k < hi; ++k) {
-            const Id i = stmts[k];
+            const Id i = L.stmts[k];
+            if (ws && k > lo && (k - lo) % kWorkspaceChunk == 0) s += "    w = reload;\n";
             const char* now = i < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
                               : i < f.first_solve_node ? "factorization of P D Q = L U" : "solve: forward and back substitution";
             if (now != phase || k == lo) s += fmt::format("    // --- {}\n", now), phase = now;
             auto note = notes.find(i);
-            const std::string lhs = shared[i] ? pr.name(i) : fmt::format("const T t{}", i);
-            s += fmt::format("    {} = {};{}\n", lhs, pr.expression(P.node(i)), note == notes.end() ? "" : "  // " + note->second);
-            auto chk = checks.find(i);
-            if (chk != checks.end()) {  // a part runs to its end (every workspace value it owns is set), then reports
+            const std::string lhs = ws || L.shared[i] ? pr.name(i) : fmt::format("const T t{}", i);
+            s += fmt::format("    {} = {};{}\n", lhs, pr.expression(f.prog.node(i)), note == notes.end() ? "" : "  // " + note->second);
+            auto chk = L.checks.find(i);
+            if (chk != L.checks.end()) {  // a part runs to its end (every workspace value it owns is set), then reports
                 std::set<std::string> tests;
                 for (const ScheduledPivot* pv : chk->second) {
                     if (pv->threshold <= 0) continue;
@@ -262,20 +373,37 @@ std::string source(const EmitInput& in) {
                                      : fmt::format("std::fabs({}) >= T({})", pr.name(i), number(pv->threshold)));
                 }
                 for (const std::string& t : tests)
-                    s += fmt::format(parts > 1 ? "    if (!({})) status = NELU_STATUS_SMALL_PIVOT;\n"
-                                               : "    if (!({})) return NELU_STATUS_SMALL_PIVOT;\n", t);
+                    s += fmt::format(split ? "    if (!({})) status = NELU_STATUS_SMALL_PIVOT;\n"
+                                           : "    if (!({})) return NELU_STATUS_SMALL_PIVOT;\n", t);
             }
         }
-        if (parts == 1) s += outputs_block(pr, f.outputs);
-        s += parts == 1 ? "    return NELU_STATUS_OK;\n}\n\n" : "    return status;\n}\n\n";
+        if (!split) s += outputs_block(pr, f.outputs);
+        s += split ? "    return status;\n}\n\n" : "    return NELU_STATUS_OK;\n}\n\n";
     }
-    if (parts > 1) {
-        s += fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n    {}_work<T> w;\n    int status = NELU_STATUS_OK;\n", N, N);
-        for (std::size_t p = 0; p < parts; ++p)
-            s += fmt::format("    if ((status = {}_part{}(q, qd, in, w)) != NELU_STATUS_OK) return status;\n", N, p);
+    if (split) {
+        s += fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out{}) {{\n{}    int status = NELU_STATUS_OK;\n",
+                         fn, ws ? ", T* w" : "", ws ? "" : fmt::format("    {}_work<T> w;\n", N));
+        for (std::size_t p = 0; p < L.parts; ++p)
+            s += fmt::format("    if ((status = {}_part{}(q, qd, in, w)) != NELU_STATUS_OK) return status;\n", fn, p);
         s += outputs_block(pr, f.outputs);
         s += "    return NELU_STATUS_OK;\n}\n\n";
     }
+    return s;
+}
+
+std::string source(const EmitInput& in, const Layout& L) {
+    const std::string& N = in.name;
+    std::map<Id, std::string> notes = annotations(in);
+    std::string s = banner(in, N + ".cpp");
+    s += fmt::format("#include \"{}.hpp\"\n\n#include <cmath>\n\nnamespace {{\n\n", N);
+    if (L.parts > 1) {
+        s += fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", N);
+        for (Id x : L.stmts)
+            if (L.shared[x]) s += fmt::format("    T t{};\n", x);
+        s += "};\n\n";
+    }
+    s += functions(in, L, notes, false);
+    if (L.workspace) s += functions(in, L, notes, true);
     s += "}  // namespace\n\n";
     if (in.scalar_double)
         s += fmt::format("extern \"C\" int {0}(const double* q, const double* qd, const double* in, double* out) {{\n"
@@ -283,6 +411,12 @@ std::string source(const EmitInput& in) {
     if (in.scalar_float)
         s += fmt::format("\nextern \"C\" int {0}_f(const float* q, const float* qd, const float* in, float* out) {{\n"
                          "    return {0}_impl<float>(q, qd, in, out);\n}}\n", N);
+    if (L.workspace && in.scalar_double)
+        s += fmt::format("\nextern \"C\" int {0}_ws(const double* q, const double* qd, const double* in, double* out, void* work) {{\n"
+                         "    return {0}_ws_impl<double>(q, qd, in, out, static_cast<double*>(work));\n}}\n", N);
+    if (L.workspace && in.scalar_float)
+        s += fmt::format("\nextern \"C\" int {0}_f_ws(const float* q, const float* qd, const float* in, float* out, void* work) {{\n"
+                         "    return {0}_ws_impl<float>(q, qd, in, out, static_cast<float*>(work));\n}}\n", N);
     return s;
 }
 
@@ -323,7 +457,7 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
     return j;
 }
 
-std::string manifest(const EmitInput& in) {
+std::string manifest(const EmitInput& in, const Layout& L) {
     const Model& m = in.load->model;
     const Factorization& f = *in.factorization;
     nlohmann::ordered_json j;
@@ -390,6 +524,19 @@ std::string manifest(const EmitInput& in) {
     j["scalars"] = nlohmann::ordered_json::array();
     if (in.scalar_double) j["scalars"].push_back("double");
     if (in.scalar_float) j["scalars"].push_back("float");
+    nlohmann::ordered_json estimate, work;
+    if (in.scalar_double) {
+        estimate["double"] = L.stack(sizeof(double));
+        work["double"] = {{"entry", in.name + "_ws"}, {"bytes", L.work_bytes(sizeof(double))}, {"align", alignof(double)}};
+    }
+    if (in.scalar_float) {
+        estimate["float"] = L.stack(sizeof(float));
+        work["float"] = {{"entry", in.name + "_f_ws"}, {"bytes", L.work_bytes(sizeof(float))}, {"align", alignof(float)}};
+    }
+    j["stack"] = {{"budget", in.max_stack}, {"values_live", L.values}, {"estimate", estimate},
+                  {"form", L.workspace ? "ordinary+workspace" : "ordinary"},
+                  {"reason", L.workspace ? "the estimate exceeds the budget (nelu compile --max-stack)" : "the estimate is within the budget"}};
+    if (L.workspace) j["workspace"] = work;
     if (in.verified_error >= 0) j["verified"] = {{"states", in.verified_states}, {"tolerance", 1e-9}};
     return j.dump(2) + "\n";
 }
@@ -409,6 +556,9 @@ std::string c_identifier(const std::string& s) {
     return id;
 }
 
-Emitted run_emit(const EmitInput& in) { return {header(in), source(in), manifest(in)}; }
+Emitted run_emit(const EmitInput& in) {
+    const Layout L = plan(in);
+    return {header(in, L), source(in, L), manifest(in, L)};
+}
 
 }  // namespace nelu

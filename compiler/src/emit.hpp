@@ -26,6 +26,7 @@ struct EmitInput {
     OpCounts reference_rnea, reference_aba;  ///< the counting reference on the same model
     int verified_states = 0;
     double umfpack_flops = -1;  ///< sensor problems: a run-time sparse LU of the same D (analyze.hpp)
+    long max_stack = 16384;     ///< stack budget in bytes: above it, the workspace form (NAME_ws) is emitted too
 };
 
 struct Emitted {

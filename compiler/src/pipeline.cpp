@@ -170,6 +170,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     if (!r.problem.spec_file.empty()) ein.spec_text = read_file(r.problem.spec_file);
     ein.scalar_double = o.scalar != "float";
     ein.scalar_float = o.scalar != "double";
+    ein.max_stack = o.max_stack;
     ein.load = &r.load, ein.problem = &r.problem, ein.system = &r.system, ein.factorization = &r.order.best;
     ein.verified_error = o.verify_states >= 0 ? r.verify.max_rel_error : -1;
     ein.verified_states = r.verify.states;

@@ -26,6 +26,7 @@ struct CompileOptions {
     bool progress = false;
     double snap = 0;                ///< --snap TOL: idealize near-structure (LoadOptions::snap), reported
     bool derivatives = false;       ///< --derivatives: also NAME_derivatives (outputs and their Jacobian)
+    long max_stack = 16384;         ///< stack budget (bytes) above which the workspace form is emitted too
 };
 
 struct CompileResult {

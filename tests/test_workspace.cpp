@@ -1,0 +1,104 @@
+// The workspace form (NAME_ws, NAME_f_ws: every intermediate value in caller-provided memory,
+// emitted when a solver's estimated stack exceeds nelu compile --max-stack) computes exactly what
+// the ordinary entry points do, bit for bit, in double and float, whatever the workspace held
+// before the call, and with two workspaces used in turn (reentrancy). The solvers come from
+// nelu_add_solver() in tests/CMakeLists.txt with MAX_STACK 0: the UR5e's FD (one function) and
+// the floating Mini Cheetah's FD (parts sharing a work struct); the UR5e's ID with the default
+// budget gets no workspace form.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "minicheetah_floating_fd_ws0.hpp"
+#include "test_support.hpp"
+#include "ur5e_fd_ws0.hpp"
+#include "ur5e_id_default.hpp"
+
+namespace {
+
+template <class T>
+using Solver = int (*)(const T*, const T*, const T*, T*);
+template <class T>
+using WsSolver = int (*)(const T*, const T*, const T*, T*, void*);
+
+struct Dims {
+    int nq, nv, nin, nout;
+    long work_bytes;
+};
+
+/// Random states (a unit quaternion when nq = nv + 1); the ordinary entry point and the workspace
+/// form, the workspace filled with garbage first, must agree bit for bit, status included.
+template <class T>
+void check_identical(const char* name, Solver<T> plain, WsSolver<T> ws, const Dims& d) {
+    std::mt19937_64 rng(20260415);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<T> q(d.nq), qd(d.nv), in(d.nin), a(d.nout), b(d.nout);
+    std::vector<double> work1(static_cast<std::size_t>(d.work_bytes) / sizeof(double) + 1), work2(work1.size());
+    int compared = 0, differing = 0, ok_status = 0;
+    for (int k = 0; k < 200; ++k) {
+        for (T& x : q) x = T(3 * u(rng));
+        if (d.nq == d.nv + 1) {
+            double n = 0;
+            for (int i = 3; i < 7; ++i) n += double(q[i]) * double(q[i]);
+            for (int i = 3; i < 7; ++i) q[i] = T(q[i] / std::sqrt(n));
+        }
+        for (T& x : qd) x = T(2 * u(rng));
+        for (T& x : in) x = T(5 * u(rng));
+        std::vector<double>& work = k % 2 ? work1 : work2;  // two workspaces in turn
+        for (double& w : work) w = k % 3 ? std::numeric_limits<double>::quiet_NaN() : 1e300 * u(rng);
+        std::fill(a.begin(), a.end(), T(0)), std::fill(b.begin(), b.end(), T(0));
+        const int sa = plain(q.data(), qd.data(), in.data(), a.data());
+        const int sb = ws(q.data(), qd.data(), in.data(), b.data(), work.data());
+        CHECK(sa == sb);
+        ok_status += sa == 0;
+        differing += std::memcmp(a.data(), b.data(), sizeof(T) * a.size()) != 0;
+        ++compared;
+    }
+    MESSAGE(std::string(name) << ": " << compared << " states, " << ok_status << " with status OK, " << differing << " differing bit patterns");
+    CHECK(ok_status > 150);
+    CHECK(differing == 0);
+}
+
+}  // namespace
+
+TEST_CASE("workspace form: identical to the ordinary entry points, one function (UR5e FD), double and float") {
+    const Dims d{ur5e_fd_ws0_NQ, ur5e_fd_ws0_NV, ur5e_fd_ws0_NIN, ur5e_fd_ws0_NOUT, ur5e_fd_ws0_WORK_BYTES};
+    check_identical<double>("ur5e_fd_ws", ur5e_fd_ws0, ur5e_fd_ws0_ws, d);
+    const Dims df{ur5e_fd_ws0_NQ, ur5e_fd_ws0_NV, ur5e_fd_ws0_NIN, ur5e_fd_ws0_NOUT, ur5e_fd_ws0_F_WORK_BYTES};
+    check_identical<float>("ur5e_fd_f_ws", ur5e_fd_ws0_f, ur5e_fd_ws0_f_ws, df);
+    CHECK(ur5e_fd_ws0_WORK_ALIGN == alignof(double));
+    CHECK(ur5e_fd_ws0_F_WORK_ALIGN == alignof(float));
+    CHECK(ur5e_fd_ws0_F_WORK_BYTES * 2 == ur5e_fd_ws0_WORK_BYTES);
+}
+
+TEST_CASE("workspace form: identical to the ordinary entry points, several parts (floating Mini Cheetah FD)") {
+    const Dims d{minicheetah_floating_fd_ws0_NQ, minicheetah_floating_fd_ws0_NV, minicheetah_floating_fd_ws0_NIN,
+                 minicheetah_floating_fd_ws0_NOUT, minicheetah_floating_fd_ws0_WORK_BYTES};
+    check_identical<double>("minicheetah_floating_fd_ws", minicheetah_floating_fd_ws0, minicheetah_floating_fd_ws0_ws, d);
+    Dims df = d;
+    df.work_bytes = minicheetah_floating_fd_ws0_F_WORK_BYTES;
+    check_identical<float>("minicheetah_floating_fd_f_ws", minicheetah_floating_fd_ws0_f, minicheetah_floating_fd_ws0_f_ws, df);
+}
+
+TEST_CASE("workspace form: a NaN input gives NELU_STATUS_NOT_FINITE and leaves out untouched, as the ordinary form") {
+    std::vector<double> q(ur5e_fd_ws0_NQ, 0.3), qd(ur5e_fd_ws0_NV, 0.1), in(ur5e_fd_ws0_NIN, 1.0), out(ur5e_fd_ws0_NOUT, 42.0);
+    std::vector<double> work(ur5e_fd_ws0_WORK_BYTES / sizeof(double));
+    in[0] = std::numeric_limits<double>::quiet_NaN();
+    CHECK(ur5e_fd_ws0_ws(q.data(), qd.data(), in.data(), out.data(), work.data()) == NELU_STATUS_NOT_FINITE);
+    for (double o : out) CHECK(o == 42.0);
+}
+
+#ifndef ur5e_id_default_WORK_BYTES
+TEST_CASE("workspace form: not emitted for a solver within the default budget (UR5e ID)") {
+    std::vector<double> q(ur5e_id_default_NQ, 0.3), qd(ur5e_id_default_NV, 0.1), in(ur5e_id_default_NIN, 1.0),
+        out(ur5e_id_default_NOUT);
+    CHECK(ur5e_id_default(q.data(), qd.data(), in.data(), out.data()) == NELU_STATUS_OK);
+}
+#else
+#error "ur5e_id_default: the default stack budget should not need the workspace form"
+#endif
