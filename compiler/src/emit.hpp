@@ -26,6 +26,7 @@ struct EmitInput {
     OpCounts reference_rnea, reference_aba;  ///< the counting reference on the same model
     int verified_states = 0;
     double umfpack_flops = -1;  ///< sensor problems: a run-time sparse LU of the same D (analyze.hpp)
+    bool ignore_mimic = false;  ///< loaded with --ignore-mimic (recorded in the manifest)
 };
 
 struct Emitted {
