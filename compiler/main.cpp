@@ -40,7 +40,7 @@ int run_model(const ModelArgs& a) {
 
 struct GenArgs {
     std::string shape, transforms = "general", output, name;
-    int links = 0, branching = 2;
+    int links = 0, branching = 2, mimic = 0;
     std::uint64_t seed = 1;
 };
 
@@ -48,7 +48,7 @@ int run_robot_gen(const GenArgs& a) {
     nelu::RobotGenOptions o;
     o.shape = a.shape == "tree" ? nelu::RobotGenOptions::Shape::Tree : nelu::RobotGenOptions::Shape::Chain;
     o.transforms = a.transforms == "dh" ? nelu::RobotGenOptions::Transforms::Dh : nelu::RobotGenOptions::Transforms::General;
-    o.links = a.links, o.branching = a.branching, o.seed = a.seed, o.name = a.name;
+    o.links = a.links, o.branching = a.branching, o.seed = a.seed, o.name = a.name, o.mimic = a.mimic;
     std::string urdf;
     try {
         urdf = nelu::generate_robot_urdf(o);
@@ -192,6 +192,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"dh", "general"}));
     gen->add_option("--seed", ga.seed, "Random seed")->required();
     gen->add_option("--name", ga.name, "Robot name");
+    gen->add_option("--mimic", ga.mimic, "The last K joints each mimic the joint before them (a mimic chain)");
     gen->add_option("-o,--output", ga.output, "Output URDF file ('-' for standard output)")->required();
 
     CompileArgs ca;

@@ -341,7 +341,7 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
         s.body = joint_body();
         const Body& b = m.bodies[s.body];
         need(b.nv() > 0, fmt::format("joint '{}' has no degree of freedom", d.joint));
-        need(!b.is_mimic(), fmt::format("joint '{}' mimics '{}': its acceleration is a multiple of that of '{}' and its torque "
+        if (b.is_mimic()) need(false, fmt::format("joint '{}' mimics '{}': its acceleration is a multiple of that of '{}' and its torque "
                                         "is part of the generalized force of '{}'; put the sensor on '{}' (or compile with --ignore-mimic)",
                                         d.joint, m.bodies[b.mimic].joint_name, m.bodies[b.mimic].joint_name,
                                         m.bodies[b.mimic].joint_name, m.bodies[b.mimic].joint_name));
