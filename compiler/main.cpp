@@ -27,13 +27,14 @@ struct ModelArgs {
     std::string urdf;
     bool floating_base = false;
     std::vector<std::string> keep_fixed;
+    bool ignore_mimic = false;
     bool dynamics = false;
     std::uint64_t seed = 1;
     double snap = 0;
 };
 
 int run_model(const ModelArgs& a) {
-    nelu::LoadResult r = nelu::load_urdf_file(a.urdf, {a.floating_base, a.keep_fixed, a.snap});
+    nelu::LoadResult r = nelu::load_urdf_file(a.urdf, {a.floating_base, a.keep_fixed, a.ignore_mimic, a.snap});
     std::cout << nelu::format_model_summary(r, nelu::singular_fd_joints(r.model));
     if (a.dynamics) std::cout << "\n" << nelu::format_reference_dynamics(r.model, a.seed);
     return nelu::kExitOk;
@@ -41,7 +42,7 @@ int run_model(const ModelArgs& a) {
 
 struct GenArgs {
     std::string shape, transforms = "general", output, name;
-    int links = 0, branching = 2;
+    int links = 0, branching = 2, mimic = 0;
     std::uint64_t seed = 1;
 };
 
@@ -49,7 +50,7 @@ int run_robot_gen(const GenArgs& a) {
     nelu::RobotGenOptions o;
     o.shape = a.shape == "tree" ? nelu::RobotGenOptions::Shape::Tree : nelu::RobotGenOptions::Shape::Chain;
     o.transforms = a.transforms == "dh" ? nelu::RobotGenOptions::Transforms::Dh : nelu::RobotGenOptions::Transforms::General;
-    o.links = a.links, o.branching = a.branching, o.seed = a.seed, o.name = a.name;
+    o.links = a.links, o.branching = a.branching, o.seed = a.seed, o.name = a.name, o.mimic = a.mimic;
     std::string urdf;
     try {
         urdf = nelu::generate_robot_urdf(o);
@@ -132,6 +133,7 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_option("urdf", a.o.urdf, "URDF file")->required();
     cmd->add_option("--problem", a.o.problem, "id, fd, hybrid, or a YAML problem spec")->required();
     cmd->add_flag("--floating-base", a.o.floating_base, "Attach the root link to the world by a 6-DoF joint");
+    cmd->add_flag("--ignore-mimic", a.o.ignore_mimic, "Treat mimic joints as independent joints (with a warning each)");
     cmd->add_option("--dump", a.o.dump, "Print the output of a pass: load, problem, system, analyze, order, emit")
         ->check(CLI::IsMember({"load", "problem", "system", "analyze", "order", "schedule", "ir", "emit"}));
     cmd->add_option("--verify", a.o.verify_states, "Random states on which the interpreter checks the program (plus special ones)");
@@ -207,6 +209,7 @@ int main(int argc, char** argv) {
     model->add_option("urdf", ma.urdf, "URDF file")->required();
     model->add_flag("--floating-base", ma.floating_base, "Attach the root link to the world by a 6-DoF joint");
     model->add_option("--keep-fixed", ma.keep_fixed, "Keep this fixed joint as a body boundary (repeatable)");
+    model->add_flag("--ignore-mimic", ma.ignore_mimic, "Treat mimic joints as independent joints (with a warning each)");
     model->add_flag("--dynamics", ma.dynamics, "Also print the reference dynamics at a random state");
     model->add_option("--seed", ma.seed, "Seed of the random state (with --dynamics)");
     model->add_option("--snap", ma.snap, "Print the model idealized as `nelu compile --snap TOL` compiles it, with every change")
@@ -223,6 +226,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"dh", "general"}));
     gen->add_option("--seed", ga.seed, "Random seed")->required();
     gen->add_option("--name", ga.name, "Robot name");
+    gen->add_option("--mimic", ga.mimic, "The last K joints each mimic the joint before them (a mimic chain)");
     gen->add_option("-o,--output", ga.output, "Output URDF file ('-' for standard output)")->required();
 
     PerturbArgs pa;
@@ -258,6 +262,7 @@ int main(int argc, char** argv) {
     check->add_option("--states", ko.states, "Random states (special configurations are added)");
     check->add_option("--problem", ko.problem, "The problem spec the solver was compiled from (when it was)");
     check->add_option("--cxx", ko.cxx, "C++ compiler");
+    check->add_flag("--ignore-mimic", ko.ignore_mimic, "The solver was compiled with --ignore-mimic (the manifest records it)");
 
     ReportArgs ra;
     CLI::App* report = app.add_subcommand("report", "Operation-count tables");

@@ -47,6 +47,7 @@
 #include "diagnostics.hpp"
 #include "model_check.hpp"
 #include "nelu/reference.hpp"
+#include "nelu/mimic.hpp"
 #include "nelu/state.hpp"
 #include "nelu/status.h"
 #include "pipeline.hpp"
@@ -140,7 +141,7 @@ void run_parallel(std::vector<Job*>& jobs) {
 // --- states, data files, the harness ---------------------------------------------------------
 
 /// A state rounded to float, component by component (what NAME_f sees).
-nelu::State rounded_to_float(const nelu::State& s) {
+nelu::State rounded_to_float(const nelu::State& s, const nelu::Model& m) {
     auto r = [](std::vector<double> v) {
         for (double& x : v) x = static_cast<double>(static_cast<float>(x));
         return v;
@@ -149,6 +150,9 @@ nelu::State rounded_to_float(const nelu::State& s) {
     f.q = r(s.q), f.qd = r(s.qd), f.qdd = r(s.qdd), f.tau = r(s.tau);
     for (auto& w : f.fext)
         for (int k = 0; k < 6; ++k) w[k] = static_cast<double>(static_cast<float>(w[k]));
+    nelu::couple_positions(m, f.q.data());  // mimic joints follow the rounded masters
+    nelu::couple_velocities(m, f.qd.data());
+    nelu::couple_velocities(m, f.qdd.data());
     return f;
 }
 
@@ -370,13 +374,14 @@ void prepare(CaseRun& run) {
     const nelu::Model& m = r.load.model;
     run.states = test_states(m);
     std::vector<std::vector<double>> q, qd, in;
-    for (const nelu::State& s : run.states) {
-        q.push_back(s.q), qd.push_back(s.qd), in.push_back(nelu::solver_inputs(r.system, m, s));
+    const std::vector<int> q_slots = nelu::independent_q_slots(m), v_slots = nelu::independent_v_slots(m);
+    for (const nelu::State& s : run.states) {  // the solver takes the independent coordinates (mimic joints left out)
+        q.push_back(nelu::gather(s.q, q_slots)), qd.push_back(nelu::gather(s.qd, v_slots)), in.push_back(nelu::solver_inputs(r.system, m, s));
         run.ref.push_back(nelu::reference_outputs(r.system, m, r.problem, s));
-        run.ref_f.push_back(nelu::reference_outputs(r.system, m, r.problem, rounded_to_float(s)));
+        run.ref_f.push_back(nelu::reference_outputs(r.system, m, r.problem, rounded_to_float(s, m)));
         if (r.verify.seeks_qdd) run.cond.push_back(inertia_condition(m, s.q));
     }
-    write_data_file(run.dir->path / "data.bin", m.nq, m.nv, static_cast<int>(in.front().size()),
+    write_data_file(run.dir->path / "data.bin", static_cast<int>(q_slots.size()), static_cast<int>(v_slots.size()), static_cast<int>(in.front().size()),
                     static_cast<int>(r.system.out.size()), q, qd, in, run.ref);
 }
 
@@ -412,7 +417,7 @@ void evaluate(CaseRun& run) {
         } else {
             const double e = finite_or_inf(nelu::test::rel_error(of, run.ref_f[s]));
             if (fd) {
-                const double b = finite_or_inf(nelu::backward_error(r.system, m, r.problem, rounded_to_float(run.states[s]), of));
+                const double b = finite_or_inf(nelu::backward_error(r.system, m, r.problem, rounded_to_float(run.states[s], m), of));
                 if (b > k.bwd_f) k.bwd_f = b, k.worst_state_f = s;
                 k.fwd_f = std::max(k.fwd_f, e);
             } else if (e > k.fwd_f) {
@@ -599,6 +604,27 @@ TEST_CASE("generated solvers: shared robots (../shared/robots), solo12 and icub_
             for (const char* p : {"id", "fd"}) cases.push_back({"shared robots", stem(u), u, p, fb});
         }
     if (cases.empty()) return;  // shared_robots() printed a note
+    run_family(cases);
+}
+
+TEST_CASE("generated solvers: robots with mimic joints (generated chains and trees, a gripper fixture), fixed and floating") {
+    std::vector<CaseSpec> cases;
+    static ScratchDir dir("mimic_robots");
+    struct Gen { nelu::RobotGenOptions::Shape shape; int links, mimic; bool dh; };
+    for (const Gen& g : {Gen{nelu::RobotGenOptions::Shape::Chain, 7, 3, false}, Gen{nelu::RobotGenOptions::Shape::Chain, 7, 6, true},
+                         Gen{nelu::RobotGenOptions::Shape::Tree, 12, 5, false}}) {
+        nelu::RobotGenOptions o;
+        o.shape = g.shape, o.links = g.links, o.mimic = g.mimic, o.seed = 7, o.branching = 3;
+        o.transforms = g.dh ? nelu::RobotGenOptions::Transforms::Dh : nelu::RobotGenOptions::Transforms::General;
+        const std::string name = std::string(g.shape == nelu::RobotGenOptions::Shape::Chain ? "chain" : "tree") + std::to_string(g.links) +
+                                 "_mimic" + std::to_string(g.mimic) + (g.dh ? "_dh" : "");
+        const fs::path p = dir.path / (name + ".urdf");
+        write_text(p, nelu::generate_robot_urdf(o));
+        for (const char* pr : {"id", "fd"}) cases.push_back({"mimic robots", name, p.string(), pr, false});
+    }
+    const std::string gripper = nelu::test::source_dir() + "/tests/fixtures/mimic/mimic_gripper.urdf";
+    for (bool fb : {false, true})
+        for (const char* pr : {"id", "fd"}) cases.push_back({"mimic robots", "mimic_gripper", gripper, pr, fb});
     run_family(cases);
 }
 

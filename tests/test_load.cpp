@@ -87,6 +87,12 @@ const std::vector<ErrorCase>& error_cases() {
         {"revolute_without_limit.urdf", 11, {"invalid URDF", "Joint [shoulder] is of type REVOLUTE but it does not specify limits"}, {}},
         {"limits_reversed.urdf", 11, {"joint 'shoulder': invalid limits [1, -1]"}, {}},
         {"bad_number.urdf", 11, {"invalid URDF", "[1 2]", "origin", "joint [shoulder]"}, {}},
+        {"mimic_missing_master.urdf", 29, {"joint 'finger_right': mimics 'thumb', which is not a joint of the robot"}, {}},
+        {"mimic_cycle.urdf", 23, {"joint 'finger_left': mimic joints form a cycle: 'finger_left' -> 'finger_right' -> 'finger_left'"}, {}},
+        {"mimic_of_fixed.urdf", 27, {"joint 'finger_right': mimics 'finger_left', a fixed joint: there is no coordinate to follow"}, {}},
+        {"mimic_of_floating.urdf", 27, {"joint 'finger_right': mimics 'finger_left', a floating joint: only a 1-DoF joint can be mimicked"}, {}},
+        {"mimic_floating.urdf", 29, {"joint 'finger_right': a floating joint cannot mimic another joint"}, {}},
+        {"mimic_nonfinite.urdf", 0, {"invalid URDF", "multiplier value (inf) is not a valid float", "finger_right"}, {}},
         {"keep_fixed_not_fixed.urdf", 11, {"joint 'shoulder' is not fixed; only fixed joints can be kept"}, {"shoulder"}},
         {"keep_fixed_not_fixed.urdf", 0, {"--keep-fixed: no joint named 'elbow'"}, {"elbow"}},
     };
@@ -159,7 +165,7 @@ TEST_CASE("load: fixtures that load with a warning naming the link or joint") {
                                                   "merged into body 'head'", "loaded as is"}},
         {"warn_triangle_inequality.urdf", 4, {"link 'arm'", "principal moments 1, 1, 3 violate the triangle inequality"}},
         {"warn_non_unit_axis.urdf", 11, {"joint 'shoulder'", "axis has norm 2; normalized"}},
-        {"warn_mimic.urdf", 29, {"joint 'finger_right' mimics 'finger_left'", "treated as an independent joint"}},
+        {"warn_mimic_on_fixed.urdf", 29, {"joint 'finger_right' is fixed: its <mimic> of 'finger_left' is ignored"}},
     };
     for (const WarningCase& c : cases) {
         CAPTURE(c.file);
@@ -241,14 +247,33 @@ TEST_CASE("load: warned values are loaded as documented") {
         CHECK(a[1] == 0.0);
         CHECK(a[2] == 1.0);
     }
-    SUBCASE("a mimic joint is listed and stays an independent joint") {
-        LoadResult r = nelu::load_urdf_file(fixture("warn_mimic.urdf"));
+    SUBCASE("with --ignore-mimic, a mimic joint is listed, warned about and stays an independent joint") {
+        nelu::LoadOptions o;
+        o.ignore_mimic = true;
+        LoadResult r = nelu::load_urdf_file(fixture("warn_mimic.urdf"), o);
         CHECK(r.mimic_joints == std::vector<std::string>{"finger_right"});
+        CHECK(r.mimics.empty());
         CHECK(r.model.nv == 2);
         CHECK(r.model.bodies.at(1).joint_name == "finger_right");
         CHECK(r.model.bodies.at(1).type == JointType::Prismatic);
-        CHECK(contains(run_nelu("model " + quoted(fixture("warn_mimic.urdf"))).out,
-                       "mimic joints (treated as independent): finger_right"));
+        CHECK(!r.model.bodies.at(1).is_mimic());
+        REQUIRE(r.warnings.size() == 1);
+        CHECK(r.warnings[0].rfind(prefix(fixture("warn_mimic.urdf"), 29), 0) == 0);
+        CHECK(contains(r.warnings[0], "joint 'finger_right' mimics 'finger_left': treated as an independent joint"));
+        const std::string out = run_nelu("model --ignore-mimic " + quoted(fixture("warn_mimic.urdf"))).out;
+        CHECK(contains(out, "mimic joints (treated as independent): finger_right"));
+        CHECK(contains(out, "warning: " + r.warnings[0]));
+    }
+    SUBCASE("without it, a mimic joint follows its master (no warning)") {
+        LoadResult r = nelu::load_urdf_file(fixture("warn_mimic.urdf"));
+        CHECK(r.warnings.empty());
+        CHECK(r.mimic_joints.empty());
+        REQUIRE(r.mimics.size() == 1);
+        CHECK(r.mimics[0].joint == "finger_right");
+        CHECK(r.mimics[0].master == "finger_left");
+        CHECK(r.model.nv == 2);  // the model keeps every joint's slots
+        CHECK(r.model.bodies.at(1).mimic == 0);
+        CHECK(contains(run_nelu("model " + quoted(fixture("warn_mimic.urdf"))).out, "finger_right = 1 * finger_left + 0"));
     }
     SUBCASE("a rounding-level eigenvalue is kept as given") {
         LoadResult r = nelu::load_urdf_file(fixture("warn_rounding_eigenvalue.urdf"));

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnostics.hpp"
+#include "nelu/mimic.hpp"
 #include "nelu/status.h"
 #include "io.hpp"
 #include "pipeline.hpp"
@@ -75,6 +76,9 @@ CheckReport run_check(const CheckOptions& o) {
         throw InputError(fmt::format("{}: the solver was compiled from the spec '{}'; name it with --problem", o.manifest, spec));
     co.floating_base = man.value("floating_base", false);
     if (man.contains("snap")) co.snap = man["snap"].value("tolerance", 0.0);  // the model the solver computes
+    co.ignore_mimic = man.value("ignore_mimic", false);
+    if (o.ignore_mimic && !co.ignore_mimic)
+        throw InputError(fmt::format("{}: --ignore-mimic, but the solver was compiled without it (its manifest says so)", o.manifest));
     co.verify_states = -1, co.validation_configs = 200;
     co.name = man.value("name", "");
     CompileResult r = compile(co);
@@ -95,8 +99,10 @@ CheckReport run_check(const CheckOptions& o) {
     rep.sensor = !r.system.classical;  // the backward error is that of M qdd + h = tau
     const std::vector<State> states = checked_states(m, r.system, 0x636865636b, o.states);
     const std::size_t nout = r.system.out.size();
+    const std::vector<int> q_slots = independent_q_slots(m), v_slots = independent_v_slots(m);
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);
+        const std::vector<double> q = gather(st.q, q_slots), qd = gather(st.qd, v_slots);  // the independent coordinates
         // One call's status and outputs, in either precision. A non-zero status is right only where
         // Lambda does not exist (osim with lambda); the outputs are then untouched and not compared.
         auto judge = [&](int status, const std::vector<double>& out, bool single, double& forward, double& backward) {
@@ -109,10 +115,10 @@ CheckReport run_check(const CheckOptions& o) {
             if (rep.seeks_qdd) backward = std::max(backward, backward_error(r.system, m, r.problem, st, out, ref));
         };
         std::vector<double> out(nout, NAN);
-        const int status = fd(st.q.data(), st.qd.data(), in.data(), out.data());
+        const int status = fd(q.data(), qd.data(), in.data(), out.data());
         judge(status, out, false, rep.forward_double, rep.backward_double);
         if (ff) {
-            std::vector<float> qf(st.q.begin(), st.q.end()), qdf(st.qd.begin(), st.qd.end()), inf(in.begin(), in.end()), outf(nout, NAN);
+            std::vector<float> qf(q.begin(), q.end()), qdf(qd.begin(), qd.end()), inf(in.begin(), in.end()), outf(nout, NAN);
             const int status_f = ff(qf.data(), qdf.data(), inf.data(), outf.data());
             judge(status_f, std::vector<double>(outf.begin(), outf.end()), true, rep.forward_float, rep.backward_float);
         }

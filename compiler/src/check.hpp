@@ -14,6 +14,7 @@ struct CheckOptions {
                            ///< manifest's spec name, looked up beside the manifest)
     int states = 1000;     ///< random states (special configurations are added)
     std::string cxx = "c++";
+    bool ignore_mimic = false;  ///< --ignore-mimic (also read from the manifest; they must agree)
 };
 
 struct CheckReport {

@@ -10,7 +10,7 @@ std::vector<Tangent> jacobian_columns(const Model& m, int n_in) {
     static const char* twist[6] = {"wx", "wy", "wz", "vx", "vy", "vz"};
     for (Tangent::Kind kind : {Tangent::Kind::Q, Tangent::Kind::Qd})
         for (const Body& b : m.bodies)
-            for (int k = 0; k < b.nv(); ++k)
+            for (int k = 0; k < (b.is_mimic() ? 0 : b.nv()); ++k)  // mimic joints follow their masters: no column
                 cols.push_back({kind, b.v_index + k,
                                 fmt::format("{}[{}]{}", kind == Tangent::Kind::Q ? "q" : "qd", b.joint_name,
                                             b.nv() > 1 ? fmt::format(".{}", twist[k]) : std::string())});

@@ -29,7 +29,8 @@ struct Tangent {
     std::string label;      ///< e.g. "q[shoulder]", "q[root_joint].wx", "qd[elbow]", "in[3]"
 };
 
-/// The columns [q-tangent (nv), qd (nv), in (n_in)] of a model's solver with n_in inputs.
+/// The columns [q-tangent (nv), qd (nv), in (n_in)] of a model's solver with n_in inputs; nv counts
+/// the independent coordinates (a mimic joint's follow its master's column).
 std::vector<Tangent> jacobian_columns(const Model& m, int n_in);
 
 class Differentiator {

@@ -1,6 +1,8 @@
 // emit.cpp: see emit.hpp.
 #include "emit.hpp"
 
+#include "nelu/mimic.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -56,12 +58,41 @@ std::map<Id, std::string> annotations(const EmitInput& in) {
     return notes;
 }
 
+/// The program reads q and qd in the full model's slots; the generated function takes only the
+/// independent coordinates (mimic joints left out): full slot -> argument index.
+struct SlotMap {
+    std::vector<int> q, v;
+};
+
+SlotMap slot_map(const Model& m) {
+    SlotMap s{std::vector<int>(m.nq, -1), std::vector<int>(m.nv, -1)};
+    const std::vector<int> qs = independent_q_slots(m), vs = independent_v_slots(m);
+    for (std::size_t a = 0; a < qs.size(); ++a) s.q[qs[a]] = static_cast<int>(a);
+    for (std::size_t a = 0; a < vs.size(); ++a) s.v[vs[a]] = static_cast<int>(a);
+    return s;
+}
+
 /// The C++ expression of node `x` as an operand.
-std::string operand(const ir::Program& P, Id x) {
+std::string operand(const ir::Program& P, Id x, const SlotMap& map) {
     const ir::Node& n = P.node(x);
     if (n.op == Op::Const) return "T(" + number(n.value) + ")";
-    if (n.op == Op::Input) return fmt::format("{}[{}]", n.source == ir::Source::Q ? "q" : n.source == ir::Source::Qd ? "qd" : "in", n.index);
+    if (n.op == Op::Input) {
+        if (n.source == ir::Source::Q) return fmt::format("q[{}]", map.q.at(n.index));
+        if (n.source == ir::Source::Qd) return fmt::format("qd[{}]", map.v.at(n.index));
+        return fmt::format("in[{}]", n.index);
+    }
     return fmt::format("t{}", x);
+}
+
+/// Header comment lines on the mimic joints (none when the robot has none).
+std::string mimic_comment(const EmitInput& in, const char* prefix) {
+    std::string s;
+    if (in.load->mimics.empty()) return s;
+    s += fmt::format("{}mimic joints (not in q or qd; they follow their masters, and a master's torque is its\n"
+                     "{}generalized force: its own joint torque plus multiplier times each mimic's):\n", prefix, prefix);
+    for (const MimicJoint& mj : in.load->mimics)
+        s += fmt::format("{}  {} = {} * {} + {}\n", prefix, mj.joint, number(mj.multiplier), mj.master, number(mj.offset));
+    return s;
 }
 
 std::string ops_line(const ir::OpCount& c) {
@@ -81,6 +112,7 @@ std::string banner(const EmitInput& in, const std::string& file) {
                          number(in.load->snap), in.load->snapped.size(), in.load->snapped.size() == 1 ? "" : "s");
     s += fmt::format("// ordering: {}; D {}x{}, nnz(D) {}, nnz(L) {}, nnz(U) {}, fill {}\n", f.ordering, in.system->n(),
                      in.system->n(), f.nnz_D, f.nnz_L, f.nnz_U, f.fill());
+    s += mimic_comment(in, "// ");
     s += "// Total ops: " + ops_line(f.ops) + "\n";
     s += "//   kinematics: " + ops_line(f.ops_kinematics) + "\n";
     s += "//   factorization: " + ops_line(f.ops_factorization) + "\n";
@@ -265,13 +297,15 @@ std::string header(const EmitInput& in, const Layout& L) {
     const System& sys = *in.system;
     std::string s = banner(in, N + ".hpp");
     s += fmt::format("#ifndef NELU_GENERATED_{0}_HPP\n#define NELU_GENERATED_{0}_HPP\n\n#include \"nelu/status.h\"\n\n", N);
-    s += fmt::format("#define {}_NQ {}\n#define {}_NV {}\n#define {}_NIN {}\n#define {}_NOUT {}\n\n", N, m.nq, N, m.nv, N,
+    s += fmt::format("#define {}_NQ {}\n#define {}_NV {}\n#define {}_NIN {}\n#define {}_NOUT {}\n\n", N, independent_q_slots(m).size(), N, independent_v_slots(m).size(), N,
                      sys.in.size(), N, sys.out.size());
     s += "/* q (NQ): joint positions in slot order";
     if (in.problem->floating_base) s += " (root_joint: x y z qx qy qz qw, position and unit quaternion of the base in the world)";
     s += ".\n * qd (NV): joint velocities";
     if (in.problem->floating_base) s += " (root_joint: body-frame twist wx wy wz vx vy vz)";
-    s += ".\n * in (NIN):\n";
+    s += ".\n";
+    s += mimic_comment(in, " * ");
+    s += " * in (NIN):\n";
     for (std::size_t k = 0; k < sys.in.size(); ++k) s += fmt::format(" *   in[{}]  {}\n", k, slot_comment(m, *in.problem, sys.in[k]));
     s += " * out (NOUT):\n";
     for (std::size_t k = 0; k < sys.out.size(); ++k) s += fmt::format(" *   out[{}]  {}\n", k, slot_comment(m, *in.problem, sys.out[k]));
@@ -293,12 +327,13 @@ struct Printer {
     const ir::Program& P;
     const std::vector<bool>& shared;  ///< node -> lives in the NAME_work struct
     const std::vector<int>* slot;     ///< workspace form: node -> its element of the caller's array w, else null
+    const SlotMap& map;               ///< full-model input slots -> the function's (mimic joints left out)
     std::string name(Id x) const {
         return slot ? fmt::format("w[{}]", (*slot)[x]) : shared[x] ? fmt::format("w.t{}", x) : fmt::format("t{}", x);
     }
     std::string operand(Id x) const {
         const ir::Node& n = P.node(x);
-        if (n.op == Op::Const || n.op == Op::Input) return nelu::operand(P, x);
+        if (n.op == Op::Const || n.op == Op::Input) return nelu::operand(P, x, map);
         return name(x);
     }
     std::string expression(const ir::Node& n) const {
@@ -335,7 +370,8 @@ std::string outputs_block(const Printer& pr, const std::vector<Id>& outputs) {
 std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, std::string>& notes, bool ws) {
     const std::string& N = in.name;
     const Factorization& f = *in.factorization;
-    const Printer pr{f.prog, L.shared, ws ? &L.slot : nullptr};
+    const SlotMap map = slot_map(in.load->model);
+    const Printer pr{f.prog, L.shared, ws ? &L.slot : nullptr, map};
     const bool split = ws || L.parts > 1;  // parts that report a status, and an impl that calls them
     const std::string fn = ws ? N + "_ws" : N;
     std::string s;
@@ -465,9 +501,10 @@ std::string manifest(const EmitInput& in, const Layout& L) {
     j["generator"] = std::string("nelu ") + NELU_VERSION;
     j["robot"] = {{"name", m.name}, {"urdf", in.urdf_path}, {"fnv1a64", content_hash(in.urdf_text)}};
     j["problem"] = {{"kind", in.problem->kind}, {"spec", spec_name(in)}};
-    j["nq"] = m.nq;
-    j["nv"] = m.nv;
+    j["nq"] = independent_q_slots(m).size();
+    j["nv"] = independent_v_slots(m).size();
     j["floating_base"] = in.problem->floating_base;
+    if (in.ignore_mimic) j["ignore_mimic"] = true;
     j["gravity"] = {in.problem->gravity.l[0], in.problem->gravity.l[1], in.problem->gravity.l[2]};
     if (in.load->snap > 0) {  // the idealization the solver computes (nelu check reloads with it)
         nlohmann::ordered_json changes = nlohmann::ordered_json::array();
@@ -477,11 +514,18 @@ std::string manifest(const EmitInput& in, const Layout& L) {
     }
     nlohmann::ordered_json q = nlohmann::ordered_json::array(), qd = nlohmann::ordered_json::array();
     for (const Body& b : m.bodies) {
+        if (b.is_mimic()) continue;  // only the independent coordinates
         for (int k = 0; k < b.nq(); ++k) q.push_back(b.joint_name);
         for (int k = 0; k < b.nv(); ++k) qd.push_back(b.joint_name);
     }
     j["q"] = q;
     j["qd"] = qd;
+    if (!in.load->mimics.empty()) {
+        nlohmann::ordered_json mimic = nlohmann::ordered_json::array();
+        for (const MimicJoint& mj : in.load->mimics)
+            mimic.push_back({{"joint", mj.joint}, {"master", mj.master}, {"multiplier", mj.multiplier}, {"offset", mj.offset}});
+        j["mimic"] = mimic;
+    }
     if (in.problem->floating_base)
         j["floating_base_layout"] = {{"joint", "root_joint"},
                                      {"q", "x y z qx qy qz qw: base position in the world and unit quaternion (body to world)"},

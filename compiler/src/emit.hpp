@@ -27,6 +27,7 @@ struct EmitInput {
     int verified_states = 0;
     double umfpack_flops = -1;  ///< sensor problems: a run-time sparse LU of the same D (analyze.hpp)
     long max_stack = 16384;     ///< stack budget in bytes: above it, the workspace form (NAME_ws) is emitted too
+    bool ignore_mimic = false;  ///< loaded with --ignore-mimic (recorded in the manifest)
 };
 
 struct Emitted {

@@ -426,11 +426,8 @@ void read_joint(const urdf::Joint& j, Body& b, const Context& cx) {
             b.has_limits = b.lower < b.upper;  // lower == upper (often 0 0) says nothing about the range
         }
     }
-    if (j.mimic) {
-        cx.out.mimic_joints.push_back(j.name);
-        cx.warn(line, fmt::format("joint '{}' mimics '{}': treated as an independent joint", j.name,
-                                  j.mimic->joint_name));
-    }
+    if (j.mimic)  // recorded as written; resolve_mimics checks and resolves it once the tree is built
+        cx.out.mimics.push_back({j.name, j.mimic->joint_name, j.mimic->joint_name, j.mimic->multiplier, j.mimic->offset});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -601,6 +598,62 @@ void check_body_inertias(LoadResult& r, const std::map<std::string, std::array<d
     }
 }
 
+/// Mimic joints: checked, chains resolved to their ultimate master, and set on the bodies
+/// (Body::mimic, multiplier, offset); with `ignore`, reported as independent joints instead.
+void resolve_mimics(LoadResult& r, bool ignore) {
+    const std::vector<MimicJoint> raw = std::move(r.mimics);
+    r.mimics.clear();
+    auto line = [&](const std::string& j) { auto it = r.joint_line.find(j); return it == r.joint_line.end() ? 0 : it->second; };
+    auto where = [&](const std::string& j) { return location(r.source, line(j)) + "joint '" + j + "': "; };
+    Model& m = r.model;
+    std::map<std::string, int> body;  // joint name -> body, for every joint kept as a body
+    for (int i = 0; i < m.num_bodies(); ++i) body[m.bodies[i].joint_name] = i;
+    std::map<std::string, const MimicJoint*> direct;
+    for (const MimicJoint& mj : raw) {
+        if (ignore) {
+            r.mimic_joints.push_back(mj.joint);
+            r.warnings.push_back(location(r.source, line(mj.joint)) + fmt::format("joint '{}' mimics '{}': treated as an independent joint (--ignore-mimic)", mj.joint, mj.urdf_master));
+            continue;
+        }
+        auto it = body.find(mj.joint);
+        if (it == body.end() || m.bodies[it->second].type == JointType::Fixed) {  // merged away or kept as a boundary
+            r.warnings.push_back(location(r.source, line(mj.joint)) + fmt::format("joint '{}' is fixed: its <mimic> of '{}' is ignored", mj.joint, mj.urdf_master));
+            continue;
+        }
+        if (m.bodies[it->second].type == JointType::Floating)
+            throw InputError(where(mj.joint) + "a floating joint cannot mimic another joint");
+        if (!std::isfinite(mj.multiplier) || !std::isfinite(mj.offset))
+            throw InputError(where(mj.joint) + fmt::format("<mimic> has a non-finite multiplier or offset ({}, {})", mj.multiplier, mj.offset));
+        if (!r.joint_line.count(mj.urdf_master))
+            throw InputError(where(mj.joint) + fmt::format("mimics '{}', which is not a joint of the robot", mj.urdf_master));
+        auto mt = body.find(mj.urdf_master);
+        if (mt == body.end() || m.bodies[mt->second].type == JointType::Fixed)
+            throw InputError(where(mj.joint) + fmt::format("mimics '{}', a fixed joint: there is no coordinate to follow", mj.urdf_master));
+        if (m.bodies[mt->second].type == JointType::Floating)
+            throw InputError(where(mj.joint) + fmt::format("mimics '{}', a floating joint: only a 1-DoF joint can be mimicked", mj.urdf_master));
+        direct[mj.joint] = &mj;
+    }
+    for (Body& b : m.bodies) {
+        auto it = direct.find(b.joint_name);
+        if (it == direct.end()) continue;
+        MimicJoint res = *it->second;  // q = multiplier q_master + offset, composed along the chain
+        std::vector<std::string> chain{b.joint_name};
+        for (auto next = direct.find(res.master); next != direct.end(); next = direct.find(res.master)) {
+            if (std::find(chain.begin(), chain.end(), res.master) != chain.end()) {
+                std::string cycle;
+                for (const std::string& j : chain) cycle += "'" + j + "' -> ";
+                throw InputError(where(b.joint_name) + fmt::format("mimic joints form a cycle: {}'{}'", cycle, res.master));
+            }
+            chain.push_back(res.master);
+            res.offset += res.multiplier * next->second->offset;
+            res.multiplier *= next->second->multiplier;
+            res.master = next->second->urdf_master;
+        }
+        b.mimic = body.at(res.master), b.multiplier = res.multiplier, b.offset = res.offset;
+        r.mimics.push_back(res);
+    }
+}
+
 }  // namespace
 
 LoadResult load_urdf_string(const std::string& xml, const std::string& source, const LoadOptions& options) {
@@ -619,6 +672,7 @@ LoadResult load_urdf_string(const std::string& xml, const std::string& source, c
     Context cx{source, r, link_moments};
     build_model(*um, t, options, cx);
     renumber_depth_first(r);
+    resolve_mimics(r, options.ignore_mimic);
     r.model.assign_indices();
     check_body_inertias(r, link_moments);
     return r;

@@ -18,6 +18,9 @@ namespace nelu {
 struct LoadOptions {
     bool floating_base = false;
     std::vector<std::string> keep_fixed;  ///< fixed joints kept as body boundaries
+    /// Treat mimic joints as independent joints (with a warning each), as nelu did before it
+    /// supported them (`--ignore-mimic`).
+    bool ignore_mimic = false;
     /// Idealization (`--snap TOL`), off at 0: values of the URDF within `snap` of structure are
     /// replaced by it before anything else reads them, and every change is reported (SnapChange):
     /// joint axis components within snap (relative to the axis length) of 0; origin rpy angles
@@ -57,6 +60,15 @@ struct MergedJoint {
     std::string into;   ///< the body it was merged into ("world" for the fixed root)
 };
 
+/// A mimic joint: q_joint = multiplier q_master + offset, with `master` the ultimate master (a
+/// mimic of a mimic is resolved: multipliers multiply, offsets compose).
+struct MimicJoint {
+    std::string joint;
+    std::string master;       ///< the independent joint it follows
+    std::string urdf_master;  ///< the joint its <mimic> names (differs from master in a chain)
+    double multiplier = 1, offset = 0;
+};
+
 struct LoadResult {
     Model model;
     std::string source;     ///< file name as given
@@ -66,7 +78,8 @@ struct LoadResult {
     std::vector<SnapChange> snapped;      ///< what --snap changed, in document order
     std::vector<BodyDefect> body_defects; ///< bodies whose inertia is not physical
     std::vector<MergedJoint> merged;
-    std::vector<std::string> mimic_joints;  ///< mimic joints (treated as independent)
+    std::vector<std::string> mimic_joints;  ///< with ignore_mimic: the mimic joints (treated as independent)
+    std::vector<MimicJoint> mimics;         ///< the mimic joints, in body order (Body::mimic holds the same)
     std::map<std::string, LinkFrame> links;  ///< every URDF link
     std::map<std::string, int> link_line, joint_line;  ///< XML line of each element
 };

@@ -7,7 +7,10 @@
 
 #include <Eigen/Eigenvalues>
 
+#include "nelu/mimic.hpp"
+
 #include "nelu/reference.hpp"
+#include "nelu/state.hpp"
 
 namespace nelu {
 
@@ -38,6 +41,49 @@ bool pivot_singular(const std::vector<double>& D, double tol) {
     }
     const Eigen::VectorXd lam = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(M, Eigen::EigenvaluesOnly).eigenvalues();
     return !(lam(0) > kRelativeEigenTol * lam(n - 1));
+}
+
+
+/// With mimic joints: the pivots of G^T M G factored from the last coordinate to the first (as ABA
+/// condenses leaves first), per independent slot, at a few configurations; a joint is singular when
+/// one of its pivots is zero at every one of them. Mimic joints move with their masters and are
+/// never singular themselves.
+std::vector<std::string> singular_reduced_joints(const Model& model, double tol) {
+    const std::vector<int> slots = independent_v_slots(model);
+    const int n = static_cast<int>(slots.size()), nv = model.nv;
+    std::vector<bool> singular(n, true);
+    std::mt19937_64 rng(20261121);
+    std::vector<double> M(static_cast<std::size_t>(nv) * nv);
+    for (int sample = 0; sample < 6; ++sample) {
+        std::vector<double> q = random_configuration(model, rng);
+        crba(model, q.data(), M.data());
+        // G as columns over the full slots: independent slot s, and every mimic of it
+        std::vector<std::vector<std::pair<int, double>>> G(n);
+        for (int a = 0; a < n; ++a) G[a].push_back({slots[a], 1.0});
+        for (const Body& b : model.bodies)
+            if (b.is_mimic())
+                for (int a = 0; a < n; ++a)
+                    if (slots[a] == model.bodies[b.mimic].v_index) G[a].push_back({b.v_index, b.multiplier});
+        std::vector<std::vector<double>> A(n, std::vector<double>(n, 0.0));
+        for (int a = 0; a < n; ++a)
+            for (int c = 0; c < n; ++c)
+                for (const auto& [i, gi] : G[a])
+                    for (const auto& [j, gj] : G[c]) A[a][c] += gi * M[static_cast<std::size_t>(i) * nv + j] * gj;
+        for (int k = n - 1; k >= 0; --k) {
+            const double d = A[k][k];
+            if (!(std::abs(d) <= tol)) singular[k] = false;
+            else continue;
+            for (int i = 0; i < k; ++i)
+                for (int j = 0; j < k; ++j) A[i][j] -= A[i][k] * A[k][j] / d;
+        }
+    }
+    std::vector<std::string> names;
+    for (const Body& b : model.bodies)
+        for (int a = 0; a < n; ++a)
+            if (singular[a] && slots[a] >= b.v_index && slots[a] < b.v_index + b.nv() && !b.is_mimic() &&
+                (names.empty() || names.back() != b.joint_name))
+                names.push_back(b.joint_name);
+    return names;
 }
 
 }  // namespace
@@ -75,6 +121,7 @@ std::vector<std::string> singular_fd_joints(const Model& model) {
     double scale = 0;
     for (const Body& b : model.bodies) scale += b.I.m + b.I.Ibar(0, 0) + b.I.Ibar(1, 1) + b.I.Ibar(2, 2);
     const double tol = 1e-12 * std::max(scale, 1e-300);
+    if (has_mimics(model)) return singular_reduced_joints(model, tol);
     // A singular pivot makes every pivot towards the root meaningless (ABA divides by it), so only
     // the singular joints with no singular joint below them are certain. Their accelerations are
     // what the user must give; with them given (their joints rigid, as a known qdd makes them for

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "nelu/mimic.hpp"
 #include "nelu/reference.hpp"
 #include "nelu/state.hpp"
 
@@ -59,6 +60,13 @@ std::string format_model_summary(const LoadResult& r, const std::vector<std::str
         s += "\nmimic joints (treated as independent):";
         for (const std::string& j : r.mimic_joints) s += " " + j;
         s += "\n";
+    }
+    if (!r.mimics.empty()) {
+        s += fmt::format("\nmimic joints ({}; independent coordinates: nq {}, nv {}):\n", r.mimics.size(),
+                         independent_q_slots(m).size(), independent_v_slots(m).size());
+        for (const MimicJoint& mj : r.mimics)
+            s += fmt::format("  {} = {:.17g} * {} + {:.17g}{}\n", mj.joint, mj.multiplier, mj.master, mj.offset,
+                             mj.urdf_master != mj.master ? fmt::format(" (its <mimic> names {})", mj.urdf_master) : std::string());
     }
     if (r.snap > 0) {
         s += fmt::format("\nsnapped (--snap {:g}): {} value{} replaced by structure\n", r.snap, r.snapped.size(), r.snapped.size() == 1 ? "" : "s");

@@ -60,7 +60,7 @@ Candidate tree_aba(const System& sys) {
         const BodyBlock& B = sys.blocks[i];
         push_block(c, B.row_f, B.f);
         push_block(c, B.row_a, B.a);
-        push_block(c, B.row_tau, B.joint, B.joint_is_qdd);
+        push_block(c, B.row_tau, B.joint, B.joint_is_qdd && !B.mimic);  // a coupling pivot is 1, not S^T IA S
         const int m = static_cast<int>(B.z.size());  // m = factors - 1
         for (int s = 0; s < m; ++s) {
             push_block(c, B.row_z[s], B.z[s]);

@@ -103,7 +103,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     auto want = [&](const char* pass) { return dump && o.dump == pass; };
     ProblemInput pin{o.problem, o.floating_base};
     pin.floating_base = spec_requests_floating_base(pin);
-    r.load = load_urdf_file(o.urdf, {pin.floating_base, sensor_joints(pin, o.urdf), o.snap});
+    r.load = load_urdf_file(o.urdf, {pin.floating_base, sensor_joints(pin, o.urdf), o.ignore_mimic, o.snap});
     if (want("load")) *dump << format_model_summary(r.load, singular_fd_joints(r.load.model));
     r.problem = run_problem(pin, r.load);
     if (want("problem")) {
@@ -172,6 +172,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     ein.scalar_float = o.scalar != "double";
     ein.max_stack = o.max_stack;
     ein.load = &r.load, ein.problem = &r.problem, ein.system = &r.system, ein.factorization = &r.order.best;
+    ein.ignore_mimic = o.ignore_mimic;
     ein.verified_error = o.verify_states >= 0 ? r.verify.max_rel_error : -1;
     ein.verified_states = r.verify.states;
     Model counted = r.load.model;

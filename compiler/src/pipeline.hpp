@@ -18,6 +18,7 @@ struct CompileOptions {
     std::string urdf;
     std::string problem = "id";     ///< id | fd | hybrid | SPEC.yaml
     bool floating_base = false;
+    bool ignore_mimic = false;      ///< mimic joints as independent joints (LoadOptions::ignore_mimic)
     std::string name;               ///< default: <robot>_<problem>
     std::string scalar = "both";    ///< double | float | both
     std::string dump;               ///< pass whose output to print, or ""

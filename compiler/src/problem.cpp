@@ -1,6 +1,8 @@
 // problem.cpp: see problem.hpp.
 #include "problem.hpp"
 
+#include "nelu/mimic.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -73,9 +75,21 @@ void read_joints(const YAML::Node& j, const std::string& file, const Model& m, P
             int b = find_joint(m, name);
             if (b < 0) throw InputError(where(file, j[key]) + fmt::format("joints.{}: no movable joint named '{}'", key, name));
             if (!seen.insert(name).second) throw InputError(where(file, j[key]) + fmt::format("joint '{}' is listed twice", name));
+            if (m.bodies[b].is_mimic())
+                throw InputError(where(file, j[key]) + fmt::format("joints.{}: joint '{}' mimics '{}': its acceleration and torque follow "
+                                                                   "from those of '{}'; name '{}' instead (or compile with --ignore-mimic)",
+                                                                   key, name, m.bodies[m.bodies[b].mimic].joint_name,
+                                                                   m.bodies[m.bodies[b].mimic].joint_name, m.bodies[m.bodies[b].mimic].joint_name));
             p.joint[b] = joint_mode(key, file, j[key]);
         }
     }
+}
+
+/// A mimic joint knows what its master knows: its qdd follows the master's, and its torque is
+/// part of the master's generalized force.
+void couple_joint_modes(const Model& m, Problem& p) {
+    for (int i = 0; i < m.num_bodies(); ++i)
+        if (m.bodies[i].is_mimic()) p.joint[i] = p.joint[m.bodies[i].mimic];
 }
 
 void read_wrenches(const YAML::Node& w, const std::string& file, const Model& m, Problem& p) {
@@ -327,6 +341,10 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
         s.body = joint_body();
         const Body& b = m.bodies[s.body];
         need(b.nv() > 0, fmt::format("joint '{}' has no degree of freedom", d.joint));
+        if (b.is_mimic()) need(false, fmt::format("joint '{}' mimics '{}': its acceleration is a multiple of that of '{}' and its torque "
+                                        "is part of the generalized force of '{}'; put the sensor on '{}' (or compile with --ignore-mimic)",
+                                        d.joint, m.bodies[b.mimic].joint_name, m.bodies[b.mimic].joint_name,
+                                        m.bodies[b.mimic].joint_name, m.bodies[b.mimic].joint_name));
         const JointKnown k = p.joint[s.body];
         const bool known = s.type == SensorType::JointTorque ? (k == JointKnown::Tau || k == JointKnown::Both)
                                                              : (k == JointKnown::Qdd || k == JointKnown::Both);
@@ -580,6 +598,7 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
         for (int k = 0; k < 3; ++k) p.gravity.l[k] = g[k].as<double>();
     }
     read_joints(spec["joints"], file, model, p);
+    couple_joint_modes(model, p);
     read_wrenches(spec["external_wrenches"], file, model, p);
     if (version < 2)
         for (JointKnown& j : p.joint)
@@ -598,6 +617,10 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
     }
     read_outputs(spec["outputs"], file, p);
     if (spec["lambda"] && p.kind != "osim") throw InputError(where(file, spec["lambda"]) + "'lambda' belongs to problem osim");
+    if (p.response_kind() && has_mimics(model))
+        throw InputError(where(file, spec["problem"]) + fmt::format("problem {} is not supported yet on a robot with mimic joints "
+                                                                   "(here '{}'); compile with --ignore-mimic to treat them as independent joints",
+                                                                   p.kind, loaded.mimics.empty() ? std::string() : loaded.mimics[0].joint));
     if (p.response_kind()) read_response_problem(spec, file, loaded, p);
     if (spec["allow_singular_configurations"]) p.allow_special_singularities = spec["allow_singular_configurations"].as<bool>();
     return p;

@@ -25,6 +25,11 @@
 //       rpy 0), Ib the moments of a solid box with sides uniform in [0.1, 1] and R a uniformly
 //       random rotation.
 // Box moments always satisfy the triangle inequality, so every inertia is physically valid.
+//
+// Mimic joints (`mimic` = K, 0 <= K < N): joints N-K+1..N each mimic the joint before them, so the
+// last K + 1 joints form one mimic chain (in a tree the chain crosses branches). Joint i's
+// <mimic joint="joint<i-1>"> has (multiplier, offset) by i mod 4: 0 -> (1, 0), 1 -> (-1, pi/2),
+// 2 -> (0.5, 0.1), 3 -> (-2, -0.2); no random draws, so the rest of the robot does not change.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +43,7 @@ struct RobotGenOptions {
     int branching = 2;      ///< tree: children per body, autoTree's bf (>= 1); chains ignore it
     enum class Transforms { General, Dh } transforms = Transforms::General;
     std::uint64_t seed = 1;
+    int mimic = 0;          ///< the last `mimic` joints each mimic the joint before them
     std::string name;       ///< robot name; empty: "chain<N>_s<seed>" / "tree<N>_b<B>_s<seed>"
 };
 

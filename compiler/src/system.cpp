@@ -96,7 +96,9 @@ std::pair<double, double> cos_sin(double angle) {
 /// Factors of body b's transform X_up = X_J(q) X_T in motion order (first applied first): for DH
 /// frames xlt(a x), rotx(alpha), xlt(d z), then the joint (theta0 folded into its angle); otherwise
 /// xlt(r_T), rot(E_T), then the joint. sincos of q is shared through the IR.
-std::vector<Factor> body_factors(ir::Program& P, const Body& b, const InternalFrame& fr) {
+/// A mimic joint (Body::mimic) reads its master's position: q = multiplier q_master + offset, with
+/// the offset folded into theta0 (revolute) or d (prismatic); `master` is the master's body.
+std::vector<Factor> body_factors(ir::Program& P, const Body& b, const InternalFrame& fr, const Body* master) {
     std::vector<Factor> fs;
     double theta0 = 0, d = 0;
     if (fr.dh) {
@@ -115,16 +117,22 @@ std::vector<Factor> body_factors(ir::Program& P, const Body& b, const InternalFr
         push_translation(P, fs, b.X_tree.r[0], b.X_tree.r[1], b.X_tree.r[2]);
         push_rotation(P, fs, b.X_tree.E);
     }
-    Id q0 = b.nq() > 0 ? P.input(ir::Source::Q, b.q_index) : -1;
+    Id q0 = b.nq() > 0 ? P.input(ir::Source::Q, master ? master->q_index : b.q_index) : -1;
+    const double mult = master ? b.multiplier : 1.0;
+    if (master) (b.type == JointType::Revolute ? theta0 : d) += b.offset;
     // An offset that is a multiple of pi/2 becomes a swap or sign change of (cos q, sin q): exact,
-    // and no addition (in float, q + pi would round); any other offset is added to q.
+    // and no addition (in float, q + pi would round); any other offset is added to q. A mimic with
+    // multiplier +-1 then shares its master's sine and cosine.
     const double quarter = std::round(theta0 / (M_PI / 2));
-    const bool quarter_turn = std::abs(theta0 - quarter * (M_PI / 2)) < 1e-15;
-    if (b.nq() == 1 && !(b.type == JointType::Revolute && quarter_turn))
+    const bool quarter_turn = std::abs(theta0 - quarter * (M_PI / 2)) < 1e-15 && std::abs(mult) == 1;
+    if (b.nq() == 1 && !(b.type == JointType::Revolute && quarter_turn)) {
+        q0 = P.mul(q0, cst(P, mult));
         q0 = P.add(q0, cst(P, b.type == JointType::Revolute ? theta0 : d));
+    }
     switch (b.type) {
         case JointType::Revolute: {  // E = u u^T + c (1 - u u^T) - s ux, entry by entry
             Id c = P.cos(q0), s = P.sin(q0);
+            if (quarter_turn && mult < 0) s = P.neg(s);  // sin(-q)
             if (quarter_turn) {  // (cos, sin)(q + k pi/2), k mod 4
                 const int k = ((static_cast<int>(quarter) % 4) + 4) % 4;
                 const Id cq = c, sq = s;
@@ -305,6 +313,7 @@ class Builder {
     void columns();
     void motion_rows(int i);
     void force_rows(int i);
+    void mimic_rows(int i);
     void sensor_rows();
     void slots();
     void outputs();
@@ -337,12 +346,14 @@ void Builder::kinematics() {
     std::vector<V6> v(nb);
     for (int i = 0; i < nb; ++i) {
         const Body& b = m_.bodies[i];
-        factors_[i] = body_factors(P, b, im_.frames[i]);
+        const Body* master = b.is_mimic() ? &m_.bodies[b.mimic] : nullptr;
+        factors_[i] = body_factors(P, b, im_.frames[i], master);
         V6 vj;
         vj.fill(P.zero());
         for (int k = 0; k < b.nv(); ++k) {
             V6 sk = subspace_column(P, b, k);
-            Id qd = P.input(ir::Source::Qd, b.v_index + k);
+            Id qd = master ? P.mul(cst(P, b.multiplier), P.input(ir::Source::Qd, master->v_index))
+                           : P.input(ir::Source::Qd, b.v_index + k);
             for (int r = 0; r < 6; ++r) vj[r] = P.add(vj[r], P.mul(sk[r], qd));
         }
         V6 vp;
@@ -379,6 +390,7 @@ void Builder::columns() {
     qdd_in_.resize(nb), tau_in_.resize(nb), fx_in_.resize(nb), G_.resize(nb);
     for (int i = 0; i < nb; ++i) {  // known joint quantities first, in velocity-slot order
         const Body& b = m_.bodies[i];
+        if (b.is_mimic()) continue;  // its qdd follows its master's; its torque is part of the master's
         for (int k = 0; k < b.nv(); ++k) {
             if (knows_qdd(p_.joint[i])) qdd_in_[i].push_back(next_in++);
             if (knows_tau(p_.joint[i])) tau_in_[i].push_back(next_in++);
@@ -400,9 +412,10 @@ void Builder::columns() {
         for (int k = 0; k < b.nv(); ++k) {
             const std::string dof = b.nv() > 1 ? fmt::format(".{}", k) : std::string();
             if (!knows_qdd(p_.joint[i])) B.qdd.push_back(new_column(Quantity::JointAcceleration, i, k, fmt::format("qdd[{}]{}", b.joint_name, dof)));
-            if (!knows_tau(p_.joint[i])) B.tau.push_back(new_column(Quantity::JointTorque, i, k, fmt::format("tau[{}]{}", b.joint_name, dof)));
+            if (!knows_tau(p_.joint[i]) && !b.is_mimic()) B.tau.push_back(new_column(Quantity::JointTorque, i, k, fmt::format("tau[{}]{}", b.joint_name, dof)));
         }
-        B.joint_is_qdd = p_.joint[i] == JointKnown::Tau;
+        B.mimic = b.is_mimic();
+        B.joint_is_qdd = p_.joint[i] == JointKnown::Tau || (B.mimic && !B.qdd.empty());
         B.joint = B.joint_is_qdd ? B.qdd : B.tau;
         if (p_.wrench[i] == WrenchMode::Unknown) {
             // f^x = X^T w with w in the sensor frame of a contact sensor (else the link frame), then
@@ -447,7 +460,9 @@ void Builder::motion_rows(int i) {
         V6 sk = subspace_column(P, b, d);
         for (int k = 0; k < 6; ++k) {
             if (!B.qdd.empty()) put(B.row_a[k], B.qdd[d], sk[k]);
-            else if (sk[k] != P.zero()) add_b_input(B.row_a[k], qdd_in_[i][d], P.value(sk[k]));
+            else if (sk[k] == P.zero()) continue;
+            else if (b.is_mimic()) add_b_input(B.row_a[k], qdd_in_[b.mimic][0], b.multiplier * P.value(sk[k]));  // known: mult qdd_master
+            else add_b_input(B.row_a[k], qdd_in_[i][d], P.value(sk[k]));
         }
     }
     for (int k = 0; k < 6; ++k) add_b(B.row_a[k], c_[i][k]);
@@ -513,6 +528,7 @@ void Builder::force_rows(int i) {
         for (int c = 0; c < static_cast<int>(B.w.size()); ++c)
             if (B.w[c] >= 0 && G_[i][k][c] != 0) put(r, B.w[c], cst(P, -G_[i][k][c]));
     }
+    if (b.is_mimic()) return;  // no (3tau) row of its own: see mimic_rows
     for (int d = 0; d < b.nv(); ++d) {
         int r = new_row(RowKind::Torque, i, d, fmt::format("(3tau) {}{}", b.joint_name, b.nv() > 1 ? fmt::format(" {}", d) : std::string()));
         B.row_tau.push_back(r);
@@ -521,6 +537,27 @@ void Builder::force_rows(int i) {
         if (!B.tau.empty()) put(r, B.tau[d], P.neg(P.one()));
         else add_b_input(r, tau_in_[i][d], -1.0);
     }
+}
+
+/// Mimic joint i of master M with multiplier k: the master's (3tau) row becomes
+/// S_M^T f_M + sum_i k_i S_i^T f_i - tau_M = 0 (tau_M the generalized force of the independent
+/// coordinate, G^T tau), and when qdd_i is unknown the coupling row qdd_i - k qdd_M = 0 joins
+/// (when qdd_M is known, qdd_i went into b with it). The coupling row takes the place of the mimic's
+/// (3tau) row in the body's block, so the tree orders pair it with qdd_i.
+void Builder::mimic_rows(int i) {
+    ir::Program& P = s_.prog;
+    const Body& b = m_.bodies[i];
+    BodyBlock& B = s_.blocks[i];
+    const BodyBlock& M = s_.blocks[b.mimic];
+    V6 sk = subspace_column(P, b, 0);
+    for (int k = 0; k < 6; ++k)
+        if (sk[k] != P.zero()) put(M.row_tau[0], B.f[k], P.mul(cst(P, b.multiplier), sk[k]));
+    if (B.qdd.empty()) return;
+    int r = new_row(RowKind::Coupling, i, 0, fmt::format("(mimic) {} = {} {}", b.joint_name, fmt::format("{:g}", b.multiplier), m_.bodies[b.mimic].joint_name));
+    put(r, B.qdd[0], P.one());
+    if (!M.qdd.empty()) put(r, M.qdd[0], cst(P, -b.multiplier));
+    else add_b_input(r, qdd_in_[b.mimic][0], -b.multiplier);  // not reached: a mimic knows what its master knows
+    B.row_tau = {r};
 }
 
 V6 Builder::gravity_in_body(int i) {
@@ -639,7 +676,7 @@ void Builder::sensor_rows() {
 void Builder::slots() {
     std::vector<Slot> in;
     for (int i = 0; i < m_.num_bodies(); ++i)
-        for (int d = 0; d < m_.bodies[i].nv(); ++d) {
+        for (int d = 0; d < (m_.bodies[i].is_mimic() ? 0 : m_.bodies[i].nv()); ++d) {
             if (knows_qdd(p_.joint[i])) in.push_back({Quantity::JointAcceleration, i, d, -1, {}, -1, -1});
             if (knows_tau(p_.joint[i])) in.push_back({Quantity::JointTorque, i, d, -1, {}, -1, -1});
         }
@@ -735,6 +772,7 @@ void Builder::outputs() {
     const int nb = m_.num_bodies();
     for (int i = 0; i < nb; ++i) {
         const BodyBlock& B = s_.blocks[i];
+        if (B.mimic) continue;  // only the independent coordinates are outputs
         if (o.joint_accelerations)
             for (std::size_t d = 0; d < B.qdd.size(); ++d) s_.out.push_back({Quantity::JointAcceleration, i, static_cast<int>(d), B.qdd[d], {}, -1, -1});
         if (o.joint_torques)
@@ -782,6 +820,8 @@ System Builder::build() {
     columns();
     for (int i = 0; i < m_.num_bodies(); ++i) motion_rows(i);
     for (int i = 0; i < m_.num_bodies(); ++i) force_rows(i);
+    for (int i = 0; i < m_.num_bodies(); ++i)
+        if (m_.bodies[i].is_mimic()) mimic_rows(i);
     // f_j reaches its parent's (3f) through X_j^T = F_0^T ... F_{m-1}^T (force aux z)
     ir::Program& P = s_.prog;
     for (int j = 0; j < m_.num_bodies(); ++j) {

@@ -16,6 +16,13 @@
 // translation) whose structural zeros and ones fold away. The worst-case pattern of D is the set
 // of entries that are not the constant 0: an entry built from cos q, sin q and constants is zero
 // for every q only when it folds to 0.
+//
+// Mimic joints (Body::mimic): the body keeps its (3a) and (3f) rows and its qdd (an unknown column
+// when the master's is, else known through the master's input); its torque column and (3tau) row
+// go, its f enters the master's (3tau) row times the multiplier, and a coupling row
+// qdd_i - multiplier qdd_master = 0 keeps the system square. Positions and velocities read the
+// master's inputs (q = multiplier q_master + offset). The program's q and qd inputs are numbered
+// in the full model's slots; emit renumbers them to the independent coordinates.
 #pragma once
 
 #include <map>
@@ -44,7 +51,8 @@ struct Column {
     std::string label;  ///< e.g. "a[link3].wz", "tau[joint2]"
 };
 
-enum class RowKind { Acceleration, Force, Torque, MotionAux, ForceAux, Measurement, Condition, Stationarity };
+/// Coupling: qdd_i - multiplier qdd_master = 0 of a mimic joint whose acceleration is sought.
+enum class RowKind { Acceleration, Force, Torque, MotionAux, ForceAux, Measurement, Condition, Stationarity, Coupling };
 
 /// A row of D: one scalar equation.
 struct Row {
@@ -77,6 +85,9 @@ struct BodyBlock {
     std::vector<int> row_a, row_f, row_tau;  ///< rows (3a), (3f), (3tau)
     std::vector<std::vector<int>> row_y, row_z;
     bool joint_is_qdd = false;               ///< the unknown joint quantity is qdd (tau known)
+    /// A mimic joint: no tau column and no (3tau) row of its own (its f enters its master's (3tau)
+    /// row); when qdd is sought, row_tau holds its coupling row, paired with qdd in `joint`.
+    bool mimic = false;
 };
 
 struct System {

@@ -12,6 +12,7 @@
 #include <Eigen/Dense>
 #include <fmt/format.h>
 
+#include "nelu/mimic.hpp"
 #include "nelu/reference.hpp"
 
 namespace nelu {
@@ -30,6 +31,17 @@ Eigen::Matrix<double, 6, 6> force_matrix(const Xform<double>& X) {
         for (int i = 0; i < 6; ++i) M(i, j) = i < 3 ? c.w[i] : c.l[i - 3];
     }
     return M;
+}
+
+/// G (nv x nr): qdd_full = G qdd_r for the independent velocity slots `independent_v_slots(m)`.
+Eigen::MatrixXd coupling_matrix(const Model& m) {
+    const std::vector<int> I = independent_v_slots(m);
+    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(m.nv, static_cast<long>(I.size()));
+    std::vector<int> reduced(m.nv, -1);
+    for (std::size_t a = 0; a < I.size(); ++a) G(I[a], static_cast<long>(a)) = 1, reduced[I[a]] = static_cast<int>(a);
+    for (const Body& b : m.bodies)
+        if (b.is_mimic()) G(b.v_index, reduced[m.bodies[b.mimic].v_index]) = b.multiplier;
+    return G;
 }
 
 SVec<double> from_eigen(const Eigen::Matrix<double, 6, 1>& v) { return {{{v(0), v(1), v(2)}}, {{v(3), v(4), v(5)}}}; }
@@ -71,6 +83,7 @@ struct Truth {
     std::vector<double> qdd;
     std::vector<SVec<double>> fx;
     BodyQuantities bq;
+    std::vector<double> tau;  ///< generalized forces of the independent coordinates (G^T bq.tau, full slots)
 };
 
 Truth truth_of(const Model& m, const Problem& p, const State& st) {
@@ -86,6 +99,12 @@ Truth truth_of(const Model& m, const Problem& p, const State& st) {
     for (int i = 0; i < nb; ++i)
         if (p.wrench[i] == WrenchMode::Zero)
             for (int k = 0; k < 6; ++k) rows.push_back(unit(nv + 6 * i + k)), rhs.push_back(0);
+    for (const Body& b : m.bodies)  // mimic joints: qdd_i - multiplier qdd_master = 0
+        if (b.is_mimic()) {
+            Eigen::RowVectorXd r = unit(b.v_index);
+            r(m.bodies[b.mimic].v_index) = -b.multiplier;
+            rows.push_back(r), rhs.push_back(0);
+        }
     bool accel_conditions = false;
     for (const Sensor& s : p.sensors) {
         if (s.type == SensorType::ContactWrench) {
@@ -127,6 +146,8 @@ Truth truth_of(const Model& m, const Problem& p, const State& st) {
     t.qdd.assign(x.data(), x.data() + nv);
     for (int i = 0; i < nb; ++i) t.fx.push_back(from_eigen(x.segment<6>(nv + 6 * i)));
     t.bq = body_quantities(mg, st.q, st.qd, t.qdd, t.fx);
+    t.tau = t.bq.tau;
+    reduce_forces(m, t.tau.data());
     return t;
 }
 
@@ -160,12 +181,12 @@ std::vector<double> solver_inputs(const System& sys, const Model& m, const Probl
         const int v = s.body >= 0 && m.bodies[s.body].nv() > 0 ? m.bodies[s.body].v_index + s.comp : 0;
         switch (s.quantity) {
             case Quantity::JointAcceleration: in.push_back(t.qdd[v]); break;
-            case Quantity::JointTorque: in.push_back(t.bq.tau[v]); break;
+            case Quantity::JointTorque: in.push_back(t.tau[v]); break;
             case Quantity::ExternalWrench: in.push_back(comp(t.fx[s.body], s.comp)); break;
             case Quantity::Measurement: {
                 const Sensor& sn = p.sensors[s.sensor];
                 const int jv = m.bodies[sn.body].nv() > 0 ? m.bodies[sn.body].v_index + s.comp : 0;
-                if (sn.type == SensorType::JointTorque) in.push_back(t.bq.tau[jv]);
+                if (sn.type == SensorType::JointTorque) in.push_back(t.tau[jv]);
                 else if (sn.type == SensorType::JointAcceleration) in.push_back(t.qdd[jv]);
                 else in.push_back(sensor_reading(sn, s.comp, t));
                 break;
@@ -298,6 +319,59 @@ std::vector<double> response_reference(const System& sys, const Model& m, const 
     return out;
 }
 
+/// Classical problems on a robot with mimic joints: the full model's RNEA and CRBA reduced with G:
+/// tau_r = G^T RNEA(q, qd, G qdd_r, f^x), M_r = G^T M G, h_r = G^T h, and the known and sought
+/// parts of M_r qdd_r + h_r = tau_r partitioned as for a hybrid problem. Values in the full slots.
+static std::vector<double> reduced_reference(const System& sys, const Model& m, const Problem& p, const State& st) {
+    const Model mg = with_gravity(m, p);
+    const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
+    const int nv = m.nv;
+    const std::vector<int> I = independent_v_slots(m);
+    const int nr = static_cast<int>(I.size());
+    const Eigen::MatrixXd G = coupling_matrix(m);
+    std::vector<bool> known_qdd(nr);
+    bool all_qdd = true;
+    for (const Body& b : m.bodies)
+        for (int k = 0; k < b.nv(); ++k)
+            for (int a = 0; a < nr; ++a)
+                if (I[a] == b.v_index + k) known_qdd[a] = p.joint[&b - m.bodies.data()] == JointKnown::Qdd, all_qdd = all_qdd && known_qdd[a];
+    Eigen::VectorXd qdd_r(nr), tau_r(nr);
+    for (int a = 0; a < nr; ++a) qdd_r(a) = st.qdd[I[a]], tau_r(a) = st.tau[I[a]];
+    if (all_qdd) {
+        std::vector<double> qdd(nv), tau(nv);
+        Eigen::Map<Eigen::VectorXd>(qdd.data(), nv) = G * qdd_r;
+        rnea(mg, st.q.data(), st.qd.data(), qdd.data(), fext.data(), tau.data());
+        tau_r = G.transpose() * Eigen::Map<Eigen::VectorXd>(tau.data(), nv);
+    } else {
+        std::vector<double> Mv(nv * nv), hv(nv);
+        crba(mg, st.q.data(), Mv.data());
+        nonlinear_effects(mg, st.q.data(), st.qd.data(), fext.data(), hv.data());
+        const Eigen::MatrixXd M = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(Mv.data(), nv, nv);
+        const Eigen::MatrixXd Mr = G.transpose() * M * G;
+        const Eigen::VectorXd hr = G.transpose() * Eigen::Map<Eigen::VectorXd>(hv.data(), nv);
+        std::vector<int> U, K;
+        for (int a = 0; a < nr; ++a) (known_qdd[a] ? K : U).push_back(a);
+        Eigen::MatrixXd Muu(U.size(), U.size());
+        Eigen::VectorXd rhs(U.size());
+        for (std::size_t a = 0; a < U.size(); ++a) {
+            rhs(a) = tau_r(U[a]) - hr(U[a]);
+            for (int k : K) rhs(a) -= Mr(U[a], k) * qdd_r(k);
+            for (std::size_t c = 0; c < U.size(); ++c) Muu(a, c) = Mr(U[a], U[c]);
+        }
+        Eigen::VectorXd x = Muu.ldlt().solve(rhs);
+        for (std::size_t a = 0; a < U.size(); ++a) qdd_r(U[a]) = x(a);
+        for (int k : K) tau_r(k) = hr(k) + Mr.row(k).dot(qdd_r);
+    }
+    std::vector<double> qdd(nv, 0.0), tau(nv, 0.0);
+    for (int a = 0; a < nr; ++a) qdd[I[a]] = qdd_r(a), tau[I[a]] = tau_r(a);
+    std::vector<double> out;
+    for (const Slot& s : sys.out) {
+        const int v = m.bodies[s.body].v_index + s.comp;
+        out.push_back(s.quantity == Quantity::JointAcceleration ? qdd[v] : tau[v]);
+    }
+    return out;
+}
+
 std::vector<double> reference_outputs(const System& sys, const Model& m, const Problem& p, const State& st) {
     if (p.response_kind()) return response_reference(sys, m, p, st);
     if (!sys.classical) {
@@ -307,7 +381,7 @@ std::vector<double> reference_outputs(const System& sys, const Model& m, const P
             const int v = m.bodies[s.body].nv() > 0 ? m.bodies[s.body].v_index + s.comp : 0;
             switch (s.quantity) {
                 case Quantity::JointAcceleration: out.push_back(t.qdd[v]); break;
-                case Quantity::JointTorque: out.push_back(t.bq.tau[v]); break;
+                case Quantity::JointTorque: out.push_back(t.tau[v]); break;
                 case Quantity::ExternalWrench: out.push_back(comp(t.fx[s.body], s.comp)); break;
                 case Quantity::LinkAcceleration: out.push_back(comp(t.bq.a[s.body] + t.bq.g[s.body], s.comp)); break;
                 case Quantity::JointWrench: out.push_back(comp(t.bq.f[s.body], s.comp)); break;
@@ -316,6 +390,7 @@ std::vector<double> reference_outputs(const System& sys, const Model& m, const P
         }
         return out;
     }
+    if (has_mimics(m)) return reduced_reference(sys, m, p, st);
     const Model mg = with_gravity(m, p);
     const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
     const int nv = m.nv;
@@ -481,7 +556,7 @@ double backward_error(const System& sys, const Model& m, const Problem& p, const
         return std::max(response_forward_error(sys, out, ref), lambda_residual(sys, out, ref));
     const Model mg = with_gravity(m, p);
     const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
-    const int nv = m.nv;
+    int nv = m.nv;
     std::vector<double> qdd = st.qdd, tau = st.tau, M(nv * nv), h(nv);
     for (std::size_t k = 0; k < sys.out.size(); ++k) {
         const int v = m.bodies[sys.out[k].body].v_index + sys.out[k].comp;
@@ -489,6 +564,18 @@ double backward_error(const System& sys, const Model& m, const Problem& p, const
     }
     crba(mg, st.q.data(), M.data());
     nonlinear_effects(mg, st.q.data(), st.qd.data(), fext.data(), h.data());
+    if (has_mimics(m)) {  // the residual of M_r qdd_r + h_r = tau_r (G^T M G, G^T h)
+        const std::vector<int> I = independent_v_slots(m);
+        const Eigen::MatrixXd G = coupling_matrix(m);
+        const Eigen::MatrixXd Mf = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(M.data(), nv, nv);
+        const int nr = static_cast<int>(I.size());
+        Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Mr = G.transpose() * Mf * G;
+        Eigen::VectorXd hr = G.transpose() * Eigen::Map<Eigen::VectorXd>(h.data(), nv);
+        std::vector<double> qr(nr), tr(nr);
+        for (int a = 0; a < nr; ++a) qr[a] = qdd[I[a]], tr[a] = tau[I[a]];
+        nv = nr, qdd = qr, tau = tr;
+        M.assign(Mr.data(), Mr.data() + nr * nr), h.assign(hr.data(), hr.data() + nr);
+    }
     double r = 0, Mnorm = 0, qn = 0, hn = 0, tn = 0;
     for (int i = 0; i < nv; ++i) {
         double ri = h[i] - tau[i], rowsum = 0;

@@ -7,6 +7,12 @@
 // coordinates. Generalized coordinates: revolute/prismatic one position and one velocity; floating
 // seven positions [x y z qx qy qz qw] (origin position in the parent frame, unit quaternion of the
 // orientation) and six velocities, the body-frame twist [omega; v]; fixed none.
+//
+// Mimic joints (URDF <mimic>): body i with `mimic >= 0` follows the 1-DoF joint of body `mimic`
+// (its ultimate master, chains resolved): q_i = multiplier q_mimic + offset, qd_i = multiplier
+// qd_mimic, qdd_i = multiplier qdd_mimic. The model keeps every joint's slots (q_index, v_index),
+// so the reference algorithms run on it unchanged; nelu/mimic.hpp maps the independent
+// coordinates to these full vectors and the full joint forces back (tau_r = G^T tau).
 #pragma once
 
 #include <string>
@@ -48,10 +54,13 @@ struct Body {
     Inertia<double> I{0, {{0, 0, 0}}, zero_mat3<double>()};  ///< spatial inertia, body frame
     double lower = 0, upper = 0;  ///< joint limits (revolute, prismatic), when has_limits
     bool has_limits = false;
+    int mimic = -1;           ///< body whose joint this one mimics (ultimate master), or -1
+    double multiplier = 1, offset = 0;  ///< of a mimic joint: q = multiplier q_master + offset
     int q_index = 0;          ///< first position slot
     int v_index = 0;          ///< first velocity slot
     int nq() const { return joint_nq(type); }
     int nv() const { return joint_nv(type); }
+    bool is_mimic() const { return mimic >= 0; }
 };
 
 struct Model {

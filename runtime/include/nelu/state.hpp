@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "nelu/mimic.hpp"
 #include "nelu/model.hpp"
 
 namespace nelu {
@@ -51,6 +52,7 @@ inline std::vector<double> random_configuration(const Model& m, std::mt19937_64&
             case JointType::Fixed: break;
         }
     }
+    couple_positions(m, q.data());
     return q;
 }
 
@@ -63,19 +65,23 @@ inline std::vector<std::vector<double>> special_configurations(const Model& m, s
         std::vector<double> q = random_configuration(m, rng);
         for (const Body& b : m.bodies)
             if (b.nq() == 1) q[b.q_index] = b.type == JointType::Revolute ? angle : 0.0;
+        couple_positions(m, q.data());
         qs.push_back(q);
     }
     for (int side = 0; side < 2; ++side) {
         std::vector<double> q = random_configuration(m, rng);
         for (const Body& b : m.bodies)
             if (b.nq() == 1 && b.has_limits) q[b.q_index] = side ? b.upper : b.lower;
+        couple_positions(m, q.data());
         qs.push_back(q);
     }
     return qs;
 }
 
 /// A random state: q as random_configuration, qd, qdd, tau in [-scale, scale], fext in [-1, 1]
-/// (zero when `with_fext` is false).
+/// (zero when `with_fext` is false). With mimic joints (nelu/mimic.hpp) the state is coupled: q, qd
+/// and qdd of the mimic joints follow their masters', and tau holds the independent joints'
+/// generalized forces (tau_r, zero in the mimic slots).
 inline State random_state(const Model& m, std::mt19937_64& rng, bool with_fext = true, double scale = 1.0) {
     State s;
     s.q = random_configuration(m, rng);
@@ -83,6 +89,10 @@ inline State random_state(const Model& m, std::mt19937_64& rng, bool with_fext =
     for (int i = 0; i < m.nv; ++i)
         s.qd[i] = uniform(rng, -scale, scale), s.qdd[i] = uniform(rng, -scale, scale),
         s.tau[i] = uniform(rng, -scale, scale);
+    couple_velocities(m, s.qd.data());
+    couple_velocities(m, s.qdd.data());
+    for (const Body& b : m.bodies)
+        if (b.is_mimic()) s.tau[b.v_index] = 0;
     s.fext.resize(m.num_bodies());
     for (auto& f : s.fext)
         for (int k = 0; k < 6; ++k) f[k] = with_fext ? uniform(rng, -1, 1) : 0.0;
