@@ -6,7 +6,8 @@
 //                        of the totals divided by the difference of N is the steady-state cost of
 //                        one call, without the start-up of the process)
 //   ./driver time        median over 9 repetitions of the mean CPU time per call (each repetition
-//                        at least 0.1 s); prints "ns X"
+//                        at least 0.1 s); prints "ns X" and "min_ns Y" (the fastest repetition,
+//                        the least disturbed by other work on a shared machine)
 // Both print "status S": the bitwise or of the statuses (0: every call succeeded).
 // States: q in [-pi, pi], qd and in in [-1, 1]; with NELU_FLOATING the base quaternion q[3..6] is
 // normalized (nelu's floating-base layout: q = [x y z qx qy qz qw joints...]).
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
             reps.push_back(elapsed / double(calls));
         }
         std::sort(reps.begin(), reps.end());
-        std::printf("ns %.1f\n", reps[reps.size() / 2]);
+        std::printf("ns %.1f\nmin_ns %.1f\n", reps[reps.size() / 2], reps[0]);
     } else {
         std::fprintf(stderr, "usage: %s calls N | time\n", argv[0]);
         return 2;
