@@ -31,6 +31,8 @@
 #   --out DIR          work directory (default /tmp/nelu-profile/NAME-or-label); keeps the objects,
 #                      disassembly, cachegrind outputs and profile.json (one JSON record per level)
 #   --calls "N1 N2"    call counts of the two cachegrind runs (default "100 600")
+#   --ll S,A,B         cachegrind's last level (default 8388608,16,64); 1048576,16,64 makes it the
+#                      1 MiB per-core L2 of the machine of docs/large-robots.md (misses: from L3)
 #   --no-time          skip the timing
 # Environment: NELU (default build/compiler/nelu), CXX (default g++).
 # Needs valgrind, binutils and python3 (scripts/setup.sh installs valgrind).
@@ -38,7 +40,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 nelu="${NELU:-$root/build/compiler/nelu}"
 cxx="${CXX:-g++}"
-levels="-O2" extra="" label="" out="" calls="100 600" timing=1
+levels="-O2" extra="" label="" out="" calls="100 600" timing=1 ll="8388608,16,64"
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -48,7 +50,8 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --calls) calls="$2"; shift 2 ;;
     --no-time) timing=0; shift ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    --ll) ll="$2"; shift 2 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -92,7 +95,7 @@ for level in $levels; do
     "$root/bench/profile_driver.cpp" "$b/$name.o" -o "$b/driver"
   objdump -d --no-show-raw-insn -C "$b/$name.o" >"$b/objdump.txt"
   nm -S -C "$b/$name.o" >"$b/nm.txt"
-  cg=(valgrind --tool=cachegrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64)
+  cg=(valgrind --tool=cachegrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL="$ll")
   "${cg[@]}" --cachegrind-out-file="$b/cg.$n1" "$b/driver" calls "$n1" >"$b/run1.txt" 2>"$b/cg1.log"
   "${cg[@]}" --cachegrind-out-file="$b/cg.$n2" "$b/driver" calls "$n2" >"$b/run2.txt" 2>"$b/cg2.log"
   cg_annotate "$b/cg.$n2" >"$b/cg_annotate.txt" 2>/dev/null || true

@@ -181,7 +181,8 @@ def main():
       f"  status {a.status}\n")
     if a.ns:
         w(f"time: {a.ns:.1f} ns/call  {ops / a.ns:.2f} ops/ns  (median CPU time, noisy)\n")
-    w("cachegrind per call (steady state, I1/D1 32 KiB 8-way, LL 8 MiB 16-way, 64 B lines):\n")
+    w(f"cachegrind per call (steady state; caches as given to profile.sh, by default I1/D1 32 KiB 8-way,"
+      f" LL 8 MiB 16-way, 64 B lines):\n")
     w("  " + "  ".join(f"{e} {total[e]:.1f}" for e in events) + "\n")
     w(f"  instructions per op {total['Ir'] / ops:.2f}; I1 misses per 1000 instructions"
       f" {1000 * total['I1mr'] / total['Ir']:.1f}; D1 misses (r+w) per call {total['D1mr'] + total['D1mw']:.1f}\n")

@@ -1,4 +1,11 @@
-// N copies of the Panda ID solver called round-robin: same instructions per call, code working set N x 11.5 kB
+// copies_driver.cpp: N copies of one small generated solver (the Panda's ID, 11.5 kB of machine
+// code) called round-robin: the same instructions per call, N times the code working set. With
+// N = 1 the code stays in the 32 KiB I1; with N = 12 every call misses each of its ~180 lines, so the
+// difference of the times per call is the cost of refetching code from L2 (docs/large-robots.md).
+//   nelu compile robots/panda_gaz2019.urdf --problem id --scalar double -o G
+//   for k in 0..11: sed "s/panda_gaz2019_id\b/pc$k/g; s/panda_gaz2019_id_/pc${k}_/g" G/panda_gaz2019_id.cpp \
+//       | sed 's/#include "pc[0-9]*.hpp"/#include "panda_gaz2019_id.hpp"/' > c$k.cpp; g++ -O2 -I runtime/include -I G -c c$k.cpp
+//   g++ -O2 copies_driver.cpp c*.o -o drv; ./drv 1; ./drv 12      (./drv N CALLS: N calls, for cachegrind)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
