@@ -130,7 +130,7 @@ def main():
     ops = o["mul"] + o["add"] + o["div"] + o.get("sqrt", 0)
     src = open(a.source).read()
     work_values = len(re.findall(r"^    T t\d+;$", src, re.M))
-    parts = len(re.findall(r"^int \w+_part\d+\(", src, re.M))
+    parts = len(re.findall(r"^(?:__attribute__\(\(noinline\)\) )?int \w+_part\d+\(", src, re.M))
     statements = len(re.findall(r"^    (?:const T )?(?:w\.)?t\d+ = ", src, re.M))
 
     ev1, f1 = cachegrind(a.cg1)
