@@ -1,6 +1,8 @@
 // check.cpp: see check.hpp.
 #include "check.hpp"
 
+#include "derivatives.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -26,6 +28,40 @@ namespace {
 
 using SolverD = int (*)(const double*, const double*, const double*, double*);
 using SolverF = int (*)(const float*, const float*, const float*, float*);
+using DerivativesD = int (*)(const double*, const double*, const double*, double*, double*);
+
+/// The independent coordinates moved along one Jacobian column by `h`: a joint's own coordinate, a
+/// floating base's local twist component (q (+) h e_k: R exp(h [e_k]x), or p + R h e_k), a velocity,
+/// or an input.
+void perturb(const Model& m, const Tangent& t, double h, const std::vector<int>& q_slots, std::vector<double>& q,
+             std::vector<double>& qd, std::vector<double>& in, const std::vector<int>& v_slots) {
+    if (t.kind == Tangent::Kind::In) { in[static_cast<std::size_t>(t.index)] += h; return; }
+    const int va = static_cast<int>(std::find(v_slots.begin(), v_slots.end(), t.index) - v_slots.begin());
+    if (t.kind == Tangent::Kind::Qd) { qd[static_cast<std::size_t>(va)] += h; return; }
+    for (const Body& b : m.bodies) {
+        if (t.index < b.v_index || t.index >= b.v_index + b.nv()) continue;
+        const int qa = static_cast<int>(std::find(q_slots.begin(), q_slots.end(), b.q_index) - q_slots.begin());
+        if (b.type != JointType::Floating) { q[static_cast<std::size_t>(qa)] += h; return; }
+        double* x = q.data() + qa;  // [px py pz qx qy qz qw]
+        const int k = t.index - b.v_index;
+        const double qx = x[3], qy = x[4], qz = x[5], qw = x[6];
+        if (k >= 3) {  // p += R e_j h
+            const double R[3][3] = {{1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy)},
+                                    {2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx)},
+                                    {2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy)}};
+            for (int i = 0; i < 3; ++i) x[i] += R[i][k - 3] * h;
+        } else {  // quat <- quat (x) (sin(h/2) e_k, cos(h/2))
+            double e[3] = {0, 0, 0};
+            e[k] = std::sin(h / 2);
+            const double c = std::cos(h / 2);
+            x[3] = qw * e[0] + c * qx + (qy * e[2] - qz * e[1]);
+            x[4] = qw * e[1] + c * qy + (qz * e[0] - qx * e[2]);
+            x[5] = qw * e[2] + c * qz + (qx * e[1] - qy * e[0]);
+            x[6] = qw * c - (qx * e[0] + qy * e[1] + qz * e[2]);
+        }
+        return;
+    }
+}
 
 /// Directory holding nelu/status.h: beside an installed executable, else the source tree.
 std::string runtime_include_dir() {
@@ -80,6 +116,7 @@ CheckReport run_check(const CheckOptions& o) {
     if (o.ignore_mimic && !co.ignore_mimic)
         throw InputError(fmt::format("{}: --ignore-mimic, but the solver was compiled without it (its manifest says so)", o.manifest));
     co.verify_states = -1, co.validation_configs = 200;
+    co.derivatives = man.contains("derivatives");
     co.name = man.value("name", "");
     CompileResult r = compile(co);
     if (static_cast<int>(r.system.in.size()) != static_cast<int>(man["in"].size()) ||
@@ -92,6 +129,8 @@ CheckReport run_check(const CheckOptions& o) {
     auto fd = reinterpret_cast<SolverD>(::dlsym(lib, r.name.c_str()));
     auto ff = reinterpret_cast<SolverF>(::dlsym(lib, (r.name + "_f").c_str()));
     if (!fd) throw std::runtime_error("nelu check: the solver has no double entry point " + r.name);
+    auto fjac = co.derivatives ? reinterpret_cast<DerivativesD>(::dlsym(lib, (r.name + "_derivatives").c_str())) : nullptr;
+    if (co.derivatives && !fjac) throw std::runtime_error("nelu check: the manifest lists derivatives, but the solver has no " + r.name + "_derivatives");
     CheckReport rep;
     rep.name = r.name;
     const Model& m = r.load.model;
@@ -100,6 +139,34 @@ CheckReport run_check(const CheckOptions& o) {
     const std::vector<State> states = checked_states(m, r.system, 0x636865636b, o.states);
     const std::size_t nout = r.system.out.size();
     const std::vector<int> q_slots = independent_q_slots(m), v_slots = independent_v_slots(m);
+    // NAME_derivatives at one state: out as NAME's, jac as the IR's and as central differences of NAME
+    rep.derivatives = co.derivatives;
+    const std::vector<Tangent> cols = co.derivatives ? jacobian_columns(m, static_cast<int>(r.system.in.size())) : std::vector<Tangent>();
+    std::vector<ir::Id> jroots = r.order.best.jacobian;
+    const std::vector<bool> jlive = r.order.best.prog.live_nodes(jroots);
+    auto check_derivatives = [&](const State& st, const std::vector<double>& q, const std::vector<double>& qd,
+                                 const std::vector<double>& in, const std::vector<double>& out) {
+        const std::size_t nc = cols.size();
+        std::vector<double> o2(nout), J(nout * nc);
+        if (fjac(q.data(), qd.data(), in.data(), o2.data(), J.data()) != NELU_STATUS_OK) { ++rep.failed_status; return; }
+        rep.out_vs_value = std::max(rep.out_vs_value, forward_error(o2, out));
+        const std::vector<double> val = r.order.best.prog.evaluate(st.q.data(), st.qd.data(), in.data(), jlive);
+        std::vector<double> Jir(J.size()), Jfd(J.size());
+        for (std::size_t e = 0; e < J.size(); ++e) Jir[e] = val[r.order.best.jacobian[e]];
+        rep.jac_vs_ir = std::max(rep.jac_vs_ir, forward_error(J, Jir));
+        for (std::size_t c = 0; c < nc; ++c) {
+            std::vector<double> side[2];
+            for (int sgn = 0; sgn < 2; ++sgn) {
+                std::vector<double> qp = q, qdp = qd, inp = in;
+                perturb(m, cols[c], sgn ? -1e-6 : 1e-6, q_slots, qp, qdp, inp, v_slots);
+                side[sgn].assign(nout, NAN);
+                fd(qp.data(), qdp.data(), inp.data(), side[sgn].data());
+            }
+            for (std::size_t k = 0; k < nout; ++k) Jfd[k * nc + c] = (side[0][k] - side[1][k]) / 2e-6;
+        }
+        rep.jac_vs_differences = std::max(rep.jac_vs_differences, forward_error(J, Jfd));
+        ++rep.derivative_states;
+    };
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);
         const std::vector<double> q = gather(st.q, q_slots), qd = gather(st.qd, v_slots);  // the independent coordinates
@@ -122,6 +189,7 @@ CheckReport run_check(const CheckOptions& o) {
             const int status_f = ff(qf.data(), qdf.data(), inf.data(), outf.data());
             judge(status_f, std::vector<double>(outf.begin(), outf.end()), true, rep.forward_float, rep.backward_float);
         }
+        if (fjac && status == NELU_STATUS_OK) check_derivatives(st, q, qd, in, out);
         ++rep.states;
     }
     ::dlclose(lib);

@@ -26,6 +26,13 @@ struct CheckReport {
     int failed_status = 0;                           ///< calls that returned non-zero where they should not
     int refused_singular = 0;  ///< calls that returned NELU_STATUS_SMALL_PIVOT where Lambda does not exist (osim with lambda)
     bool sensor = false;  ///< a sensor problem (its outputs compared with a consistent world)
+    /// With NAME_derivatives (compiled with --derivatives): its jac against the compiler's own
+    /// derivative program (the IR, evaluated: the C++ compiler's translation is exact to rounding)
+    /// and against central differences of the compiled value solver along each column (step 1e-6;
+    /// agreement to about 1e-6 relative is what differences give), and its out against NAME's.
+    bool derivatives = false;
+    double jac_vs_ir = 0, jac_vs_differences = 0, out_vs_value = 0;
+    int derivative_states = 0;
     double decisive_double() const { return seeks_qdd ? backward_double : forward_double; }
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }
     /// Tolerances: 1e-10 (double) and 1e-4 (float) for inverse, forward and hybrid dynamics. A
@@ -36,7 +43,8 @@ struct CheckReport {
     double tolerance_double() const { return sensor ? 1e-9 : 1e-10; }
     double tolerance_float() const { return sensor ? std::max(1e-4, 1.07e9 * forward_double) : 1e-4; }
     bool pass() const {
-        return decisive_double() <= tolerance_double() && decisive_float() <= tolerance_float() && failed_status == 0;
+        return decisive_double() <= tolerance_double() && decisive_float() <= tolerance_float() && failed_status == 0 &&
+               (!derivatives || (jac_vs_ir <= 1e-10 && jac_vs_differences <= 1e-5 && out_vs_value <= 1e-13));
     }
 };
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "derivatives.hpp"
 #include "version.hpp"
 
 namespace nelu {
@@ -175,6 +176,15 @@ constexpr long kStackAllowance = 512;
 /// Where the values of the solver live and what that costs in stack: decided once, read by the
 /// header, the source and the manifest alike.
 struct Layout {
+    /// The entry point: the value solver NAME (outputs `out`), or with --derivatives
+    /// NAME_derivatives (outputs `out` and their Jacobian `jac`). One emitter serves both.
+    std::string fn;
+    std::vector<Id> out, jac;
+    std::vector<Id> written() const {
+        std::vector<Id> w = out;
+        w.insert(w.end(), jac.begin(), jac.end());
+        return w;
+    }
     std::vector<Id> stmts;  ///< statements in emission order (sines and cosines first)
     std::map<Id, std::vector<const ScheduledPivot*>> checks;  ///< pivot tests after a statement (a node can be the pivot of several steps)
     std::size_t parts = 1;
@@ -223,11 +233,12 @@ void allocate(Layout& L, const ir::Program& P, const std::vector<Id>& outputs, c
     for (long m : max_locals) L.values += m;
 }
 
-Layout plan(const EmitInput& in) {
+Layout plan(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac) {
     const Factorization& f = *in.factorization;
     const ir::Program& P = f.prog;
     Layout L;
-    std::vector<Id> roots = f.outputs;
+    L.fn = fn, L.out = f.outputs, L.jac = jac;
+    std::vector<Id> roots = L.written();
     for (const ScheduledPivot& p : f.pivots)
         if (!P.is_const(p.value)) roots.push_back(p.value), L.checks[p.value].push_back(&p);
     std::vector<bool> live = P.live_nodes(roots);
@@ -257,17 +268,17 @@ Layout plan(const EmitInput& in) {
         for (Id x : L.stmts)
             for (Id o : {P.node(x).a, P.node(x).b})
                 if (o >= 0 && part[o] >= 0 && part[o] != part[x]) L.shared[o] = true;
-        for (Id o : f.outputs)
+        for (Id o : L.written())
             if (part[o] >= 0) L.shared[o] = true;
     }
-    allocate(L, P, f.outputs, part);
+    allocate(L, P, L.written(), part);
     L.workspace = L.stack(in.scalar_double ? sizeof(double) : sizeof(float)) > in.max_stack;
     return L;
 }
 
 /// The header's paragraph on stack use: the estimate, the budget, and the workspace form when emitted.
-std::string stack_comment(const EmitInput& in, const Layout& L) {
-    const std::string& N = in.name;
+std::string stack_comment(const EmitInput& in, const Layout& L) {  // for the entry point L.fn
+    const std::string& N = L.fn;
     std::string est;
     if (in.scalar_double) est = fmt::format("{} about {} bytes", N, L.stack(sizeof(double)));
     if (in.scalar_float) est += fmt::format("{}{}_f about {} bytes", est.empty() ? "" : ", ", N, L.stack(sizeof(float)));
@@ -291,7 +302,8 @@ std::string stack_comment(const EmitInput& in, const Layout& L) {
     return s;
 }
 
-std::string header(const EmitInput& in, const Layout& L) {
+std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
+    const Layout& L = layouts.front();
     const std::string& N = in.name;
     const Model& m = in.load->model;
     const System& sys = *in.system;
@@ -319,7 +331,31 @@ std::string header(const EmitInput& in, const Layout& L) {
         if (in.scalar_double) s += fmt::format("int {}_ws(const double* q, const double* qd, const double* in, double* out, void* work);\n", N);
         if (in.scalar_float) s += fmt::format("int {}_f_ws(const float* q, const float* qd, const float* in, float* out, void* work);\n", N);
     }
-    s += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+    s += "#ifdef __cplusplus\n}\n#endif\n";
+    std::string decl;
+    if (layouts.size() > 1) {  // --derivatives
+        const Layout& D = layouts[1];
+        const Model& mm = in.load->model;
+        const std::vector<Tangent> cols = jacobian_columns(mm, static_cast<int>(sys.in.size()));
+        s += fmt::format("\n/* {0}: out as {1} writes it, and jac (NOUT x {2}_NJAC, row-major), the Jacobian of out with\n"
+                         " * respect to [q-tangent ({3}), qd ({3}), in ({4})]. The q-tangent of a joint angle is the angle; a\n"
+                         " * floating base is perturbed locally, q (+) d with d = [dw; dv] in the base frame (angular first):\n"
+                         " * R(q (+) d) = R(q) exp([dw]x), p(q (+) d) = p + R(q) dv. Columns, in order (the manifest's\n"
+                         " * derivatives.jac_columns): {5} ... {6}. Same status codes as {1}; nothing is written unless every\n"
+                         " * output and derivative is finite. Reentrant, no heap. docs/derivatives.md. */\n",
+                         D.fn, in.name, in.name, independent_v_slots(mm).size(), sys.in.size(), cols.empty() ? "" : cols.front().label,
+                         cols.empty() ? "" : cols.back().label);
+        s += fmt::format("#define {}_NJAC {}\n", in.name, cols.size());
+        s += stack_comment(in, D);
+        if (in.scalar_double) decl += fmt::format("int {}(const double* q, const double* qd, const double* in, double* out, double* jac);\n", D.fn);
+        if (in.scalar_float) decl += fmt::format("int {}_f(const float* q, const float* qd, const float* in, float* out, float* jac);\n", D.fn);
+        if (D.workspace) {
+            if (in.scalar_double) decl += fmt::format("int {}_ws(const double* q, const double* qd, const double* in, double* out, double* jac, void* work);\n", D.fn);
+            if (in.scalar_float) decl += fmt::format("int {}_f_ws(const float* q, const float* qd, const float* in, float* out, float* jac, void* work);\n", D.fn);
+        }
+    }
+    if (!decl.empty()) s += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n" + decl + "#ifdef __cplusplus\n}\n#endif\n";
+    s += "\n#endif\n";
     return s;
 }
 
@@ -351,16 +387,17 @@ struct Printer {
     }
 };
 
-/// The finiteness check (never a silent NaN) and the writes of the outputs.
-std::string outputs_block(const Printer& pr, const std::vector<Id>& outputs) {
-    std::string s = "    // --- outputs: written only when every one is finite\n    if (!(";
+/// The finiteness check (never a silent NaN) and the writes of the outputs (and of the Jacobian).
+std::string outputs_block(const Printer& pr, const Layout& L) {
+    std::string s = fmt::format("    // --- outputs{}: written only when every one is finite\n    if (!(", L.jac.empty() ? "" : " and their Jacobian");
     std::set<Id> tested;  // each value once (a symmetric matrix repeats half of them); constants are finite
-    for (Id o : outputs)
+    for (Id o : L.written())
         if (!pr.P.is_const(o) && tested.insert(o).second)
             s += fmt::format("{}std::isfinite({})", tested.size() > 1 ? " && " : "", pr.operand(o));
     s += tested.empty() ? "true" : "";
     s += ")) return NELU_STATUS_NOT_FINITE;\n";
-    for (std::size_t k = 0; k < outputs.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(outputs[k]));
+    for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(L.out[k]));
+    for (std::size_t k = 0; k < L.jac.size(); ++k) s += fmt::format("    jac[{}] = {};\n", k, pr.operand(L.jac[k]));
     return s;
 }
 
@@ -368,8 +405,9 @@ std::string outputs_block(const Printer& pr, const std::vector<Id>& outputs) {
 /// NAME_impl (the ordinary form), or NAME_ws_part0.. called by NAME_ws_impl (the workspace form,
 /// every value in the caller's w[]).
 std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, std::string>& notes, bool ws) {
-    const std::string& N = in.name;
+    const std::string& N = L.fn;
     const Factorization& f = *in.factorization;
+    const std::string jac_param = L.jac.empty() ? "" : ", T* jac";
     const SlotMap map = slot_map(in.load->model);
     const Printer pr{f.prog, L.shared, ws ? &L.slot : nullptr, map};
     const bool split = ws || L.parts > 1;  // parts that report a status, and an impl that calls them
@@ -383,7 +421,7 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
                              "    (void)q, (void)qd, (void)in, (void)w;\n    int status = NELU_STATUS_OK;\n", fn, p,
                              ws ? std::string("T* w") : N + "_work<T>& w");
         else
-            s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out) {{\n    (void)q, (void)qd, (void)in;\n", N);
+            s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out{}) {{\n    (void)q, (void)qd, (void)in;\n", N, jac_param);
         if (ws)
             s += fmt::format("    T* volatile reload = w;  // w is read back from here every {} statements: values of earlier\n"
                              "                             // statements are then loaded from the workspace, not kept in registers or spilled\n",
@@ -413,46 +451,49 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
                                            : "    if (!({})) return NELU_STATUS_SMALL_PIVOT;\n", t);
             }
         }
-        if (!split) s += outputs_block(pr, f.outputs);
+        if (!split) s += outputs_block(pr, L);
         s += split ? "    return status;\n}\n\n" : "    return NELU_STATUS_OK;\n}\n\n";
     }
     if (split) {
-        s += fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out{}) {{\n{}    int status = NELU_STATUS_OK;\n",
-                         fn, ws ? ", T* w" : "", ws ? "" : fmt::format("    {}_work<T> w;\n", N));
+        s += fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out{}{}) {{\n{}    int status = NELU_STATUS_OK;\n",
+                         fn, jac_param, ws ? ", T* w" : "", ws ? "" : fmt::format("    {}_work<T> w;\n", N));
         for (std::size_t p = 0; p < L.parts; ++p)
             s += fmt::format("    if ((status = {}_part{}(q, qd, in, w)) != NELU_STATUS_OK) return status;\n", fn, p);
-        s += outputs_block(pr, f.outputs);
+        s += outputs_block(pr, L);
         s += "    return NELU_STATUS_OK;\n}\n\n";
     }
     return s;
 }
 
-std::string source(const EmitInput& in, const Layout& L) {
+std::string source(const EmitInput& in, const std::vector<Layout>& layouts) {
     const std::string& N = in.name;
     std::map<Id, std::string> notes = annotations(in);
     std::string s = banner(in, N + ".cpp");
     s += fmt::format("#include \"{}.hpp\"\n\n#include <cmath>\n\nnamespace {{\n\n", N);
-    if (L.parts > 1) {
-        s += fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", N);
-        for (Id x : L.stmts)
-            if (L.shared[x]) s += fmt::format("    T t{};\n", x);
-        s += "};\n\n";
+    for (const Layout& L : layouts) {
+        if (L.parts > 1) {
+            s += fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
+            for (Id x : L.stmts)
+                if (L.shared[x]) s += fmt::format("    T t{};\n", x);
+            s += "};\n\n";
+        }
+        s += functions(in, L, notes, false);
+        if (L.workspace) s += functions(in, L, notes, true);
     }
-    s += functions(in, L, notes, false);
-    if (L.workspace) s += functions(in, L, notes, true);
-    s += "}  // namespace\n\n";
-    if (in.scalar_double)
-        s += fmt::format("extern \"C\" int {0}(const double* q, const double* qd, const double* in, double* out) {{\n"
-                         "    return {0}_impl<double>(q, qd, in, out);\n}}\n", N);
-    if (in.scalar_float)
-        s += fmt::format("\nextern \"C\" int {0}_f(const float* q, const float* qd, const float* in, float* out) {{\n"
-                         "    return {0}_impl<float>(q, qd, in, out);\n}}\n", N);
-    if (L.workspace && in.scalar_double)
-        s += fmt::format("\nextern \"C\" int {0}_ws(const double* q, const double* qd, const double* in, double* out, void* work) {{\n"
-                         "    return {0}_ws_impl<double>(q, qd, in, out, static_cast<double*>(work));\n}}\n", N);
-    if (L.workspace && in.scalar_float)
-        s += fmt::format("\nextern \"C\" int {0}_f_ws(const float* q, const float* qd, const float* in, float* out, void* work) {{\n"
-                         "    return {0}_ws_impl<float>(q, qd, in, out, static_cast<float*>(work));\n}}\n", N);
+    s += "}  // namespace\n";
+    for (const Layout& L : layouts) {
+        const std::string jp = L.jac.empty() ? "" : ", {0}* jac", ja = L.jac.empty() ? "" : ", jac";
+        auto entry = [&](const char* scalar, const std::string& name, const std::string& impl, bool ws) {
+            return fmt::format("\nextern \"C\" int {1}(const {0}* q, const {0}* qd, const {0}* in, {0}* out{2}{3}) {{\n"
+                               "    return {4}<{0}>(q, qd, in, out{5}{6});\n}}\n",
+                               scalar, name, fmt::format(fmt::runtime(jp), scalar), ws ? ", void* work" : "", impl, ja,
+                               ws ? fmt::format(", static_cast<{}*>(work)", scalar) : std::string());
+        };
+        if (in.scalar_double) s += entry("double", L.fn, L.fn + "_impl", false);
+        if (in.scalar_float) s += entry("float", L.fn + "_f", L.fn + "_impl", false);
+        if (L.workspace && in.scalar_double) s += entry("double", L.fn + "_ws", L.fn + "_ws_impl", true);
+        if (L.workspace && in.scalar_float) s += entry("float", L.fn + "_f_ws", L.fn + "_ws_impl", true);
+    }
     return s;
 }
 
@@ -493,7 +534,56 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
     return j;
 }
 
-std::string manifest(const EmitInput& in, const Layout& L) {
+/// The manifest's account of NAME_derivatives: its columns, the entries of jac that are zero for
+/// every input (structure known at compile time), its operations and stack.
+nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
+    const Model& m = in.load->model;
+    const System& sys = *in.system;
+    const Factorization& f = *in.factorization;
+    const std::vector<Tangent> cols = jacobian_columns(m, static_cast<int>(sys.in.size()));
+    nlohmann::ordered_json j;
+    j["function"] = D.fn;
+    j["jac_rows"] = sys.out.size();
+    j["jac_cols"] = cols.size();
+    j["layout"] = "row-major, rows = out slots, columns = [q-tangent (nv), qd (nv), in (n_in)]";
+    j["floating_base_tangent"] = "q (+) d, d = [dw; dv] in the base frame: R(q (+) d) = R(q) exp([dw]x), p(q (+) d) = p + R(q) dv";
+    nlohmann::ordered_json columns = nlohmann::ordered_json::array();
+    static const char* twist[6] = {"wx", "wy", "wz", "vx", "vy", "vz"};
+    for (const Tangent& t : cols) {
+        nlohmann::ordered_json c;
+        if (t.kind == Tangent::Kind::In) {
+            c = slot_json(m, *in.problem, sys.in[static_cast<std::size_t>(t.index)]);
+            c["input"] = t.index;
+        } else {
+            c["quantity"] = t.kind == Tangent::Kind::Q ? "q_tangent" : "qd";
+            for (const Body& b : m.bodies)
+                if (t.index >= b.v_index && t.index < b.v_index + b.nv()) {
+                    c["joint"] = b.joint_name;
+                    if (b.nv() > 1) c["component"] = twist[t.index - b.v_index];
+                }
+        }
+        columns.push_back(c);
+    }
+    j["jac_columns"] = columns;
+    nlohmann::ordered_json zeros = nlohmann::ordered_json::array();  // per row: the columns whose entry is structurally 0
+    long nzero = 0;
+    for (std::size_t r = 0; r < sys.out.size(); ++r) {
+        nlohmann::ordered_json row = nlohmann::ordered_json::array();
+        for (std::size_t c = 0; c < cols.size(); ++c)
+            if (f.jacobian[r * cols.size() + c] == f.prog.zero()) row.push_back(c), ++nzero;
+        zeros.push_back(row);
+    }
+    j["structural_zeros"] = {{"count", nzero}, {"per_row", zeros}};
+    j["ops"] = ops_json(f.ops_derivatives);
+    j["stack"] = {{"values_live", D.values}, {"estimate_double", D.stack(sizeof(double))}, {"estimate_float", D.stack(sizeof(float))},
+                  {"form", D.workspace ? "ordinary+workspace" : "ordinary"}};
+    if (D.workspace) j["workspace"] = {{"double", {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}}},
+                                       {"float", {{"entry", D.fn + "_f_ws"}, {"bytes", D.work_bytes(sizeof(float))}}}};
+    return j;
+}
+
+std::string manifest(const EmitInput& in, const std::vector<Layout>& layouts) {
+    const Layout& L = layouts.front();
     const Model& m = in.load->model;
     const Factorization& f = *in.factorization;
     nlohmann::ordered_json j;
@@ -582,6 +672,7 @@ std::string manifest(const EmitInput& in, const Layout& L) {
                   {"reason", L.workspace ? "the estimate exceeds the budget (nelu compile --max-stack)" : "the estimate is within the budget"}};
     if (L.workspace) j["workspace"] = work;
     if (in.verified_error >= 0) j["verified"] = {{"states", in.verified_states}, {"tolerance", 1e-9}};
+    if (layouts.size() > 1) j["derivatives"] = derivatives_json(in, layouts[1]);
     return j.dump(2) + "\n";
 }
 
@@ -601,8 +692,9 @@ std::string c_identifier(const std::string& s) {
 }
 
 Emitted run_emit(const EmitInput& in) {
-    const Layout L = plan(in);
-    return {header(in, L), source(in, L), manifest(in, L)};
+    std::vector<Layout> layouts{plan(in, in.name, {})};
+    if (!in.factorization->jacobian.empty()) layouts.push_back(plan(in, in.name + "_derivatives", in.factorization->jacobian));
+    return {header(in, layouts), source(in, layouts), manifest(in, layouts)};
 }
 
 }  // namespace nelu
