@@ -150,6 +150,15 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
     return d / std::max(max_abs(b), 1e-300);
 }
 
+/// The .json files of a folder, sorted.
+std::vector<fs::path> json_files(const fs::path& dir) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
 struct Worst {
     double tau = 0, qdd = 0, M = 0, qdd_back = 0, cond = 0;
 };
@@ -336,10 +345,7 @@ TEST_CASE("oracle: RNEA, ABA and CRBA agree with Pinocchio on the shared robots"
     std::printf("oracle: nlohmann/json.hpp not available: SKIPPED (install nlohmann-json3-dev)\n");
     MESSAGE("skipped: nlohmann-json not installed");
 #else
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".json") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
+    const std::vector<fs::path> files = json_files(dir);
     REQUIRE(!files.empty());
     Worst all;
     std::printf("oracle (Pinocchio 3.7.0): worst over the states of max|nelu - oracle| / max|oracle| (rnea, aba, crba),\n"
@@ -368,10 +374,7 @@ TEST_CASE("oracle: derivatives of the compiled id and fd solvers agree with Pino
 #if !NELU_HAVE_NLOHMANN_JSON
     MESSAGE("skipped: nlohmann-json not installed");
 #else
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".json") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
+    const std::vector<fs::path> files = json_files(dir);
     REQUIRE(!files.empty());
     std::printf("oracle derivatives (Pinocchio 3.7.0): worst relative error of d tau / d(q, qd) and d qdd / d(q, qd, tau)\n");
     for (const fs::path& f : files) {
