@@ -422,11 +422,11 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
                              ws ? std::string("T* w") : N + "_work<T>& w");
         else
             s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out{}) {{\n    (void)q, (void)qd, (void)in;\n", N, jac_param);
-        if (ws)
+        const std::size_t lo = p * kStatementsPerPart, hi = std::min(L.stmts.size(), lo + kStatementsPerPart);
+        if (ws && hi - lo > kWorkspaceChunk)
             s += fmt::format("    T* volatile reload = w;  // w is read back from here every {} statements: values of earlier\n"
                              "                             // statements are then loaded from the workspace, not kept in registers or spilled\n",
                              kWorkspaceChunk);
-        const std::size_t lo = p * kStatementsPerPart, hi = std::min(L.stmts.size(), lo + kStatementsPerPart);
         for (std::size_t k = lo; k < hi; ++k) {
             const Id i = L.stmts[k];
             if (ws && k > lo && (k - lo) % kWorkspaceChunk == 0) s += "    w = reload;\n";
