@@ -157,8 +157,9 @@ int run_check_command(const nelu::CheckOptions& o) {
                              r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_float) : std::string());
     if (r.derivatives)
         std::cout << fmt::format("  derivatives on {} states: jac against the compiler's derivative program {:.2e} (tolerance 1e-10), "
-                                 "against central differences of the value solver {:.2e} (1e-5); out against the value solver {:.2e} (1e-13)\n",
-                                 r.derivative_states, r.jac_vs_ir, r.jac_vs_differences, r.out_vs_value);
+                                 "against central differences of the value solver {:.2e} (1e-5); out against the value solver {:.2e} (1e-13); "
+                                 "float jac against double {:.2e} (1e-4)\n",
+                                 r.derivative_states, r.jac_vs_ir, r.jac_vs_differences, r.out_vs_value, r.jac_float);
     const bool ok = r.pass();
     std::cout << fmt::format("  {} (tolerances: double {:.0e}, float {:.1e}; {} error{})\n", ok ? "PASS" : "FAIL", r.tolerance_double(), r.tolerance_float(),
                              r.seeks_qdd ? "backward" : "relative", r.failed_status ? fmt::format("; {} calls returned a non-zero status", r.failed_status) : "");

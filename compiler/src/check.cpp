@@ -29,6 +29,7 @@ namespace {
 using SolverD = int (*)(const double*, const double*, const double*, double*);
 using SolverF = int (*)(const float*, const float*, const float*, float*);
 using DerivativesD = int (*)(const double*, const double*, const double*, double*, double*);
+using DerivativesF = int (*)(const float*, const float*, const float*, float*, float*);
 
 /// The independent coordinates moved along one Jacobian column by `h`: a joint's own coordinate, a
 /// floating base's local twist component (q (+) h e_k: R exp(h [e_k]x), or p + R h e_k), a velocity,
@@ -130,6 +131,7 @@ CheckReport run_check(const CheckOptions& o) {
     auto ff = reinterpret_cast<SolverF>(::dlsym(lib, (r.name + "_f").c_str()));
     if (!fd) throw std::runtime_error("nelu check: the solver has no double entry point " + r.name);
     auto fjac = co.derivatives ? reinterpret_cast<DerivativesD>(::dlsym(lib, (r.name + "_derivatives").c_str())) : nullptr;
+    auto fjac_f = co.derivatives ? reinterpret_cast<DerivativesF>(::dlsym(lib, (r.name + "_derivatives_f").c_str())) : nullptr;
     if (co.derivatives && !fjac) throw std::runtime_error("nelu check: the manifest lists derivatives, but the solver has no " + r.name + "_derivatives");
     CheckReport rep;
     rep.name = r.name;
@@ -165,6 +167,11 @@ CheckReport run_check(const CheckOptions& o) {
             for (std::size_t k = 0; k < nout; ++k) Jfd[k * nc + c] = (side[0][k] - side[1][k]) / 2e-6;
         }
         rep.jac_vs_differences = std::max(rep.jac_vs_differences, forward_error(J, Jfd));
+        if (fjac_f) {  // float: the same Jacobian to float's accuracy, relative to its largest entry
+            std::vector<float> qf(q.begin(), q.end()), qdf(qd.begin(), qd.end()), inf(in.begin(), in.end()), of(nout), Jf(J.size());
+            if (fjac_f(qf.data(), qdf.data(), inf.data(), of.data(), Jf.data()) != NELU_STATUS_OK) ++rep.failed_status;
+            else rep.jac_float = std::max(rep.jac_float, forward_error(std::vector<double>(Jf.begin(), Jf.end()), J));
+        }
         ++rep.derivative_states;
     };
     for (const State& st : states) {

@@ -29,9 +29,11 @@ struct CheckReport {
     /// With NAME_derivatives (compiled with --derivatives): its jac against the compiler's own
     /// derivative program (the IR, evaluated: the C++ compiler's translation is exact to rounding)
     /// and against central differences of the compiled value solver along each column (step 1e-6;
-    /// agreement to about 1e-6 relative is what differences give), and its out against NAME's.
+    /// agreement to about 1e-6 relative is what differences give), and its out against NAME's;
+    /// NAME_derivatives_f's jac against the double one to 1e-4 of its largest entry.
     bool derivatives = false;
     double jac_vs_ir = 0, jac_vs_differences = 0, out_vs_value = 0;
+    double jac_float = 0;  ///< NAME_derivatives_f's jac against the double one (relative to its largest entry)
     int derivative_states = 0;
     double decisive_double() const { return seeks_qdd ? backward_double : forward_double; }
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }
@@ -44,7 +46,7 @@ struct CheckReport {
     double tolerance_float() const { return sensor ? std::max(1e-4, 1.07e9 * forward_double) : 1e-4; }
     bool pass() const {
         return decisive_double() <= tolerance_double() && decisive_float() <= tolerance_float() && failed_status == 0 &&
-               (!derivatives || (jac_vs_ir <= 1e-10 && jac_vs_differences <= 1e-5 && out_vs_value <= 1e-13));
+               (!derivatives || (jac_vs_ir <= 1e-10 && jac_vs_differences <= 1e-5 && out_vs_value <= 1e-13 && jac_float <= 1e-4));
     }
 };
 
