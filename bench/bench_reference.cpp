@@ -11,34 +11,9 @@
 #include "load.hpp"
 #include "nelu/reference.hpp"
 #include "nelu/state.hpp"
+#include "timing.hpp"
 
-namespace {
-
-/// CPU time of this thread in ns: time the machine spent on other work is not counted.
-double cpu_ns() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return 1e9 * double(t.tv_sec) + double(t.tv_nsec);
-}
-
-template <class F> double median_ns_per_call(F call) {
-    std::vector<double> reps;
-    for (int r = 0; r < 7; ++r) {
-        long calls = 0;
-        const double start = cpu_ns();
-        double elapsed = 0;
-        do {
-            for (int i = 0; i < 16; ++i) call(i);
-            calls += 16;
-            elapsed = cpu_ns() - start;
-        } while (elapsed < 1e8);
-        reps.push_back(elapsed / calls);
-    }
-    std::sort(reps.begin(), reps.end());
-    return reps[reps.size() / 2];
-}
-
-}  // namespace
+using nelu::bench::median_ns_per_call;
 
 int main(int argc, char** argv) {
     if (argc < 2) {

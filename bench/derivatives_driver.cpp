@@ -16,41 +16,14 @@
 
 #include NELU_SOLVER_HEADER
 
-#define NELU_CAT2(a, b) a##b
-#define NELU_CAT(a, b) NELU_CAT2(a, b)
-#define NELU_NQ NELU_CAT(NELU_SOLVER, _NQ)
-#define NELU_NV NELU_CAT(NELU_SOLVER, _NV)
-#define NELU_NIN NELU_CAT(NELU_SOLVER, _NIN)
-#define NELU_NOUT NELU_CAT(NELU_SOLVER, _NOUT)
+#include "timing.hpp"
+
 #define NELU_NJAC NELU_CAT(NELU_SOLVER, _NJAC)
 #define NELU_DERIVATIVES NELU_CAT(NELU_SOLVER, _derivatives)
 
 namespace {
 
-double cpu_ns() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return 1e9 * double(t.tv_sec) + double(t.tv_nsec);
-}
-
 constexpr int kStates = 16;
-
-template <class F> double median_ns_per_call(F&& call) {
-    std::vector<double> reps;
-    for (int r = 0; r < 7; ++r) {
-        long calls = 0;
-        const double start = cpu_ns();
-        double elapsed = 0;
-        do {
-            for (int k = 0; k < kStates; ++k) call(k);
-            calls += kStates;
-            elapsed = cpu_ns() - start;
-        } while (elapsed < 1e8);
-        reps.push_back(elapsed / double(calls));
-    }
-    std::sort(reps.begin(), reps.end());
-    return reps[reps.size() / 2];
-}
 
 }  // namespace
 
@@ -71,13 +44,13 @@ int main() {
     }
     std::vector<double> out(NELU_NOUT), jac(NELU_NOUT * NELU_NJAC), plus(NELU_NOUT), minus(NELU_NOUT);
     int status = 0;
-    const double value = median_ns_per_call([&](int k) { status |= NELU_SOLVER(q[k].data(), qd[k].data(), in[k].data(), out.data()); });
-    const double deriv = median_ns_per_call([&](int k) {
+    const double value = nelu::bench::median_ns_per_call([&](int k) { status |= NELU_SOLVER(q[k].data(), qd[k].data(), in[k].data(), out.data()); });
+    const double deriv = nelu::bench::median_ns_per_call([&](int k) {
         status |= NELU_DERIVATIVES(q[k].data(), qd[k].data(), in[k].data(), out.data(), jac.data());
     });
     // central differences along every column (joint coordinates, velocities, inputs: the perturbed
     // coordinate of a floating base's orientation is its quaternion component, which costs the same)
-    const double diffs = median_ns_per_call([&](int k) {
+    const double diffs = nelu::bench::median_ns_per_call([&](int k) {
         std::vector<double>* vecs[3] = {&q[k], &qd[k], &in[k]};
         const int sizes[3] = {NELU_NV, NELU_NV, NELU_NIN};
         int col = 0;

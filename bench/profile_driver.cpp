@@ -22,12 +22,7 @@
 
 #include NELU_SOLVER_HEADER
 
-#define NELU_CAT2(a, b) a##b
-#define NELU_CAT(a, b) NELU_CAT2(a, b)
-#define NELU_NQ NELU_CAT(NELU_SOLVER, _NQ)
-#define NELU_NV NELU_CAT(NELU_SOLVER, _NV)
-#define NELU_NIN NELU_CAT(NELU_SOLVER, _NIN)
-#define NELU_NOUT NELU_CAT(NELU_SOLVER, _NOUT)
+#include "timing.hpp"
 #ifndef NELU_FLOATING
 #define NELU_FLOATING 0
 #endif
@@ -35,12 +30,6 @@
 namespace {
 
 constexpr int kStates = 16;
-
-double cpu_ns() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return 1e9 * double(t.tv_sec) + double(t.tv_nsec);
-}
 
 struct Inputs {
     std::vector<std::vector<double>> q, qd, in;
@@ -81,19 +70,8 @@ int main(int argc, char** argv) {
             status |= solver(x.q[k].data(), x.qd[k].data(), x.in[k].data(), out.data());
         }
     } else if (argc == 2 && std::strcmp(argv[1], "time") == 0) {
-        std::vector<double> reps;
-        for (int r = 0; r < 9; ++r) {
-            long calls = 0;
-            const double start = cpu_ns();
-            double elapsed = 0;
-            do {
-                for (int k = 0; k < kStates; ++k) status |= solver(x.q[k].data(), x.qd[k].data(), x.in[k].data(), out.data());
-                calls += kStates;
-                elapsed = cpu_ns() - start;
-            } while (elapsed < 1e8);
-            reps.push_back(elapsed / double(calls));
-        }
-        std::sort(reps.begin(), reps.end());
+        const std::vector<double> reps = nelu::bench::ns_per_call(
+            [&](int k) { status |= solver(x.q[k].data(), x.qd[k].data(), x.in[k].data(), out.data()); }, 9, kStates);
         std::printf("ns %.1f\nmin_ns %.1f\n", reps[reps.size() / 2], reps[0]);
     } else {
         std::fprintf(stderr, "usage: %s calls N | time\n", argv[0]);

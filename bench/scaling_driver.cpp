@@ -15,21 +15,9 @@
 
 #include NELU_SOLVER_HEADER
 
-#define NELU_CAT2(a, b) a##b
-#define NELU_CAT(a, b) NELU_CAT2(a, b)
-#define NELU_NQ NELU_CAT(NELU_SOLVER, _NQ)
-#define NELU_NV NELU_CAT(NELU_SOLVER, _NV)
-#define NELU_NIN NELU_CAT(NELU_SOLVER, _NIN)
-#define NELU_NOUT NELU_CAT(NELU_SOLVER, _NOUT)
+#include "timing.hpp"
 
 namespace {
-
-/// CPU time of this thread in ns: time the machine spent on other work is not counted.
-double cpu_ns() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return 1e9 * double(t.tv_sec) + double(t.tv_nsec);
-}
 
 constexpr int kStates = 16;
 
@@ -55,20 +43,8 @@ template <class T, class F> double median_ns_per_call(F solver, int& status) {
     const Inputs<T> x = make_inputs<T>();
     std::vector<T> out(NELU_NOUT);
     status = 0;
-    std::vector<double> reps;
-    for (int r = 0; r < 7; ++r) {
-        long calls = 0;
-        const double start = cpu_ns();
-        double elapsed = 0;
-        do {
-            for (int k = 0; k < kStates; ++k) status |= solver(x.q[k].data(), x.qd[k].data(), x.in[k].data(), out.data());
-            calls += kStates;
-            elapsed = cpu_ns() - start;
-        } while (elapsed < 1e8);
-        reps.push_back(elapsed / calls);
-    }
-    std::sort(reps.begin(), reps.end());
-    return reps[reps.size() / 2];
+    return nelu::bench::median_ns_per_call(
+        [&](int k) { status |= solver(x.q[k].data(), x.qd[k].data(), x.in[k].data(), out.data()); }, 7, kStates);
 }
 
 }  // namespace
