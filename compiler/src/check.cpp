@@ -47,10 +47,8 @@ void perturb(const Model& m, const Tangent& t, double h, const std::vector<int>&
         const int k = t.index - b.v_index;
         const double qx = x[3], qy = x[4], qz = x[5], qw = x[6];
         if (k >= 3) {  // p += R e_j h
-            const double R[3][3] = {{1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy)},
-                                    {2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx)},
-                                    {2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy)}};
-            for (int i = 0; i < 3; ++i) x[i] += R[i][k - 3] * h;
+            const Mat3<double> R = quat_to_rotation(qx, qy, qz, qw);
+            for (int i = 0; i < 3; ++i) x[i] += R(i, k - 3) * h;
         } else {  // quat <- quat (x) (sin(h/2) e_k, cos(h/2))
             double e[3] = {0, 0, 0};
             e[k] = std::sin(h / 2);

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "system.hpp"
+
 namespace nelu {
 
 std::vector<Tangent> jacobian_columns(const Model& m, int n_in) {
@@ -35,7 +37,7 @@ Differentiator::Differentiator(ir::Program& P, const Model& m, const Tangent& t)
             const int qi = b.q_index;
             ir::Id x = P.input(Source::Q, qi + 3), y = P.input(Source::Q, qi + 4), z = P.input(Source::Q, qi + 5),
                    w = P.input(Source::Q, qi + 6);
-            const ir::Id half = P.constant(0.5), two = P.constant(2);
+            const ir::Id half = P.constant(0.5);
             if (k < 3) {  // d quat / d dw_k = (1/2) q ⊗ (e_k, 0): vector w e_k + qv x e_k, scalar -qv_k
                 const ir::Id qv[3] = {x, y, z};
                 ir::Id vec[3] = {P.zero(), P.zero(), P.zero()};
@@ -48,11 +50,7 @@ Differentiator::Differentiator(ir::Program& P, const Model& m, const Tangent& t)
                 seed_[key(Source::Q, qi + 6)] = P.neg(P.mul(half, qv[k]));
             } else {  // d p / d dv_j = R e_j, R the body-to-world rotation of the unit quaternion
                 const int j = k - 3;
-                ir::Id xx = P.mul(x, x), yy = P.mul(y, y), zz = P.mul(z, z), xy = P.mul(x, y), xz = P.mul(x, z),
-                       yz = P.mul(y, z), wx = P.mul(w, x), wy = P.mul(w, y), wz = P.mul(w, z);
-                ir::Id R[3][3] = {{P.sub(P.one(), P.mul(two, P.add(yy, zz))), P.mul(two, P.sub(xy, wz)), P.mul(two, P.add(xz, wy))},
-                                  {P.mul(two, P.add(xy, wz)), P.sub(P.one(), P.mul(two, P.add(xx, zz))), P.mul(two, P.sub(yz, wx))},
-                                  {P.mul(two, P.sub(xz, wy)), P.mul(two, P.add(yz, wx)), P.sub(P.one(), P.mul(two, P.add(xx, yy)))}};
+                const auto R = quaternion_rotation(P, x, y, z, w);
                 for (int i = 0; i < 3; ++i) seed_[key(Source::Q, qi + i)] = R[i][j];
             }
         }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <complex>
 #include <random>
 #include <set>
 #include <tuple>
@@ -159,25 +160,35 @@ std::vector<double> Program::evaluate(const double* q, const double* qd, const d
 
 std::vector<double> Program::evaluate(const double* q, const double* qd, const double* in,
                                       const std::vector<bool>& live) const {
-    std::vector<double> v(nodes_.size(), 0.0);
+    return evaluate_as<double>(q, qd, in, live);
+}
+
+template <class S>
+std::vector<S> Program::evaluate_as(const S* q, const S* qd, const S* in, const std::vector<bool>& live) const {
+    using std::cos, std::sin, std::sqrt;
+    std::vector<S> v(nodes_.size(), S(0));
     for (int i = 0; i < size(); ++i) {
         if (!live[i]) continue;
         const Node& n = nodes_[i];
         switch (n.op) {
-            case Op::Const: v[i] = n.value; break;
+            case Op::Const: v[i] = S(n.value); break;
             case Op::Input: v[i] = n.source == Source::Q ? q[n.index] : n.source == Source::Qd ? qd[n.index] : in[n.index]; break;
             case Op::Add: v[i] = v[n.a] + v[n.b]; break;
             case Op::Sub: v[i] = v[n.a] - v[n.b]; break;
             case Op::Mul: v[i] = v[n.a] * v[n.b]; break;
             case Op::Div: v[i] = v[n.a] / v[n.b]; break;
             case Op::Neg: v[i] = -v[n.a]; break;
-            case Op::Sin: v[i] = std::sin(v[n.a]); break;
-            case Op::Cos: v[i] = std::cos(v[n.a]); break;
-            case Op::Sqrt: v[i] = std::sqrt(v[n.a]); break;
+            case Op::Sin: v[i] = sin(v[n.a]); break;
+            case Op::Cos: v[i] = cos(v[n.a]); break;
+            case Op::Sqrt: v[i] = sqrt(v[n.a]); break;
         }
     }
     return v;
 }
+
+template std::vector<double> Program::evaluate_as(const double*, const double*, const double*, const std::vector<bool>&) const;
+template std::vector<std::complex<double>> Program::evaluate_as(const std::complex<double>*, const std::complex<double>*,
+                                                                const std::complex<double>*, const std::vector<bool>&) const;
 
 Id Program::rebuild(const Node& x, Id a, Id b) {
     switch (x.op) {

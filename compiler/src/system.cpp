@@ -12,6 +12,17 @@
 #include <fmt/format.h>
 
 namespace nelu {
+
+std::array<std::array<ir::Id, 3>, 3> quaternion_rotation(ir::Program& P, ir::Id x, ir::Id y, ir::Id z, ir::Id w) {
+    using ir::Id;
+    const Id two = P.constant(2);
+    const Id xx = P.mul(x, x), yy = P.mul(y, y), zz = P.mul(z, z), xy = P.mul(x, y), xz = P.mul(x, z),
+             yz = P.mul(y, z), wx = P.mul(w, x), wy = P.mul(w, y), wz = P.mul(w, z);
+    return {{{P.sub(P.one(), P.mul(two, P.add(yy, zz))), P.mul(two, P.sub(xy, wz)), P.mul(two, P.add(xz, wy))},
+             {P.mul(two, P.add(xy, wz)), P.sub(P.one(), P.mul(two, P.add(xx, zz))), P.mul(two, P.sub(yz, wx))},
+             {P.mul(two, P.sub(xz, wy)), P.mul(two, P.add(yz, wx)), P.sub(P.one(), P.mul(two, P.add(xx, yy)))}}};
+}
+
 namespace {
 
 using ir::Id;
@@ -165,12 +176,7 @@ std::vector<Factor> body_factors(ir::Program& P, const Body& b, const InternalFr
             fs.push_back(t);
             Id x = P.input(ir::Source::Q, b.q_index + 3), y = P.input(ir::Source::Q, b.q_index + 4),
                z = P.input(ir::Source::Q, b.q_index + 5), w = P.input(ir::Source::Q, b.q_index + 6);
-            Id two = cst(P, 2);
-            Id xx = P.mul(x, x), yy = P.mul(y, y), zz = P.mul(z, z), xy = P.mul(x, y), xz = P.mul(x, z),
-               yz = P.mul(y, z), wx = P.mul(w, x), wy = P.mul(w, y), wz = P.mul(w, z);
-            Id R[3][3] = {{P.sub(P.one(), P.mul(two, P.add(yy, zz))), P.mul(two, P.sub(xy, wz)), P.mul(two, P.add(xz, wy))},
-                          {P.mul(two, P.add(xy, wz)), P.sub(P.one(), P.mul(two, P.add(xx, zz))), P.mul(two, P.sub(yz, wx))},
-                          {P.mul(two, P.sub(xz, wy)), P.mul(two, P.add(yz, wx)), P.sub(P.one(), P.mul(two, P.add(xx, yy)))}};
+            const auto R = quaternion_rotation(P, x, y, z, w);
             Factor r;
             for (int i = 0; i < 3; ++i)
                 for (int j = 0; j < 3; ++j) r.E[i][j] = R[j][i];

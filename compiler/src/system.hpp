@@ -25,6 +25,7 @@
 // in the full model's slots; emit renumbers them to the independent coordinates.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -124,6 +125,10 @@ struct System {
 /// eliminated by constant pivots and the remaining measurement rows by their normal equations,
 /// see order.hpp and schedule.hpp).
 System run_system(const Model& model, const Problem& problem);
+
+/// The rotation (body to parent) R[i][j] of a floating joint's unit quaternion inputs (x, y, z, w)
+/// as nodes of P; built the same way wherever it is needed, so hash-consing makes them one.
+std::array<std::array<ir::Id, 3>, 3> quaternion_rotation(ir::Program& P, ir::Id x, ir::Id y, ir::Id z, ir::Id w);
 
 
 

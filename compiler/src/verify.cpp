@@ -615,35 +615,6 @@ VerifyReport run_verify(const Model& m, const Problem& p, const System& sys, con
     return rep;
 }
 
-namespace {
-
-/// The value program in complex arithmetic (complex-step differentiation).
-std::vector<std::complex<double>> evaluate_complex(const ir::Program& P, const std::vector<std::complex<double>>& q,
-                                                   const std::vector<std::complex<double>>& qd,
-                                                   const std::vector<std::complex<double>>& in, const std::vector<bool>& live) {
-    using C = std::complex<double>;
-    std::vector<C> v(static_cast<std::size_t>(P.size()));
-    for (int i = 0; i < P.size(); ++i) {
-        if (!live[i]) continue;
-        const ir::Node& n = P.node(i);
-        switch (n.op) {
-            case ir::Op::Const: v[i] = n.value; break;
-            case ir::Op::Input: v[i] = n.source == ir::Source::Q ? q[n.index] : n.source == ir::Source::Qd ? qd[n.index] : in[n.index]; break;
-            case ir::Op::Add: v[i] = v[n.a] + v[n.b]; break;
-            case ir::Op::Sub: v[i] = v[n.a] - v[n.b]; break;
-            case ir::Op::Mul: v[i] = v[n.a] * v[n.b]; break;
-            case ir::Op::Div: v[i] = v[n.a] / v[n.b]; break;
-            case ir::Op::Neg: v[i] = -v[n.a]; break;
-            case ir::Op::Sin: v[i] = std::sin(v[n.a]); break;
-            case ir::Op::Cos: v[i] = std::cos(v[n.a]); break;
-            case ir::Op::Sqrt: v[i] = std::sqrt(v[n.a]); break;
-        }
-    }
-    return v;
-}
-
-}  // namespace
-
 DerivativeReport verify_derivatives(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states) {
     using C = std::complex<double>;
     DerivativeReport rep;
@@ -683,7 +654,7 @@ DerivativeReport verify_derivatives(const Model& m, const Problem& p, const Syst
             for (auto& z : q) z += C(0, h * sv[seed_nodes[j][k++].second]);
             for (auto& z : qd) z += C(0, h * sv[seed_nodes[j][k++].second]);
             for (auto& z : inc) z += C(0, h * sv[seed_nodes[j][k++].second]);
-            const std::vector<C> cv = evaluate_complex(f.prog, q, qd, inc, live_value);
+            const std::vector<C> cv = f.prog.evaluate_as<C>(q.data(), qd.data(), inc.data(), live_value);
             for (std::size_t o = 0; o < no; ++o) {
                 Jcs[o * nc + j] = cv[f.outputs[o]].imag() / h;
                 J[o * nc + j] = val[f.jacobian[o * nc + j]];
