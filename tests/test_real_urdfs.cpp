@@ -76,14 +76,8 @@ void judge(const std::string& urdf, const std::string& problem, bool floating, c
         MESSAGE(fs::path(urdf).filename().string() << " " << problem << base << ": refused (exit " << c.exit_code << "): "
                                                    << c.err.substr(0, c.err.find('\n')));
         // a refusal that prints the spec making the problem solvable is followed: that spec compiles and checks
-        const std::size_t begin = c.err.find("SPEC.yaml being\n"), end = c.err.find("  (see docs/problem-spec.md)");
-        if (begin == std::string::npos || end == std::string::npos) return;
-        std::string spec;
-        for (std::size_t p = c.err.find('\n', begin) + 1; p < end;) {
-            const std::size_t e = c.err.find('\n', p);
-            spec += c.err.substr(p + 4, e - p - 4) + "\n";
-            p = e + 1;
-        }
+        const std::string spec = nelu::test::printed_spec(c.err);
+        if (spec.empty()) return;
         const std::string file = dir + "/hint.yaml";
         std::ofstream(file) << spec;
         judge(urdf, file, false, dir, n);  // the spec says floating_base itself

@@ -106,6 +106,18 @@ CliResult run_nelu(const std::string& args) {
     return r;
 }
 
+std::string printed_spec(const std::string& err) {
+    const std::size_t begin = err.find("SPEC.yaml being\n"), end = err.find("  (see docs/problem-spec.md)");
+    if (begin == std::string::npos || end == std::string::npos) return "";
+    std::string spec;
+    for (std::size_t p = err.find('\n', begin) + 1; p < end;) {
+        const std::size_t e = err.find('\n', p);
+        spec += err.substr(p + 4, e - p - 4) + "\n";
+        p = e + 1;
+    }
+    return spec;
+}
+
 std::string scratch_dir(const std::string& name) {
     fs::path d = fs::temp_directory_path() / ("nelu_test_" + name);
     fs::remove_all(d);

@@ -106,6 +106,10 @@ struct CliResult {
 /// states and validation configurations (the sanitizers make the interpreter several times slower).
 constexpr bool sanitized() { return NELU_SANITIZED; }
 
+/// The problem spec that a forward-dynamics refusal prints to make the problem solvable (the lines
+/// after "SPEC.yaml being", unindented), or "" when `err` prints none.
+std::string printed_spec(const std::string& err);
+
 /// Run `nelu ARGS` (arguments already shell-quoted as needed).
 CliResult run_nelu(const std::string& args);
 
