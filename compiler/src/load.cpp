@@ -518,17 +518,13 @@ void renumber_depth_first(LoadResult& r) {
 /// Principal moments of a body's rotational inertia about its centre of mass, ascending, and the
 /// rounding its computation from (m, h, Ibar) can carry.
 std::array<double, 4> body_moments(const Inertia<double>& I) {
+    Vec3<double> c;
+    Mat3<double> Icm;
+    com_inertia(I, c, Icm);
     Eigen::Matrix3d Ic;
-    const double m = I.m;
-    double cc = 0, c[3] = {0, 0, 0};
-    if (m > 0)
-        for (int k = 0; k < 3; ++k) c[k] = I.h[k] / m, cc += c[k] * c[k];
-    double size = m * cc;
+    double size = I.m * (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
     for (int r = 0; r < 3; ++r)
-        for (int k = 0; k < 3; ++k) {
-            Ic(r, k) = I.Ibar(r, k) - m * ((r == k ? cc : 0.0) - c[r] * c[k]);
-            size = std::max(size, std::abs(I.Ibar(r, k)));
-        }
+        for (int k = 0; k < 3; ++k) Ic(r, k) = Icm(r, k), size = std::max(size, std::abs(I.Ibar(r, k)));
     const Eigen::Vector3d lam = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(Ic, Eigen::EigenvaluesOnly).eigenvalues();
     return {lam(0), lam(1), lam(2), 1e-14 * size};
 }

@@ -253,18 +253,17 @@ V6 cross_motion(ir::Program& P, const V6& v, const V6& m) {
 V6 velocity_product_force(ir::Program& P, const Inertia<double>& I, const V6& v) {
     Id c[3], Ic[3][3];
     const double m = I.m;
-    const double cd[3] = {m > 0 ? I.h[0] / m : 0.0, m > 0 ? I.h[1] / m : 0.0, m > 0 ? I.h[2] / m : 0.0};
-    double icd[3][3], scale = 0;
+    Vec3<double> cd;
+    Mat3<double> icd;
+    com_inertia(I, cd, icd);
+    double scale = 0;
     for (int r = 0; r < 3; ++r)
-        for (int k = 0; k < 3; ++k) {  // I_c = Ibar - m (|c|^2 1 - c c^T)
-            icd[r][k] = I.Ibar(r, k) - m * ((r == k ? cd[0] * cd[0] + cd[1] * cd[1] + cd[2] * cd[2] : 0.0) - cd[r] * cd[k]);
-            scale = std::max(scale, std::abs(icd[r][k]));
-        }
+        for (int k = 0; k < 3; ++k) scale = std::max(scale, std::abs(icd(r, k)));
     for (int r = 0; r < 3; ++r) {
         c[r] = P.constant(cd[r]);
         // a product of inertia that is zero about the centre of mass comes back from Ibar as
         // rounding (1e-18): snap it, or it would cost operations
-        for (int k = 0; k < 3; ++k) Ic[r][k] = P.constant(std::abs(icd[r][k]) < 1e-12 * scale ? 0.0 : icd[r][k]);
+        for (int k = 0; k < 3; ++k) Ic[r][k] = P.constant(std::abs(icd(r, k)) < 1e-12 * scale ? 0.0 : icd(r, k));
     }
     const Id* w = v.data();
     auto wc = cross3(P, w, c);

@@ -197,6 +197,14 @@ template <class S> Inertia<S> inertia_from_com(const S& mass, const Vec3<S>& c, 
         for (int j = i; j < 3; ++j) Ibar(i, j) = Ibar(j, i) = Ic(i, j) - mass * cxcx(i, j);  // symmetric exactly
     return {mass, mass * c, Ibar};
 }
+/// The inverse of inertia_from_com: the centre of mass c = h / m (0 for a massless body) and the
+/// rotational inertia about it, I_c = Ibar - m (|c|^2 1 - c c^T).
+template <class S> void com_inertia(const Inertia<S>& I, Vec3<S>& c, Mat3<S>& Ic) {
+    for (int k = 0; k < 3; ++k) c[k] = I.m > S(0) ? I.h[k] / I.m : S(0);
+    const S cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 3; ++k) Ic(r, k) = I.Ibar(r, k) - I.m * ((r == k ? cc : S(0)) - c[r] * c[k]);
+}
 /// The inertia of the same body expressed in frame A, given X = B_X_A: I_A = X^T I_B X.
 /// Closed form (Featherstone eq. 2.66 with r, E): m' = m, h' = E^T h + m r,
 /// Ibar' = E^T Ibar E - rx (E^T h)x - (E^T h + m r)x rx.
