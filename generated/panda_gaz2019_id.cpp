@@ -11,24 +11,32 @@
 
 #include <cmath>
 
+#include "nelu/trig.hpp"
+
 namespace {
 
 template <class T>
 int panda_gaz2019_id_impl(const T* q, const T* qd, const T* in, T* out) {
     (void)q, (void)qd, (void)in;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t16 = std::cos(q[1]);  // cos of joint panda_joint2
-    const T t17 = std::sin(q[1]);  // sin of joint panda_joint2
-    const T t92 = std::cos(q[2]);  // cos of joint panda_joint3
-    const T t93 = std::sin(q[2]);  // sin of joint panda_joint3
-    const T t185 = std::cos(q[3]);  // cos of joint panda_joint4
-    const T t186 = std::sin(q[3]);  // sin of joint panda_joint4
-    const T t280 = std::cos(q[4]);  // cos of joint panda_joint5
-    const T t281 = std::sin(q[4]);  // sin of joint panda_joint5
-    const T t381 = std::cos(q[5]);  // cos of joint panda_joint6
-    const T t382 = std::sin(q[5]);  // sin of joint panda_joint6
-    const T t482 = std::cos(q[6]);  // cos of joint panda_joint7
-    const T t483 = std::sin(q[6]);  // sin of joint panda_joint7
+    const nelu::SinCos<T> sc16 = nelu::sincos(q[1]);
+    const T t16 = sc16.c;  // cos of joint panda_joint2
+    const T t17 = sc16.s;  // sin of joint panda_joint2
+    const nelu::SinCos<T> sc92 = nelu::sincos(q[2]);
+    const T t92 = sc92.c;  // cos of joint panda_joint3
+    const T t93 = sc92.s;  // sin of joint panda_joint3
+    const nelu::SinCos<T> sc185 = nelu::sincos(q[3]);
+    const T t185 = sc185.c;  // cos of joint panda_joint4
+    const T t186 = sc185.s;  // sin of joint panda_joint4
+    const nelu::SinCos<T> sc280 = nelu::sincos(q[4]);
+    const T t280 = sc280.c;  // cos of joint panda_joint5
+    const T t281 = sc280.s;  // sin of joint panda_joint5
+    const nelu::SinCos<T> sc381 = nelu::sincos(q[5]);
+    const T t381 = sc381.c;  // cos of joint panda_joint6
+    const T t382 = sc381.s;  // sin of joint panda_joint6
+    const nelu::SinCos<T> sc482 = nelu::sincos(q[6]);
+    const T t482 = sc482.c;  // cos of joint panda_joint7
+    const T t483 = sc482.s;  // sin of joint panda_joint7
     const T t19 = qd[0] * t17;
     const T t20 = qd[0] * t16;
     const T t21 = qd[1] * t20;

@@ -11,36 +11,50 @@
 
 #include <cmath>
 
+#include "nelu/trig.hpp"
+
 namespace {
 
 template <class T>
 int quadruped_minicheetah_fd_impl(const T* q, const T* qd, const T* in, T* out) {
     (void)q, (void)qd, (void)in;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t4 = std::cos(q[0]);  // cos of joint FR_abad_joint
-    const T t5 = std::sin(q[0]);  // sin of joint FR_abad_joint
-    const T t8 = std::cos(q[1]);  // cos of joint FR_hip_joint
-    const T t9 = std::sin(q[1]);  // sin of joint FR_hip_joint
-    const T t84 = std::cos(q[2]);  // cos of joint FR_knee_joint
-    const T t85 = std::sin(q[2]);  // sin of joint FR_knee_joint
-    const T t144 = std::cos(q[3]);  // cos of joint FL_abad_joint
-    const T t145 = std::sin(q[3]);  // sin of joint FL_abad_joint
-    const T t148 = std::cos(q[4]);  // cos of joint FL_hip_joint
-    const T t149 = std::sin(q[4]);  // sin of joint FL_hip_joint
-    const T t212 = std::cos(q[5]);  // cos of joint FL_knee_joint
-    const T t213 = std::sin(q[5]);  // sin of joint FL_knee_joint
-    const T t268 = std::cos(q[6]);  // cos of joint RR_abad_joint
-    const T t269 = std::sin(q[6]);  // sin of joint RR_abad_joint
-    const T t272 = std::cos(q[7]);  // cos of joint RR_hip_joint
-    const T t273 = std::sin(q[7]);  // sin of joint RR_hip_joint
-    const T t336 = std::cos(q[8]);  // cos of joint RR_knee_joint
-    const T t337 = std::sin(q[8]);  // sin of joint RR_knee_joint
-    const T t392 = std::cos(q[9]);  // cos of joint RL_abad_joint
-    const T t393 = std::sin(q[9]);  // sin of joint RL_abad_joint
-    const T t396 = std::cos(q[10]);  // cos of joint RL_hip_joint
-    const T t397 = std::sin(q[10]);  // sin of joint RL_hip_joint
-    const T t460 = std::cos(q[11]);  // cos of joint RL_knee_joint
-    const T t461 = std::sin(q[11]);  // sin of joint RL_knee_joint
+    const nelu::SinCos<T> sc4 = nelu::sincos(q[0]);
+    const T t4 = sc4.c;  // cos of joint FR_abad_joint
+    const T t5 = sc4.s;  // sin of joint FR_abad_joint
+    const nelu::SinCos<T> sc8 = nelu::sincos(q[1]);
+    const T t8 = sc8.c;  // cos of joint FR_hip_joint
+    const T t9 = sc8.s;  // sin of joint FR_hip_joint
+    const nelu::SinCos<T> sc84 = nelu::sincos(q[2]);
+    const T t84 = sc84.c;  // cos of joint FR_knee_joint
+    const T t85 = sc84.s;  // sin of joint FR_knee_joint
+    const nelu::SinCos<T> sc144 = nelu::sincos(q[3]);
+    const T t144 = sc144.c;  // cos of joint FL_abad_joint
+    const T t145 = sc144.s;  // sin of joint FL_abad_joint
+    const nelu::SinCos<T> sc148 = nelu::sincos(q[4]);
+    const T t148 = sc148.c;  // cos of joint FL_hip_joint
+    const T t149 = sc148.s;  // sin of joint FL_hip_joint
+    const nelu::SinCos<T> sc212 = nelu::sincos(q[5]);
+    const T t212 = sc212.c;  // cos of joint FL_knee_joint
+    const T t213 = sc212.s;  // sin of joint FL_knee_joint
+    const nelu::SinCos<T> sc268 = nelu::sincos(q[6]);
+    const T t268 = sc268.c;  // cos of joint RR_abad_joint
+    const T t269 = sc268.s;  // sin of joint RR_abad_joint
+    const nelu::SinCos<T> sc272 = nelu::sincos(q[7]);
+    const T t272 = sc272.c;  // cos of joint RR_hip_joint
+    const T t273 = sc272.s;  // sin of joint RR_hip_joint
+    const nelu::SinCos<T> sc336 = nelu::sincos(q[8]);
+    const T t336 = sc336.c;  // cos of joint RR_knee_joint
+    const T t337 = sc336.s;  // sin of joint RR_knee_joint
+    const nelu::SinCos<T> sc392 = nelu::sincos(q[9]);
+    const T t392 = sc392.c;  // cos of joint RL_abad_joint
+    const T t393 = sc392.s;  // sin of joint RL_abad_joint
+    const nelu::SinCos<T> sc396 = nelu::sincos(q[10]);
+    const T t396 = sc396.c;  // cos of joint RL_hip_joint
+    const T t397 = sc396.s;  // sin of joint RL_hip_joint
+    const nelu::SinCos<T> sc460 = nelu::sincos(q[11]);
+    const T t460 = sc460.c;  // cos of joint RL_knee_joint
+    const T t461 = sc460.s;  // sin of joint RL_knee_joint
     const T t12 = qd[0] * T(0.062);
     const T t13 = qd[0] * t9;
     const T t14 = t8 * t12;  // v[FR_thigh_link].vx

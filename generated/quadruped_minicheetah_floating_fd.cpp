@@ -11,6 +11,8 @@
 
 #include <cmath>
 
+#include "nelu/trig.hpp"
+
 namespace {
 
 /// Values that cross from one part of the solver to a later one.
@@ -478,30 +480,42 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- kinematics: transforms, velocities, bias terms b
-    w.t63 = std::cos(q[7]);  // cos of joint FR_abad_joint
-    w.t64 = std::sin(q[7]);  // sin of joint FR_abad_joint
-    w.t145 = std::cos(q[8]);  // cos of joint FR_hip_joint
-    w.t146 = std::sin(q[8]);  // sin of joint FR_hip_joint
-    w.t234 = std::cos(q[9]);  // cos of joint FR_knee_joint
-    w.t235 = std::sin(q[9]);  // sin of joint FR_knee_joint
-    w.t295 = std::cos(q[10]);  // cos of joint FL_abad_joint
-    w.t296 = std::sin(q[10]);  // sin of joint FL_abad_joint
-    w.t365 = std::cos(q[11]);  // cos of joint FL_hip_joint
-    w.t366 = std::sin(q[11]);  // sin of joint FL_hip_joint
-    w.t442 = std::cos(q[12]);  // cos of joint FL_knee_joint
-    w.t443 = std::sin(q[12]);  // sin of joint FL_knee_joint
-    w.t499 = std::cos(q[13]);  // cos of joint RR_abad_joint
-    w.t500 = std::sin(q[13]);  // sin of joint RR_abad_joint
-    w.t568 = std::cos(q[14]);  // cos of joint RR_hip_joint
-    w.t569 = std::sin(q[14]);  // sin of joint RR_hip_joint
-    w.t653 = std::cos(q[15]);  // cos of joint RR_knee_joint
-    w.t654 = std::sin(q[15]);  // sin of joint RR_knee_joint
-    w.t719 = std::cos(q[16]);  // cos of joint RL_abad_joint
-    w.t720 = std::sin(q[16]);  // sin of joint RL_abad_joint
-    w.t785 = std::cos(q[17]);  // cos of joint RL_hip_joint
-    w.t786 = std::sin(q[17]);  // sin of joint RL_hip_joint
-    w.t875 = std::cos(q[18]);  // cos of joint RL_knee_joint
-    w.t876 = std::sin(q[18]);  // sin of joint RL_knee_joint
+    const nelu::SinCos<T> sc63 = nelu::sincos(q[7]);
+    w.t63 = sc63.c;  // cos of joint FR_abad_joint
+    w.t64 = sc63.s;  // sin of joint FR_abad_joint
+    const nelu::SinCos<T> sc145 = nelu::sincos(q[8]);
+    w.t145 = sc145.c;  // cos of joint FR_hip_joint
+    w.t146 = sc145.s;  // sin of joint FR_hip_joint
+    const nelu::SinCos<T> sc234 = nelu::sincos(q[9]);
+    w.t234 = sc234.c;  // cos of joint FR_knee_joint
+    w.t235 = sc234.s;  // sin of joint FR_knee_joint
+    const nelu::SinCos<T> sc295 = nelu::sincos(q[10]);
+    w.t295 = sc295.c;  // cos of joint FL_abad_joint
+    w.t296 = sc295.s;  // sin of joint FL_abad_joint
+    const nelu::SinCos<T> sc365 = nelu::sincos(q[11]);
+    w.t365 = sc365.c;  // cos of joint FL_hip_joint
+    w.t366 = sc365.s;  // sin of joint FL_hip_joint
+    const nelu::SinCos<T> sc442 = nelu::sincos(q[12]);
+    w.t442 = sc442.c;  // cos of joint FL_knee_joint
+    w.t443 = sc442.s;  // sin of joint FL_knee_joint
+    const nelu::SinCos<T> sc499 = nelu::sincos(q[13]);
+    w.t499 = sc499.c;  // cos of joint RR_abad_joint
+    w.t500 = sc499.s;  // sin of joint RR_abad_joint
+    const nelu::SinCos<T> sc568 = nelu::sincos(q[14]);
+    w.t568 = sc568.c;  // cos of joint RR_hip_joint
+    w.t569 = sc568.s;  // sin of joint RR_hip_joint
+    const nelu::SinCos<T> sc653 = nelu::sincos(q[15]);
+    w.t653 = sc653.c;  // cos of joint RR_knee_joint
+    w.t654 = sc653.s;  // sin of joint RR_knee_joint
+    const nelu::SinCos<T> sc719 = nelu::sincos(q[16]);
+    w.t719 = sc719.c;  // cos of joint RL_abad_joint
+    w.t720 = sc719.s;  // sin of joint RL_abad_joint
+    const nelu::SinCos<T> sc785 = nelu::sincos(q[17]);
+    w.t785 = sc785.c;  // cos of joint RL_hip_joint
+    w.t786 = sc785.s;  // sin of joint RL_hip_joint
+    const nelu::SinCos<T> sc875 = nelu::sincos(q[18]);
+    w.t875 = sc875.c;  // cos of joint RL_knee_joint
+    w.t876 = sc875.s;  // sin of joint RL_knee_joint
     const T t7 = q[3] * q[3];
     const T t8 = q[4] * q[4];
     const T t9 = q[3] * q[5];

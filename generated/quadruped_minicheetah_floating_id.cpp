@@ -11,36 +11,50 @@
 
 #include <cmath>
 
+#include "nelu/trig.hpp"
+
 namespace {
 
 template <class T>
 int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in, T* out) {
     (void)q, (void)qd, (void)in;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t63 = std::cos(q[7]);  // cos of joint FR_abad_joint
-    const T t64 = std::sin(q[7]);  // sin of joint FR_abad_joint
-    const T t145 = std::cos(q[8]);  // cos of joint FR_hip_joint
-    const T t146 = std::sin(q[8]);  // sin of joint FR_hip_joint
-    const T t233 = std::cos(q[9]);  // cos of joint FR_knee_joint
-    const T t234 = std::sin(q[9]);  // sin of joint FR_knee_joint
-    const T t294 = std::cos(q[10]);  // cos of joint FL_abad_joint
-    const T t295 = std::sin(q[10]);  // sin of joint FL_abad_joint
-    const T t362 = std::cos(q[11]);  // cos of joint FL_hip_joint
-    const T t363 = std::sin(q[11]);  // sin of joint FL_hip_joint
-    const T t439 = std::cos(q[12]);  // cos of joint FL_knee_joint
-    const T t440 = std::sin(q[12]);  // sin of joint FL_knee_joint
-    const T t496 = std::cos(q[13]);  // cos of joint RR_abad_joint
-    const T t497 = std::sin(q[13]);  // sin of joint RR_abad_joint
-    const T t565 = std::cos(q[14]);  // cos of joint RR_hip_joint
-    const T t566 = std::sin(q[14]);  // sin of joint RR_hip_joint
-    const T t650 = std::cos(q[15]);  // cos of joint RR_knee_joint
-    const T t651 = std::sin(q[15]);  // sin of joint RR_knee_joint
-    const T t716 = std::cos(q[16]);  // cos of joint RL_abad_joint
-    const T t717 = std::sin(q[16]);  // sin of joint RL_abad_joint
-    const T t782 = std::cos(q[17]);  // cos of joint RL_hip_joint
-    const T t783 = std::sin(q[17]);  // sin of joint RL_hip_joint
-    const T t872 = std::cos(q[18]);  // cos of joint RL_knee_joint
-    const T t873 = std::sin(q[18]);  // sin of joint RL_knee_joint
+    const nelu::SinCos<T> sc63 = nelu::sincos(q[7]);
+    const T t63 = sc63.c;  // cos of joint FR_abad_joint
+    const T t64 = sc63.s;  // sin of joint FR_abad_joint
+    const nelu::SinCos<T> sc145 = nelu::sincos(q[8]);
+    const T t145 = sc145.c;  // cos of joint FR_hip_joint
+    const T t146 = sc145.s;  // sin of joint FR_hip_joint
+    const nelu::SinCos<T> sc233 = nelu::sincos(q[9]);
+    const T t233 = sc233.c;  // cos of joint FR_knee_joint
+    const T t234 = sc233.s;  // sin of joint FR_knee_joint
+    const nelu::SinCos<T> sc294 = nelu::sincos(q[10]);
+    const T t294 = sc294.c;  // cos of joint FL_abad_joint
+    const T t295 = sc294.s;  // sin of joint FL_abad_joint
+    const nelu::SinCos<T> sc362 = nelu::sincos(q[11]);
+    const T t362 = sc362.c;  // cos of joint FL_hip_joint
+    const T t363 = sc362.s;  // sin of joint FL_hip_joint
+    const nelu::SinCos<T> sc439 = nelu::sincos(q[12]);
+    const T t439 = sc439.c;  // cos of joint FL_knee_joint
+    const T t440 = sc439.s;  // sin of joint FL_knee_joint
+    const nelu::SinCos<T> sc496 = nelu::sincos(q[13]);
+    const T t496 = sc496.c;  // cos of joint RR_abad_joint
+    const T t497 = sc496.s;  // sin of joint RR_abad_joint
+    const nelu::SinCos<T> sc565 = nelu::sincos(q[14]);
+    const T t565 = sc565.c;  // cos of joint RR_hip_joint
+    const T t566 = sc565.s;  // sin of joint RR_hip_joint
+    const nelu::SinCos<T> sc650 = nelu::sincos(q[15]);
+    const T t650 = sc650.c;  // cos of joint RR_knee_joint
+    const T t651 = sc650.s;  // sin of joint RR_knee_joint
+    const nelu::SinCos<T> sc716 = nelu::sincos(q[16]);
+    const T t716 = sc716.c;  // cos of joint RL_abad_joint
+    const T t717 = sc716.s;  // sin of joint RL_abad_joint
+    const nelu::SinCos<T> sc782 = nelu::sincos(q[17]);
+    const T t782 = sc782.c;  // cos of joint RL_hip_joint
+    const T t783 = sc782.s;  // sin of joint RL_hip_joint
+    const nelu::SinCos<T> sc872 = nelu::sincos(q[18]);
+    const T t872 = sc872.c;  // cos of joint RL_knee_joint
+    const T t873 = sc872.s;  // sin of joint RL_knee_joint
     const T t7 = q[3] * q[3];
     const T t8 = q[4] * q[4];
     const T t9 = q[3] * q[5];

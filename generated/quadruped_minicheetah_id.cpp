@@ -11,36 +11,50 @@
 
 #include <cmath>
 
+#include "nelu/trig.hpp"
+
 namespace {
 
 template <class T>
 int quadruped_minicheetah_id_impl(const T* q, const T* qd, const T* in, T* out) {
     (void)q, (void)qd, (void)in;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t4 = std::cos(q[0]);  // cos of joint FR_abad_joint
-    const T t5 = std::sin(q[0]);  // sin of joint FR_abad_joint
-    const T t8 = std::cos(q[1]);  // cos of joint FR_hip_joint
-    const T t9 = std::sin(q[1]);  // sin of joint FR_hip_joint
-    const T t83 = std::cos(q[2]);  // cos of joint FR_knee_joint
-    const T t84 = std::sin(q[2]);  // sin of joint FR_knee_joint
-    const T t143 = std::cos(q[3]);  // cos of joint FL_abad_joint
-    const T t144 = std::sin(q[3]);  // sin of joint FL_abad_joint
-    const T t147 = std::cos(q[4]);  // cos of joint FL_hip_joint
-    const T t148 = std::sin(q[4]);  // sin of joint FL_hip_joint
-    const T t211 = std::cos(q[5]);  // cos of joint FL_knee_joint
-    const T t212 = std::sin(q[5]);  // sin of joint FL_knee_joint
-    const T t267 = std::cos(q[6]);  // cos of joint RR_abad_joint
-    const T t268 = std::sin(q[6]);  // sin of joint RR_abad_joint
-    const T t271 = std::cos(q[7]);  // cos of joint RR_hip_joint
-    const T t272 = std::sin(q[7]);  // sin of joint RR_hip_joint
-    const T t335 = std::cos(q[8]);  // cos of joint RR_knee_joint
-    const T t336 = std::sin(q[8]);  // sin of joint RR_knee_joint
-    const T t391 = std::cos(q[9]);  // cos of joint RL_abad_joint
-    const T t392 = std::sin(q[9]);  // sin of joint RL_abad_joint
-    const T t395 = std::cos(q[10]);  // cos of joint RL_hip_joint
-    const T t396 = std::sin(q[10]);  // sin of joint RL_hip_joint
-    const T t459 = std::cos(q[11]);  // cos of joint RL_knee_joint
-    const T t460 = std::sin(q[11]);  // sin of joint RL_knee_joint
+    const nelu::SinCos<T> sc4 = nelu::sincos(q[0]);
+    const T t4 = sc4.c;  // cos of joint FR_abad_joint
+    const T t5 = sc4.s;  // sin of joint FR_abad_joint
+    const nelu::SinCos<T> sc8 = nelu::sincos(q[1]);
+    const T t8 = sc8.c;  // cos of joint FR_hip_joint
+    const T t9 = sc8.s;  // sin of joint FR_hip_joint
+    const nelu::SinCos<T> sc83 = nelu::sincos(q[2]);
+    const T t83 = sc83.c;  // cos of joint FR_knee_joint
+    const T t84 = sc83.s;  // sin of joint FR_knee_joint
+    const nelu::SinCos<T> sc143 = nelu::sincos(q[3]);
+    const T t143 = sc143.c;  // cos of joint FL_abad_joint
+    const T t144 = sc143.s;  // sin of joint FL_abad_joint
+    const nelu::SinCos<T> sc147 = nelu::sincos(q[4]);
+    const T t147 = sc147.c;  // cos of joint FL_hip_joint
+    const T t148 = sc147.s;  // sin of joint FL_hip_joint
+    const nelu::SinCos<T> sc211 = nelu::sincos(q[5]);
+    const T t211 = sc211.c;  // cos of joint FL_knee_joint
+    const T t212 = sc211.s;  // sin of joint FL_knee_joint
+    const nelu::SinCos<T> sc267 = nelu::sincos(q[6]);
+    const T t267 = sc267.c;  // cos of joint RR_abad_joint
+    const T t268 = sc267.s;  // sin of joint RR_abad_joint
+    const nelu::SinCos<T> sc271 = nelu::sincos(q[7]);
+    const T t271 = sc271.c;  // cos of joint RR_hip_joint
+    const T t272 = sc271.s;  // sin of joint RR_hip_joint
+    const nelu::SinCos<T> sc335 = nelu::sincos(q[8]);
+    const T t335 = sc335.c;  // cos of joint RR_knee_joint
+    const T t336 = sc335.s;  // sin of joint RR_knee_joint
+    const nelu::SinCos<T> sc391 = nelu::sincos(q[9]);
+    const T t391 = sc391.c;  // cos of joint RL_abad_joint
+    const T t392 = sc391.s;  // sin of joint RL_abad_joint
+    const nelu::SinCos<T> sc395 = nelu::sincos(q[10]);
+    const T t395 = sc395.c;  // cos of joint RL_hip_joint
+    const T t396 = sc395.s;  // sin of joint RL_hip_joint
+    const nelu::SinCos<T> sc459 = nelu::sincos(q[11]);
+    const T t459 = sc459.c;  // cos of joint RL_knee_joint
+    const T t460 = sc459.s;  // sin of joint RL_knee_joint
     const T t12 = qd[0] * T(0.062);
     const T t13 = qd[0] * t9;
     const T t14 = t8 * t12;  // v[FR_thigh_link].vx

@@ -11,22 +11,29 @@
 
 #include <cmath>
 
+#include "nelu/trig.hpp"
+
 namespace {
 
 template <class T>
 int ur5e_hybrid_impl(const T* q, const T* qd, const T* in, T* out) {
     (void)q, (void)qd, (void)in;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t5 = std::cos(q[1]);  // cos of joint shoulder_lift_joint
-    const T t6 = std::sin(q[1]);  // sin of joint shoulder_lift_joint
-    const T t54 = std::cos(q[2]);  // cos of joint elbow_joint
-    const T t55 = std::sin(q[2]);  // sin of joint elbow_joint
-    const T t118 = std::cos(q[3]);  // cos of joint wrist_1_joint
-    const T t119 = std::sin(q[3]);  // sin of joint wrist_1_joint
-    const T t190 = std::cos(q[4]);  // cos of joint wrist_2_joint
-    const T t191 = std::sin(q[4]);  // sin of joint wrist_2_joint
-    const T t261 = std::cos(q[5]);  // cos of joint wrist_3_joint
-    const T t262 = std::sin(q[5]);  // sin of joint wrist_3_joint
+    const nelu::SinCos<T> sc5 = nelu::sincos(q[1]);
+    const T t5 = sc5.c;  // cos of joint shoulder_lift_joint
+    const T t6 = sc5.s;  // sin of joint shoulder_lift_joint
+    const nelu::SinCos<T> sc54 = nelu::sincos(q[2]);
+    const T t54 = sc54.c;  // cos of joint elbow_joint
+    const T t55 = sc54.s;  // sin of joint elbow_joint
+    const nelu::SinCos<T> sc118 = nelu::sincos(q[3]);
+    const T t118 = sc118.c;  // cos of joint wrist_1_joint
+    const T t119 = sc118.s;  // sin of joint wrist_1_joint
+    const nelu::SinCos<T> sc190 = nelu::sincos(q[4]);
+    const T t190 = sc190.c;  // cos of joint wrist_2_joint
+    const T t191 = sc190.s;  // sin of joint wrist_2_joint
+    const nelu::SinCos<T> sc261 = nelu::sincos(q[5]);
+    const T t261 = sc261.c;  // cos of joint wrist_3_joint
+    const T t262 = sc261.s;  // sin of joint wrist_3_joint
     const T t8 = qd[0] * t6;
     const T t9 = qd[0] * t5;
     const T t10 = qd[1] * t9;

@@ -11,22 +11,29 @@
 
 #include <cmath>
 
+#include "nelu/trig.hpp"
+
 namespace {
 
 template <class T>
 int ur5e_id_impl(const T* q, const T* qd, const T* in, T* out) {
     (void)q, (void)qd, (void)in;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t5 = std::cos(q[1]);  // cos of joint shoulder_lift_joint
-    const T t6 = std::sin(q[1]);  // sin of joint shoulder_lift_joint
-    const T t55 = std::cos(q[2]);  // cos of joint elbow_joint
-    const T t56 = std::sin(q[2]);  // sin of joint elbow_joint
-    const T t120 = std::cos(q[3]);  // cos of joint wrist_1_joint
-    const T t121 = std::sin(q[3]);  // sin of joint wrist_1_joint
-    const T t193 = std::cos(q[4]);  // cos of joint wrist_2_joint
-    const T t194 = std::sin(q[4]);  // sin of joint wrist_2_joint
-    const T t265 = std::cos(q[5]);  // cos of joint wrist_3_joint
-    const T t266 = std::sin(q[5]);  // sin of joint wrist_3_joint
+    const nelu::SinCos<T> sc5 = nelu::sincos(q[1]);
+    const T t5 = sc5.c;  // cos of joint shoulder_lift_joint
+    const T t6 = sc5.s;  // sin of joint shoulder_lift_joint
+    const nelu::SinCos<T> sc55 = nelu::sincos(q[2]);
+    const T t55 = sc55.c;  // cos of joint elbow_joint
+    const T t56 = sc55.s;  // sin of joint elbow_joint
+    const nelu::SinCos<T> sc120 = nelu::sincos(q[3]);
+    const T t120 = sc120.c;  // cos of joint wrist_1_joint
+    const T t121 = sc120.s;  // sin of joint wrist_1_joint
+    const nelu::SinCos<T> sc193 = nelu::sincos(q[4]);
+    const T t193 = sc193.c;  // cos of joint wrist_2_joint
+    const T t194 = sc193.s;  // sin of joint wrist_2_joint
+    const nelu::SinCos<T> sc265 = nelu::sincos(q[5]);
+    const T t265 = sc265.c;  // cos of joint wrist_3_joint
+    const T t266 = sc265.s;  // sin of joint wrist_3_joint
     const T t8 = qd[0] * t6;
     const T t9 = qd[0] * t5;
     const T t10 = qd[1] * t9;

@@ -258,6 +258,22 @@ Layout plan(const EmitInput& in, const std::string& fn, const std::vector<Id>& j
                 if (o >= 0) trig[o] = true;
     }
     std::stable_partition(L.stmts.begin(), L.stmts.end(), [&](Id x) { return trig[x]; });
+    // The sine and cosine of one angle side by side, so that the source computes them in one
+    // nelu::sincos (runtime trig.hpp): inline, no call (docs/large-robots.md).
+    std::map<std::pair<int, Id>, Id> trig_of;  // (op, angle) -> node
+    for (Id x : L.stmts)
+        if (P.node(x).op == Op::Sin || P.node(x).op == Op::Cos) trig_of[{static_cast<int>(P.node(x).op), P.node(x).a}] = x;
+    std::vector<Id> paired;
+    std::vector<bool> placed(P.size(), false);
+    for (Id x : L.stmts) {
+        if (placed[x]) continue;
+        paired.push_back(x), placed[x] = true;
+        const ir::Node& n = P.node(x);
+        if (n.op != Op::Sin && n.op != Op::Cos) continue;
+        auto other = trig_of.find({static_cast<int>(n.op == Op::Sin ? Op::Cos : Op::Sin), n.a});
+        if (other != trig_of.end() && !placed[other->second]) paired.push_back(other->second), placed[other->second] = true;
+    }
+    L.stmts = std::move(paired);
     const std::size_t end = L.stmts.size();
     L.parts = std::max<std::size_t>(1, (end + kStatementsPerPart - 1) / kStatementsPerPart);
     // part of each statement; a value used in a later part (or as an output) is shared
@@ -435,7 +451,22 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
             if (now != phase || k == lo) s += fmt::format("    // --- {}\n", now), phase = now;
             auto note = notes.find(i);
             const std::string lhs = ws || L.shared[i] ? pr.name(i) : fmt::format("const T t{}", i);
-            s += fmt::format("    {} = {};{}\n", lhs, pr.expression(f.prog.node(i)), note == notes.end() ? "" : "  // " + note->second);
+            const ir::Node& n = f.prog.node(i);
+            std::string rhs = pr.expression(n);
+            if (n.op == Op::Sin || n.op == Op::Cos) {  // a sine and cosine side by side (plan): one nelu::sincos
+                auto pair_of = [&](std::size_t a, std::size_t b) {
+                    if (b >= hi) return false;
+                    const ir::Node &x = f.prog.node(L.stmts[a]), &y = f.prog.node(L.stmts[b]);
+                    return x.a == y.a && (y.op == Op::Sin || y.op == Op::Cos) && y.op != x.op;
+                };
+                if (pair_of(k, k + 1)) {
+                    s += fmt::format("    const nelu::SinCos<T> sc{} = nelu::sincos({});\n", i, pr.operand(n.a));
+                    rhs = fmt::format("sc{}.{}", i, n.op == Op::Sin ? 's' : 'c');
+                } else if (k > lo && pair_of(k - 1, k)) {
+                    rhs = fmt::format("sc{}.{}", L.stmts[k - 1], n.op == Op::Sin ? 's' : 'c');
+                }
+            }
+            s += fmt::format("    {} = {};{}\n", lhs, rhs, note == notes.end() ? "" : "  // " + note->second);
             auto chk = L.checks.find(i);
             if (chk != L.checks.end()) {  // a part runs to its end (every workspace value it owns is set), then reports
                 std::set<std::string> tests;
@@ -469,7 +500,7 @@ std::string source(const EmitInput& in, const std::vector<Layout>& layouts) {
     const std::string& N = in.name;
     std::map<Id, std::string> notes = annotations(in);
     std::string s = banner(in, N + ".cpp");
-    s += fmt::format("#include \"{}.hpp\"\n\n#include <cmath>\n\nnamespace {{\n\n", N);
+    s += fmt::format("#include \"{}.hpp\"\n\n#include <cmath>\n\n#include \"nelu/trig.hpp\"\n\nnamespace {{\n\n", N);
     for (const Layout& L : layouts) {
         if (L.parts > 1) {
             s += fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
