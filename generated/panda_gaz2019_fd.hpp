@@ -79,6 +79,7 @@
  *   out[6]  qdd panda_joint7
  * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
+/* Code of panda_gaz2019_fd: straight-line, 1788 statements in one function, 6 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 233 values x sizeof(T) + 512 bytes: panda_gaz2019_fd about 4240 bytes, panda_gaz2019_fd_f about 2376 bytes.
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus

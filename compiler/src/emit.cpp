@@ -191,6 +191,8 @@ struct Layout {
     std::vector<bool> shared;  ///< ordinary form: node -> in the NAME_work struct (read in a later part, or an output)
     std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
     int slots = 0;             ///< elements of that array: the most values live at once
+    int sincos_pairs = 0;      ///< angles whose sine and cosine one nelu::sincos computes
+    long work_values = 0;      ///< ordinary form: values in the NAME_work struct (0 for one function)
     long values = 0;           ///< ordinary form: values on the stack at once (the work struct, plus the most locals live in each part)
     bool workspace = false;    ///< the estimate exceeds the budget: the _ws entry points are emitted too
     /// Conservative stack estimate of the ordinary form for a scalar of `size` bytes.
@@ -271,7 +273,8 @@ Layout plan(const EmitInput& in, const std::string& fn, const std::vector<Id>& j
         const ir::Node& n = P.node(x);
         if (n.op != Op::Sin && n.op != Op::Cos) continue;
         auto other = trig_of.find({static_cast<int>(n.op == Op::Sin ? Op::Cos : Op::Sin), n.a});
-        if (other != trig_of.end() && !placed[other->second]) paired.push_back(other->second), placed[other->second] = true;
+        if (other != trig_of.end() && !placed[other->second])
+            paired.push_back(other->second), placed[other->second] = true, ++L.sincos_pairs;
     }
     L.stmts = std::move(paired);
     const std::size_t end = L.stmts.size();
@@ -287,6 +290,7 @@ Layout plan(const EmitInput& in, const std::string& fn, const std::vector<Id>& j
         for (Id o : L.written())
             if (part[o] >= 0) L.shared[o] = true;
     }
+    for (Id x : L.stmts) L.work_values += L.shared[x];
     allocate(L, P, L.written(), part);
     L.workspace = L.stack(in.scalar_double ? sizeof(double) : sizeof(float)) > in.max_stack;
     return L;
@@ -318,6 +322,25 @@ std::string stack_comment(const EmitInput& in, const Layout& L) {  // for the en
     return s;
 }
 
+/// The form of the emitted code, for the manifest (and code_comment for the header).
+nlohmann::ordered_json code_json(const Layout& L) {
+    return {{"form", "straight-line"},
+            {"statements", L.stmts.size()},
+            {"functions", L.parts},
+            {"statements_per_function", kStatementsPerPart},
+            {"work_struct_values", L.work_values},
+            {"sincos", {{"angles", L.sincos_pairs}, {"routine", "nelu::sincos (runtime trig.hpp, inline)"}}}};
+}
+
+std::string code_comment(const Layout& L) {
+    return fmt::format("/* Code of {}: straight-line, {} statements in {}, {} sine-cosine pair{} by nelu::sincos. */\n", L.fn,
+                       L.stmts.size(),
+                       L.parts == 1 ? std::string("one function")
+                                    : fmt::format("{} functions of at most {} statements sharing {} values in {}_work", L.parts,
+                                                  kStatementsPerPart, L.work_values, L.fn),
+                       L.sincos_pairs, L.sincos_pairs == 1 ? "" : "s");
+}
+
 std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
     const Layout& L = layouts.front();
     const std::string& N = in.name;
@@ -339,6 +362,7 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
     for (std::size_t k = 0; k < sys.out.size(); ++k) s += fmt::format(" *   out[{}]  {}\n", k, slot_comment(m, *in.problem, sys.out[k]));
     s += " * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;\n"
          " * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */\n";
+    s += code_comment(L);
     s += stack_comment(in, L);
     s += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
     if (in.scalar_double) s += fmt::format("int {}(const double* q, const double* qd, const double* in, double* out);\n", N);
@@ -362,6 +386,7 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
                          D.fn, in.name, in.name, independent_v_slots(mm).size(), sys.in.size(), cols.empty() ? "" : cols.front().label,
                          cols.empty() ? "" : cols.back().label);
         s += fmt::format("#define {}_NJAC {}\n", in.name, cols.size());
+        s += code_comment(D);
         s += stack_comment(in, D);
         if (in.scalar_double) decl += fmt::format("int {}(const double* q, const double* qd, const double* in, double* out, double* jac);\n", D.fn);
         if (in.scalar_float) decl += fmt::format("int {}_f(const float* q, const float* qd, const float* in, float* out, float* jac);\n", D.fn);
@@ -606,6 +631,7 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     }
     j["structural_zeros"] = {{"count", nzero}, {"per_row", zeros}};
     j["ops"] = ops_json(f.ops_derivatives);
+    j["code"] = code_json(D);
     j["stack"] = {{"values_live", D.values}, {"estimate_double", D.stack(sizeof(double))}, {"estimate_float", D.stack(sizeof(float))},
                   {"form", D.workspace ? "ordinary+workspace" : "ordinary"}};
     if (D.workspace) j["workspace"] = {{"double", {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}}},
@@ -698,6 +724,7 @@ std::string manifest(const EmitInput& in, const std::vector<Layout>& layouts) {
         estimate["float"] = L.stack(sizeof(float));
         work["float"] = {{"entry", in.name + "_f_ws"}, {"bytes", L.work_bytes(sizeof(float))}, {"align", alignof(float)}};
     }
+    j["code"] = code_json(L);
     j["stack"] = {{"budget", in.max_stack}, {"values_live", L.values}, {"estimate", estimate},
                   {"form", L.workspace ? "ordinary+workspace" : "ordinary"},
                   {"reason", L.workspace ? "the estimate exceeds the budget (nelu compile --max-stack)" : "the estimate is within the budget"}};
