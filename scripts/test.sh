@@ -19,7 +19,7 @@ echo "== build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests"
-ctest --test-dir build --output-on-failure -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L extended: the largest derivative solvers
 echo "== installed package: examples/consumer"
 NELU_BUILD_DIR=build bash scripts/example.sh
 echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly"
