@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite, as CI runs it.
-#   1. Release-with-debug-info build, every doctest suite through CTest, then the installed
+#   1. Release-with-debug-info build, every doctest suite through CTest (but the label extended: the
+#      largest derivative solvers, `ctest --test-dir build -L extended`), then the installed
 #      package used by examples/consumer (scripts/example.sh), then a benchmark smoke (bench/ built
 #      with the chain of 7 only and the iwim cases on a DH chain of 8 instead of 50 links, whose
 #      fully actuated solver alone takes about a minute of g++; the agreement checks of every

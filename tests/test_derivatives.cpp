@@ -10,10 +10,10 @@
 // float) took 65 s with g++ -O2 on a loaded 2-core machine, 10.3 s of CPU with g++ -O0 and 3.7 s
 // with clang++ -O0 (the floating humanoid's fd with every link's wrench, 10 MB: 16 min with g++
 // -O2). So nelu check builds the test solvers with clang++ -O0 (g++ -O0 where clang++ is absent)
-// but the UR5e's id and fd, which stay at check's c++ -O2, as users build them. The cases whose solvers are largest (the floating arms and the floating
-// humanoid's hybrid and sensor problems, its fd with wrenches: about 35 MB of C++ together) are in
-// the test case marked "extended", skipped by default and registered as test_derivatives_extended
-// (ctest -L extended; not in CI).
+// but the UR5e's id and fd, which stay at check's c++ -O2, as users build them. The largest solvers
+// (the floating Panda, the floating humanoid's hybrid problem and its fd with every link's wrench:
+// over 20 MB of C++) are in the test case marked "extended", skipped by default and registered as
+// test_derivatives_extended (ctest -L extended; not in CI).
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -97,22 +97,40 @@ TEST_CASE("derivatives: every shipped robot, fixed base: id, fd, hybrid, a squar
     }
 }
 
+/// A floating arm's id, the spec its refused fd prints (the base's acceleration known: a hybrid
+/// problem, see below), and its square and least-squares sensor problems.
+static std::vector<Case> floating_arm(const std::string& urdf, const std::string& s, const std::string& ft, const std::string& acc) {
+    const nelu::test::CliResult f = run_nelu("compile '" + robot(urdf) + "' --problem fd --floating-base -o '" +
+                                             nelu::test::scratch_dir("derivatives_printed") + "'");
+    const std::string printed = nelu::test::printed_spec(f.err);
+    INFO(f.out << f.err);
+    REQUIRE(!printed.empty());
+    const std::string file = nelu::test::scratch_dir("derivatives_spec_" + s) + "/fd_base_known.yaml";
+    std::ofstream(file) << printed;
+    return {{urdf, "id", s + "_id_fb", true}, {urdf, file, s + "_fd_base_known_fb", true}, {urdf, ft, s + "_ft_fb", true},
+            {urdf, acc, s + "_acc_fb", true}};
+}
+
 TEST_CASE("derivatives: floating bases") {
     // the Mini Cheetah's id and fd are above; the humanoid's fd without external wrenches here (90
-    // columns, 6.8 MB of C++), with them (240 columns, 10 MB) in the extended case
+    // columns, 6.8 MB of C++), with them (240 columns, 10 MB) in the extended case, with its hybrid
+    // problem (6.6 MB) and the floating Panda
     std::vector<Case> cases = sensor_and_hybrid("quadruped_minicheetah.urdf", "minicheetah", true);
     cases.push_back({"humanoid_winter.urdf", "id", "humanoid_id_fb", true});
     cases.push_back({"humanoid_winter.urdf", nelu::test::source_dir() + "/bench/specs/fd_zero_fx.yaml", "humanoid_fd0_fb", true});
+    cases.push_back({"humanoid_winter.urdf", fixture("humanoid_ft.yaml"), "humanoid_ft_fb", true});
+    cases.push_back({"humanoid_winter.urdf", fixture("humanoid_acc.yaml"), "humanoid_acc_fb", true});
+    for (const Case& c : floating_arm("ur5e.urdf", "ur5e", spec("ur5e_wrist_ft.yaml"), spec("ur5e_accelerometer.yaml"))) cases.push_back(c);
     run(cases);
 }
 
-TEST_CASE("derivatives: a floating arm on a massless base link is refused forward dynamics; the printed spec compiles") {
+TEST_CASE("derivatives: a floating arm on a massless base link is refused forward dynamics") {
     // The UR5e's base_link and the Panda's panda_link0 carry no inertia: with a floating base, a
     // torque-controlled first joint leaves the base free to turn about that joint's axis with
     // nothing resisting (forward dynamics is singular, docs/problem-spec.md). fd and the hybrid
     // specs (first joint torque-controlled) are refused, naming root_joint; the spec printed for fd
-    // (the base's acceleration known, its wrench sought) compiles with --derivatives and checks in
-    // the extended case below.
+    // (the base's acceleration known, its wrench sought) compiles with --derivatives and checks
+    // (floating_arm).
     for (const auto& [urdf, hybrid] : {std::pair<std::string, std::string>{"ur5e.urdf", spec("ur5e_hybrid.yaml")},
                                        {"panda_gaz2019.urdf", fixture("panda_hybrid.yaml")}}) {
         CAPTURE(urdf);
@@ -130,24 +148,9 @@ TEST_CASE("derivatives: a floating arm on a massless base link is refused forwar
     }
 }
 
-TEST_CASE("derivatives (extended): the floating arms and the floating humanoid's largest solvers" * doctest::skip()) {
-    std::vector<Case> cases;
-    for (const auto& [urdf, s] : {std::pair<std::string, std::string>{"ur5e.urdf", "ur5e"}, {"panda_gaz2019.urdf", "panda"}}) {
-        cases.push_back({urdf, "id", s + "_id_fb", true});
-        // fd is refused (above): the spec it prints, the base's acceleration known
-        const nelu::test::CliResult f = run_nelu("compile '" + robot(urdf) + "' --problem fd --floating-base -o '" +
-                                                 nelu::test::scratch_dir("derivatives_printed") + "'");
-        const std::string printed = nelu::test::printed_spec(f.err);
-        REQUIRE(!printed.empty());
-        const std::string file = nelu::test::scratch_dir("derivatives_spec_" + s) + "/fd_base_known.yaml";
-        std::ofstream(file) << printed;
-        cases.push_back({urdf, file, s + "_fd_base_known_fb", true});
-    }
-    cases.push_back({"ur5e.urdf", spec("ur5e_wrist_ft.yaml"), "ur5e_ft_fb", true});
-    cases.push_back({"ur5e.urdf", spec("ur5e_accelerometer.yaml"), "ur5e_acc_fb", true});
-    cases.push_back({"panda_gaz2019.urdf", fixture("panda_ft.yaml"), "panda_ft_fb", true});
-    cases.push_back({"panda_gaz2019.urdf", fixture("panda_acc.yaml"), "panda_acc_fb", true});
-    for (const Case& c : sensor_and_hybrid("humanoid_winter.urdf", "humanoid", true)) cases.push_back(c);
+TEST_CASE("derivatives (extended): the floating Panda and the floating humanoid's largest solvers" * doctest::skip()) {
+    std::vector<Case> cases = floating_arm("panda_gaz2019.urdf", "panda", fixture("panda_ft.yaml"), fixture("panda_acc.yaml"));
+    cases.push_back({"humanoid_winter.urdf", fixture("humanoid_hybrid.yaml"), "humanoid_hybrid_fb", true});
     cases.push_back({"humanoid_winter.urdf", "fd", "humanoid_fd_fb", true});
     run(cases);
 }
