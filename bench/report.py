@@ -543,6 +543,11 @@ def report(args):
               f"{s['rodata_bytes']:,} | {per:.1f} |" if per else f"| {name} | {s['ops']:,} | – | – | {s['text_bytes']:,} | {s['rodata_bytes']:,} | – |")
         w("")
 
+    w("## Derivatives")
+    w("")
+    w("The derivative solvers (`nelu compile --derivatives`) are timed by `bash scripts/derivatives_bench.sh`, not in this run: the value solver, `NAME_derivatives` and central differences of the value solver (2 (2 nv + n_in) calls) per call, and the operations per structurally nonzero Jacobian entry, on the shipped robots and the floating humanoid. The measured table and what it says about the issue's targets are in [derivatives.md](derivatives.md#cost).")
+    w("")
+
     if scaling:
         recs = scaling["records"]
         w("## Scaling with the number of bodies")

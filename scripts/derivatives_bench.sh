@@ -3,6 +3,9 @@
 # differences of the value solvers (bench/derivatives_driver.cpp), on the shipped robots without
 # external wrenches (bench/specs/*_zero_fx.yaml: the Jacobian's q, qd and tau or qdd columns) and
 # with them (the id and fd presets). Prints a Markdown table for docs/derivatives.md. g++ -O2.
+# "ops / entry" is (derivative ops - value ops) / the structurally nonzero entries of jac (rows x
+# columns less the manifest's derivatives.structural_zeros.count): what one Jacobian entry costs
+# beyond the outputs.
 #   NELU_BUILD_DIR   build directory with compiler/nelu (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,8 +13,8 @@ nelu="${NELU_BUILD_DIR:-build}/compiler/nelu"
 [ -x "$nelu" ] || { echo "derivatives_bench: build nelu first ($nelu)" >&2; exit 1; }
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/nelu-derivatives.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-echo "| robot | problem | columns | value ops | derivative ops | value ns | derivatives ns | ratio | central differences ns | differences / derivatives |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| robot | problem | columns | nonzero entries | value ops | derivative ops | ops / entry | value ns | derivatives ns | ratio | central differences ns | differences / derivatives |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 while read -r robot flags problem label; do
     [ -n "$robot" ] || continue
     [ "$flags" != "-" ] || flags=""
@@ -24,9 +27,14 @@ while read -r robot flags problem label; do
     out="$("$tmp/$name")"
     v="$(sed -n 's/^value_ns //p' <<<"$out")"; d="$(sed -n 's/^derivatives_ns //p' <<<"$out")"; f="$(sed -n 's/^differences_ns //p' <<<"$out")"
     m="$tmp/$name.json"
-    cols="$(python3 -c "import json; d=json.load(open('$m')); print(d['derivatives']['jac_cols'])")"
-    ops="$(python3 -c "import json; d=json.load(open('$m')); o=d['ops']; e=d['derivatives']['ops']; print(o['mul']+o['add']+o['div'], e['mul']+e['add']+e['div'])")"
-    echo "| $robot${flags:+ (floating)} | $label | $cols | ${ops% *} | ${ops#* } | $v | $d | $(python3 -c "print(f'{$d/$v:.1f}x')") | $f | $(python3 -c "print(f'{$f/$d:.1f}x')") |"
+    # columns, nonzero entries, value ops, derivative ops, ops per nonzero entry (mul + add + div)
+    read -r cols nnz vops dops per <<<"$(python3 -c "
+import json
+d = json.load(open('$m')); j = d['derivatives']; o = d['ops']; e = j['ops']
+v, t = o['mul'] + o['add'] + o['div'], e['mul'] + e['add'] + e['div']
+n = j['jac_rows'] * j['jac_cols'] - j['structural_zeros']['count']
+print(j['jac_cols'], n, v, t, f'{(t - v) / n:.1f}')")"
+    echo "| $robot${flags:+ (floating)} | $label | $cols | $nnz | $vops | $dops | $per | $v | $d | $(python3 -c "print(f'{$d/$v:.1f}x')") | $f | $(python3 -c "print(f'{$f/$d:.1f}x')") |"
 done <<'LIST'
 ur5e - bench/specs/id_zero_fx.yaml id
 ur5e - bench/specs/fd_zero_fx.yaml fd
@@ -34,6 +42,8 @@ panda_gaz2019 - bench/specs/id_zero_fx.yaml id
 panda_gaz2019 - bench/specs/fd_zero_fx.yaml fd
 quadruped_minicheetah --floating-base bench/specs/id_zero_fx.yaml id
 quadruped_minicheetah --floating-base bench/specs/fd_zero_fx.yaml fd
+humanoid_winter --floating-base bench/specs/id_zero_fx.yaml id
+humanoid_winter --floating-base bench/specs/fd_zero_fx.yaml fd
 ur5e - id id_with_fx
 ur5e - fd fd_with_fx
 LIST

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite, as CI runs it.
-#   1. Release-with-debug-info build, every doctest suite through CTest, then the installed
+#   1. Release-with-debug-info build, every doctest suite through CTest (but the label extended: the
+#      largest derivative solvers, `ctest --test-dir build -L extended`), then the installed
 #      package used by examples/consumer (scripts/example.sh), then a benchmark smoke (bench/ built
 #      with the chain of 7 only and the iwim cases on a DH chain of 8 instead of 50 links, whose
 #      fully actuated solver alone takes about a minute of g++; the agreement checks of every
@@ -19,7 +20,7 @@ echo "== build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests"
-ctest --test-dir build --output-on-failure -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L extended: the largest derivative solvers
 echo "== installed package: examples/consumer"
 NELU_BUILD_DIR=build bash scripts/example.sh
 echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly"

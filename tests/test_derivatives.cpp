@@ -1,14 +1,25 @@
 // `nelu compile --derivatives`: the emitted NAME_derivatives, built by the system compiler, against
 // the compiler's own derivative program and central differences of the value solver (nelu check),
-// on inverse, forward and hybrid dynamics, a floating base, a square and a least-squares sensor
-// problem and a robot with mimic joints; the manifest's account of the Jacobian. The derivative
-// program itself is checked against complex-step differentiation by every compile (verify.cpp),
-// and against Pinocchio's analytic derivatives in test_oracle.cpp.
+// on inverse, forward and hybrid dynamics, a square and a least-squares sensor problem, on every
+// shipped robot, fixed and floating, and a robot with mimic joints; the manifest's account of the
+// Jacobian. The derivative program itself is checked against complex-step differentiation by every
+// compile (verify.cpp), and against Pinocchio's analytic derivatives in test_oracle.cpp; the
+// sanitizer build runs test_derivatives_sanitized.cpp instead.
+//
+// CI time is the C++ compiler's: the fixed humanoid's id derivative solver (1.4 MB of C++, double and
+// float) took 65 s with g++ -O2 on a loaded 2-core machine, 10.3 s of CPU with g++ -O0 and 3.7 s
+// with clang++ -O0 (the floating humanoid's fd with every link's wrench, 10 MB: 16 min with g++
+// -O2). So nelu check builds the test solvers with clang++ -O0 (g++ -O0 where clang++ is absent)
+// but the UR5e's id and fd, which stay at check's c++ -O2, as users build them. The largest solvers
+// (the floating Panda, the floating humanoid's hybrid problem and its fd with every link's wrench:
+// over 20 MB of C++) are in the test case marked "extended", skipped by default and registered as
+// test_derivatives_extended (ctest -L extended; not in CI).
 #include <doctest/doctest.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,27 +31,128 @@ using nelu::test::compile_and_check;
 using nelu::test::run_nelu;
 
 std::string robot(const std::string& name) { return nelu::test::source_dir() + "/robots/" + name; }
+std::string spec(const std::string& name) { return nelu::test::source_dir() + "/robots/specs/" + name; }
+std::string fixture(const std::string& name) { return nelu::test::source_dir() + "/tests/fixtures/derivatives/" + name; }
+
+/// nelu check's arguments for a test solver: built with clang++ -O0 (see above), on 100 states.
+std::string quick_check() {
+    static const std::string cxx = nelu::test::cxx_with("derivatives_O0", "-O0", nelu::test::have_clang() ? "clang++" : "c++");
+    return " --states 100 --cxx '" + cxx + "'";
+}
+
+/// One robot and problem: compiled with --derivatives and checked.
+struct Case {
+    std::string urdf, problem, name;
+    bool floating;
+};
+
+void run(const std::vector<Case>& cases) {
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        compile_and_check(robot(c.urdf), c.problem, c.name, std::string("--derivatives") + (c.floating ? " --floating-base" : ""),
+                          quick_check());
+    }
+}
+
+/// The hybrid and square / least-squares sensor problems of tests/fixtures/derivatives (the UR5e's
+/// are in robots/specs), for robot file `urdf` (short name `s`), fixed or floating.
+std::vector<Case> sensor_and_hybrid(const std::string& urdf, const std::string& s, bool floating) {
+    const std::string f = floating ? "_fb" : "";
+    return {{urdf, fixture(s + "_hybrid.yaml"), s + "_hybrid" + f, floating},
+            {urdf, fixture(s + "_ft.yaml"), s + "_ft" + f, floating},
+            {urdf, fixture(s + "_acc.yaml"), s + "_acc" + f, floating}};
+}
 
 }  // namespace
 
 TEST_CASE("derivatives: the emitted NAME_derivatives pass nelu check") {
-    const std::string specs = nelu::test::source_dir() + "/robots/specs/";
-    SUBCASE("UR5e id") { compile_and_check(robot("ur5e.urdf"), "id", "ur5e_id_d", "--derivatives"); }
-    SUBCASE("UR5e fd") { compile_and_check(robot("ur5e.urdf"), "fd", "ur5e_fd_d", "--derivatives"); }
-    SUBCASE("UR5e hybrid") { compile_and_check(robot("ur5e.urdf"), specs + "ur5e_hybrid.yaml", "ur5e_hybrid_d", "--derivatives"); }
+    SUBCASE("UR5e id (check's -O2)") { compile_and_check(robot("ur5e.urdf"), "id", "ur5e_id_d", "--derivatives"); }
+    SUBCASE("UR5e fd (check's -O2)") { compile_and_check(robot("ur5e.urdf"), "fd", "ur5e_fd_d", "--derivatives"); }
+    SUBCASE("UR5e hybrid") {
+        compile_and_check(robot("ur5e.urdf"), spec("ur5e_hybrid.yaml"), "ur5e_hybrid_d", "--derivatives", quick_check());
+    }
     SUBCASE("UR5e wrist F/T sensor (square)") {
-        compile_and_check(robot("ur5e.urdf"), specs + "ur5e_wrist_ft.yaml", "ur5e_ft_d", "--derivatives");
+        compile_and_check(robot("ur5e.urdf"), spec("ur5e_wrist_ft.yaml"), "ur5e_ft_d", "--derivatives", quick_check());
     }
     SUBCASE("UR5e accelerometer (least squares)") {
-        compile_and_check(robot("ur5e.urdf"), specs + "ur5e_accelerometer.yaml", "ur5e_acc_d", "--derivatives");
+        compile_and_check(robot("ur5e.urdf"), spec("ur5e_accelerometer.yaml"), "ur5e_acc_d", "--derivatives", quick_check());
     }
     SUBCASE("Mini Cheetah, floating base, id and fd") {
-        compile_and_check(robot("quadruped_minicheetah.urdf"), "id", "mc_id_d", "--derivatives --floating-base");
-        compile_and_check(robot("quadruped_minicheetah.urdf"), "fd", "mc_fd_d", "--derivatives --floating-base");
+        run({{"quadruped_minicheetah.urdf", "id", "mc_id_d", true}, {"quadruped_minicheetah.urdf", "fd", "mc_fd_d", true}});
     }
     SUBCASE("mimic joints (gripper fixture), fd") {
-        compile_and_check(nelu::test::source_dir() + "/tests/fixtures/mimic/mimic_gripper.urdf", "fd", "gripper_fd_d", "--derivatives");
+        compile_and_check(nelu::test::source_dir() + "/tests/fixtures/mimic/mimic_gripper.urdf", "fd", "gripper_fd_d", "--derivatives",
+                          quick_check());
     }
+}
+
+TEST_CASE("derivatives: every shipped robot, fixed base: id, fd, hybrid, a square and a least-squares sensor problem") {
+    // the UR5e's are above
+    for (const auto& [urdf, s] : {std::pair<std::string, std::string>{"panda_gaz2019.urdf", "panda"},
+                                  {"quadruped_minicheetah.urdf", "minicheetah"},
+                                  {"humanoid_winter.urdf", "humanoid"}}) {
+        std::vector<Case> cases = {{urdf, "id", s + "_id", false}, {urdf, "fd", s + "_fd", false}};
+        for (const Case& c : sensor_and_hybrid(urdf, s, false)) cases.push_back(c);
+        run(cases);
+    }
+}
+
+/// A floating arm's id, the spec its refused fd prints (the base's acceleration known: a hybrid
+/// problem, see below), and its square and least-squares sensor problems.
+static std::vector<Case> floating_arm(const std::string& urdf, const std::string& s, const std::string& ft, const std::string& acc) {
+    const nelu::test::CliResult f = run_nelu("compile '" + robot(urdf) + "' --problem fd --floating-base -o '" +
+                                             nelu::test::scratch_dir("derivatives_printed") + "'");
+    const std::string printed = nelu::test::printed_spec(f.err);
+    INFO(f.out << f.err);
+    REQUIRE(!printed.empty());
+    const std::string file = nelu::test::scratch_dir("derivatives_spec_" + s) + "/fd_base_known.yaml";
+    std::ofstream(file) << printed;
+    return {{urdf, "id", s + "_id_fb", true}, {urdf, file, s + "_fd_base_known_fb", true}, {urdf, ft, s + "_ft_fb", true},
+            {urdf, acc, s + "_acc_fb", true}};
+}
+
+TEST_CASE("derivatives: floating bases") {
+    // the Mini Cheetah's id and fd are above; the humanoid's fd without external wrenches here (90
+    // columns, 6.8 MB of C++), with them (240 columns, 10 MB) in the extended case, with its hybrid
+    // problem (6.6 MB) and the floating Panda
+    std::vector<Case> cases = sensor_and_hybrid("quadruped_minicheetah.urdf", "minicheetah", true);
+    cases.push_back({"humanoid_winter.urdf", "id", "humanoid_id_fb", true});
+    cases.push_back({"humanoid_winter.urdf", nelu::test::source_dir() + "/bench/specs/fd_zero_fx.yaml", "humanoid_fd0_fb", true});
+    cases.push_back({"humanoid_winter.urdf", fixture("humanoid_ft.yaml"), "humanoid_ft_fb", true});
+    cases.push_back({"humanoid_winter.urdf", fixture("humanoid_acc.yaml"), "humanoid_acc_fb", true});
+    for (const Case& c : floating_arm("ur5e.urdf", "ur5e", spec("ur5e_wrist_ft.yaml"), spec("ur5e_accelerometer.yaml"))) cases.push_back(c);
+    run(cases);
+}
+
+TEST_CASE("derivatives: a floating arm on a massless base link is refused forward dynamics") {
+    // The UR5e's base_link and the Panda's panda_link0 carry no inertia: with a floating base, a
+    // torque-controlled first joint leaves the base free to turn about that joint's axis with
+    // nothing resisting (forward dynamics is singular, docs/problem-spec.md). fd and the hybrid
+    // specs (first joint torque-controlled) are refused, naming root_joint; the spec printed for fd
+    // (the base's acceleration known, its wrench sought) compiles with --derivatives and checks
+    // (floating_arm).
+    for (const auto& [urdf, hybrid] : {std::pair<std::string, std::string>{"ur5e.urdf", spec("ur5e_hybrid.yaml")},
+                                       {"panda_gaz2019.urdf", fixture("panda_hybrid.yaml")}}) {
+        CAPTURE(urdf);
+        const std::string dir = nelu::test::scratch_dir("derivatives_refused");
+        const nelu::test::CliResult f = run_nelu("compile '" + robot(urdf) + "' --problem fd --floating-base --derivatives -o '" + dir + "'");
+        INFO(f.out << f.err);
+        CHECK(f.exit_code == 1);
+        CHECK(f.err.find("the acceleration of joint 'root_joint' is sought, but no mass or inertia resists its motion") != std::string::npos);
+        CHECK(nelu::test::printed_spec(f.err).find("qdd: [root_joint]") != std::string::npos);
+        const nelu::test::CliResult h = run_nelu("compile '" + robot(urdf) + "' --problem '" + hybrid + "' --floating-base --derivatives -o '" + dir + "'");
+        INFO(h.out << h.err);
+        CHECK(h.exit_code == 1);
+        CHECK(h.err.find("'root_joint'") != std::string::npos);
+        CHECK(h.err.find("qdd: [root_joint]") != std::string::npos);
+    }
+}
+
+TEST_CASE("derivatives (extended): the floating Panda and the floating humanoid's largest solvers" * doctest::skip()) {
+    std::vector<Case> cases = floating_arm("panda_gaz2019.urdf", "panda", fixture("panda_ft.yaml"), fixture("panda_acc.yaml"));
+    cases.push_back({"humanoid_winter.urdf", fixture("humanoid_hybrid.yaml"), "humanoid_hybrid_fb", true});
+    cases.push_back({"humanoid_winter.urdf", "fd", "humanoid_fd_fb", true});
+    run(cases);
 }
 
 TEST_CASE("derivatives: the manifest lists the columns and the structural zeros; the header declares the entry points") {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -125,14 +126,27 @@ std::string scratch_dir(const std::string& name) {
     return d.string();
 }
 
-void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags) {
+std::string cxx_with(const std::string& name, const std::string& flags, const std::string& compiler) {
+    const fs::path script = fs::path(scratch_dir("cxx_" + name)) / "cxx";
+    {
+        std::ofstream f(script);
+        f << "#!/bin/sh\nexec " << compiler << " \"$@\" " << flags << "\n";
+    }
+    fs::permissions(script, fs::perms::owner_all, fs::perm_options::add);
+    return script.string();
+}
+
+bool have_clang() { return std::system("command -v clang++ >/dev/null 2>&1") == 0; }
+
+void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags,
+                       const std::string& check_flags) {
     const std::string dir = scratch_dir("check_" + name);
     const std::string light = sanitized() ? " --verify 3 --validate 2000" : "";
     CliResult c = run_nelu("compile '" + urdf + "' --problem '" + spec + "' --name " + name + " -o '" + dir + "' " + flags + light);
     INFO(c.out << c.err);
     REQUIRE(c.exit_code == 0);
     CHECK(c.out.find("verified against the reference") != std::string::npos);
-    CliResult k = run_nelu("check '" + urdf + "' '" + dir + "/" + name + ".json' --problem '" + spec + "'" + (sanitized() ? " --states 20" : ""));
+    CliResult k = run_nelu("check '" + urdf + "' '" + dir + "/" + name + ".json' --problem '" + spec + "'" + (sanitized() ? " --states 20" : "") + " " + check_flags);
     INFO(k.out << k.err);
     MESSAGE(name << ": " << k.out);
     CHECK(k.exit_code == 0);

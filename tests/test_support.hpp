@@ -94,8 +94,18 @@ std::string scratch_dir(const std::string& name);
 /// `nelu compile URDF --problem SPEC --name NAME` into a scratch directory, then `nelu check` of the
 /// generated C++ (built by the system compiler, compared with the reference on 1006 states, double
 /// and float): CHECKs that both succeed and prints the check's report. Fewer states and validation
-/// configurations in the sanitizer build. `flags` go to `nelu compile`.
-void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags = "");
+/// configurations in the sanitizer build. `flags` go to `nelu compile`, `check_flags` to `nelu check`
+/// (e.g. `--states N`, `--cxx` cxx_with(...)).
+void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags = "",
+                       const std::string& check_flags = "");
+
+/// A C++ compiler for `nelu check --cxx`: a script (in a scratch directory named after `name`) that
+/// runs `compiler` with nelu check's arguments followed by `flags`, so that an optimization level
+/// there overrides check's -O2 (e.g. "-O0" for large test solvers, or the sanitizers). Returns the
+/// script's path.
+std::string cxx_with(const std::string& name, const std::string& flags, const std::string& compiler = "c++");
+/// Whether `clang++` is on the PATH (scripts/setup.sh installs it).
+bool have_clang();
 
 /// Result of running the `nelu` executable.
 struct CliResult {
