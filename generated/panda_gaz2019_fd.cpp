@@ -1822,7 +1822,8 @@ int panda_gaz2019_fd_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t2503 = t2501 - t2502;
     const T t2504 = t2503 / T(0.0049096519673609458);  // x: qdd[panda_joint7]
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(t2333) && std::isfinite(t2339) && std::isfinite(t2361) && std::isfinite(t2401) && std::isfinite(t2444) && std::isfinite(t2474) && std::isfinite(t2504))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(t2333) && std::isfinite(t2339) && std::isfinite(t2361) && std::isfinite(t2401) &&
+          std::isfinite(t2444) && std::isfinite(t2474) && std::isfinite(t2504))) return NELU_STATUS_NOT_FINITE;
     out[0] = t2333;
     out[1] = t2339;
     out[2] = t2361;

@@ -1021,7 +1021,8 @@ int panda_gaz2019_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t1222 = -t1217;  // x: z1[panda_link2].nz
     const T t1223 = t1221 - t712;  // x: tau[panda_joint1]
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(t1223) && std::isfinite(t1222) && std::isfinite(t1205) && std::isfinite(t1178) && std::isfinite(t1149) && std::isfinite(t1129) && std::isfinite(t1105))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(t1223) && std::isfinite(t1222) && std::isfinite(t1205) && std::isfinite(t1178) &&
+          std::isfinite(t1149) && std::isfinite(t1129) && std::isfinite(t1105))) return NELU_STATUS_NOT_FINITE;
     out[0] = t1223;
     out[1] = t1222;
     out[2] = t1205;

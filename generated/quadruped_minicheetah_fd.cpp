@@ -1354,7 +1354,9 @@ int quadruped_minicheetah_fd_impl(const T* q, const T* qd, const T* in, T* out) 
     const T t1560 = t1558 - t1559;
     const T t1561 = t1560 / T(0.00048614399999999999);  // x: qdd[RL_knee_joint]
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(t1475) && std::isfinite(t1482) && std::isfinite(t1495) && std::isfinite(t1497) && std::isfinite(t1504) && std::isfinite(t1517) && std::isfinite(t1519) && std::isfinite(t1526) && std::isfinite(t1539) && std::isfinite(t1541) && std::isfinite(t1548) && std::isfinite(t1561))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(t1475) && std::isfinite(t1482) && std::isfinite(t1495) && std::isfinite(t1497) &&
+          std::isfinite(t1504) && std::isfinite(t1517) && std::isfinite(t1519) && std::isfinite(t1526) &&
+          std::isfinite(t1539) && std::isfinite(t1541) && std::isfinite(t1548) && std::isfinite(t1561))) return NELU_STATUS_NOT_FINITE;
     out[0] = t1475;
     out[1] = t1482;
     out[2] = t1495;

@@ -3927,7 +3927,11 @@ int quadruped_minicheetah_floating_fd_impl(const T* q, const T* qd, const T* in,
     if ((status = quadruped_minicheetah_floating_fd_part0(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = quadruped_minicheetah_floating_fd_part1(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(w.t4306) && std::isfinite(w.t4295) && std::isfinite(w.t4286) && std::isfinite(w.t4279) && std::isfinite(w.t4273) && std::isfinite(w.t4270) && std::isfinite(w.t4332) && std::isfinite(w.t4360) && std::isfinite(w.t4378) && std::isfinite(w.t4396) && std::isfinite(w.t4424) && std::isfinite(w.t4442) && std::isfinite(w.t4461) && std::isfinite(w.t4489) && std::isfinite(w.t4507) && std::isfinite(w.t4523) && std::isfinite(w.t4551) && std::isfinite(w.t4569))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(w.t4306) && std::isfinite(w.t4295) && std::isfinite(w.t4286) && std::isfinite(w.t4279) &&
+          std::isfinite(w.t4273) && std::isfinite(w.t4270) && std::isfinite(w.t4332) && std::isfinite(w.t4360) &&
+          std::isfinite(w.t4378) && std::isfinite(w.t4396) && std::isfinite(w.t4424) && std::isfinite(w.t4442) &&
+          std::isfinite(w.t4461) && std::isfinite(w.t4489) && std::isfinite(w.t4507) && std::isfinite(w.t4523) &&
+          std::isfinite(w.t4551) && std::isfinite(w.t4569))) return NELU_STATUS_NOT_FINITE;
     out[0] = w.t4306;
     out[1] = w.t4295;
     out[2] = w.t4286;

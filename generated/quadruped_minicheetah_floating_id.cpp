@@ -1852,7 +1852,11 @@ int quadruped_minicheetah_floating_id_impl(const T* q, const T* qd, const T* in,
     const T t2094 = t2012 + t2072;
     const T t2095 = -t2094;  // x: tau[root_joint].5
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(t2088) && std::isfinite(t2089) && std::isfinite(t2090) && std::isfinite(t2092) && std::isfinite(t2093) && std::isfinite(t2095) && std::isfinite(t2068) && std::isfinite(t2045) && std::isfinite(t2018) && std::isfinite(t1987) && std::isfinite(t1964) && std::isfinite(t1936) && std::isfinite(t1905) && std::isfinite(t1882) && std::isfinite(t1855) && std::isfinite(t1824) && std::isfinite(t1801) && std::isfinite(t1773))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(t2088) && std::isfinite(t2089) && std::isfinite(t2090) && std::isfinite(t2092) &&
+          std::isfinite(t2093) && std::isfinite(t2095) && std::isfinite(t2068) && std::isfinite(t2045) &&
+          std::isfinite(t2018) && std::isfinite(t1987) && std::isfinite(t1964) && std::isfinite(t1936) &&
+          std::isfinite(t1905) && std::isfinite(t1882) && std::isfinite(t1855) && std::isfinite(t1824) &&
+          std::isfinite(t1801) && std::isfinite(t1773))) return NELU_STATUS_NOT_FINITE;
     out[0] = t2088;
     out[1] = t2089;
     out[2] = t2090;

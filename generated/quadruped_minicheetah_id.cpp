@@ -1045,7 +1045,9 @@ int quadruped_minicheetah_id_impl(const T* q, const T* qd, const T* in, T* out) 
     const T t1132 = t1126 + t1131;  // x: z2[FR_thigh_link].ny
     const T t1133 = t1132 - t641;  // x: tau[FR_abad_joint]
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(t1133) && std::isfinite(t1127) && std::isfinite(t1105) && std::isfinite(t1099) && std::isfinite(t1093) && std::isfinite(t1071) && std::isfinite(t1065) && std::isfinite(t1059) && std::isfinite(t1037) && std::isfinite(t1031) && std::isfinite(t1025) && std::isfinite(t1003))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(t1133) && std::isfinite(t1127) && std::isfinite(t1105) && std::isfinite(t1099) &&
+          std::isfinite(t1093) && std::isfinite(t1071) && std::isfinite(t1065) && std::isfinite(t1059) &&
+          std::isfinite(t1037) && std::isfinite(t1031) && std::isfinite(t1025) && std::isfinite(t1003))) return NELU_STATUS_NOT_FINITE;
     out[0] = t1133;
     out[1] = t1127;
     out[2] = t1105;

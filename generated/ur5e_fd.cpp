@@ -1141,7 +1141,8 @@ int ur5e_fd_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t1554 = t1121 - t1553;
     const T t1555 = t1554 / T(0.00036956249999999999);  // x: qdd[wrist_3_joint]
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(t1445) && std::isfinite(t1451) && std::isfinite(t1473) && std::isfinite(t1515) && std::isfinite(t1548) && std::isfinite(t1555))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(t1445) && std::isfinite(t1451) && std::isfinite(t1473) && std::isfinite(t1515) &&
+          std::isfinite(t1548) && std::isfinite(t1555))) return NELU_STATUS_NOT_FINITE;
     out[0] = t1445;
     out[1] = t1451;
     out[2] = t1473;

@@ -1080,7 +1080,8 @@ int ur5e_hybrid_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t1391 = T(0.00036956249999999999) * t1390;
     const T t1392 = t980 + t1391;  // x: z2[wrist_3_link].nz
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(t1284) && std::isfinite(t1290) && std::isfinite(t1312) && std::isfinite(t1352) && std::isfinite(t1386) && std::isfinite(t1392))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(t1284) && std::isfinite(t1290) && std::isfinite(t1312) && std::isfinite(t1352) &&
+          std::isfinite(t1386) && std::isfinite(t1392))) return NELU_STATUS_NOT_FINITE;
     out[0] = t1284;
     out[1] = t1290;
     out[2] = t1312;

@@ -638,7 +638,8 @@ int ur5e_id_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t751 = -t745;  // x: z1[upper_arm_link].nz
     const T t752 = t750 - t419;  // x: tau[shoulder_pan_joint]
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(t752) && std::isfinite(t751) && std::isfinite(t736) && std::isfinite(t707) && std::isfinite(t683) && std::isfinite(t657))) return NELU_STATUS_NOT_FINITE;
+    if (!(std::isfinite(t752) && std::isfinite(t751) && std::isfinite(t736) && std::isfinite(t707) &&
+          std::isfinite(t683) && std::isfinite(t657))) return NELU_STATUS_NOT_FINITE;
     out[0] = t752;
     out[1] = t751;
     out[2] = t736;

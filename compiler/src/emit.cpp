@@ -434,7 +434,8 @@ std::string outputs_block(const Printer& pr, const Layout& L) {
     std::set<Id> tested;  // each value once (a symmetric matrix repeats half of them); constants are finite
     for (Id o : L.written())
         if (!pr.P.is_const(o) && tested.insert(o).second)
-            s += fmt::format("{}std::isfinite({})", tested.size() > 1 ? " && " : "", pr.operand(o));
+            s += fmt::format("{}std::isfinite({})", tested.size() == 1 ? "" : tested.size() % 4 == 1 ? " &&\n          " : " && ",
+                             pr.operand(o));  // four to a line: a line of thousands of columns makes g++ drop column tracking
     s += tested.empty() ? "true" : "";
     s += ")) return NELU_STATUS_NOT_FINITE;\n";
     for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(L.out[k]));
