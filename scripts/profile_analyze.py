@@ -122,6 +122,7 @@ def main():
     ap.add_argument("--source", required=True)
     ap.add_argument("--ns", type=float, default=None)
     ap.add_argument("--status", default="")
+    ap.add_argument("--build-seconds", type=float, default=None, help="wall time of the g++ of the solver's object")
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
 
@@ -167,6 +168,7 @@ def main():
         "code_bytes": sum(sizes[fn] for fn in solver_fns), "code_bytes_all": sum(sizes.values()),
         "stack_bytes": max([su.get(fn, 0) for fn in solver_fns] + [0]),
         "stack_bytes_sum": sum(su.get(fn, 0) for fn in solver_fns),
+        "build_s": a.build_seconds,
         "static": static,
         "functions": {fn: {"bytes": sizes.get(fn, 0), "frame": su.get(fn, 0), **{k: s(fn, k) for k in static}}
                       for fn in solver_fns},
@@ -178,6 +180,7 @@ def main():
     w = sys.stdout.write
     w(f"== {a.label}\n")
     w(f"ops {ops}  statements {statements}  parts {max(parts, 1)}  work values {work_values}"
+      f"  g++ {a.build_seconds} s"
       f"  status {a.status}\n")
     if a.ns:
         w(f"time: {a.ns:.1f} ns/call  {ops / a.ns:.2f} ops/ns  (median CPU time, noisy)\n")
