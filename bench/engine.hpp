@@ -22,7 +22,7 @@ namespace nelu::bench {
 struct Robot {
     std::string name;       ///< e.g. "ur5e", "quadruped_minicheetah_floating"
     std::string urdf_path;
-    std::string urdf_text;  ///< the file's contents
+    std::string urdf_text;  ///< the file's contents, without mesh geometry (bench_main.cpp without_meshes)
     bool floating = false;  ///< the URDF's root link attached to the world by a 6-DoF joint
     Model model;
 };

@@ -116,6 +116,12 @@ double replace_inertias(const Robot& r, mjModel* m) {
     return worst;
 }
 
+/// MuJoCo's model compiler refuses the URDF (e.g. an inertia that violates the triangle inequality,
+/// which nelu accepts): MuJoCo is then unavailable on this robot, not a failed check.
+struct LoadError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 mjModel* load_model(const Robot& r, bool exact_inertias) {
     const std::string xml = mujoco_urdf(r);
     auto vfs = std::make_unique<mjVFS>();
@@ -126,7 +132,7 @@ mjModel* load_model(const Robot& r, bool exact_inertias) {
     char error[1000] = "";
     mjModel* m = mj_loadXML("robot.urdf", vfs.get(), error, sizeof error);
     mj_deleteVFS(vfs.get());
-    if (!m) throw std::runtime_error("mujoco: cannot load " + r.urdf_path + ": " + error);
+    if (!m) throw LoadError("MuJoCo's model compiler refuses the URDF: " + std::string(error));
     for (int i = 0; i < 3; ++i) m->opt.gravity[i] = r.model.gravity.l[i];
     for (int i = 0; i < m->nv; ++i) m->dof_damping[i] = m->dof_armature[i] = m->dof_frictionloss[i] = 0;
     for (int j = 0; j < m->njnt; ++j) m->jnt_limited[j] = 0;
@@ -327,8 +333,14 @@ public:
 
 }  // namespace
 
-std::vector<EnginePtr> make_mujoco(const Robot& robot, const Workload& work, std::vector<Unavailable>&) {
-    auto sh = make_shared_model(robot, work, true);
+std::vector<EnginePtr> make_mujoco(const Robot& robot, const Workload& work, std::vector<Unavailable>& unavailable) {
+    std::shared_ptr<Shared> sh;
+    try {
+        sh = make_shared_model(robot, work, true);
+    } catch (const LoadError& e) {
+        unavailable.push_back({"mujoco", e.what()});
+        return {};
+    }
     std::vector<EnginePtr> engines;
     engines.push_back(std::make_unique<MujocoRne>(sh, ""));
     engines.push_back(std::make_unique<MujocoForward>(sh, ""));

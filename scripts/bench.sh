@@ -10,6 +10,15 @@
 #                                    references and the dense route (bench/responses.cpp).
 #   bash scripts/bench.sh --scaling  the scaling run only (docs/bench/scaling.json), then the report
 #   bash scripts/bench.sh --all      both
+#   bash scripts/bench.sh --large    the large robots (docs/bench.md "Large robots", issue 13): build
+#                                    nelu_bench with -DNELU_BENCH_LARGE=ON (humanoid_winter, the iCub
+#                                    of ../shared/robots when present, trees of NELU_BENCH_LARGE_TREES
+#                                    links; fixed and floating), check every contender, time them with
+#                                    the UR5e, Panda and Mini Cheetah in one run
+#                                    (docs/bench/large_results.json), then per ID / FD solver the
+#                                    `nelu compile` and `g++ -O2 -c` wall times and scripts/profile.sh
+#                                    (cachegrind instructions, code and stack bytes) by bench/large.py
+#                                    (docs/bench/large.json), then the report. About 30 min on two cores.
 #   bash scripts/bench.sh --report   only rewrite docs/bench.md and the plots from the JSON files
 #
 # Environment:
@@ -18,6 +27,7 @@
 #   NELU_BENCH_MIN_TIME     minimum seconds per repetition (default 0.1)
 #   NELU_BENCH_CHAINS       chain lengths of the main run (default "7;30;100")
 #   NELU_BENCH_IWIM_LINKS   links of the DH chain of the iwim benchmark (default 50, Kroeg et al.'s)
+#   NELU_BENCH_LARGE_TREES  links of the large-robot trees (default "50;100;300")
 #   NELU_BENCH_SIZES        sizes of the scaling run (default 7,30,100,300; adding 1000 costs about
 #                           an hour of g++ -O2 time on two cores, which is why it is not the default)
 # Peers (MuJoCo, Orocos KDL, DART) are used when scripts/setup.sh has installed them; the CMake
@@ -30,15 +40,18 @@ min_time="${NELU_BENCH_MIN_TIME:-0.1}"
 sizes="${NELU_BENCH_SIZES:-7,30,100,300}"
 mode="${1:-main}"
 case "$mode" in
-  main|--scaling|--all|--report) ;;
-  *) echo "usage: scripts/bench.sh [--scaling|--all|--report]" >&2; exit 2 ;;
+  main|--scaling|--all|--large|--report) ;;
+  *) echo "usage: scripts/bench.sh [--scaling|--all|--large|--report]" >&2; exit 2 ;;
 esac
 mkdir -p docs/bench
 
 if [ "$mode" != "--report" ]; then
-  echo "== configure and build ($build, Release)"
+  large=OFF
+  [ "$mode" = --large ] && large=ON
+  echo "== configure and build ($build, Release, NELU_BENCH_LARGE=$large)"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_BENCHMARKS=ON -DNELU_BUILD_TESTS=OFF \
     -DNELU_BENCH_CHAINS="${NELU_BENCH_CHAINS:-7;30;100}" -DNELU_BENCH_IWIM_LINKS="${NELU_BENCH_IWIM_LINKS:-50}" \
+    -DNELU_BENCH_LARGE="$large" -DNELU_BENCH_LARGE_TREES="${NELU_BENCH_LARGE_TREES:-50;100;300}" \
     | grep -E "nelu_bench" || true
   cmake --build "$build" -j"$(nproc)" --target nelu nelu_bench nelu_bench_reference >/dev/null
 fi
@@ -56,6 +69,23 @@ if [ "$mode" = main ] || [ "$mode" = --all ]; then
   python3 bench/report.py --collect-sizes "$build/bench/solver_objects.txt" --sizes-out docs/bench/code_size.json
 fi
 
+if [ "$mode" = --large ]; then
+  echo "== check every contender against the reference"
+  "$build/bench/nelu_bench" --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
+  # the small robots beside the large ones, so that every ratio is one of this run; double only
+  robots='panda_gaz2019|ur5e|quadruped_minicheetah|quadruped_minicheetah_floating|humanoid_winter|humanoid_winter_floating'
+  robots="$robots|icub_reduced|icub_reduced_floating|tree[0-9]+|tree[0-9]+_floating"
+  engines='generated_double|reference|mujoco_rne|mujoco_forward|mujoco_crb|kdl_rne|dart'
+  echo "== benchmark of the large robots: $reps repetitions of at least ${min_time} s each"
+  "$build/bench/nelu_bench" --benchmark_filter="^(ID|FD)/($robots)/($engines)\$" \
+    --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
+    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
+    --benchmark_out=docs/bench/large_results.json --benchmark_out_format=json 2>/dev/null | grep -E "_median" || true
+  echo "== nelu compile, g++ -O2 and scripts/profile.sh of every large-robot solver"
+  NELU="$build/compiler/nelu" python3 bench/large.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" \
+    --out docs/bench/large.json
+fi
+
 if [ "$mode" = --scaling ] || [ "$mode" = --all ]; then
   echo "== scaling: sizes $sizes"
   python3 bench/scaling.py --nelu "$build/compiler/nelu" --reference "$build/bench/nelu_bench_reference" \
@@ -64,5 +94,6 @@ fi
 
 echo "== report"
 python3 bench/report.py --results docs/bench/results.json --sizes docs/bench/code_size.json \
-  --scaling docs/bench/scaling.json --out docs/bench.md --plots docs/bench
+  --scaling docs/bench/scaling.json --large docs/bench/large.json \
+  --large-results docs/bench/large_results.json --out docs/bench.md --plots docs/bench
 echo "bench: done (docs/bench.md, docs/bench/)"

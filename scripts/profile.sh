@@ -19,7 +19,9 @@
 #   - objdump -d counts per function (static, which for straight-line code is per call):
 #     instructions, loads/stores off %rsp (spills; the work struct where it sits in the caller's
 #     frame), constant loads (%rip), other loads/stores (inputs, outputs, work struct by pointer);
-#   - -fstack-usage frame bytes and machine-code bytes (nm -S) per function;
+#   - -fstack-usage frame bytes and machine-code bytes (nm -S) per function, and the wall time of
+#     the g++ of the solver's object (build_s, and its CPU time build_cpu_s; every entry point of
+#     NAME.cpp, as generated);
 #   - unless --no-time: the median of 9 repetitions of the mean CPU time per call (ns) and
 #     operations per ns, ops = mul + add + div + sqrt of the manifest's "ops" (noisy on a shared
 #     machine: the cachegrind numbers are the deterministic ones).
@@ -51,7 +53,7 @@ while [ $# -gt 0 ]; do
     --calls) calls="$2"; shift 2 ;;
     --no-time) timing=0; shift ;;
     --ll) ll="$2"; shift 2 ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -88,8 +90,11 @@ for level in $levels; do
   b="$out/$tag"
   mkdir -p "$b"
   # shellcheck disable=SC2086
-  (cd "$b" && "$cxx" $level $extra -std=c++17 -fstack-usage -g0 -I "$root/runtime/include" -I "$dir" \
-      -c "$cpp" -o "$b/$name.o")
+  { TIMEFORMAT='%R %U %S'; time (cd "$b" && "$cxx" $level $extra -std=c++17 -fstack-usage -g0 \
+      -I "$root/runtime/include" -I "$dir" -c "$cpp" -o "$b/$name.o"); } 2>"$b/build_time.txt" \
+    || { cat "$b/build_time.txt" >&2; exit 1; }
+  read -r build_s build_user build_sys < <(tail -1 "$b/build_time.txt")
+  build_cpu_s=$(python3 -c "import sys; print(round(float(sys.argv[1]) + float(sys.argv[2]), 2))" "$build_user" "$build_sys")
   "$cxx" -O2 -std=c++17 -I "$root/runtime/include" -I "$dir" -DNELU_SOLVER="$name" \
     -DNELU_SOLVER_HEADER="\"$name.hpp\"" -DNELU_FLOATING="$floating" \
     "$root/bench/profile_driver.cpp" "$b/$name.o" -o "$b/driver"
@@ -107,7 +112,7 @@ for level in $levels; do
   fi
   python3 "$root/scripts/profile_analyze.py" --name "$name" --label "$label $level${extra:+ $extra}" \
     --manifest "$manifest" --source "$cpp" --cg1 "$b/cg.$n1" --cg2 "$b/cg.$n2" --calls "$n1" "$n2" \
-    --objdump "$b/objdump.txt" --nm "$b/nm.txt" --su "$b/$name.su" --status "$status" "${ns[@]}" \
+    --objdump "$b/objdump.txt" --nm "$b/nm.txt" --su "$b/$name.su" --status "$status" "${ns[@]}" --build-seconds "$build_s" --build-cpu-seconds "$build_cpu_s" \
     --json "$out/profile.json"
 done
 echo "profile: details in $out (profile.json, per level: objdump.txt, cg.*, cg_annotate.txt)"

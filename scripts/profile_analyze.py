@@ -122,6 +122,8 @@ def main():
     ap.add_argument("--source", required=True)
     ap.add_argument("--ns", type=float, default=None)
     ap.add_argument("--status", default="")
+    ap.add_argument("--build-seconds", type=float, default=None, help="wall time of the g++ of the solver's object")
+    ap.add_argument("--build-cpu-seconds", type=float, default=None, help="its CPU time (user + sys)")
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
 
@@ -151,7 +153,10 @@ def main():
     dis = objdump_counts(a.objdump)
     su = stack_usage(a.su)
     sizes = nm_sizes(a.nm)
-    solver_fns = sorted(k for k in sizes if a.name in k and not k.endswith("<float>") and not k.endswith("_f"))
+    # the double path NAME calls: not the float entry point NAME_f, nor the entry point with a
+    # caller-provided work struct NAME_ws (and its parts NAME_ws_partK), which the driver does not call
+    solver_fns = sorted(k for k in sizes if a.name in k and not k.endswith("<float>") and not k.endswith("_f")
+                        and not k.startswith(a.name + "_ws") and not k.startswith(a.name + "_f_ws"))
 
     def s(fn, key):
         return dis.get(fn, {}).get(key, 0)
@@ -167,6 +172,7 @@ def main():
         "code_bytes": sum(sizes[fn] for fn in solver_fns), "code_bytes_all": sum(sizes.values()),
         "stack_bytes": max([su.get(fn, 0) for fn in solver_fns] + [0]),
         "stack_bytes_sum": sum(su.get(fn, 0) for fn in solver_fns),
+        "build_s": a.build_seconds, "build_cpu_s": a.build_cpu_seconds,
         "static": static,
         "functions": {fn: {"bytes": sizes.get(fn, 0), "frame": su.get(fn, 0), **{k: s(fn, k) for k in static}}
                       for fn in solver_fns},
@@ -178,6 +184,7 @@ def main():
     w = sys.stdout.write
     w(f"== {a.label}\n")
     w(f"ops {ops}  statements {statements}  parts {max(parts, 1)}  work values {work_values}"
+      f"  g++ {a.build_seconds} s (CPU {a.build_cpu_seconds} s)"
       f"  status {a.status}\n")
     if a.ns:
         w(f"time: {a.ns:.1f} ns/call  {ops / a.ns:.2f} ops/ns  (median CPU time, noisy)\n")

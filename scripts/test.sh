@@ -24,7 +24,7 @@ ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L e
 echo "== installed package: examples/consumer"
 NELU_BUILD_DIR=build bash scripts/example.sh
 echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly"
-cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 -DNELU_BENCH_IWIM_LINKS=8 >/dev/null
+cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 -DNELU_BENCH_IWIM_LINKS=8 -DNELU_BENCH_LARGE=OFF >/dev/null
 cmake --build build -j"$jobs" --target nelu_bench
 build/bench/nelu_bench --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
 build/bench/nelu_bench --benchmark_filter='^(ID|FD)/ur5e/' --benchmark_min_time=0.01 2>/dev/null
