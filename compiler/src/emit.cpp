@@ -191,7 +191,7 @@ struct Layout {
     std::vector<bool> shared;  ///< ordinary form: node -> in the NAME_work struct (read in a later part, or an output)
     std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
     int slots = 0;             ///< elements of that array: the most values live at once
-    int sincos_pairs = 0;      ///< angles whose sine and cosine one nelu::sincos computes
+    std::set<Id> sincos_first;  ///< the first of a sine and cosine of one angle that follow each other in one part: one nelu::sincos
     long work_values = 0;      ///< ordinary form: values in the NAME_work struct (0 for one function)
     long values = 0;           ///< ordinary form: values on the stack at once (the work struct, plus the most locals live in each part)
     bool workspace = false;    ///< the estimate exceeds the budget: the _ws entry points are emitted too
@@ -274,7 +274,7 @@ Layout plan(const EmitInput& in, const std::string& fn, const std::vector<Id>& j
         if (n.op != Op::Sin && n.op != Op::Cos) continue;
         auto other = trig_of.find({static_cast<int>(n.op == Op::Sin ? Op::Cos : Op::Sin), n.a});
         if (other != trig_of.end() && !placed[other->second])
-            paired.push_back(other->second), placed[other->second] = true, ++L.sincos_pairs;
+            paired.push_back(other->second), placed[other->second] = true;
     }
     L.stmts = std::move(paired);
     const std::size_t end = L.stmts.size();
@@ -283,6 +283,12 @@ Layout plan(const EmitInput& in, const std::string& fn, const std::vector<Id>& j
     std::vector<int> part(P.size(), -1);
     L.shared.assign(P.size(), false);
     for (std::size_t k = 0; k < end; ++k) part[L.stmts[k]] = static_cast<int>(k / kStatementsPerPart);
+    for (std::size_t k = 0; k + 1 < end; ++k) {  // a pair split by a part boundary keeps two calls
+        const ir::Node &x = P.node(L.stmts[k]), &y = P.node(L.stmts[k + 1]);
+        if ((x.op == Op::Sin || x.op == Op::Cos) && (y.op == Op::Sin || y.op == Op::Cos) && x.op != y.op && x.a == y.a &&
+            part[L.stmts[k]] == part[L.stmts[k + 1]])
+            L.sincos_first.insert(L.stmts[k]);
+    }
     if (L.parts > 1) {
         for (Id x : L.stmts)
             for (Id o : {P.node(x).a, P.node(x).b})
@@ -329,7 +335,7 @@ nlohmann::ordered_json code_json(const Layout& L) {
             {"functions", L.parts},
             {"statements_per_function", kStatementsPerPart},
             {"work_struct_values", L.work_values},
-            {"sincos", {{"angles", L.sincos_pairs}, {"routine", "nelu::sincos (runtime trig.hpp, inline)"}}}};
+            {"sincos", {{"angles", L.sincos_first.size()}, {"routine", "nelu::sincos (runtime trig.hpp, inline)"}}}};
 }
 
 std::string code_comment(const Layout& L) {
@@ -338,7 +344,7 @@ std::string code_comment(const Layout& L) {
                        L.parts == 1 ? std::string("one function")
                                     : fmt::format("{} functions of at most {} statements sharing {} values in {}_work", L.parts,
                                                   kStatementsPerPart, L.work_values, L.fn),
-                       L.sincos_pairs, L.sincos_pairs == 1 ? "" : "s");
+                       L.sincos_first.size(), L.sincos_first.size() == 1 ? "" : "s");
 }
 
 std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
@@ -479,18 +485,11 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
             const std::string lhs = ws || L.shared[i] ? pr.name(i) : fmt::format("const T t{}", i);
             const ir::Node& n = f.prog.node(i);
             std::string rhs = pr.expression(n);
-            if (n.op == Op::Sin || n.op == Op::Cos) {  // a sine and cosine side by side (plan): one nelu::sincos
-                auto pair_of = [&](std::size_t a, std::size_t b) {
-                    if (b >= hi) return false;
-                    const ir::Node &x = f.prog.node(L.stmts[a]), &y = f.prog.node(L.stmts[b]);
-                    return x.a == y.a && (y.op == Op::Sin || y.op == Op::Cos) && y.op != x.op;
-                };
-                if (pair_of(k, k + 1)) {
-                    s += fmt::format("    const nelu::SinCos<T> sc{} = nelu::sincos({});\n", i, pr.operand(n.a));
-                    rhs = fmt::format("sc{}.{}", i, n.op == Op::Sin ? 's' : 'c');
-                } else if (k > lo && pair_of(k - 1, k)) {
-                    rhs = fmt::format("sc{}.{}", L.stmts[k - 1], n.op == Op::Sin ? 's' : 'c');
-                }
+            if (L.sincos_first.count(i)) {  // a sine and cosine side by side (plan): one nelu::sincos
+                s += fmt::format("    const nelu::SinCos<T> sc{} = nelu::sincos({});\n", i, pr.operand(n.a));
+                rhs = fmt::format("sc{}.{}", i, n.op == Op::Sin ? 's' : 'c');
+            } else if (k > lo && L.sincos_first.count(L.stmts[k - 1])) {
+                rhs = fmt::format("sc{}.{}", L.stmts[k - 1], n.op == Op::Sin ? 's' : 'c');
             }
             s += fmt::format("    {} = {};{}\n", lhs, rhs, note == notes.end() ? "" : "  // " + note->second);
             auto chk = L.checks.find(i);
