@@ -17,10 +17,11 @@ TEST_CASE("derivatives under the sanitizers: UR5e id, fd and a square sensor pro
         return;
     }
     const std::string cxx = nelu::test::cxx_with("derivatives_sanitized",
-                                                 "-O0 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer");
+                                                 std::string(nelu::test::kSanitizedCodeFlags) + " -fno-omit-frame-pointer");
+    const std::string check = "--cxx '" + cxx + "'";
     const std::string src = nelu::test::source_dir();
     const std::string ur5e = src + "/robots/ur5e.urdf";
-    nelu::test::compile_and_check(ur5e, "id", "ur5e_id_dsan", "--derivatives", "--cxx '" + cxx + "'");
-    nelu::test::compile_and_check(ur5e, "fd", "ur5e_fd_dsan", "--derivatives", "--cxx '" + cxx + "'");
-    nelu::test::compile_and_check(ur5e, src + "/robots/specs/ur5e_wrist_ft.yaml", "ur5e_ft_dsan", "--derivatives", "--cxx '" + cxx + "'");
+    nelu::test::compile_and_check(ur5e, "id", "ur5e_id_dsan", "--derivatives", check);
+    nelu::test::compile_and_check(ur5e, "fd", "ur5e_fd_dsan", "--derivatives", check);
+    nelu::test::compile_and_check(ur5e, src + "/robots/specs/ur5e_wrist_ft.yaml", "ur5e_ft_dsan", "--derivatives", check);
 }

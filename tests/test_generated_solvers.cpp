@@ -674,7 +674,7 @@ TEST_CASE("generated solvers: the harness under AddressSanitizer and UBSan") {
     const std::vector<CaseSpec> cases = {small_file_robot(fam, "id"), small_file_robot(fam, "fd"), chain7(fam, "id"),
                                          chain7(fam, "fd")};
     // -O0: GCC with -O1 and the sanitizers takes about 50 s on the 7-body fd solver, -O0 3 s.
-    std::vector<CaseRun> runs = run_family(cases, "-O0 -g -fsanitize=address,undefined -fno-sanitize-recover=all");
+    std::vector<CaseRun> runs = run_family(cases, nelu::test::kSanitizedCodeFlags);
     for (const CaseRun& r : runs) {
         INFO("case: ", case_label(r.spec), "; harness output:\n", r.run_log);
         CHECK(r.run_rc == 0);

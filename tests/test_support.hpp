@@ -115,6 +115,9 @@ struct CliResult {
 /// True in the AddressSanitizer build, where the suites that run the compiler many times use fewer
 /// states and validation configurations (the sanitizers make the interpreter several times slower).
 constexpr bool sanitized() { return NELU_SANITIZED; }
+/// Flags that build generated code with the sanitizers for a test harness (-O0: GCC with -O1 and
+/// the sanitizers is several times slower on long straight-line functions).
+inline const char* const kSanitizedCodeFlags = "-O0 -g -fsanitize=address,undefined -fno-sanitize-recover=all";
 
 /// The problem spec that a forward-dynamics refusal prints to make the problem solvable (the lines
 /// after "SPEC.yaml being", unindented), or "" when `err` prints none.
