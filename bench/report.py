@@ -407,7 +407,7 @@ def large_section(w, large, large_results, results):
       "`../shared/robots/icub_reduced.urdf` (when that directory is present) and binary trees "
       "(`nelu robot gen tree --links n --branching 2 --seed 1`, general rotations), each with a fixed and a "
       "floating base (a floating tree has the same n bodies with its first body as the floating root, nv = n + 5: "
-      "bench/floating_tree.cmake removes the generator's massless base link, which would leave forward dynamics "
+      "`nelu robot gen --no-base` leaves out the generator's massless base link, which would leave forward dynamics "
       "singular); the `id` and `fd` presets (every link's f^x an input). "
       f"Machine: {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs (shared with other work while measuring), "
       f"{ctx.get('date', '')}; peers: {ctx.get('peers', 'none')}. The iCub's URDF names mesh files that are not "

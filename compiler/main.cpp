@@ -44,6 +44,7 @@ struct GenArgs {
     std::string shape, transforms = "general", output, name;
     int links = 0, branching = 2, mimic = 0;
     std::uint64_t seed = 1;
+    bool no_base = false;
 };
 
 int run_robot_gen(const GenArgs& a) {
@@ -51,6 +52,7 @@ int run_robot_gen(const GenArgs& a) {
     o.shape = a.shape == "tree" ? nelu::RobotGenOptions::Shape::Tree : nelu::RobotGenOptions::Shape::Chain;
     o.transforms = a.transforms == "dh" ? nelu::RobotGenOptions::Transforms::Dh : nelu::RobotGenOptions::Transforms::General;
     o.links = a.links, o.branching = a.branching, o.seed = a.seed, o.name = a.name, o.mimic = a.mimic;
+    o.base = !a.no_base;
     std::string urdf;
     try {
         urdf = nelu::generate_robot_urdf(o);
@@ -232,6 +234,8 @@ int main(int argc, char** argv) {
     gen->add_option("--seed", ga.seed, "Random seed")->required();
     gen->add_option("--name", ga.name, "Robot name");
     gen->add_option("--mimic", ga.mimic, "The last K joints each mimic the joint before them (a mimic chain)");
+    gen->add_flag("--no-base", ga.no_base,
+                  "No massless root link 'base' and no joint1: link1 is the root (for --floating-base; the rest is unchanged)");
     gen->add_option("-o,--output", ga.output, "Output URDF file ('-' for standard output)")->required();
 
     PerturbArgs pa;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "load.hpp"
 #include "robot_gen.hpp"
 
 namespace {
@@ -324,4 +325,37 @@ TEST_CASE("robot_gen: bad options throw invalid_argument naming the option") {
           "--branching must be at least 1 (got 0)");
     CHECK(message(options(Shape::Tree, 5, -1, Transforms::General, 1)).find("--branching") == 0);
     CHECK_NOTHROW(nelu::generate_robot_urdf(options(Shape::Chain, 1, 1, Transforms::General, 0)));
+}
+
+TEST_CASE("robot_gen: --no-base leaves out the root link `base` and joint1, and nothing else") {
+    for (Shape shape : {Shape::Chain, Shape::Tree}) {
+        RobotGenOptions o = options(shape, 9, 2, Transforms::General, 3);
+        const std::string with = nelu::generate_robot_urdf(o);
+        o.base = false;
+        const std::string without = nelu::generate_robot_urdf(o);
+        // the same text less the base link, joint1's element and the header's options
+        std::string expected = with;
+        const std::string base_link = "  <link name=\"base\"/>\n";
+        REQUIRE(expected.find(base_link) != std::string::npos);
+        expected.erase(expected.find(base_link), base_link.size());
+        const std::size_t j1 = expected.find("  <joint name=\"joint1\"");
+        REQUIRE(j1 != std::string::npos);
+        const std::string close = "  </joint>\n";
+        expected.erase(j1, expected.find(close, j1) + close.size() - j1);
+        expected.replace(expected.find(" -->\n"), 5, " base=none -->\n");
+        CHECK(without == expected);
+        Robot r;
+        parse(without, r);
+        CHECK(count_children(r.root, "link") == 9);
+        CHECK(count_children(r.root, "joint") == 8);
+        CHECK(r.links.count("base") == 0);
+        // link1 is the root: a floating base attaches it, nv = 6 + 8
+        const nelu::Model m = nelu::load_urdf_string(without, "nobase", nelu::LoadOptions{true, {}}).model;
+        CHECK(m.nv == 14);
+    }
+    RobotGenOptions bad = options(Shape::Chain, 3, 1, Transforms::Dh, 1);
+    bad.base = false, bad.mimic = 2;
+    CHECK_THROWS_WITH_AS(nelu::generate_robot_urdf(bad),
+                         "--mimic must be in [0, --links - 2] with --no-base (got 2 for 3 links): joint2 would mimic the absent joint1",
+                         std::invalid_argument);
 }

@@ -2,7 +2,10 @@
 // autoTree (spatial_v2).
 //
 // Every robot has a fixed root link `base` (no inertial) and N moving links link1..linkN, body i
-// attached to its parent by the revolute joint `joint<i>` with limits [-pi, pi].
+// attached to its parent by the revolute joint `joint<i>` with limits [-pi, pi]. Without the base
+// (`base` = false, `--no-base`) link1 is the root and joint1 is left out (its random draws are
+// still made, so the rest of the robot is the same): the robot for a floating base, whose joint
+// would otherwise attach the massless `base` and leave forward dynamics singular.
 //
 // Topology (1-based body numbers, 0 = base):
 //   chain:               parent(i) = i - 1
@@ -44,6 +47,7 @@ struct RobotGenOptions {
     enum class Transforms { General, Dh } transforms = Transforms::General;
     std::uint64_t seed = 1;
     int mimic = 0;          ///< the last `mimic` joints each mimic the joint before them
+    bool base = true;       ///< false: no root link `base` and no joint1; link1 is the root
     std::string name;       ///< robot name; empty: "chain<N>_s<seed>" / "tree<N>_b<B>_s<seed>"
 };
 
