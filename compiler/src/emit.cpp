@@ -153,9 +153,17 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
     }
 }
 
-/// Statements per generated function: a big solver is split into parts that the C++ compiler
-/// optimizes in reasonable time; values that cross a part boundary live in a stack workspace.
-constexpr std::size_t kStatementsPerPart = 2000;
+/// Statements per generated function. A solver of at most kOneFunction statements is one function;
+/// a bigger one is split into parts of kStatementsPerPart, which the C++ compiler optimizes in less
+/// time (its cost grows faster than linearly in a function's size), and the values that cross a part
+/// boundary live in a stack workspace. Measured (g++ 12 -O2, docs/large-robots.md "Part size"):
+/// parts of 500 instead of 2000 build the iCub's floating FD in 9.4-9.7 s of CPU instead of
+/// 11.4-14.3 and the 100-link tree's FD in 63 s instead of 76, with instructions per call within
+/// +-2 % (the floating humanoid_winter ID -5 %, and back under the 32 KiB L1i); splitting a solver
+/// of 600-1800 statements costs it 2-3 % more instructions (the UR5e's, Panda's and Mini Cheetah's
+/// ID) and saves no build time, so those stay whole.
+constexpr std::size_t kOneFunction = 2000;
+constexpr std::size_t kStatementsPerPart = 500;
 
 /// Workspace form: statements between two reloads of the workspace pointer. The compiler cannot
 /// tell that the reloaded pointer is the same, so it keeps no value in a register (or a spill
@@ -188,6 +196,7 @@ struct Layout {
     std::vector<Id> stmts;  ///< statements in emission order (sines and cosines first)
     std::map<Id, std::vector<const ScheduledPivot*>> checks;  ///< pivot tests after a statement (a node can be the pivot of several steps)
     std::size_t parts = 1;
+    std::size_t per_part = 1;  ///< statements per function (the last part may have fewer)
     std::vector<bool> shared;  ///< ordinary form: node -> in the NAME_work struct (read in a later part, or an output)
     std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
     int slots = 0;             ///< elements of that array: the most values live at once
@@ -278,11 +287,12 @@ Layout plan(const EmitInput& in, const std::string& fn, const std::vector<Id>& j
     }
     L.stmts = std::move(paired);
     const std::size_t end = L.stmts.size();
-    L.parts = std::max<std::size_t>(1, (end + kStatementsPerPart - 1) / kStatementsPerPart);
+    L.per_part = end <= kOneFunction ? std::max<std::size_t>(end, 1) : kStatementsPerPart;
+    L.parts = std::max<std::size_t>(1, (end + L.per_part - 1) / L.per_part);
     // part of each statement; a value used in a later part (or as an output) is shared
     std::vector<int> part(P.size(), -1);
     L.shared.assign(P.size(), false);
-    for (std::size_t k = 0; k < end; ++k) part[L.stmts[k]] = static_cast<int>(k / kStatementsPerPart);
+    for (std::size_t k = 0; k < end; ++k) part[L.stmts[k]] = static_cast<int>(k / L.per_part);
     for (std::size_t k = 0; k + 1 < end; ++k) {  // a pair split by a part boundary keeps two calls
         const ir::Node &x = P.node(L.stmts[k]), &y = P.node(L.stmts[k + 1]);
         if ((x.op == Op::Sin || x.op == Op::Cos) && (y.op == Op::Sin || y.op == Op::Cos) && x.op != y.op && x.a == y.a &&
@@ -333,7 +343,7 @@ nlohmann::ordered_json code_json(const Layout& L) {
     return {{"form", "straight-line"},
             {"statements", L.stmts.size()},
             {"functions", L.parts},
-            {"statements_per_function", kStatementsPerPart},
+            {"statements_per_function", L.per_part},
             {"work_struct_values", L.work_values},
             {"sincos", {{"angles", L.sincos_first.size()}, {"routine", "nelu::sincos (runtime trig.hpp, inline)"}}}};
 }
@@ -343,7 +353,7 @@ std::string code_comment(const Layout& L) {
                        L.stmts.size(),
                        L.parts == 1 ? std::string("one function")
                                     : fmt::format("{} functions of at most {} statements sharing {} values in {}_work", L.parts,
-                                                  kStatementsPerPart, L.work_values, L.fn),
+                                                  L.per_part, L.work_values, L.fn),
                        L.sincos_first.size(), L.sincos_first.size() == 1 ? "" : "s");
 }
 
@@ -470,7 +480,7 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
                              ws ? std::string("T* w") : N + "_work<T>& w");
         else
             s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out{}) {{\n    (void)q, (void)qd, (void)in;\n", N, jac_param);
-        const std::size_t lo = p * kStatementsPerPart, hi = std::min(L.stmts.size(), lo + kStatementsPerPart);
+        const std::size_t lo = p * L.per_part, hi = std::min(L.stmts.size(), lo + L.per_part);
         if (ws && hi - lo > kWorkspaceChunk)
             s += fmt::format("    T* volatile reload = w;  // w is read back from here every {} statements: values of earlier\n"
                              "                             // statements are then loaded from the workspace, not kept in registers or spilled\n",
