@@ -12,12 +12,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
 #include "ur5e_fd.hpp"  // built by nelu_add_solver() (tests/CMakeLists.txt), not generated/
@@ -141,6 +144,54 @@ TEST_CASE("generated: every solver file in generated/ belongs to a manifest entr
         CHECK_MESSAGE(owned.count(name) == 1, "generated/" << name << " is not produced by any entry of generated/MANIFEST.txt; "
                                                   "run scripts/regenerate.sh (it removes stale solvers)");
     }
+}
+
+// The split into functions (docs/large-robots.md, "Part size"): a solver of at most 2000 statements
+// is one function NAME_impl; a bigger one is parts NAME_partK of 500 statements (the last one
+// fewer). Read from the committed sources, whose statements are counted here, against the
+// manifest's "code" block.
+TEST_CASE("generated: solvers over 2000 statements are split into parts of 500, smaller ones stay whole") {
+    const std::regex stmt(R"(^    (const T |w\.)t[0-9]+ = )");
+    bool some_split = false, some_whole = false;
+    for (const Entry& e : read_manifest()) {
+        INFO("generated/" << e.name);
+        const nlohmann::json code = nlohmann::json::parse(read_bytes(generated_dir() / (e.name + ".json"))).at("code");
+        const long statements = code.at("statements"), functions = code.at("functions"), per = code.at("statements_per_function");
+        const std::regex def("^int " + e.name + "_(impl|part([0-9]+))\\(");
+        std::vector<long> counts;  // statements per function of the value solver, in order
+        bool impl_has_statements = false, in_impl = false;
+        std::istringstream src(read_bytes(generated_dir() / (e.name + ".cpp")));
+        for (std::string line; std::getline(src, line);) {
+            std::smatch m;
+            if (std::regex_search(line, m, def)) {
+                in_impl = m[1] == "impl";
+                if (!in_impl || counts.empty()) counts.push_back(0);
+                continue;
+            }
+            if (line.rfind("int ", 0) == 0 || line.rfind("}  // namespace", 0) == 0) in_impl = false, counts.push_back(-1);
+            if (!counts.empty() && counts.back() >= 0 && std::regex_search(line, stmt)) ++counts.back(), impl_has_statements |= in_impl;
+        }
+        counts.erase(std::remove(counts.begin(), counts.end(), -1L), counts.end());
+        long total = 0;
+        for (long c : counts) total += c;
+        CHECK(total == statements);
+        if (statements <= 2000) {
+            some_whole = true;
+            CHECK(functions == 1);
+            CHECK(per == std::max(statements, 1L));
+            CHECK(counts.size() == 1);
+        } else {
+            some_split = true;
+            CHECK(per == 500);
+            CHECK(functions == (statements + 499) / 500);
+            CHECK(!impl_has_statements);
+            REQUIRE(static_cast<long>(counts.size()) == functions);
+            for (std::size_t k = 0; k + 1 < counts.size(); ++k) CHECK(counts[k] == 500);
+            CHECK(counts.back() == statements - 500 * (functions - 1));
+        }
+    }
+    CHECK_MESSAGE(some_split, "no solver in generated/ is split: the rule's second half is not covered");
+    CHECK_MESSAGE(some_whole, "every solver in generated/ is split");
 }
 
 /// tau = ID(q, qd, qdd, f^x) then FD(q, qd, tau, f^x); returns |qdd' - qdd|_inf / |qdd|_inf.
