@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
     check->add_option("manifest", ko.manifest, "DIR/NAME.json of the solver")->required();
     check->add_option("--states", ko.states, "Random states (special configurations are added)");
     check->add_option("--problem", ko.problem, "The problem spec the solver was compiled from (when it was)");
-    check->add_option("--cxx", ko.cxx, "C++ compiler");
+    check->add_option("--cxx", ko.cxx, "C++ compiler, optionally with flags (\"g++ -O3 -march=x86-64-v3\"); the flags come after nelu's -std=c++17 -O2 -Wall -Wextra -Werror and can override them (default c++)");
     check->add_flag("--ignore-mimic", ko.ignore_mimic, "The solver was compiled with --ignore-mimic (the manifest records it)");
 
     ReportArgs ra;

@@ -170,6 +170,24 @@ TEST_CASE("cli: compile writes the three outputs and a spy plot; check builds an
     CHECK(contains(rep.out, "| ur5e_fd | ur5e | fd | 6 |"));
 }
 
+TEST_CASE("cli: check --cxx takes a compiler and its flags, which come last; a missing compiler is named") {
+    ScratchDir dir("check_cxx");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem id --verify 0 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const std::string check = "check " + quoted(urdf) + " " + quoted((dir.path / "ur5e_id.json").string()) + " --states 20 --cxx ";
+    const nelu::test::CliResult ok = run_nelu(check + "'c++ -O0'");
+    CHECK_MESSAGE(ok.exit_code == 0, (ok.out + ok.err));
+    CHECK(contains(ok.out, "built with c++ -O0"));
+    // a flag that breaks the build shows that the flags reach the compiler, after nelu's own
+    const nelu::test::CliResult flagged = run_nelu(check + "'c++ -include nelu_no_such_header.h'");
+    CHECK(flagged.exit_code == nelu::kExitInternal);
+    CHECK(contains(flagged.err, "-Werror -shared -fPIC '-include' 'nelu_no_such_header.h'"));
+    const nelu::test::CliResult missing = run_nelu(check + "'nelu-no-such-compiler -O2'");
+    CHECK(missing.exit_code == nelu::kExitBadInput);
+    CHECK(contains(missing.err, "the compiler 'nelu-no-such-compiler' is not found"));
+}
+
 TEST_CASE("cli: analyze writes nothing; an ill-posed forward dynamics exits 1 naming the joint") {
     ScratchDir dir("analyze");
     const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";

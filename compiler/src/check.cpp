@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 
 #include <dlfcn.h>
@@ -80,12 +81,28 @@ std::string quote(const std::string& s) {
     return q + "'";
 }
 
-/// Compile NAME.cpp into a shared object in a fresh temporary directory and return its path.
+/// `cxx` split into words: the compiler, then its flags (no shell quoting inside a word).
+std::vector<std::string> words(const std::string& cxx) {
+    std::vector<std::string> w;
+    std::istringstream in(cxx);
+    for (std::string x; in >> x;) w.push_back(x);
+    return w;
+}
+
+/// Compile NAME.cpp into a shared object in a fresh temporary directory and return its path. `cxx`
+/// is a compiler and optional flags ("g++ -O3 -march=x86-64-v3"); the flags come after nelu's own
+/// (-std=c++17 -O2 -Wall -Wextra -Werror), so that they can override them (-O0, -O3).
 std::string build_shared_object(const fs::path& source, const std::string& cxx) {
+    const std::vector<std::string> w = words(cxx);
+    if (w.empty()) throw InputError("nelu check: --cxx is empty: name a C++ compiler, optionally followed by flags");
+    if (std::system(fmt::format("command -v {} >/dev/null 2>&1", quote(w[0])).c_str()) != 0)
+        throw InputError(fmt::format("nelu check: --cxx '{}': the compiler '{}' is not found", cxx, w[0]));
+    std::string flags;
+    for (std::size_t k = 1; k < w.size(); ++k) flags += " " + quote(w[k]);
     fs::path dir = fs::temp_directory_path() / fmt::format("nelu-check-{}", ::getpid());
     fs::create_directories(dir);
     fs::path so = dir / (source.stem().string() + ".so");
-    std::string cmd = fmt::format("{} -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC -I{} -I{} {} -o {} 2>&1", quote(cxx),
+    std::string cmd = fmt::format("{} -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC{} -I{} -I{} {} -o {} 2>&1", quote(w[0]), flags,
                                   quote(source.parent_path().empty() ? std::string(".") : source.parent_path().string()), quote(runtime_include_dir()), quote(source.string()),
                                   quote(so.string()));
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("nelu check: the generated code does not compile: " + cmd);
