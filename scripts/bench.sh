@@ -28,6 +28,8 @@
 #   NELU_BENCH_CHAINS       chain lengths of the main run (default "7;30;100")
 #   NELU_BENCH_IWIM_LINKS   links of the DH chain of the iwim benchmark (default 50, Kroeg et al.'s)
 #   NELU_BENCH_LARGE_TREES  links of the large-robot trees (default "50;100;300")
+#   NELU_BENCH_LARGE_PROFILE  0: --large times the robots but keeps docs/bench/large.json (compile and
+#                           g++ times, cachegrind at -O2) from an earlier run of the same generated code
 #   NELU_BENCH_SIZES        sizes of the scaling run (default 7,30,100,300; adding 1000 costs about
 #                           an hour of g++ -O2 time on two cores, which is why it is not the default)
 # Peers (MuJoCo, Orocos KDL, DART) are used when scripts/setup.sh has installed them; the CMake
@@ -81,9 +83,13 @@ if [ "$mode" = --large ]; then
     --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
     --benchmark_out=docs/bench/large_results.json --benchmark_out_format=json 2>/dev/null | grep -E "_median" || true
-  echo "== nelu compile, g++ -O2 and scripts/profile.sh of every large-robot solver"
-  NELU="$build/compiler/nelu" python3 bench/large.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" \
-    --out docs/bench/large.json
+  if [ "${NELU_BENCH_LARGE_PROFILE:-1}" = 1 ]; then
+    echo "== nelu compile, g++ -O2 and scripts/profile.sh of every large-robot solver"
+    NELU="$build/compiler/nelu" python3 bench/large.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" \
+      --out docs/bench/large.json
+  else
+    echo "== docs/bench/large.json kept (NELU_BENCH_LARGE_PROFILE=0)"
+  fi
 fi
 
 if [ "$mode" = --scaling ] || [ "$mode" = --all ]; then

@@ -270,7 +270,7 @@ Layout plan(const EmitInput& in, const std::string& fn, const std::vector<Id>& j
     }
     std::stable_partition(L.stmts.begin(), L.stmts.end(), [&](Id x) { return trig[x]; });
     // The sine and cosine of one angle side by side, so that the source computes them in one
-    // nelu::sincos (runtime trig.hpp): inline, no call (docs/large-robots.md).
+    // nelu::sincos (runtime trig.hpp): no libm call (docs/large-robots.md).
     std::map<std::pair<int, Id>, Id> trig_of;  // (op, angle) -> node
     for (Id x : L.stmts)
         if (P.node(x).op == Op::Sin || P.node(x).op == Op::Cos) trig_of[{static_cast<int>(P.node(x).op), P.node(x).a}] = x;
@@ -345,7 +345,7 @@ nlohmann::ordered_json code_json(const Layout& L) {
             {"functions", L.parts},
             {"statements_per_function", L.per_part},
             {"work_struct_values", L.work_values},
-            {"sincos", {{"angles", L.sincos_first.size()}, {"routine", "nelu::sincos (runtime trig.hpp, inline)"}}}};
+            {"sincos", {{"angles", L.sincos_first.size()}, {"routine", "nelu::sincos (runtime trig.hpp)"}}}};
 }
 
 std::string code_comment(const Layout& L) {

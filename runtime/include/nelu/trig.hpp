@@ -1,9 +1,9 @@
-// trig.hpp: the sine and cosine of one joint angle together, inline, for generated solvers.
+// trig.hpp: the sine and cosine of one joint angle together, for generated solvers.
 //
 // A generated solver needs sin q and cos q of every revolute joint. Through libm they are one or
 // two calls per joint (g++ merges sin and cos into sincos only when it sees both in one function),
 // and a call clobbers every vector register. On humanoids that was 27-38 % of the solver's
-// instructions (docs/large-robots.md). nelu::sincos(double) computes both inline: Cody-Waite
+// instructions (docs/large-robots.md). nelu::sincos(double) computes both at once: Cody-Waite
 // reduction by pi/2 and the minimax polynomials of fdlibm's __kernel_sin and __kernel_cos (Sun
 // Microsystems, 1993; the form of musl's __sin.c, __cos.c and __rem_pio2.c), to within 1 ulp of
 // the correctly rounded values (tests/test_trig.cpp), with no call into libm for |x| < 2^20 pi/2. Larger or
@@ -60,8 +60,20 @@ inline double kernel_cos(double x, double y) noexcept {
 
 }  // namespace trig_detail
 
-/// sin x and cos x in double, inline (see the top of this file).
-inline SinCos<double> sincos(double x) noexcept {
+// One out-of-line copy per program, whatever the optimization level: g++ -O2 keeps it out of line
+// by itself, but -O3 inlined it into every joint angle (about 600 bytes each), which measured slower
+// or equal on every solver tried and left the floating Mini Cheetah's ID (g++ 12 -O3, 12 angles:
+// 24 kB -> 33 kB of code, past the 32 KiB L1i) 1.3-1.9x slower (docs/large-robots.md). The call
+// costs little: the emitter puts every sine and cosine at the top of the solver, where nothing is
+// live in the vector registers that a call clobbers.
+#if defined(__GNUC__)
+#define NELU_TRIG_NOINLINE __attribute__((noinline))
+#else
+#define NELU_TRIG_NOINLINE
+#endif
+
+/// sin x and cos x in double, without libm (see the top of this file).
+NELU_TRIG_NOINLINE inline SinCos<double> sincos(double x) noexcept {
     const double ax = std::fabs(x);
     if (!(ax < 1647099.3291652855)) return {std::sin(x), std::cos(x)};  // 2^20 pi/2, NaN and infinities
     constexpr double invpio2 = 6.36619772367581382433e-01;
