@@ -36,7 +36,7 @@ std::string fixture(const std::string& name) { return nelu::test::source_dir() +
 
 /// nelu check's arguments for a test solver: built with clang++ -O0 (see above), on 100 states.
 std::string quick_check() {
-    static const std::string cxx = nelu::test::cxx_with("derivatives_O0", "-O0", nelu::test::have_clang() ? "clang++" : "c++");
+    static const std::string cxx = nelu::test::cxx_with("-O0", nelu::test::have_clang() ? "clang++" : "c++");
     return " --states 100 --cxx '" + cxx + "'";
 }
 

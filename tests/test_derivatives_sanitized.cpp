@@ -16,8 +16,7 @@ TEST_CASE("derivatives under the sanitizers: UR5e id, fd and a square sensor pro
         MESSAGE("sanitizer build only (NELU_SANITIZE=ON); test_derivatives checks these solvers in the release build");
         return;
     }
-    const std::string cxx = nelu::test::cxx_with("derivatives_sanitized",
-                                                 std::string(nelu::test::kSanitizedCodeFlags) + " -fno-omit-frame-pointer");
+    const std::string cxx = nelu::test::cxx_with(std::string(nelu::test::kSanitizedCodeFlags) + " -fno-omit-frame-pointer");
     const std::string check = "--cxx '" + cxx + "'";
     const std::string src = nelu::test::source_dir();
     const std::string ur5e = src + "/robots/ur5e.urdf";

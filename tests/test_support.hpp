@@ -99,11 +99,10 @@ std::string scratch_dir(const std::string& name);
 void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags = "",
                        const std::string& check_flags = "");
 
-/// A C++ compiler for `nelu check --cxx`: a script (in a scratch directory named after `name`) that
-/// runs `compiler` with nelu check's arguments followed by `flags`, so that an optimization level
-/// there overrides check's -O2 (e.g. "-O0" for large test solvers, or the sanitizers). Returns the
-/// script's path.
-std::string cxx_with(const std::string& name, const std::string& flags, const std::string& compiler = "c++");
+/// The argument of `nelu check --cxx` that builds with `compiler` and `flags`: check puts the flags
+/// after its own, so that an optimization level there overrides check's -O2 (e.g. "-O0" for large
+/// test solvers, or the sanitizers).
+std::string cxx_with(const std::string& flags, const std::string& compiler = "c++");
 /// Whether `clang++` is on the PATH (scripts/setup.sh installs it).
 bool have_clang();
 
