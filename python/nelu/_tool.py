@@ -10,21 +10,20 @@ from pathlib import Path
 
 from ._errors import ToolNotFoundError, error_for_exit
 
-#: The repository this package sits in when it is imported from the source tree (python/nelu/).
-_REPOSITORY = Path(__file__).resolve().parent.parent.parent
-
-
 def _repository_build() -> Path | None:
-    """build/compiler/nelu of the repository the package sits in, when it does."""
-    if not (_REPOSITORY / "compiler" / "main.cpp").is_file():
-        return None
-    exe = _REPOSITORY / "build" / "compiler" / "nelu"
-    return exe if exe.is_file() else None
+    """build/compiler/nelu of the nelu repository the package sits in: imported from its python/
+    directory, or installed into a virtual environment inside it (the README's .venv)."""
+    for directory in Path(__file__).resolve().parents:
+        if (directory / "compiler" / "main.cpp").is_file() and (directory / "runtime" / "include" / "nelu").is_dir():
+            exe = directory / "build" / "compiler" / "nelu"
+            return exe if exe.is_file() else None
+    return None
 
 
 def find_nelu(nelu_exe: str | os.PathLike | None = None) -> str:
     """The ``nelu`` executable: ``nelu_exe`` if given, else the environment variable NELU_EXE, else
-    ``nelu`` on the PATH, else build/compiler/nelu of the repository the package was imported from.
+    ``nelu`` on the PATH, else build/compiler/nelu of the repository the package sits in (imported
+    from python/, or installed into a virtual environment inside the repository).
     Raises ToolNotFoundError naming what was tried."""
     for given, origin in ((nelu_exe, "the nelu_exe argument"), (os.environ.get("NELU_EXE") or None, "NELU_EXE")):
         if given is not None:
