@@ -76,17 +76,11 @@ def _problem(problem, cache: Path) -> tuple[str, bytes | None]:
 
 def _compile_args(*, floating_base, derivatives, batch, snap, ignore_mimic, name, scalar, max_stack, verify) -> list[str]:
     """The options of `nelu compile`, as arguments."""
-    args = []
-    if floating_base:
-        args.append("--floating-base")
+    args = _tool.load_args(floating_base=floating_base, snap=snap, ignore_mimic=ignore_mimic)
     if derivatives:
         args.append("--derivatives")
     if batch:
         args.append("--batch")
-    if snap:
-        args += ["--snap", repr(float(snap))]
-    if ignore_mimic:
-        args.append("--ignore-mimic")
     if name is not None:
         args += ["--name", str(name)]
     if scalar is not None:

@@ -41,6 +41,16 @@ def find_nelu(nelu_exe: str | os.PathLike | None = None) -> str:
                             "(cmake --install, or build it: cmake --build build --target nelu)")
 
 
+def load_args(*, floating_base: bool, snap: float | None, ignore_mimic: bool) -> list[str]:
+    """The options of how a URDF is loaded, as `nelu model` and `nelu compile` take them."""
+    args = ["--floating-base"] if floating_base else []
+    if snap:
+        args += ["--snap", repr(float(snap))]
+    if ignore_mimic:
+        args.append("--ignore-mimic")
+    return args
+
+
 def run(exe: str, args: list[str]) -> subprocess.CompletedProcess:
     """Run ``nelu ARGS``; a non-zero exit raises the exception of its exit code, with the CLI's message."""
     command = [exe, *args]

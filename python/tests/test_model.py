@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -37,3 +38,19 @@ def test_model_floating_base_and_errors():
     assert err.value.exit_code == 2
     warned = nelu.model(FIXTURES / "malformed" / "warn_non_unit_axis.urdf")
     assert warned["warnings"] and "axis" in warned["warnings"][0]
+
+
+def test_model_snap_and_ignore_mimic(tmp_path):
+    """--snap and --ignore-mimic reach `nelu model`: a URDF jittered by 1e-9 is snapped back, and a
+    mimic joint becomes independent."""
+    jittered = tmp_path / "jittered.urdf"
+    subprocess.run([nelu.find_nelu(), "robot", "perturb", str(ROBOTS / "ur5e.urdf"), "--jitter", "1e-9", "--seed", "1",
+                    "-o", str(jittered)], check=True)
+    assert "snap" not in nelu.model(jittered)
+    snapped = nelu.model(jittered, snap=1e-6)
+    assert snapped["snap"]["tolerance"] == 1e-6 and snapped["snap"]["changes"]
+    mimic = FIXTURES / "malformed" / "warn_mimic.urdf"
+    coupled, independent = nelu.model(mimic), nelu.model(mimic, ignore_mimic=True)
+    assert coupled["mimic"] and not coupled["ignored_mimic"]
+    assert independent["ignored_mimic"] and not independent["mimic"]
+    assert independent["independent_nv"] == coupled["independent_nv"] + len(coupled["mimic"])

@@ -4,6 +4,7 @@ state at a time and in batches; id and fd are inverse to each other; check() pas
 from __future__ import annotations
 
 import ctypes
+import subprocess
 
 import numpy as np
 import pytest
@@ -143,3 +144,17 @@ def test_check_passes_on_the_built_library(build):
     assert "PASS" in report
     sensor = build("ur5e.urdf", problem=ROBOTS / "specs" / "ur5e_wrist_ft.yaml")
     assert "PASS" in sensor.check(states=30)
+
+
+def test_snap_reaches_the_compiler(build, tmp_path):
+    """snap=TOL compiles the idealized model: the manifest records the changes, and check() (which
+    reloads with the manifest's tolerance) passes."""
+    jittered = tmp_path / "ur5e_jittered.urdf"
+    subprocess.run([nelu.find_nelu(), "robot", "perturb", str(ROBOTS / "ur5e.urdf"), "--jitter", "1e-9", "--seed", "1",
+                    "-o", str(jittered)], check=True)
+    exact, snapped = build(jittered, problem="id"), build(jittered, problem="id", snap=1e-6)
+    assert "snap" not in exact.manifest
+    assert snapped.manifest["snap"]["tolerance"] == 1e-6 and snapped.manifest["snap"]["changes"]
+    assert "--snap 1e-06 replaced" in snapped.log
+    assert snapped.manifest["ops"]["mul"] < exact.manifest["ops"]["mul"]
+    assert "PASS" in snapped.check(states=20)
