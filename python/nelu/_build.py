@@ -71,7 +71,7 @@ def _problem(problem, cache: Path) -> tuple[str, bytes | None]:
     p = os.fspath(problem)
     if p in _PRESETS:
         return p, None
-    return os.path.abspath(p), _read(Path(p), "problem spec (not id, fd or hybrid, so a YAML file)")
+    return _tool.path_arg(p), _read(Path(p), "problem spec (not id, fd or hybrid, so a YAML file)")
 
 
 def _compile_args(*, floating_base, derivatives, batch, snap, ignore_mimic, name, scalar, max_stack, verify) -> list[str]:
@@ -125,7 +125,7 @@ def compile(urdf: str | os.PathLike, problem="id", *, floating_base: bool = Fals
     exe = _tool.find_nelu(nelu_exe)
     version, include, stamp = _tool.about(exe)
     cache = _cache_root(cache_dir)
-    urdf_path = Path(os.path.abspath(urdf))
+    urdf_path = Path(urdf)
     urdf_text = _read(urdf_path, "URDF")
     problem_arg, spec_text = _problem(problem, cache)
     options = _compile_args(floating_base=floating_base, derivatives=derivatives, batch=batch, snap=snap,
@@ -142,7 +142,7 @@ def compile(urdf: str | os.PathLike, problem="id", *, floating_base: bool = Fals
     entry = cache / key
     if rebuild or not (entry / "entry.json").is_file():
         _build(entry, exe, urdf_path, urdf_text, problem_arg, spec_text, options, compiler, flags, include, key_material, rebuild)
-    solver = Solver(entry, nelu_exe=exe, urdf=str(urdf_path))
+    solver = Solver(entry, nelu_exe=exe, urdf=os.path.abspath(urdf_path))
     for line in solver.log.splitlines():
         if line.startswith("warning: "):
             warnings.warn(CompileWarning(line[len("warning: "):]), stacklevel=2)
@@ -159,7 +159,7 @@ def _build(entry: Path, exe: str, urdf_path: Path, urdf_text: bytes, problem_arg
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".tmp-{entry.name}-"))
     try:
-        proc = _tool.run(exe, ["compile", str(urdf_path), "--problem", problem_arg, *options, "-o", str(tmp)])
+        proc = _tool.run(exe, ["compile", _tool.path_arg(urdf_path), "--problem", problem_arg, *options, "-o", str(tmp)])
         if _read(urdf_path, "URDF") != urdf_text or (spec_text is not None and _read(Path(problem_arg), "problem spec") != spec_text):
             raise Error(f"{urdf_path} or its problem spec changed while it was being compiled: compile again")
         manifests = sorted(tmp.glob("*.json"))
@@ -178,7 +178,7 @@ def _build(entry: Path, exe: str, urdf_path: Path, urdf_text: bytes, problem_arg
         if spec_text is not None:
             (tmp / "spec.yaml").write_bytes(spec_text)
         (tmp / "compile.log").write_text(proc.stdout + proc.stderr)
-        record = {"name": name, "library": library, "urdf": str(urdf_path), "spec": spec_text is not None,
+        record = {"name": name, "library": library, "urdf": os.path.abspath(urdf_path), "spec": spec_text is not None,
                   "sources": [Path(s).name for s in sources], "build": command, "key": key_material}
         (tmp / "entry.json").write_text(json.dumps(record, indent=2) + "\n")
         _publish(tmp, entry, rebuild)

@@ -16,7 +16,7 @@ def model(urdf: str | os.PathLike, *, floating_base: bool = False, snap: float |
     of mass and inertia about it (body frame, SI units); the merged fixed joints, mimic joints,
     ``--snap`` changes, warnings and the joints at which forward dynamics is singular. Bad input
     raises InputError with the CLI's message (file, line, element)."""
-    args = ["model", "--json", os.path.abspath(urdf), *_tool.load_args(floating_base=floating_base, snap=snap, ignore_mimic=ignore_mimic)]
+    args = ["model", "--json", _tool.path_arg(urdf), *_tool.load_args(floating_base=floating_base, snap=snap, ignore_mimic=ignore_mimic)]
     for joint in keep_fixed:
         args += ["--keep-fixed", str(joint)]
     return json.loads(_tool.run(_tool.find_nelu(nelu_exe), args).stdout)

@@ -41,6 +41,13 @@ def find_nelu(nelu_exe: str | os.PathLike | None = None) -> str:
                             "(cmake --install, or build it: cmake --build build --target nelu)")
 
 
+def path_arg(path: str | os.PathLike) -> str:
+    """A file name as an argument of nelu, as the caller spelled it (so that messages name it so),
+    but never taken for an option."""
+    p = os.fspath(path)
+    return "./" + p if p.startswith("-") else p
+
+
 def load_args(*, floating_base: bool, snap: float | None, ignore_mimic: bool) -> list[str]:
     """The options of how a URDF is loaded, as `nelu model` and `nelu compile` take them."""
     args = ["--floating-base"] if floating_base else []
