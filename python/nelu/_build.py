@@ -167,7 +167,9 @@ def _build(entry: Path, exe: str, urdf_path: Path, urdf_text: bytes, problem_arg
             raise Error(f"nelu compile wrote {len(manifests)} manifests into {tmp}, expected one")
         name = manifests[0].stem
         sources = sorted(str(p) for p in tmp.glob("*.cpp"))  # NAME.cpp, and NAME_batch.cpp with --batch
-        library = f"lib{name}.so"
+        # a name of its own per build: the dynamic loader shares a library by its path, so a rebuilt
+        # entry loaded in a process that loaded the old one must have another
+        library = f"lib{name}-{tmp.name.rsplit('-', 1)[1]}.so"
         command = [*compiler, *_BASE_FLAGS, *flags, "-I", include, "-I", str(tmp), *sources, "-o", str(tmp / library)]
         built = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
         if built.returncode != 0:

@@ -71,6 +71,7 @@ def test_rebuilds_when_the_urdf_changes_and_not_otherwise(tmp_path, counted):
     assert counted == ["compile", "c++"] * 4
     rebuilt = compile_(rebuild=True)
     assert rebuilt.directory == first.directory and counted == ["compile", "c++"] * 5
+    assert rebuilt.library != first.library  # loaded anew, not the library of the same path loaded before
     assert bitwise_equal(rebuilt(Q, QD, IN), before)
     assert bitwise_equal(first(Q, QD, IN), before)  # the library loaded before the rebuild still works
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no temporary directories left
