@@ -158,3 +158,14 @@ def test_missing_nelu(build, monkeypatch):
 def test_derivatives_without_derivatives(fd, state):
     with pytest.raises(nelu.Error, match="compiled without derivatives"):
         fd.derivatives(*state)
+
+
+def test_compile_warnings_become_python_warnings(build):
+    """A warning of nelu compile (here a joint axis that is not a unit vector) is a CompileWarning,
+    on a cached call too."""
+    path = FIXTURES / "malformed" / "warn_non_unit_axis.urdf"
+    for _ in range(2):
+        with pytest.warns(nelu.CompileWarning, match="axis") as record:
+            solver = build(path, problem="id")
+        assert str(path) in str(record[0].message)
+    assert "warning: " in solver.log
