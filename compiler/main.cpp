@@ -29,12 +29,17 @@ struct ModelArgs {
     std::vector<std::string> keep_fixed;
     bool ignore_mimic = false;
     bool dynamics = false;
+    bool json = false;
     std::uint64_t seed = 1;
     double snap = 0;
 };
 
 int run_model(const ModelArgs& a) {
     nelu::LoadResult r = nelu::load_urdf_file(a.urdf, {a.floating_base, a.keep_fixed, a.ignore_mimic, a.snap});
+    if (a.json) {
+        std::cout << nelu::format_model_summary_json(r, nelu::singular_fd_joints(r.model));
+        return nelu::kExitOk;
+    }
     std::cout << nelu::format_model_summary(r, nelu::singular_fd_joints(r.model));
     if (a.dynamics) std::cout << "\n" << nelu::format_reference_dynamics(r.model, a.seed);
     return nelu::kExitOk;
@@ -152,7 +157,8 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
 
 int run_check_command(const nelu::CheckOptions& o) {
     nelu::CheckReport r = nelu::run_check(o);
-    std::cout << fmt::format("{}: built with {} and compared with the reference on {} states\n", r.name, o.cxx, r.states);
+    std::cout << fmt::format("{}: {} and compared with the reference on {} states\n", r.name,
+                             o.library.empty() ? "built with " + o.cxx : "loaded from " + o.library, r.states);
     std::cout << fmt::format("  double: max relative error {:.2e}{}\n", r.forward_double,
                              r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_double) : std::string());
     std::cout << fmt::format("  float:  max relative error {:.2e}{}\n", r.forward_float,
@@ -209,6 +215,10 @@ int run_report(const ReportArgs& a) {
 int main(int argc, char** argv) {
     CLI::App app{"nelu: sparse-structure compiler for rigid-body dynamics (version " NELU_VERSION ")"};
     app.set_version_flag("--version", NELU_VERSION);
+    app.add_flag_callback("--runtime-include", [] {
+        std::cout << nelu::runtime_include_dir() << "\n";
+        throw CLI::Success();
+    }, "Print the directory of the runtime headers that generated code includes (-I for building it) and exit");
     app.require_subcommand(1);
 
     ModelArgs ma;
@@ -217,7 +227,8 @@ int main(int argc, char** argv) {
     model->add_flag("--floating-base", ma.floating_base, "Attach the root link to the world by a 6-DoF joint");
     model->add_option("--keep-fixed", ma.keep_fixed, "Keep this fixed joint as a body boundary (repeatable)");
     model->add_flag("--ignore-mimic", ma.ignore_mimic, "Treat mimic joints as independent joints (with a warning each)");
-    model->add_flag("--dynamics", ma.dynamics, "Also print the reference dynamics at a random state");
+    CLI::Option* dynamics = model->add_flag("--dynamics", ma.dynamics, "Also print the reference dynamics at a random state");
+    model->add_flag("--json", ma.json, "Print the summary as JSON (bodies, joints, masses, inertias; docs/python.md)")->excludes(dynamics);
     model->add_option("--seed", ma.seed, "Seed of the random state (with --dynamics)");
     model->add_option("--snap", ma.snap, "Print the model idealized as `nelu compile --snap TOL` compiles it, with every change")
         ->type_name("TOL");
@@ -270,8 +281,11 @@ int main(int argc, char** argv) {
     check->add_option("manifest", ko.manifest, "DIR/NAME.json of the solver")->required();
     check->add_option("--states", ko.states, "Random states (special configurations are added)");
     check->add_option("--problem", ko.problem, "The problem spec the solver was compiled from (when it was)");
+    CLI::Option* library = check->add_option("--library", ko.library, "Check this shared library, already built from NAME.cpp, "
+                                              "instead of building one")->type_name("FILE.so");
     check->add_option("--cxx", ko.cxx, "C++ compiler, optionally with flags (\"g++ -O3 -march=x86-64-v3\"); the flags come after nelu's -std=c++17 -O2 -Wall -Wextra -Werror and can override them (default c++)");
     check->add_flag("--ignore-mimic", ko.ignore_mimic, "The solver was compiled with --ignore-mimic (the manifest records it)");
+    check->get_option("--cxx")->excludes(library);
 
     ReportArgs ra;
     CLI::App* report = app.add_subcommand("report", "Operation-count tables");

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh: install nelu's build and test dependencies from Debian (12, bookworm).
 # As root, missing packages are installed with apt-get; otherwise the exact command is printed.
+# Then the Python package is installed into .venv (scripts/python_package.sh, docs/python.md).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   g++ cmake ninja-build pkg-config git
@@ -15,6 +17,8 @@ packages=(
   libmujoco-dev liborocos-kdl-dev libkdl-parser-dev libdart-utils-urdf-dev
   # scripts/profile.sh: cachegrind (valgrind), objdump and nm (binutils), the report (python3)
   valgrind binutils python3
+  # the Python package (python/, docs/python.md): a virtual environment, NumPy, pytest, the build backend
+  python3-venv python3-numpy python3-pytest python3-setuptools python3-wheel
 )
 
 missing=()
@@ -24,6 +28,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
+  bash scripts/python_package.sh && echo "setup: Python package installed in .venv"
   exit 0
 fi
 
@@ -38,4 +43,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+bash scripts/python_package.sh && echo "setup: Python package installed in .venv"
 echo "setup: done"

@@ -6,7 +6,8 @@
 #      with the chain of 7 only and the iwim cases on a DH chain of 8 instead of 50 links, whose
 #      fully actuated solver alone takes about a minute of g++; the agreement checks of every
 #      contender, osim and iwim included; one robot timed briefly; the full benchmark is
-#      scripts/bench.sh, not CI);
+#      scripts/bench.sh, not CI), then the Python package's pytest suite (python/tests, about a
+#      minute: installed into .venv by scripts/python_package.sh, the README's command);
 #   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (but the one
 #      labelled slow, which builds ~80 generated solvers and runs its own sanitizer cases);
 #   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60);
@@ -23,6 +24,9 @@ echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L extended: the largest derivative solvers
 echo "== installed package: examples/consumer"
 NELU_BUILD_DIR=build bash scripts/example.sh
+echo "== Python package: pytest (python/tests), installed into .venv as the README says"
+bash scripts/python_package.sh
+NELU_EXE="$PWD/build/compiler/nelu" .venv/bin/python -m pytest python/tests
 echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly"
 cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 -DNELU_BENCH_IWIM_LINKS=8 -DNELU_BENCH_LARGE=OFF >/dev/null
 cmake --build build -j"$jobs" --target nelu_bench

@@ -1,5 +1,6 @@
 // Tests of the command-line contract (DESIGN.md, "Contract: the CLI"): version, exit codes, the
-// robot generator's output file, and the op-count report.
+// robot generator's output file, the op-count report, `nelu model --json`, `--runtime-include` and
+// `nelu check --library` (what the Python package uses).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +11,9 @@
 #include <vector>
 
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <tinyxml2.h>
 
 #include "diagnostics.hpp"
 #include "load.hpp"
@@ -268,4 +272,111 @@ TEST_CASE("cli: --max-stack: bad values exit 2 naming the option; the budget dec
     CHECK(contains(header, "#define ur5e_id_WORK_BYTES "));
     CHECK(contains(header, "Over the budget of " + std::to_string(estimate - 1) + " bytes"));
     CHECK(contains(read_text(dir.path / "ur5e_id.json"), "\"form\": \"ordinary+workspace\""));
+}
+
+TEST_CASE("cli: `nelu model --json`: the summary as data, the URDF's total mass, each body's inertia as loaded") {
+    for (const std::string& urdf : nelu::test::shipped_robots()) {
+        for (const bool floating : {false, true}) {
+            CAPTURE(urdf);
+            CAPTURE(floating);
+            const nelu::test::CliResult r = run_nelu("model --json " + quoted(urdf) + (floating ? " --floating-base" : ""));
+            REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+            const nlohmann::json j = nlohmann::json::parse(r.out);
+            // the total mass from the URDF text itself: merging fixed links keeps it
+            tinyxml2::XMLDocument doc;
+            REQUIRE(doc.LoadFile(urdf.c_str()) == tinyxml2::XML_SUCCESS);
+            double urdf_mass = 0;
+            for (auto* link = doc.RootElement()->FirstChildElement("link"); link; link = link->NextSiblingElement("link"))
+                if (auto* in = link->FirstChildElement("inertial"))
+                    if (auto* m = in->FirstChildElement("mass")) urdf_mass += m->DoubleAttribute("value");
+            const nelu::LoadResult loaded = nelu::load_urdf_file(urdf, {floating, {}, false, 0});
+            // a fixed base leaves out the root link and the links merged into it (the world)
+            std::vector<std::string> fixed_links;
+            if (!floating) fixed_links.push_back(loaded.root_link);
+            for (const auto& mj : j["merged_fixed_joints"])
+                if (!floating && mj["into"] == "world") fixed_links.push_back(mj["link"]);
+            for (auto* link = doc.RootElement()->FirstChildElement("link"); link; link = link->NextSiblingElement("link"))
+                if (std::count(fixed_links.begin(), fixed_links.end(), link->Attribute("name")))
+                    if (auto* in = link->FirstChildElement("inertial"))
+                        if (auto* m = in->FirstChildElement("mass")) urdf_mass -= m->DoubleAttribute("value");
+            CHECK(j["moving_mass"].get<double>() == doctest::Approx(urdf_mass).epsilon(1e-14));
+            const nelu::Model& m = loaded.model;
+            CHECK(j["floating_base"] == floating);
+            CHECK(j["nq"] == m.nq);
+            CHECK(j["nv"] == m.nv);
+            REQUIRE(j["bodies"].size() == m.bodies.size());
+            double sum = 0;
+            for (std::size_t i = 0; i < m.bodies.size(); ++i) {
+                const nlohmann::json& b = j["bodies"][i];
+                const nelu::Body& body = m.bodies[i];
+                CHECK(b["link"] == body.name);
+                CHECK(b["joint"] == body.joint_name);
+                CHECK(b["nv"] == body.nv());
+                if (i == 0) CHECK(b["type"] == (floating ? "floating" : "revolute"));
+                // mass, centre of mass and inertia about it give back the loaded spatial inertia
+                nelu::Vec3<double> c;
+                nelu::Mat3<double> Ic;
+                for (int k = 0; k < 3; ++k) {
+                    c[k] = b["com"][k];
+                    for (int l = 0; l < 3; ++l) Ic(k, l) = b["inertia_com"][k][l];
+                }
+                const nelu::Inertia<double> I = nelu::inertia_from_com(b["mass"].get<double>(), c, Ic);
+                CHECK(I.m == body.I.m);
+                for (int k = 0; k < 3; ++k) {
+                    CHECK(I.h[k] == doctest::Approx(body.I.h[k]).epsilon(1e-12).scale(1e-12));
+                    for (int l = 0; l < 3; ++l) CHECK(I.Ibar(k, l) == doctest::Approx(body.I.Ibar(k, l)).epsilon(1e-12).scale(1e-12));
+                }
+                sum += b["mass"].get<double>();
+            }
+            CHECK(sum == doctest::Approx(j["moving_mass"].get<double>()).epsilon(1e-15));
+        }
+    }
+    const std::string ur5e = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult both = run_nelu("model --json --dynamics " + quoted(ur5e));
+    CHECK(both.exit_code == nelu::kExitBadInput);
+    CHECK(contains(both.err, "--dynamics excludes --json"));
+}
+
+TEST_CASE("cli: --runtime-include prints the directory of the runtime headers; check --library checks a built library") {
+    const nelu::test::CliResult inc = run_nelu("--runtime-include");
+    REQUIRE(inc.exit_code == 0);
+    REQUIRE(!inc.out.empty());
+    const fs::path dir_include = inc.out.substr(0, inc.out.size() - 1);
+    CHECK(inc.out.back() == '\n');
+    CHECK(fs::exists(dir_include / "nelu" / "status.h"));
+    CHECK(fs::exists(dir_include / "nelu" / "trig.hpp"));
+
+    ScratchDir dir("library");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem id --verify 0 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const fs::path so = dir.path / "libur5e_id.so";
+    const std::string build = "c++ -std=c++17 -O0 -shared -fPIC -I" + quoted(dir_include.string()) + " " +
+                              quoted((dir.path / "ur5e_id.cpp").string()) + " -o " + quoted(so.string());
+    REQUIRE(std::system(build.c_str()) == 0);
+    const std::string check = "check " + quoted(urdf) + " " + quoted((dir.path / "ur5e_id.json").string()) + " --states 20 --library ";
+    const nelu::test::CliResult ok = run_nelu(check + quoted(so.string()));
+    CHECK_MESSAGE(ok.exit_code == 0, (ok.out + ok.err));
+    CHECK(contains(ok.out, "ur5e_id: loaded from " + so.string()));
+    CHECK(contains(ok.out, "PASS"));
+    // a library that does not compute this robot fails the check: ur5e_id of a UR5e whose shoulder link is 1 kg heavier
+    std::string heavier = read_text(urdf);
+    const std::string mass = "<mass value=\"3.761\"/>";
+    REQUIRE(heavier.find(mass) != std::string::npos);
+    heavier.replace(heavier.find(mass), mass.size(), "<mass value=\"4.761\"/>");
+    std::ofstream(dir.path / "heavier.urdf") << heavier;
+    const nelu::test::CliResult other = run_nelu("compile " + quoted((dir.path / "heavier.urdf").string()) +
+                                                 " --problem id --name ur5e_id --verify 0 -o " + quoted((dir.path / "other").string()));
+    REQUIRE_MESSAGE(other.exit_code == 0, other.err);
+    const fs::path wrong = dir.path / "libwrong.so";
+    REQUIRE(std::system(("c++ -std=c++17 -O0 -shared -fPIC -I" + quoted(dir_include.string()) + " " +
+                         quoted((dir.path / "other" / "ur5e_id.cpp").string()) + " -o " + quoted(wrong.string())).c_str()) == 0);
+    const nelu::test::CliResult bad = run_nelu(check + quoted(wrong.string()));
+    CHECK(bad.exit_code == nelu::kExitInternal);
+    CHECK(contains(bad.out, "FAIL"));
+    const nelu::test::CliResult missing = run_nelu(check + quoted((dir.path / "none.so").string()));
+    CHECK(missing.exit_code == nelu::kExitBadInput);
+    CHECK(contains(missing.err, "none.so: no such file"));
+    const nelu::test::CliResult both = run_nelu(check + quoted(so.string()) + " --cxx g++");
+    CHECK(both.exit_code == nelu::kExitBadInput);
 }

@@ -63,17 +63,6 @@ void perturb(const Model& m, const Tangent& t, double h, const std::vector<int>&
     }
 }
 
-/// Directory holding nelu/status.h: beside an installed executable, else the source tree.
-std::string runtime_include_dir() {
-    std::error_code ec;
-    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        fs::path inst = exe.parent_path().parent_path() / "include";
-        if (fs::exists(inst / "nelu" / "status.h")) return inst.string();
-    }
-    return NELU_RUNTIME_INCLUDE_DIR;
-}
-
 /// Shell-quote for /bin/sh.
 std::string quote(const std::string& s) {
     std::string q = "'";
@@ -111,6 +100,16 @@ std::string build_shared_object(const fs::path& source, const std::string& cxx) 
 
 }  // namespace
 
+std::string runtime_include_dir() {
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        fs::path inst = exe.parent_path().parent_path() / "include";
+        if (fs::exists(inst / "nelu" / "status.h")) return inst.string();
+    }
+    return NELU_RUNTIME_INCLUDE_DIR;
+}
+
 CheckReport run_check(const CheckOptions& o) {
     nlohmann::json man;
     try {
@@ -139,11 +138,15 @@ CheckReport run_check(const CheckOptions& o) {
         static_cast<int>(r.system.out.size()) != static_cast<int>(man["out"].size()))
         throw InputError(fmt::format("{}: the manifest's slots do not match {} compiled with problem '{}'", o.manifest, o.urdf, co.problem));
     const fs::path source = fs::path(o.manifest).replace_extension(".cpp");
-    std::string so = build_shared_object(source, o.cxx);
+    if (!o.library.empty() && !fs::is_regular_file(o.library))
+        throw InputError(fmt::format("nelu check: --library {}: no such file", o.library));
+    const std::string so = o.library.empty() ? build_shared_object(source, o.cxx) : o.library;
     void* lib = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib && !o.library.empty()) throw InputError(fmt::format("nelu check: --library {}: cannot load it: {}", o.library, ::dlerror()));
     if (!lib) throw std::runtime_error(std::string("nelu check: cannot load the solver: ") + ::dlerror());
     auto fd = reinterpret_cast<SolverD>(::dlsym(lib, r.name.c_str()));
     auto ff = reinterpret_cast<SolverF>(::dlsym(lib, (r.name + "_f").c_str()));
+    if (!fd && !o.library.empty()) throw InputError(fmt::format("nelu check: --library {} has no entry point {}", o.library, r.name));
     if (!fd) throw std::runtime_error("nelu check: the solver has no double entry point " + r.name);
     auto fjac = co.derivatives ? reinterpret_cast<DerivativesD>(::dlsym(lib, (r.name + "_derivatives").c_str())) : nullptr;
     auto fjac_f = co.derivatives ? reinterpret_cast<DerivativesF>(::dlsym(lib, (r.name + "_derivatives_f").c_str())) : nullptr;
@@ -216,7 +219,7 @@ CheckReport run_check(const CheckOptions& o) {
     }
     ::dlclose(lib);
     std::error_code ec;
-    fs::remove_all(fs::path(so).parent_path(), ec);
+    if (o.library.empty()) fs::remove_all(fs::path(so).parent_path(), ec);
     return rep;
 }
 

@@ -14,6 +14,8 @@ struct CheckOptions {
                            ///< manifest's spec name, looked up beside the manifest)
     int states = 1000;     ///< random states (special configurations are added)
     std::string cxx = "c++";
+    std::string library;   ///< a shared library already built from NAME.cpp: checked as it is, instead
+                           ///< of building one with `cxx` (the Python package checks the library it loaded)
     bool ignore_mimic = false;  ///< --ignore-mimic (also read from the manifest; they must agree)
 };
 
@@ -50,7 +52,11 @@ struct CheckReport {
     }
 };
 
-/// Build, load and compare. Throws InputError for unreadable inputs and std::runtime_error when the
+/// The directory that holds nelu/status.h and the other runtime headers the generated code
+/// includes: beside an installed executable (PREFIX/include), else the source tree's runtime/include.
+std::string runtime_include_dir();
+
+/// Build (or take `library`), load and compare. Throws InputError for unreadable inputs and std::runtime_error when the
 /// solver cannot be built or loaded.
 CheckReport run_check(const CheckOptions& options);
 

@@ -6,6 +6,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "nelu/mimic.hpp"
 #include "nelu/reference.hpp"
@@ -24,6 +25,38 @@ std::string joint_description(const Body& b) {
         case JointType::Fixed: return "fixed (kept as a body boundary)";
     }
     return "?";
+}
+
+nlohmann::ordered_json vec3_json(const Vec3<double>& v) { return {v[0], v[1], v[2]}; }
+
+nlohmann::ordered_json mat3_json(const Mat3<double>& M) {
+    return {vec3_json({{M(0, 0), M(0, 1), M(0, 2)}}), vec3_json({{M(1, 0), M(1, 1), M(1, 2)}}), vec3_json({{M(2, 0), M(2, 1), M(2, 2)}})};
+}
+
+/// One body of `nelu model --json`: its joint, numbering and inertia (body frame).
+nlohmann::ordered_json body_json(const Model& m, int i) {
+    const Body& b = m.bodies[i];
+    Vec3<double> c;
+    Mat3<double> Ic;
+    com_inertia(b.I, c, Ic);
+    nlohmann::ordered_json j;
+    j["index"] = i;
+    j["link"] = b.name;
+    j["parent"] = b.parent < 0 ? std::string("world") : m.bodies[b.parent].name;
+    j["joint"] = b.joint_name;
+    j["type"] = b.type == JointType::Revolute && b.continuous ? "continuous" : joint_type_name(b.type);
+    if (b.type == JointType::Revolute || b.type == JointType::Prismatic) j["axis"] = vec3_json(b.axis);
+    j["q_index"] = b.nq() ? nlohmann::ordered_json(b.q_index) : nlohmann::ordered_json();
+    j["v_index"] = b.nv() ? nlohmann::ordered_json(b.v_index) : nlohmann::ordered_json();
+    j["nq"] = b.nq();
+    j["nv"] = b.nv();
+    if (b.has_limits) j["limits"] = {b.lower, b.upper};
+    if (b.is_mimic()) j["mimic"] = {{"master", m.bodies[b.mimic].joint_name}, {"multiplier", b.multiplier}, {"offset", b.offset}};
+    j["tree_transform"] = {{"rotation", mat3_json(b.X_tree.E)}, {"translation", vec3_json(b.X_tree.r)}};
+    j["mass"] = b.I.m;
+    j["com"] = vec3_json(c);
+    j["inertia_com"] = mat3_json(Ic);
+    return j;
 }
 
 std::string vector_line(const char* name, const std::vector<double>& v) {
@@ -84,6 +117,43 @@ std::string format_model_summary(const LoadResult& r, const std::vector<std::str
         s += "\n";
     }
     return s;
+}
+
+std::string format_model_summary_json(const LoadResult& r, const std::vector<std::string>& singular_joints) {
+    const Model& m = r.model;
+    double total_mass = 0;
+    for (const Body& b : m.bodies) total_mass += b.I.m;
+    nlohmann::ordered_json j;
+    j["robot"] = m.name;
+    j["source"] = r.source;
+    j["root_link"] = r.root_link;
+    j["floating_base"] = !m.bodies.empty() && m.bodies[0].type == JointType::Floating && m.bodies[0].parent < 0;
+    j["nq"] = m.nq;
+    j["nv"] = m.nv;
+    j["independent_nq"] = independent_q_slots(m).size();
+    j["independent_nv"] = independent_v_slots(m).size();
+    j["moving_mass"] = total_mass;
+    j["gravity"] = vec3_json(m.gravity.l);
+    nlohmann::ordered_json bodies = nlohmann::ordered_json::array();
+    for (int i = 0; i < m.num_bodies(); ++i) bodies.push_back(body_json(m, i));
+    j["bodies"] = bodies;
+    nlohmann::ordered_json merged = nlohmann::ordered_json::array();
+    for (const MergedJoint& mj : r.merged) merged.push_back({{"joint", mj.joint}, {"link", mj.link}, {"into", mj.into}});
+    j["merged_fixed_joints"] = merged;
+    nlohmann::ordered_json mimics = nlohmann::ordered_json::array();
+    for (const MimicJoint& mj : r.mimics)
+        mimics.push_back({{"joint", mj.joint}, {"master", mj.master}, {"urdf_master", mj.urdf_master}, {"multiplier", mj.multiplier},
+                          {"offset", mj.offset}});
+    j["mimic"] = mimics;
+    j["ignored_mimic"] = r.mimic_joints;
+    if (r.snap > 0) {
+        nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+        for (const SnapChange& c : r.snapped) changes.push_back(format_snap_change(r.source, c));
+        j["snap"] = {{"tolerance", r.snap}, {"changes", changes}};
+    }
+    j["warnings"] = r.warnings;
+    j["fd_singular_joints"] = singular_joints;
+    return j.dump(2) + "\n";
 }
 
 std::string format_reference_dynamics(const Model& m, std::uint64_t seed) {
