@@ -124,6 +124,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--cxx", default="g++")
     args = ap.parse_args()
+    args.nelu = os.path.abspath(args.nelu)
     link_file = os.path.join(args.bench_dir, "pinocchio_derivatives_link.txt")
     if not os.path.exists(link_file):
         raise SystemExit(f"derivatives_pinocchio: {link_file} not found: configure the build with Pinocchio "

@@ -16,7 +16,11 @@
 // What is timed (state prepared beforehand as Pinocchio's Eigen vectors and forces):
 //   ID  pinocchio  pinocchio::rnea(model, data, q, v, a, fext): tau, external wrenches included.
 //   FD  pinocchio  pinocchio::aba(model, data, q, v, tau, fext): the articulated-body algorithm in
-//                  Pinocchio's default (LOCAL) convention.
+//                  Pinocchio's default (LOCAL) convention, called as the function that aba() calls
+//                  for it (pinocchio::impl::abaLocalConvention): aba() dispatches on the convention
+//                  at run time, which instantiates the WORLD variant too, a third of this file's
+//                  compile time (Pinocchio is header-only here, its algorithms instantiated for
+//                  every joint type in every file that calls them).
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/multibody/data.hpp>
@@ -66,7 +70,7 @@ public:
     }
     void fd(int k) override {
         const Input& in = inputs_[k];
-        pinocchio::aba(pin_, data_, in.q, in.v, in.tau, in.fext);
+        pinocchio::impl::abaLocalConvention(pin_, data_, in.q, in.v, in.tau, in.fext);
         out_ = &data_.ddq;
     }
     void id_result(double* tau) const override { result(tau); }
