@@ -32,8 +32,9 @@
 #                           g++ times, cachegrind at -O2) from an earlier run of the same generated code
 #   NELU_BENCH_SIZES        sizes of the scaling run (default 7,30,100,300; adding 1000 costs about
 #                           an hour of g++ -O2 time on two cores, which is why it is not the default)
-# Peers (MuJoCo, Orocos KDL, DART) are used when scripts/setup.sh has installed them; the CMake
-# configure step says which were found.
+# Peers (MuJoCo, Orocos KDL, DART; Pinocchio from ../shared/peers with the Boost libraries) are used
+# when scripts/setup.sh has installed them; the CMake configure step says which were found. The
+# derivative solvers against Pinocchio's analytic derivatives: scripts/derivatives_pinocchio.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${NELU_BENCH_BUILD_DIR:-build-bench}"
