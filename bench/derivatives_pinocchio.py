@@ -14,7 +14,8 @@ the last two fixed and floating):
   3. per robot, its two objects linked with the driver (bench/pinocchio_derivatives_driver.cpp,
      compiled once by CMake with Pinocchio at -O3; BUILD/bench/pinocchio_derivatives_link.txt), then
      run alone, one robot after the other, after every build has finished: it checks values and
-     Jacobians against Pinocchio's and times alternating batches.
+     Jacobians against Pinocchio's and times alternating batches. A robot whose check fails is
+     recorded with the driver's message and not timed; the script then exits 1 after writing.
 Writes one JSON file (--out) with, per robot, the driver's times and check errors, the manifests'
 operation counts (value solver: `ops`; derivative solver: `derivatives.ops`; mul + add + div), the
 generated C++ size and the nelu compile and g++ times (wall and CPU: user + sys); bench/report.py
@@ -166,7 +167,7 @@ def main():
                   f"{'  (unchanged: built by an earlier run)' if r['reused'] else ''}", flush=True)
     build_wall = time.perf_counter() - start
 
-    records = []
+    records, failed = [], []
     for name, urdf, floating, flags, cls in rows:
         d = os.path.join(work, name)
         exe = os.path.join(d, "driver")
@@ -175,13 +176,17 @@ def main():
         cmd = [exe, urdf, os.path.join(d, "nelu_id.json"), os.path.join(d, "nelu_fd.json"), "--rounds", str(args.rounds),
                "--json", out] + (["--floating-base"] if floating else [])
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if p.returncode != 0:
+        r = {"robot": name, "class": cls, "urdf": os.path.relpath(urdf, ROOT), "floating": floating, "flags": flags,
+             "id": rec[(name, "id")], "fd": rec[(name, "fd")]}
+        if p.returncode != 0:  # a disagreement (or a failure): the row says so, nothing of it is timed
             sys.stderr.write(p.stdout + p.stderr)
-            raise SystemExit(f"derivatives_pinocchio: {name}: the driver failed ({p.returncode}); nothing written")
+            r["error"] = " ".join((p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1].split())
+            failed.append(name)
+            records.append(r)
+            continue
         with open(out) as f:
             res = json.load(f)
-        r = {"robot": name, "class": cls, "urdf": os.path.relpath(urdf, ROOT), "floating": floating, "flags": flags,
-             "nv": res["nv"], "rounds": res["rounds"], "id": rec[(name, "id")], "fd": rec[(name, "fd")]}
+        r.update(nv=res["nv"], rounds=res["rounds"])
         for k, v in res.items():
             if k.endswith("_ns") or k.endswith("_check"):
                 r[k] = v
@@ -197,6 +202,8 @@ def main():
                    "cxx": cxx_version, "compile_wall_s": round(compile_wall, 1), "build_wall_s": round(build_wall, 1),
                    "records": records}, f, indent=1)
         f.write("\n")
+    if failed:
+        raise SystemExit(f"derivatives_pinocchio: the driver failed on {', '.join(failed)} (see above; rows marked in {args.out})")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ if [ "$mode" = --large ]; then
   # the small robots beside the large ones, so that every ratio is one of this run; double only
   robots='panda_gaz2019|ur5e|quadruped_minicheetah|quadruped_minicheetah_floating|humanoid_winter|humanoid_winter_floating'
   robots="$robots|icub_reduced|icub_reduced_floating|tree[0-9]+|tree[0-9]+_floating"
-  engines='generated_double|reference|mujoco_rne|mujoco_forward|mujoco_crb|kdl_rne|dart'
+  engines='generated_double|reference|mujoco_rne|mujoco_forward|mujoco_crb|kdl_rne|dart|pinocchio'
   echo "== benchmark of the large robots: $reps repetitions of at least ${min_time} s each"
   "$build/bench/nelu_bench" --benchmark_filter="^(ID|FD)/($robots)/($engines)\$" \
     --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
