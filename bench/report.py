@@ -572,7 +572,7 @@ def derivatives_pinocchio_tables(d):
         w("Not timed: " + "; ".join(f"{r['robot']}: {r['error']}" for r in failed) + ".")
         w("")
     w(f"What the generated derivative solvers cost to build (`--scalar double`, one entry point each; nelu compile "
-      f"includes its complex-step verification): wall time (CPU time in parentheses), {d['jobs']} jobs in parallel "
+      f"includes its complex-step verification): wall time (CPU time in parentheses), with {d['jobs']} parallel jobs "
       f"(all nelu compiles {d['compile_wall_s']:.0f} s, all g++ {d['build_wall_s']:.0f} s of wall time; a solver "
       "marked * was unchanged since an earlier run and not rebuilt, its time is that run's):")
     w("")
@@ -582,7 +582,7 @@ def derivatives_pinocchio_tables(d):
         for problem in ("id", "fd"):
             b = r[problem]
             w(f"| {r['robot']} | {problem} | {b['jac_cols']} | {b['value_ops']:,} | {b['derivative_ops']:,} | "
-              f"{b['cpp_bytes'] / 1e6:.2f} | {b['compile_s']:.1f} ({b['compile_cpu_s']:.1f}) | "
+              f"{b['cpp_bytes'] / 1e6:.2f} | {b['compile_s']:.2f} ({b['compile_cpu_s']:.2f}) | "
               f"{b['build_s']:.1f} ({b['build_cpu_s']:.1f}){' *' if b.get('reused') else ''} |")
     return L
 
