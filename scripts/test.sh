@@ -5,8 +5,7 @@
 #      package used by examples/consumer (scripts/example.sh), then a benchmark smoke (bench/ built
 #      with the chain of 7 only and the iwim cases on a DH chain of 8 instead of 50 links, whose
 #      fully actuated solver alone takes about a minute of g++; the agreement checks of every
-#      contender, osim and iwim included, Pinocchio when ../shared/peers has it (its one translation
-#      unit is the longest build of the smoke: about 2 min of CPU); one robot timed briefly; the full benchmark is
+#      contender, osim and iwim included; one robot timed briefly; the full benchmark is
 #      scripts/bench.sh, not CI);
 #   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (but the one
 #      labelled slow, which builds ~80 generated solvers and runs its own sanitizer cases);
