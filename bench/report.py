@@ -21,7 +21,7 @@ import subprocess
 from collections import OrderedDict
 
 ROBOTS = ["ur5e", "panda_gaz2019", "quadruped_minicheetah", "quadruped_minicheetah_floating",
-          "iiwa", "kinova", "solo12", "solo12_floating", "chain7", "chain30", "chain100"]
+          "iiwa", "kinova", "ur5", "solo12", "solo12_floating", "chain7", "chain30", "chain100"]
 ID_ENGINES = ["generated_double", "generated_float", "reference", "mujoco_rne", "kdl_rne", "dart", "pinocchio"]
 FD_ENGINES = ["generated_double", "generated_float", "reference", "mujoco_forward", "mujoco_crb", "kdl_rne", "dart",
               "pinocchio"]
@@ -636,9 +636,8 @@ def report(args):
           f"used header-only from `../shared/peers/pinocchio-3.7.0` and built with the same flags. "
           f"Peers found: {ctx.get('peers', 'none')}.")
         w("- Robots: the shipped robots (fixed base; the Mini Cheetah also with a floating base), the public robots "
-          "of `../shared/robots` (`NELU_BENCH_SHARED_LIST`: iiwa, kinova, solo12 fixed and floating; not its "
-          "Panda, whose fingers are mimic joints, nor its ur5, where MuJoCo with the harness's exact inertias "
-          "disagrees: [status.md](status.md)) and generated "
+          "of `../shared/robots` (`NELU_BENCH_SHARED_LIST`: iiwa, kinova, ur5, solo12 fixed and floating; not its "
+          "Panda, whose fingers are mimic joints) and generated "
           "chains (`nelu robot gen chain --links n --seed 1`, general rotations). The generated solvers are the "
           "`id` and `fd` presets: every link's external wrench f^x is an input; beside them, for the like-for-like "
           "comparison with MuJoCo, solvers compiled from `bench/specs/id_zero_fx.yaml` and `fd_zero_fx.yaml` "
