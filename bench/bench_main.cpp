@@ -213,6 +213,9 @@ int main(int argc, char** argv) {
 #ifdef NELU_BENCH_DART
     peers += " dart";
 #endif
+#ifdef NELU_BENCH_PINOCCHIO
+    peers += " pinocchio";
+#endif
     benchmark::AddCustomContext("peers", peers.empty() ? "none" : peers.substr(1));
     std::vector<std::unique_ptr<Case>> cases;
     ResponseSetPtr responses;
@@ -235,6 +238,9 @@ int main(int argc, char** argv) {
 #endif
 #ifdef NELU_BENCH_DART
             add_peers(*c, make_dart);
+#endif
+#ifdef NELU_BENCH_PINOCCHIO
+            add_peers(*c, make_pinocchio);
 #endif
             cases.push_back(std::move(c));
         }

@@ -78,6 +78,7 @@ EnginePtr make_generated_float(const Robot& robot, const Workload& work, SolverF
 std::vector<EnginePtr> make_mujoco(const Robot& robot, const Workload& work, std::vector<Unavailable>& unavailable);
 std::vector<EnginePtr> make_kdl(const Robot& robot, const Workload& work, std::vector<Unavailable>& unavailable);
 std::vector<EnginePtr> make_dart(const Robot& robot, const Workload& work, std::vector<Unavailable>& unavailable);
+std::vector<EnginePtr> make_pinocchio(const Robot& robot, const Workload& work, std::vector<Unavailable>& unavailable);
 
 /// The generated-solver input vector of state s: [qdd or tau (nv)] then f^x of every body
 /// (6 each, [n; f], body order), as the `id` and `fd` presets lay it out.

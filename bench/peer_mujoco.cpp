@@ -104,14 +104,23 @@ double replace_inertias(const Robot& r, mjModel* m) {
         for (int a = 0; a < 3; ++a) dev = std::max(dev, std::abs(m->body_ipos[3 * mb + a] - c[a]) / std::max(1.0, c.norm()));
         if (!(dev < 1e-6)) throw std::runtime_error("mujoco: the inertia of " + b.name + " differs from nelu's by " + std::to_string(dev));
         worst = std::max(worst, dev);
-        Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig(Ic);
-        Eigen::Matrix3d V = eig.eigenvectors();
-        if (V.determinant() < 0) V.col(2) = -V.col(2);
+        // a diagonal tensor is its own principal decomposition (exact, and the body's own axes)
+        Eigen::Matrix3d V = Eigen::Matrix3d::Identity();
+        Eigen::Vector3d moments = Ic.diagonal();
+        if (Ic(0, 1) != 0 || Ic(0, 2) != 0 || Ic(1, 2) != 0) {
+            Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig(Ic);
+            V = eig.eigenvectors(), moments = eig.eigenvalues();
+            if (V.determinant() < 0) V.col(2) = -V.col(2);
+        }
         Eigen::Quaterniond quat(V);
         m->body_mass[mb] = b.I.m;
-        for (int a = 0; a < 3; ++a) m->body_ipos[3 * mb + a] = c[a], m->body_inertia[3 * mb + a] = eig.eigenvalues()[a];
+        for (int a = 0; a < 3; ++a) m->body_ipos[3 * mb + a] = c[a], m->body_inertia[3 * mb + a] = moments[a];
         m->body_iquat[4 * mb] = quat.w(), m->body_iquat[4 * mb + 1] = quat.x();
         m->body_iquat[4 * mb + 2] = quat.y(), m->body_iquat[4 * mb + 3] = quat.z();
+        // MuJoCo's kinematics skip the inertial frame of a body whose inertial frame its compiler found
+        // to be the body frame (body_sameframe: ipos 0, iquat identity), e.g. the ur5's links of
+        // ../shared/robots: keep the flag true to what is written here
+        m->body_sameframe[mb] = c.isZero(0) && V.isIdentity(0);
     }
     return worst;
 }

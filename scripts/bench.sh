@@ -32,8 +32,9 @@
 #                           g++ times, cachegrind at -O2) from an earlier run of the same generated code
 #   NELU_BENCH_SIZES        sizes of the scaling run (default 7,30,100,300; adding 1000 costs about
 #                           an hour of g++ -O2 time on two cores, which is why it is not the default)
-# Peers (MuJoCo, Orocos KDL, DART) are used when scripts/setup.sh has installed them; the CMake
-# configure step says which were found.
+# Peers (MuJoCo, Orocos KDL, DART; Pinocchio from ../shared/peers with the Boost libraries) are used
+# when scripts/setup.sh has installed them; the CMake configure step says which were found. The
+# derivative solvers against Pinocchio's analytic derivatives: scripts/derivatives_pinocchio.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${NELU_BENCH_BUILD_DIR:-build-bench}"
@@ -77,7 +78,7 @@ if [ "$mode" = --large ]; then
   # the small robots beside the large ones, so that every ratio is one of this run; double only
   robots='panda_gaz2019|ur5e|quadruped_minicheetah|quadruped_minicheetah_floating|humanoid_winter|humanoid_winter_floating'
   robots="$robots|icub_reduced|icub_reduced_floating|tree[0-9]+|tree[0-9]+_floating"
-  engines='generated_double|reference|mujoco_rne|mujoco_forward|mujoco_crb|kdl_rne|dart'
+  engines='generated_double|reference|mujoco_rne|mujoco_forward|mujoco_crb|kdl_rne|dart|pinocchio'
   echo "== benchmark of the large robots: $reps repetitions of at least ${min_time} s each"
   "$build/bench/nelu_bench" --benchmark_filter="^(ID|FD)/($robots)/($engines)\$" \
     --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" \
@@ -101,5 +102,6 @@ fi
 echo "== report"
 python3 bench/report.py --results docs/bench/results.json --sizes docs/bench/code_size.json \
   --scaling docs/bench/scaling.json --large docs/bench/large.json \
-  --large-results docs/bench/large_results.json --out docs/bench.md --plots docs/bench
+  --large-results docs/bench/large_results.json --derivatives-pinocchio docs/bench/derivatives_pinocchio.json \
+  --out docs/bench.md --plots docs/bench
 echo "bench: done (docs/bench.md, docs/bench/)"

@@ -15,6 +15,8 @@ packages=(
   qemu-system-arm qemu-user make
   # peers of the benchmark (bench/, scripts/bench.sh); the harness skips a peer that is absent
   libmujoco-dev liborocos-kdl-dev libkdl-parser-dev libdart-utils-urdf-dev
+  # Pinocchio 3.7.0 (../shared/peers, header-only; bench/CMakeLists.txt builds its URDF parser)
+  libboost-filesystem-dev libboost-serialization-dev
   # scripts/profile.sh: cachegrind (valgrind), objdump and nm (binutils), the report (python3)
   valgrind binutils python3
   # the Python package (python/, docs/python.md): a virtual environment, NumPy, pytest, the build backend

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""derivatives_pinocchio.py: nelu's derivative solvers against Pinocchio's analytic derivatives
+(scripts/derivatives_pinocchio.sh; docs/derivatives.md and docs/bench.md, "Against Pinocchio").
+
+For every robot (the shipped UR5e, Panda, Mini Cheetah fixed and floating, humanoid_winter floating;
+the public robots of --shared-robots when present: iiwa, kinova, ur5, panda, solo12 and icub_reduced,
+the last two fixed and floating):
+  1. `nelu compile ROBOT --problem bench/specs/{id,fd}_zero_fx.yaml --derivatives --scalar double`
+     under the names nelu_id and nelu_fd (the Panda of ../shared/robots with --ignore-mimic: its
+     fingers are independent joints, as Pinocchio parses them); every solver in parallel;
+  2. `g++ -O2 -c` of every generated .cpp, in parallel (--jobs), largest first; a .cpp identical to
+     the one compiled by an earlier run in the same --work directory is not compiled again (its
+     earlier build time is kept and marked);
+  3. per robot, its two objects linked with the driver (bench/pinocchio_derivatives_driver.cpp,
+     compiled once by CMake with Pinocchio at -O3; BUILD/bench/pinocchio_derivatives_link.txt), then
+     run alone, one robot after the other, after every build has finished: it checks values and
+     Jacobians against Pinocchio's and times alternating batches. A robot whose check fails is
+     recorded with the driver's message and not timed; the script then exits 1 after writing.
+Writes one JSON file (--out) with, per robot, the driver's times and check errors, the manifests'
+operation counts (value solver: `ops`; derivative solver: `derivatives.ops`; mul + add + div), the
+generated C++ size and the nelu compile and g++ times (wall and CPU: user + sys); bench/report.py
+turns it into tables.
+
+usage: derivatives_pinocchio.py --nelu NELU --bench-dir BUILD/bench --out JSON
+                                [--shared-robots DIR] [--robots REGEX] [--jobs N] [--work DIR] [--rounds R]
+"""
+import argparse
+import concurrent.futures
+import filecmp
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPECS = {"id": os.path.join(ROOT, "bench", "specs", "id_zero_fx.yaml"),
+         "fd": os.path.join(ROOT, "bench", "specs", "fd_zero_fx.yaml")}
+# (row name, URDF file, floating base, extra nelu flags, robot class); SHARED/ is --shared-robots
+ROWS = [
+    ("ur5e", "robots/ur5e.urdf", False, [], "6-DoF arm"),
+    ("panda_gaz2019", "robots/panda_gaz2019.urdf", False, [], "7-DoF arm"),
+    ("quadruped_minicheetah", "robots/quadruped_minicheetah.urdf", False, [], "quadruped, fixed base"),
+    ("quadruped_minicheetah_floating", "robots/quadruped_minicheetah.urdf", True, [], "floating quadruped"),
+    ("humanoid_winter_floating", "robots/humanoid_winter.urdf", True, [], "floating humanoid"),
+    ("iiwa", "SHARED/iiwa.urdf", False, [], "7-DoF arm"),
+    ("kinova", "SHARED/kinova.urdf", False, [], "arm"),
+    ("ur5", "SHARED/ur5.urdf", False, [], "6-DoF arm"),
+    ("panda", "SHARED/panda.urdf", False, ["--ignore-mimic"], "7-DoF arm and fingers"),
+    ("solo12", "SHARED/solo12.urdf", False, [], "quadruped, fixed base"),
+    ("solo12_floating", "SHARED/solo12.urdf", True, [], "floating quadruped"),
+    ("icub_reduced", "SHARED/icub_reduced.urdf", False, [], "humanoid, fixed base"),
+    ("icub_reduced_floating", "SHARED/icub_reduced.urdf", True, [], "floating humanoid"),
+]
+
+
+def timed(cmd, cwd):
+    """Runs cmd in cwd; (wall s, CPU s: user + sys of cmd, from /usr/bin/time). Fails loudly."""
+    fd, tfile = tempfile.mkstemp(prefix=".time.", dir=cwd)
+    os.close(fd)
+    start = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "%U %S", "-o", tfile] + cmd, cwd=cwd, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout + p.stderr)
+        raise SystemExit(f"derivatives_pinocchio: FAILED ({p.returncode}): {' '.join(cmd)}")
+    with open(tfile) as f:
+        user, system = f.read().split()[-2:]
+    os.remove(tfile)
+    return wall, float(user) + float(system)
+
+
+def ops_of(ops):
+    return ops["mul"] + ops["add"] + ops["div"]
+
+
+def compile_solver(nelu, row, problem, work):
+    """nelu compile of one solver into work/ROW/new/; returns its record."""
+    name, urdf, floating, flags, _ = row
+    new = os.path.join(work, name, "new")
+    os.makedirs(new, exist_ok=True)
+    cmd = [nelu, "compile", urdf, "--problem", SPECS[problem], "--derivatives", "--scalar", "double",
+           "--name", f"nelu_{problem}", "-o", new] + flags + (["--floating-base"] if floating else [])
+    wall, cpu = timed(cmd, cwd=new)
+    with open(os.path.join(new, f"nelu_{problem}.json")) as f:
+        man = json.load(f)
+    return {"compile_s": round(wall, 2), "compile_cpu_s": round(cpu, 2), "value_ops": ops_of(man["ops"]),
+            "derivative_ops": ops_of(man["derivatives"]["ops"]), "jac_cols": man["derivatives"]["jac_cols"],
+            "cpp_bytes": os.path.getsize(os.path.join(new, f"nelu_{problem}.cpp"))}
+
+
+def build_object(row, problem, work, cxx):
+    """g++ -O2 -c of work/ROW/new/nelu_P.cpp into work/ROW/, unless the same .cpp was built before."""
+    d = os.path.join(work, row[0])
+    base = f"nelu_{problem}"
+    new_cpp, cpp, obj, stamp = (os.path.join(d, "new", base + ".cpp"), os.path.join(d, base + ".cpp"),
+                                os.path.join(d, base + ".o"), os.path.join(d, base + ".build.json"))
+    for ext in (".hpp", ".json"):
+        shutil.copyfile(os.path.join(d, "new", base + ext), os.path.join(d, base + ext))
+    if os.path.exists(obj) and os.path.exists(stamp) and os.path.exists(cpp) and filecmp.cmp(new_cpp, cpp, shallow=False):
+        with open(stamp) as f:
+            return dict(json.load(f), reused=True)
+    shutil.copyfile(new_cpp, cpp)
+    wall, cpu = timed(cxx + ["-O2", "-std=c++17", "-I", os.path.join(ROOT, "runtime", "include"), "-c", cpp, "-o", obj],
+                         cwd=d)
+    rec = {"build_s": round(wall, 1), "build_cpu_s": round(cpu, 1)}
+    with open(stamp, "w") as f:
+        json.dump(rec, f)
+    return dict(rec, reused=False)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nelu", required=True)
+    ap.add_argument("--bench-dir", required=True, help="the build's bench/ directory (pinocchio_derivatives_link.txt)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--shared-robots", default=os.path.join(ROOT, "..", "shared", "robots"))
+    ap.add_argument("--robots", help="only the rows whose name matches this regular expression")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--work", help="where the generated solvers and objects are kept (default BENCH_DIR/derivatives_pinocchio)")
+    ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--cxx", default="g++")
+    args = ap.parse_args()
+    args.nelu = os.path.abspath(args.nelu)
+    link_file = os.path.join(args.bench_dir, "pinocchio_derivatives_link.txt")
+    if not os.path.exists(link_file):
+        raise SystemExit(f"derivatives_pinocchio: {link_file} not found: configure the build with Pinocchio "
+                         "(-DNELU_BUILD_BENCHMARKS=ON, NELU_PINOCCHIO_DIR) and build nelu_bench_pinocchio_derivatives")
+    with open(link_file) as f:
+        link = f.read().split()
+    work = os.path.abspath(args.work or os.path.join(args.bench_dir, "derivatives_pinocchio"))
+    shared = os.path.abspath(args.shared_robots)
+    rows, skipped = [], []
+    for name, urdf, floating, flags, cls in ROWS:
+        if args.robots and not re.fullmatch(args.robots, name):
+            continue
+        path = os.path.join(shared, urdf[len("SHARED/"):]) if urdf.startswith("SHARED/") else os.path.join(ROOT, urdf)
+        if not os.path.exists(path):
+            skipped.append(name)
+            continue
+        rows.append((name, path, floating, flags, cls))
+    if skipped:
+        print(f"derivatives_pinocchio: skipped (no URDF; --shared-robots {shared}): {', '.join(skipped)}", flush=True)
+    jobs = [(row, p) for row in rows for p in ("id", "fd")]
+    rec = {(row[0], p): {} for row, p in jobs}
+
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for (row, p), r in zip(jobs, pool.map(lambda j: compile_solver(args.nelu, j[0], j[1], work), jobs)):
+            rec[(row[0], p)].update(r)
+            print(f"derivatives_pinocchio: nelu compile {row[0]:32s} {p}  {r['cpp_bytes'] / 1e6:6.2f} MB of C++"
+                  f"  value ops {r['value_ops']:6d}  derivative ops {r['derivative_ops']:7d}  {r['compile_s']:6.1f} s", flush=True)
+    compile_wall = time.perf_counter() - start
+    start = time.perf_counter()
+    order = sorted(jobs, key=lambda j: -rec[(j[0][0], j[1])]["cpp_bytes"])  # largest first
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(build_object, row, p, work, args.cxx.split()): (row, p) for row, p in order}
+        for fut in concurrent.futures.as_completed(futures):
+            row, p = futures[fut]
+            r = fut.result()
+            rec[(row[0], p)].update(r)
+            print(f"derivatives_pinocchio: g++ -O2 {row[0]:32s} {p}  {r['build_s']:6.1f} s (CPU {r['build_cpu_s']:.1f} s)"
+                  f"{'  (unchanged: built by an earlier run)' if r['reused'] else ''}", flush=True)
+    build_wall = time.perf_counter() - start
+
+    records, failed = [], []
+    for name, urdf, floating, flags, cls in rows:
+        d = os.path.join(work, name)
+        exe = os.path.join(d, "driver")
+        subprocess.run(["g++", "-o", exe, os.path.join(d, "nelu_id.o"), os.path.join(d, "nelu_fd.o")] + link, check=True)
+        out = os.path.join(d, "result.json")
+        cmd = [exe, urdf, os.path.join(d, "nelu_id.json"), os.path.join(d, "nelu_fd.json"), "--rounds", str(args.rounds),
+               "--json", out] + (["--floating-base"] if floating else [])
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        r = {"robot": name, "class": cls, "urdf": os.path.relpath(urdf, ROOT), "floating": floating, "flags": flags,
+             "id": rec[(name, "id")], "fd": rec[(name, "fd")]}
+        if p.returncode != 0:  # a disagreement (or a failure): the row says so, nothing of it is timed
+            sys.stderr.write(p.stdout + p.stderr)
+            r["error"] = " ".join((p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1].split())
+            failed.append(name)
+            records.append(r)
+            continue
+        with open(out) as f:
+            res = json.load(f)
+        r.update(nv=res["nv"], rounds=res["rounds"])
+        for k, v in res.items():
+            if k.endswith("_ns") or k.endswith("_check"):
+                r[k] = v
+        records.append(r)
+        print(f"derivatives_pinocchio: {name:32s} id {res['id_value_ns']:8.1f} / {res['pinocchio_rnea_ns']:8.1f} ns,"
+              f" derivatives {res['id_derivatives_ns']:9.1f} / {res['pinocchio_rnea_derivatives_ns']:9.1f} ns;"
+              f" fd {res['fd_value_ns']:8.1f} / {res['pinocchio_aba_ns']:8.1f} ns,"
+              f" derivatives {res['fd_derivatives_ns']:9.1f} / {res['pinocchio_aba_derivatives_ns']:9.1f} ns (nelu / Pinocchio)",
+              flush=True)
+    cxx_version = subprocess.run(args.cxx.split() + ["--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    with open(args.out, "w") as f:
+        json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_avg": os.getloadavg(), "jobs": args.jobs,
+                   "cxx": cxx_version, "compile_wall_s": round(compile_wall, 1), "build_wall_s": round(build_wall, 1),
+                   "records": records}, f, indent=1)
+        f.write("\n")
+    if failed:
+        raise SystemExit(f"derivatives_pinocchio: the driver failed on {', '.join(failed)} (see above; rows marked in {args.out})")
+
+
+if __name__ == "__main__":
+    main()

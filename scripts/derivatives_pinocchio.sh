@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# derivatives_pinocchio.sh: nelu's generated derivative solvers against Pinocchio 3.7.0's analytic
+# derivatives, and its value solvers against Pinocchio's rnea and aba (issue 20), on the shipped
+# robots and ../shared/robots: docs/bench/derivatives_pinocchio.json, the tables of
+# docs/derivatives.md ("Against Pinocchio") and of docs/bench.md ("Derivatives").
+#
+#   bash scripts/derivatives_pinocchio.sh            configure and build (Release) nelu and the driver
+#                                                    (bench/pinocchio_derivatives_driver.cpp, Pinocchio
+#                                                    at -O3), then bench/derivatives_pinocchio.py: nelu
+#                                                    compile --derivatives of every robot's id and fd
+#                                                    (no external wrenches), g++ -O2 of the generated
+#                                                    sources in parallel, the driver of each robot run
+#                                                    alone (check, then alternating timed batches);
+#                                                    then the reports
+#   bash scripts/derivatives_pinocchio.sh --report   only rewrite the tables from the JSON file
+#
+# It takes whatever `nelu compile --derivatives` emits: rerun it after a change of the derivative
+# programs. Generated sources identical to those of an earlier run are not compiled again
+# (BUILD/bench/derivatives_pinocchio/). The floating humanoids' fd derivative solvers are the
+# longest builds (minutes of g++ -O2 each, started first).
+#
+# Environment:
+#   NELU_BENCH_BUILD_DIR   build directory (default build-bench, as scripts/bench.sh; an existing one
+#                          keeps its configuration, benchmarks turned on)
+#   NELU_DERIV_ROBOTS      only the rows matching this regular expression (e.g. 'ur5e|iiwa')
+#   NELU_DERIV_JOBS        parallel nelu compile and g++ jobs (default: nproc)
+#   NELU_DERIV_ROUNDS      rounds of alternating batches (default 21)
+#   NELU_PINOCCHIO_DIR     Pinocchio's folder (default ../shared/peers/pinocchio-3.7.0)
+#   NELU_BENCH_SHARED_ROBOTS  the public robots (default ../shared/robots); absent ones are skipped
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${NELU_BENCH_BUILD_DIR:-build-bench}"
+json=docs/bench/derivatives_pinocchio.json
+case "${1:-run}" in
+  run|--report) ;;
+  *) echo "usage: scripts/derivatives_pinocchio.sh [--report]" >&2; exit 2 ;;
+esac
+
+if [ "${1:-run}" = run ]; then
+  echo "== configure and build ($build): nelu and the Pinocchio driver"
+  # a new build directory is Release; an existing one keeps its build type (the driver is -O3 -DNDEBUG
+  # whatever it is, and nelu's own flags do not enter the generated code's g++ -O2 build)
+  if [ -f "$build/CMakeCache.txt" ]; then
+    cmake -S . -B "$build" -DNELU_BUILD_BENCHMARKS=ON ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"}
+  else
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_BENCHMARKS=ON -DNELU_BUILD_TESTS=OFF \
+      ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"}
+  fi | grep -E "nelu_bench: .*Pinocchio" || true
+  if [ ! -f "$build/bench/pinocchio_derivatives_link.txt" ]; then
+    echo "derivatives_pinocchio: Pinocchio is not configured in $build (see the message above): nothing measured" >&2
+    exit 1
+  fi
+  cmake --build "$build" -j"$(nproc)" --target nelu nelu_bench_pinocchio_derivatives >/dev/null
+  mkdir -p docs/bench
+  echo "== nelu compile, g++ -O2, check and time"
+  python3 bench/derivatives_pinocchio.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" --out "$json" \
+    --shared-robots "${NELU_BENCH_SHARED_ROBOTS:-../shared/robots}" --jobs "${NELU_DERIV_JOBS:-$(nproc)}" \
+    --rounds "${NELU_DERIV_ROUNDS:-21}" ${NELU_DERIV_ROBOTS:+--robots "$NELU_DERIV_ROBOTS"}
+fi
+
+echo "== report"
+python3 bench/report.py --derivatives-pinocchio "$json" --update-doc docs/derivatives.md
+bash scripts/bench.sh --report >/dev/null
+echo "derivatives_pinocchio: done ($json, docs/derivatives.md, docs/bench.md)"
