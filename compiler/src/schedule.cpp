@@ -97,11 +97,151 @@ void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
         }
 }
 
+/// Whether the structured derivatives of inverse dynamics (derivatives.hpp) give this problem's
+/// Jacobian: a classical square system solved by its factors alone (no least-squares block, extra
+/// right-hand sides or Lambda), without mimic joints, whose outputs are joint accelerations and
+/// torques. Then a column x of q or qd is the solution for a right-hand side that is zero but in
+/// the (3tau) rows, where it is d ID / d x at the solved accelerations: the (3a) and (3f) rows
+/// determine a_i and f_i from qdd as before, and the joint rows read M dqdd - dtau + dID/dx = 0.
+int derivatives_nv(const System& sys) {
+    int nv = 0;
+    for (const BodyKinematics& k : sys.kinematics) nv = std::max(nv, k.v_index + static_cast<int>(k.S.size()));
+    return nv;
+}
+
+bool structured_applies(const System& sys, bool factors_only) {
+    if (!factors_only || !sys.classical || !sys.rhs.empty() || sys.lambda_size > 0 || sys.m() != sys.n()) return false;
+    for (const BodyKinematics& k : sys.kinematics)
+        if (k.mimic) return false;
+    for (const Slot& o : sys.out)
+        if (o.column < 0 || o.rhs != 0 || (o.quantity != Quantity::JointTorque && o.quantity != Quantity::JointAcceleration)) return false;
+    return true;
+}
+
+/// The Jacobian of the outputs (Factorization::jacobian), in the cheapest form this problem allows:
+/// forward-mode differentiation of the program (derivatives.hpp, Differentiator), or the structured
+/// derivatives of inverse dynamics with either pairing frame for the q and qd columns. Every form is
+/// built in P (dead code is removed later) and the one with the fewest operations is kept; each
+/// form's count is recorded (Factorization::derivative_forms).
+template <class Solve>
+void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, const std::vector<Id>& x, Solve&& solve,
+                       Factorization& out, bool factors_only, StructuredTerm omit) {
+    const std::vector<Tangent> cols = jacobian_columns(model, static_cast<int>(sys.in.size()));
+    const int m = sys.m();
+    const std::size_t nc = cols.size();
+    // A square system solved by the factors alone: D(q) x + b = 0 gives D dx = -(dD x + db), one
+    // more right-hand side per column through the same factors. A least-squares tail, extra
+    // right-hand sides or Lambda: forward mode through the whole program instead.
+    const bool by_factors = factors_only && sys.rhs.empty() && sys.lambda_size == 0 && m == sys.n();
+    std::vector<Id> forward(sys.out.size() * nc, P.zero());
+    for (std::size_t j = 0; j < nc; ++j) {
+        Differentiator dt(P, model, cols[j]);
+        if (!by_factors) {
+            for (std::size_t o = 0; o < sys.out.size(); ++o) forward[o * nc + j] = dt.d(out.outputs[o]);
+            continue;
+        }
+        std::vector<Id> rhs(m);
+        for (int r = 0; r < m; ++r) {
+            Id v = dt.d(sys.b[r]);
+            for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), x[c]));
+            rhs[r] = v;
+        }
+        const std::vector<Id> dx = solve(rhs);
+        for (std::size_t o = 0; o < sys.out.size(); ++o) {
+            const Slot& s = sys.out[o];
+            Id v = s.column >= 0 ? dx[s.column] : s.bias >= 0 ? dt.d(s.bias) : P.zero();
+            if (s.column < 0)
+                for (const auto& [c, coef] : s.terms) v = P.add(v, P.add(P.mul(dt.d(coef), x[c]), P.mul(coef, dx[c])));
+            forward[o * nc + j] = v;
+        }
+    }
+    std::vector<Id> values = out.outputs;
+    for (const ScheduledPivot& pv : out.pivots) values.push_back(pv.value);
+    auto cost = [&](const std::vector<Id>& jac) {
+        std::vector<Id> roots = values;
+        roots.insert(roots.end(), jac.begin(), jac.end());
+        return P.count(P.live_nodes(roots)).total();
+    };
+    out.jacobian = forward;
+    out.derivative_form = "forward";
+    long best = cost(forward);
+    out.derivative_forms = {{"forward", best}};
+    if (!by_factors || !structured_applies(sys, factors_only)) return;
+    // Forward dynamics (every torque an input, every output an acceleration) has M^-1 among its
+    // columns, the responses to unit torques: dqdd/dx = -M^-1 dID/dx can also be formed from them.
+    std::vector<int> tau_column(static_cast<std::size_t>(derivatives_nv(sys)), -1);  // velocity slot -> its column of jac
+    for (std::size_t j = 0; j < nc; ++j)
+        if (cols[j].kind == Tangent::Kind::In && sys.in[cols[j].index].quantity == Quantity::JointTorque) {
+            const Slot& s = sys.in[cols[j].index];
+            tau_column[sys.kinematics[s.body].v_index + s.comp] = static_cast<int>(j);
+        }
+    bool forward_dynamics = std::find(tau_column.begin(), tau_column.end(), -1) == tau_column.end();
+    for (const Slot& o : sys.out) forward_dynamics = forward_dynamics && o.quantity == Quantity::JointAcceleration;
+    for (PairFrame frame : {PairFrame::Local, PairFrame::Root}) {
+        const IdDerivatives D = structured_id_derivatives(P, sys, x, frame, omit);
+        auto entry = [&](const std::vector<Id>& M, std::size_t row, int col) { return M[row * D.nv + static_cast<std::size_t>(col)]; };
+        // Per column, the forms it can take: forward mode; the solution for d ID / dx in the (3tau)
+        // rows (the q, qd and known accelerations' columns); -M^-1 d ID / dx from the torque columns
+        // (forward dynamics). Start from the structured form wherever it applies, then move a column
+        // to another form while that lowers the count of the whole (shared values counted once).
+        std::vector<std::vector<std::vector<Id>>> options(nc);
+        std::vector<std::size_t> pick(nc, 0);
+        for (std::size_t j = 0; j < nc; ++j) {
+            const Tangent& t = cols[j];
+            std::vector<Id> column(sys.out.size());
+            for (std::size_t o = 0; o < sys.out.size(); ++o) column[o] = forward[o * nc + j];
+            options[j].push_back(column);
+            const std::vector<Id>* dID = t.kind == Tangent::Kind::Q ? &D.dq : t.kind == Tangent::Kind::Qd ? &D.dqd : nullptr;
+            int slot = t.index;
+            if (t.kind == Tangent::Kind::In) {  // a known acceleration: d ID / d qdd_k = M[:, k]
+                const Slot& s = sys.in[t.index];
+                if (s.quantity != Quantity::JointAcceleration) continue;
+                dID = &D.M, slot = sys.kinematics[s.body].v_index + s.comp;
+            }
+            std::vector<Id> rhs(m, P.zero());
+            for (std::size_t i = 0; i < sys.kinematics.size(); ++i)
+                for (std::size_t d = 0; d < sys.blocks[i].row_tau.size(); ++d)
+                    rhs[sys.blocks[i].row_tau[d]] = entry(*dID, static_cast<std::size_t>(sys.kinematics[i].v_index) + d, slot);
+            const std::vector<Id> dx = solve(rhs);
+            for (std::size_t o = 0; o < sys.out.size(); ++o) column[o] = dx[sys.out[o].column];
+            options[j].push_back(column);
+            pick[j] = 1;
+            if (forward_dynamics && t.kind != Tangent::Kind::In) {
+                for (std::size_t o = 0; o < sys.out.size(); ++o) {
+                    Id v = P.zero();
+                    for (std::size_t k = 0; k < tau_column.size(); ++k)
+                        v = P.sub(v, P.mul(forward[o * nc + static_cast<std::size_t>(tau_column[k])], entry(*dID, k, slot)));
+                    column[o] = v;
+                }
+                options[j].push_back(column);
+            }
+        }
+        std::vector<Id> jac(sys.out.size() * nc);
+        auto set = [&](std::size_t j, std::size_t k) {
+            for (std::size_t o = 0; o < sys.out.size(); ++o) jac[o * nc + j] = options[j][k][o];
+        };
+        for (std::size_t j = 0; j < nc; ++j) set(j, pick[j]);
+        long now = cost(jac);
+        for (std::size_t j = 0; j < nc; ++j)
+            for (std::size_t k = 0; k < options[j].size(); ++k) {
+                if (k == pick[j]) continue;
+                set(j, k);
+                const long c = cost(jac);
+                if (c < now) now = c, pick[j] = k;
+                set(j, pick[j]);
+            }
+        const std::string name = frame == PairFrame::Local ? "structured, local frames" : "structured, root frame";
+        const long c = cost(jac);
+        out.derivative_forms.push_back({name, c});
+        if (c < best) best = c, out.jacobian = jac, out.derivative_form = name;
+    }
+}
+
 }  // namespace
 
 bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
                   const std::string& name, Factorization& out, std::string& why, long max_entries, const Tail& tail,
-                  const Model* derivatives) {
+                  const Model* derivatives, StructuredTerm omit) {
     const int n = sys.n(), m = sys.m();
     const int npiv = static_cast<int>(order.size());
     out = Factorization{};
@@ -254,35 +394,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         out.outputs.push_back(v);
     }
     if (sys.lambda_size > 0) invert_lambda(P, sys, out);
-    if (derivatives) {  // the Jacobian of the outputs, column by column (derivatives.hpp)
-        const std::vector<Tangent> cols = jacobian_columns(*derivatives, static_cast<int>(sys.in.size()));
-        // A square system solved by the factors alone: D(q) x + b = 0 gives D dx = -(dD x + db), one
-        // more right-hand side per column through the same factors. A least-squares tail, extra
-        // right-hand sides or Lambda: forward mode through the whole program instead.
-        const bool by_factors = kb == 0 && sys.rhs.empty() && sys.lambda_size == 0 && m == n;
-        out.jacobian.assign(sys.out.size() * cols.size(), P.zero());
-        for (std::size_t j = 0; j < cols.size(); ++j) {
-            Differentiator dt(P, *derivatives, cols[j]);
-            if (!by_factors) {
-                for (std::size_t o = 0; o < sys.out.size(); ++o) out.jacobian[o * cols.size() + j] = dt.d(out.outputs[o]);
-                continue;
-            }
-            std::vector<Id> rhs(m);
-            for (int r = 0; r < m; ++r) {
-                Id v = dt.d(sys.b[r]);
-                for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), xs[0][c]));
-                rhs[r] = v;
-            }
-            const std::vector<Id> dx = solve(rhs);
-            for (std::size_t o = 0; o < sys.out.size(); ++o) {
-                const Slot& s = sys.out[o];
-                Id v = s.column >= 0 ? dx[s.column] : s.bias >= 0 ? dt.d(s.bias) : P.zero();
-                if (s.column < 0)
-                    for (const auto& [c, coef] : s.terms) v = P.add(v, P.add(P.mul(dt.d(coef), xs[0][c]), P.mul(coef, dx[c])));
-                out.jacobian[o * cols.size() + j] = v;
-            }
-        }
-    }
+    if (derivatives) schedule_jacobian(P, sys, *derivatives, xs[0], solve, out, kb == 0, omit);
     // Merge equal values (symmetric halves of the Schur complements, among others), then count
     // what the outputs and pivot checks need, split by phase.
     std::vector<Id> roots = out.outputs;
