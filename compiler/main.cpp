@@ -115,6 +115,11 @@ void print_summary(const nelu::CompileResult& r) {
                                  r.order.best.ops_derivatives.total(), r.order.best.ops.total(),
                                  r.derivatives.states > 0 ? fmt::format("; against complex step on {} states: max relative error {:.2e}",
                                                                         r.derivatives.states, r.derivatives.max_error) : std::string());
+    if (r.order.best.jacobian.size() > 0) {
+        std::string forms;
+        for (const auto& [form, ops] : r.order.best.derivative_forms) forms += fmt::format("{}{} {}", forms.empty() ? "" : ", ", form, ops);
+        std::cout << fmt::format("  derivative form: {} (operations of each form built: {})\n", r.order.best.derivative_form, forms);
+    }
     if (r.verify.refused_singular > 0)
         std::cout << fmt::format("  and NELU_STATUS_SMALL_PIVOT, rightly, on {} more, where Lambda does not exist (a kinematic singularity)\n",
                                  r.verify.refused_singular);

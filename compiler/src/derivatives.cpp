@@ -1,8 +1,11 @@
 // derivatives.cpp: see derivatives.hpp.
 #include "derivatives.hpp"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
+#include "sym.hpp"
 #include "system.hpp"
 
 namespace nelu {
@@ -93,6 +96,213 @@ ir::Id Differentiator::d(ir::Id root) {
         memo_[x] = r;
     }
     return memo_.at(root);
+}
+
+namespace {
+
+using ir::Sym;
+using V6s = SVec<Sym>;
+
+V6s vec(ir::Program& P, const std::array<ir::Id, 6>& x) {
+    V6s v;
+    for (int k = 0; k < 6; ++k) v[k] = Sym(P, x[k]);
+    return v;
+}
+
+V6s solution(ir::Program& P, const std::vector<ir::Id>& x, const std::vector<int>& cols) {
+    V6s v;
+    for (int k = 0; k < 6; ++k) v[k] = Sym(P, x[static_cast<std::size_t>(cols[k])]);
+    return v;
+}
+
+/// A factor as a Pluecker transform: rot(E) = plx(E, 0), xlt(r) = plx(1, r).
+Xform<Sym> factor_xform(ir::Program& P, const TransformFactor& F) {
+    Xform<Sym> X = identity_xform<Sym>();
+    for (int i = 0; i < 3; ++i) {
+        if (!F.rotation) X.r[i] = Sym(P, F.r[i]);
+        else
+            for (int j = 0; j < 3; ++j) X.E(i, j) = Sym(P, F.E[i][j]);
+    }
+    return X;
+}
+
+/// X_i^T f: a force of body i's frame in its parent's (the factors' transposes, last first).
+V6s force_to_parent(const std::vector<Xform<Sym>>& X, V6s f) {
+    for (auto F = X.rbegin(); F != X.rend(); ++F) f = apply_transpose(*F, f);
+    return f;
+}
+
+/// X_i^T I X_i: an inertia of body i's frame in its parent's.
+Inertia<Sym> inertia_to_parent(const std::vector<Xform<Sym>>& X, Inertia<Sym> I) {
+    for (auto F = X.rbegin(); F != X.rend(); ++F) I = transform_to_parent(*F, I);
+    return I;
+}
+
+/// The rate of a rigid-body inertia moving with velocity v = [w; nu], Idot = v x* I - I vx, which is
+/// again of the form [Ibar' h'x; h'x^T m'] with m' = 0, h' = w x h + m nu and
+/// Ibar' = wx Ibar - Ibar wx - (nux hx + hx nux) = A + A^T - (h nu^T + nu h^T) + 2 (h . nu) 1, A = wx Ibar.
+Inertia<Sym> inertia_rate(const Inertia<Sym>& I, const V6s& v) {
+    const Mat3<Sym> A = skew(v.w) * I.Ibar;
+    const Sym hn = dot(I.h, v.l);
+    Inertia<Sym> R{Sym(0.0), cross(v.w, I.h) + I.m * v.l, zero_mat3<Sym>()};
+    for (int i = 0; i < 3; ++i)
+        for (int j = i; j < 3; ++j) {
+            Sym e = A(i, j) + A(j, i) - (I.h[i] * v.l[j] + v.l[i] * I.h[j]);
+            if (i == j) e = e + Sym(2.0) * hn;
+            R.Ibar(i, j) = R.Ibar(j, i) = e;
+        }
+    return R;
+}
+
+Inertia<Sym> constant_inertia(const Inertia<double>& I) {
+    Inertia<Sym> R{Sym(I.m), {{Sym(I.h[0]), Sym(I.h[1]), Sym(I.h[2])}}, zero_mat3<Sym>()};
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) R.Ibar(i, j) = Sym(I.Ibar(i, j));
+    return R;
+}
+
+/// Per degree of freedom of a body: the joint-side motion vectors and the subtree-side force vectors.
+struct Dof {
+    V6s S, psi, u, phi;            // motion, body frame
+    V6s alpha, beta, G, H;         // force, body frame
+};
+
+}  // namespace
+
+StructuredTerm structured_term(const std::string& name) {
+    static const std::pair<const char*, StructuredTerm> terms[] = {
+        {"PsiParentVelocity", StructuredTerm::PsiParentVelocity}, {"UAcceleration", StructuredTerm::UAcceleration},
+        {"UVelocity", StructuredTerm::UVelocity}, {"PhiVelocity", StructuredTerm::PhiVelocity},
+        {"OwnInertia", StructuredTerm::OwnInertia}, {"ChildInertia", StructuredTerm::ChildInertia},
+        {"OwnRate", StructuredTerm::OwnRate}, {"ChildRate", StructuredTerm::ChildRate},
+        {"OwnMomentum", StructuredTerm::OwnMomentum}, {"ChildMomentum", StructuredTerm::ChildMomentum},
+        {"BetaRate", StructuredTerm::BetaRate}, {"BetaMomentum", StructuredTerm::BetaMomentum},
+        {"GForce", StructuredTerm::GForce}, {"GInertia", StructuredTerm::GInertia}, {"GRate", StructuredTerm::GRate},
+        {"GMomentum", StructuredTerm::GMomentum}, {"HInertia", StructuredTerm::HInertia}, {"HRate", StructuredTerm::HRate},
+        {"HMomentum", StructuredTerm::HMomentum}};
+    if (name.empty() || name == "None") return StructuredTerm::None;
+    for (const auto& [n, t] : terms)
+        if (name == n) return t;
+    throw std::invalid_argument("no structured derivative term '" + name + "'");
+}
+
+IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, PairFrame frame,
+                                        StructuredTerm omit) {
+    // a term, or nothing when it is the one omitted
+    auto term = [omit](StructuredTerm t, const V6s& v) { return t == omit ? zero6<Sym>() : v; };
+    auto inertia = [omit](StructuredTerm t, const Inertia<Sym>& I) {
+        return t == omit ? Inertia<Sym>{Sym(0.0), zero3<Sym>(), zero_mat3<Sym>()} : I;
+    };
+    const int nb = static_cast<int>(sys.kinematics.size());
+    IdDerivatives D;
+    for (const BodyKinematics& k : sys.kinematics) D.nv = std::max(D.nv, k.v_index + static_cast<int>(k.S.size()));
+    const std::size_t nv = static_cast<std::size_t>(D.nv);
+    D.dq.assign(nv * nv, P.zero()), D.dqd.assign(nv * nv, P.zero()), D.M.assign(nv * nv, P.zero());
+    std::vector<std::vector<Xform<Sym>>> X(nb);
+    std::vector<std::vector<Dof>> dofs(nb);
+    std::vector<Inertia<Sym>> IC(nb), IdotC(nb);
+    std::vector<V6s> hC(nb), f(nb);
+    for (int i = 0; i < nb; ++i) {  // per body: what its joint contributes, and its own inertia terms
+        const BodyKinematics& k = sys.kinematics[i];
+        const BodyBlock& B = sys.blocks[i];
+        for (const TransformFactor& F : k.factors) X[i].push_back(factor_xform(P, F));
+        std::vector<ir::Id> vel(sys.velocity[i]);
+        const V6s v = vec(P, {vel[0], vel[1], vel[2], vel[3], vel[4], vel[5]});
+        V6s vS = zero6<Sym>(), ap = solution(P, x, B.a) - vec(P, k.c);
+        for (std::size_t d = 0; d < k.S.size(); ++d) {
+            const V6s S = vec(P, k.S[d]);
+            const ir::Id qdd = k.qdd_input[d] >= 0 ? P.input(ir::Source::In, k.qdd_input[d]) : x[static_cast<std::size_t>(B.qdd[d])];
+            vS = vS + Sym(P, k.qd[d]) * S;
+            ap = ap - Sym(P, qdd) * S;
+        }
+        const V6s vp = v - vS;
+        for (std::size_t d = 0; d < k.S.size(); ++d) {
+            Dof o;
+            o.S = vec(P, k.S[d]);
+            o.psi = cross_motion(term(StructuredTerm::PsiParentVelocity, vp), o.S);
+            o.u = term(StructuredTerm::UAcceleration, cross_motion(ap, o.S)) + term(StructuredTerm::UVelocity, cross_motion(vp, o.psi));
+            o.phi = cross_motion(term(StructuredTerm::PhiVelocity, v + vp), o.S);
+            dofs[i].push_back(o);
+        }
+        const Inertia<Sym> I = constant_inertia(k.I);
+        IC[i] = inertia(StructuredTerm::OwnInertia, I);
+        IdotC[i] = inertia(StructuredTerm::OwnRate, inertia_rate(I, v));
+        hC[i] = term(StructuredTerm::OwnMomentum, I * v);
+        f[i] = solution(P, x, B.f);
+    }
+    for (int i = nb - 1; i >= 0; --i) {  // composites over the subtrees, leaves first (parents precede children)
+        const int p = sys.kinematics[i].parent;
+        if (p < 0) continue;
+        IC[p] = IC[p] + inertia(StructuredTerm::ChildInertia, inertia_to_parent(X[i], IC[i]));
+        IdotC[p] = IdotC[p] + inertia(StructuredTerm::ChildRate, inertia_to_parent(X[i], IdotC[i]));
+        hC[p] = hC[p] + term(StructuredTerm::ChildMomentum, force_to_parent(X[i], hC[i]));
+    }
+    for (int i = 0; i < nb; ++i)
+        for (Dof& o : dofs[i]) {
+            o.alpha = IC[i] * o.S;
+            o.beta = term(StructuredTerm::BetaRate, IdotC[i] * o.S) - term(StructuredTerm::BetaMomentum, cross_force(o.S, hC[i]));
+            o.G = term(StructuredTerm::GForce, cross_force(o.S, f[i])) + term(StructuredTerm::GInertia, IC[i] * o.u) +
+                  term(StructuredTerm::GRate, IdotC[i] * o.psi) + term(StructuredTerm::GMomentum, cross_force(o.psi, hC[i]));
+            o.H = term(StructuredTerm::HInertia, IC[i] * o.phi) + term(StructuredTerm::HRate, IdotC[i] * o.S) +
+                  term(StructuredTerm::HMomentum, cross_force(o.S, hC[i]));
+        }
+    auto at = [&](std::vector<ir::Id>& M, int row, int col) -> ir::Id& { return M[static_cast<std::size_t>(row) * nv + static_cast<std::size_t>(col)]; };
+    // The entries of a body i (its vectors `low`, carried into the frame of ancestor j: `mine`) with
+    // ancestor j (whose joint-side vectors are `high`, in the same frame).
+    auto pair = [&](int i, const std::vector<Dof>& mine, int j, const std::vector<Dof>& high) {
+        const int ri = sys.kinematics[i].v_index, rj = sys.kinematics[j].v_index;
+        for (std::size_t a = 0; a < mine.size(); ++a)
+            for (std::size_t b = 0; b < high.size(); ++b) {
+                const Dof &lo = mine[a], &hi = high[b];
+                const int r = ri + static_cast<int>(a), c = rj + static_cast<int>(b);
+                at(D.dq, r, c) = (dot(lo.alpha, hi.u) + dot(lo.beta, hi.psi)).id(P);
+                at(D.dqd, r, c) = (dot(lo.alpha, hi.phi) + dot(lo.beta, hi.S)).id(P);
+                at(D.M, r, c) = dot(lo.alpha, hi.S).id(P);
+                if (i == j) continue;
+                at(D.dq, c, r) = dot(hi.S, lo.G).id(P);
+                at(D.dqd, c, r) = dot(hi.S, lo.H).id(P);
+                at(D.M, c, r) = at(D.M, r, c);
+            }
+    };
+    if (frame == PairFrame::Local) {
+        for (int i = 0; i < nb; ++i) {
+            if (dofs[i].empty()) continue;
+            std::vector<Dof> mine = dofs[i];
+            for (int j = i;;) {
+                if (!dofs[j].empty()) pair(i, mine, j, dofs[j]);
+                const int p = sys.kinematics[j].parent;
+                if (p < 0) break;
+                for (Dof& o : mine)
+                    for (V6s* w : {&o.alpha, &o.beta, &o.G, &o.H}) *w = force_to_parent(X[j], *w);
+                j = p;
+            }
+        }
+        return D;
+    }
+    // Root: one frame for every pair, that of the root body when the tree has one (a floating base's
+    // own frame: its pose never enters), else the world's. W[i] = i_X_root.
+    int roots = 0;
+    for (const BodyKinematics& k : sys.kinematics) roots += k.parent < 0;
+    std::vector<Xform<Sym>> W(nb, identity_xform<Sym>());
+    for (int i = 0; i < nb; ++i) {
+        const int p = sys.kinematics[i].parent;
+        if (p < 0 && roots == 1) continue;
+        Xform<Sym> w = p < 0 ? identity_xform<Sym>() : W[p];
+        for (const Xform<Sym>& F : X[i]) w = compose(F, w);
+        W[i] = w;
+    }
+    std::vector<std::vector<Dof>> root(nb);
+    for (int i = 0; i < nb; ++i)
+        for (const Dof& o : dofs[i]) {
+            Dof r;
+            for (auto [from, to] : {std::pair{&o.S, &r.S}, {&o.psi, &r.psi}, {&o.u, &r.u}, {&o.phi, &r.phi}}) *to = apply_inverse(W[i], *from);
+            for (auto [from, to] : {std::pair{&o.alpha, &r.alpha}, {&o.beta, &r.beta}, {&o.G, &r.G}, {&o.H, &r.H}}) *to = apply_transpose(W[i], *from);
+            root[i].push_back(r);
+        }
+    for (int i = 0; i < nb; ++i)
+        for (int j = i; j >= 0; j = sys.kinematics[j].parent)
+            if (!root[i].empty() && !root[j].empty()) pair(i, root[i], j, root[j]);
+    return D;
 }
 
 }  // namespace nelu

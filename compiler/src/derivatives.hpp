@@ -19,6 +19,7 @@
 
 #include "ir.hpp"
 #include "nelu/model.hpp"
+#include "system.hpp"
 
 namespace nelu {
 
@@ -46,5 +47,64 @@ class Differentiator {
     std::unordered_map<long, ir::Id> seed_;  ///< input node key -> its derivative
     long key(ir::Source s, int index) const { return static_cast<long>(s) * 1000000000L + index; }
 };
+
+/// Where the structured derivatives pair a joint with the bodies below it: every body's vectors
+/// carried up to each ancestor's frame, one force transform per (body, ancestor) pair (Local), or
+/// every body's vectors moved once into the root body's frame, where each pair costs dot products
+/// only (Root).
+enum class PairFrame { Local, Root };
+
+/// The derivatives of inverse dynamics tau = ID(q, qd, qdd, f^x) of a tree (Carpentier and Mansard,
+/// RSS 2018; Singh, Russell and Wensing, RA-L 2022), in the internal frames, unrolled over the
+/// model and built in P: with S_j the joint's motion subspace, v_p and a_p the parent's velocity and
+/// acceleration seen in body j's frame, per degree of freedom
+///   psi_j = v_p x S_j,   u_j = a_p x S_j + v_p x psi_j,   phi_j = (v_j + v_p) x S_j,
+/// the composite inertia IC_j, the composite of the inertias' rates Idot = v x* I - I vx and of
+/// the momenta hC_j over the subtree of j, and from them per degree of freedom
+///   alpha = IC S,  beta = IdotC S - S x* hC,
+///   G = S x* f_j + IC u + IdotC psi + psi x* hC,   H = IC phi + IdotC S + S x* hC,
+/// a body i and an ancestor j (or j = i) give
+///   d tau_i / d q_j = alpha_i . u_j + beta_i . psi_j,   d tau_i / d qd_j = alpha_i . phi_j + beta_i . S_j,
+///   d tau_j / d q_i = S_j . G_i,                       d tau_j / d qd_i = S_j . H_i,
+///   M_ij = M_ji = alpha_i . S_j.
+/// The values it reads are those of a solved classical system: the velocities, the accelerations
+/// a_i and joint wrenches f_i of the solution x, the known or solved joint accelerations. The
+/// matrices are row-major nv x nv over the full model's velocity slots (rows: tau; columns: the
+/// q-tangent, qd, qdd slot).
+struct IdDerivatives {
+    int nv = 0;
+    std::vector<ir::Id> dq, dqd, M;
+};
+
+/// The terms of the formulas above, each of which the derivatives need: a test drops one
+/// (CompileOptions::omit_structured_term) and sees the verification against complex-step
+/// differentiation fail.
+enum class StructuredTerm {
+    None,
+    PsiParentVelocity,   ///< psi = v_p x S
+    UAcceleration,       ///< a_p x S in u
+    UVelocity,           ///< v_p x psi in u
+    PhiVelocity,         ///< (v_j + v_p) x S
+    OwnInertia,          ///< I_j in IC_j
+    ChildInertia,        ///< X^T IC_c X in IC_j
+    OwnRate,             ///< Idot_j in IdotC_j
+    ChildRate,           ///< X^T IdotC_c X in IdotC_j
+    OwnMomentum,         ///< I_j v_j in hC_j
+    ChildMomentum,       ///< X^T hC_c in hC_j
+    BetaRate,            ///< IdotC S in beta
+    BetaMomentum,        ///< S x* hC in beta
+    GForce,              ///< S x* f_j in G
+    GInertia,            ///< IC u in G
+    GRate,               ///< IdotC psi in G
+    GMomentum,           ///< psi x* hC in G
+    HInertia,            ///< IC phi in H
+    HRate,               ///< IdotC S in H
+    HMomentum,           ///< S x* hC in H
+};
+/// The term named `name` (as in the enumeration, e.g. "GForce"), or throws std::invalid_argument.
+StructuredTerm structured_term(const std::string& name);
+
+IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, PairFrame frame,
+                                        StructuredTerm omit = StructuredTerm::None);
 
 }  // namespace nelu

@@ -402,6 +402,8 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
                          D.fn, in.name, in.name, independent_v_slots(mm).size(), sys.in.size(), cols.empty() ? "" : cols.front().label,
                          cols.empty() ? "" : cols.back().label);
         s += fmt::format("#define {}_NJAC {}\n", in.name, cols.size());
+        s += fmt::format("/* Jacobian formed by: {} ({} operations with the outputs). */\n", in.factorization->derivative_form,
+                         in.factorization->ops_derivatives.total());
         s += code_comment(D);
         s += stack_comment(in, D);
         if (in.scalar_double) decl += fmt::format("int {}(const double* q, const double* qd, const double* in, double* out, double* jac);\n", D.fn);
@@ -641,6 +643,12 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     }
     j["structural_zeros"] = {{"count", nzero}, {"per_row", zeros}};
     j["ops"] = ops_json(f.ops_derivatives);
+    // how the Jacobian is formed (docs/derivatives.md, "Method"), and each form's operations as built
+    // (outputs and Jacobian, before value numbering): the fewest won
+    nlohmann::ordered_json forms = nlohmann::ordered_json::array();
+    for (const auto& [form, ops] : f.derivative_forms) forms.push_back({{"form", form}, {"ops", ops}});
+    j["form"] = f.derivative_form;
+    j["forms"] = forms;
     j["code"] = code_json(D);
     j["stack"] = {{"values_live", D.values}, {"estimate_double", D.stack(sizeof(double))}, {"estimate_float", D.stack(sizeof(float))},
                   {"form", D.workspace ? "ordinary+workspace" : "ordinary"}};

@@ -58,9 +58,7 @@ Id Program::neg(Id a) {
 
 Id Program::negation(Id a) { return nodes_[a].op == Op::Sub ? make(Op::Neg, a, -1) : neg(a); }
 
-/// a + b for constants, 0 when it cancels to rounding (|a + b| <= 1e-13 max(|a|, |b|)): the same
-/// equivalence of constants as merge_equal_values, so that exact cancellations stay exact zeros.
-static double folded_sum(double a, double b) {
+double folded_sum(double a, double b) {
     const double s = a + b;
     return std::abs(s) <= 1e-13 * std::max(std::abs(a), std::abs(b)) ? 0.0 : s;
 }

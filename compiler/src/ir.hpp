@@ -41,6 +41,10 @@ struct OpCount {
     }
 };
 
+/// a + b for constants, 0 when it cancels to rounding (|a + b| <= 1e-13 max(|a|, |b|)): the same
+/// equivalence of constants as merge_equal_values, so that exact cancellations stay exact zeros.
+double folded_sum(double a, double b);
+
 class Program {
   public:
     Program();

@@ -138,7 +138,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         const Factorization& best = r.order.best;
         Factorization f;
         std::string why;
-        if (!run_schedule(r.system, best.order, best.articulated, best.ordering, f, why, 0, best.tail, &r.load.model))
+        if (!run_schedule(r.system, best.order, best.articulated, best.ordering, f, why, 0, best.tail, &r.load.model, o.omit_structured_term))
             throw std::runtime_error("scheduling the derivatives failed: " + why);
         if (f.pivots.size() != best.pivots.size()) throw std::runtime_error("scheduling the derivatives changed the pivots");
         for (std::size_t k = 0; k < f.pivots.size(); ++k)

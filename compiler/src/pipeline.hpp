@@ -28,6 +28,9 @@ struct CompileOptions {
     double snap = 0;                ///< --snap TOL: idealize near-structure (LoadOptions::snap), reported
     bool derivatives = false;       ///< --derivatives: also NAME_derivatives (outputs and their Jacobian)
     long max_stack = 16384;         ///< stack budget (bytes) above which the workspace form is emitted too
+    /// For tests only (no option of the command line): a term of the structured derivatives to drop
+    /// (derivatives.hpp, StructuredTerm), so that the verification against complex step must fail.
+    StructuredTerm omit_structured_term = StructuredTerm::None;
 };
 
 struct CompileResult {

@@ -97,11 +97,190 @@ void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
         }
 }
 
+/// Whether the structured derivatives of inverse dynamics (derivatives.hpp) give this problem's
+/// Jacobian: a classical square system solved by its factors alone (no least-squares block, extra
+/// right-hand sides or Lambda), without mimic joints, whose outputs are joint accelerations and
+/// torques. Then a column x of q or qd is the solution for a right-hand side that is zero but in
+/// the (3tau) rows, where it is d ID / d x at the solved accelerations: the (3a) and (3f) rows
+/// determine a_i and f_i from qdd as before, and the joint rows read M dqdd - dtau + dID/dx = 0.
+int derivatives_nv(const System& sys) {
+    int nv = 0;
+    for (const BodyKinematics& k : sys.kinematics) nv = std::max(nv, k.v_index + static_cast<int>(k.S.size()));
+    return nv;
+}
+
+bool structured_applies(const System& sys, bool factors_only) {
+    if (!factors_only || !sys.classical || !sys.rhs.empty() || sys.lambda_size > 0 || sys.m() != sys.n()) return false;
+    for (const BodyKinematics& k : sys.kinematics)
+        if (k.mimic) return false;
+    for (const Slot& o : sys.out)
+        if (o.column < 0 || o.rhs != 0 || (o.quantity != Quantity::JointTorque && o.quantity != Quantity::JointAcceleration)) return false;
+    return true;
+}
+
+/// The Jacobian of the outputs (Factorization::jacobian), in the cheapest form this problem allows:
+/// forward-mode differentiation of the program (derivatives.hpp, Differentiator), or the structured
+/// derivatives of inverse dynamics with either pairing frame for the q and qd columns. Each column
+/// can take several forms; a form of the whole starts from its natural choice per column and moves a
+/// column to another choice while that lowers the count of the whole (shared values counted once).
+/// Every form is built in P (dead code is removed later) and the one with the fewest operations is
+/// kept; each form's count is recorded (Factorization::derivative_forms).
+template <class Solve, class SolveTransfers>
+void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, const std::vector<Id>& x, Solve&& solve,
+                       SolveTransfers&& solve_with_transfers, Factorization& out, bool factors_only, StructuredTerm omit) {
+    const std::vector<Tangent> cols = jacobian_columns(model, static_cast<int>(sys.in.size()));
+    const int m = sys.m();
+    const std::size_t nc = cols.size(), no = sys.out.size();
+    // A square system solved by the factors alone: D(q) x + b = 0 gives D dx = -(dD x + db), one
+    // more right-hand side per column through the same factors, solved plainly or with subtree
+    // transfers (run_schedule). A least-squares tail, extra right-hand sides or Lambda: forward mode
+    // through the whole program instead.
+    const bool by_factors = factors_only && sys.rhs.empty() && sys.lambda_size == 0 && m == sys.n();
+    std::vector<int> wanted;  // the columns of the solution that the outputs read
+    for (const Slot& s : sys.out) {
+        if (s.column >= 0) wanted.push_back(s.column);
+        for (const auto& [c, coef] : s.terms) wanted.push_back(c);
+    }
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+    using Column = std::vector<Id>;  // one column of jac: an entry per output
+    std::vector<std::vector<Column>> forward(nc);  // per column: plain solve, then with transfers
+    for (std::size_t j = 0; j < nc; ++j) {
+        Differentiator dt(P, model, cols[j]);
+        if (!by_factors) {
+            Column c(no);
+            for (std::size_t o = 0; o < no; ++o) c[o] = dt.d(out.outputs[o]);
+            forward[j].push_back(c);
+            continue;
+        }
+        std::vector<Id> rhs(m);
+        for (int r = 0; r < m; ++r) {
+            Id v = dt.d(sys.b[r]);
+            for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), x[c]));
+            rhs[r] = v;
+        }
+        for (const std::vector<Id>& dx : {solve(rhs), solve_with_transfers(rhs, wanted)}) {
+            Column c(no);
+            for (std::size_t o = 0; o < no; ++o) {
+                const Slot& s = sys.out[o];
+                Id v = s.column >= 0 ? dx[s.column] : s.bias >= 0 ? dt.d(s.bias) : P.zero();
+                if (s.column < 0)
+                    for (const auto& [col, coef] : s.terms) v = P.add(v, P.add(P.mul(dt.d(coef), x[col]), P.mul(coef, dx[col])));
+                c[o] = v;
+            }
+            forward[j].push_back(c);
+        }
+    }
+    std::vector<Id> values = out.outputs;
+    for (const ScheduledPivot& pv : out.pivots) values.push_back(pv.value);
+    std::vector<Id> jac(no * nc);
+    auto cost = [&]() {
+        std::vector<Id> roots = values;
+        roots.insert(roots.end(), jac.begin(), jac.end());
+        return P.count(P.live_nodes(roots)).total();
+    };
+    // the options' local search, from `pick`; leaves the chosen columns in jac
+    auto choose = [&](const std::vector<std::vector<Column>>& options, std::vector<std::size_t> pick) {
+        auto set = [&](std::size_t j, std::size_t k) {
+            for (std::size_t o = 0; o < no; ++o) jac[o * nc + j] = options[j][k][o];
+        };
+        for (std::size_t j = 0; j < nc; ++j) set(j, pick[j]);
+        long now = cost();
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (std::size_t j = 0; j < nc; ++j)
+                for (std::size_t k = 0; k < options[j].size(); ++k) {
+                    if (k == pick[j]) continue;
+                    set(j, k);
+                    const long c = cost();
+                    if (c < now) now = c, pick[j] = k, moved = true;
+                    set(j, pick[j]);
+                }
+        }
+        return now;
+    };
+    // from the plain solves and from the transfers, the better of the two searches
+    long best = choose(forward, std::vector<std::size_t>(nc, 0));
+    std::vector<Id> kept = jac;
+    if (by_factors) {
+        const long t = choose(forward, std::vector<std::size_t>(nc, 1));
+        if (t < best) best = t, kept = jac;
+    }
+    jac = kept;
+    out.jacobian = jac;
+    out.derivative_form = "forward";
+    out.derivative_forms = {{"forward", best}};
+    if (!by_factors || !structured_applies(sys, factors_only)) return;
+    // Forward dynamics (every torque an input, every output an acceleration) has M^-1 among its
+    // columns, the responses to unit torques: dqdd/dx = -M^-1 dID/dx can also be formed from them.
+    std::vector<int> tau_column(static_cast<std::size_t>(derivatives_nv(sys)), -1);  // velocity slot -> its column of jac
+    for (std::size_t j = 0; j < nc; ++j)
+        if (cols[j].kind == Tangent::Kind::In && sys.in[cols[j].index].quantity == Quantity::JointTorque) {
+            const Slot& s = sys.in[cols[j].index];
+            tau_column[sys.kinematics[s.body].v_index + s.comp] = static_cast<int>(j);
+        }
+    bool forward_dynamics = std::find(tau_column.begin(), tau_column.end(), -1) == tau_column.end();
+    for (const Slot& o : sys.out) forward_dynamics = forward_dynamics && o.quantity == Quantity::JointAcceleration;
+    for (PairFrame frame : {PairFrame::Local, PairFrame::Root}) {
+        const IdDerivatives D = structured_id_derivatives(P, sys, x, frame, omit);
+        auto entry = [&](const std::vector<Id>& M, std::size_t row, int col) { return M[row * D.nv + static_cast<std::size_t>(col)]; };
+        // Per column: forward mode's forms; the solution for d ID / dx in the (3tau) rows, plainly or
+        // with transfers (the q, qd and known accelerations' columns); -M^-1 d ID / dx from the torque
+        // columns (forward dynamics, which reads them in the form the column search leaves there).
+        std::vector<std::vector<Column>> options = forward;
+        std::vector<std::size_t> pick(nc, 0);
+        for (std::size_t j = 0; j < nc; ++j) {
+            const Tangent& t = cols[j];
+            const std::vector<Id>* dID = t.kind == Tangent::Kind::Q ? &D.dq : t.kind == Tangent::Kind::Qd ? &D.dqd : nullptr;
+            int slot = t.index;
+            if (t.kind == Tangent::Kind::In) {  // a known acceleration: d ID / d qdd_k = M[:, k]
+                const Slot& s = sys.in[t.index];
+                if (s.quantity != Quantity::JointAcceleration) {
+                    pick[j] = 1;  // torques and wrenches: forward mode, with transfers
+                    continue;
+                }
+                dID = &D.M, slot = sys.kinematics[s.body].v_index + s.comp;
+            }
+            std::vector<Id> rhs(m, P.zero());
+            for (std::size_t i = 0; i < sys.kinematics.size(); ++i)
+                for (std::size_t d = 0; d < sys.blocks[i].row_tau.size(); ++d)
+                    rhs[sys.blocks[i].row_tau[d]] = entry(*dID, static_cast<std::size_t>(sys.kinematics[i].v_index) + d, slot);
+            for (const std::vector<Id>& dx : {solve(rhs), solve_with_transfers(rhs, wanted)}) {
+                Column c(no);
+                for (std::size_t o = 0; o < no; ++o) c[o] = dx[sys.out[o].column];
+                options[j].push_back(c);
+            }
+            pick[j] = options[j].size() - 1;
+            if (forward_dynamics && t.kind != Tangent::Kind::In)
+                for (std::size_t form = 0; form < 2; ++form) {  // from the torque columns solved plainly, or with transfers
+                    Column c(no);
+                    for (std::size_t o = 0; o < no; ++o) {
+                        Id v = P.zero();
+                        for (std::size_t k = 0; k < tau_column.size(); ++k)
+                            v = P.sub(v, P.mul(forward[static_cast<std::size_t>(tau_column[k])][form][o], entry(*dID, k, slot)));
+                        c[o] = v;
+                    }
+                    options[j].push_back(c);
+                }
+        }
+        long c = choose(options, pick);
+        std::vector<Id> kept_here = jac;
+        for (std::size_t j = 0; j < nc; ++j)  // the same, starting from the plain solves
+            if (pick[j] > 1 && options[j].size() > 2) pick[j] -= 1;
+            else if (pick[j] == 1) pick[j] = 0;
+        if (const long p = choose(options, pick); p < c) c = p, kept_here = jac;
+        jac = kept_here;
+        const std::string name = frame == PairFrame::Local ? "structured, local frames" : "structured, root frame";
+        out.derivative_forms.push_back({name, c});
+        if (c < best) best = c, out.jacobian = jac, out.derivative_form = name;
+    }
+}
+
 }  // namespace
 
 bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
                   const std::string& name, Factorization& out, std::string& why, long max_entries, const Tail& tail,
-                  const Model* derivatives) {
+                  const Model* derivatives, StructuredTerm omit) {
     const int n = sys.n(), m = sys.m();
     const int npiv = static_cast<int>(order.size());
     out = Factorization{};
@@ -236,6 +415,113 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         }
         return x;
     };
+    // Derivative columns solve D x + bvec = 0 for many right-hand sides, most of them zero in whole
+    // subtrees (a joint's column touches its path to the root and its own subtree). Where the
+    // forward substitution leaves y = 0 on every pivot of a subtree T, the back substitution of T's
+    // columns is linear in the few columns outside T that T's rows of U read (the parent's
+    // acceleration in the tree orders): x_T = K_T x_B, with K_T formed once, by back-substituting
+    // T with y = 0 and each column of B set to 1 in turn. `wanted` are the columns the caller reads;
+    // only those are formed inside a transferred subtree.
+    const int nbodies = static_cast<int>(sys.kinematics.size());
+    std::vector<std::vector<int>> body_pivots(nbodies);
+    std::vector<int> pivot_of_col(n, -1);
+    for (int k = 0; k < npiv; ++k) {
+        pivot_of_col[order[k].col] = k;
+        const int b = sys.cols[order[k].col].body;
+        if (b >= 0 && b < nbodies) body_pivots[b].push_back(k);
+    }
+    auto in_subtree = [&](int b, int t) {
+        for (; b >= 0; b = sys.kinematics[b].parent)
+            if (b == t) return true;
+        return false;
+    };
+    struct Transfer {
+        bool usable = false;
+        std::vector<int> pivots;    // T's pivots, in order
+        std::vector<int> boundary;  // B
+        std::map<int, std::vector<Id>> K;  // wanted column of T -> its coefficient per column of B
+    };
+    std::map<std::pair<int, std::vector<int>>, Transfer> transfers;
+    auto transfer = [&](int t, const std::vector<int>& wanted) -> const Transfer& {
+        auto key = std::make_pair(t, wanted);
+        auto it = transfers.find(key);
+        if (it != transfers.end()) return it->second;
+        Transfer& T = transfers[key];
+        std::vector<bool> inT(npiv, false), colT(n, false);
+        for (int b = t; b < nbodies; ++b)
+            if (in_subtree(b, t))
+                for (int k : body_pivots[b]) inT[k] = true, colT[order[k].col] = true;
+        for (int k = 0; k < npiv; ++k)
+            if (inT[k]) T.pivots.push_back(k);
+        std::set<int> B;
+        for (int k = 0; k < npiv; ++k)
+            for (const auto& [j, u] : lu.U[k]) {
+                if (j == order[k].col) continue;
+                if (inT[k] && !colT[j]) B.insert(j);
+                if (!inT[k] && colT[j]) return T;  // T's values are read outside T: no transfer
+            }
+        // B must be solved after T, in the back substitution (T's rows read it)
+        for (int j : B)
+            if (pivot_of_col[j] < 0 || pivot_of_col[j] < T.pivots.back()) return T;
+        T.boundary.assign(B.begin(), B.end());
+        for (int c : wanted)
+            if (colT[c]) T.K[c].assign(T.boundary.size(), P.zero());
+        for (std::size_t m = 0; m < T.boundary.size(); ++m) {
+            std::vector<Id> x(n, P.zero());
+            x[T.boundary[m]] = P.one();
+            for (auto k = T.pivots.rbegin(); k != T.pivots.rend(); ++k) {
+                const int c = order[*k].col;
+                Id s = P.zero();
+                for (const auto& [j, u] : lu.U[*k])
+                    if (j != c) s = P.sub(s, P.mul(u, x[j]));
+                x[c] = divide(P, lu, *k, s, out.pivots[*k].value);
+            }
+            for (auto& [c, coef] : T.K) coef[m] = x[c];
+        }
+        T.usable = true;
+        return T;
+    };
+    auto solve_with_transfers = [&](const std::vector<Id>& bvec, const std::vector<int>& wanted) {
+        std::vector<Id> y(m);
+        for (int r = 0; r < m; ++r) y[r] = P.neg(bvec[r]);
+        for (int k = 0; k < npiv; ++k)
+            for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
+        // bodies whose whole subtree has y = 0; the highest of each such subtree is transferred
+        std::vector<bool> zero(nbodies, true);
+        for (int b = 0; b < nbodies; ++b)
+            for (int k : body_pivots[b]) zero[b] = zero[b] && y[order[k].row] == P.zero();
+        for (int b = nbodies - 1; b >= 0; --b) {
+            const int p = sys.kinematics[b].parent;
+            if (p >= 0 && !zero[b]) zero[p] = false;
+        }
+        std::vector<int> skip(npiv, -1);  // pivot -> the root of the transferred subtree it belongs to
+        std::vector<int> roots;
+        for (int b = 0; b < nbodies; ++b) {
+            const int p = sys.kinematics[b].parent;
+            if (!zero[b] || (p >= 0 && zero[p]) || p < 0) continue;
+            if (!transfer(b, wanted).usable) continue;
+            roots.push_back(b);
+            for (int k : transfer(b, wanted).pivots) skip[k] = b;
+        }
+        std::vector<Id> x(n, -1);
+        for (int k = npiv - 1; k >= 0; --k) {
+            if (skip[k] >= 0) continue;
+            const auto [r, c] = order[k];
+            Id s = y[r];
+            for (const auto& [j, u] : lu.U[k])
+                if (j != c) s = P.sub(s, P.mul(u, x[j]));
+            x[c] = divide(P, lu, k, s, out.pivots[k].value);
+        }
+        for (int t : roots) {
+            const Transfer& T = transfer(t, wanted);
+            for (const auto& [c, coef] : T.K) {
+                Id v = P.zero();
+                for (std::size_t b = 0; b < T.boundary.size(); ++b) v = P.add(v, P.mul(coef[b], x[T.boundary[b]]));
+                x[c] = v;
+            }
+        }
+        return x;
+    };
     std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
     for (std::size_t which = 0; which <= sys.rhs.size(); ++which) xs.push_back(solve(which == 0 ? sys.b : sys.rhs[which - 1]));
     out.x = xs[0];
@@ -254,35 +540,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         out.outputs.push_back(v);
     }
     if (sys.lambda_size > 0) invert_lambda(P, sys, out);
-    if (derivatives) {  // the Jacobian of the outputs, column by column (derivatives.hpp)
-        const std::vector<Tangent> cols = jacobian_columns(*derivatives, static_cast<int>(sys.in.size()));
-        // A square system solved by the factors alone: D(q) x + b = 0 gives D dx = -(dD x + db), one
-        // more right-hand side per column through the same factors. A least-squares tail, extra
-        // right-hand sides or Lambda: forward mode through the whole program instead.
-        const bool by_factors = kb == 0 && sys.rhs.empty() && sys.lambda_size == 0 && m == n;
-        out.jacobian.assign(sys.out.size() * cols.size(), P.zero());
-        for (std::size_t j = 0; j < cols.size(); ++j) {
-            Differentiator dt(P, *derivatives, cols[j]);
-            if (!by_factors) {
-                for (std::size_t o = 0; o < sys.out.size(); ++o) out.jacobian[o * cols.size() + j] = dt.d(out.outputs[o]);
-                continue;
-            }
-            std::vector<Id> rhs(m);
-            for (int r = 0; r < m; ++r) {
-                Id v = dt.d(sys.b[r]);
-                for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), xs[0][c]));
-                rhs[r] = v;
-            }
-            const std::vector<Id> dx = solve(rhs);
-            for (std::size_t o = 0; o < sys.out.size(); ++o) {
-                const Slot& s = sys.out[o];
-                Id v = s.column >= 0 ? dx[s.column] : s.bias >= 0 ? dt.d(s.bias) : P.zero();
-                if (s.column < 0)
-                    for (const auto& [c, coef] : s.terms) v = P.add(v, P.add(P.mul(dt.d(coef), xs[0][c]), P.mul(coef, dx[c])));
-                out.jacobian[o * cols.size() + j] = v;
-            }
-        }
-    }
+    if (derivatives) schedule_jacobian(P, sys, *derivatives, xs[0], solve, solve_with_transfers, out, kb == 0, omit);
     // Merge equal values (symmetric halves of the Schur complements, among others), then count
     // what the outputs and pivot checks need, split by phase.
     std::vector<Id> roots = out.outputs;

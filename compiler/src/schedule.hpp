@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "derivatives.hpp"
 #include "ir.hpp"
 #include "system.hpp"
 
@@ -73,6 +74,10 @@ struct Factorization {
     /// jacobian_columns), and the operations of the solver that computes outputs and Jacobian.
     std::vector<ir::Id> jacobian;
     ir::OpCount ops_derivatives;
+    /// How the Jacobian was formed (schedule.cpp, schedule_jacobian), and the operations of every form
+    /// that was built for this problem (outputs and Jacobian; before value numbering).
+    std::string derivative_form;
+    std::vector<std::pair<std::string, long>> derivative_forms;
     /// The order this factorization was scheduled with (to schedule it again with derivatives).
     std::vector<Pivot> order;
     std::vector<bool> articulated;
@@ -88,6 +93,6 @@ struct Factorization {
 /// scheduled too (Factorization::jacobian).
 bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
                   const std::string& name, Factorization& out, std::string& why, long max_entries = 0,
-                  const Tail& tail = {}, const Model* derivatives = nullptr);
+                  const Tail& tail = {}, const Model* derivatives = nullptr, StructuredTerm omit = StructuredTerm::None);
 
 }  // namespace nelu

@@ -29,12 +29,7 @@ using ir::Id;
 using V6 = std::array<Id, 6>;
 using M6 = std::array<std::array<Id, 6>, 6>;
 
-/// One factor of a transform: rot(E) = [E 0; 0 E] or xlt(r) = [1 0; -rx 1].
-struct Factor {
-    bool rotation = true;
-    Id E[3][3] = {};
-    Id r[3] = {};
-};
+using Factor = TransformFactor;
 
 // ---------------------------------------------------------------------------------------------
 // IR vector algebra
@@ -861,6 +856,21 @@ System Builder::build() {
     sensor_rows();
     slots();
     outputs();
+    s_.kinematics.resize(m_.num_bodies());
+    for (int i = 0; i < m_.num_bodies(); ++i) {
+        const Body& b = m_.bodies[i];
+        BodyKinematics& k = s_.kinematics[i];
+        k.parent = b.parent, k.v_index = b.v_index, k.mimic = b.is_mimic();
+        k.factors = factors_[i];
+        k.I = b.I;
+        for (int r = 0; r < 6; ++r) k.c[r] = c_[i][r];
+        for (int d = 0; d < b.nv(); ++d) {
+            k.S.push_back(subspace_column(P, b, d));
+            k.qd.push_back(b.is_mimic() ? P.mul(cst(P, b.multiplier), P.input(ir::Source::Qd, m_.bodies[b.mimic].v_index))
+                                        : P.input(ir::Source::Qd, b.v_index + d));
+            k.qdd_input.push_back(s_.blocks[i].qdd.empty() && !b.is_mimic() ? qdd_in_[i][d] : -1);
+        }
+    }
     if (p_.response_kind()) responses();
     s_.allow_special_singularities = p_.allow_special_singularities;
     return std::move(s_);

@@ -63,6 +63,30 @@ struct Row {
     std::string label;  ///< e.g. "(3a) link3 wz"
 };
 
+/// One factor of a body's transform from its parent, IR nodes of System::prog: rot(E) = [E 0; 0 E]
+/// or xlt(r) = [1 0; -rx 1] (motion vectors).
+struct TransformFactor {
+    bool rotation = true;
+    ir::Id E[3][3] = {};
+    ir::Id r[3] = {};
+};
+
+/// What the structured derivative programs (derivatives.hpp) need of a body, in its internal frame:
+/// X_i = F_{m-1} ... F_0 (`factors` in motion order: F_0 applied first), the joint's motion subspace
+/// and velocity nodes per degree of freedom, the velocity-product acceleration c_i = v_i x S_i qd_i,
+/// the known accelerations' input slots (-1: sought), and the constant inertia.
+struct BodyKinematics {
+    int parent = -1;
+    int v_index = 0;
+    bool mimic = false;
+    std::vector<TransformFactor> factors;
+    std::vector<std::array<ir::Id, 6>> S;
+    std::vector<ir::Id> qd;
+    std::vector<int> qdd_input;
+    std::array<ir::Id, 6> c{};
+    Inertia<double> I{0, {{0, 0, 0}}, zero_mat3<double>()};
+};
+
 /// An input or output slot of the generated function.
 struct Slot {
     Quantity quantity;
@@ -115,6 +139,8 @@ struct System {
     std::vector<BodyBlock> blocks;
     /// Kinematics nodes kept for the verifier and comments: per body v_i (6).
     std::vector<std::vector<ir::Id>> velocity;
+    /// Per body: transforms, subspaces and inertias in the internal frames (derivatives.hpp).
+    std::vector<BodyKinematics> kinematics;
     int n() const { return static_cast<int>(cols.size()); }
     int m() const { return static_cast<int>(rows.size()); }
     long nnz() const;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include <Eigen/Dense>
@@ -85,6 +86,23 @@ struct Truth {
     BodyQuantities bq;
     std::vector<double> tau;  ///< generalized forces of the independent coordinates (G^T bq.tau, full slots)
 };
+
+/// The value of output slot `s` given the world of a solved problem: joint accelerations and torques
+/// (full model), external wrenches, and the body quantities they give (computed on first use).
+double slot_value(const Slot& s, const Model& mg, const State& st, const std::vector<double>& qdd, const std::vector<double>& tau,
+                  const std::vector<SVec<double>>& fx, std::unique_ptr<BodyQuantities>& bq) {
+    const int v = mg.bodies[s.body].nv() > 0 ? mg.bodies[s.body].v_index + s.comp : 0;
+    switch (s.quantity) {
+        case Quantity::JointAcceleration: return qdd[v];
+        case Quantity::JointTorque: return tau[v];
+        case Quantity::ExternalWrench: return comp(fx[s.body], s.comp);
+        default: break;
+    }
+    if (!bq) bq = std::make_unique<BodyQuantities>(body_quantities(mg, st.q, st.qd, qdd, fx));
+    if (s.quantity == Quantity::LinkAcceleration) return comp(bq->a[s.body] + bq->g[s.body], s.comp);
+    if (s.quantity == Quantity::JointWrench) return comp(bq->f[s.body], s.comp);
+    return 0.0;
+}
 
 Truth truth_of(const Model& m, const Problem& p, const State& st) {
     const Model mg = with_gravity(m, p);
@@ -363,12 +381,11 @@ static std::vector<double> reduced_reference(const System& sys, const Model& m, 
         for (int k : K) tau_r(k) = hr(k) + Mr.row(k).dot(qdd_r);
     }
     std::vector<double> qdd(nv, 0.0), tau(nv, 0.0);
-    for (int a = 0; a < nr; ++a) qdd[I[a]] = qdd_r(a), tau[I[a]] = tau_r(a);
+    for (int a = 0; a < nr; ++a) tau[I[a]] = tau_r(a);
+    Eigen::Map<Eigen::VectorXd>(qdd.data(), nv) = G * qdd_r;  // the mimics' accelerations too
     std::vector<double> out;
-    for (const Slot& s : sys.out) {
-        const int v = m.bodies[s.body].v_index + s.comp;
-        out.push_back(s.quantity == Quantity::JointAcceleration ? qdd[v] : tau[v]);
-    }
+    std::unique_ptr<BodyQuantities> bq;
+    for (const Slot& s : sys.out) out.push_back(slot_value(s, mg, st, qdd, tau, fext, bq));
     return out;
 }
 
@@ -428,10 +445,8 @@ std::vector<double> reference_outputs(const System& sys, const Model& m, const P
         }
     }
     std::vector<double> out;
-    for (const Slot& s : sys.out) {
-        const int v = m.bodies[s.body].v_index + s.comp;
-        out.push_back(s.quantity == Quantity::JointAcceleration ? qdd[v] : tau[v]);
-    }
+    std::unique_ptr<BodyQuantities> bq;
+    for (const Slot& s : sys.out) out.push_back(slot_value(s, mg, st, qdd, tau, fext, bq));
     return out;
 }
 
@@ -558,9 +573,11 @@ double backward_error(const System& sys, const Model& m, const Problem& p, const
     const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
     int nv = m.nv;
     std::vector<double> qdd = st.qdd, tau = st.tau, M(nv * nv), h(nv);
-    for (std::size_t k = 0; k < sys.out.size(); ++k) {
+    for (std::size_t k = 0; k < sys.out.size(); ++k) {  // the joint outputs (links' quantities follow from them)
+        const Quantity q = sys.out[k].quantity;
+        if (q != Quantity::JointAcceleration && q != Quantity::JointTorque) continue;
         const int v = m.bodies[sys.out[k].body].v_index + sys.out[k].comp;
-        (sys.out[k].quantity == Quantity::JointAcceleration ? qdd : tau)[v] = out[k];
+        (q == Quantity::JointAcceleration ? qdd : tau)[v] = out[k];
     }
     crba(mg, st.q.data(), M.data());
     nonlinear_effects(mg, st.q.data(), st.qd.data(), fext.data(), h.data());

@@ -1,0 +1,105 @@
+// The structured derivatives of inverse dynamics (derivatives.hpp, structured_id_derivatives): every
+// term of their formulas is needed (dropping any one makes the compile's verification against
+// complex-step differentiation fail), and on the shipped robots they are the form the compiler
+// keeps, with fewer operations than forward-mode differentiation of the program. The emitted
+// solvers are checked against central differences and Pinocchio in test_derivatives and test_oracle.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pipeline.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+std::string robot(const std::string& name) { return nelu::test::source_dir() + "/robots/" + name; }
+std::string spec(const std::string& name) { return nelu::test::source_dir() + "/bench/specs/" + name; }
+
+nelu::CompileOptions options(const std::string& urdf, const std::string& problem, bool floating) {
+    nelu::CompileOptions o;
+    o.urdf = robot(urdf);
+    o.problem = problem;
+    o.floating_base = floating;
+    o.derivatives = true;
+    o.verify_states = 8;
+    o.validation_configs = 200;
+    return o;
+}
+
+long ops_of(const nelu::Factorization& f, const std::string& form) {
+    for (const auto& [name, ops] : f.derivative_forms)
+        if (name == form) return ops;
+    return -1;
+}
+
+}  // namespace
+
+TEST_CASE("structured derivatives: dropping any one term fails the verification against complex step") {
+    const std::vector<std::string> terms = {
+        "PsiParentVelocity", "UAcceleration", "UVelocity", "PhiVelocity", "OwnInertia", "ChildInertia", "OwnRate",
+        "ChildRate", "OwnMomentum", "ChildMomentum", "BetaRate", "BetaMomentum", "GForce", "GInertia", "GRate",
+        "GMomentum", "HInertia", "HRate", "HMomentum"};
+    // a chain of one-DoF joints, and a floating base (a six-DoF joint) with four legs
+    const std::vector<nelu::CompileOptions> problems = {options("ur5e.urdf", "id", false),
+                                                        options("quadruped_minicheetah.urdf", spec("id_zero_fx.yaml"), true)};
+    for (const nelu::CompileOptions& base : problems) {
+        CAPTURE(base.urdf);
+        const nelu::CompileResult ok = nelu::compile(base);
+        REQUIRE(ok.derivatives.max_error <= 1e-8);
+        for (const std::string& t : terms) {
+            CAPTURE(t);
+            nelu::CompileOptions o = base;
+            o.omit_structured_term = nelu::structured_term(t);
+            CHECK_THROWS_WITH_AS(nelu::compile(o), doctest::Contains("verification of the derivatives failed"), std::runtime_error);
+        }
+    }
+    CHECK_THROWS_AS(nelu::structured_term("NoSuchTerm"), std::invalid_argument);
+}
+
+TEST_CASE("structured derivatives: the form kept on the shipped robots, fewer operations than forward mode") {
+    struct Case {
+        std::string urdf, problem;
+        bool floating;
+    };
+    const std::vector<Case> cases = {{"ur5e.urdf", "id", false},
+                                     {"ur5e.urdf", "fd", false},
+                                     {"panda_gaz2019.urdf", spec("id_zero_fx.yaml"), false},
+                                     {"panda_gaz2019.urdf", spec("fd_zero_fx.yaml"), false},
+                                     {"quadruped_minicheetah.urdf", spec("id_zero_fx.yaml"), true},
+                                     {"quadruped_minicheetah.urdf", spec("fd_zero_fx.yaml"), true},
+                                     {"humanoid_winter.urdf", spec("id_zero_fx.yaml"), true},
+                                     {"humanoid_winter.urdf", "hybrid", false}};
+    for (const Case& c : cases) {
+        CAPTURE(c.urdf);
+        CAPTURE(c.problem);
+        CAPTURE(c.floating);
+        const nelu::CompileResult r = nelu::compile(options(c.urdf, c.problem, c.floating));
+        const nelu::Factorization& f = r.order.best;
+        CHECK(f.derivative_form.rfind("structured", 0) == 0);
+        const long forward = ops_of(f, "forward"), kept = ops_of(f, f.derivative_form);
+        REQUIRE(forward > 0);
+        CHECK(kept < forward);
+        CHECK(f.ops_derivatives.total() <= kept);  // value numbering only merges
+        CHECK(r.derivatives.max_error <= 1e-8);
+    }
+}
+
+TEST_CASE("structured derivatives: problems they do not apply to keep forward mode") {
+    // a least-squares sensor problem, and forward dynamics whose outputs include the links'
+    // accelerations (the structured form gives joint quantities only)
+    const std::string outputs = nelu::test::scratch_dir("structured_derivatives") + "/fd_link_accelerations.yaml";
+    {
+        std::ofstream f(outputs);
+        f << "version: 2\nproblem: fd\nexternal_wrenches: zero\noutputs: [joint_accelerations, link_accelerations]\n";
+    }
+    for (const std::string& problem : {nelu::test::source_dir() + "/robots/specs/ur5e_accelerometer.yaml", outputs}) {
+        CAPTURE(problem);
+        const nelu::CompileResult r = nelu::compile(options("ur5e.urdf", problem, false));
+        CHECK(r.order.best.derivative_form == "forward");
+        CHECK(r.order.best.derivative_forms.size() == 1);
+        CHECK(r.derivatives.max_error <= 1e-8);
+    }
+}
