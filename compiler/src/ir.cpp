@@ -152,6 +152,36 @@ OpCount Program::count(const std::vector<bool>& live) const {
     return c;
 }
 
+namespace {
+bool counted(Op op) { return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Sqrt; }
+}  // namespace
+
+void LiveCount::add(Id root) {
+    stack_.assign(1, root);
+    while (!stack_.empty()) {
+        const Id x = stack_.back();
+        stack_.pop_back();
+        if (users_[x]++ > 0) continue;
+        const Node& n = P_.node(x);
+        ops_ += counted(n.op);
+        if (n.a >= 0) stack_.push_back(n.a);
+        if (n.b >= 0) stack_.push_back(n.b);
+    }
+}
+
+void LiveCount::remove(Id root) {
+    stack_.assign(1, root);
+    while (!stack_.empty()) {
+        const Id x = stack_.back();
+        stack_.pop_back();
+        if (--users_[x] > 0) continue;
+        const Node& n = P_.node(x);
+        ops_ -= counted(n.op);
+        if (n.a >= 0) stack_.push_back(n.a);
+        if (n.b >= 0) stack_.push_back(n.b);
+    }
+}
+
 std::vector<double> Program::evaluate(const double* q, const double* qd, const double* in) const {
     return evaluate(q, qd, in, std::vector<bool>(nodes_.size(), true));
 }

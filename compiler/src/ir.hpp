@@ -100,6 +100,24 @@ class Program {
     Id zero_ = -1, one_ = -1;
 };
 
+/// count(live_nodes(roots)).total() of a multiset of roots that changes one root at a time, at the
+/// cost of the nodes whose liveness changes: each node counts its live users (a root counts as
+/// one), and a node whose count reaches or leaves zero adds or drops its operands' counts in turn.
+/// The program must not grow while a LiveCount refers to it.
+class LiveCount {
+  public:
+    explicit LiveCount(const Program& P) : P_(P), users_(static_cast<std::size_t>(P.size()), 0) {}
+    void add(Id root);
+    void remove(Id root);
+    long total() const { return ops_; }
+
+  private:
+    const Program& P_;
+    std::vector<int> users_;
+    std::vector<Id> stack_;
+    long ops_ = 0;
+};
+
 /// A program rewritten by a pass, and where each old node went (-1: not live, dropped).
 struct Rewrite {
     Program prog;

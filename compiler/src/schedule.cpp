@@ -174,27 +174,30 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
     std::vector<Id> values = out.outputs;
     for (const ScheduledPivot& pv : out.pivots) values.push_back(pv.value);
     std::vector<Id> jac(no * nc);
-    auto cost = [&]() {
-        std::vector<Id> roots = values;
-        roots.insert(roots.end(), jac.begin(), jac.end());
-        return P.count(P.live_nodes(roots)).total();
-    };
-    // the options' local search, from `pick`; leaves the chosen columns in jac
+    // the options' local search, from `pick`; leaves the chosen columns in jac. The count of the
+    // whole (values and Jacobian) follows each move incrementally (ir::LiveCount).
     auto choose = [&](const std::vector<std::vector<Column>>& options, std::vector<std::size_t> pick) {
+        ir::LiveCount live(P);
+        for (Id v : values) live.add(v);
+        for (std::size_t j = 0; j < nc; ++j)
+            for (std::size_t o = 0; o < no; ++o) live.add(jac[o * nc + j] = options[j][pick[j]][o]);
         auto set = [&](std::size_t j, std::size_t k) {
-            for (std::size_t o = 0; o < no; ++o) jac[o * nc + j] = options[j][k][o];
+            for (std::size_t o = 0; o < no; ++o) {
+                const Id was = jac[o * nc + j];
+                live.add(jac[o * nc + j] = options[j][k][o]);
+                live.remove(was);
+            }
         };
-        for (std::size_t j = 0; j < nc; ++j) set(j, pick[j]);
-        long now = cost();
+        long now = live.total();
         for (bool moved = true; moved;) {
             moved = false;
             for (std::size_t j = 0; j < nc; ++j)
                 for (std::size_t k = 0; k < options[j].size(); ++k) {
                     if (k == pick[j]) continue;
                     set(j, k);
-                    const long c = cost();
+                    const long c = live.total();
                     if (c < now) now = c, pick[j] = k, moved = true;
-                    set(j, pick[j]);
+                    else set(j, pick[j]);
                 }
         }
         return now;
