@@ -239,12 +239,29 @@ bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::strin
     return order_block(model, sys, e, rows, cols, 0, c, why);
 }
 
+/// A constant pivot must be at least this fraction of every other entry of its column, or of every
+/// other entry of its row (their largest |value| at a few random configurations): threshold
+/// pivoting among the constants, in either direction because the rows and the columns of D carry
+/// different units (a (3a) row's -1 on a_i beside inertias in a_i's column is a fine pivot, and so
+/// is a (3f) row's -1 on f_i beside inertias in its row). A CAD exporter's cos(1.57079632679) =
+/// 4.9e-12 is a constant too, small in its row and in its column: as a pivot it would multiply the
+/// rest of its column by 1e11.
+constexpr double kConstantPivotThreshold = 0.1;
+
+/// The largest |value| of IR node x of the elimination at the sample configurations.
+double magnitude(Elimination& e, std::vector<ir::PointValues>& at, ir::Id x) {
+    double v = 0;
+    for (ir::PointValues& p : at) v = std::max(v, std::abs(p.at(e.P, x)));
+    return v;
+}
+
 /// Constant pivots first: a right-looking elimination of the pattern (in the IR, so that products of
-/// constants fold) that always takes, among the active entries that are structural constants, one
-/// of least Markowitz cost (r - 1)(c - 1); when none is left, the remaining block (the part of the
-/// problem that couples through q-dependent entries, e.g. the joint-space block of a sensor
-/// problem) is ordered by UMFPACK at a random configuration. Every pivot of the first phase is a
-/// nonzero constant; only the block's need validation.
+/// constants fold) that always takes, among the active entries that are structural constants and
+/// not small in their column (kConstantPivotThreshold), one of least Markowitz cost (r - 1)(c - 1);
+/// when none is left, the remaining block (the part of the problem that couples through
+/// q-dependent entries, e.g. the joint-space block of a sensor problem) is ordered by UMFPACK at a
+/// random configuration. Every pivot of the first phase is a nonzero constant; only the block's
+/// need validation.
 /// variant < 0: the block is left to Gram-Schmidt (Tail), with pivot rows restricted to the exact
 /// rows when the system is over-determined.
 bool constant_first(const Model& model, const System& sys, Candidate& c, std::string& why, int variant) {
@@ -252,13 +269,28 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
     const int n = sys.n(), mrows = sys.m();
     const bool least_squares = mrows > n;
     Elimination e(sys);
+    std::vector<ir::PointValues> at;  // the entries' values at a few configurations, as they are formed
+    std::mt19937_64 rng(0x6d61676e);
+    for (int k = 0; k < 3; ++k)
+        at.emplace_back(random_configuration(model, rng), std::vector<double>(model.nv, 0.0),
+                        std::vector<double>(std::max<std::size_t>(1, sys.in.size()), 0.0));
     using Item = std::tuple<long, int, int>;  // cost, row, col
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+    std::vector<std::vector<Item>> deferred(n);  // per column: constants too small in it, for now
     auto cost = [&](int r, int j) { return static_cast<long>(e.A[r].size() - 1) * static_cast<long>(e.col_rows[j].size() - 1); };
     auto push_row = [&](int r) {
         if (least_squares && sys.soft[r]) return;  // a measurement is never used as an exact equation
         for (const auto& [j, v] : e.A[r])
             if (e.P.is_const(v)) heap.push({cost(r, j), r, j});
+    };
+    auto large_enough = [&](int r, int j) {
+        const double p = std::abs(e.P.value(e.A[r].at(j)));
+        bool in_column = true, in_row = true;
+        for (int i : e.col_rows[j])
+            if (i != r && p < kConstantPivotThreshold * magnitude(e, at, e.A[i].at(j))) in_column = false;
+        for (const auto& [jj, v] : e.A[r])
+            if (jj != j && p < kConstantPivotThreshold * magnitude(e, at, v)) in_row = false;
+        return in_column || in_row;
     };
     for (int r = 0; r < mrows; ++r) push_row(r);
     int done = 0;
@@ -273,9 +305,22 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
             heap.push({now, r, j});
             continue;
         }
+        if (!large_enough(r, j)) {  // queued again when its column or its row changes
+            deferred[j].push_back({now, r, j});
+            continue;
+        }
         c.order.push_back({r, j}), c.articulated.push_back(false);
         ++done;
+        const std::vector<int> changed = [&] {
+            std::vector<int> cols;
+            for (const auto& [jj, v] : e.A[r]) cols.push_back(jj);
+            return cols;
+        }();
         e.pivot(r, j, push_row);
+        for (int jj : changed) {
+            for (const Item& d : deferred[jj]) heap.push(d);
+            deferred[jj].clear();
+        }
     }
     if (done == n && !least_squares) return true;
     std::vector<int> rows, cols;
@@ -459,23 +504,28 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
     // safe wins.
     std::stable_sort(ok.begin(), ok.end(), [](const Factorization& a, const Factorization& b) { return a.ops.total() < b.ops.total(); });
     std::string reasons;
+    std::vector<std::string> judged;  // candidates refused below (their reasons are in `reasons`)
     for (Factorization& f : ok) {
         if (opt.progress) std::fprintf(stderr, "nelu: order: validating the pivots of %s\n", f.ordering.c_str());
         try {
             res.validation = validate_pivots(model, sys, f, opt);
+            if (opt.accurate)
+                if (const std::string why = opt.accurate(f); !why.empty())
+                    throw IllPosedError(fmt::format("ordering {} is not accurate: {}", f.ordering, why));
         } catch (const OrderIndependentError&) {
             throw;
         } catch (const IllPosedError& e) {
             for (auto& r : res.candidates)
                 if (r.name == f.ordering) r.ok = false, r.why = e.what();
             reasons += fmt::format("\n  {}: {}", f.ordering, e.what());
+            judged.push_back(f.ordering);
             continue;
         }
         res.best = std::move(f);
         return res;
     }
     for (const auto& r : res.candidates)
-        if (r.why.find("not safe") == std::string::npos && !r.ok) reasons += fmt::format("\n  {}: {}", r.name, r.why);
+        if (!r.ok && std::find(judged.begin(), judged.end(), r.name) == judged.end()) reasons += fmt::format("\n  {}: {}", r.name, r.why);
     throw IllPosedError("no candidate ordering gives a safe pivot sequence:" + reasons);
 }
 
