@@ -15,20 +15,27 @@
 namespace nelu {
 namespace {
 
-/// Up to `limit` labels, physical quantities before auxiliaries.
-std::string name_list(const System& sys, const std::vector<int>& cols, std::size_t limit = 12) {
+/// `cols` with what a user chooses to leave unknown first (contact wrenches, joint accelerations),
+/// then what follows from them (torques, link accelerations, joint wrenches), auxiliaries last.
+std::vector<int> by_kind(const System& sys, const std::vector<int>& cols) {
     std::vector<int> sorted = cols;
-    auto rank = [&](int c) {  // what a user measures or seeks first, internal quantities last
+    auto rank = [&](int c) {
         switch (sys.cols[c].quantity) {
             case Quantity::ExternalWrench: return 0;
-            case Quantity::JointTorque: return 1;
-            case Quantity::JointAcceleration: return 2;
+            case Quantity::JointAcceleration: return 1;
+            case Quantity::JointTorque: return 2;
             case Quantity::LinkAcceleration: return 3;
             case Quantity::JointWrench: return 4;
             default: return 5;
         }
     };
     std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) { return rank(a) < rank(b); });
+    return sorted;
+}
+
+/// Up to `limit` labels, in by_kind order.
+std::string name_list(const System& sys, const std::vector<int>& cols, std::size_t limit = 12) {
+    const std::vector<int> sorted = by_kind(sys, cols);
     std::string s;
     for (std::size_t k = 0; k < sorted.size() && k < limit; ++k) s += (k ? ", " : "") + sys.cols[sorted[k]].label;
     if (sorted.size() > limit) s += fmt::format(" and {} more", sorted.size() - limit);
@@ -129,7 +136,7 @@ std::string undetermined_message(const System& sys, const std::vector<int>& cols
         if (sys.cols[c].quantity != Quantity::Auxiliary) physical.push_back(c);
     std::string msg = "\n  not determined: " + name_list(sys, physical.empty() ? cols : physical);
     std::vector<std::string> seen;
-    for (int c : physical) {
+    for (int c : by_kind(sys, physical)) {
         std::string r = remedy(sys.cols[c]);
         if (std::find(seen.begin(), seen.end(), r) == seen.end()) seen.push_back(r);
     }
@@ -285,7 +292,8 @@ Analysis run_analyze(const Model& model, const System& sys) {
         std::vector<int> match(A.m), work(5 * A.n);
         double w = 0;
         btf_maxtrans(A.m, A.n, A.p.data(), A.i.data(), 0.0, &w, match.data(), work.data());
-        throw IllPosedError(fmt::format("ill-posed: {} equations for {} unknowns.", sys.m(), sys.n()) +
+        throw IllPosedError(fmt::format("ill-posed: {} equations for {} unknowns: at least {} more measured or known quantit{} "
+                                        "needed.", sys.m(), sys.n(), sys.n() - sys.m(), sys.n() - sys.m() == 1 ? "y is" : "ies are") +
                             undetermined_message(sys, underdetermined_columns(sys, match)));
     }
     if (sys.m() > sys.n()) throw std::logic_error("run_analyze: an over-determined system is augmented first");

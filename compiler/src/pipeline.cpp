@@ -138,7 +138,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         r.analysis.special_singularity = check_full_column_rank(r.load.model, r.system);
     }
     if (o.progress) std::fprintf(stderr, "nelu: analyze: %d unknowns\n", r.system.n());
-    if (r.system.m() == r.system.n()) r.analysis = run_analyze(r.load.model, r.system);
+    if (r.system.m() <= r.system.n()) r.analysis = run_analyze(r.load.model, r.system);  // fewer equations: names what is not determined
     else {  // already checked for full column rank; the order works on the rectangular system
         r.analysis.n = r.system.n(), r.analysis.nnz = r.system.nnz(), r.analysis.structural_rank = r.system.n();
     }
