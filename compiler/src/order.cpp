@@ -26,6 +26,7 @@ struct Candidate {
     std::vector<Pivot> order;
     std::vector<bool> articulated;
     Tail tail;
+    bool nullspace_too = false;  ///< its tail can also be solved by the null-space method (Tail)
 };
 
 void push_block(Candidate& c, const std::vector<int>& rows, const std::vector<int>& cols, bool articulated = false) {
@@ -168,6 +169,66 @@ struct Elimination {
     }
 };
 
+/// The matrix `rows` x `cols` of the partly eliminated matrix at one configuration.
+Eigen::MatrixXd block_values(Elimination& e, ir::PointValues& at, const std::vector<int>& rows, const std::vector<int>& cols) {
+    Eigen::MatrixXd B = Eigen::MatrixXd::Zero(static_cast<long>(rows.size()), static_cast<long>(cols.size()));
+    for (std::size_t a = 0; a < rows.size(); ++a)
+        for (std::size_t j = 0; j < cols.size(); ++j)
+            if (auto it = e.A[rows[a]].find(cols[j]); it != e.A[rows[a]].end()) B(static_cast<long>(a), static_cast<long>(j)) = at.at(e.P, it->second);
+    return B;
+}
+
+/// Numeric rank: singular values above 1e-9 of the largest.
+int numeric_rank(const Eigen::MatrixXd& B) {
+    if (B.size() == 0) return 0;
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd(B);
+    const Eigen::VectorXd& sv = svd.singularValues();
+    int r = 0;
+    for (long k = 0; k < sv.size(); ++k) r += sv(k) > 1e-9 * sv(0);
+    return r;
+}
+
+/// A least-squares tail with exact rows E (after the order's pivots in `e`): Tail::basis for direct
+/// elimination, columns of E taken in order that are independent at a few random configurations and
+/// span E's range there (validated with the other pivots later). When E has full row rank,
+/// `nullspace` says that the null-space method applies too (Tail::nullspace); when no basis is
+/// found it is then the only method. False (with `why`) when neither applies.
+bool constraint_basis(const Model& model, const System& sys, Elimination& e, Tail& tail, bool& nullspace, std::string& why) {
+    std::vector<int> exact;
+    bool soft = false;
+    for (std::size_t a = 0; a < tail.rows.size(); ++a) (tail.weights[a] == 0 ? exact.push_back(tail.rows[a]) : void(soft = true));
+    tail.basis.clear(), tail.nullspace = nullspace = false;
+    if (exact.empty() || !soft) return true;
+    std::mt19937_64 rng(0x62617369);
+    std::vector<Eigen::MatrixXd> E;
+    int rank = 0;
+    bool full = true;
+    for (int k = 0; k < 3; ++k) {
+        ir::PointValues at(random_configuration(model, rng), std::vector<double>(model.nv, 0.0),
+                           std::vector<double>(std::max<std::size_t>(1, sys.in.size()), 0.0));
+        E.push_back(block_values(e, at, exact, tail.cols));
+        const int r = numeric_rank(E.back());
+        rank = std::max(rank, r), full = full && r == static_cast<int>(exact.size());
+    }
+    for (int j = 0; j < static_cast<int>(tail.cols.size()) && static_cast<int>(tail.basis.size()) < rank; ++j) {
+        bool independent = true;
+        for (const Eigen::MatrixXd& Ek : E) {
+            Eigen::MatrixXd B(Ek.rows(), static_cast<long>(tail.basis.size()) + 1);
+            for (std::size_t b = 0; b < tail.basis.size(); ++b) B.col(static_cast<long>(b)) = Ek.col(tail.basis[b]);
+            B.col(B.cols() - 1) = Ek.col(j);
+            independent = independent && numeric_rank(B) == B.cols();
+        }
+        if (independent) tail.basis.push_back(j);
+    }
+    nullspace = full;
+    if (static_cast<int>(tail.basis.size()) == rank) return true;
+    tail.basis.clear();
+    if (full) return tail.nullspace = true;
+    why = fmt::format("the {} exact equations left with the measurements have rank {} at random configurations, and no fixed set of "
+                      "their unknowns spans them", exact.size(), rank);
+    return false;
+}
+
 /// Completes `c` with UMFPACK's pivot order for the active block (rows x cols of the partly
 /// eliminated matrix A, entries in P) at a random configuration.
 bool order_block(const Model& model, const System& sys, const Elimination& e, const std::vector<int>& rows,
@@ -215,6 +276,27 @@ bool order_block(const Model& model, const System& sys, const Elimination& e, co
     return true;
 }
 
+/// The elimination of `order` (false, with `why`, when a pivot is structurally zero at its turn).
+bool eliminate(const System& sys, const std::vector<Pivot>& order, Elimination& e, std::string& why) {
+    for (const Pivot& p : order) {
+        if (!e.A[p.row].count(p.col)) {
+            why = fmt::format("pivot ({}, {}) is structurally zero", sys.rows[p.row].label, sys.cols[p.col].label);
+            return false;
+        }
+        e.pivot(p.row, p.col);
+    }
+    return true;
+}
+
+/// tree-gram's Tail::basis (constraint_basis), from the elimination of its order.
+bool tree_gram_basis(const Model& model, const System& sys, Candidate& c, std::string& why) {
+    bool exact = false, soft = false;
+    for (double w : c.tail.weights) (w == 0 ? exact : soft) = true;
+    if (!exact || !soft) return true;
+    Elimination e(sys);
+    return eliminate(sys, c.order, e, why) && constraint_basis(model, sys, e, c.tail, c.nullspace_too, why);
+}
+
 /// Sensor problems: the articulated-body order over the bodies' own rows and columns (see
 /// tree_aba_gram), then UMFPACK's order for the remaining block of the partly eliminated matrix.
 bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::string& why) {
@@ -227,13 +309,7 @@ bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::strin
         return false;
     }
     Elimination e(sys);
-    for (const Pivot& p : c.order) {
-        if (!e.A[p.row].count(p.col)) {
-            why = fmt::format("pivot ({}, {}) is structurally zero", sys.rows[p.row].label, sys.cols[p.col].label);
-            return false;
-        }
-        e.pivot(p.row, p.col);
-    }
+    if (!eliminate(sys, c.order, e, why)) return false;
     std::vector<int> rows, cols;
     e.remaining(rows, cols);
     return order_block(model, sys, e, rows, cols, 0, c, why);
@@ -328,7 +404,7 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
     if (variant < 0) {  // the block by Gram-Schmidt (Tail)
         c.tail.rows = rows, c.tail.cols = cols;
         for (int r : rows) c.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
-        return true;
+        return constraint_basis(model, sys, e, c.tail, c.nullspace_too, why);
     }
     if (least_squares) {
         why = "an over-determined system is solved by least squares (const-gram, tree-gram)";
@@ -474,13 +550,23 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         else res.candidates.push_back({"umfpack", false, why, {}, 0});
     }
     if (!sys.classical) {
-        cands.push_back(tree_aba_gram(sys));
+        // a Gram candidate whose exact rows can also be eliminated by the null-space method: both
+        auto push_gram = [&](const Candidate& c) {
+            cands.push_back(c);
+            if (!c.nullspace_too || c.tail.nullspace) return;
+            Candidate ns = c;
+            ns.name += "/nullspace", ns.tail.nullspace = true, ns.tail.basis.clear();
+            cands.push_back(ns);
+        };
+        Candidate tg = tree_aba_gram(sys);
+        if (tree_gram_basis(model, sys, tg, why)) push_gram(tg);
+        else res.candidates.push_back({tg.name, false, why, {}, 0});
         Candidate tl;
         if (tree_aba_lu(model, sys, tl, why)) cands.push_back(tl);
         else if (sys.m() == sys.n()) res.candidates.push_back({"tree-lu", false, why, {}, 0});
         for (int variant = -1; variant < (sys.m() > sys.n() ? 0 : 2); ++variant) {
             Candidate cf;
-            if (constant_first(model, sys, cf, why, variant)) cands.push_back(cf);
+            if (constant_first(model, sys, cf, why, variant)) (variant < 0 ? push_gram(cf) : cands.push_back(cf));
             else res.candidates.push_back({cf.name, false, why, {}, 0});
         }
     }

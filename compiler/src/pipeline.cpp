@@ -44,8 +44,9 @@ std::string dump_order(const OrderResult& o) {
     if (!t.empty()) {
         int exact = 0;
         for (double w : t.weights) exact += w == 0;
-        out += fmt::format("trailing block: {} rows ({} exact, {} measurements) x {} columns\n", t.rows.size(), t.weights.empty() ? t.rows.size() : exact,
-                           t.weights.empty() ? 0 : t.rows.size() - exact, t.cols.size());
+        out += fmt::format("trailing block: {} rows ({} exact, {} measurements) x {} columns{}\n", t.rows.size(), t.weights.empty() ? t.rows.size() : exact,
+                           t.weights.empty() ? 0 : t.rows.size() - exact, t.cols.size(),
+                           t.basis.empty() ? "" : fmt::format("; the exact rows have rank {} (reduced through {} basis columns)", t.basis.size(), t.basis.size()));
     }
     return out;
 }
