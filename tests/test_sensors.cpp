@@ -14,6 +14,7 @@
 
 #include "analyze.hpp"
 #include "diagnostics.hpp"
+#include "nelu/reference.hpp"
 #include "pipeline.hpp"
 #include "robot_gen.hpp"
 #include "test_support.hpp"
@@ -185,68 +186,177 @@ outputs: [joint_torques, contact_wrenches]
     }
 }
 
-TEST_CASE("Weighted least squares with noisy measurements equals the dense constrained solution") {
+namespace {
+
+/// The solution of D x + b = 0 by dense linear algebra: the exact rows exactly and the soft rows
+/// (measurements) in the weighted least-squares sense, from the KKT system of
+/// min sum w_k r_k^2 subject to the exact rows (a complete orthogonal decomposition: exact rows
+/// that restate others make it singular, and its least-norm solution still has the unique x).
+Eigen::VectorXd dense_solution(const nelu::System& sys, const nelu::State& st, const std::vector<double>& in) {
+    Eigen::MatrixXd D = nelu::dense_of(sys, st.q, st.qd);
+    std::vector<nelu::ir::Id> broots(sys.b.begin(), sys.b.end());
+    std::vector<double> bv = sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes(broots));
+    std::vector<int> hard, soft;
+    for (int row = 0; row < sys.m(); ++row) (sys.soft[row] ? soft : hard).push_back(row);
+    const int n = sys.n(), h = static_cast<int>(hard.size());
+    Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n + h, n + h);
+    Eigen::VectorXd rhs = Eigen::VectorXd::Zero(n + h);
+    for (int row : soft) {
+        const double w = 1.0 / sys.variance[row];
+        K.topLeftCorner(n, n) += w * D.row(row).transpose() * D.row(row);
+        rhs.head(n) -= w * D.row(row).transpose() * bv[sys.b[row]];
+    }
+    for (int k = 0; k < h; ++k) {
+        K.block(n + k, 0, 1, n) = D.row(hard[k]);
+        K.block(0, n + k, n, 1) = D.row(hard[k]).transpose();
+        rhs(n + k) = -bv[sys.b[hard[k]]];
+    }
+    return K.completeOrthogonalDecomposition().solve(rhs).head(n);
+}
+
+/// The outputs of a solution x of the system (System::out: a column, or a combination plus a bias).
+std::vector<double> outputs_of(const nelu::System& sys, const nelu::State& st, const std::vector<double>& in, const Eigen::VectorXd& x) {
+    std::vector<double> out;
+    for (const nelu::Slot& s : sys.out) {
+        double v = s.bias >= 0 ? sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes({s.bias}))[s.bias] : 0.0;
+        if (s.column >= 0) v += x(s.column);
+        for (const auto& [c, coef] : s.terms) v += sys.prog.value(coef) * x(c);
+        out.push_back(v);
+    }
+    return out;
+}
+
+/// How far the solver's outputs are from obeying the Newton-Euler equations: the reference RNEA
+/// at the state's (q, qd) with the known and the returned joint accelerations and external wrenches
+/// gives every link's acceleration, every joint wrench and every joint's torque (the floating
+/// base's wrench included); their largest difference from the returned ones (or from the known
+/// inputs) over the largest of them. Needs every output (joint_torques, joint_accelerations,
+/// contact_wrenches, link_accelerations, joint_wrenches).
+double newton_euler_residual(const nelu::System& sys, const nelu::Model& model, const nelu::Problem& p, const nelu::State& st,
+                             const std::vector<double>& in, const std::vector<double>& out) {
+    using nelu::Quantity;
+    const int nb = model.num_bodies();
+    std::vector<double> qdd(model.nv, 0.0);
+    std::vector<nelu::SVec<double>> fext(nb, nelu::zero6<double>());
+    auto slot_v = [&](const nelu::Slot& s) { return model.bodies[s.body].v_index + s.comp; };
+    for (std::size_t k = 0; k < sys.in.size(); ++k) {
+        const nelu::Slot& s = sys.in[k];
+        if (s.quantity == Quantity::JointAcceleration) qdd[slot_v(s)] = in[k];
+        if (s.quantity == Quantity::ExternalWrench) fext[s.body][s.comp] += in[k];
+    }
+    for (std::size_t k = 0; k < sys.out.size(); ++k) {
+        const nelu::Slot& s = sys.out[k];
+        if (s.quantity == Quantity::JointAcceleration) qdd[slot_v(s)] = out[k];
+        if (s.quantity == Quantity::ExternalWrench) fext[s.body][s.comp] += out[k];
+    }
+    nelu::Model mg = model;
+    mg.gravity = p.gravity;
+    const nelu::BodyDynamics<double> d = nelu::rnea_bodies(mg, st.q.data(), st.qd.data(), qdd.data(), fext.data(), true);
+    std::vector<double> tau(model.nv, 0.0);
+    for (int i = 0; i < nb; ++i) nelu::joint_project(model.bodies[i], d.f[i], tau.data() + model.bodies[i].v_index);
+    double diff = 0, scale = 1;
+    auto compare = [&](double returned, double reference) {
+        diff = std::max(diff, std::abs(returned - reference)), scale = std::max(scale, std::abs(reference));
+    };
+    for (std::size_t k = 0; k < sys.in.size(); ++k)
+        if (sys.in[k].quantity == Quantity::JointTorque) compare(in[k], tau[slot_v(sys.in[k])]);
+    int checked = 0;
+    for (std::size_t k = 0; k < sys.out.size(); ++k) {
+        const nelu::Slot& s = sys.out[k];
+        const int i = s.body;
+        if (s.quantity == Quantity::JointTorque) compare(out[k], tau[slot_v(s)]), ++checked;
+        if (s.quantity == Quantity::LinkAcceleration) compare(out[k], (d.a[i] + nelu::apply(d.k.X_world[i], mg.gravity))[s.comp]), ++checked;
+        if (s.quantity == Quantity::JointWrench) compare(out[k], d.f[i][s.comp]), ++checked;
+    }
+    REQUIRE(checked >= 12 * nb);  // every link's acceleration and joint wrench
+    return diff / scale;
+}
+
+/// `spec`'s solver (compiled through the API) on noisy readings: every Newton-Euler equation holds
+/// to rounding, and the outputs are the dense equality-constrained weighted least-squares solution
+/// (for the winning order, and for its null-space variant when it has one).
+void check_exact_under_noise(const std::string& urdf, const std::string& spec_path, const std::string& what) {
     nelu::CompileOptions o;
-    o.urdf = robot("ur5e.urdf");
-    o.problem = spec("ur5e_accelerometer.yaml");
-    o.verify_states = 5;
-    if (nelu::test::sanitized()) o.validation_configs = 2000;
+    o.urdf = urdf, o.problem = spec_path, o.verify_states = 5, o.validation_configs = nelu::test::sanitized() ? 500 : 2000;
     nelu::CompileResult r = nelu::compile(o);
     const nelu::System& sys = r.system;
     REQUIRE(sys.m() > sys.n());
-    const nelu::Factorization& f = r.order.best;
-    std::vector<bool> live = f.prog.live_nodes(f.outputs);
+    std::vector<nelu::Factorization> solvers{r.order.best};
+    const bool has_nullspace = std::any_of(r.order.candidates.begin(), r.order.candidates.end(),
+                                           [&](const nelu::CandidateReport& c) { return c.name == r.order.best.ordering + "/nullspace"; });
+    if (has_nullspace) {  // the same order with its exact rows (of full rank) eliminated by the null-space method
+        nelu::Tail t = r.order.best.tail;
+        t.nullspace = true, t.basis.clear();
+        nelu::Factorization f;
+        std::string why;
+        REQUIRE(nelu::run_schedule(sys, r.order.best.order, r.order.best.articulated, "null space", f, why, 0, t));
+        solvers.push_back(std::move(f));
+    }
     std::mt19937_64 rng(7);
     std::normal_distribution<double> noise(0.0, 1.0);
-    double worst = 0, worst_exact = 0;  // generated vs dense; dense vs the noise-free world
-    for (const nelu::State& st : nelu::verification_states(r.load.model, 11, 10)) {
+    double worst_ne = 0, worst_dense = 0, moved = 0;
+    for (const nelu::State& st : nelu::checked_states(r.load.model, sys, 11, 6)) {
         std::vector<double> in = nelu::solver_inputs(sys, r.load.model, r.problem, st);
-        std::vector<double> exact = nelu::reference_outputs(sys, r.load.model, r.problem, st);
-        {  // noise-free measurements: the solver recovers the world
-            std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live);
+        const std::vector<double> exact = nelu::reference_outputs(sys, r.load.model, r.problem, st);
+        for (std::size_t k = 0; k < sys.in.size(); ++k)  // noise on the sensors' readings only: the exact inputs stay consistent
+            if (sys.in[k].quantity == nelu::Quantity::Measurement) in[k] += 0.05 * noise(rng);
+        const std::vector<double> dense = outputs_of(sys, st, in, dense_solution(sys, st, in));
+        moved = std::max(moved, nelu::test::rel_error(dense, exact));
+        for (const nelu::Factorization& f : solvers) {
+            const std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), f.prog.live_nodes(f.outputs));
             std::vector<double> out;
             for (nelu::ir::Id id : f.outputs) out.push_back(val[id]);
-            CHECK(nelu::test::rel_error(out, exact) < 1e-9);
+            worst_dense = std::max(worst_dense, nelu::test::rel_error(out, dense));
+            worst_ne = std::max(worst_ne, newton_euler_residual(sys, r.load.model, r.problem, st, in, out));
         }
-        for (std::size_t k = 0; k < sys.in.size(); ++k)  // noise on the sensors' readings only
-            if (sys.in[k].quantity == nelu::Quantity::Measurement) in[k] += 0.05 * noise(rng);
-        std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live);
-        // dense: minimise sum w_k r_k^2 over the soft rows subject to the exact rows (KKT, dense)
-        Eigen::MatrixXd D = nelu::dense_of(sys, st.q, st.qd);
-        std::vector<nelu::ir::Id> broots(sys.b.begin(), sys.b.end());
-        std::vector<double> bv = sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes(broots));
-        std::vector<int> hard, soft;
-        for (int row = 0; row < sys.m(); ++row) (sys.soft[row] ? soft : hard).push_back(row);
-        const int n = sys.n(), h = static_cast<int>(hard.size());
-        Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n + h, n + h);
-        Eigen::VectorXd rhs = Eigen::VectorXd::Zero(n + h);
-        for (int row : soft) {
-            const double w = 1.0 / sys.variance[row];
-            K.topLeftCorner(n, n) += w * D.row(row).transpose() * D.row(row);
-            rhs.head(n) -= w * D.row(row).transpose() * bv[sys.b[row]];
-        }
-        for (int k = 0; k < h; ++k) {
-            K.block(n + k, 0, 1, n) = D.row(hard[k]);
-            K.block(0, n + k, n, 1) = D.row(hard[k]).transpose();
-            rhs(n + k) = -bv[sys.b[hard[k]]];
-        }
-        Eigen::VectorXd x = K.fullPivLu().solve(rhs);
-        std::vector<double> dense, out;
-        for (std::size_t k = 0; k < sys.out.size(); ++k) {
-            const nelu::Slot& s = sys.out[k];
-            double v = s.bias >= 0 ? sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes({s.bias}))[s.bias] : 0.0;
-            if (s.column >= 0) v += x(s.column);
-            for (const auto& [c, coef] : s.terms) v += sys.prog.value(coef) * x(c);
-            dense.push_back(v);
-            out.push_back(val[f.outputs[k]]);
-        }
-        worst = std::max(worst, nelu::test::rel_error(out, dense));
-        worst_exact = std::max(worst_exact, nelu::test::rel_error(dense, exact));
     }
-    MESSAGE("noisy WLS: generated vs dense constrained solution, max relative difference " << worst
-                                                                                         << " (noise moved the estimate by up to " << worst_exact << ")");
-    CHECK(worst_exact > 1e-4);  // the noise does move the estimate: the comparison is not vacuous
-    CHECK(worst < 1e-8);
+    MESSAGE(what << " (" << r.order.best.ordering << ", " << solvers.size() << " solver(s)), noisy readings: Newton-Euler residual "
+                 << worst_ne << ", against the dense constrained solution " << worst_dense << ", the noise moved the estimate by " << moved);
+    CHECK(moved > 1e-4);  // the readings are inconsistent: the comparison is not vacuous
+    CHECK(worst_ne < 1e-12);
+    CHECK(worst_dense < 1e-9);
+}
+
+}  // namespace
+
+TEST_CASE("Weighted least squares: exact equations stay exact under inconsistent readings, the optimum is the dense one") {
+    SUBCASE("UR5e: accelerometer, torque and acceleration measurements (no exact row left with them)") {
+        check_exact_under_noise(robot("ur5e.urdf"), spec("ur5e_accelerometer.yaml"), "ur5e_accelerometer");
+    }
+    SUBCASE("UR5e: a joint whose torque and acceleration are both known ties the tool wrench that an F/T sensor measures") {
+        fs::path d = scratch("exact_ur5e");
+        write(d / "spec.yaml", R"(version: 2
+problem: id
+joints: {default: qdd, both: [wrist_1_joint]}
+external_wrenches: {default: zero, unknown: [wrist_3_link]}
+sensors:
+  - {name: ft, type: force_torque, joint: wrist_3_joint, frame: sensor, origin: {xyz: [0, 0, 0.05], rpy: [0.2, 0, 1.0]}, variance: [0.01, 0.01, 0.01, 1, 1, 1]}
+outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]
+)");
+        check_exact_under_noise(robot("ur5e.urdf"), (d / "spec.yaml").string(), "ur5e, wrist_1 both known");
+        fs::remove_all(d);
+    }
+    SUBCASE("humanoid on a slippery floor (eq. 24): the base's balance, rank deficient, is met exactly") {
+        if (release_only("the slippery humanoid")) return;
+        fs::path d = scratch("exact_slippery");
+        std::ifstream in(spec("humanoid_slippery.yaml"));
+        std::string text((std::istreambuf_iterator<char>(in)), {});
+        text.replace(text.find("outputs: [joint_torques]"), 24, "outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]");
+        write(d / "spec.yaml", text);
+        check_exact_under_noise(robot("humanoid_winter.urdf"), (d / "spec.yaml").string(), "humanoid_slippery");
+        fs::remove_all(d);
+    }
+    SUBCASE("humanoid on its foot F/T sensors: the base's balance is met exactly") {
+        if (release_only("the humanoid's F/T solver")) return;
+        fs::path d = scratch("exact_ft");
+        std::ifstream in(spec("humanoid_ft.yaml"));
+        std::string text((std::istreambuf_iterator<char>(in)), {});
+        text.replace(text.find("outputs: [joint_torques, contact_wrenches]"), 42,
+                     "outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]");
+        write(d / "spec.yaml", text);
+        check_exact_under_noise(robot("humanoid_winter.urdf"), (d / "spec.yaml").string(), "humanoid_ft");
+        fs::remove_all(d);
+    }
 }
 
 TEST_CASE("Sensor specs: every error names the spec file and line, and the sensor, link or joint") {

@@ -58,20 +58,11 @@ struct BodyQuantities {
 BodyQuantities body_quantities(const Model& mg, const std::vector<double>& q, const std::vector<double>& qd,
                                const std::vector<double>& qdd, const std::vector<SVec<double>>& fx) {
     const int nb = mg.num_bodies();
-    BodyQuantities r;
-    r.k = forward_kinematics(mg, q.data(), qd.data(), true);
-    r.a.resize(nb), r.f.resize(nb), r.g.resize(nb), r.tau.assign(mg.nv, 0.0);
+    BodyDynamics<double> d = rnea_bodies(mg, q.data(), qd.data(), qdd.data(), fx.data(), true);
+    BodyQuantities r{std::move(d.k), std::move(d.a), std::move(d.f), std::vector<SVec<double>>(nb), std::vector<double>(mg.nv, 0.0)};
     for (int i = 0; i < nb; ++i) {
-        const Body& b = mg.bodies[i];
-        SVec<double> ap = b.parent < 0 ? -mg.gravity : r.a[b.parent];
-        r.a[i] = apply(r.k.X_up[i], ap) + joint_motion(b, qdd.data() + b.v_index) + r.k.c[i];
-        r.f[i] = b.I * r.a[i] + cross_force(r.k.v[i], b.I * r.k.v[i]) - fx[i];
         r.g[i] = apply(r.k.X_world[i], mg.gravity);
-    }
-    for (int i = nb - 1; i >= 0; --i) {
-        const Body& b = mg.bodies[i];
-        joint_project(b, r.f[i], r.tau.data() + b.v_index);
-        if (b.parent >= 0) r.f[b.parent] = r.f[b.parent] + apply_transpose(r.k.X_up[i], r.f[i]);
+        joint_project(mg.bodies[i], r.f[i], r.tau.data() + mg.bodies[i].v_index);
     }
     return r;
 }
