@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <tinyxml2.h>
@@ -93,7 +94,21 @@ void couple_joint_modes(const Model& m, Problem& p) {
         if (m.bodies[i].is_mimic()) p.joint[i] = p.joint[m.bodies[i].mimic];
 }
 
-void read_wrenches(const YAML::Node& w, const std::string& file, const Model& m, Problem& p) {
+/// The wrench of a link merged into a body (Problem::link_wrenches), created with `mode` or set to it.
+void set_link_wrench(const LoadResult& l, const std::string& link, WrenchMode mode, Problem& p) {
+    auto it = std::find_if(p.link_wrenches.begin(), p.link_wrenches.end(), [&](const LinkWrench& w) { return w.link == link; });
+    if (it == p.link_wrenches.end()) {
+        const LinkFrame& lf = l.links.at(link);
+        p.link_wrenches.push_back({link, lf.body, lf.X_link_body, mode});
+        std::sort(p.link_wrenches.begin(), p.link_wrenches.end(),
+                  [](const LinkWrench& a, const LinkWrench& b) { return std::tie(a.body, a.link) < std::tie(b.body, b.link); });
+    } else {
+        it->mode = mode;
+    }
+}
+
+void read_wrenches(const YAML::Node& w, const std::string& file, const LoadResult& l, Problem& p) {
+    const Model& m = l.model;
     if (!w) return;
     auto mode = [&](const YAML::Node& n) {
         const std::string s = n.as<std::string>();
@@ -117,10 +132,18 @@ void read_wrenches(const YAML::Node& w, const std::string& file, const Model& m,
     for (const char* key : {"input", "zero", "unknown"}) {
         if (!w[key]) continue;
         for (const std::string& link : string_list(w[key], file, key)) {
-            int b = m.body_index(link);
-            if (b < 0) throw InputError(where(file, w[key]) + fmt::format("external_wrenches.{}: no body named '{}' (merged links cannot carry a wrench yet)", key, link));
+            const WrenchMode mode = std::string(key) == "input" ? WrenchMode::Input : std::string(key) == "zero" ? WrenchMode::Zero : WrenchMode::Unknown;
             if (!seen.insert(link).second) throw InputError(where(file, w[key]) + fmt::format("link '{}' is listed twice", link));
-            p.wrench[b] = std::string(key) == "input" ? WrenchMode::Input : std::string(key) == "zero" ? WrenchMode::Zero : WrenchMode::Unknown;
+            if (const int b = m.body_index(link); b >= 0) {
+                p.wrench[b] = mode;
+                continue;
+            }
+            auto it = l.links.find(link);
+            if (it == l.links.end()) throw InputError(where(file, w[key]) + fmt::format("external_wrenches.{}: no link named '{}'", key, link));
+            if (it->second.body < 0)
+                throw InputError(where(file, w[key]) + fmt::format("external_wrenches.{}: link '{}' is fixed to the world: a wrench on it "
+                                                                   "acts on no moving body", key, link));
+            if (mode != WrenchMode::Zero) set_link_wrench(l, link, mode, p);  // a zero wrench on a merged link is nothing
         }
     }
 }
@@ -349,10 +372,10 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
         need(d.direction == "child_to_parent" || d.direction == "parent_to_child", "measure_direction must be child_to_parent or parent_to_child");
         s.sign = d.direction == "parent_to_child" ? 1.0 : -1.0;
         need(d.frame == "child" || d.frame == "parent" || d.frame == "sensor", "frame must be child, parent or sensor");
-        if (d.frame == "parent") {
-            need(m.bodies[s.body].type == JointType::Fixed, "frame 'parent' is supported on fixed joints only (use child or sensor)");
+        if (d.frame == "parent") {  // the parent link's frame, relative to the parent body (or the world)
             s.frame_is_parent = true;
-            s.X_sensor_body = inverse(m.bodies[s.body].X_tree);  // child -> parent frame (the joint is fixed)
+            auto parent = l.joint_parent.find(d.joint);
+            s.X_sensor_body = parent != l.joint_parent.end() ? l.links.at(parent->second).X_link_body : identity_xform<double>();
         } else if (d.frame == "sensor") {
             s.X_sensor_body = X_origin;  // origin relative to the child link
         }
@@ -379,9 +402,11 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
             need(std::find(s.components.begin(), s.components.end(), k) == s.components.end(),
                  fmt::format("component {} cannot be both measured and zero", kWrenchComp[k]));
         for (const Sensor& o : p.sensors)
-            if (o.type == SensorType::ContactWrench && o.body == s.body)
-                throw InputError(d.where + fmt::format("sensor '{}': link '{}' already has the contact sensor '{}' (one per body)", d.name, d.link, o.name));
-        p.wrench[s.body] = WrenchMode::Unknown;
+            if (o.type == SensorType::ContactWrench && o.link == s.link)
+                throw InputError(d.where + fmt::format("sensor '{}': link '{}' already has the contact sensor '{}' (one per link)", d.name, d.link, o.name));
+        // it measures the wrench on its link, which is unknown: the body's own, or a merged link's
+        if (m.bodies[s.body].name == d.link) p.wrench[s.body] = WrenchMode::Unknown;
+        else set_link_wrench(l, d.link, WrenchMode::Unknown, p);
     } else if (d.type == "accelerometer") {
         s.type = SensorType::Accelerometer;
         need(!d.link.empty(), "needs 'link' (URDF: <parent link=...>)");
@@ -593,6 +618,8 @@ bool Problem::classical() const {
         if (j == JointKnown::None || j == JointKnown::Both) return false;
     for (WrenchMode w : wrench)
         if (w == WrenchMode::Unknown) return false;
+    for (const LinkWrench& w : link_wrenches)
+        if (w.mode == WrenchMode::Unknown) return false;
     return true;
 }
 
@@ -654,7 +681,7 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
     }
     read_joints(spec["joints"], file, model, p);
     couple_joint_modes(model, p);
-    read_wrenches(spec["external_wrenches"], file, model, p);
+    read_wrenches(spec["external_wrenches"], file, loaded, p);
     if (version < 2)
         for (JointKnown& j : p.joint)
             if (j == JointKnown::None || j == JointKnown::Both)
