@@ -424,13 +424,31 @@ Candidate btf_triangular(const Analysis& an) {
     return c;
 }
 
-/// Configurations for validation: the special ones, then random ones.
-std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false) {
+/// Configurations for validation: the special ones (their number in `special`), then random ones.
+std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false, int* special = nullptr) {
     std::mt19937_64 rng(0x76616c69);
     std::vector<std::vector<double>> qs;
     if (!random_only) qs = special_configurations(model, rng);
+    if (special) *special = static_cast<int>(qs.size());
     while (static_cast<int>(qs.size()) < count) qs.push_back(random_configuration(model, rng));
     return qs;
+}
+
+/// Why exact rows that lose rank at configuration q (where the trailing block `t`'s exact rows lose
+/// it) make the problem ill-posed (PivotKind::Constraint): which equations combine there.
+std::string conflict_diagnosis(const System& sys, const Tail& t, const std::vector<double>& q, const std::vector<double>& qd, bool special_only) {
+    std::string rows = sys.n() <= 4000 ? dependent_exact_rows(sys, q, qd) : std::string();
+    if (rows.empty()) {  // (too large, or the loss is below the dense threshold there): the block's own rows
+        int named = 0;
+        for (std::size_t a = 0; a < t.rows.size(); ++a)
+            if (t.weights[a] == 0 && named++ < 8) rows += (rows.empty() ? "" : ", ") + sys.rows[t.rows[a]].label;
+    }
+    return fmt::format("ill-posed: exact equations in conflict at some configurations: {} combine there, and the known quantities "
+                       "would then have to satisfy them by themselves, which general inputs do not.\n"
+                       "  Measure one of those known quantities instead of knowing it (a sensor's reading is fitted, not imposed), "
+                       "or know fewer of them{}", rows,
+                       special_only ? "\n  (only at special configurations: 'allow_singular_configurations: true' in the spec generates a "
+                                      "solver that returns NELU_STATUS_SMALL_PIVOT near them)" : "");
 }
 
 /// Growth of the factorization: max |value| of its nodes over max |entry of D|, at a few configurations.
@@ -473,7 +491,8 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     for (std::size_t k = 0; k < f.pivots.size(); ++k)
         if (f.pivots[k].kind != PivotKind::Constant) {
             roots.push_back(f.pivots[k].value), which.push_back(static_cast<int>(k));
-            needs_full = needs_full || f.pivots[k].kind == PivotKind::Validated || f.pivots[k].kind == PivotKind::Gram;
+            needs_full = needs_full || f.pivots[k].kind == PivotKind::Validated || f.pivots[k].kind == PivotKind::Gram ||
+                         f.pivots[k].kind == PivotKind::Constraint;
         }
     v.checked_pivots = static_cast<int>(roots.size());
     if (roots.empty()) return v;
@@ -481,12 +500,18 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     std::vector<bool> live = f.prog.live_nodes(roots);
     std::vector<double> lo(roots.size(), INFINITY), hi(roots.size(), 0.0), qd(model.nv, 0.0),
         in(std::max<std::size_t>(1, sys.in.size()), 0.0);
-    for (const auto& q : validation_configurations(model, count, sys.allow_special_singularities)) {
+    std::vector<double> lo_random(roots.size(), INFINITY);  // over the random configurations only
+    std::vector<int> where(roots.size(), -1);  // the configuration of the smallest |pivot|
+    int special = 0;
+    const std::vector<std::vector<double>> qs = validation_configurations(model, count, sys.allow_special_singularities, &special);
+    for (const auto& q : qs) {
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
         for (std::size_t k = 0; k < roots.size(); ++k) {
             double a = std::abs(val[roots[k]]);
             if (!std::isfinite(a)) a = 0;  // NaN or infinity (after an exact zero pivot) counts as a zero pivot
+            if (a < lo[k]) where[k] = v.configurations;
             lo[k] = std::min(lo[k], a);
+            if (v.configurations >= special) lo_random[k] = std::min(lo_random[k], a);
             // Lambda's thresholds come from the first kLambdaConfigs configurations only, so that
             // the emitted code does not depend on --validate
             if (f.pivots[which[k]].kind != PivotKind::Lambda || v.configurations < kLambdaConfigs) hi[k] = std::max(hi[k], a);
@@ -497,6 +522,14 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     for (std::size_t k = 0; k < roots.size(); ++k)
         if (f.pivots[which[k]].kind == PivotKind::Lambda) lambda_scale = std::max(lambda_scale, hi[k]);
     v.worst_ratio = 1;
+    int conflict = -1;  // a configuration where the exact rows of the trailing block lose rank
+    bool conflict_random = false;  // ... and whether they do at random configurations
+    for (std::size_t k = 0; k < roots.size(); ++k)
+        if (f.pivots[which[k]].kind == PivotKind::Constraint && (!(lo[k] > 0) || lo[k] < kMinPivotRatio * hi[k])) {
+            if (conflict < 0) conflict = where[k];
+            conflict_random = conflict_random || !(lo_random[k] > 0) || lo_random[k] < kMinPivotRatio * hi[k];
+        }
+    if (conflict >= 0) throw OrderIndependentError(conflict_diagnosis(sys, f.tail, qs[static_cast<std::size_t>(conflict)], qd, !conflict_random));
     for (std::size_t k = 0; k < roots.size(); ++k) {
         double ratio = hi[k] > 0 ? lo[k] / hi[k] : 0;
         ScheduledPivot& p = f.pivots[which[k]];
@@ -524,10 +557,27 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
             v.worst_ratio = ratio;
             v.worst_pivot = fmt::format("({}, {})", sys.rows[p.at.row].label, sys.cols[p.at.col].label);
         }
-        if (!(lo[k] > 0) || (p.kind == PivotKind::Validated && ratio < kMinPivotRatio))
+        if (p.kind == PivotKind::Gram && !(lo[k] > 0) && sys.n() <= 4000) {
+            // a norm of the least-squares block is zero: D itself loses rank there (whatever the order)?
+            const std::string loss = rank_loss_at(sys, qs[static_cast<std::size_t>(where[k])], qd);
+            if (!loss.empty())
+                throw OrderIndependentError(fmt::format(
+                    "ill-posed: the equations lose rank at {} ({} of the {} configurations that validate the pivots): {}{}",
+                    where[k] < special ? "a special configuration (every joint at 0, +-pi/2, pi or a limit)" : "a random configuration",
+                    where[k] + 1, v.configurations, loss,
+                    lo_random[k] > 0 ? "\n  (the rank is full at random configurations: 'allow_singular_configurations: true' in the spec "
+                                       "generates a solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)" : ""));
+        }
+        if (!(lo[k] > 0) || (p.kind == PivotKind::Validated && ratio < kMinPivotRatio)) {
+            const auto row = std::find(f.tail.rows.begin(), f.tail.rows.end(), p.at.row);
+            const bool basis = !f.tail.basis.empty() && row != f.tail.rows.end() && f.tail.weights[static_cast<std::size_t>(row - f.tail.rows.begin())] == 0;
             throw IllPosedError(fmt::format("pivot ({}, {}) of ordering {} is not safe: |pivot| ranges over [{:.3g}, {:.3g}] "
-                                            "across {} configurations", sys.rows[p.at.row].label, sys.cols[p.at.col].label,
-                                            f.ordering, lo[k], hi[k], v.configurations));
+                                            "across {} configurations{}", sys.rows[p.at.row].label, sys.cols[p.at.col].label,
+                                            f.ordering, lo[k], hi[k], v.configurations,
+                                            basis ? "; it eliminates the exact equations left with the measurements, and if no order "
+                                                    "can: " + conflict_diagnosis(sys, f.tail, qs[static_cast<std::size_t>(where[k])], qd, false)
+                                                  : std::string()));
+        }
     }
     return v;
 }

@@ -181,7 +181,7 @@ bool factor_tail(ir::Program& P, ir::ZeroTest& zt, const System& sys, const std:
         why = fmt::format("the exact rows of the trailing {}x{} block are structurally dependent at {}", rb, kb, sys.rows[tail.rows[tf.exact[i]]].label);
         return false;
     }
-    for (int i = 0; i < p; ++i) pivot(tf.exact[i], std::min(i, kb - 1), tf.constraint.R[i][i], PivotKind::Gram);
+    for (int i = 0; i < p; ++i) pivot(tf.exact[i], std::min(i, kb - 1), tf.constraint.R[i][i], PivotKind::Constraint);
     const std::vector<std::vector<Id>>& Q1 = tf.constraint.Q;  // p rows of length kb
     tf.SQ.assign(s, std::vector<Id>(p));
     for (int a = 0; a < s; ++a)

@@ -29,6 +29,11 @@ enum class PivotKind {
                    ///< (also the QR pivots of a trailing block's basis columns, see Tail)
     Gram,          ///< a diagonal entry r_jj of a Gram-Schmidt QR of the trailing block: a norm,
                    ///< positive whenever the block (or its exact rows' transpose) has full column rank
+    Constraint,    ///< a diagonal entry of the Gram-Schmidt QR of a trailing block's exact rows,
+                   ///< transposed (Tail, null-space method): a norm, positive whenever they have full
+                   ///< row rank. Where they lose it, the exact equations cannot all hold for general
+                   ///< inputs, whatever the order: such a pivot coming near zero makes the problem
+                   ///< ill-posed there (order.cpp)
     Lambda,        ///< a pivot d_j of the LDL^T of Lambda^-1 (osim with lambda): positive except at
                    ///< the robot's kinematic singularities, where Lambda does not exist; checked at
                    ///< run time (signed) against 1e-10 (double) or 1e-4 (float) of its largest
