@@ -156,7 +156,7 @@ SpecDraw draw_spec(const nelu::LoadResult& l, bool floating, std::mt19937_64& rn
         if (mj.into != "world") fixed_joints.push_back(mj.joint);
     for (const std::string& j : movable) {
         const double r = u(rng);
-        d.joints[j] = r < 0.45 ? "qdd" : r < 0.75 ? "tau" : r < 0.9 ? "unknown" : "both";
+        d.joints[j] = r < 0.5 ? "qdd" : r < 0.82 ? "tau" : r < 0.92 ? "unknown" : "both";
     }
     d.wrench_default = chance(0.25) ? "input" : "zero";
     std::vector<std::string> unknown;
@@ -198,7 +198,7 @@ SpecDraw draw_spec(const nelu::LoadResult& l, bool floating, std::mt19937_64& rn
         d.sensors.push_back(s);
     }
     for (const std::string& link : unknown) {  // contact sensors on the unknown wrenches
-        if (chance(0.25)) continue;
+        if (chance(0.15)) continue;
         SensorDraw s;
         s.link = link;
         if (chance(0.5)) {
@@ -209,6 +209,7 @@ SpecDraw draw_spec(const nelu::LoadResult& l, bool floating, std::mt19937_64& rn
             s.name = name("contact"), s.type = "contact_wrench";
             if (chance(0.7)) origin(s);
             std::vector<int> all = subset(6);
+            if (chance(0.5)) all = {0, 1, 2, 3, 4, 5};
             const int nz = chance(0.3) ? std::uniform_int_distribution<int>(0, static_cast<int>(all.size()) - 1)(rng) : 0;
             s.zero.assign(all.begin(), all.begin() + nz);
             s.components.assign(all.begin() + nz, all.end());
@@ -218,14 +219,14 @@ SpecDraw draw_spec(const nelu::LoadResult& l, bool floating, std::mt19937_64& rn
     }
     for (const std::string& j : movable) {  // joint sensors on what is sought
         const std::string& mode = d.joints[j];
-        if ((mode == "qdd" || mode == "unknown") && chance(0.15)) {
+        if ((mode == "qdd" || mode == "unknown") && chance(mode == "unknown" ? 0.4 : 0.1)) {
             SensorDraw s;
             s.name = name("torque"), s.type = "joint_torque", s.joint = j;
             variance(s, 1);
             if (s.variance.size() > 1) s.variance.resize(1);
             d.sensors.push_back(s);
         }
-        if ((mode == "tau" || mode == "unknown") && chance(0.15)) {
+        if ((mode == "tau" || mode == "unknown") && chance(mode == "unknown" ? 0.6 : 0.1)) {
             SensorDraw s;
             s.name = name("qdd"), s.type = "joint_acceleration", s.joint = j;
             variance(s, 1);
@@ -431,6 +432,7 @@ struct Outcome {
     std::string message;   ///< its message
     std::string failure;   ///< why the property does not hold ("" when it does)
     double error = 0, error_float = 0;  ///< worst truth recovery (relative), double and float
+    double rounding = 0;   ///< worst error of the double solver on the inputs rounded to float
 };
 
 /// The shared object of a generated solver, built with clang++ -O0 (c++ where it is absent).
@@ -476,12 +478,19 @@ void recover(const SpecDraw& d, const nelu::LoadResult& l, const fs::path& dir, 
         }
         o.error = std::max(o.error, nelu::test::rel_error(out, expected));
         o.error_float = std::max(o.error_float, nelu::test::rel_error(std::vector<double>(outf.begin(), outf.end()), expected));
+        std::vector<double> qr(qf.begin(), qf.end()), qdr(qdf.begin(), qdf.end()), inr(inf.begin(), inf.end()), outr(out.size(), NAN);
+        if (fd(qr.data(), qdr.data(), inr.data(), outr.data()) == NELU_STATUS_OK) o.rounding = std::max(o.rounding, nelu::test::rel_error(outr, expected));
     }
     ::dlclose(lib);
     if (!o.failure.empty()) return;
-    if (!(o.error <= 1e-8)) o.failure = fmt::format("the solver does not recover the truth: relative error {:.3g} (double)", o.error);
-    else if (!(o.error_float <= std::max(1e-3, 1.07e9 * o.error)))
-        o.failure = fmt::format("the float solver does not recover the truth: relative error {:.3g} (double {:.3g})", o.error_float, o.error);
+    // double: nelu check's tolerance for sensor problems; float: as good as the problem's conditioning
+    // allows, by nelu check's rule (CheckReport::tolerance_float) with a margin of 10 for the few
+    // states drawn here (the double error of 4 states underestimates the conditioning; nelu check
+    // applies the rule itself on 40 states below)
+    if (!(o.error <= 1e-9)) o.failure = fmt::format("the solver does not recover the truth: relative error {:.3g} (double)", o.error);
+    else if (!(o.error_float <= std::max({1e-4, 1.07e10 * o.error, 1e4 * o.rounding})))
+        o.failure = fmt::format("the float solver does not recover the truth: relative error {:.3g} (double {:.3g}, the double solver on "
+                                "the inputs rounded to float {:.3g})", o.error_float, o.error, o.rounding);
 }
 
 /// Whether an exit-1 message names what is not determined or what conflicts.
@@ -490,7 +499,8 @@ bool names_quantities(const std::string& msg) {
            msg.find("no mass or inertia resists") != std::string::npos;
 }
 
-/// Compiles `d` for `urdf` (in-process, as `nelu compile` does) and checks the property.
+/// Compiles `d` for `urdf` (in-process, as `nelu compile` does) and checks the property: with
+/// `states` = 0, that it compiles or is refused naming the quantities (a spec a message suggested).
 Outcome run_spec(const std::string& urdf, const SpecDraw& d, const std::string& name, std::uint64_t seed, int states) {
     Outcome o;
     const fs::path dir = nelu::test::scratch_dir("sensor_specs_" + name);
@@ -510,7 +520,7 @@ Outcome run_spec(const std::string& urdf, const SpecDraw& d, const std::string& 
     if (o.exit == 2) o.failure = "bad input (exit 2) for a well-formed spec: " + o.message;
     if (o.exit == 3) o.failure = "internal error (exit 3): " + o.message;
     if (o.exit == 1 && !names_quantities(o.message)) o.failure = "ill-posed (exit 1) without naming the quantities: " + o.message;
-    if (o.exit != 0) {
+    if (o.exit != 0 || states == 0) {
         fs::remove_all(dir);
         return o;
     }
@@ -544,7 +554,11 @@ bool apply_remedy(const std::string& msg, SpecDraw& d) {
     bool changed = false;
     for (std::string j; std::getline(ss, j, ',');) {
         j.erase(0, j.find_first_not_of(' '));
-        if (d.joints.count(j) && d.joints[j] != "qdd" && d.joints[j] != "both") d.joints[j] = "qdd", changed = true;
+        if (!d.joints.count(j) || d.joints[j] == "qdd" || d.joints[j] == "both") continue;
+        d.joints[j] = "qdd", changed = true;  // its acceleration known: a sensor of it has nothing left to measure
+        d.sensors.erase(std::remove_if(d.sensors.begin(), d.sensors.end(),
+                                       [&](const SensorDraw& s) { return s.type == "joint_acceleration" && s.joint == j; }),
+                        d.sensors.end());
     }
     return changed;
 }
@@ -581,22 +595,29 @@ void run_property(int first, int count, int states) {
             const nelu::LoadResult merged = nelu::load_urdf_file(tg.urdf, {tg.floating, {}});
             SpecDraw d = draw_spec(merged, tg.floating, rng);
             const std::string name = fmt::format("{}_{}", tg.name, k);
-            Outcome o = run_spec(tg.urdf, d, name, seed, states);
-            for (int tries = 0; o.exit == 1 && o.failure.empty() && tries < 3 && apply_remedy(o.message, d); ++tries) {
-                o = run_spec(tg.urdf, d, name, seed, states);
+            const std::string what = fmt::format("{}{}, spec {}:\n{}", tg.urdf, tg.floating ? " (floating base)" : "", k, yaml(d));
+            INFO(what);  // (INFO keeps a reference: no temporaries)
+            const Outcome o = run_spec(tg.urdf, d, name, seed, states);
+            CHECK_MESSAGE(o.failure.empty(), o.failure);
+            // what the message says to change, applied, compiles or is refused naming the quantities
+            SpecDraw changed = d;
+            Outcome last = o;
+            for (int tries = 0; last.exit == 1 && tries < 3 && apply_remedy(last.message, changed); ++tries) {
+                last = run_spec(tg.urdf, changed, name, seed, 0);
+                const std::string suggested = "as the message suggests:\n" + yaml(changed);
+                INFO(suggested);
+                CHECK_MESSAGE(last.failure.empty(), last.failure);
                 ++remedied;
             }
-            INFO(tg.urdf << std::string(tg.floating ? " (floating base)" : "") << ", spec " << k << ":\n" << yaml(d));
-            CHECK_MESSAGE(o.failure.empty(), o.failure);
             if (o.exit == 0) ++compiled, worst = std::max(worst, o.error), worst_float = std::max(worst_float, o.error_float);
             else ++refused;
-            MESSAGE(fmt::format("{:<28} spec {:>3}: {}", tg.name, k,
+            MESSAGE(fmt::format("{:<24} spec {:>3}: {}", tg.name, k,
                                 o.exit == 0 ? fmt::format("compiled, truth recovered to {:.2e} (float {:.2e})", o.error, o.error_float)
                                             : fmt::format("exit {}: {}", o.exit, o.message.substr(0, o.message.find('\n')))));
         }
     }
-    MESSAGE(fmt::format("{} specs compiled (truth recovered to {:.2e} in double, {:.2e} in float), {} refused (exit 1), {} after the "
-                        "message's remedy", compiled, worst, worst_float, refused, remedied));
+    MESSAGE(fmt::format("{} specs compiled (truth recovered to {:.2e} in double, {:.2e} in float), {} refused (exit 1), {} specs "
+                        "changed as a refusal suggested", compiled, worst, worst_float, refused, remedied));
 }
 
 }  // namespace

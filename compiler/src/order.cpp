@@ -188,9 +188,12 @@ int numeric_rank(const Eigen::MatrixXd& B) {
     return r;
 }
 
+/// Random configurations at which the exact rows of a trailing block are sampled to choose its basis.
+constexpr int kBasisConfigs = 8;
+
 /// A least-squares tail with exact rows E (after the order's pivots in `e`): Tail::basis for direct
-/// elimination, columns of E taken in order that are independent at a few random configurations and
-/// span E's range there (validated with the other pivots later). When E has full row rank,
+/// elimination, columns of E that span E's range at a few random configurations, chosen by column
+/// pivoting over them (validated with the other pivots later). When E has full row rank,
 /// `nullspace` says that the null-space method applies too (Tail::nullspace); when no basis is
 /// found it is then the only method. False (with `why`) when neither applies.
 bool constraint_basis(const Model& model, const System& sys, Elimination& e, Tail& tail, bool& nullspace, std::string& why) {
@@ -198,27 +201,39 @@ bool constraint_basis(const Model& model, const System& sys, Elimination& e, Tai
     bool soft = false;
     for (std::size_t a = 0; a < tail.rows.size(); ++a) (tail.weights[a] == 0 ? exact.push_back(tail.rows[a]) : void(soft = true));
     tail.basis.clear(), tail.nullspace = nullspace = false;
-    if (exact.empty() || !soft) return true;
+    if (exact.empty() || !soft || tail.cols.empty()) return true;
     std::mt19937_64 rng(0x62617369);
     std::vector<Eigen::MatrixXd> E;
     int rank = 0;
     bool full = true;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < kBasisConfigs; ++k) {
         ir::PointValues at(random_configuration(model, rng), std::vector<double>(model.nv, 0.0),
                            std::vector<double>(std::max<std::size_t>(1, sys.in.size()), 0.0));
         E.push_back(block_values(e, at, exact, tail.cols));
         const int r = numeric_rank(E.back());
         rank = std::max(rank, r), full = full && r == static_cast<int>(exact.size());
     }
-    for (int j = 0; j < static_cast<int>(tail.cols.size()) && static_cast<int>(tail.basis.size()) < rank; ++j) {
-        bool independent = true;
-        for (const Eigen::MatrixXd& Ek : E) {
-            Eigen::MatrixXd B(Ek.rows(), static_cast<long>(tail.basis.size()) + 1);
-            for (std::size_t b = 0; b < tail.basis.size(); ++b) B.col(static_cast<long>(b)) = Ek.col(tail.basis[b]);
-            B.col(B.cols() - 1) = Ek.col(j);
-            independent = independent && numeric_rank(B) == B.cols();
+    // Column pivoting over the configurations: each step takes the column whose part outside the
+    // span of those taken is largest at its worst configuration (relative to the largest column
+    // there), so that the basis is as far from dependent as the samples can tell.
+    std::vector<Eigen::MatrixXd> R = E;  // the columns with the basis' span projected out, per configuration
+    std::vector<double> scale;
+    for (const Eigen::MatrixXd& Ek : E) scale.push_back(std::max(Ek.colwise().norm().maxCoeff(), 1e-300));
+    while (static_cast<int>(tail.basis.size()) < rank) {
+        int best = -1;
+        double best_norm = 0;
+        for (int j = 0; j < static_cast<int>(tail.cols.size()); ++j) {
+            if (std::find(tail.basis.begin(), tail.basis.end(), j) != tail.basis.end()) continue;
+            double worst = INFINITY;
+            for (std::size_t k = 0; k < R.size(); ++k) worst = std::min(worst, R[k].col(j).norm() / scale[k]);
+            if (worst > best_norm) best = j, best_norm = worst;
         }
-        if (independent) tail.basis.push_back(j);
+        if (best < 0 || !(best_norm > 1e-9)) break;
+        tail.basis.push_back(best);
+        for (Eigen::MatrixXd& Rk : R) {  // project the new direction out of every column (modified Gram-Schmidt)
+            const Eigen::VectorXd q = Rk.col(best) / Rk.col(best).norm();
+            Rk -= q * (q.transpose() * Rk);
+        }
     }
     nullspace = full;
     if (static_cast<int>(tail.basis.size()) == rank) return true;
@@ -434,6 +449,13 @@ std::vector<std::vector<double>> validation_configurations(const Model& model, i
     return qs;
 }
 
+/// A basis pivot of a trailing block's exact rows (Tail::basis) that is not safe: the candidate is
+/// refused, and when no candidate is left, `diagnosis` says why the exact rows may be to blame.
+struct BasisPivotError : IllPosedError {
+    BasisPivotError(const std::string& why, std::string d) : IllPosedError(why), diagnosis(std::move(d)) {}
+    std::string diagnosis;
+};
+
 /// Why exact rows that lose rank at configuration q (where the trailing block `t`'s exact rows lose
 /// it) make the problem ill-posed (PivotKind::Constraint): which equations combine there.
 std::string conflict_diagnosis(const System& sys, const Tail& t, const std::vector<double>& q, const std::vector<double>& qd, bool special_only) {
@@ -571,12 +593,12 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
         if (!(lo[k] > 0) || (p.kind == PivotKind::Validated && ratio < kMinPivotRatio)) {
             const auto row = std::find(f.tail.rows.begin(), f.tail.rows.end(), p.at.row);
             const bool basis = !f.tail.basis.empty() && row != f.tail.rows.end() && f.tail.weights[static_cast<std::size_t>(row - f.tail.rows.begin())] == 0;
-            throw IllPosedError(fmt::format("pivot ({}, {}) of ordering {} is not safe: |pivot| ranges over [{:.3g}, {:.3g}] "
-                                            "across {} configurations{}", sys.rows[p.at.row].label, sys.cols[p.at.col].label,
-                                            f.ordering, lo[k], hi[k], v.configurations,
-                                            basis ? "; it eliminates the exact equations left with the measurements, and if no order "
-                                                    "can: " + conflict_diagnosis(sys, f.tail, qs[static_cast<std::size_t>(where[k])], qd, false)
-                                                  : std::string()));
+            const std::string why = fmt::format("pivot ({}, {}) of ordering {} is not safe: |pivot| ranges over [{:.3g}, {:.3g}] "
+                                                "across {} configurations", sys.rows[p.at.row].label, sys.cols[p.at.col].label,
+                                                f.ordering, lo[k], hi[k], v.configurations);
+            if (basis) throw BasisPivotError(why + " (it eliminates the exact equations left with the measurements)",
+                                             conflict_diagnosis(sys, f.tail, qs[static_cast<std::size_t>(where[k])], qd, false));
+            throw IllPosedError(why);
         }
     }
     return v;
@@ -639,7 +661,7 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
     // Fewest operations first (stable: ties keep the candidate order); the first whose pivots are
     // safe wins.
     std::stable_sort(ok.begin(), ok.end(), [](const Factorization& a, const Factorization& b) { return a.ops.total() < b.ops.total(); });
-    std::string reasons;
+    std::string reasons, diagnosis;
     std::vector<std::string> judged;  // candidates refused below (their reasons are in `reasons`)
     for (Factorization& f : ok) {
         if (opt.progress) std::fprintf(stderr, "nelu: order: validating the pivots of %s\n", f.ordering.c_str());
@@ -651,6 +673,7 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         } catch (const OrderIndependentError&) {
             throw;
         } catch (const IllPosedError& e) {
+            if (const auto* b = dynamic_cast<const BasisPivotError*>(&e); b && diagnosis.empty()) diagnosis = b->diagnosis;
             for (auto& r : res.candidates)
                 if (r.name == f.ordering) r.ok = false, r.why = e.what();
             reasons += fmt::format("\n  {}: {}", f.ordering, e.what());
@@ -662,6 +685,8 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
     }
     for (const auto& r : res.candidates)
         if (!r.ok && std::find(judged.begin(), judged.end(), r.name) == judged.end()) reasons += fmt::format("\n  {}: {}", r.name, r.why);
+    if (!diagnosis.empty())  // the exact rows left with the measurements are dependent in a way no fixed basis resolves
+        throw IllPosedError(diagnosis + "\n  (no candidate ordering eliminates them with safe pivots:" + reasons + ")");
     throw IllPosedError("no candidate ordering gives a safe pivot sequence:" + reasons);
 }
 
