@@ -34,6 +34,7 @@
 #include <Eigen/Dense>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "check.hpp"
 #include "diagnostics.hpp"
@@ -57,6 +58,16 @@ const char* kPoint[3] = {"x", "y", "z"};
 
 // ---------------------------------------------------------------------------------------------
 // The spec, as the suite draws and writes it
+
+/// A component's index from its name in a spec or a manifest: nx..fz or wx..vz (0-5), x y z, or a
+/// joint coordinate's number.
+int component_index_of(const std::string& name) {
+    for (int k = 0; k < 6; ++k)
+        if (name == kWrench[k] || name == nelu::component_name(nelu::Quantity::LinkAcceleration, k)) return k;
+    for (int k = 0; k < 3; ++k)
+        if (name == kPoint[k]) return k;
+    return std::atoi(name.c_str());
+}
 
 struct SensorDraw {
     std::string name, type, joint, link, frame = "child", direction = "child_to_parent";
@@ -244,6 +255,60 @@ SpecDraw draw_spec(const nelu::LoadResult& l, bool floating, std::mt19937_64& rn
     return d;
 }
 
+/// A spec file in the form the suite writes (tests/fixtures/sensor_specs), read back for the truth:
+/// its joints (every movable joint of `l`, the default applied), wrenches and sensors.
+SpecDraw read_spec(const std::string& path, const nelu::LoadResult& l) {
+    const YAML::Node y = YAML::LoadFile(path);
+    SpecDraw d;
+    d.floating = y["floating_base"] && y["floating_base"].as<bool>();
+    d.allow_singular = y["allow_singular_configurations"] && y["allow_singular_configurations"].as<bool>();
+    const std::string problem = y["problem"] ? y["problem"].as<std::string>() : "hybrid";
+    std::string fallback = problem == "id" ? "qdd" : "tau";
+    if (y["joints"] && y["joints"]["default"]) fallback = y["joints"]["default"].as<std::string>();
+    for (const nelu::Body& b : l.model.bodies)
+        if (b.nv() > 0 && !b.is_mimic()) d.joints[b.joint_name] = fallback;
+    for (const char* mode : {"qdd", "tau", "unknown", "both"})
+        if (y["joints"] && y["joints"][mode])
+            for (const auto& j : y["joints"][mode]) d.joints[j.as<std::string>()] = mode;
+    const YAML::Node w = y["external_wrenches"];
+    if (w && w.IsScalar()) d.wrench_default = w.as<std::string>();
+    if (w && w.IsMap()) {
+        if (w["default"]) d.wrench_default = w["default"].as<std::string>();
+        for (const char* mode : {"input", "zero", "unknown"})
+            if (w[mode])
+                for (const auto& link : w[mode]) d.wrenches[link.as<std::string>()] = mode;
+    }
+    auto index = [](const std::string& c) { return component_index_of(c); };
+    for (const auto& n : y["sensors"]) {
+        SensorDraw s;
+        s.name = n["name"].as<std::string>(), s.type = n["type"].as<std::string>();
+        if (n["joint"]) s.joint = n["joint"].as<std::string>();
+        if (n["link"]) s.link = n["link"].as<std::string>();
+        if (n["frame"]) s.frame = n["frame"].as<std::string>();
+        if (n["measure_direction"]) s.direction = n["measure_direction"].as<std::string>();
+        if (n["origin"]) {
+            s.origin = true;
+            for (int k = 0; k < 3; ++k) {
+                if (n["origin"]["xyz"]) s.xyz[k] = n["origin"]["xyz"][k].as<double>();
+                if (n["origin"]["rpy"]) s.rpy[k] = n["origin"]["rpy"][k].as<double>();
+            }
+        }
+        if (n["components"])
+            for (const auto& c : n["components"]) s.components.push_back(index(c.as<std::string>()));
+        if (n["zero"])
+            for (const auto& c : n["zero"]) s.zero.push_back(index(c.as<std::string>()));
+        if (n["slippery"]) s.slippery = n["slippery"].as<bool>();
+        if (n["value"])
+            for (const auto& v : n["value"]) s.value.push_back(v.as<double>());
+        if (n["variance"]) {
+            if (n["variance"].IsScalar()) s.variance.push_back(n["variance"].as<double>());
+            else for (const auto& v : n["variance"]) s.variance.push_back(v.as<double>());
+        }
+        d.sensors.push_back(s);
+    }
+    return d;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The truth, and what the sensors read in it (docs/sensors.md, docs/problem-spec.md)
 
@@ -394,19 +459,12 @@ double reading(const SensorDraw& s, int c, const nelu::LoadResult& l, const Trut
     return (s.type == "joint_torque" ? t.tau : t.qdd)[b.v_index + c];
 }
 
-int component_index(const std::string& name) {
-    for (int k = 0; k < 6; ++k)
-        if (name == kWrench[k] || name == nelu::component_name(nelu::Quantity::LinkAcceleration, k)) return k;
-    for (int k = 0; k < 3; ++k)
-        if (name == kPoint[k]) return k;
-    return std::atoi(name.c_str());
-}
 
 /// The value of a manifest slot in the world `t` (inputs and outputs alike).
 double slot_value(const nlohmann::json& slot, const SpecDraw& d, const nelu::LoadResult& l, const Truth& t) {
     const nelu::Model& m = l.model;
     const std::string q = slot["quantity"];
-    const int c = slot.contains("component") ? component_index(slot["component"]) : 0;
+    const int c = slot.contains("component") ? component_index_of(slot["component"]) : 0;
     if (q == "joint_acceleration" || q == "joint_torque") {
         const nelu::Body& b = m.bodies[joint_body(m, slot["joint"])];
         return (q == "joint_torque" ? t.tau : t.qdd)[b.v_index + c];
@@ -621,6 +679,46 @@ void run_property(int first, int count, int states) {
 }
 
 }  // namespace
+
+TEST_CASE("Sensor spec fixtures: every failure the property suite found, and issue 22's specs") {
+    const fs::path dir = fs::path(nelu::test::source_dir()) / "tests" / "fixtures" / "sensor_specs";
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".yaml") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    REQUIRE(files.size() >= 10);
+    for (const fs::path& f : files) {
+        std::ifstream in(f);
+        std::string robot, expect;
+        for (std::string line; std::getline(in, line) && line.rfind('#', 0) == 0;) {
+            if (line.rfind("# robot: ", 0) == 0) robot = line.substr(9);
+            if (line.rfind("# expect: ", 0) == 0) expect = line.substr(10);
+        }
+        REQUIRE_MESSAGE(!robot.empty(), f.string() << ": no '# robot:' line");
+        std::string urdf;
+        if (robot.rfind("shared:", 0) == 0) {
+            if (nelu::test::shared_robots().empty()) {
+                MESSAGE(f.filename().string() << ": skipped, ../shared/robots is not present");
+                continue;
+            }
+            urdf = nelu::test::shared_dir() + "/robots/" + robot.substr(7);
+        } else {
+            urdf = robot.rfind("fixture:", 0) == 0 ? (dir / robot.substr(8)).string() : nelu::test::source_dir() + "/" + robot;
+        }
+        const YAML::Node y = YAML::LoadFile(f.string());
+        const bool floating = y["floating_base"] && y["floating_base"].as<bool>();
+        const SpecDraw d = read_spec(f.string(), nelu::load_urdf_file(urdf, {floating, {}}));
+        const std::string what = f.filename().string() + ":\n" + yaml(d);
+        INFO(what);
+        const Outcome o = run_spec(urdf, d, f.stem().string(), seed_of(f.stem().string(), 0), 4);
+        CHECK_MESSAGE(o.failure.empty(), o.failure);
+        if (expect == "compiles") CHECK_MESSAGE(o.exit == 0, o.message);
+        else CHECK_MESSAGE((o.exit == 1 && expect.rfind("ill-posed: ", 0) == 0 && o.message.find(expect.substr(11)) != std::string::npos), o.message);
+        MESSAGE(fmt::format("{:<40} {}", f.filename().string(),
+                            o.exit == 0 ? fmt::format("compiled, truth recovered to {:.2e} (float {:.2e})", o.error, o.error_float)
+                                        : fmt::format("exit {}: {}", o.exit, o.message.substr(0, o.message.find('\n')).substr(0, 120))));
+    }
+}
 
 TEST_CASE("Random sensor specs on every robot, fixed and floating: exit 1 naming the quantities, or a solver that recovers the truth") {
     run_property(0, 1, 4);

@@ -322,8 +322,8 @@ constexpr double kMaxSensorReach = 1e3;
 const std::map<std::string, std::set<std::string>>& sensor_keys() {
     static const std::map<std::string, std::set<std::string>> k{
         {"force_torque", {"joint", "frame", "measure_direction", "origin", "components", "variance"}},
-        {"load_cell", {"link", "origin", "slippery", "zero", "variance"}},
-        {"contact_wrench", {"link", "origin", "components", "zero", "variance"}},
+        {"load_cell", {"link", "origin", "slippery", "zero", "variance", "components"}},  // (components, slippery: refused below, with
+        {"contact_wrench", {"link", "origin", "components", "zero", "variance", "slippery"}},  //  what to write instead)
         {"accelerometer", {"link", "origin", "components", "variance"}},
         {"gyroscope", {"link", "origin", "components", "variance"}},
         {"joint_torque", {"joint", "variance"}},
