@@ -546,7 +546,7 @@ void recover(const SpecDraw& d, const nelu::LoadResult& l, const fs::path& dir, 
     // states drawn here (the double error of 4 states underestimates the conditioning; nelu check
     // applies the rule itself on 40 states below)
     if (!(o.error <= 1e-9)) o.failure = fmt::format("the solver does not recover the truth: relative error {:.3g} (double)", o.error);
-    else if (!(o.error_float <= std::max({1e-4, 1.07e10 * o.error, 1e4 * o.rounding})))
+    else if (!(o.error_float <= std::max({1e-4, 1.07e10 * o.error, 1e3 * o.rounding})))
         o.failure = fmt::format("the float solver does not recover the truth: relative error {:.3g} (double {:.3g}, the double solver on "
                                 "the inputs rounded to float {:.3g})", o.error_float, o.error, o.rounding);
 }
