@@ -228,22 +228,17 @@ SpecDraw draw_spec(const nelu::LoadResult& l, bool floating, std::mt19937_64& rn
         }
         d.sensors.push_back(s);
     }
+    auto joint_sensor = [&](const char* what, const char* type, const std::string& j) {
+        SensorDraw s;
+        s.name = name(what), s.type = type, s.joint = j;
+        variance(s, 1);
+        if (s.variance.size() > 1) s.variance.resize(1);
+        d.sensors.push_back(s);
+    };
     for (const std::string& j : movable) {  // joint sensors on what is sought
         const std::string& mode = d.joints[j];
-        if ((mode == "qdd" || mode == "unknown") && chance(mode == "unknown" ? 0.4 : 0.1)) {
-            SensorDraw s;
-            s.name = name("torque"), s.type = "joint_torque", s.joint = j;
-            variance(s, 1);
-            if (s.variance.size() > 1) s.variance.resize(1);
-            d.sensors.push_back(s);
-        }
-        if ((mode == "tau" || mode == "unknown") && chance(mode == "unknown" ? 0.6 : 0.1)) {
-            SensorDraw s;
-            s.name = name("qdd"), s.type = "joint_acceleration", s.joint = j;
-            variance(s, 1);
-            if (s.variance.size() > 1) s.variance.resize(1);
-            d.sensors.push_back(s);
-        }
+        if ((mode == "qdd" || mode == "unknown") && chance(mode == "unknown" ? 0.4 : 0.1)) joint_sensor("torque", "joint_torque", j);
+        if ((mode == "tau" || mode == "unknown") && chance(mode == "unknown" ? 0.6 : 0.1)) joint_sensor("qdd", "joint_acceleration", j);
     }
     if (chance(0.2)) {  // a rigid contact
         SensorDraw s;
@@ -312,19 +307,14 @@ SpecDraw read_spec(const std::string& path, const nelu::LoadResult& l) {
 // ---------------------------------------------------------------------------------------------
 // The truth, and what the sensors read in it (docs/sensors.md, docs/problem-spec.md)
 
-/// The URDF origin (xyz, rpy: R = Rz(yaw) Ry(pitch) Rx(roll), the frame's axes in the link's) as the
-/// motion transform from the link frame to the frame.
+/// The URDF origin (xyz, rpy: the frame turned by yaw about z, then pitch about the new y, then roll
+/// about the newer x) as the motion transform from the link frame to the frame: E = rx(roll)
+/// ry(pitch) rz(yaw) in Featherstone's coordinate rotations.
 Xform<double> origin_xform(const double xyz[3], const double rpy[3]) {
-    const double cr = std::cos(rpy[0]), sr = std::sin(rpy[0]), cp = std::cos(rpy[1]), sp = std::sin(rpy[1]),
-                 cy = std::cos(rpy[2]), sy = std::sin(rpy[2]);
-    const double R[3][3] = {{cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr},
-                            {sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr},
-                            {-sp, cp * sr, cp * cr}};
     Xform<double> X;
-    for (int i = 0; i < 3; ++i) {
-        X.r[i] = xyz[i];
-        for (int k = 0; k < 3; ++k) X.E(i, k) = R[k][i];
-    }
+    X.E = nelu::rot_x(std::cos(rpy[0]), std::sin(rpy[0])) * nelu::rot_y(std::cos(rpy[1]), std::sin(rpy[1])) *
+          nelu::rot_z(std::cos(rpy[2]), std::sin(rpy[2]));
+    for (int i = 0; i < 3; ++i) X.r[i] = xyz[i];
     return X;
 }
 
