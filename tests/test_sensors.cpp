@@ -14,6 +14,7 @@
 
 #include "analyze.hpp"
 #include "diagnostics.hpp"
+#include "load.hpp"
 #include "nelu/reference.hpp"
 #include "pipeline.hpp"
 #include "robot_gen.hpp"
@@ -232,22 +233,28 @@ std::vector<double> outputs_of(const nelu::System& sys, const nelu::State& st, c
 /// base's wrench included); their largest difference from the returned ones (or from the known
 /// inputs) over the largest of them. Needs every output (joint_torques, joint_accelerations,
 /// contact_wrenches, link_accelerations, joint_wrenches).
-double newton_euler_residual(const nelu::System& sys, const nelu::Model& model, const nelu::Problem& p, const nelu::State& st,
+double newton_euler_residual(const nelu::System& sys, const nelu::LoadResult& load, const nelu::Problem& p, const nelu::State& st,
                              const std::vector<double>& in, const std::vector<double>& out) {
     using nelu::Quantity;
+    const nelu::Model& model = load.model;
     const int nb = model.num_bodies();
     std::vector<double> qdd(model.nv, 0.0);
     std::vector<nelu::SVec<double>> fext(nb, nelu::zero6<double>());
     auto slot_v = [&](const nelu::Slot& s) { return model.bodies[s.body].v_index + s.comp; };
+    auto add_wrench = [&](const nelu::Slot& s, double v) {  // a component in its link's frame, onto the body
+        nelu::SVec<double> w = nelu::zero6<double>();
+        w[s.comp] = v;
+        fext[s.body] = fext[s.body] + nelu::apply_transpose(load.links.at(s.link.empty() ? model.bodies[s.body].name : s.link).X_link_body, w);
+    };
     for (std::size_t k = 0; k < sys.in.size(); ++k) {
         const nelu::Slot& s = sys.in[k];
         if (s.quantity == Quantity::JointAcceleration) qdd[slot_v(s)] = in[k];
-        if (s.quantity == Quantity::ExternalWrench) fext[s.body][s.comp] += in[k];
+        if (s.quantity == Quantity::ExternalWrench) add_wrench(s, in[k]);
     }
     for (std::size_t k = 0; k < sys.out.size(); ++k) {
         const nelu::Slot& s = sys.out[k];
         if (s.quantity == Quantity::JointAcceleration) qdd[slot_v(s)] = out[k];
-        if (s.quantity == Quantity::ExternalWrench) fext[s.body][s.comp] += out[k];
+        if (s.quantity == Quantity::ExternalWrench) add_wrench(s, out[k]);
     }
     nelu::Model mg = model;
     mg.gravity = p.gravity;
@@ -307,7 +314,7 @@ void check_exact_under_noise(const std::string& urdf, const std::string& spec_pa
             std::vector<double> out;
             for (nelu::ir::Id id : f.outputs) out.push_back(val[id]);
             worst_dense = std::max(worst_dense, nelu::test::rel_error(out, dense));
-            worst_ne = std::max(worst_ne, newton_euler_residual(sys, r.load.model, r.problem, st, in, out));
+            worst_ne = std::max(worst_ne, newton_euler_residual(sys, r.load, r.problem, st, in, out));
         }
     }
     MESSAGE(what << " (" << r.order.best.ordering << ", " << solvers.size() << " solver(s)), noisy readings: Newton-Euler residual "
@@ -352,6 +359,28 @@ outputs: [joint_torques, joint_accelerations, contact_wrenches, link_acceleratio
     }
     SUBCASE("humanoid on its foot F/T sensors: the base's balance is met exactly") {
         humanoid("humanoid_ft.yaml", "outputs: [joint_torques, contact_wrenches]", "humanoid_ft");
+    }
+    SUBCASE("iCub (32 DoF, ../shared/robots) on a slippery floor: load cells at its soles, merged links turned from the feet") {
+        if (release_only("the iCub's slippery solver")) return;
+        const std::string shared = nelu::test::shared_dir();
+        if (shared.empty() || !fs::exists(shared + "/robots/icub_reduced.urdf")) {
+            MESSAGE("skipped: ../shared/robots/icub_reduced.urdf is not present");
+            return;
+        }
+        fs::path d = scratch("exact_icub");
+        write(d / "spec.yaml", R"(version: 2
+problem: id
+floating_base: true
+joints: {default: qdd, both: [root_joint]}
+external_wrenches: zero
+sensors:
+  - {name: l_cell, type: load_cell, link: l_sole, slippery: true, variance: [1.0, 0.01, 0.01]}
+  - {name: r_cell, type: load_cell, link: r_sole, slippery: true, variance: [1.0, 0.01, 0.01]}
+outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]
+allow_singular_configurations: true
+)");
+        check_exact_under_noise(shared + "/robots/icub_reduced.urdf", (d / "spec.yaml").string(), "icub_reduced slippery");
+        fs::remove_all(d);
     }
 }
 
