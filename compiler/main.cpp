@@ -166,8 +166,9 @@ int run_check_command(const nelu::CheckOptions& o) {
                              o.library.empty() ? "built with " + o.cxx : "loaded from " + o.library, r.states);
     std::cout << fmt::format("  double: max relative error {:.2e}{}\n", r.forward_double,
                              r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_double) : std::string());
-    std::cout << fmt::format("  float:  max relative error {:.2e}{}\n", r.forward_float,
-                             r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_float) : std::string());
+    std::cout << fmt::format("  float:  max relative error {:.2e}{}{}\n", r.forward_float,
+                             r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_float) : std::string(),
+                             r.sensor ? fmt::format(" (the double solver on the inputs rounded to float: {:.2e})", r.rounding) : std::string());
     if (r.derivatives)
         std::cout << fmt::format("  derivatives on {} states: jac against the compiler's derivative program {:.2e} (tolerance 1e-10), "
                                  "against central differences of the value solver {:.2e} (1e-5); out against the value solver {:.2e} (1e-13); "

@@ -14,6 +14,8 @@
 
 #include "analyze.hpp"
 #include "diagnostics.hpp"
+#include "load.hpp"
+#include "nelu/reference.hpp"
 #include "pipeline.hpp"
 #include "robot_gen.hpp"
 #include "test_support.hpp"
@@ -72,8 +74,8 @@ TEST_CASE("Property 3 and Remark 5: a humanoid on load cells is ill-posed; on a 
         INFO(r.out << r.err);
         CHECK(r.exit_code == 1);
         CHECK(r.err.find("ill-posed") != std::string::npos);
-        CHECK(r.err.find("f^x[l_ankle_roll_link].fx (l_sole frame)") != std::string::npos);  // the tangential forces
-        CHECK(r.err.find("f^x[r_ankle_roll_link].nz (r_sole frame)") != std::string::npos);  // and vertical moments
+        CHECK(r.err.find("f^x[l_foot].fx (l_sole frame)") != std::string::npos);  // the tangential forces (l_foot: merged into l_ankle_roll_link)
+        CHECK(r.err.find("f^x[r_foot].nz (r_sole frame)") != std::string::npos);  // and vertical moments
         CHECK(r.err.find("what would determine them") != std::string::npos);
         // singular at random configurations too: no offer of allow_singular_configurations
         CHECK(r.err.find("not only at special configurations") != std::string::npos);
@@ -100,7 +102,7 @@ TEST_CASE("Property 3 and Remark 5: a humanoid on load cells is ill-posed; on a 
         INFO(r.err);
         CHECK(r.exit_code == 1);
         CHECK(r.err.find("every revolute joint at 0") != std::string::npos);
-        CHECK(r.err.find("f^x[l_ankle_roll_link].nz") != std::string::npos);
+        CHECK(r.err.find("f^x[l_foot].nz") != std::string::npos);
         CHECK(r.err.find("allow_singular_configurations") != std::string::npos);
         fs::remove_all(d);
     }
@@ -185,68 +187,201 @@ outputs: [joint_torques, contact_wrenches]
     }
 }
 
-TEST_CASE("Weighted least squares with noisy measurements equals the dense constrained solution") {
+namespace {
+
+/// The solution of D x + b = 0 by dense linear algebra: the exact rows exactly and the soft rows
+/// (measurements) in the weighted least-squares sense, from the KKT system of
+/// min sum w_k r_k^2 subject to the exact rows (a complete orthogonal decomposition: exact rows
+/// that restate others make it singular, and its least-norm solution still has the unique x).
+Eigen::VectorXd dense_solution(const nelu::System& sys, const nelu::State& st, const std::vector<double>& in) {
+    Eigen::MatrixXd D = nelu::dense_of(sys, st.q, st.qd);
+    std::vector<nelu::ir::Id> broots(sys.b.begin(), sys.b.end());
+    std::vector<double> bv = sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes(broots));
+    std::vector<int> hard, soft;
+    for (int row = 0; row < sys.m(); ++row) (sys.soft[row] ? soft : hard).push_back(row);
+    const int n = sys.n(), h = static_cast<int>(hard.size());
+    Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n + h, n + h);
+    Eigen::VectorXd rhs = Eigen::VectorXd::Zero(n + h);
+    for (int row : soft) {
+        const double w = 1.0 / sys.variance[row];
+        K.topLeftCorner(n, n) += w * D.row(row).transpose() * D.row(row);
+        rhs.head(n) -= w * D.row(row).transpose() * bv[sys.b[row]];
+    }
+    for (int k = 0; k < h; ++k) {
+        K.block(n + k, 0, 1, n) = D.row(hard[k]);
+        K.block(0, n + k, n, 1) = D.row(hard[k]).transpose();
+        rhs(n + k) = -bv[sys.b[hard[k]]];
+    }
+    return K.completeOrthogonalDecomposition().solve(rhs).head(n);
+}
+
+/// The outputs of a solution x of the system (System::out: a column, or a combination plus a bias).
+std::vector<double> outputs_of(const nelu::System& sys, const nelu::State& st, const std::vector<double>& in, const Eigen::VectorXd& x) {
+    std::vector<double> out;
+    for (const nelu::Slot& s : sys.out) {
+        double v = s.bias >= 0 ? sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes({s.bias}))[s.bias] : 0.0;
+        if (s.column >= 0) v += x(s.column);
+        for (const auto& [c, coef] : s.terms) v += sys.prog.value(coef) * x(c);
+        out.push_back(v);
+    }
+    return out;
+}
+
+/// How far the solver's outputs are from obeying the Newton-Euler equations: the reference RNEA
+/// at the state's (q, qd) with the known and the returned joint accelerations and external wrenches
+/// gives every link's acceleration, every joint wrench and every joint's torque (the floating
+/// base's wrench included); their largest difference from the returned ones (or from the known
+/// inputs) over the largest of them. Needs every output (joint_torques, joint_accelerations,
+/// contact_wrenches, link_accelerations, joint_wrenches).
+double newton_euler_residual(const nelu::System& sys, const nelu::LoadResult& load, const nelu::Problem& p, const nelu::State& st,
+                             const std::vector<double>& in, const std::vector<double>& out) {
+    using nelu::Quantity;
+    const nelu::Model& model = load.model;
+    const int nb = model.num_bodies();
+    std::vector<double> qdd(model.nv, 0.0);
+    std::vector<nelu::SVec<double>> fext(nb, nelu::zero6<double>());
+    auto slot_v = [&](const nelu::Slot& s) { return model.bodies[s.body].v_index + s.comp; };
+    auto add_wrench = [&](const nelu::Slot& s, double v) {  // a component in its link's frame, onto the body
+        nelu::SVec<double> w = nelu::zero6<double>();
+        w[s.comp] = v;
+        fext[s.body] = fext[s.body] + nelu::apply_transpose(load.links.at(s.link.empty() ? model.bodies[s.body].name : s.link).X_link_body, w);
+    };
+    for (std::size_t k = 0; k < sys.in.size(); ++k) {
+        const nelu::Slot& s = sys.in[k];
+        if (s.quantity == Quantity::JointAcceleration) qdd[slot_v(s)] = in[k];
+        if (s.quantity == Quantity::ExternalWrench) add_wrench(s, in[k]);
+    }
+    for (std::size_t k = 0; k < sys.out.size(); ++k) {
+        const nelu::Slot& s = sys.out[k];
+        if (s.quantity == Quantity::JointAcceleration) qdd[slot_v(s)] = out[k];
+        if (s.quantity == Quantity::ExternalWrench) add_wrench(s, out[k]);
+    }
+    nelu::Model mg = model;
+    mg.gravity = p.gravity;
+    const nelu::BodyDynamics<double> d = nelu::rnea_bodies(mg, st.q.data(), st.qd.data(), qdd.data(), fext.data(), true);
+    std::vector<double> tau(model.nv, 0.0);
+    for (int i = 0; i < nb; ++i) nelu::joint_project(model.bodies[i], d.f[i], tau.data() + model.bodies[i].v_index);
+    double diff = 0, scale = 1;
+    auto compare = [&](double returned, double reference) {
+        diff = std::max(diff, std::abs(returned - reference)), scale = std::max(scale, std::abs(reference));
+    };
+    for (std::size_t k = 0; k < sys.in.size(); ++k)
+        if (sys.in[k].quantity == Quantity::JointTorque) compare(in[k], tau[slot_v(sys.in[k])]);
+    int checked = 0;
+    for (std::size_t k = 0; k < sys.out.size(); ++k) {
+        const nelu::Slot& s = sys.out[k];
+        const int i = s.body;
+        if (s.quantity == Quantity::JointTorque) compare(out[k], tau[slot_v(s)]), ++checked;
+        if (s.quantity == Quantity::LinkAcceleration) compare(out[k], (d.a[i] + nelu::apply(d.k.X_world[i], mg.gravity))[s.comp]), ++checked;
+        if (s.quantity == Quantity::JointWrench) compare(out[k], d.f[i][s.comp]), ++checked;
+    }
+    REQUIRE(checked >= 12 * nb);  // every link's acceleration and joint wrench
+    return diff / scale;
+}
+
+/// `spec`'s solver (compiled through the API) on noisy readings: every Newton-Euler equation holds
+/// to rounding, and the outputs are the dense equality-constrained weighted least-squares solution
+/// (for the winning order, and for its null-space variant when it has one).
+void check_exact_under_noise(const std::string& urdf, const std::string& spec_path, const std::string& what) {
     nelu::CompileOptions o;
-    o.urdf = robot("ur5e.urdf");
-    o.problem = spec("ur5e_accelerometer.yaml");
-    o.verify_states = 5;
-    if (nelu::test::sanitized()) o.validation_configs = 2000;
+    o.urdf = urdf, o.problem = spec_path, o.verify_states = 5, o.validation_configs = nelu::test::sanitized() ? 500 : 2000;
     nelu::CompileResult r = nelu::compile(o);
     const nelu::System& sys = r.system;
     REQUIRE(sys.m() > sys.n());
-    const nelu::Factorization& f = r.order.best;
-    std::vector<bool> live = f.prog.live_nodes(f.outputs);
+    std::vector<nelu::Factorization> solvers{r.order.best};
+    const bool has_nullspace = std::any_of(r.order.candidates.begin(), r.order.candidates.end(),
+                                           [&](const nelu::CandidateReport& c) { return c.name == r.order.best.ordering + "/nullspace"; });
+    if (has_nullspace) {  // the same order with its exact rows (of full rank) eliminated by the null-space method
+        nelu::Tail t = r.order.best.tail;
+        t.nullspace = true, t.basis.clear();
+        nelu::Factorization f;
+        std::string why;
+        REQUIRE(nelu::run_schedule(sys, r.order.best.order, r.order.best.articulated, "null space", f, why, 0, t));
+        solvers.push_back(std::move(f));
+    }
     std::mt19937_64 rng(7);
     std::normal_distribution<double> noise(0.0, 1.0);
-    double worst = 0, worst_exact = 0;  // generated vs dense; dense vs the noise-free world
-    for (const nelu::State& st : nelu::verification_states(r.load.model, 11, 10)) {
+    double worst_ne = 0, worst_dense = 0, moved = 0;
+    for (const nelu::State& st : nelu::checked_states(r.load.model, sys, 11, 6)) {
         std::vector<double> in = nelu::solver_inputs(sys, r.load.model, r.problem, st);
-        std::vector<double> exact = nelu::reference_outputs(sys, r.load.model, r.problem, st);
-        {  // noise-free measurements: the solver recovers the world
-            std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live);
+        const std::vector<double> exact = nelu::reference_outputs(sys, r.load.model, r.problem, st);
+        for (std::size_t k = 0; k < sys.in.size(); ++k)  // noise on the sensors' readings only: the exact inputs stay consistent
+            if (sys.in[k].quantity == nelu::Quantity::Measurement) in[k] += 0.05 * noise(rng);
+        const std::vector<double> dense = outputs_of(sys, st, in, dense_solution(sys, st, in));
+        moved = std::max(moved, nelu::test::rel_error(dense, exact));
+        for (const nelu::Factorization& f : solvers) {
+            const std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), f.prog.live_nodes(f.outputs));
             std::vector<double> out;
             for (nelu::ir::Id id : f.outputs) out.push_back(val[id]);
-            CHECK(nelu::test::rel_error(out, exact) < 1e-9);
+            worst_dense = std::max(worst_dense, nelu::test::rel_error(out, dense));
+            worst_ne = std::max(worst_ne, newton_euler_residual(sys, r.load, r.problem, st, in, out));
         }
-        for (std::size_t k = 0; k < sys.in.size(); ++k)  // noise on the sensors' readings only
-            if (sys.in[k].quantity == nelu::Quantity::Measurement) in[k] += 0.05 * noise(rng);
-        std::vector<double> val = f.prog.evaluate(st.q.data(), st.qd.data(), in.data(), live);
-        // dense: minimise sum w_k r_k^2 over the soft rows subject to the exact rows (KKT, dense)
-        Eigen::MatrixXd D = nelu::dense_of(sys, st.q, st.qd);
-        std::vector<nelu::ir::Id> broots(sys.b.begin(), sys.b.end());
-        std::vector<double> bv = sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes(broots));
-        std::vector<int> hard, soft;
-        for (int row = 0; row < sys.m(); ++row) (sys.soft[row] ? soft : hard).push_back(row);
-        const int n = sys.n(), h = static_cast<int>(hard.size());
-        Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n + h, n + h);
-        Eigen::VectorXd rhs = Eigen::VectorXd::Zero(n + h);
-        for (int row : soft) {
-            const double w = 1.0 / sys.variance[row];
-            K.topLeftCorner(n, n) += w * D.row(row).transpose() * D.row(row);
-            rhs.head(n) -= w * D.row(row).transpose() * bv[sys.b[row]];
-        }
-        for (int k = 0; k < h; ++k) {
-            K.block(n + k, 0, 1, n) = D.row(hard[k]);
-            K.block(0, n + k, n, 1) = D.row(hard[k]).transpose();
-            rhs(n + k) = -bv[sys.b[hard[k]]];
-        }
-        Eigen::VectorXd x = K.fullPivLu().solve(rhs);
-        std::vector<double> dense, out;
-        for (std::size_t k = 0; k < sys.out.size(); ++k) {
-            const nelu::Slot& s = sys.out[k];
-            double v = s.bias >= 0 ? sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes({s.bias}))[s.bias] : 0.0;
-            if (s.column >= 0) v += x(s.column);
-            for (const auto& [c, coef] : s.terms) v += sys.prog.value(coef) * x(c);
-            dense.push_back(v);
-            out.push_back(val[f.outputs[k]]);
-        }
-        worst = std::max(worst, nelu::test::rel_error(out, dense));
-        worst_exact = std::max(worst_exact, nelu::test::rel_error(dense, exact));
     }
-    MESSAGE("noisy WLS: generated vs dense constrained solution, max relative difference " << worst
-                                                                                         << " (noise moved the estimate by up to " << worst_exact << ")");
-    CHECK(worst_exact > 1e-4);  // the noise does move the estimate: the comparison is not vacuous
-    CHECK(worst < 1e-8);
+    MESSAGE(what << " (" << r.order.best.ordering << ", " << solvers.size() << " solver(s)), noisy readings: Newton-Euler residual "
+                 << worst_ne << ", against the dense constrained solution " << worst_dense << ", the noise moved the estimate by " << moved);
+    CHECK(moved > 1e-4);  // the readings are inconsistent: the comparison is not vacuous
+    CHECK(worst_ne < 1e-12);
+    CHECK(worst_dense < 1e-9);
+}
+
+}  // namespace
+
+TEST_CASE("Weighted least squares: exact equations stay exact under inconsistent readings, the optimum is the dense one") {
+    SUBCASE("UR5e: accelerometer, torque and acceleration measurements (no exact row left with them)") {
+        check_exact_under_noise(robot("ur5e.urdf"), spec("ur5e_accelerometer.yaml"), "ur5e_accelerometer");
+    }
+    SUBCASE("UR5e: a joint whose torque and acceleration are both known ties the tool wrench that an F/T sensor measures") {
+        fs::path d = scratch("exact_ur5e");
+        write(d / "spec.yaml", R"(version: 2
+problem: id
+joints: {default: qdd, both: [wrist_1_joint]}
+external_wrenches: {default: zero, unknown: [wrist_3_link]}
+sensors:
+  - {name: ft, type: force_torque, joint: wrist_3_joint, frame: sensor, origin: {xyz: [0, 0, 0.05], rpy: [0.2, 0, 1.0]}, variance: [0.01, 0.01, 0.01, 1, 1, 1]}
+outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]
+)");
+        check_exact_under_noise(robot("ur5e.urdf"), (d / "spec.yaml").string(), "ur5e, wrist_1 both known");
+        fs::remove_all(d);
+    }
+    // a shipped humanoid spec with every output asked for
+    auto humanoid = [&](const char* file, const std::string& outputs, const char* what) {
+        if (release_only(what)) return;
+        fs::path d = scratch(std::string("exact_") + file);
+        std::ifstream in(spec(file));
+        std::string text((std::istreambuf_iterator<char>(in)), {});
+        text.replace(text.find(outputs), outputs.size(), "outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]");
+        write(d / "spec.yaml", text);
+        check_exact_under_noise(robot("humanoid_winter.urdf"), (d / "spec.yaml").string(), what);
+        fs::remove_all(d);
+    };
+    SUBCASE("humanoid on a slippery floor (eq. 24): the base's balance, rank deficient, is met exactly") {
+        humanoid("humanoid_slippery.yaml", "outputs: [joint_torques]", "humanoid_slippery");
+    }
+    SUBCASE("humanoid on its foot F/T sensors: the base's balance is met exactly") {
+        humanoid("humanoid_ft.yaml", "outputs: [joint_torques, contact_wrenches]", "humanoid_ft");
+    }
+    SUBCASE("iCub (32 DoF, ../shared/robots) on a slippery floor: load cells at its soles, merged links turned from the feet") {
+        if (release_only("the iCub's slippery solver")) return;
+        const std::string shared = nelu::test::shared_dir();
+        if (shared.empty() || !fs::exists(shared + "/robots/icub_reduced.urdf")) {
+            MESSAGE("skipped: ../shared/robots/icub_reduced.urdf is not present");
+            return;
+        }
+        fs::path d = scratch("exact_icub");
+        write(d / "spec.yaml", R"(version: 2
+problem: id
+floating_base: true
+joints: {default: qdd, both: [root_joint]}
+external_wrenches: zero
+sensors:
+  - {name: l_cell, type: load_cell, link: l_sole, slippery: true, variance: [1.0, 0.01, 0.01]}
+  - {name: r_cell, type: load_cell, link: r_sole, slippery: true, variance: [1.0, 0.01, 0.01]}
+outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]
+allow_singular_configurations: true
+)");
+        check_exact_under_noise(shared + "/robots/icub_reduced.urdf", (d / "spec.yaml").string(), "icub_reduced slippery");
+        fs::remove_all(d);
+    }
 }
 
 TEST_CASE("Sensor specs: every error names the spec file and line, and the sensor, link or joint") {
@@ -266,6 +401,22 @@ TEST_CASE("Sensor specs: every error names the spec file and line, and the senso
          "a second sensor named 'a'"},
         {"version: 2\nsensors:\n  - {name: w, type: contact_wrench, link: wrist_3_link, slippery: true}\n", "'slippery' belongs to load cells"},
         {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, variance: -1}\n", "sensor 'a': variances must be positive"},
+        // issue 22: an absurd origin, an empty component list, keys that do not apply, non-finite numbers
+        {"version: 2\njoints: {default: qdd, unknown: [elbow_joint]}\nsensors:\n  - {name: far, type: accelerometer, link: forearm_link, "
+         "origin: {xyz: [1e308, 1e308, 1e308]}}\n", "sensor 'far' (accelerometer): its origin [1e+308, 1e+308, 1e+308] is 1.73e+308 m"},
+        {"version: 2\nexternal_wrenches: {default: zero, unknown: [wrist_3_link]}\nsensors:\n  - {name: ft, type: force_torque, "
+         "joint: wrist_3_joint, components: []}\n", "sensor 'ft' (force_torque): 'components: []' measures nothing"},
+        {"version: 2\njoints: {default: qdd, unknown: [elbow_joint]}\nsensors:\n  - {name: t, type: joint_torque, joint: elbow_joint, "
+         "components: [fx]}\n", "'components' does not apply to a joint_torque sensor"},
+        {"version: 2\nsensors:\n  - {name: ft, type: force_torque, joint: wrist_3_joint, origin: {xyz: [0, 0, 0.1]}}\n",
+         "'origin' is the pose of 'frame: sensor'"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, origin: {xyz: [.nan, 0, 0]}}\n",
+         "sensor 'a': origin.xyz must be three finite numbers"},
+        {"version: 2\ngravity: [0, 0, .inf]\n", "'gravity' must be three finite numbers"},
+        {"version: 2\nexternal_wrenches: {unknown: [nowhere]}\n", "external_wrenches.unknown: no link named 'nowhere'"},
+        {"version: 2\nexternal_wrenches: {unknown: [base_link]}\n", "link 'base_link' is fixed to the world"},
+        {"version: 2\nsensors:\n  - {name: c, type: load_cell, link: wrist_3_link}\n  - {name: d, type: contact_wrench, link: wrist_3_link}\n",
+         "link 'wrist_3_link' already has the contact sensor 'c' (one per link)"},
     };
     for (const Case& c : cases) {
         write(d / "spec.yaml", c.text);
@@ -276,4 +427,46 @@ TEST_CASE("Sensor specs: every error names the spec file and line, and the senso
         CHECK(r.err.find("spec.yaml:") != std::string::npos);
     }
     fs::remove_all(d);
+}
+
+TEST_CASE("Issue 22: under-determined and conflicting specs name their quantities (exit 1)") {
+    fs::path d = scratch("ill_posed");
+    const std::string urdf = robot("ur5e.urdf");
+    struct Case {
+        std::string text;
+        std::vector<std::string> expect;
+    } cases[] = {
+        {"version: 2\nproblem: id\njoints: {default: unknown}\n",  // more unknowns than equations
+         {"174 equations for 180 unknowns: at least 6 more measured or known quantities are needed", "not determined: qdd[shoulder_pan_joint]",
+          "what would determine them: a joint_acceleration measurement"}},
+        {"version: 2\nproblem: id\nexternal_wrenches: {default: unknown}\n",
+         {"174 equations for 210 unknowns", "not determined: f^x[shoulder_link].nx", "a contact_wrench or load_cell sensor on the link"}},
+        {"version: 2\nproblem: id\njoints: {default: qdd, unknown: [elbow_joint]}\n",
+         {"174 equations for 175 unknowns: at least 1 more", "not determined: qdd[elbow_joint]"}},
+        {"version: 2\nproblem: hybrid\njoints: {default: tau}\nexternal_wrenches: zero\nsensors:\n"
+         "  - {name: c, type: link_acceleration, link: shoulder_link, value: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]}\n",  // one joint, six conditions
+         {"exact equations in conflict", "(known) a[shoulder_link]"}},
+    };
+    for (const Case& c : cases) {
+        write(d / "spec.yaml", c.text);
+        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", urdf, (d / "spec.yaml").string(), d.string()));
+        INFO(c.text << "\n" << r.err);
+        CHECK(r.exit_code == 1);
+        for (const std::string& e : c.expect) CHECK(r.err.find(e) != std::string::npos);
+    }
+    fs::remove_all(d);
+}
+
+TEST_CASE("Issue 22: a CAD quarter turn's 4.9e-12 is no pivot (the cheaper order wins, and is accurate)") {
+    // tests/fixtures/sensor_specs/cad_chain.urdf turns its joint origins by rpy 1.57079632679 as the
+    // iiwa's URDF does; const-gram used to pivot on the constant cos(1.57079632679) (growth 8.6e20).
+    const std::string fixtures = source_dir() + "/tests/fixtures/sensor_specs/";
+    auto r = run_nelu(fmt::format("analyze '{}' --problem '{}' --dump order", fixtures + "cad_chain.urdf", fixtures + "cad_chain_accelerometer.yaml"));
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("winner: const-gram") != std::string::npos);
+    CHECK(r.out.find("not accurate") == std::string::npos);
+    const std::size_t at = r.out.find("growth ");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stod(r.out.substr(at + 7)) < 1e3);
 }

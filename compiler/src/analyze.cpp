@@ -15,20 +15,27 @@
 namespace nelu {
 namespace {
 
-/// Up to `limit` labels, physical quantities before auxiliaries.
-std::string name_list(const System& sys, const std::vector<int>& cols, std::size_t limit = 12) {
+/// `cols` with what a user chooses to leave unknown first (contact wrenches, joint accelerations),
+/// then what follows from them (torques, link accelerations, joint wrenches), auxiliaries last.
+std::vector<int> by_kind(const System& sys, const std::vector<int>& cols) {
     std::vector<int> sorted = cols;
-    auto rank = [&](int c) {  // what a user measures or seeks first, internal quantities last
+    auto rank = [&](int c) {
         switch (sys.cols[c].quantity) {
             case Quantity::ExternalWrench: return 0;
-            case Quantity::JointTorque: return 1;
-            case Quantity::JointAcceleration: return 2;
+            case Quantity::JointAcceleration: return 1;
+            case Quantity::JointTorque: return 2;
             case Quantity::LinkAcceleration: return 3;
             case Quantity::JointWrench: return 4;
             default: return 5;
         }
     };
     std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) { return rank(a) < rank(b); });
+    return sorted;
+}
+
+/// Up to `limit` labels, in by_kind order.
+std::string name_list(const System& sys, const std::vector<int>& cols, std::size_t limit = 12) {
+    const std::vector<int> sorted = by_kind(sys, cols);
     std::string s;
     for (std::size_t k = 0; k < sorted.size() && k < limit; ++k) s += (k ? ", " : "") + sys.cols[sorted[k]].label;
     if (sorted.size() > limit) s += fmt::format(" and {} more", sorted.size() - limit);
@@ -129,7 +136,7 @@ std::string undetermined_message(const System& sys, const std::vector<int>& cols
         if (sys.cols[c].quantity != Quantity::Auxiliary) physical.push_back(c);
     std::string msg = "\n  not determined: " + name_list(sys, physical.empty() ? cols : physical);
     std::vector<std::string> seen;
-    for (int c : physical) {
+    for (int c : by_kind(sys, physical)) {
         std::string r = remedy(sys.cols[c]);
         if (std::find(seen.begin(), seen.end(), r) == seen.end()) seen.push_back(r);
     }
@@ -167,7 +174,96 @@ std::string special_hint(int k, int count, Singular singular_at) {
            "solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)";
 }
 
+/// Over-determined systems: exact equations (the rows that are not measurements) that are
+/// combinations of one another at a random state must agree there. When a combination y of them
+/// (y^T E = 0) has y^T b = 0 for suitable known inputs (b = b_0 + B_in in), it is a condition on
+/// the inputs, which data from a consistent world meet (a balance that no unknown enters: the
+/// horizontal forces of a robot on a slippery floor with every acceleration known). When it cannot
+/// be met whatever the inputs (y^T b_0 outside the range of y^T B_in at a random position and
+/// velocity), the equations conflict: say which.
+void check_exact_consistency(const Model& model, const System& sys) {
+    std::vector<int> exact;
+    for (int r = 0; r < sys.m(); ++r)
+        if (!sys.soft[r]) exact.push_back(r);
+    const long me = static_cast<long>(exact.size()), nin = static_cast<long>(sys.in.size());
+    std::mt19937_64 rng(0x636f6e66);
+    for (int trial = 0; trial < 2; ++trial) {
+        const std::vector<double> q = random_configuration(model, rng);
+        std::vector<double> qd(model.nv), in(std::max<std::size_t>(1, sys.in.size()), 0.0);
+        std::uniform_real_distribution<double> u(-1, 1);
+        for (double& v : qd) v = u(rng);
+        const Eigen::MatrixXd D = dense_of(sys, q, qd);
+        Eigen::MatrixXd Et(D.cols(), me);
+        for (long k = 0; k < me; ++k) Et.col(k) = D.row(exact[static_cast<std::size_t>(k)]).transpose();
+        Eigen::FullPivLU<Eigen::MatrixXd> lu(Et);
+        lu.setThreshold(1e-10);
+        const Eigen::MatrixXd N = lu.kernel();  // y with y^T E = 0
+        if (lu.rank() == me || N.cols() == 0 || N.norm() == 0) return;
+        std::vector<ir::Id> roots(sys.b.begin(), sys.b.end());
+        const std::vector<double> b = sys.prog.evaluate(q.data(), qd.data(), in.data(), sys.prog.live_nodes(roots));
+        Eigen::VectorXd b0(me);
+        Eigen::MatrixXd B = Eigen::MatrixXd::Zero(me, std::max<long>(1, nin));
+        for (long k = 0; k < me; ++k) {
+            const int r = exact[static_cast<std::size_t>(k)];
+            b0(k) = b[sys.b[r]];
+            for (const auto& [slot, coef] : sys.b_input[r]) B(k, slot) += coef;
+        }
+        const Eigen::MatrixXd M = N.transpose() * B;
+        const Eigen::VectorXd r0 = N.transpose() * b0;
+        const Eigen::VectorXd res = r0 - M * M.completeOrthogonalDecomposition().solve(r0);  // what no input can cancel
+        const double scale = std::max(1.0, N.cwiseAbs().maxCoeff() * b0.cwiseAbs().maxCoeff());
+        if (res.cwiseAbs().maxCoeff() <= 1e-8 * scale) continue;
+        const Eigen::VectorXd y = N * res;  // the combination that conflicts
+        std::string rows;
+        int named = 0;
+        for (long k = 0; k < me; ++k)
+            if (std::abs(y(k)) > 1e-6 * y.cwiseAbs().maxCoeff() && named++ < 12) rows += (rows.empty() ? "" : ", ") + sys.rows[exact[static_cast<std::size_t>(k)]].label;
+        throw IllPosedError(fmt::format("ill-posed: exact equations in conflict: {} cannot all hold at a random state, whatever the "
+                                        "known quantities (a known link acceleration that its joints cannot give, say).\n  "
+                                        "Know fewer of them, or measure one instead (a sensor's reading is fitted, not imposed)", rows));
+    }
+}
+
 }  // namespace
+
+std::string dependent_exact_rows(const System& sys, const std::vector<double>& q, const std::vector<double>& qd) {
+    std::vector<int> exact;
+    for (int r = 0; r < sys.m(); ++r)
+        if (!sys.soft[r]) exact.push_back(r);
+    const Eigen::MatrixXd D = dense_of(sys, q, qd);
+    Eigen::MatrixXd Et(D.cols(), static_cast<long>(exact.size()));
+    for (std::size_t k = 0; k < exact.size(); ++k) Et.col(static_cast<long>(k)) = D.row(exact[k]).transpose();
+    Eigen::FullPivLU<Eigen::MatrixXd> lu(Et);
+    lu.setThreshold(1e-9);
+    const Eigen::MatrixXd N = lu.kernel();
+    if (lu.rank() == Et.cols() || N.norm() == 0) return {};
+    std::vector<int> rows;
+    for (std::size_t k = 0; k < exact.size(); ++k)
+        if (N.row(static_cast<long>(k)).cwiseAbs().maxCoeff() > 1e-8 * N.cwiseAbs().maxCoeff()) rows.push_back(exact[k]);
+    auto rank = [&](int r) {  // what the user wrote first: conditions, then the equations of joints with known torques
+        switch (sys.rows[r].kind) {
+            case RowKind::Condition: return 0;
+            case RowKind::Torque: return 1;
+            case RowKind::Coupling: return 2;
+            case RowKind::Force: return 3;
+            case RowKind::Acceleration: return 4;
+            default: return 5;
+        }
+    };
+    std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) { return rank(a) < rank(b); });
+    std::string s;
+    for (std::size_t k = 0; k < rows.size() && k < 8; ++k) s += (k ? ", " : "") + sys.rows[rows[k]].label;
+    if (rows.size() > 8) s += fmt::format(" and {} more", rows.size() - 8);
+    return s;
+}
+
+std::string rank_loss_at(const System& sys, const std::vector<double>& q, const std::vector<double>& qd) {
+    const Eigen::MatrixXd D = dense_of(sys, q, qd);
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(D);
+    qr.setThreshold(1e-10);
+    if (qr.rank() == D.cols()) return {};
+    return fmt::format("numeric rank {} for {} unknowns.", qr.rank(), D.cols()) + undetermined_message(sys, null_space_columns(D));
+}
 
 std::string check_full_column_rank(const Model& model, const System& sys) {
     Csc A = pattern_of(sys);
@@ -179,6 +275,7 @@ std::string check_full_column_rank(const Model& model, const System& sys) {
         throw IllPosedError(fmt::format("ill-posed: {} equations determine at most {} of the {} unknowns.", m, rank, n) +
                             undetermined_message(sys, underdetermined_columns(sys, match)));
     if (n > 4000) return {};  // dense checks beyond this size cost more than they tell
+    check_exact_consistency(model, sys);
     const auto qs = check_configurations(model, 6);
     const std::vector<double> qd(model.nv, 0.0);
     auto rank_at = [&](std::size_t k) {
@@ -285,7 +382,8 @@ Analysis run_analyze(const Model& model, const System& sys) {
         std::vector<int> match(A.m), work(5 * A.n);
         double w = 0;
         btf_maxtrans(A.m, A.n, A.p.data(), A.i.data(), 0.0, &w, match.data(), work.data());
-        throw IllPosedError(fmt::format("ill-posed: {} equations for {} unknowns.", sys.m(), sys.n()) +
+        throw IllPosedError(fmt::format("ill-posed: {} equations for {} unknowns: at least {} more measured or known quantit{} "
+                                        "needed.", sys.m(), sys.n(), sys.n() - sys.m(), sys.n() - sys.m() == 1 ? "y is" : "ies are") +
                             undetermined_message(sys, underdetermined_columns(sys, match)));
     }
     if (sys.m() > sys.n()) throw std::logic_error("run_analyze: an over-determined system is augmented first");

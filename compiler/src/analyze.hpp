@@ -53,6 +53,15 @@ Analysis run_analyze(const Model& model, const System& sys);
 /// Returns a description of a rank loss at a special configuration when the system allows it.
 std::string check_full_column_rank(const Model& model, const System& sys);
 
+/// The well-posedness diagnosis at one configuration: "" when D has full column rank at (q, qd),
+/// else the numeric rank and the quantities its null space moves, with what would determine them.
+std::string rank_loss_at(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
+
+/// The exact equations (rows that are not measurements) that are combinations of one another at
+/// (q, qd): the rows of the combinations, the conditions and joint equations of known quantities
+/// first, up to 8 labels; "" when the exact rows are independent there.
+std::string dependent_exact_rows(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
+
 /// What a run-time sparse LU (UMFPACK, with its own pivoting) spends on D at a random configuration:
 /// its factorization flop count (UMFPACK_FLOPS) plus 2 (nnz(L) + nnz(U)) for the two triangular
 /// solves. An over-determined D is counted through its augmented system [Sigma D; D^T 0] (Sigma the

@@ -213,6 +213,11 @@ CheckReport run_check(const CheckOptions& o) {
             std::vector<float> qf(q.begin(), q.end()), qdf(qd.begin(), qd.end()), inf(in.begin(), in.end()), outf(nout, NAN);
             const int status_f = ff(qf.data(), qdf.data(), inf.data(), outf.data());
             judge(status_f, std::vector<double>(outf.begin(), outf.end()), true, rep.forward_float, rep.backward_float);
+            if (rep.sensor && status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
+                std::vector<double> qr(qf.begin(), qf.end()), qdr(qdf.begin(), qdf.end()), inr(inf.begin(), inf.end()), outr(nout, NAN);
+                if (fd(qr.data(), qdr.data(), inr.data(), outr.data()) == NELU_STATUS_OK)
+                    rep.rounding = std::max(rep.rounding, response_forward_error(r.system, outr, ref));
+            }
         }
         if (fjac && status == NELU_STATUS_OK) check_derivatives(st, q, qd, in, out);
         ++rep.states;

@@ -136,7 +136,9 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
         case Quantity::JointTorque:
             return fmt::format("{} {}{}", s.quantity == Quantity::JointAcceleration ? "qdd" : "tau", b.joint_name,
                                b.nv() > 1 ? fmt::format(".{}", component_name(s.quantity == Quantity::JointAcceleration ? Quantity::LinkAcceleration : Quantity::JointWrench, s.comp)) : std::string());
-        case Quantity::ExternalWrench: return fmt::format("f^x {}.{} (link frame, link origin)", b.name, component_name(s.quantity, s.comp));
+        case Quantity::ExternalWrench:
+            return fmt::format("f^x {}.{} (link frame, link origin{})", s.link.empty() ? b.name : s.link, component_name(s.quantity, s.comp),
+                               s.link.empty() ? "" : fmt::format("; merged into {}", b.name));
         case Quantity::LinkAcceleration:
             return fmt::format("a {}.{} (spatial acceleration, link frame, link origin)", b.name, component_name(s.quantity, s.comp));
         case Quantity::JointWrench:
@@ -591,9 +593,9 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
         j["component"] = component_name(s.quantity, s.comp);
         j["frame"] = b.name;
     } else if (s.quantity == Quantity::ExternalWrench) {
-        j["link"] = b.name;
+        j["link"] = s.link.empty() ? b.name : s.link;
         j["component"] = component_name(s.quantity, s.comp);
-        j["frame"] = b.name;
+        j["frame"] = s.link.empty() ? b.name : s.link;
     } else {
         j["joint"] = b.joint_name;
         if (b.nv() > 1)

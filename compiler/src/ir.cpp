@@ -218,6 +218,28 @@ template std::vector<double> Program::evaluate_as(const double*, const double*, 
 template std::vector<std::complex<double>> Program::evaluate_as(const std::complex<double>*, const std::complex<double>*,
                                                                 const std::complex<double>*, const std::vector<bool>&) const;
 
+double PointValues::at(const Program& P, Id x) {
+    using std::cos, std::sin, std::sqrt;
+    for (int i = static_cast<int>(v_.size()); i <= x; ++i) {
+        const Node& n = P.node(i);
+        double v = 0;
+        switch (n.op) {
+            case Op::Const: v = n.value; break;
+            case Op::Input: v = (n.source == Source::Q ? q_ : n.source == Source::Qd ? qd_ : in_)[static_cast<std::size_t>(n.index)]; break;
+            case Op::Add: v = v_[n.a] + v_[n.b]; break;
+            case Op::Sub: v = v_[n.a] - v_[n.b]; break;
+            case Op::Mul: v = v_[n.a] * v_[n.b]; break;
+            case Op::Div: v = v_[n.a] / v_[n.b]; break;
+            case Op::Neg: v = -v_[n.a]; break;
+            case Op::Sin: v = sin(v_[n.a]); break;
+            case Op::Cos: v = cos(v_[n.a]); break;
+            case Op::Sqrt: v = sqrt(v_[n.a]); break;
+        }
+        v_.push_back(v);
+    }
+    return v_[static_cast<std::size_t>(x)];
+}
+
 Id Program::rebuild(const Node& x, Id a, Id b) {
     switch (x.op) {
         case Op::Const: return constant(x.value);

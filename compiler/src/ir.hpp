@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace nelu::ir {
@@ -116,6 +117,18 @@ class LiveCount {
     std::vector<int> users_;
     std::vector<Id> stack_;
     long ops_ = 0;
+};
+
+/// The values of a growing program's nodes at one point (q, qd, in), computed as they are asked
+/// for: the nodes added since the last call are evaluated once, from their operands.
+class PointValues {
+  public:
+    PointValues(std::vector<double> q, std::vector<double> qd, std::vector<double> in)
+        : q_(std::move(q)), qd_(std::move(qd)), in_(std::move(in)) {}
+    double at(const Program& P, Id x);
+
+  private:
+    std::vector<double> q_, qd_, in_, v_;
 };
 
 /// A program rewritten by a pass, and where each old node went (-1: not live, dropped).

@@ -484,7 +484,10 @@ void build_model(const urdf::ModelInterface& um, const XmlTree& t, const LoadOpt
         cx.out.links[p.link] = p.frame;
         const auto& ch = children[p.link];
         std::vector<Pending> next;
-        for (const XmlJoint* xj : ch) next.push_back({xj->child, attach(um, *um.getJoint(xj->name), p.frame, keep, cx)});
+        for (const XmlJoint* xj : ch) {
+            cx.out.joint_parent[xj->name] = p.link;
+            next.push_back({xj->child, attach(um, *um.getJoint(xj->name), p.frame, keep, cx)});
+        }
         // bodies were appended in document order, but the walk must be depth first: renumber below
         for (auto it = next.rbegin(); it != next.rend(); ++it) stack.push_back(*it);
     }

@@ -81,6 +81,7 @@ struct LoadResult {
     std::vector<std::string> mimic_joints;  ///< with ignore_mimic: the mimic joints (treated as independent)
     std::vector<MimicJoint> mimics;         ///< the mimic joints, in body order (Body::mimic holds the same)
     std::map<std::string, LinkFrame> links;  ///< every URDF link
+    std::map<std::string, std::string> joint_parent;  ///< every URDF joint's parent link
     std::map<std::string, int> link_line, joint_line;  ///< XML line of each element
 };
 

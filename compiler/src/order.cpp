@@ -26,6 +26,7 @@ struct Candidate {
     std::vector<Pivot> order;
     std::vector<bool> articulated;
     Tail tail;
+    bool nullspace_too = false;  ///< its tail can also be solved by the null-space method (Tail)
 };
 
 void push_block(Candidate& c, const std::vector<int>& rows, const std::vector<int>& cols, bool articulated = false) {
@@ -168,6 +169,81 @@ struct Elimination {
     }
 };
 
+/// The matrix `rows` x `cols` of the partly eliminated matrix at one configuration.
+Eigen::MatrixXd block_values(Elimination& e, ir::PointValues& at, const std::vector<int>& rows, const std::vector<int>& cols) {
+    Eigen::MatrixXd B = Eigen::MatrixXd::Zero(static_cast<long>(rows.size()), static_cast<long>(cols.size()));
+    for (std::size_t a = 0; a < rows.size(); ++a)
+        for (std::size_t j = 0; j < cols.size(); ++j)
+            if (auto it = e.A[rows[a]].find(cols[j]); it != e.A[rows[a]].end()) B(static_cast<long>(a), static_cast<long>(j)) = at.at(e.P, it->second);
+    return B;
+}
+
+/// Numeric rank: singular values above 1e-9 of the largest.
+int numeric_rank(const Eigen::MatrixXd& B) {
+    if (B.size() == 0) return 0;
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd(B);
+    const Eigen::VectorXd& sv = svd.singularValues();
+    int r = 0;
+    for (long k = 0; k < sv.size(); ++k) r += sv(k) > 1e-9 * sv(0);
+    return r;
+}
+
+/// Random configurations at which the exact rows of a trailing block are sampled to choose its basis.
+constexpr int kBasisConfigs = 8;
+
+/// A least-squares tail with exact rows E (after the order's pivots in `e`): Tail::basis for direct
+/// elimination, columns of E that span E's range at a few random configurations, chosen by column
+/// pivoting over them (validated with the other pivots later). When E has full row rank,
+/// `nullspace` says that the null-space method applies too (Tail::nullspace); when no basis is
+/// found it is then the only method. False (with `why`) when neither applies.
+bool constraint_basis(const Model& model, const System& sys, Elimination& e, Tail& tail, bool& nullspace, std::string& why) {
+    std::vector<int> exact;
+    bool soft = false;
+    for (std::size_t a = 0; a < tail.rows.size(); ++a) (tail.weights[a] == 0 ? exact.push_back(tail.rows[a]) : void(soft = true));
+    tail.basis.clear(), tail.nullspace = nullspace = false;
+    if (exact.empty() || !soft || tail.cols.empty()) return true;
+    std::mt19937_64 rng(0x62617369);
+    std::vector<Eigen::MatrixXd> E;
+    int rank = 0;
+    bool full = true;
+    for (int k = 0; k < kBasisConfigs; ++k) {
+        ir::PointValues at(random_configuration(model, rng), std::vector<double>(model.nv, 0.0),
+                           std::vector<double>(std::max<std::size_t>(1, sys.in.size()), 0.0));
+        E.push_back(block_values(e, at, exact, tail.cols));
+        const int r = numeric_rank(E.back());
+        rank = std::max(rank, r), full = full && r == static_cast<int>(exact.size());
+    }
+    // Column pivoting over the configurations: each step takes the column whose part outside the
+    // span of those taken is largest at its worst configuration (relative to the largest column
+    // there), so that the basis is as far from dependent as the samples can tell.
+    std::vector<Eigen::MatrixXd> R = E;  // the columns with the basis' span projected out, per configuration
+    std::vector<double> scale;
+    for (const Eigen::MatrixXd& Ek : E) scale.push_back(std::max(Ek.colwise().norm().maxCoeff(), 1e-300));
+    while (static_cast<int>(tail.basis.size()) < rank) {
+        int best = -1;
+        double best_norm = 0;
+        for (int j = 0; j < static_cast<int>(tail.cols.size()); ++j) {
+            if (std::find(tail.basis.begin(), tail.basis.end(), j) != tail.basis.end()) continue;
+            double worst = INFINITY;
+            for (std::size_t k = 0; k < R.size(); ++k) worst = std::min(worst, R[k].col(j).norm() / scale[k]);
+            if (worst > best_norm) best = j, best_norm = worst;
+        }
+        if (best < 0 || !(best_norm > 1e-9)) break;
+        tail.basis.push_back(best);
+        for (Eigen::MatrixXd& Rk : R) {  // project the new direction out of every column (modified Gram-Schmidt)
+            const Eigen::VectorXd q = Rk.col(best) / Rk.col(best).norm();
+            Rk -= q * (q.transpose() * Rk);
+        }
+    }
+    nullspace = full;
+    if (static_cast<int>(tail.basis.size()) == rank) return true;
+    tail.basis.clear();
+    if (full) return tail.nullspace = true;
+    why = fmt::format("the {} exact equations left with the measurements have rank {} at random configurations, and no fixed set of "
+                      "their unknowns spans them", exact.size(), rank);
+    return false;
+}
+
 /// Completes `c` with UMFPACK's pivot order for the active block (rows x cols of the partly
 /// eliminated matrix A, entries in P) at a random configuration.
 bool order_block(const Model& model, const System& sys, const Elimination& e, const std::vector<int>& rows,
@@ -215,6 +291,27 @@ bool order_block(const Model& model, const System& sys, const Elimination& e, co
     return true;
 }
 
+/// The elimination of `order` (false, with `why`, when a pivot is structurally zero at its turn).
+bool eliminate(const System& sys, const std::vector<Pivot>& order, Elimination& e, std::string& why) {
+    for (const Pivot& p : order) {
+        if (!e.A[p.row].count(p.col)) {
+            why = fmt::format("pivot ({}, {}) is structurally zero", sys.rows[p.row].label, sys.cols[p.col].label);
+            return false;
+        }
+        e.pivot(p.row, p.col);
+    }
+    return true;
+}
+
+/// tree-gram's Tail::basis (constraint_basis), from the elimination of its order.
+bool tree_gram_basis(const Model& model, const System& sys, Candidate& c, std::string& why) {
+    bool exact = false, soft = false;
+    for (double w : c.tail.weights) (w == 0 ? exact : soft) = true;
+    if (!exact || !soft) return true;
+    Elimination e(sys);
+    return eliminate(sys, c.order, e, why) && constraint_basis(model, sys, e, c.tail, c.nullspace_too, why);
+}
+
 /// Sensor problems: the articulated-body order over the bodies' own rows and columns (see
 /// tree_aba_gram), then UMFPACK's order for the remaining block of the partly eliminated matrix.
 bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::string& why) {
@@ -227,24 +324,35 @@ bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::strin
         return false;
     }
     Elimination e(sys);
-    for (const Pivot& p : c.order) {
-        if (!e.A[p.row].count(p.col)) {
-            why = fmt::format("pivot ({}, {}) is structurally zero", sys.rows[p.row].label, sys.cols[p.col].label);
-            return false;
-        }
-        e.pivot(p.row, p.col);
-    }
+    if (!eliminate(sys, c.order, e, why)) return false;
     std::vector<int> rows, cols;
     e.remaining(rows, cols);
     return order_block(model, sys, e, rows, cols, 0, c, why);
 }
 
+/// A constant pivot must be at least this fraction of every other entry of its column, or of every
+/// other entry of its row (their largest |value| at a few random configurations): threshold
+/// pivoting among the constants, in either direction because the rows and the columns of D carry
+/// different units (a (3a) row's -1 on a_i beside inertias in a_i's column is a fine pivot, and so
+/// is a (3f) row's -1 on f_i beside inertias in its row). A CAD exporter's cos(1.57079632679) =
+/// 4.9e-12 is a constant too, small in its row and in its column: as a pivot it would multiply the
+/// rest of its column by 1e11.
+constexpr double kConstantPivotThreshold = 0.1;
+
+/// The largest |value| of IR node x of the elimination at the sample configurations.
+double magnitude(Elimination& e, std::vector<ir::PointValues>& at, ir::Id x) {
+    double v = 0;
+    for (ir::PointValues& p : at) v = std::max(v, std::abs(p.at(e.P, x)));
+    return v;
+}
+
 /// Constant pivots first: a right-looking elimination of the pattern (in the IR, so that products of
-/// constants fold) that always takes, among the active entries that are structural constants, one
-/// of least Markowitz cost (r - 1)(c - 1); when none is left, the remaining block (the part of the
-/// problem that couples through q-dependent entries, e.g. the joint-space block of a sensor
-/// problem) is ordered by UMFPACK at a random configuration. Every pivot of the first phase is a
-/// nonzero constant; only the block's need validation.
+/// constants fold) that always takes, among the active entries that are structural constants and
+/// not small in their column (kConstantPivotThreshold), one of least Markowitz cost (r - 1)(c - 1);
+/// when none is left, the remaining block (the part of the problem that couples through
+/// q-dependent entries, e.g. the joint-space block of a sensor problem) is ordered by UMFPACK at a
+/// random configuration. Every pivot of the first phase is a nonzero constant; only the block's
+/// need validation.
 /// variant < 0: the block is left to Gram-Schmidt (Tail), with pivot rows restricted to the exact
 /// rows when the system is over-determined.
 bool constant_first(const Model& model, const System& sys, Candidate& c, std::string& why, int variant) {
@@ -252,13 +360,28 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
     const int n = sys.n(), mrows = sys.m();
     const bool least_squares = mrows > n;
     Elimination e(sys);
+    std::vector<ir::PointValues> at;  // the entries' values at a few configurations, as they are formed
+    std::mt19937_64 rng(0x6d61676e);
+    for (int k = 0; k < 3; ++k)
+        at.emplace_back(random_configuration(model, rng), std::vector<double>(model.nv, 0.0),
+                        std::vector<double>(std::max<std::size_t>(1, sys.in.size()), 0.0));
     using Item = std::tuple<long, int, int>;  // cost, row, col
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+    std::vector<std::vector<Item>> deferred(n);  // per column: constants too small in it, for now
     auto cost = [&](int r, int j) { return static_cast<long>(e.A[r].size() - 1) * static_cast<long>(e.col_rows[j].size() - 1); };
     auto push_row = [&](int r) {
         if (least_squares && sys.soft[r]) return;  // a measurement is never used as an exact equation
         for (const auto& [j, v] : e.A[r])
             if (e.P.is_const(v)) heap.push({cost(r, j), r, j});
+    };
+    auto large_enough = [&](int r, int j) {
+        const double p = std::abs(e.P.value(e.A[r].at(j)));
+        bool in_column = true, in_row = true;
+        for (int i : e.col_rows[j])
+            if (i != r && p < kConstantPivotThreshold * magnitude(e, at, e.A[i].at(j))) in_column = false;
+        for (const auto& [jj, v] : e.A[r])
+            if (jj != j && p < kConstantPivotThreshold * magnitude(e, at, v)) in_row = false;
+        return in_column || in_row;
     };
     for (int r = 0; r < mrows; ++r) push_row(r);
     int done = 0;
@@ -273,9 +396,22 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
             heap.push({now, r, j});
             continue;
         }
+        if (!large_enough(r, j)) {  // queued again when its column or its row changes
+            deferred[j].push_back({now, r, j});
+            continue;
+        }
         c.order.push_back({r, j}), c.articulated.push_back(false);
         ++done;
+        const std::vector<int> changed = [&] {
+            std::vector<int> cols;
+            for (const auto& [jj, v] : e.A[r]) cols.push_back(jj);
+            return cols;
+        }();
         e.pivot(r, j, push_row);
+        for (int jj : changed) {
+            for (const Item& d : deferred[jj]) heap.push(d);
+            deferred[jj].clear();
+        }
     }
     if (done == n && !least_squares) return true;
     std::vector<int> rows, cols;
@@ -283,7 +419,7 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
     if (variant < 0) {  // the block by Gram-Schmidt (Tail)
         c.tail.rows = rows, c.tail.cols = cols;
         for (int r : rows) c.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
-        return true;
+        return constraint_basis(model, sys, e, c.tail, c.nullspace_too, why);
     }
     if (least_squares) {
         why = "an over-determined system is solved by least squares (const-gram, tree-gram)";
@@ -303,13 +439,38 @@ Candidate btf_triangular(const Analysis& an) {
     return c;
 }
 
-/// Configurations for validation: the special ones, then random ones.
-std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false) {
+/// Configurations for validation: the special ones (their number in `special`), then random ones.
+std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false, int* special = nullptr) {
     std::mt19937_64 rng(0x76616c69);
     std::vector<std::vector<double>> qs;
     if (!random_only) qs = special_configurations(model, rng);
+    if (special) *special = static_cast<int>(qs.size());
     while (static_cast<int>(qs.size()) < count) qs.push_back(random_configuration(model, rng));
     return qs;
+}
+
+/// A basis pivot of a trailing block's exact rows (Tail::basis) that is not safe: the candidate is
+/// refused, and when no candidate is left, `diagnosis` says why the exact rows may be to blame.
+struct BasisPivotError : IllPosedError {
+    BasisPivotError(const std::string& why, std::string d) : IllPosedError(why), diagnosis(std::move(d)) {}
+    std::string diagnosis;
+};
+
+/// Why exact rows that lose rank at configuration q (where the trailing block `t`'s exact rows lose
+/// it) make the problem ill-posed (PivotKind::Constraint): which equations combine there.
+std::string conflict_diagnosis(const System& sys, const Tail& t, const std::vector<double>& q, const std::vector<double>& qd, bool special_only) {
+    std::string rows = sys.n() <= 4000 ? dependent_exact_rows(sys, q, qd) : std::string();
+    if (rows.empty()) {  // (too large, or the loss is below the dense threshold there): the block's own rows
+        int named = 0;
+        for (std::size_t a = 0; a < t.rows.size(); ++a)
+            if (t.weights[a] == 0 && named++ < 8) rows += (rows.empty() ? "" : ", ") + sys.rows[t.rows[a]].label;
+    }
+    return fmt::format("ill-posed: exact equations in conflict at some configurations: {} combine there, and the known quantities "
+                       "would then have to satisfy them by themselves, which general inputs do not.\n"
+                       "  Measure one of those known quantities instead of knowing it (a sensor's reading is fitted, not imposed), "
+                       "or know fewer of them{}", rows,
+                       special_only ? "\n  (only at special configurations: 'allow_singular_configurations: true' in the spec generates a "
+                                      "solver that returns NELU_STATUS_SMALL_PIVOT near them)" : "");
 }
 
 /// Growth of the factorization: max |value| of its nodes over max |entry of D|, at a few configurations.
@@ -352,7 +513,8 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     for (std::size_t k = 0; k < f.pivots.size(); ++k)
         if (f.pivots[k].kind != PivotKind::Constant) {
             roots.push_back(f.pivots[k].value), which.push_back(static_cast<int>(k));
-            needs_full = needs_full || f.pivots[k].kind == PivotKind::Validated || f.pivots[k].kind == PivotKind::Gram;
+            needs_full = needs_full || f.pivots[k].kind == PivotKind::Validated || f.pivots[k].kind == PivotKind::Gram ||
+                         f.pivots[k].kind == PivotKind::Constraint;
         }
     v.checked_pivots = static_cast<int>(roots.size());
     if (roots.empty()) return v;
@@ -360,12 +522,18 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     std::vector<bool> live = f.prog.live_nodes(roots);
     std::vector<double> lo(roots.size(), INFINITY), hi(roots.size(), 0.0), qd(model.nv, 0.0),
         in(std::max<std::size_t>(1, sys.in.size()), 0.0);
-    for (const auto& q : validation_configurations(model, count, sys.allow_special_singularities)) {
+    std::vector<double> lo_random(roots.size(), INFINITY);  // over the random configurations only
+    std::vector<int> where(roots.size(), -1);  // the configuration of the smallest |pivot|
+    int special = 0;
+    const std::vector<std::vector<double>> qs = validation_configurations(model, count, sys.allow_special_singularities, &special);
+    for (const auto& q : qs) {
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
         for (std::size_t k = 0; k < roots.size(); ++k) {
             double a = std::abs(val[roots[k]]);
             if (!std::isfinite(a)) a = 0;  // NaN or infinity (after an exact zero pivot) counts as a zero pivot
+            if (a < lo[k]) where[k] = v.configurations;
             lo[k] = std::min(lo[k], a);
+            if (v.configurations >= special) lo_random[k] = std::min(lo_random[k], a);
             // Lambda's thresholds come from the first kLambdaConfigs configurations only, so that
             // the emitted code does not depend on --validate
             if (f.pivots[which[k]].kind != PivotKind::Lambda || v.configurations < kLambdaConfigs) hi[k] = std::max(hi[k], a);
@@ -376,6 +544,14 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     for (std::size_t k = 0; k < roots.size(); ++k)
         if (f.pivots[which[k]].kind == PivotKind::Lambda) lambda_scale = std::max(lambda_scale, hi[k]);
     v.worst_ratio = 1;
+    int conflict = -1;  // a configuration where the exact rows of the trailing block lose rank
+    bool conflict_random = false;  // ... and whether they do at random configurations
+    for (std::size_t k = 0; k < roots.size(); ++k)
+        if (f.pivots[which[k]].kind == PivotKind::Constraint && (!(lo[k] > 0) || lo[k] < kMinPivotRatio * hi[k])) {
+            if (conflict < 0) conflict = where[k];
+            conflict_random = conflict_random || !(lo_random[k] > 0) || lo_random[k] < kMinPivotRatio * hi[k];
+        }
+    if (conflict >= 0) throw OrderIndependentError(conflict_diagnosis(sys, f.tail, qs[static_cast<std::size_t>(conflict)], qd, !conflict_random));
     for (std::size_t k = 0; k < roots.size(); ++k) {
         double ratio = hi[k] > 0 ? lo[k] / hi[k] : 0;
         ScheduledPivot& p = f.pivots[which[k]];
@@ -403,10 +579,27 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
             v.worst_ratio = ratio;
             v.worst_pivot = fmt::format("({}, {})", sys.rows[p.at.row].label, sys.cols[p.at.col].label);
         }
-        if (!(lo[k] > 0) || (p.kind == PivotKind::Validated && ratio < kMinPivotRatio))
-            throw IllPosedError(fmt::format("pivot ({}, {}) of ordering {} is not safe: |pivot| ranges over [{:.3g}, {:.3g}] "
-                                            "across {} configurations", sys.rows[p.at.row].label, sys.cols[p.at.col].label,
-                                            f.ordering, lo[k], hi[k], v.configurations));
+        if (p.kind == PivotKind::Gram && !(lo[k] > 0) && sys.n() <= 4000) {
+            // a norm of the least-squares block is zero: D itself loses rank there (whatever the order)?
+            const std::string loss = rank_loss_at(sys, qs[static_cast<std::size_t>(where[k])], qd);
+            if (!loss.empty())
+                throw OrderIndependentError(fmt::format(
+                    "ill-posed: the equations lose rank at {} ({} of the {} configurations that validate the pivots): {}{}",
+                    where[k] < special ? "a special configuration (every joint at 0, +-pi/2, pi or a limit)" : "a random configuration",
+                    where[k] + 1, v.configurations, loss,
+                    lo_random[k] > 0 ? "\n  (the rank is full at random configurations: 'allow_singular_configurations: true' in the spec "
+                                       "generates a solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)" : ""));
+        }
+        if (!(lo[k] > 0) || (p.kind == PivotKind::Validated && ratio < kMinPivotRatio)) {
+            const auto row = std::find(f.tail.rows.begin(), f.tail.rows.end(), p.at.row);
+            const bool basis = !f.tail.basis.empty() && row != f.tail.rows.end() && f.tail.weights[static_cast<std::size_t>(row - f.tail.rows.begin())] == 0;
+            const std::string why = fmt::format("pivot ({}, {}) of ordering {} is not safe: |pivot| ranges over [{:.3g}, {:.3g}] "
+                                                "across {} configurations", sys.rows[p.at.row].label, sys.cols[p.at.col].label,
+                                                f.ordering, lo[k], hi[k], v.configurations);
+            if (basis) throw BasisPivotError(why + " (it eliminates the exact equations left with the measurements)",
+                                             conflict_diagnosis(sys, f.tail, qs[static_cast<std::size_t>(where[k])], qd, false));
+            throw IllPosedError(why);
+        }
     }
     return v;
 }
@@ -429,13 +622,23 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         else res.candidates.push_back({"umfpack", false, why, {}, 0});
     }
     if (!sys.classical) {
-        cands.push_back(tree_aba_gram(sys));
+        // a Gram candidate whose exact rows can also be eliminated by the null-space method: both
+        auto push_gram = [&](const Candidate& c) {
+            cands.push_back(c);
+            if (!c.nullspace_too || c.tail.nullspace) return;
+            Candidate ns = c;
+            ns.name += "/nullspace", ns.tail.nullspace = true, ns.tail.basis.clear();
+            cands.push_back(ns);
+        };
+        Candidate tg = tree_aba_gram(sys);
+        if (tree_gram_basis(model, sys, tg, why)) push_gram(tg);
+        else res.candidates.push_back({tg.name, false, why, {}, 0});
         Candidate tl;
         if (tree_aba_lu(model, sys, tl, why)) cands.push_back(tl);
         else if (sys.m() == sys.n()) res.candidates.push_back({"tree-lu", false, why, {}, 0});
         for (int variant = -1; variant < (sys.m() > sys.n() ? 0 : 2); ++variant) {
             Candidate cf;
-            if (constant_first(model, sys, cf, why, variant)) cands.push_back(cf);
+            if (constant_first(model, sys, cf, why, variant)) (variant < 0 ? push_gram(cf) : cands.push_back(cf));
             else res.candidates.push_back({cf.name, false, why, {}, 0});
         }
     }
@@ -458,24 +661,32 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
     // Fewest operations first (stable: ties keep the candidate order); the first whose pivots are
     // safe wins.
     std::stable_sort(ok.begin(), ok.end(), [](const Factorization& a, const Factorization& b) { return a.ops.total() < b.ops.total(); });
-    std::string reasons;
+    std::string reasons, diagnosis;
+    std::vector<std::string> judged;  // candidates refused below (their reasons are in `reasons`)
     for (Factorization& f : ok) {
         if (opt.progress) std::fprintf(stderr, "nelu: order: validating the pivots of %s\n", f.ordering.c_str());
         try {
             res.validation = validate_pivots(model, sys, f, opt);
+            if (opt.accurate)
+                if (const std::string why = opt.accurate(f); !why.empty())
+                    throw IllPosedError(fmt::format("ordering {} is not accurate: {}", f.ordering, why));
         } catch (const OrderIndependentError&) {
             throw;
         } catch (const IllPosedError& e) {
+            if (const auto* b = dynamic_cast<const BasisPivotError*>(&e); b && diagnosis.empty()) diagnosis = b->diagnosis;
             for (auto& r : res.candidates)
                 if (r.name == f.ordering) r.ok = false, r.why = e.what();
             reasons += fmt::format("\n  {}: {}", f.ordering, e.what());
+            judged.push_back(f.ordering);
             continue;
         }
         res.best = std::move(f);
         return res;
     }
     for (const auto& r : res.candidates)
-        if (r.why.find("not safe") == std::string::npos && !r.ok) reasons += fmt::format("\n  {}: {}", r.name, r.why);
+        if (!r.ok && std::find(judged.begin(), judged.end(), r.name) == judged.end()) reasons += fmt::format("\n  {}: {}", r.name, r.why);
+    if (!diagnosis.empty())  // the exact rows left with the measurements are dependent in a way no fixed basis resolves
+        throw IllPosedError(diagnosis + "\n  (no candidate ordering eliminates them with safe pivots:" + reasons + ")");
     throw IllPosedError("no candidate ordering gives a safe pivot sequence:" + reasons);
 }
 

@@ -12,6 +12,7 @@
 //   btf        when D is triangularizable, the triangular order of btf_order.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct OrderResult {
 struct OrderOptions {
     int validation_configs = 10000;  ///< for pivots not proved safe by construction
     bool progress = false;           ///< print progress to stderr
+    /// A numeric check of a candidate whose pivots are safe (the interpreter against the references
+    /// on a few states): "" when it is accurate, else why not; the next candidate is tried then.
+    std::function<std::string(const Factorization&)> accurate;
 };
 
 /// Choose and factor. Throws IllPosedError when no candidate works or a pivot cannot be made safe.

@@ -17,6 +17,10 @@
 namespace nelu {
 namespace {
 
+/// Random states on which each candidate ordering is checked before it wins (besides the special
+/// configurations).
+constexpr int kCandidateStates = 4;
+
 std::string dump_system(const System& s) {
     std::string out = fmt::format("system: {} unknowns, {} equations, nnz(D) {}\n", s.n(), s.rows.size(), s.nnz());
     for (int r = 0; r < s.m(); ++r) {
@@ -32,9 +36,18 @@ std::string dump_order(const OrderResult& o) {
     for (const auto& c : o.candidates)
         out += c.ok ? fmt::format("  {:<10} ops {:>8} (mul {}, add {}, div {}), fill {}\n", c.name, c.ops.total(), c.ops.mul, c.ops.add, c.ops.div, c.fill)
                     : fmt::format("  {:<10} rejected: {}\n", c.name, c.why);
-    out += fmt::format("winner: {}\npivot validation: {} non-constant pivots over {} configurations, worst min/max |pivot| {:.3g} at {}\n",
+    out += fmt::format("winner: {}\npivot validation: {} non-constant pivots over {} configurations, worst min/max |pivot| {:.3g} at {}, "
+                       "growth {:.3g}\n",
                        o.best.ordering, o.validation.checked_pivots, o.validation.configurations, o.validation.worst_ratio,
-                       o.validation.worst_pivot.empty() ? "-" : o.validation.worst_pivot);
+                       o.validation.worst_pivot.empty() ? "-" : o.validation.worst_pivot, o.validation.growth);
+    const Tail& t = o.best.tail;
+    if (!t.empty()) {
+        int exact = 0;
+        for (double w : t.weights) exact += w == 0;
+        out += fmt::format("trailing block: {} rows ({} exact, {} measurements) x {} columns{}\n", t.rows.size(), t.weights.empty() ? t.rows.size() : exact,
+                           t.weights.empty() ? 0 : t.rows.size() - exact, t.cols.size(),
+                           t.basis.empty() ? "" : fmt::format("; the exact rows have rank {} (reduced through {} basis columns)", t.basis.size(), t.basis.size()));
+    }
     return out;
 }
 
@@ -126,12 +139,22 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         r.analysis.special_singularity = check_full_column_rank(r.load.model, r.system);
     }
     if (o.progress) std::fprintf(stderr, "nelu: analyze: %d unknowns\n", r.system.n());
-    if (r.system.m() == r.system.n()) r.analysis = run_analyze(r.load.model, r.system);
+    if (r.system.m() <= r.system.n()) r.analysis = run_analyze(r.load.model, r.system);  // fewer equations: names what is not determined
     else {  // already checked for full column rank; the order works on the rectangular system
         r.analysis.n = r.system.n(), r.analysis.nnz = r.system.nnz(), r.analysis.structural_rank = r.system.n();
     }
     if (want("analyze")) *dump << dump_analysis(r.analysis);
-    r.order = run_order(r.load.model, r.system, r.analysis, {o.validation_configs, o.progress});
+    OrderOptions oo{o.validation_configs, o.progress, nullptr};
+    // A candidate whose pivots are safe must also be accurate: a few states through the interpreter
+    // (the same check as --verify, whatever --verify says, so that `nelu check` picks the same winner)
+    const double tolerance = r.system.classical ? 1e-10 : 1e-9;
+    oo.accurate = [&](const Factorization& f) {
+        const VerifyReport v = run_verify(r.load.model, r.problem, r.system, f, kCandidateStates);
+        return v.decisive() <= tolerance ? std::string()
+                                         : fmt::format("forward relative error {:.3g}, backward error {:.3g} over {} states", v.max_rel_error,
+                                                       v.max_backward_error, v.states);
+    };
+    r.order = run_order(r.load.model, r.system, r.analysis, oo);
     if (want("order") || want("schedule")) *dump << dump_order(r.order);
     if (o.derivatives) {  // the winner again, with the Jacobian; its pivots keep the validated thresholds
         if (o.progress) std::fprintf(stderr, "nelu: schedule: derivatives of %zu outputs\n", r.system.out.size());
@@ -155,7 +178,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     if (o.verify_states >= 0) {
         if (o.progress) std::fprintf(stderr, "nelu: verify: interpreting the program on %d random states\n", o.verify_states);
         r.verify = run_verify(r.load.model, r.problem, r.system, r.order.best, o.verify_states);
-        if (!(r.verify.decisive() <= (r.system.classical ? 1e-10 : 1e-9)))
+        if (!(r.verify.decisive() <= tolerance))
             throw std::runtime_error(fmt::format("verification failed over {} states: forward relative error {:.3g}, "
                                                  "backward error {:.3g}{}", r.verify.states, r.verify.max_rel_error, r.verify.max_backward_error,
                                                  r.verify.refused_regular > 0 ? fmt::format("; a pivot check fails at {} states where the "

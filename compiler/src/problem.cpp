@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <tinyxml2.h>
@@ -92,7 +94,21 @@ void couple_joint_modes(const Model& m, Problem& p) {
         if (m.bodies[i].is_mimic()) p.joint[i] = p.joint[m.bodies[i].mimic];
 }
 
-void read_wrenches(const YAML::Node& w, const std::string& file, const Model& m, Problem& p) {
+/// The wrench of a link merged into a body (Problem::link_wrenches), created with `mode` or set to it.
+void set_link_wrench(const LoadResult& l, const std::string& link, WrenchMode mode, Problem& p) {
+    auto it = std::find_if(p.link_wrenches.begin(), p.link_wrenches.end(), [&](const LinkWrench& w) { return w.link == link; });
+    if (it == p.link_wrenches.end()) {
+        const LinkFrame& lf = l.links.at(link);
+        p.link_wrenches.push_back({link, lf.body, lf.X_link_body, mode});
+        std::sort(p.link_wrenches.begin(), p.link_wrenches.end(),
+                  [](const LinkWrench& a, const LinkWrench& b) { return std::tie(a.body, a.link) < std::tie(b.body, b.link); });
+    } else {
+        it->mode = mode;
+    }
+}
+
+void read_wrenches(const YAML::Node& w, const std::string& file, const LoadResult& l, Problem& p) {
+    const Model& m = l.model;
     if (!w) return;
     auto mode = [&](const YAML::Node& n) {
         const std::string s = n.as<std::string>();
@@ -116,10 +132,18 @@ void read_wrenches(const YAML::Node& w, const std::string& file, const Model& m,
     for (const char* key : {"input", "zero", "unknown"}) {
         if (!w[key]) continue;
         for (const std::string& link : string_list(w[key], file, key)) {
-            int b = m.body_index(link);
-            if (b < 0) throw InputError(where(file, w[key]) + fmt::format("external_wrenches.{}: no body named '{}' (merged links cannot carry a wrench yet)", key, link));
+            const WrenchMode mode = std::string(key) == "input" ? WrenchMode::Input : std::string(key) == "zero" ? WrenchMode::Zero : WrenchMode::Unknown;
             if (!seen.insert(link).second) throw InputError(where(file, w[key]) + fmt::format("link '{}' is listed twice", link));
-            p.wrench[b] = std::string(key) == "input" ? WrenchMode::Input : std::string(key) == "zero" ? WrenchMode::Zero : WrenchMode::Unknown;
+            if (const int b = m.body_index(link); b >= 0) {
+                p.wrench[b] = mode;
+                continue;
+            }
+            auto it = l.links.find(link);
+            if (it == l.links.end()) throw InputError(where(file, w[key]) + fmt::format("external_wrenches.{}: no link named '{}'", key, link));
+            if (it->second.body < 0)
+                throw InputError(where(file, w[key]) + fmt::format("external_wrenches.{}: link '{}' is fixed to the world: a wrench on it "
+                                                                   "acts on no moving body", key, link));
+            if (mode != WrenchMode::Zero) set_link_wrench(l, link, mode, p);  // a zero wrench on a merged link is nothing
         }
     }
 }
@@ -148,6 +172,8 @@ struct SensorDecl {
     std::string name, type, link, joint, frame = "child", direction = "child_to_parent", where;
     double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0};
     std::vector<std::string> components, zero;
+    bool components_given = false;  ///< `components:` present (an empty list is an error, not "all")
+    std::vector<std::string> keys;  ///< the YAML keys given (besides name and type), in order
     std::vector<double> variance;
     bool slippery = false;
     std::vector<double> value;
@@ -223,9 +249,11 @@ std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::str
         SensorDecl d;
         d.where = where(file, n);
         if (!n.IsMap()) throw InputError(d.where + "each sensor is a map (name, type, link or joint, ...)");
-        for (const auto& kv : n)
-            if (!keys.count(kv.first.as<std::string>()))
-                throw InputError(where(file, kv.first) + fmt::format("unknown sensor key '{}'", kv.first.as<std::string>()));
+        for (const auto& kv : n) {
+            const std::string key = kv.first.as<std::string>();
+            if (!keys.count(key)) throw InputError(where(file, kv.first) + fmt::format("unknown sensor key '{}'", key));
+            if (key != "name" && key != "type") d.keys.push_back(key);
+        }
         d.type = n["type"] ? n["type"].as<std::string>() : "";
         d.name = n["name"] ? n["name"].as<std::string>() : fmt::format("{}{}", d.type, index);
         ++index;
@@ -239,10 +267,14 @@ std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::str
                 const YAML::Node v = o[key];
                 if (!v) continue;
                 if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + fmt::format("origin.{} must be [a, b, c]", key));
-                for (int k = 0; k < 3; ++k) (std::string(key) == "xyz" ? d.xyz : d.rpy)[k] = v[k].as<double>();
+                for (int k = 0; k < 3; ++k) {
+                    double& x = (std::string(key) == "xyz" ? d.xyz : d.rpy)[k];
+                    x = v[k].as<double>();
+                    if (!std::isfinite(x)) throw InputError(where(file, v) + fmt::format("sensor '{}': origin.{} must be three finite numbers", d.name, key));
+                }
             }
         }
-        if (n["components"]) d.components = string_list(n["components"], file, "components");
+        if (n["components"]) d.components = string_list(n["components"], file, "components"), d.components_given = true;
         if (n["zero"]) d.zero = string_list(n["zero"], file, "zero");
         if (n["slippery"]) d.slippery = n["slippery"].as<bool>();
         if (n["variance"]) {
@@ -256,6 +288,8 @@ std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::str
             const YAML::Node v = n["value"];
             if (!v.IsSequence() || v.size() != 6) throw InputError(where(file, v) + "value must be [wx, wy, wz, vx, vy, vz]");
             for (int k = 0; k < 6; ++k) d.value.push_back(v[k].as<double>());
+            for (double x : d.value)
+                if (!std::isfinite(x)) throw InputError(where(file, v) + fmt::format("sensor '{}': value must be six finite numbers", d.name));
         }
         out.push_back(d);
     }
@@ -271,14 +305,56 @@ LinkFrame link_frame(const LoadResult& l, const std::string& link, const SensorD
     return it->second;
 }
 
+/// The robot's size: the sum of its joints' offsets (the reach of its longest chain and more), and
+/// at least 1 m.
+double robot_size(const LoadResult& l) {
+    double size = 1;
+    for (const Body& b : l.model.bodies) size += std::sqrt(dot(b.X_tree.r, b.X_tree.r));
+    for (const auto& [name, lf] : l.links) size += std::sqrt(dot(lf.X_link_body.r, lf.X_link_body.r));
+    return size;
+}
+
+/// A sensor's origin farther from its link than this many times the robot's size is a mistake (a
+/// unit or an exponent), not a sensor: it would make every reading overflow or cancel.
+constexpr double kMaxSensorReach = 1e3;
+
+/// The keys a sensor of each type reads (besides name and type); any other is a mistake.
+const std::map<std::string, std::set<std::string>>& sensor_keys() {
+    static const std::map<std::string, std::set<std::string>> k{
+        {"force_torque", {"joint", "frame", "measure_direction", "origin", "components", "variance"}},
+        {"load_cell", {"link", "origin", "slippery", "zero", "variance", "components"}},  // (components, slippery: refused below, with
+        {"contact_wrench", {"link", "origin", "components", "zero", "variance", "slippery"}},  //  what to write instead)
+        {"accelerometer", {"link", "origin", "components", "variance"}},
+        {"gyroscope", {"link", "origin", "components", "variance"}},
+        {"joint_torque", {"joint", "variance"}},
+        {"joint_acceleration", {"joint", "variance"}},
+        {"link_acceleration", {"link", "value"}},
+    };
+    return k;
+}
+
 Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
     const Model& m = l.model;
     Sensor s;
     s.name = d.name, s.where = d.where, s.link = d.link, s.joint = d.joint;
-    const Xform<double> X_origin = origin_xform(d.xyz, d.rpy);
     auto need = [&](bool ok, const std::string& what) {
         if (!ok) throw InputError(d.where + fmt::format("sensor '{}' ({}): {}", d.name, d.type, what));
     };
+    if (auto it = sensor_keys().find(d.type); it != sensor_keys().end())
+        for (const std::string& key : d.keys) {
+            std::string allowed;
+            for (const std::string& a : it->second) allowed += (allowed.empty() ? "" : ", ") + a;
+            need(it->second.count(key) > 0, fmt::format("'{}' does not apply to a {} sensor (it reads {})", key, d.type, allowed));
+        }
+    need(d.type != "force_torque" || d.frame == "sensor" || std::find(d.keys.begin(), d.keys.end(), "origin") == d.keys.end(),
+         "'origin' is the pose of 'frame: sensor'; with frame child or parent the wrench is expressed in that link's frame");
+    const double reach = std::hypot(d.xyz[0], std::hypot(d.xyz[1], d.xyz[2])), size = robot_size(l);
+    need(reach <= kMaxSensorReach * size,
+         fmt::format("its origin [{:g}, {:g}, {:g}] is {:.3g} m from the link's origin, more than {:g} times the robot's size ({:.3g} m, "
+                     "the sum of its joint offsets); a sensor sits on its link", d.xyz[0], d.xyz[1], d.xyz[2], reach, kMaxSensorReach, size));
+    need(!d.components_given || !d.components.empty(), "'components: []' measures nothing; list the components it measures, or leave "
+                                                       "'components' out to measure all of them");
+    const Xform<double> X_origin = origin_xform(d.xyz, d.rpy);
     auto joint_body = [&]() {
         need(!d.joint.empty(), "needs 'joint'");
         for (int i = 0; i < m.num_bodies(); ++i)
@@ -296,10 +372,10 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
         need(d.direction == "child_to_parent" || d.direction == "parent_to_child", "measure_direction must be child_to_parent or parent_to_child");
         s.sign = d.direction == "parent_to_child" ? 1.0 : -1.0;
         need(d.frame == "child" || d.frame == "parent" || d.frame == "sensor", "frame must be child, parent or sensor");
-        if (d.frame == "parent") {
-            need(m.bodies[s.body].type == JointType::Fixed, "frame 'parent' is supported on fixed joints only (use child or sensor)");
+        if (d.frame == "parent") {  // the parent link's frame, relative to the parent body (or the world)
             s.frame_is_parent = true;
-            s.X_sensor_body = inverse(m.bodies[s.body].X_tree);  // child -> parent frame (the joint is fixed)
+            auto parent = l.joint_parent.find(d.joint);
+            s.X_sensor_body = parent != l.joint_parent.end() ? l.links.at(parent->second).X_link_body : identity_xform<double>();
         } else if (d.frame == "sensor") {
             s.X_sensor_body = X_origin;  // origin relative to the child link
         }
@@ -326,9 +402,11 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
             need(std::find(s.components.begin(), s.components.end(), k) == s.components.end(),
                  fmt::format("component {} cannot be both measured and zero", kWrenchComp[k]));
         for (const Sensor& o : p.sensors)
-            if (o.type == SensorType::ContactWrench && o.body == s.body)
-                throw InputError(d.where + fmt::format("sensor '{}': link '{}' already has the contact sensor '{}' (one per body)", d.name, d.link, o.name));
-        p.wrench[s.body] = WrenchMode::Unknown;
+            if (o.type == SensorType::ContactWrench && o.link == s.link)
+                throw InputError(d.where + fmt::format("sensor '{}': link '{}' already has the contact sensor '{}' (one per link)", d.name, d.link, o.name));
+        // it measures the wrench on its link, which is unknown: the body's own, or a merged link's
+        if (m.bodies[s.body].name == d.link) p.wrench[s.body] = WrenchMode::Unknown;
+        else set_link_wrench(l, d.link, WrenchMode::Unknown, p);
     } else if (d.type == "accelerometer") {
         s.type = SensorType::Accelerometer;
         need(!d.link.empty(), "needs 'link' (URDF: <parent link=...>)");
@@ -540,6 +618,8 @@ bool Problem::classical() const {
         if (j == JointKnown::None || j == JointKnown::Both) return false;
     for (WrenchMode w : wrench)
         if (w == WrenchMode::Unknown) return false;
+    for (const LinkWrench& w : link_wrenches)
+        if (w.mode == WrenchMode::Unknown) return false;
     return true;
 }
 
@@ -596,10 +676,12 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
         const YAML::Node g = spec["gravity"];
         if (!g.IsSequence() || g.size() != 3) throw InputError(where(file, g) + "'gravity' must be [gx, gy, gz]");
         for (int k = 0; k < 3; ++k) p.gravity.l[k] = g[k].as<double>();
+        for (int k = 0; k < 3; ++k)
+            if (!std::isfinite(p.gravity.l[k])) throw InputError(where(file, g) + "'gravity' must be three finite numbers");
     }
     read_joints(spec["joints"], file, model, p);
     couple_joint_modes(model, p);
-    read_wrenches(spec["external_wrenches"], file, model, p);
+    read_wrenches(spec["external_wrenches"], file, loaded, p);
     if (version < 2)
         for (JointKnown& j : p.joint)
             if (j == JointKnown::None || j == JointKnown::Both)

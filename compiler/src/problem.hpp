@@ -40,10 +40,15 @@ struct Sensor {
     std::string link;        ///< link it is attached to (F/T: the joint's child link)
     std::string joint;       ///< F/T sensors, joint sensors
     int body = -1;           ///< body of `link` (F/T: the joint's child body), or of the joint
-    /// Sensor frame: motion transform from the body's frame to the sensor frame (F/T sensors in
-    /// the child or parent frame: that link's frame; accelerometers: the sensor's pose).
+    /// Sensor frame: motion transform from the body's frame to the sensor frame (F/T sensors in the
+    /// child frame: identity; in a sensor frame: its pose in the child link; accelerometers, contact
+    /// sensors: the sensor's pose). F/T sensors in the parent frame: from the joint's parent body's
+    /// frame to its parent link's frame (identity unless that link was merged; for the root joint
+    /// of a fixed base, from the world).
     Xform<double> X_sensor_body = identity_xform<double>();
-    bool frame_is_parent = false;  ///< F/T with <frame>parent</frame>: expressed in the parent link
+    /// F/T with <frame>parent</frame>: the wrench X_up^T f_i, in the parent link's frame (at any
+    /// joint: for a moving one the frame turns with q relative to the child).
+    bool frame_is_parent = false;
     double sign = 1;               ///< F/T: +1 parent_to_child (the wrench on the child), -1 child_to_parent
     std::vector<int> components;   ///< measured components ([n f] or [x y z] order)
     std::vector<int> zero_components;  ///< ContactWrench: components known to be exactly zero
@@ -69,13 +74,24 @@ struct Outputs {
     bool joint_wrenches = false;      ///< every body's joint wrench f_i (link frame, on the child)
 };
 
+/// An external wrench on a link that was merged into a body through fixed joints (a foot's sole, a
+/// tool frame): expressed in that link's frame at its origin. The bodies' own links are
+/// Problem::wrench.
+struct LinkWrench {
+    std::string link;
+    int body = -1;                                          ///< the body it was merged into
+    Xform<double> X_link_body = identity_xform<double>();   ///< body frame -> link frame
+    WrenchMode mode = WrenchMode::Input;
+};
+
 struct Problem {
     std::string kind;  ///< "id", "fd", "hybrid"
     std::string spec_file;  ///< YAML spec, when the problem came from one
     bool floating_base = false;
     SVec<double> gravity{{{0, 0, 0}}, {{0, 0, -9.81}}};
     std::vector<JointKnown> joint;   ///< per body (ignored for bodies without DoF)
-    std::vector<WrenchMode> wrench;  ///< per body
+    std::vector<WrenchMode> wrench;  ///< per body (its own link)
+    std::vector<LinkWrench> link_wrenches;  ///< merged links with an input or unknown wrench, by body then name
     std::vector<Sensor> sensors;
     Outputs outputs;
     std::vector<std::string> notes;  ///< things the user should know (gyroscopes ignored, ...)

@@ -36,11 +36,206 @@ Id divide(ir::Program& P, Lu& lu, int k, Id a, Id p) {
     return P.mul(a, inverse(P, lu, k, p));
 }
 
-/// Weight of an exact equation left in a least-squares block, relative to the heaviest measurement:
-/// exact equations that couple the measurements (a floating base's balance, say) are met exactly
-/// when the data are consistent, and to about 1e-4 of the measurement residuals otherwise. (A
-/// heavier weight costs accuracy in float: the block's condition grows with its square root.)
-constexpr double kExactWeight = 1e4;
+/// Modified Gram-Schmidt A = Q R of the columns of A (all of one length), in the IR. Its pivots
+/// r_jj are norms: positive whenever A has full column rank, so no pivot can cross zero.
+struct GramQr {
+    std::vector<std::vector<Id>> Q;  ///< Q[j][a]: column j (normalized), row a
+    std::vector<std::vector<Id>> R;  ///< R[j][l] for l >= j
+    std::vector<Id> Rinv;            ///< 1 / r_jj, shared by the columns and every right-hand side
+};
+
+/// Factors the columns `A`; returns the first column that is structurally a combination of the
+/// ones before it (its r_jj folds to zero), or -1.
+int gram_qr(ir::Program& P, ir::ZeroTest& zt, std::vector<std::vector<Id>> A, GramQr& g) {
+    const int k = static_cast<int>(A.size());
+    g.Q = std::move(A);
+    g.R.assign(k, std::vector<Id>(k, P.zero()));
+    g.Rinv.assign(k, -1);
+    for (int j = 0; j < k; ++j) {
+        std::vector<Id>& qj = g.Q[j];
+        g.R[j][j] = P.sqrt(P.dot(qj, qj));
+        if (g.R[j][j] == P.zero()) return j;
+        g.Rinv[j] = P.div(P.one(), g.R[j][j]);
+        for (Id& e : qj) e = P.mul(e, g.Rinv[j]);
+        for (int l = j + 1; l < k; ++l) {
+            g.R[j][l] = P.dot(qj, g.Q[l]);
+            if (g.R[j][l] == P.zero() || zt.is_zero(P, g.R[j][l])) {
+                g.R[j][l] = P.zero();
+                continue;
+            }
+            for (std::size_t a = 0; a < qj.size(); ++a) g.Q[l][a] = P.sub(g.Q[l][a], P.mul(g.R[j][l], qj[a]));
+        }
+    }
+    return -1;
+}
+
+/// The least-squares solution of A x = v from gram_qr's factors: the same Gram-Schmidt steps on v
+/// (Bjorck 1967: backward stable, without squaring the condition number), then R x = t.
+std::vector<Id> gram_solve(ir::Program& P, const GramQr& g, std::vector<Id> v) {
+    const int k = static_cast<int>(g.Q.size());
+    std::vector<Id> t(k), x(k);
+    for (int j = 0; j < k; ++j) {
+        t[j] = P.dot(g.Q[j], v);
+        for (std::size_t a = 0; a < v.size(); ++a)
+            if (g.Q[j][a] != P.zero()) v[a] = P.sub(v[a], P.mul(t[j], g.Q[j][a]));
+    }
+    for (int j = k - 1; j >= 0; --j) {
+        Id xj = t[j];
+        for (int l = j + 1; l < k; ++l) xj = P.sub(xj, P.mul(g.R[j][l], x[l]));
+        x[j] = P.mul(xj, g.Rinv[j]);
+    }
+    return x;
+}
+
+/// The trailing block's factors (see Tail).
+struct TailFactors {
+    bool constrained = false;
+    std::vector<int> exact, soft;  ///< constrained: positions in Tail::rows
+    std::vector<Id> sw;            ///< sqrt of the weights: per row (plain), per measurement (constrained)
+    GramQr block;                  ///< plain: W^1/2 B; direct: the reduced W^1/2 S^; null space: the stacked matrix
+    // direct elimination
+    std::vector<int> other;        ///< positions in Tail::cols of the columns x_N (not in the basis)
+    GramQr basis;                  ///< E_B = Q_B R_B
+    std::vector<std::vector<Id>> EN;  ///< Q_B^T E_N (basis x other)
+    std::vector<std::vector<Id>> G;   ///< S_B R_B^-1 (measurements x basis)
+    // null space
+    GramQr constraint;                ///< E^T = Q1^T R1 (Q1 with orthonormal rows)
+    std::vector<std::vector<Id>> SQ;  ///< S Q1^T (measurements x exact rows)
+};
+
+/// Entry (row, col) of the partly eliminated matrix, or zero.
+Id entry(const ir::Program& P, const std::vector<std::map<int, Id>>& A, int row, int col) {
+    auto e = A[row].find(col);
+    return e == A[row].end() ? P.zero() : e->second;
+}
+
+/// Column j of a row-major matrix.
+std::vector<Id> column(const std::vector<std::vector<Id>>& M, int j) {
+    std::vector<Id> c;
+    for (const std::vector<Id>& row : M) c.push_back(row[static_cast<std::size_t>(j)]);
+    return c;
+}
+
+bool factor_tail(ir::Program& P, ir::ZeroTest& zt, const System& sys, const std::vector<std::map<int, Id>>& A, const Tail& tail,
+                 TailFactors& tf, Factorization& out, std::string& why) {
+    const int kb = static_cast<int>(tail.cols.size()), rb = static_cast<int>(tail.rows.size());
+    for (int a = 0; a < rb; ++a) (!tail.weights.empty() && tail.weights[a] == 0 ? tf.exact : tf.soft).push_back(a);
+    tf.constrained = !tf.exact.empty() && !tf.soft.empty();
+    auto deficient = [&](const char* what, int j) {
+        why = fmt::format("the trailing {}x{} block's {} is structurally rank deficient at {}", rb, kb, what, sys.cols[tail.cols[j]].label);
+        return false;
+    };
+    auto pivot = [&](int row, int col, Id value, PivotKind kind) {
+        out.pivots.push_back({{tail.rows[row], tail.cols[col]}, value, P.is_const(value) ? PivotKind::Constant : kind, 0});
+    };
+    auto weighted = [&](Id sw, Id v) { return v == P.zero() ? v : P.mul(sw, v); };
+    if (!tf.constrained) {  // W^1/2 B, column by column (weights 1 for a square block)
+        for (int a = 0; a < rb; ++a) tf.sw.push_back(P.constant(std::sqrt(tail.weights.empty() || tail.weights[a] == 0 ? 1.0 : tail.weights[a])));
+        std::vector<std::vector<Id>> B(kb, std::vector<Id>(rb));
+        for (int j = 0; j < kb; ++j)
+            for (int a = 0; a < rb; ++a) B[j][a] = weighted(tf.sw[a], entry(P, A, tail.rows[a], tail.cols[j]));
+        if (const int j = gram_qr(P, zt, std::move(B), tf.block); j >= 0) return deficient("matrix", j);
+        for (int j = 0; j < kb; ++j) pivot(std::min(j, rb - 1), j, tf.block.R[j][j], PivotKind::Gram);
+        out.nnz_L += static_cast<long>(rb) * kb;
+        out.nnz_U += static_cast<long>(kb) * (kb + 1) / 2;
+        return true;
+    }
+    const int p = static_cast<int>(tf.exact.size()), s = static_cast<int>(tf.soft.size());
+    std::vector<std::vector<Id>> E(p, std::vector<Id>(kb)), S(s, std::vector<Id>(kb));  // row-major
+    for (int i = 0; i < p; ++i)
+        for (int j = 0; j < kb; ++j) E[i][j] = entry(P, A, tail.rows[tf.exact[i]], tail.cols[j]);
+    for (int a = 0; a < s; ++a) {
+        tf.sw.push_back(P.constant(std::sqrt(tail.weights[tf.soft[a]])));
+        for (int j = 0; j < kb; ++j) S[a][j] = entry(P, A, tail.rows[tf.soft[a]], tail.cols[j]);
+    }
+    if (!tail.nullspace) {  // direct elimination through the basis columns
+        const int r = static_cast<int>(tail.basis.size());
+        std::vector<std::vector<Id>> EB;
+        for (int j : tail.basis) EB.push_back(column(E, j));
+        if (const int b = gram_qr(P, zt, std::move(EB), tf.basis); b >= 0) return deficient("exact rows", tail.basis[b]);
+        for (int b = 0; b < r; ++b) pivot(tf.exact[std::min(b, p - 1)], tail.basis[b], tf.basis.R[b][b], PivotKind::Validated);
+        for (int j = 0; j < kb; ++j)
+            if (std::find(tail.basis.begin(), tail.basis.end(), j) == tail.basis.end()) tf.other.push_back(j);
+        const int nN = static_cast<int>(tf.other.size());
+        tf.EN.assign(r, std::vector<Id>(nN));
+        for (int b = 0; b < r; ++b)
+            for (int c = 0; c < nN; ++c) tf.EN[b][c] = P.dot(tf.basis.Q[b], column(E, tf.other[c]));
+        tf.G.assign(s, std::vector<Id>(r));  // G R_B = S_B
+        for (int a = 0; a < s; ++a)
+            for (int b = 0; b < r; ++b) {
+                Id v = S[a][tail.basis[b]];
+                for (int l = 0; l < b; ++l) v = P.sub(v, P.mul(tf.G[a][l], tf.basis.R[l][b]));
+                tf.G[a][b] = P.mul(v, tf.basis.Rinv[b]);
+            }
+        std::vector<std::vector<Id>> M(nN, std::vector<Id>(s));  // W^1/2 (S_N - G Q_B^T E_N), column by column
+        for (int c = 0; c < nN; ++c)
+            for (int a = 0; a < s; ++a) M[c][a] = weighted(tf.sw[a], P.sub(S[a][tf.other[c]], P.dot(tf.G[a], column(tf.EN, c))));
+        if (const int c = gram_qr(P, zt, std::move(M), tf.block); c >= 0) return deficient("reduced least-squares matrix", tf.other[c]);
+        for (int c = 0; c < nN; ++c) pivot(tf.soft[std::min(c, s - 1)], tf.other[c], tf.block.R[c][c], PivotKind::Gram);
+        out.nnz_L += static_cast<long>(p) * r + static_cast<long>(s) * nN;
+        out.nnz_U += static_cast<long>(r) * (r + 1) / 2 + static_cast<long>(r) * nN + static_cast<long>(nN) * (nN + 1) / 2;
+        return true;
+    }
+    // the null-space method: E^T = Q1^T R1
+    if (const int i = gram_qr(P, zt, E, tf.constraint); i >= 0) {
+        why = fmt::format("the exact rows of the trailing {}x{} block are structurally dependent at {}", rb, kb, sys.rows[tail.rows[tf.exact[i]]].label);
+        return false;
+    }
+    for (int i = 0; i < p; ++i) pivot(tf.exact[i], std::min(i, kb - 1), tf.constraint.R[i][i], PivotKind::Constraint);
+    const std::vector<std::vector<Id>>& Q1 = tf.constraint.Q;  // p rows of length kb
+    tf.SQ.assign(s, std::vector<Id>(p));
+    for (int a = 0; a < s; ++a)
+        for (int i = 0; i < p; ++i) tf.SQ[a][i] = P.dot(S[a], Q1[i]);
+    std::vector<std::vector<Id>> M(kb, std::vector<Id>(s + p));  // [W^1/2 S (I - Q1^T Q1); Q1], column by column
+    for (int j = 0; j < kb; ++j) {
+        const std::vector<Id> q1j = column(Q1, j);
+        for (int a = 0; a < s; ++a) M[j][a] = weighted(tf.sw[a], P.sub(S[a][j], P.dot(tf.SQ[a], q1j)));
+        for (int i = 0; i < p; ++i) M[j][s + i] = q1j[i];
+    }
+    if (const int j = gram_qr(P, zt, std::move(M), tf.block); j >= 0) return deficient("reduced least-squares matrix", j);
+    for (int j = 0; j < kb; ++j) pivot(tf.soft[std::min(j, s - 1)], j, tf.block.R[j][j], PivotKind::Gram);
+    out.nnz_L += static_cast<long>(p) * kb + static_cast<long>(s + p) * kb;
+    out.nnz_U += static_cast<long>(p) * (p + 1) / 2 + static_cast<long>(kb) * (kb + 1) / 2;
+    return true;
+}
+
+/// x over the block's columns from y (row space) by the factors of factor_tail.
+void solve_tail(ir::Program& P, const Tail& tail, const TailFactors& tf, const std::vector<Id>& y, std::vector<Id>& x) {
+    const int kb = static_cast<int>(tail.cols.size()), s = static_cast<int>(tf.soft.size());
+    std::vector<Id> sol(kb);
+    if (!tf.constrained) {
+        std::vector<Id> v;
+        for (std::size_t a = 0; a < tail.rows.size(); ++a) v.push_back(P.mul(tf.sw[a], y[tail.rows[a]]));
+        sol = gram_solve(P, tf.block, v);
+    } else if (!tail.nullspace) {  // x_N by least squares, then R_B x_B = Q_B^T y_E - Q_B^T E_N x_N
+        const int r = static_cast<int>(tail.basis.size()), nN = static_cast<int>(tf.other.size());
+        std::vector<Id> yE, e(r);
+        for (int i : tf.exact) yE.push_back(y[tail.rows[i]]);
+        for (int b = 0; b < r; ++b) e[b] = P.dot(tf.basis.Q[b], yE);
+        std::vector<Id> v(s);
+        for (int a = 0; a < s; ++a) v[a] = P.mul(tf.sw[a], P.sub(y[tail.rows[tf.soft[a]]], P.dot(tf.G[a], e)));
+        const std::vector<Id> xN = gram_solve(P, tf.block, v);
+        for (int c = 0; c < nN; ++c) sol[tf.other[c]] = xN[c];
+        for (int b = r - 1; b >= 0; --b) {
+            Id v2 = P.sub(e[b], P.dot(tf.EN[b], xN));
+            for (int l = b + 1; l < r; ++l) v2 = P.sub(v2, P.mul(tf.basis.R[b][l], sol[tail.basis[l]]));
+            sol[tail.basis[b]] = P.mul(v2, tf.basis.Rinv[b]);
+        }
+    } else {  // R1^T y1 = y_E; u from the stacked least squares; x = Q1^T y1 + u
+        const int p = static_cast<int>(tf.exact.size());
+        std::vector<Id> y1(p);
+        for (int i = 0; i < p; ++i) {
+            Id v = y[tail.rows[tf.exact[i]]];
+            for (int l = 0; l < i; ++l) v = P.sub(v, P.mul(tf.constraint.R[l][i], y1[l]));
+            y1[i] = P.mul(v, tf.constraint.Rinv[i]);
+        }
+        std::vector<Id> v(s + p, P.zero());
+        for (int a = 0; a < s; ++a) v[a] = P.mul(tf.sw[a], P.sub(y[tail.rows[tf.soft[a]]], P.dot(tf.SQ[a], y1)));
+        sol = gram_solve(P, tf.block, v);
+        for (int j = 0; j < kb; ++j) sol[j] = P.add(P.dot(column(tf.constraint.Q, j), y1), sol[j]);
+    }
+    for (int j = 0; j < kb; ++j) x[tail.cols[j]] = sol[j];
+}
 
 /// osim with `lambda`: Lambda = (Lambda^-1)^-1 by a static LDL^T of the symmetric positive
 /// definite Lambda^-1 (its upper triangle, as computed), then Lambda = W^T D^-1 W with W = L^-1:
@@ -348,45 +543,10 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
             return false;
         }
     }
-    // The trailing block (see Tail): modified Gram-Schmidt on W^1/2 S, column by column.
-    const int kb = static_cast<int>(tail.cols.size()), rb = static_cast<int>(tail.rows.size());
-    std::vector<std::vector<Id>> Q(kb, std::vector<Id>(rb));  // Q[j][a]: column j, row a
-    std::vector<std::vector<Id>> R(kb, std::vector<Id>(kb, P.zero()));
-    std::vector<Id> Rinv(kb);  // 1 / r_jj, shared by the columns and every right-hand side
-    std::vector<Id> sw(rb);  // sqrt of the row weights
-    if (kb > 0) {
-        double heaviest = 0;
-        for (double w : tail.weights) heaviest = std::max(heaviest, w);
-        for (int a = 0; a < rb; ++a) {
-            const double w = tail.weights.empty() ? 1.0 : tail.weights[a] == 0 ? kExactWeight * std::max(heaviest, 1.0) : tail.weights[a];
-            sw[a] = P.constant(std::sqrt(w));
-        }
-        for (int j = 0; j < kb; ++j)
-            for (int a = 0; a < rb; ++a) {
-                auto e = lu.A[tail.rows[a]].find(tail.cols[j]);
-                Q[j][a] = e == lu.A[tail.rows[a]].end() ? P.zero() : P.mul(sw[a], e->second);
-            }
-        for (int j = 0; j < kb; ++j) {
-            R[j][j] = P.sqrt(P.dot(Q[j], Q[j]));
-            if (R[j][j] == P.zero()) {
-                why = fmt::format("the trailing {}x{} block is structurally rank deficient at {}", rb, kb, sys.cols[tail.cols[j]].label);
-                return false;
-            }
-            Rinv[j] = P.div(P.one(), R[j][j]);
-            for (int a = 0; a < rb; ++a) Q[j][a] = P.mul(Q[j][a], Rinv[j]);
-            out.pivots.push_back({{tail.rows[std::min(j, rb - 1)], tail.cols[j]}, R[j][j], P.is_const(R[j][j]) ? PivotKind::Constant : PivotKind::Gram, 0});
-            for (int l = j + 1; l < kb; ++l) {
-                R[j][l] = P.dot(Q[j], Q[l]);
-                if (R[j][l] == P.zero() || zt.is_zero(P, R[j][l])) {
-                    R[j][l] = P.zero();
-                    continue;
-                }
-                for (int a = 0; a < rb; ++a) Q[l][a] = P.sub(Q[l][a], P.mul(R[j][l], Q[j][a]));
-            }
-        }
-        out.nnz_L += static_cast<long>(rb) * kb;
-        out.nnz_U += static_cast<long>(kb) * (kb + 1) / 2;
-    }
+    // The trailing block (see Tail)
+    const int kb = static_cast<int>(tail.cols.size());
+    TailFactors tf;
+    if (kb > 0 && !factor_tail(P, zt, sys, lu.A, tail, tf, out, why)) return false;
     out.first_solve_node = P.size();
     // x with D x + bvec = 0, through the factors: y = L \ (-bvec), the tail, then x = U \ y
     auto solve = [&](const std::vector<Id>& bvec) {
@@ -395,20 +555,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         for (int k = 0; k < npiv; ++k)
             for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
         std::vector<Id> x(n, -1);
-        if (kb > 0) {  // t = the same Gram-Schmidt steps on W^1/2 y (Bjorck: a backward stable least-squares solve), R x = t
-            std::vector<Id> v(rb), t(kb);
-            for (int a = 0; a < rb; ++a) v[a] = P.mul(sw[a], y[tail.rows[a]]);
-            for (int j = 0; j < kb; ++j) {
-                t[j] = P.dot(Q[j], v);
-                for (int a = 0; a < rb; ++a)
-                    if (Q[j][a] != P.zero()) v[a] = P.sub(v[a], P.mul(t[j], Q[j][a]));
-            }
-            for (int j = kb - 1; j >= 0; --j) {
-                Id xj = t[j];
-                for (int l = j + 1; l < kb; ++l) xj = P.sub(xj, P.mul(R[j][l], x[tail.cols[l]]));
-                x[tail.cols[j]] = P.mul(xj, Rinv[j]);
-            }
-        }
+        if (kb > 0) solve_tail(P, tail, tf, y, x);
         for (int k = npiv - 1; k >= 0; --k) {  // x = U \ y, last pivot first
             const auto [r, c] = order[k];
             Id s = y[r];

@@ -27,8 +27,14 @@ enum class PivotKind {
     Articulated,   ///< a projection S^T IA S of an articulated inertia (tree order), or a pivot of
                    ///< its LDL^T for multi-DoF joints: positive when the subtree has inertia
     Validated,     ///< anything else: validated numerically over random and special configurations
-    Gram,          ///< a diagonal entry r_jj of the Gram-Schmidt QR of the trailing block: a norm,
-                   ///< positive whenever the block has full column rank
+                   ///< (also the QR pivots of a trailing block's basis columns, see Tail)
+    Gram,          ///< a diagonal entry r_jj of a Gram-Schmidt QR of the trailing block: a norm,
+                   ///< positive whenever the block (or its exact rows' transpose) has full column rank
+    Constraint,    ///< a diagonal entry of the Gram-Schmidt QR of a trailing block's exact rows,
+                   ///< transposed (Tail, null-space method): a norm, positive whenever they have full
+                   ///< row rank. Where they lose it, the exact equations cannot all hold for general
+                   ///< inputs, whatever the order: such a pivot coming near zero makes the problem
+                   ///< ill-posed there (order.cpp)
     Lambda,        ///< a pivot d_j of the LDL^T of Lambda^-1 (osim with lambda): positive except at
                    ///< the robot's kinematic singularities, where Lambda does not exist; checked at
                    ///< run time (signed) against 1e-10 (double) or 1e-4 (float) of its largest
@@ -37,15 +43,31 @@ enum class PivotKind {
 
 /// The trailing block of a candidate order that is not eliminated by pivots: after the pivots, the
 /// active rows `rows` (at least as many as `cols`) over the remaining columns `cols` form a block B
-/// solved in the least-squares sense by modified Gram-Schmidt on W^1/2 B (and the same steps on
-/// the right-hand side, which makes it backward stable; Bjorck 1967): B = Q R with the pivots
-/// r_jj = |column j after the earlier ones are removed| > 0 whenever B has full column rank, so no
-/// pivot can cross zero and the static order is safe. A square nonsingular block gives the exact
-/// solution (weights 1); a least-squares block weights each soft row by its inverse variance and
-/// each exact row (weight 0 here) by 1e4 times the heaviest measurement.
+/// solved by modified Gram-Schmidt (and the same steps on the right-hand side, which makes it
+/// backward stable; Bjorck 1967): B = Q R with the pivots r_jj = |column j after the earlier ones
+/// are removed| > 0 whenever B has full column rank, so no pivot can cross zero and the static
+/// order is safe. A square nonsingular block gives the exact solution (weights 1); a block of
+/// measurements alone is solved in the least-squares sense of W^1/2 B (weights 1/variance).
+///
+/// A block with exact rows E (weight 0) and measurements S is the equality-constrained problem
+/// min |W^1/2 (S x - y_S)| subject to E x = y_E, and E is eliminated exactly, by one of:
+///  - direct elimination (`basis`: columns of E that span its range at every configuration): the
+///    QR of those columns E_B = Q_B R_B (validated pivots) expresses x_B through the other unknowns
+///    x_N, and the measurements are fitted in x_N by the QR of the reduced W^1/2 (S_N - S_B R_B^-1
+///    Q_B^T E_N) (norms, positive whenever the problem is well posed). E may be rank deficient: rows
+///    that are combinations of the others at every configuration (conditions on the inputs, such as
+///    a balance that no unknown enters) are satisfied with the others when the inputs are consistent;
+///  - the null-space method (`nullspace`, E of full row rank): the QR of E^T (norms, positive
+///    whenever E has full row rank) gives x = Q1^T y1 + u, with u the least-squares solution of
+///    [W^1/2 S (I - Q1^T Q1); Q1] u = [W^1/2 (y_S - S Q1^T y1); 0] (full column rank exactly when
+///    the problem is well posed; Q1 u = 0 at its solution). No choice of columns: it applies where
+///    no basis stays independent at every configuration.
+/// Either way E x = y_E holds to rounding whatever the measurements.
 struct Tail {
     std::vector<int> rows, cols;
     std::vector<double> weights;  ///< per row of `rows`; 0 marks an exact row
+    std::vector<int> basis;       ///< direct elimination: positions in `cols` of E's basis columns
+    bool nullspace = false;       ///< the null-space method instead
     bool empty() const { return cols.empty() && rows.empty(); }
 };
 

@@ -315,6 +315,7 @@ class Builder {
     void force_rows(int i);
     void mimic_rows(int i);
     void sensor_rows();
+    template <class Row> void ft_parent_rows(int si, Row measurement_row);
     void slots();
     void outputs();
     void responses();
@@ -323,7 +324,25 @@ class Builder {
     V6 gravity_in_body(int i);  ///< X_{i<-0} a_g (the gravity acceleration in body i's frame)
     Id wrench_input(int i, int k);
 
-    std::vector<std::array<std::array<double, 6>, 6>> G_;  // per body with an unknown wrench: w -> f^x (internal frame)
+    /// An external wrench (an input or unknown) on a body's own link or on a link merged into it.
+    struct Site {
+        int body = -1;
+        std::string link;
+        bool own = true;  ///< the body's own link (Problem::wrench), else Problem::link_wrenches
+        Xform<double> X_link_body = identity_xform<double>();
+        WrenchMode mode = WrenchMode::Input;
+        const Sensor* contact = nullptr;  ///< Unknown: the contact sensor on the link, if any
+        std::vector<int> in{};            ///< Input: input slots of [n f] (link frame, link origin)
+        std::vector<int> w{};             ///< Unknown: columns (-1: a component known to be zero)
+        Xform<double> X_w_body = identity_xform<double>();  ///< Unknown: the frame of w (the contact sensor's, else the link's)
+        std::array<std::array<double, 6>, 6> G{};  ///< Unknown: w -> f^x (internal frame)
+    };
+    std::vector<Site> sites_;  // by body: its own link first, then merged links by name
+    const Site* own_site(int i, WrenchMode mode) const {
+        for (const Site& st : sites_)
+            if (st.body == i && st.own && st.mode == mode) return &st;
+        return nullptr;
+    }
     std::vector<V6> gravity_;
     std::vector<bool> gravity_done_;
     std::vector<std::vector<int>> qdd_in_, tau_in_;  // per body: input index of a known qdd / tau
@@ -336,7 +355,6 @@ class Builder {
     System s_;
     std::vector<std::vector<Factor>> factors_;
     std::vector<V6> c_, pv_;
-    std::vector<std::vector<int>> fx_in_;  // per body: input index of f^x components, or empty
 };
 
 void Builder::kinematics() {
@@ -387,7 +405,7 @@ void Builder::columns() {
     const int nb = m_.num_bodies();
     s_.blocks.resize(nb);
     int next_in = 0;
-    qdd_in_.resize(nb), tau_in_.resize(nb), fx_in_.resize(nb), G_.resize(nb);
+    qdd_in_.resize(nb), tau_in_.resize(nb);
     for (int i = 0; i < nb; ++i) {  // known joint quantities first, in velocity-slot order
         const Body& b = m_.bodies[i];
         if (b.is_mimic()) continue;  // its qdd follows its master's; its torque is part of the master's
@@ -396,9 +414,14 @@ void Builder::columns() {
             if (knows_tau(p_.joint[i])) tau_in_[i].push_back(next_in++);
         }
     }
-    for (int i = 0; i < nb; ++i)
-        if (p_.wrench[i] == WrenchMode::Input)
-            for (int k = 0; k < 6; ++k) fx_in_[i].push_back(next_in++);
+    for (int i = 0; i < nb; ++i) {  // the external wrenches: each body's own link, then the links merged into it
+        if (p_.wrench[i] != WrenchMode::Zero) sites_.push_back({i, m_.bodies[i].name, true, identity_xform<double>(), p_.wrench[i]});
+        for (const LinkWrench& lw : p_.link_wrenches)
+            if (lw.body == i && lw.mode != WrenchMode::Zero) sites_.push_back({i, lw.link, false, lw.X_link_body, lw.mode});
+    }
+    for (Site& st : sites_)
+        if (st.mode == WrenchMode::Input)
+            for (int k = 0; k < 6; ++k) st.in.push_back(next_in++);
     n_known_inputs_ = next_in;
     s_.classical = p_.classical();
     for (int i = 0; i < nb; ++i) {
@@ -417,20 +440,22 @@ void Builder::columns() {
         B.mimic = b.is_mimic();
         B.joint_is_qdd = p_.joint[i] == JointKnown::Tau || (B.mimic && !B.qdd.empty());
         B.joint = B.joint_is_qdd ? B.qdd : B.tau;
-        if (p_.wrench[i] == WrenchMode::Unknown) {
-            // f^x = X^T w with w in the sensor frame of a contact sensor (else the link frame), then
+        for (Site& st : sites_) {
+            if (st.body != i || st.mode != WrenchMode::Unknown) continue;
+            // f^x = X^T w with w in the frame of a contact sensor on the link (else the link's), then
             // into the internal frame; components known to be zero get no column.
-            Xform<double> X = identity_xform<double>();
-            const Sensor* cs = nullptr;
+            st.X_w_body = st.X_link_body;
             for (const Sensor& sn : p_.sensors)
-                if (sn.type == SensorType::ContactWrench && sn.body == i) cs = &sn, X = sn.X_sensor_body;
+                if (sn.type == SensorType::ContactWrench && sn.link == st.link) st.contact = &sn, st.X_w_body = sn.X_sensor_body;
+            const Sensor* cs = st.contact;
             const Xform<double> T = im_.frames[i].T;
-            G_[i] = matrix_of([&](const SVec<double>& w) { return nelu::apply_force(T, apply_transpose(X, w)); });
+            st.G = matrix_of([&](const SVec<double>& w) { return nelu::apply_force(T, apply_transpose(st.X_w_body, w)); });
             for (int k = 0; k < 6; ++k) {
                 const bool zero = cs && std::find(cs->zero_components.begin(), cs->zero_components.end(), k) != cs->zero_components.end();
-                B.w.push_back(zero ? -1 : new_column(Quantity::ExternalWrench, i, k, fmt::format("f^x[{}].{}{}", L, component_name(Quantity::JointWrench, k),
-                                                                                                   cs ? fmt::format(" ({} frame)", cs->name) : std::string())));
+                st.w.push_back(zero ? -1 : new_column(Quantity::ExternalWrench, i, k, fmt::format("f^x[{}].{}{}", st.link, component_name(Quantity::JointWrench, k),
+                                                                                                    cs ? fmt::format(" ({} frame)", cs->name) : std::string())));
             }
+            if (st.own) B.w = st.w;
         }
         const int m = static_cast<int>(factors_[i].size());
         if (b.parent >= 0)
@@ -506,11 +531,15 @@ void Builder::force_rows(int i) {
     BodyBlock& B = s_.blocks[i];
     const std::string& L = b.name;
     M6 I = inertia_matrix(P, b.I);
-    V6 fx;  // f^x in the internal frame: X* f^x with X = T (URDF link frame -> internal frame)
-    fx.fill(P.zero());
-    if (!fx_in_[i].empty()) {
-        for (int k = 0; k < 6; ++k) fx[k] = P.input(ir::Source::In, fx_in_[i][k]);
-        if (im_.frames[i].moved) fx = apply_force(P, im_.frames[i].T, fx);
+    // the input wrenches in the internal frame: X* f^x with X = T X_{body<-link} (link frame -> internal frame)
+    std::vector<std::pair<const Site*, V6>> inputs;
+    for (const Site& st : sites_) {
+        if (st.body != i || st.mode != WrenchMode::Input) continue;
+        V6 fx;
+        for (int k = 0; k < 6; ++k) fx[k] = P.input(ir::Source::In, st.in[k]);
+        const Xform<double> X = compose(im_.frames[i].T, inverse(st.X_link_body));
+        if (im_.frames[i].moved || !st.own) fx = apply_force(P, X, fx);
+        inputs.push_back({&st, fx});
     }
     for (int k = 0; k < 6; ++k) {
         int r = new_row(RowKind::Force, i, k, fmt::format("(3f) {} {}", L, component_name(Quantity::JointWrench, k)));
@@ -518,15 +547,17 @@ void Builder::force_rows(int i) {
         for (int c = 0; c < 6; ++c) put(r, B.a[c], I[k][c]);
         put(r, B.f[k], P.neg(P.one()));
         add_b(r, pv_[i][k]);
-        if (!fx_in_[i].empty()) {
+        for (const auto& [st, fx] : inputs) {
             add_b(r, P.neg(fx[k]));
-            const Xform<double> T = im_.frames[i].T;
-            const auto Ts = matrix_of([&](const SVec<double>& f) { return nelu::apply_force(T, f); });
+            const Xform<double> X = compose(im_.frames[i].T, inverse(st->X_link_body));
+            const auto Ts = matrix_of([&](const SVec<double>& f) { return nelu::apply_force(X, f); });
             for (int j = 0; j < 6; ++j)
-                if (Ts[k][j] != 0) s_.b_input[r].push_back({fx_in_[i][j], -Ts[k][j]});
+                if (Ts[k][j] != 0) s_.b_input[r].push_back({st->in[j], -Ts[k][j]});
         }
-        for (int c = 0; c < static_cast<int>(B.w.size()); ++c)
-            if (B.w[c] >= 0 && G_[i][k][c] != 0) put(r, B.w[c], cst(P, -G_[i][k][c]));
+        for (const Site& st : sites_)
+            if (st.body == i && st.mode == WrenchMode::Unknown)
+                for (int c = 0; c < 6; ++c)
+                    if (st.w[c] >= 0 && st.G[k][c] != 0) put(r, st.w[c], cst(P, -st.G[k][c]));
     }
     if (b.is_mimic()) return;  // no (3tau) row of its own: see mimic_rows
     for (int d = 0; d < b.nv(); ++d) {
@@ -573,6 +604,40 @@ V6 Builder::gravity_in_body(int i) {
     return gravity_[i] = g;
 }
 
+/// The rows of an F/T sensor in its joint's parent frame: sign X_S^* T_p^T (X_i^T f_i). Below a
+/// body, X_i^T f_i = F_0^T z_{m-1} is the wrench as it enters the parent's (3f) (the force
+/// auxiliaries carry the other factors, the joint's among them, so the entries are constants unless
+/// the transform is the joint alone); at the root, X_i^T = F_0^T ... F_{m-1}^T on f_i.
+template <class Row> void Builder::ft_parent_rows(int si, Row measurement_row) {
+    ir::Program& P = s_.prog;
+    const Sensor& sn = p_.sensors[si];
+    const BodyBlock& B = s_.blocks[sn.body];
+    const int parent = m_.bodies[sn.body].parent;
+    const Xform<double> Tp = parent >= 0 ? im_.frames[parent].T : identity_xform<double>();
+    const auto K = matrix_of([&](const SVec<double>& f) { return sn.sign * nelu::apply_force(sn.X_sensor_body, apply_transpose(Tp, f)); });
+    const auto& F = factors_[sn.body];
+    const bool aux = parent >= 0 && F.size() >= 2;
+    const std::vector<int>& in = aux ? B.z.back() : B.f;
+    M6 X;  // the motion transform whose transpose takes `in` to the parent frame: F_0, or F_{m-1} ... F_0
+    for (int r = 0; r < 6; ++r)
+        for (int c = 0; c < 6; ++c) X[r][c] = r == c ? P.one() : P.zero();
+    for (std::size_t step = 0; step < (aux ? 1 : F.size()); ++step) {
+        const M6 M = factor_matrix(P, F[step]), Y = X;
+        for (int r = 0; r < 6; ++r)
+            for (int c = 0; c < 6; ++c) X[r][c] = P.dot({M[r][0], M[r][1], M[r][2], M[r][3], M[r][4], M[r][5]},
+                                                        {Y[0][c], Y[1][c], Y[2][c], Y[3][c], Y[4][c], Y[5][c]});
+    }
+    for (int c : sn.components) {
+        int r = measurement_row(c, component_name(Quantity::JointWrench, c));
+        for (int j = 0; j < 6; ++j) {  // (K X^T)[c][j]
+            std::vector<Id> k, x;
+            for (int l = 0; l < 6; ++l)
+                if (K[c][l] != 0) k.push_back(cst(P, K[c][l])), x.push_back(X[j][l]);
+            put(r, in[j], P.dot(k, x));
+        }
+    }
+}
+
 /// Measurement rows (one per measured component, reading y an input: row = model(d) - y) and the
 /// exact conditions of known link accelerations.
 void Builder::sensor_rows() {
@@ -594,13 +659,19 @@ void Builder::sensor_rows() {
             return r;
         };
         switch (sn.type) {
-            case SensorType::ContactWrench:
+            case SensorType::ContactWrench: {
+                const auto site = std::find_if(sites_.begin(), sites_.end(), [&](const Site& st) { return st.contact == &sn; });
                 for (int c : sn.components) {
                     int r = measurement_row(c, component_name(Quantity::JointWrench, c));
-                    put(r, B.w[c], P.one());
+                    put(r, site->w[c], P.one());
                 }
                 break;
+            }
             case SensorType::ForceTorque: {
+                if (sn.frame_is_parent) {
+                    ft_parent_rows(si, measurement_row);
+                    break;
+                }
                 // sign * X_S^* T^T f_i: f_i (internal frame) in the link frame, then in the sensor's
                 const auto K = matrix_of([&](const SVec<double>& f) { return sn.sign * nelu::apply_force(sn.X_sensor_body, apply_transpose(T, f)); });
                 for (int c : sn.components) {
@@ -680,9 +751,12 @@ void Builder::slots() {
             if (knows_qdd(p_.joint[i])) in.push_back({Quantity::JointAcceleration, i, d, -1, {}, -1, -1});
             if (knows_tau(p_.joint[i])) in.push_back({Quantity::JointTorque, i, d, -1, {}, -1, -1});
         }
-    for (int i = 0; i < m_.num_bodies(); ++i)
-        if (!fx_in_[i].empty())
-            for (int k = 0; k < 6; ++k) in.push_back({Quantity::ExternalWrench, i, k, -1, {}, -1, -1});
+    for (const Site& st : sites_)
+        if (st.mode == WrenchMode::Input)
+            for (int k = 0; k < 6; ++k) {
+                in.push_back({Quantity::ExternalWrench, st.body, k, -1, {}, -1, -1});
+                if (!st.own) in.back().link = st.link;
+            }
     s_.in = in;
     s_.in.insert(s_.in.end(), meas_in_.begin(), meas_in_.end());  // numbered after the known quantities
 }
@@ -715,7 +789,7 @@ void Builder::responses() {
         SVec<double> f = apply_transpose(ps.X_point_body, e);
         for (int j = 0; j < 6; ++j) {
             const double v = snap_unit(j < 3 ? f.w[j] : f.l[j - 3], 1e-15);
-            if (v != 0) w[fx_in_[ps.body][j]] = v;
+            if (v != 0) w[own_site(ps.body, WrenchMode::Input)->in[j]] = v;
         }
         return w;
     };
@@ -787,13 +861,13 @@ void Builder::outputs() {
             s_.out.push_back(s);
         }
     };
-    if (o.contact_wrenches)  // f^x in the link frame: X^T w
-        for (int i = 0; i < nb; ++i) {
-            if (s_.blocks[i].w.empty()) continue;
-            Xform<double> X = identity_xform<double>();
-            for (const Sensor& sn : p_.sensors)
-                if (sn.type == SensorType::ContactWrench && sn.body == i) X = sn.X_sensor_body;
-            combination(Quantity::ExternalWrench, i, matrix_of([&](const SVec<double>& w) { return apply_transpose(X, w); }), s_.blocks[i].w, nullptr);
+    if (o.contact_wrenches)  // f^x in the link frame at the link origin: X_{w<-link}^T w
+        for (const Site& st : sites_) {
+            if (st.mode != WrenchMode::Unknown) continue;
+            const Xform<double> X = compose(st.X_w_body, inverse(st.X_link_body));
+            combination(Quantity::ExternalWrench, st.body, matrix_of([&](const SVec<double>& w) { return apply_transpose(X, w); }), st.w, nullptr);
+            if (!st.own)
+                for (auto s = s_.out.end() - 6; s != s_.out.end(); ++s) s->link = st.link;
         }
     if (o.link_accelerations)  // T^-1 a_i + X_{i<-0} a_g: the true spatial acceleration, link frame
         for (int i = 0; i < nb; ++i) {

@@ -99,13 +99,16 @@ struct Slot {
     int rhs = 0;      ///< outputs: solution of b (0) or of extra right-hand side rhs - 1
     int column_of_b = -1;  ///< outputs of osim/iwim: which column of the result matrix (for comments)
     bool lambda = false;   ///< osim: an entry of Lambda, computed from the Lambda^-1 outputs (not solved)
+    /// ExternalWrench: the link merged into `body` that carries it (Problem::link_wrenches), in its
+    /// frame at its origin; empty for the body's own link.
+    std::string link{};
 };
 
 /// The columns and rows that belong to one body, for tree-aware orders.
 struct BodyBlock {
     std::vector<int> a, f, joint;            ///< columns a_i, f_i, and qdd_i or tau_i (unknown one)
     std::vector<int> qdd, tau;               ///< the sought joint quantities (both when neither is known)
-    std::vector<int> w;                      ///< unknown external wrench, per component (-1: exactly zero)
+    std::vector<int> w;                      ///< unknown external wrench of its own link, per component (-1: exactly zero)
     std::vector<std::vector<int>> y, z;      ///< motion and force auxiliary columns, per step
     std::vector<int> row_a, row_f, row_tau;  ///< rows (3a), (3f), (3tau)
     std::vector<std::vector<int>> row_y, row_z;

@@ -59,20 +59,11 @@ struct BodyQuantities {
 BodyQuantities body_quantities(const Model& mg, const std::vector<double>& q, const std::vector<double>& qd,
                                const std::vector<double>& qdd, const std::vector<SVec<double>>& fx) {
     const int nb = mg.num_bodies();
-    BodyQuantities r;
-    r.k = forward_kinematics(mg, q.data(), qd.data(), true);
-    r.a.resize(nb), r.f.resize(nb), r.g.resize(nb), r.tau.assign(mg.nv, 0.0);
+    BodyDynamics<double> d = rnea_bodies(mg, q.data(), qd.data(), qdd.data(), fx.data(), true);
+    BodyQuantities r{std::move(d.k), std::move(d.a), std::move(d.f), std::vector<SVec<double>>(nb), std::vector<double>(mg.nv, 0.0)};
     for (int i = 0; i < nb; ++i) {
-        const Body& b = mg.bodies[i];
-        SVec<double> ap = b.parent < 0 ? -mg.gravity : r.a[b.parent];
-        r.a[i] = apply(r.k.X_up[i], ap) + joint_motion(b, qdd.data() + b.v_index) + r.k.c[i];
-        r.f[i] = b.I * r.a[i] + cross_force(r.k.v[i], b.I * r.k.v[i]) - fx[i];
         r.g[i] = apply(r.k.X_world[i], mg.gravity);
-    }
-    for (int i = nb - 1; i >= 0; --i) {
-        const Body& b = mg.bodies[i];
-        joint_project(b, r.f[i], r.tau.data() + b.v_index);
-        if (b.parent >= 0) r.f[b.parent] = r.f[b.parent] + apply_transpose(r.k.X_up[i], r.f[i]);
+        joint_project(mg.bodies[i], r.f[i], r.tau.data() + mg.bodies[i].v_index);
     }
     return r;
 }
@@ -82,7 +73,9 @@ BodyQuantities body_quantities(const Model& mg, const std::vector<double>& q, co
 /// conditions (zero wrenches, zero wrench components, known link accelerations).
 struct Truth {
     std::vector<double> qdd;
-    std::vector<SVec<double>> fx;
+    std::vector<SVec<double>> fx;       ///< per body: the total external wrench (body frame, body origin)
+    std::vector<SVec<double>> fx_own;   ///< per body: that of its own link
+    std::vector<SVec<double>> fx_link;  ///< per Problem::link_wrenches, in its body's frame at its origin
     BodyQuantities bq;
     std::vector<double> tau;  ///< generalized forces of the independent coordinates (G^T bq.tau, full slots)
 };
@@ -104,13 +97,23 @@ double slot_value(const Slot& s, const Model& mg, const State& st, const std::ve
     return 0.0;
 }
 
+/// The index of the wrench of `link` among the unknowns of truth_of (after the joint accelerations):
+/// its body's own (0 .. nb-1) or a merged link's (nb + its index in Problem::link_wrenches).
+int wrench_index(const Model& m, const Problem& p, const std::string& link, int body) {
+    if (m.bodies[body].name == link) return body;
+    const auto it = std::find_if(p.link_wrenches.begin(), p.link_wrenches.end(), [&](const LinkWrench& w) { return w.link == link; });
+    return m.num_bodies() + static_cast<int>(it - p.link_wrenches.begin());
+}
+
 Truth truth_of(const Model& m, const Problem& p, const State& st) {
     const Model mg = with_gravity(m, p);
-    const int nb = m.num_bodies(), nv = m.nv, nx = nv + 6 * nb;
+    const int nb = m.num_bodies(), nv = m.nv, nl = static_cast<int>(p.link_wrenches.size()), nx = nv + 6 * (nb + nl);
     Eigen::VectorXd x0(nx);
     for (int k = 0; k < nv; ++k) x0(k) = st.qdd[k];
     for (int i = 0; i < nb; ++i)
         for (int k = 0; k < 6; ++k) x0(nv + 6 * i + k) = comp(st.fext[i], k);
+    for (int l = 0; l < nl; ++l)  // a merged link's wrench: the body's, moved to the link (any value will do)
+        for (int k = 0; k < 6; ++k) x0(nv + 6 * (nb + l) + k) = comp(st.fext[p.link_wrenches[l].body], k);
     std::vector<Eigen::RowVectorXd> rows;
     std::vector<double> rhs;
     auto unit = [&](int k) { Eigen::RowVectorXd e = Eigen::RowVectorXd::Zero(nx); e(k) = 1; return e; };
@@ -129,7 +132,7 @@ Truth truth_of(const Model& m, const Problem& p, const State& st) {
             Eigen::Matrix<double, 6, 6> F = force_matrix(s.X_sensor_body);
             for (int k : s.zero_components) {
                 Eigen::RowVectorXd r = Eigen::RowVectorXd::Zero(nx);
-                r.segment(nv + 6 * s.body, 6) = F.row(k);
+                r.segment(nv + 6 * wrench_index(m, p, s.link, s.body), 6) = F.row(k);
                 rows.push_back(r), rhs.push_back(0);
             }
         }
@@ -162,18 +165,33 @@ Truth truth_of(const Model& m, const Problem& p, const State& st) {
     }
     Truth t;
     t.qdd.assign(x.data(), x.data() + nv);
-    for (int i = 0; i < nb; ++i) t.fx.push_back(from_eigen(x.segment<6>(nv + 6 * i)));
+    for (int i = 0; i < nb; ++i) t.fx_own.push_back(from_eigen(x.segment<6>(nv + 6 * i)));
+    for (int l = 0; l < nl; ++l) t.fx_link.push_back(from_eigen(x.segment<6>(nv + 6 * (nb + l))));
+    t.fx = t.fx_own;
+    for (int l = 0; l < nl; ++l) t.fx[p.link_wrenches[l].body] = t.fx[p.link_wrenches[l].body] + t.fx_link[l];
     t.bq = body_quantities(mg, st.q, st.qd, t.qdd, t.fx);
     t.tau = t.bq.tau;
     reduce_forces(m, t.tau.data());
     return t;
 }
 
+/// The external wrench on `link` (on `body`) in the world `t`, in the link's frame at its origin.
+SVec<double> link_wrench(const Model& m, const Problem& p, const Truth& t, const std::string& link, int body) {
+    const int w = wrench_index(m, p, link, body);
+    if (w < m.num_bodies()) return t.fx_own[body];
+    return apply_force(p.link_wrenches[w - m.num_bodies()].X_link_body, t.fx_link[w - m.num_bodies()]);
+}
+
 /// What sensor `s` reads in component `c` in the world `t`.
-double sensor_reading(const Sensor& s, int c, const Truth& t) {
+double sensor_reading(const Model& m, const Problem& p, const Sensor& s, int c, const Truth& t) {
     switch (s.type) {
-        case SensorType::ForceTorque: return s.sign * comp(apply_force(s.X_sensor_body, t.bq.f[s.body]), c);
-        case SensorType::ContactWrench: return comp(apply_force(s.X_sensor_body, t.fx[s.body]), c);
+        case SensorType::ForceTorque:  // in the parent frame: f_i as it acts on the parent body, X_up^T f_i, first
+            return s.sign * comp(apply_force(s.X_sensor_body, s.frame_is_parent ? apply_transpose(t.bq.k.X_up[s.body], t.bq.f[s.body])
+                                                                                    : t.bq.f[s.body]), c);
+        case SensorType::ContactWrench: {  // the link's wrench, in the sensor frame (X_sensor_body is relative to the body)
+            const int w = wrench_index(m, p, s.link, s.body);
+            return comp(apply_force(s.X_sensor_body, w < m.num_bodies() ? t.fx_own[s.body] : t.fx_link[w - m.num_bodies()]), c);
+        }
         case SensorType::Accelerometer: {  // E (a_lin + wdot x r + w x v_O + w x (w x r))
             const SVec<double>& a = t.bq.a[s.body];
             const SVec<double>& v = t.bq.k.v[s.body];
@@ -192,7 +210,16 @@ double sensor_reading(const Sensor& s, int c, const Truth& t) {
 }  // namespace
 
 std::vector<double> solver_inputs(const System& sys, const Model& m, const Problem& p, const State& st) {
-    if (sys.classical) return solver_inputs(sys, m, st);
+    if (sys.classical) {  // a merged link's input wrench is the state's wrench of its body, moved to the link
+        std::vector<double> in = solver_inputs(sys, m, st);
+        for (std::size_t k = 0; k < sys.in.size(); ++k) {
+            const Slot& s = sys.in[k];
+            if (s.quantity != Quantity::ExternalWrench || s.link.empty()) continue;
+            const int w = wrench_index(m, p, s.link, s.body) - m.num_bodies();
+            in[k] = comp(apply_force(p.link_wrenches[static_cast<std::size_t>(w)].X_link_body, st.fext[s.body]), s.comp);
+        }
+        return in;
+    }
     const Truth t = truth_of(m, p, st);
     std::vector<double> in;
     for (const Slot& s : sys.in) {
@@ -200,13 +227,13 @@ std::vector<double> solver_inputs(const System& sys, const Model& m, const Probl
         switch (s.quantity) {
             case Quantity::JointAcceleration: in.push_back(t.qdd[v]); break;
             case Quantity::JointTorque: in.push_back(t.tau[v]); break;
-            case Quantity::ExternalWrench: in.push_back(comp(t.fx[s.body], s.comp)); break;
+            case Quantity::ExternalWrench: in.push_back(comp(link_wrench(m, p, t, s.link.empty() ? m.bodies[s.body].name : s.link, s.body), s.comp)); break;
             case Quantity::Measurement: {
                 const Sensor& sn = p.sensors[s.sensor];
                 const int jv = m.bodies[sn.body].nv() > 0 ? m.bodies[sn.body].v_index + s.comp : 0;
                 if (sn.type == SensorType::JointTorque) in.push_back(t.tau[jv]);
                 else if (sn.type == SensorType::JointAcceleration) in.push_back(t.qdd[jv]);
-                else in.push_back(sensor_reading(sn, s.comp, t));
+                else in.push_back(sensor_reading(m, p, sn, s.comp, t));
                 break;
             }
             default: in.push_back(0.0); break;
@@ -240,11 +267,14 @@ Model with_gravity(const Model& m, const Problem& p) {
     return mg;
 }
 
-/// The state's external wrenches, zero where the problem says so.
+/// The state's external wrenches, zero where the problem says so, and once more for every merged
+/// link with an input wrench (solver_inputs gives it the state's wrench of its body).
 std::vector<SVec<double>> problem_wrenches(const Model& m, const Problem& p, const State& st) {
     std::vector<SVec<double>> fext = st.fext;
     for (int i = 0; i < m.num_bodies(); ++i)
         if (p.wrench[i] == WrenchMode::Zero) fext[i] = zero6<double>();
+    for (const LinkWrench& w : p.link_wrenches)
+        if (w.mode == WrenchMode::Input) fext[w.body] = fext[w.body] + st.fext[w.body];
     return fext;
 }
 
@@ -399,7 +429,7 @@ std::vector<double> reference_outputs(const System& sys, const Model& m, const P
             switch (s.quantity) {
                 case Quantity::JointAcceleration: out.push_back(t.qdd[v]); break;
                 case Quantity::JointTorque: out.push_back(t.tau[v]); break;
-                case Quantity::ExternalWrench: out.push_back(comp(t.fx[s.body], s.comp)); break;
+                case Quantity::ExternalWrench: out.push_back(comp(link_wrench(m, p, t, s.link.empty() ? m.bodies[s.body].name : s.link, s.body), s.comp)); break;
                 case Quantity::LinkAcceleration: out.push_back(comp(t.bq.a[s.body] + t.bq.g[s.body], s.comp)); break;
                 case Quantity::JointWrench: out.push_back(comp(t.bq.f[s.body], s.comp)); break;
                 default: out.push_back(0.0); break;

@@ -130,12 +130,21 @@ Kinematics<S> forward_kinematics(const Model& m, const S* q, const S* qd, bool w
 }
 
 // ---------------------------------------------------------------------------------------------
-/// tau = ID(q, qd, qdd, fext): recursive Newton-Euler (RBDA Table 5.1).
+/// The recursive Newton-Euler algorithm's body quantities (RBDA Table 5.1), body coordinates.
+template <class S> struct BodyDynamics {
+    Kinematics<S> k;
+    std::vector<SVec<S>> a;  ///< spatial acceleration, gravity folded in (a_0 = -a_g)
+    std::vector<SVec<S>> f;  ///< the wrench on body i through its joint
+};
+
+/// a_i and f_i for (q, qd, qdd, fext) (fext may be null); X_world is filled when `with_world`.
 template <class S>
-void rnea(const Model& m, const S* q, const S* qd, const S* qdd, const SVec<S>* fext, S* tau) {
+BodyDynamics<S> rnea_bodies(const Model& m, const S* q, const S* qd, const S* qdd, const SVec<S>* fext, bool with_world = false) {
     const int nb = m.num_bodies();
-    Kinematics<S> k = forward_kinematics(m, q, qd, /*with_world=*/false);
-    std::vector<SVec<S>> a(nb), f(nb);
+    BodyDynamics<S> r{forward_kinematics(m, q, qd, with_world), std::vector<SVec<S>>(nb), std::vector<SVec<S>>(nb)};
+    const Kinematics<S>& k = r.k;
+    std::vector<SVec<S>>& a = r.a;
+    std::vector<SVec<S>>& f = r.f;
     const SVec<S> a0 = -cast<S>(m.gravity);
     for (int i = 0; i < nb; ++i) {  // a_i = X_up a_parent + S qdd + c;  f_i = I a + v x* I v - f^x
         const Body& b = m.bodies[i];
@@ -145,11 +154,18 @@ void rnea(const Model& m, const S* q, const S* qd, const S* qdd, const SVec<S>* 
         f[i] = I * a[i] + cross_force(k.v[i], I * k.v[i]);
         if (fext) f[i] = f[i] - fext[i];
     }
-    for (int i = nb - 1; i >= 0; --i) {  // tau_i = S^T f_i;  f_parent += X_up^T f_i
+    for (int i = nb - 1; i >= 0; --i) {  // f_parent += X_up^T f_i
         const Body& b = m.bodies[i];
-        joint_project(b, f[i], tau + b.v_index);
         if (b.parent >= 0) f[b.parent] = f[b.parent] + apply_transpose(k.X_up[i], f[i]);
     }
+    return r;
+}
+
+/// tau = ID(q, qd, qdd, fext): recursive Newton-Euler (RBDA Table 5.1).
+template <class S>
+void rnea(const Model& m, const S* q, const S* qd, const S* qdd, const SVec<S>* fext, S* tau) {
+    const BodyDynamics<S> r = rnea_bodies(m, q, qd, qdd, fext);
+    for (int i = 0; i < m.num_bodies(); ++i) joint_project(m.bodies[i], r.f[i], tau + m.bodies[i].v_index);  // tau_i = S^T f_i
 }
 
 /// C(q, qd) qd + g(q) - J^T fext: RNEA with qdd = 0.
