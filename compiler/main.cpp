@@ -144,6 +144,8 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
     cmd->add_flag("--derivatives", a.o.derivatives, "Also emit NAME_derivatives: the outputs and their Jacobian with respect to "
                   "[q-tangent, qd, in] (docs/derivatives.md)");
+    cmd->add_flag("--batch", a.o.batch, "Also emit the batch forms NAME_batch, NAME_f_batch (and of NAME_derivatives): n states per "
+                  "call in the lanes of the target's vector registers, in NAME_batch.hpp and NAME_batch.cpp (docs/batch.md)");
     cmd->add_option("--snap", a.o.snap, "Idealize near-structure: axis components, rpy angles (to multiples of pi/2), "
                     "origin offsets [m] and products of inertia within TOL of it; every change is reported")
         ->type_name("TOL");

@@ -28,6 +28,7 @@ struct CompileOptions {
     double snap = 0;                ///< --snap TOL: idealize near-structure (LoadOptions::snap), reported
     bool derivatives = false;       ///< --derivatives: also NAME_derivatives (outputs and their Jacobian)
     long max_stack = 16384;         ///< stack budget (bytes) above which the workspace form is emitted too
+    bool batch = false;             ///< --batch: also the batch entry points, in NAME_batch.hpp and NAME_batch.cpp
 };
 
 struct CompileResult {
@@ -48,7 +49,8 @@ struct CompileResult {
 /// the verification of the program fails (an internal error).
 CompileResult compile(const CompileOptions& options, std::ostream* dump = nullptr);
 
-/// Write NAME.hpp, NAME.cpp and NAME.json into `dir` (each atomically).
+/// Write NAME.hpp, NAME.cpp and NAME.json (and with --batch NAME_batch.hpp and NAME_batch.cpp) into
+/// `dir` (each atomically).
 void write_outputs(const CompileResult& r, const std::string& dir);
 
 }  // namespace nelu
