@@ -146,7 +146,8 @@ inline SinCos<float> sincos(float x) noexcept { return nelu::sincos(x); }
 // Vectors: masks, and the lanes' sqrt, sin, cos and sincos.
 #if NELU_LANE_BYTES
 
-/// Whether any lane of mask m is set: one test instruction where the target has one.
+/// Whether any lane of mask m (all bits set or none, per lane) is set: one test instruction where the
+/// target has one.
 template <class M>
 inline bool any(M m) noexcept {
 #if defined(__AVX512F__)
@@ -319,61 +320,44 @@ inline void transpose(Vec<T>* r) noexcept {
 }
 #endif
 
-/// dst[k] <- lane l of dst[k] is rows[l][k], k = 0 .. N - 1: W rows of N values into N lanes. In
+/// dst[k] <- lane l of dst[k] is row(l)[k], k = 0 .. N - 1: W rows of N values into N lanes. In
 /// W x W tiles transposed in registers where the target has vectors (the last tile overlapping the
-/// one before when W does not divide N), else value by value.
-template <class T, int N>
-inline void rows_to_lanes(Vec<T>* dst, const T* const* rows) noexcept {
+/// one before when W does not divide N; with N < W, one tile when `wide`, that is when reading W
+/// values from every row stays inside the array), else value by value.
+template <class T, int N, class Row>
+inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) noexcept {
     constexpr int W = Lane<T>::W;
 #ifdef NELU_LANES_SHUFFLE
-    if constexpr (N >= W) {
+    if (N >= W || (wide && W > 1)) {
         for (int k = 0;; k += W) {
-            if (k > N - W) k = N - W;
+            if (N >= W && k > N - W) k = N - W;
             Vec<T> r[W];
 #pragma GCC unroll 16
-            for (int l = 0; l < W; ++l) std::memcpy(&r[l], rows[l] + k, sizeof(Vec<T>));
+            for (int l = 0; l < W; ++l) std::memcpy(&r[l], row(l) + k, sizeof(Vec<T>));
             transpose<T>(r);
 #pragma GCC unroll 16
-            for (int j = 0; j < W; ++j) dst[k + j] = r[j];
-            if (k == N - W) return;
+            for (int j = 0; j < W; ++j)
+                if (j < N) dst[k + j] = r[j];
+            if (k + W >= N) return;
         }
     }
+#else
+    (void)wide;
 #endif
     unsigned char* lanes = reinterpret_cast<unsigned char*>(dst);
     for (int l = 0; l < W; ++l)
-        for (int k = 0; k < N; ++k) std::memcpy(lanes + (static_cast<std::size_t>(k) * W + l) * sizeof(T), rows[l] + k, sizeof(T));
+        for (int k = 0; k < N; ++k) std::memcpy(lanes + (static_cast<std::size_t>(k) * W + l) * sizeof(T), row(l) + k, sizeof(T));
 }
 
-/// rows[l][k] <- lane l of src[k]: N lanes into W rows (the inverse of rows_to_lanes).
+/// Lanes of N values from rows i .. i + w - 1 of a state-major array of n rows (row r at src + r N);
+/// lanes w .. W - 1 repeat row i, so that they compute a real state and read nothing past the
+/// array. A whole block (w = W) reads its rows at constant offsets.
 template <class T, int N>
-inline void lanes_to_rows(T* const* rows, const Vec<T>* src) noexcept {
+inline void load(Vec<T>* dst, const T* src, std::size_t i, int w, std::size_t n) noexcept {
     constexpr int W = Lane<T>::W;
-#ifdef NELU_LANES_SHUFFLE
-    if constexpr (N >= W) {
-        for (int k = 0;; k += W) {
-            if (k > N - W) k = N - W;
-            Vec<T> r[W];
-#pragma GCC unroll 16
-            for (int j = 0; j < W; ++j) r[j] = src[k + j];
-            transpose<T>(r);
-#pragma GCC unroll 16
-            for (int l = 0; l < W; ++l) std::memcpy(rows[l] + k, &r[l], sizeof(Vec<T>));
-            if (k == N - W) return;
-        }
-    }
-#endif
-    const unsigned char* lanes = reinterpret_cast<const unsigned char*>(src);
-    for (int l = 0; l < W; ++l)
-        for (int k = 0; k < N; ++k) std::memcpy(rows[l] + k, lanes + (static_cast<std::size_t>(k) * W + l) * sizeof(T), sizeof(T));
-}
-
-/// Lanes of N values from rows i .. i + w - 1 of a state-major array (row r at src + r N); lanes
-/// w .. W - 1 repeat row i, so that they compute a real state and read nothing past the array.
-template <class T, int N>
-inline void load(Vec<T>* dst, const T* src, std::size_t i, int w) noexcept {
-    const T* rows[Lane<T>::W];
-    for (int l = 0; l < Lane<T>::W; ++l) rows[l] = src + (i + static_cast<std::size_t>(l < w ? l : 0)) * N;
-    rows_to_lanes<T, N>(dst, rows);
+    const T* block = src + i * N;
+    if (w == W) rows_to_lanes<T, N>(dst, [block](int l) { return block + static_cast<std::size_t>(l) * N; }, (i + W) * N + W <= (n + 1) * N);
+    else rows_to_lanes<T, N>(dst, [block, w](int l) { return block + static_cast<std::size_t>(l < w ? l : 0) * N; }, false);
 }
 
 /// Lane l of N lanes into row r of a state-major array.
@@ -384,13 +368,33 @@ inline void store(T* dst, const Vec<T>* src, std::size_t r, int l) noexcept {
     for (int k = 0; k < N; ++k) std::memcpy(row + k, lanes + (static_cast<std::size_t>(k) * Lane<T>::W + l) * sizeof(T), sizeof(T));
 }
 
-/// Lanes 0 .. W - 1 of N lanes into rows i .. i + W - 1 of a state-major array.
+/// Every lane of N lanes into rows i .. i + W - 1 of a state-major array: the inverse of
+/// rows_to_lanes. With N < W, the rows are written in order, W values at a time while that stays
+/// inside the block (the values past a row's end are overwritten by the rows after it), the last
+/// ones N values at a time: nothing outside the block is written.
 template <class T, int N>
-inline void store_all(T* dst, const Vec<T>* src, std::size_t i) noexcept {
-    T* rows[Lane<T>::W];
-    for (int l = 0; l < Lane<T>::W; ++l) rows[l] = dst + (i + static_cast<std::size_t>(l)) * N;
-    lanes_to_rows<T, N>(rows, src);
+inline void store_block(T* dst, const Vec<T>* src, std::size_t i) noexcept {
+    constexpr int W = Lane<T>::W;
+    T* block = dst + i * N;
+#ifdef NELU_LANES_SHUFFLE
+    if constexpr (W > 1) {
+        for (int k = 0;; k += W) {
+            if (N >= W && k > N - W) k = N - W;
+            Vec<T> r[W];
+#pragma GCC unroll 16
+            for (int j = 0; j < W; ++j) r[j] = j < N ? src[k + j] : Vec<T>{};
+            transpose<T>(r);
+#pragma GCC unroll 16
+            for (int l = 0; l < W; ++l)
+                std::memcpy(block + static_cast<std::size_t>(l) * N + k, &r[l], N >= W || l * N + W <= W * N ? sizeof(Vec<T>) : N * sizeof(T));
+            if (k + W >= N) return;
+        }
+    }
+#endif
+    for (int l = 0; l < W; ++l) store<T, N>(block, src, static_cast<std::size_t>(l), l);
 }
+
+inline bool any(int m) noexcept { return m != 0; }
 
 /// The batch form of a solver whose lane program is `lanes(q, qd, in, out, jac)` (returning each
 /// lane's status): n states, each array state-major (q n x NQ, qd n x NV, in n x NIN, out n x NOUT,
@@ -407,15 +411,14 @@ inline int batch(int n, const T* q, const T* qd, const T* in, T* out, T* jac, in
         const std::size_t at = static_cast<std::size_t>(i);
         Vec<T> lq[NQ > 0 ? NQ : 1], lqd[NV > 0 ? NV : 1], lin[NIN > 0 ? NIN : 1], lout[NOUT > 0 ? NOUT : 1],
             ljac[NOUT * NJAC > 0 ? NOUT * NJAC : 1];
-        load<T, NQ>(lq, q, at, w);
-        load<T, NV>(lqd, qd, at, w);
-        load<T, NIN>(lin, in, at, w);
+        const std::size_t rows = static_cast<std::size_t>(n);
+        load<T, NQ>(lq, q, at, w, rows);
+        load<T, NV>(lqd, qd, at, w, rows);
+        load<T, NIN>(lin, in, at, w, rows);
         const Mask<T> st = lanes(lq, lqd, lin, lout, ljac);
-        bool all_ok = w == W;
-        for (int l = 0; l < w; ++l) all_ok = all_ok && get(st, l) == NELU_STATUS_OK;
-        if (all_ok) {  // the usual block: W rows at once
-            store_all<T, NOUT>(out, lout, at);
-            if (NJAC > 0) store_all<T, NOUT * NJAC>(jac, ljac, at);
+        if (w == W && !any(st != NELU_STATUS_OK)) {  // the usual block: every state succeeded, W rows at once
+            store_block<T, NOUT>(out, lout, at);
+            if (NJAC > 0) store_block<T, NOUT * NJAC>(jac, ljac, at);
             if (status)
                 for (int l = 0; l < W; ++l) status[i + l] = NELU_STATUS_OK;
             continue;
