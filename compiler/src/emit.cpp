@@ -644,28 +644,36 @@ std::string batch_header(const EmitInput& in, const std::vector<Layout>& layouts
     std::string s = banner(in, N + "_batch.hpp");
     s += fmt::format("#ifndef NELU_GENERATED_{0}_BATCH_HPP\n#define NELU_GENERATED_{0}_BATCH_HPP\n\n#include \"{0}.hpp\"\n\n", N);
     const bool jac = layouts.size() > 1;
+    const std::string widths = in.scalar_double && in.scalar_float ? fmt::format("{0}_batch_width() and {0}_f_batch_width() say", N)
+                               : in.scalar_double                 ? fmt::format("{}_batch_width() says", N)
+                                                                  : fmt::format("{}_f_batch_width() says", N);
     s += fmt::format(
         "/* Batch forms (nelu compile --batch, docs/batch.md): n states per call, each array state-major\n"
-        " * (row-major): q is n x {0}_NQ, qd n x {0}_NV, in n x {0}_NIN, out n x {0}_NOUT{1}. Each computes, for every\n"
-        " * state, what the entry point of {0}.hpp it is named after computes. status[i] (status may be null) is\n"
-        " * state i's status, the same codes; a state whose status is not NELU_STATUS_OK leaves its rows of out{2}\n"
-        " * untouched. They return the number of such states (0 when n <= 0).\n"
-        " * Inside, W states at once in the lanes of the target's vector registers, W chosen when {0}_batch.cpp\n"
-        " * is compiled (runtime nelu/lanes.hpp): 8 doubles with AVX-512, 4 with AVX, 2 with SSE2\n"
-        " * or aarch64 NEON, 1 on other targets (a loop over the states); twice as many floats. {0}_batch_width()\n"
-        " * and {0}_f_batch_width() say which. The n mod W states left are computed without reading or writing\n"
-        " * past the arrays. A double lane equals {0} bit for bit when both are built with the same flags; float\n"
-        " * lanes compute sine and cosine with their own kernel (within float's tolerance of {0}_f).\n"
-        " * Reentrant, no heap; stack, estimated by nelu: 512 bytes plus W times",
-        N, jac ? fmt::format(" (and jac n x {0}_NOUT x {0}_NJAC for the _derivatives forms)", N) : std::string(), jac ? " (and jac)" : "");
-    for (const Layout& L : layouts) {
-        std::string per;
-        if (in.scalar_double) per += fmt::format("{} bytes ({}_batch)", batch_lane_bytes(in, L, sizeof(double)), L.fn);
-        if (in.scalar_float) per += fmt::format("{}{} bytes ({}_f_batch)", per.empty() ? "" : ", ", batch_lane_bytes(in, L, sizeof(float)), L.fn);
-        s += (&L == &layouts.front() ? " " : ", ") + per;
+        " * (row-major): q is n x {0}_NQ, qd n x {0}_NV, in n x {0}_NIN, out n x {0}_NOUT{1}.\n"
+        " * Each computes, for every state, what the entry point of {0}.hpp it is named after computes.\n"
+        " * status[i] (status may be null) is state i's status, the same codes; a state whose status is not\n"
+        " * NELU_STATUS_OK leaves its rows of out{2} untouched. They return the number of such states\n"
+        " * (0 when n <= 0). Inside, W states at once in the lanes of the target's vector registers, W chosen\n"
+        " * when {0}_batch.cpp is compiled (runtime nelu/lanes.hpp): 8 doubles with AVX-512, 4 with AVX, 2\n"
+        " * with SSE2 or aarch64 NEON, 1 elsewhere (a loop over the states); twice as many floats.\n"
+        " * {3} which.\n"
+        " * The n mod W states left are computed without reading or writing past the arrays. A double lane\n"
+        " * equals the scalar entry point bit for bit when both are built with the same flags and without FMA\n"
+        " * contraction; float lanes compute sine and cosine with a kernel of their own (within float's\n"
+        " * accuracy of the scalar float entry point). Reentrant, no heap. Stack, estimated by nelu: 512 bytes\n"
+        " * plus W times",
+        N, jac ? fmt::format("\n * (and jac n x {0}_NOUT x {0}_NJAC for the _derivatives forms)", N) : std::string(), jac ? " (and jac)" : "", widths);
+    std::string line;
+    const std::vector<BatchEntry> entries = batch_entries(in, layouts);
+    for (const BatchEntry& e : entries) {
+        const std::string item = fmt::format(" {} bytes ({}){}", batch_lane_bytes(in, *e.layout, e.scalar == std::string("double") ? sizeof(double) : sizeof(float)),
+                                             e.name, &e == &entries.back() ? "." : ",");
+        if (line.size() + item.size() > 90) s += line + "\n *", line.clear();
+        line += item;
     }
-    s += ". */\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
-    for (const BatchEntry& e : batch_entries(in, layouts)) s += e.declaration() + ";\n";
+    s += line;
+    s += " */\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
+    for (const BatchEntry& e : entries) s += e.declaration() + ";\n";
     if (in.scalar_double) s += fmt::format("int {}_batch_width(void);\n", N);
     if (in.scalar_float) s += fmt::format("int {}_f_batch_width(void);\n", N);
     s += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
