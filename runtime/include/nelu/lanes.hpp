@@ -141,6 +141,12 @@ inline double cos(double x) noexcept { return std::cos(x); }
 inline float cos(float x) noexcept { return std::cos(x); }
 inline SinCos<double> sincos(double x) noexcept { return nelu::sincos(x); }
 inline SinCos<float> sincos(float x) noexcept { return nelu::sincos(x); }
+inline void sincos(const double* x, SinCos<double>* out, int n) noexcept {
+    for (int k = 0; k < n; ++k) out[k] = nelu::sincos(x[k]);
+}
+inline void sincos(const float* x, SinCos<float>* out, int n) noexcept {
+    for (int k = 0; k < n; ++k) out[k] = nelu::sincos(x[k]);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Vectors: masks, and the lanes' sqrt, sin, cos and sincos.
@@ -203,7 +209,25 @@ inline VecF sqrt(VecF x) noexcept { return each(x, [](float v) { return std::sqr
 /// three rounds (a round is computed for every lane when any lane needs it, and kept where it is
 /// needed), fdlibm's kernels, and the quadrant by selection and sign flips. Lanes beyond 2^20 pi/2,
 /// infinite or NaN go to std::sin and std::cos one by one, as in the scalar function.
-NELU_TRIG_NOINLINE inline SinCos<VecD> sincos(VecD x) noexcept {
+#if defined(__GNUC__)
+#define NELU_LANES_INLINE __attribute__((always_inline)) inline
+#define NELU_LANES_COLD __attribute__((noinline, cold)) inline
+#else
+#define NELU_LANES_INLINE inline
+#define NELU_LANES_COLD inline
+#endif
+
+/// v with the lanes where `reduced` is not set replaced by std::sin (or std::cos) of x: arguments
+/// beyond the reduction's range, infinite or NaN, rare, so out of line (and by value, so that the
+/// usual path keeps its results in registers).
+template <class T>
+NELU_LANES_COLD Vec<T> from_libm(Vec<T> x, Mask<T> reduced, Vec<T> v, bool cosine) noexcept {
+    for (int l = 0; l < Lane<T>::W; ++l)
+        if (!reduced[l]) v[l] = cosine ? std::cos(x[l]) : std::sin(x[l]);
+    return v;
+}
+
+NELU_LANES_INLINE SinCos<VecD> sincos_lanes(VecD x) noexcept {
     using namespace trig_detail;
     using M = Mask<double>;
     const M reduced = abs(x) < kReducedBelow;  // false for NaN
@@ -235,9 +259,7 @@ NELU_TRIG_NOINLINE inline SinCos<VecD> sincos(VecD x) noexcept {
     const VecD y1 = (r - y0) - w;
     const VecD s = kernel_sin(y0, y1), c = kernel_cos(y0, y1);
     SinCos<VecD> out = quadrant<double>(n, s, c);
-    if (any(~reduced))
-        for (int l = 0; l < Lane<double>::W; ++l)
-            if (!reduced[l]) out.s[l] = std::sin(x[l]), out.c[l] = std::cos(x[l]);
+    if (any(~reduced)) out = {from_libm<double>(x, reduced, out.s, false), from_libm<double>(x, reduced, out.c, true)};
     return out;
 }
 
@@ -248,7 +270,7 @@ NELU_TRIG_NOINLINE inline SinCos<VecD> sincos(VecD x) noexcept {
 /// within 3e-7 absolute everywhere below 8192 (tests/test_trig.cpp). Lanes at or beyond 8192,
 /// infinite or NaN go to std::sin and std::cos (sinf, cosf) one by one. A float solver's accuracy is
 /// judged against its tolerance (1e-4 relative), not bit for bit against sinf.
-NELU_TRIG_NOINLINE inline SinCos<VecF> sincos(VecF x) noexcept {
+NELU_LANES_INLINE SinCos<VecF> sincos_lanes(VecF x) noexcept {
     using M = Mask<float>;
     constexpr float invpio2 = 0.636619772367581343f, toint = 12582912.0f;  // 1.5 * 2^23
     constexpr float pio2_1 = 1.5703125f, pio2_2 = 4.837512969970703125e-4f, pio2_3 = 7.54978995489188216e-8f;
@@ -262,10 +284,20 @@ NELU_TRIG_NOINLINE inline SinCos<VecF> sincos(VecF x) noexcept {
     const VecF s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
     const VecF c = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
     SinCos<VecF> out = quadrant<float>(n, s, c);
-    if (any(~reduced))
-        for (int l = 0; l < Lane<float>::W; ++l)
-            if (!reduced[l]) out.s[l] = std::sin(x[l]), out.c[l] = std::cos(x[l]);
+    if (any(~reduced)) out = {from_libm<float>(x, reduced, out.s, false), from_libm<float>(x, reduced, out.c, true)};
     return out;
+}
+
+NELU_TRIG_NOINLINE inline SinCos<VecD> sincos(VecD x) noexcept { return sincos_lanes(x); }
+NELU_TRIG_NOINLINE inline SinCos<VecF> sincos(VecF x) noexcept { return sincos_lanes(x); }
+
+/// out[k] = sincos(x[k]), k < n: the sines and cosines of a solver's angles in one call (the
+/// constants of the kernel loaded once, no call per angle).
+NELU_TRIG_NOINLINE inline void sincos(const VecD* x, SinCos<VecD>* out, int n) noexcept {
+    for (int k = 0; k < n; ++k) out[k] = sincos_lanes(x[k]);
+}
+NELU_TRIG_NOINLINE inline void sincos(const VecF* x, SinCos<VecF>* out, int n) noexcept {
+    for (int k = 0; k < n; ++k) out[k] = sincos_lanes(x[k]);
 }
 
 inline VecD sin(VecD x) noexcept { return sincos(x).s; }
