@@ -77,8 +77,8 @@ void run_call(const Entry<S>& e, const BatchStates& st, std::size_t k0, int n, c
     const std::size_t row = e.nout + e.njac, un = static_cast<std::size_t>(n);
     const std::vector<S> q = rows<S>(st.q, k0, n), qd = rows<S>(st.qd, k0, n), in = rows<S>(st.in, k0, n);
     std::vector<S> out((un + 2) * e.nout), jac((un + 2) * e.njac);  // a guard row before and after
-    std::memset(out.data(), kUntouched, out.size() * sizeof(S));
-    std::memset(jac.data(), kUntouched, jac.size() * sizeof(S));
+    for (std::vector<S>* v : {&out, &jac})
+        if (!v->empty()) std::memset(v->data(), kUntouched, v->size() * sizeof(S));
     std::vector<int> status(un + 2, kGuardStatus);
     const int failed = e.batch(n, q.data(), qd.data(), in.data(), out.data() + e.nout, e.njac ? jac.data() + e.njac : nullptr, status.data() + 1);
     if (status[0] != kGuardStatus || status[un + 1] != kGuardStatus) error("a status outside the array was written");
