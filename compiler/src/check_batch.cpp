@@ -57,17 +57,17 @@ struct Entry {
     bool single = false;
 };
 
-/// Rows of states [k0, k0 + n) gathered state-major into an array of exactly their size (so that the
-/// sanitizers see a read past it).
+/// Rows of states k0, k0 + 1, .., k0 + n - 1 (taken in turn, wrapping around) gathered state-major
+/// into an array of exactly their size (so that the sanitizers see a read past it).
 template <class S>
 std::vector<S> rows(const std::vector<std::vector<double>>& x, std::size_t k0, int n) {
     std::vector<S> r;
-    for (std::size_t k = k0; k < k0 + static_cast<std::size_t>(n); ++k) r.insert(r.end(), x[k].begin(), x[k].end());
+    for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j) r.insert(r.end(), x[(k0 + j) % x.size()].begin(), x[(k0 + j) % x.size()].end());
     return r;
 }
 
-/// One call of e.batch on states [k0, k0 + n), against the scalar results (status, out row and jac
-/// row per state) in `expected`.
+/// One call of e.batch on states k0 .. k0 + n - 1 (wrapping around), against the scalar results
+/// (status, out row and jac row per state) in `expected`.
 template <class S>
 void run_call(const Entry<S>& e, const BatchStates& st, std::size_t k0, int n, const std::vector<int>& status_of,
               const std::vector<std::vector<S>>& expected, const BatchJudge& judge, BatchEntryReport& r) {
@@ -87,7 +87,7 @@ void run_call(const Entry<S>& e, const BatchStates& st, std::size_t k0, int n, c
         error("an output outside the array was written");
     int counted = 0;
     for (std::size_t j = 0; j < un; ++j) {
-        const std::size_t k = k0 + j;
+        const std::size_t k = (k0 + j) % st.q.size();
         const S* o = out.data() + (j + 1) * e.nout;
         const S* J = jac.data() + (j + 1) * e.njac;
         ++r.rows;
@@ -109,7 +109,8 @@ void run_call(const Entry<S>& e, const BatchStates& st, std::size_t k0, int n, c
     if (failed != counted) error(fmt::format("returned {}, but {} states failed", failed, counted));
 }
 
-/// Every state through e.batch in calls of 1, 2, .., 3W + 1 states, then all at once.
+/// Every state through e.batch in calls of 1, 2, .., 3W + 1 states (each size at least once), then
+/// all at once.
 template <class S>
 BatchEntryReport check_entry(const std::string& function, int width, const Entry<S>& e, const BatchStates& clean, const BatchJudge& judge) {
     BatchEntryReport r;
@@ -122,11 +123,14 @@ BatchEntryReport check_entry(const std::string& function, int width, const Entry
         const std::vector<S> q(st.q[k].begin(), st.q[k].end()), qd(st.qd[k].begin(), st.qd[k].end()), in(st.in[k].begin(), st.in[k].end());
         status_of[k] = e.scalar(q.data(), qd.data(), in.data(), expected[k].data(), e.njac ? expected[k].data() + e.nout : nullptr);
     }
+    // every call size from 1 to 3W + 1, the states taken in turn (wrapping around), and on until
+    // every state was in a call; then all of them at once
     const int cycle = 3 * std::max(width, 1) + 1;
-    int n = 1;
-    for (std::size_t k = 0; k < count; k += static_cast<std::size_t>(n), n = n % cycle + 1) {
-        n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(n), count - k));
-        run_call(e, st, k, n, status_of, expected, judge, r);
+    std::size_t k = 0;
+    for (int n = 1;; n = n % cycle + 1) {
+        run_call(e, st, k % count, n, status_of, expected, judge, r);
+        k += static_cast<std::size_t>(n);
+        if (n == cycle && k >= count) break;
     }
     run_call(e, st, 0, static_cast<int>(count), status_of, expected, judge, r);
     const double tolerance = e.single ? judge.tolerance_float : judge.tolerance_double;
