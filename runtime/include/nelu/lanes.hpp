@@ -266,8 +266,8 @@ NELU_LANES_INLINE SinCos<VecD> sincos_lanes(VecD x) noexcept {
 /// Sine and cosine of float lanes: Cody-Waite reduction by pi/2 in float (pi/2 in three pieces, the
 /// first two short enough that their products with the quadrant are exact for |x| < 8192) and
 /// Cephes' minimax polynomials of sinf and cosf on [-pi/4, pi/4] (S. L. Moshier), evaluated in
-/// float: within 2 ulp of the correctly rounded values where |sin x| and |cos x| are not tiny, and
-/// within 3e-7 absolute everywhere below 8192 (tests/test_trig.cpp). Lanes at or beyond 8192,
+/// float: within 2 ulp of the correctly rounded values where |sin x| and |cos x| exceed 1e-3, and
+/// within 1e-7 absolute everywhere below 8192 (tests/test_trig.cpp). Lanes at or beyond 8192,
 /// infinite or NaN go to std::sin and std::cos (sinf, cosf) one by one. A float solver's accuracy is
 /// judged against its tolerance (1e-4 relative), not bit for bit against sinf.
 NELU_LANES_INLINE SinCos<VecF> sincos_lanes(VecF x) noexcept {
