@@ -19,11 +19,14 @@
 // What a lane computes is what the scalar solver computes for that state: +, -, *, / and sqrt are
 // IEEE operations lane by lane; the sine and cosine of double lanes are nelu::sincos's arithmetic
 // (runtime trig.hpp) in every lane, so a lane equals the scalar solver bit for bit when both are
-// built with the same flags (tests/test_batch.cpp, nelu check). Float lanes compute the sine and
+// built with the same flags, unless the compiler contracts a * b + c into fused multiply-adds, which
+// it decides per function and per type (g++ -ffp-contract=fast on targets with FMA: nelu check then
+// judges the lanes against the reference; docs/batch.md). Float lanes compute the sine and
 // cosine with a float kernel of their own (sincos below; the scalar float solvers call the C
 // library's sinf and cosf), so float lanes agree with the scalar float solver to float's accuracy,
 // not bit for bit. Pivot tests and the finiteness test become masks: a lane runs the whole program
-// and reports its own status.
+// and reports its own status. The entry points' state-major rows go into lanes and back by W x W
+// transposes in registers (batch, below).
 //
 // Every name here lives in an inline namespace named after the lane width, so that translation
 // units built with different flags (say, one with -mavx2 and one without) can be linked into one
