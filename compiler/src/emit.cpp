@@ -482,6 +482,42 @@ std::string outputs_block(const Printer& pr, const Layout& L) {
     return s;
 }
 
+/// Lanes: the sine-cosine pairs of a part (positions in L.stmts of their first statement), deferred
+/// until a statement reads one, then computed in one call of nelu::lanes::sincos, which loads the
+/// kernel's constants once for all of them.
+struct LaneSincos {
+    const Printer& pr;
+    const Layout& L;
+    const std::map<Id, std::string>& notes;
+    std::vector<std::size_t> deferred;
+    /// Whether node n reads a deferred sine or cosine.
+    bool reads(const ir::Node& n) const {
+        for (std::size_t d : deferred)
+            for (Id x : {L.stmts[d], L.stmts[d + 1]})
+                if (n.a == x || n.b == x) return true;
+        return false;
+    }
+    /// The call for the deferred pairs and their values; "" when none is deferred.
+    std::string flush() {
+        if (deferred.empty()) return "";
+        const Id first = L.stmts[deferred.front()];
+        std::string angles;
+        for (std::size_t d : deferred) angles += (angles.empty() ? "" : ", ") + pr.operand(pr.P.node(L.stmts[d]).a);
+        std::string s = fmt::format("    // --- sines and cosines of {1} angle{3} in one call\n    const V angle{0}[{1}] = {{{2}}};\n"
+                                    "    nelu::SinCos<V> sc{0}[{1}];\n    nelu::lanes::sincos(angle{0}, sc{0}, {1});\n",
+                                    first, deferred.size(), angles, deferred.size() == 1 ? "" : "s");
+        for (std::size_t j = 0; j < deferred.size(); ++j)
+            for (std::size_t at : {deferred[j], deferred[j] + 1}) {
+                const Id x = L.stmts[at];
+                auto note = notes.find(x);
+                s += fmt::format("    {} = sc{}[{}].{};{}\n", L.shared[x] ? pr.name(x) : fmt::format("const V t{}", x), first, j,
+                                 pr.P.node(x).op == Op::Sin ? 's' : 'c', note == notes.end() ? "" : "  // " + note->second);
+            }
+        deferred.clear();
+        return s;
+    }
+};
+
 /// The solver's statements as functions: NAME_impl alone (one part), or NAME_part0.. called by
 /// NAME_impl (the ordinary form), or NAME_ws_part0.. called by NAME_ws_impl (the workspace form,
 /// every value in the caller's w[]), or NAME_lanes_impl (and NAME_lanes_part0..: the ordinary form
@@ -518,39 +554,15 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
             s += fmt::format("    T* volatile reload = w;  // w is read back from here every {} statements: values of earlier\n"
                              "                             // statements are then loaded from the workspace, not kept in registers or spilled\n",
                              kWorkspaceChunk);
-        std::vector<std::size_t> deferred;  // lanes: the sine-cosine pairs not yet computed (positions of their first statement)
-        auto flush = [&] {  // lanes: the deferred pairs in one call of nelu::lanes::sincos
-            if (deferred.empty()) return;
-            const Id first = L.stmts[deferred.front()];
-            std::string angles;
-            for (std::size_t d : deferred) angles += (angles.empty() ? "" : ", ") + pr.operand(f.prog.node(L.stmts[d]).a);
-            s += fmt::format("    // --- sines and cosines of {1} angle{3} in one call\n    const V angle{0}[{1}] = {{{2}}};\n"
-                             "    nelu::SinCos<V> sc{0}[{1}];\n    nelu::lanes::sincos(angle{0}, sc{0}, {1});\n",
-                             first, deferred.size(), angles, deferred.size() == 1 ? "" : "s");
-            phase = nullptr;
-            for (std::size_t j = 0; j < deferred.size(); ++j)
-                for (std::size_t at : {deferred[j], deferred[j] + 1}) {
-                    const Id x = L.stmts[at];
-                    auto note = notes.find(x);
-                    s += fmt::format("    {} = sc{}[{}].{};{}\n", L.shared[x] ? pr.name(x) : fmt::format("const V t{}", x), first, j,
-                                     f.prog.node(x).op == Op::Sin ? 's' : 'c', note == notes.end() ? "" : "  // " + note->second);
-                }
-            deferred.clear();
-        };
-        auto reads_deferred = [&](const ir::Node& n) {
-            for (std::size_t d : deferred)
-                for (Id x : {L.stmts[d], L.stmts[d + 1]})
-                    if (n.a == x || n.b == x) return true;
-            return false;
-        };
+        LaneSincos pairs{pr, L, notes, {}};  // lanes: every sine and cosine of the part in one call
         for (std::size_t k = lo; k < hi; ++k) {
             const Id i = L.stmts[k];
             if (lanes && L.sincos_first.count(i)) {  // the pair waits until a statement reads it (the angles all come first)
-                deferred.push_back(k);
+                pairs.deferred.push_back(k);
                 continue;
             }
             if (lanes && k > lo && L.sincos_first.count(L.stmts[k - 1])) continue;
-            if (lanes && reads_deferred(f.prog.node(i))) flush();
+            if (lanes && pairs.reads(f.prog.node(i))) s += pairs.flush(), phase = nullptr;
             if (ws && k > lo && (k - lo) % kWorkspaceChunk == 0) s += "    w = reload;\n";
             const char* now = i < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
                               : i < f.first_solve_node ? "factorization of P D Q = L U" : "solve: forward and back substitution";
@@ -560,8 +572,7 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
             const ir::Node& n = f.prog.node(i);
             std::string rhs = pr.expression(n);
             if (L.sincos_first.count(i)) {  // a sine and cosine side by side (plan): one nelu::sincos
-                s += fmt::format("    const nelu::SinCos<{}> sc{} = {}({});\n", value_type, i, lanes ? "nelu::lanes::sincos" : "nelu::sincos",
-                                 pr.operand(n.a));
+                s += fmt::format("    const nelu::SinCos<T> sc{} = nelu::sincos({});\n", i, pr.operand(n.a));
                 rhs = fmt::format("sc{}.{}", i, n.op == Op::Sin ? 's' : 'c');
             } else if (k > lo && L.sincos_first.count(L.stmts[k - 1])) {
                 rhs = fmt::format("sc{}.{}", L.stmts[k - 1], n.op == Op::Sin ? 's' : 'c');
@@ -578,7 +589,7 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
                                              : "    if (!({})) return NELU_STATUS_SMALL_PIVOT;\n", t);
             }
         }
-        flush();
+        s += pairs.flush();
         if (!split) s += outputs_block(pr, L);
         s += lanes ? "}\n\n" : split ? "    return status;\n}\n\n" : "    return NELU_STATUS_OK;\n}\n\n";
     }
