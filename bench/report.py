@@ -18,6 +18,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 from collections import OrderedDict
 
 ROBOTS = ["ur5e", "panda_gaz2019", "quadruped_minicheetah", "quadruped_minicheetah_floating",
@@ -855,6 +856,13 @@ def report(args):
     if large and large_results:
         large_section(w, large, large_results, results)
 
+    batch = load(args.batch)
+    if batch:  # scripts/batch_bench.sh's run
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import batch as batch_bench
+        w("")
+        w(batch_bench.section(batch))
+
     with open(args.out, "w") as f:
         f.write("\n".join(L).rstrip() + "\n")
 
@@ -871,6 +879,7 @@ def main():
     ap.add_argument("--derivatives-pinocchio", help="bench/derivatives_pinocchio.py's JSON (scripts/derivatives_pinocchio.sh)")
     ap.add_argument("--update-doc", help="with --derivatives-pinocchio only: rewrite the tables in this file "
                     "(docs/derivatives.md) between its generated-block markers")
+    ap.add_argument("--batch", help="bench/batch.py's JSON (scripts/batch_bench.sh)")
     ap.add_argument("--out")
     ap.add_argument("--plots")
     args = ap.parse_args()

@@ -10,6 +10,7 @@
 #                   PROBLEM <id|fd|hybrid|spec.yaml>
 #                   NAME <name>
 #                   [FLOATING_BASE]
+#                   [BATCH]
 #                   [SCALAR <double|float|both>]
 #                   [MAX_STACK <bytes>]
 #                   [OUTPUT_DIR <dir>])
@@ -21,6 +22,9 @@
 #                  CMAKE_CURRENT_SOURCE_DIR). See `nelu compile --help`.
 #   NAME           the C name of the solver's entry point and of its files; a C identifier.
 #   FLOATING_BASE  attach the URDF's root link to the world by a 6-DoF joint (--floating-base).
+#   BATCH          also the batch entry points NAME_batch, NAME_f_batch (--batch: n states per call
+#                  in the lanes of the target's vector registers, docs/batch.md), in NAME_batch.hpp
+#                  and NAME_batch.cpp, which are added to TARGET's sources too.
 #   SCALAR         which entry points to generate: NAME (double), NAME_f (float) or both
 #                  (nelu's default, both, when omitted).
 #   MAX_STACK      stack budget in bytes (--max-stack; nelu's default, 16384, when omitted): a solver
@@ -30,10 +34,11 @@
 #                  (relative paths from CMAKE_CURRENT_BINARY_DIR). Solvers may share a directory.
 #
 # Outputs
-#   OUTPUT_DIR/NAME.hpp, OUTPUT_DIR/NAME.cpp, OUTPUT_DIR/NAME.json, made by a custom command that
+#   OUTPUT_DIR/NAME.hpp, OUTPUT_DIR/NAME.cpp, OUTPUT_DIR/NAME.json (with BATCH also
+#   OUTPUT_DIR/NAME_batch.hpp and OUTPUT_DIR/NAME_batch.cpp), made by a custom command that
 #   runs `nelu compile` at build time and reruns whenever the URDF, the spec file or the nelu
-#   executable changes. NAME.cpp (and NAME.hpp) are added to TARGET's sources; OUTPUT_DIR is added
-#   to TARGET's PUBLIC include directories (build interface only) and nelu::runtime, which carries
+#   executable changes. NAME.cpp and NAME.hpp (and the batch files) are added to TARGET's sources;
+#   OUTPUT_DIR is added to TARGET's PUBLIC include directories (build interface only) and nelu::runtime, which carries
 #   nelu's runtime include directory ("nelu/status.h"), is linked PUBLIC. Because the keyword form
 #   of target_link_libraries is used, TARGET's other target_link_libraries calls must use keywords
 #   (PUBLIC/PRIVATE/INTERFACE) too.
@@ -52,7 +57,7 @@
 include_guard(GLOBAL)
 
 function(nelu_add_solver)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "FLOATING_BASE" "TARGET;URDF;PROBLEM;NAME;SCALAR;MAX_STACK;OUTPUT_DIR" "")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "FLOATING_BASE;BATCH" "TARGET;URDF;PROBLEM;NAME;SCALAR;MAX_STACK;OUTPUT_DIR" "")
 
   # --- check the arguments
   if(arg_UNPARSED_ARGUMENTS)
@@ -95,6 +100,9 @@ function(nelu_add_solver)
   if(arg_FLOATING_BASE)
     list(APPEND flags --floating-base)
   endif()
+  if(arg_BATCH)
+    list(APPEND flags --batch)
+  endif()
   if(arg_SCALAR)
     list(APPEND flags --scalar ${arg_SCALAR})
   endif()
@@ -114,6 +122,11 @@ function(nelu_add_solver)
     message(FATAL_ERROR "nelu_add_solver: the target nelu::runtime does not exist: find_package(nelu) first")
   endif()
   set(outputs "${out}/${arg_NAME}.hpp" "${out}/${arg_NAME}.cpp" "${out}/${arg_NAME}.json")
+  set(sources "${out}/${arg_NAME}.cpp" "${out}/${arg_NAME}.hpp")
+  if(arg_BATCH)
+    list(APPEND outputs "${out}/${arg_NAME}_batch.hpp" "${out}/${arg_NAME}_batch.cpp")
+    list(APPEND sources "${out}/${arg_NAME}_batch.cpp" "${out}/${arg_NAME}_batch.hpp")
+  endif()
 
   # --- the build-time compile, and the target's sources, include path and runtime
   # A target name in COMMAND and DEPENDS stands for its file and makes the target build first.
@@ -123,7 +136,7 @@ function(nelu_add_solver)
     DEPENDS ${depends} ${nelu}
     COMMENT "nelu: compiling ${arg_NAME} (${arg_PROBLEM}) from ${urdf_name}"
     VERBATIM)
-  target_sources(${arg_TARGET} PRIVATE "${out}/${arg_NAME}.cpp" "${out}/${arg_NAME}.hpp")
+  target_sources(${arg_TARGET} PRIVATE ${sources})
   target_include_directories(${arg_TARGET} PUBLIC "$<BUILD_INTERFACE:${out}>")
   target_link_libraries(${arg_TARGET} PUBLIC nelu::runtime)
 endfunction()

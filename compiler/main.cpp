@@ -154,6 +154,8 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
     cmd->add_flag("--derivatives", a.o.derivatives, "Also emit NAME_derivatives: the outputs and their Jacobian with respect to "
                   "[q-tangent, qd, in] (docs/derivatives.md)");
+    cmd->add_flag("--batch", a.o.batch, "Also emit the batch forms NAME_batch, NAME_f_batch (and of NAME_derivatives): n states per "
+                  "call in the lanes of the target's vector registers, in NAME_batch.hpp and NAME_batch.cpp (docs/batch.md)");
     cmd->add_option("--snap", a.o.snap, "Idealize near-structure: axis components, rpy angles (to multiples of pi/2), "
                     "origin offsets [m] and products of inertia within TOL of it; every change is reported")
         ->type_name("TOL");
@@ -174,6 +176,19 @@ int run_check_command(const nelu::CheckOptions& o) {
                                  "against central differences of the value solver {:.2e} (1e-5); out against the value solver {:.2e} (1e-13); "
                                  "float jac against double {:.2e} (1e-4)\n",
                                  r.derivative_states, r.jac_vs_ir, r.jac_vs_differences, r.out_vs_value, r.jac_float);
+    if (r.batch) {
+        std::cout << fmt::format("  batch forms, each against its scalar entry point on every state in calls of n = 1 .. 3W + 1 states and all "
+                                 "at once, NaN and infinite inputs mixed in; {}\n",
+                                 r.batch_report.contracted ? "this build fuses a * b + c (FMA): rows that are not bitwise are judged "
+                                                             "as the scalar ones" : "no FMA contraction: double rows bit for bit");
+        for (const nelu::BatchEntryReport& e : r.batch_report.entries) {
+            std::cout << fmt::format("    {} (W = {}): {} rows, {} failing states untouched, {} bit for bit, max difference {:.2e}{}{}\n",
+                                     e.function, e.width, e.rows, e.failing, e.bitwise, e.vs_scalar,
+                                     e.bitwise + e.failing < e.rows ? fmt::format(", the others {:.2e} against the reference", e.judged) : "",
+                                     e.errors.empty() ? "" : ": FAIL");
+            for (const std::string& why : e.errors) std::cout << "      " << why << "\n";
+        }
+    }
     const bool ok = r.pass();
     std::cout << fmt::format("  {} (tolerances: double {:.0e}, float {:.1e}; {} error{})\n", ok ? "PASS" : "FAIL", r.tolerance_double(), r.tolerance_float(),
                              r.seeks_qdd ? "backward" : "relative", r.failed_status ? fmt::format("; {} calls returned a non-zero status", r.failed_status) : "");

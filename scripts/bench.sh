@@ -103,5 +103,5 @@ echo "== report"
 python3 bench/report.py --results docs/bench/results.json --sizes docs/bench/code_size.json \
   --scaling docs/bench/scaling.json --large docs/bench/large.json \
   --large-results docs/bench/large_results.json --derivatives-pinocchio docs/bench/derivatives_pinocchio.json \
-  --out docs/bench.md --plots docs/bench
+  --batch docs/bench/batch.json --out docs/bench.md --plots docs/bench
 echo "bench: done (docs/bench.md, docs/bench/)"

@@ -5,18 +5,23 @@
 #
 #   solvers  ROBOT_id and ROBOT_fd (floating base for robots named *quadruped* or *humanoid*);
 #            ROBOT_fd with --max-stack 0, so that its workspace form (NAME_ws) is built and checked
-#            too; for the humanoid also the sensor problem robots/specs/humanoid_slippery.yaml
+#            too; for the humanoid also the sensor problem robots/specs/humanoid_slippery.yaml; all
+#            with --batch (NAME.hpp and NAME.cpp are the same with and without it), whose batch
+#            forms NAME_batch and NAME_f_batch (NAME_batch.cpp) are built and run on aarch64 only
+#            (NEON: 2 double lanes, 4 float), in two calls of 97 and 3 states
 #   targets  cortex-m7  Cortex-M7, double-precision FPU, QEMU mps2-an500 (double and float)
 #            cortex-m4  Cortex-M4F, single-precision FPU, QEMU mps2-an386 (float solvers only)
 #            aarch64    aarch64 Linux, static, qemu-aarch64 user mode (double and float)
 #   checks   max|out - ref| / max(max|ref|, 1) over the outputs of each call, against the host's
 #            ordinary entry point of the same scalar: double <= 1e-12, float <= 1e-4; equal status
+#            (the batch forms' rows too, each state's against the host's scalar entry point)
 #   costs    code: bytes of the entry point's functions (nm -S); stack estimate: nelu's, from the
 #            header (ordinary entry points only); static stack: its frame and its
 #            deepest callee chain (-fstack-usage -fcallgraph-info=su; libm's sin/cos not included);
 #            measured stack: stack painted below the caller, deepest word written by one call
 #            (libm included); instructions: one call on state 0, counted in QEMU's execution trace
-#            with one instruction per translation block (-singlestep -d exec,nochain)
+#            with one instruction per translation block (-singlestep -d exec,nochain); for a
+#            batch form, per state of a call of 8 states
 #   also     builds examples/firmware with its Makefile and runs it on the Cortex-M7
 # Exits 1 on any mismatch or failed build or run, 2 on a missing tool or a bad argument.
 #   NELU_BUILD_DIR     nelu's build directory (default: build; configured and built when absent)
@@ -61,7 +66,7 @@ for s in "${solvers[@]}"; do
   read -r name problem flags <<<"$s"
   echo "== nelu compile $base --problem $(basename "$problem") $flags --name $name" >>"$log"
   # shellcheck disable=SC2086  # flags are words
-  run "$nelu" compile "$robot" --problem "$problem" --name "$name" -o "$work/src" $flags
+  run "$nelu" compile "$robot" --problem "$problem" --name "$name" -o "$work/src" --batch $flags
   # shellcheck disable=SC2086
   run "$nelu" compile "$robot" --problem "$problem" --name "$name" -o "$work/src_float" --scalar float $flags
   names+=("$name")
@@ -71,15 +76,22 @@ done
 table() {
   local dir="$1" max=0 n
   {
-    for n in "${names[@]}"; do echo "#include \"$n.hpp\""; done
+    for n in "${names[@]}"; do
+      echo "#include \"$n.hpp\""
+      if [ -f "$dir/${n}_batch.hpp" ]; then echo "#include \"${n}_batch.hpp\""; fi
+    done
     echo "static const FwSolver fw_solvers[] = {"
     for n in "${names[@]}"; do
-      local h="$dir/$n.hpp" d=nullptr f=nullptr dws=nullptr fws=nullptr db=0 fb_=0
+      local h="$dir/$n.hpp" d=nullptr f=nullptr dws=nullptr fws=nullptr db=0 fb_=0 bd=nullptr bf=nullptr
       grep -q "^int $n(" "$h" && d="$n"
       grep -q "^int ${n}_f(" "$h" && f="${n}_f"
       grep -q "^int ${n}_ws(" "$h" && dws="${n}_ws" db="${n}_WORK_BYTES"
       grep -q "^int ${n}_f_ws(" "$h" && fws="${n}_f_ws" fb_="${n}_F_WORK_BYTES"
-      echo "    {\"$n\", ${n}_NQ, ${n}_NV, ${n}_NIN, ${n}_NOUT, $d, $f, $dws, $fws, $db, $fb_},"
+      if [ -f "$dir/${n}_batch.hpp" ]; then  # the batch forms, referenced in builds with FW_BATCH only
+        grep -q "^int ${n}_batch(" "$dir/${n}_batch.hpp" && bd="FW_BATCH_FN(${n}_batch)"
+        grep -q "^int ${n}_f_batch(" "$dir/${n}_batch.hpp" && bf="FW_BATCH_FN(${n}_f_batch)"
+      fi
+      echo "    {\"$n\", ${n}_NQ, ${n}_NV, ${n}_NIN, ${n}_NOUT, $d, $f, $dws, $fws, $db, $fb_, $bd, $bf},"
       for w in $(sed -n "s/^#define ${n}_\(F_\)\?WORK_BYTES \([0-9]*\)$/\2/p" "$h"); do [ "$w" -gt "$max" ] && max=$w; done
     done
     echo "};"
@@ -101,13 +113,16 @@ driver_flags=(-ffp-contract=off)  # the states: exact arithmetic only, so that e
 host_objs=()
 for n in "${names[@]}"; do
   run g++ "${common[@]}" -c "$work/src/$n.cpp" -o "$work/host/$n.o"
-  host_objs+=("$work/host/$n.o")
+  run g++ "${common[@]}" -c "$work/src/${n}_batch.cpp" -o "$work/host/${n}_batch.o"
+  host_objs+=("$work/host/$n.o" "$work/host/${n}_batch.o")
 done
-run g++ "${common[@]}" "${driver_flags[@]}" -I"$work/src" scripts/firmware/driver.cpp "${host_objs[@]}" -o "$work/host/driver"
+run g++ "${common[@]}" "${driver_flags[@]}" -DFW_BATCH -I"$work/src" scripts/firmware/driver.cpp "${host_objs[@]}" -o "$work/host/driver"
 "$work/host/driver" >"$work/host/out.txt" || fail "the host driver failed"
 
 # --- one target: build the solvers and the driver (and its trace build), run, count, compare
 #   target NAME SRC_DIR CXX NM CPU_FLAGS... -- LINK_FLAGS... -- RUN_COMMAND...
+# The targets in batch_targets also build and run the batch forms (NAME_batch.cpp, -DFW_BATCH).
+batch_targets=" aarch64 "
 status=0
 rows="$work/rows.md"
 : >"$rows"
@@ -118,11 +133,14 @@ target() {
   while [ "$1" != "--" ]; do cpu+=("$1"); shift; done; shift
   while [ "$1" != "--" ]; do lnk+=("$1"); shift; done; shift
   runner=("$@")
-  local out="$work/$tname" objs=() n
+  local out="$work/$tname" objs=() n batch=() f
+  [[ "$batch_targets" == *" $tname "* ]] && batch=(-DFW_BATCH)
   echo "== $tname: ${cpu[*]}" | tee -a "$log"
   for n in "${names[@]}"; do
-    (cd "$out" && run "$cxx" "${common[@]}" "${cpu[@]}" -fstack-usage -fcallgraph-info=su -c "$src/$n.cpp" -o "$out/$n.o")
-    objs+=("$out/$n.o")
+    for f in "$n" ${batch:+"${n}_batch"}; do
+      (cd "$out" && run "$cxx" "${common[@]}" "${cpu[@]}" -fstack-usage -fcallgraph-info=su -c "$src/$f.cpp" -o "$out/$f.o")
+      objs+=("$out/$f.o")
+    done
   done
   "$nmtool" -S -C "${objs[@]}" >"$out/nm.txt"
   "$fwtool" sizes "$out/nm.txt" "${names[@]}" >"$out/sizes.txt"
@@ -130,7 +148,7 @@ target() {
   for mode in check trace; do
     local def=()
     [ "$mode" = trace ] && def=(-DFW_TRACE)
-    run "$cxx" "${common[@]}" "${cpu[@]}" "${driver_flags[@]}" "${def[@]}" -I"$src" -c scripts/firmware/driver.cpp -o "$out/driver_$mode.o"
+    run "$cxx" "${common[@]}" "${cpu[@]}" "${driver_flags[@]}" "${def[@]}" "${batch[@]}" -I"$src" -c scripts/firmware/driver.cpp -o "$out/driver_$mode.o"
     run "$cxx" "${cpu[@]}" "$out/driver_$mode.o" "${objs[@]}" "${lnk[@]}" -o "$out/$mode.elf"
   done
   timeout 600 "${runner[@]}" "$out/check.elf" >"$out/out.txt" 2>>"$log" || fail "$tname: the driver did not run to its end"

@@ -11,7 +11,8 @@
 // the zero below cannot be vacuous.
 //
 // The solvers come from nelu_add_solver() in tests/CMakeLists.txt: the Panda (fixed base) and the
-// Mini Cheetah with a floating base (quaternion and 6-DoF root joint), ID and FD.
+// Mini Cheetah with a floating base (quaternion and 6-DoF root joint), ID and FD, with their batch
+// forms (BATCH), whose lanes live on the stack.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -26,10 +27,10 @@
 #include "load.hpp"
 #include "nelu/reference.hpp"
 #include "nelu/state.hpp"
-#include "panda_gaz2019_fd.hpp"
-#include "panda_gaz2019_id.hpp"
-#include "quadruped_minicheetah_floating_fd.hpp"
-#include "quadruped_minicheetah_floating_id.hpp"
+#include "panda_gaz2019_fd_batch.hpp"
+#include "panda_gaz2019_id_batch.hpp"
+#include "quadruped_minicheetah_floating_fd_batch.hpp"
+#include "quadruped_minicheetah_floating_id_batch.hpp"
 #include "test_support.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -172,6 +173,28 @@ template <class T> long allocations_per_calls(Solver<T> solver, const Inputs<T>&
     return after - before;
 }
 
+template <class T> using Batch = int (*)(int, const T*, const T*, const T*, T*, int*);
+
+/// Allocations made by `calls` calls of a batch form on every state of x at once and on all but one
+/// (a short last block of lanes), after one call to warm up; and whether every state succeeded.
+template <class T> long allocations_per_batch_calls(Batch<T> batch, const Inputs<T>& x, int nout, int calls, bool& ok) {
+    std::vector<T> q, qd, in;  // state-major
+    for (std::size_t k = 0; k < x.q.size(); ++k) {
+        q.insert(q.end(), x.q[k].begin(), x.q[k].end());
+        qd.insert(qd.end(), x.qd[k].begin(), x.qd[k].end());
+        in.insert(in.end(), x.in[k].begin(), x.in[k].end());
+    }
+    const int n = static_cast<int>(x.q.size());
+    std::vector<T> out(static_cast<std::size_t>(n * nout));
+    std::vector<int> status(static_cast<std::size_t>(n));
+    ok = batch(n, q.data(), qd.data(), in.data(), out.data(), status.data()) == 0;
+    const long before = allocations();
+    for (int i = 0; i < calls; ++i) ok = batch(n - i % 2, q.data(), qd.data(), in.data(), out.data(), status.data()) == 0 && ok;
+    const long after = allocations();
+    for (T v : out) ok = ok && std::isfinite(v);
+    return after - before;
+}
+
 nelu::Model load(const char* robot, bool floating) {
     nelu::LoadOptions options;
     options.floating_base = floating;
@@ -220,7 +243,7 @@ TEST_CASE("the reference RNEA allocates: the counters catch it in real code") {
     CHECK(allocations() > before);
 }
 
-TEST_CASE("generated ID and FD solvers make no heap allocation, double and float") {
+TEST_CASE("generated ID and FD solvers make no heap allocation, double and float, their batch forms too") {
     constexpr int kCalls = 1000;
     struct Case {
         const char* name;
@@ -229,14 +252,20 @@ TEST_CASE("generated ID and FD solvers make no heap allocation, double and float
         Solver<double> d;
         Solver<float> f;
         int nout;
+        Batch<double> bd;
+        Batch<float> bf;
     };
     const Case cases[] = {
-        {"panda_gaz2019_id", "panda_gaz2019.urdf", false, true, panda_gaz2019_id, panda_gaz2019_id_f, panda_gaz2019_id_NOUT},
-        {"panda_gaz2019_fd", "panda_gaz2019.urdf", false, false, panda_gaz2019_fd, panda_gaz2019_fd_f, panda_gaz2019_fd_NOUT},
+        {"panda_gaz2019_id", "panda_gaz2019.urdf", false, true, panda_gaz2019_id, panda_gaz2019_id_f, panda_gaz2019_id_NOUT,
+         panda_gaz2019_id_batch, panda_gaz2019_id_f_batch},
+        {"panda_gaz2019_fd", "panda_gaz2019.urdf", false, false, panda_gaz2019_fd, panda_gaz2019_fd_f, panda_gaz2019_fd_NOUT,
+         panda_gaz2019_fd_batch, panda_gaz2019_fd_f_batch},
         {"quadruped_minicheetah_floating_id", "quadruped_minicheetah.urdf", true, true, quadruped_minicheetah_floating_id,
-         quadruped_minicheetah_floating_id_f, quadruped_minicheetah_floating_id_NOUT},
+         quadruped_minicheetah_floating_id_f, quadruped_minicheetah_floating_id_NOUT, quadruped_minicheetah_floating_id_batch,
+         quadruped_minicheetah_floating_id_f_batch},
         {"quadruped_minicheetah_floating_fd", "quadruped_minicheetah.urdf", true, false, quadruped_minicheetah_floating_fd,
-         quadruped_minicheetah_floating_fd_f, quadruped_minicheetah_floating_fd_NOUT},
+         quadruped_minicheetah_floating_fd_f, quadruped_minicheetah_floating_fd_NOUT, quadruped_minicheetah_floating_fd_batch,
+         quadruped_minicheetah_floating_fd_f_batch},
     };
     for (const Case& c : cases) {
         CAPTURE(c.name);
@@ -250,5 +279,12 @@ TEST_CASE("generated ID and FD solvers make no heap allocation, double and float
         CHECK(ok_f);
         CHECK_MESSAGE(n_d == 0, n_d << " allocations in " << kCalls << " calls of " << c.name);
         CHECK_MESSAGE(n_f == 0, n_f << " allocations in " << kCalls << " calls of " << c.name << "_f");
+        // the batch forms: 16 and 15 states per call (a whole number of lanes, and a short last block)
+        const long b_d = allocations_per_batch_calls(c.bd, xd, c.nout, kCalls / 10, ok_d);
+        const long b_f = allocations_per_batch_calls(c.bf, xf, c.nout, kCalls / 10, ok_f);
+        CHECK(ok_d);
+        CHECK(ok_f);
+        CHECK_MESSAGE(b_d == 0, b_d << " allocations in " << kCalls / 10 << " calls of " << c.name << "_batch");
+        CHECK_MESSAGE(b_f == 0, b_f << " allocations in " << kCalls / 10 << " calls of " << c.name << "_f_batch");
     }
 }

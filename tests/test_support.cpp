@@ -130,8 +130,8 @@ std::string cxx_with(const std::string& flags, const std::string& compiler) { re
 
 bool have_clang() { return std::system("command -v clang++ >/dev/null 2>&1") == 0; }
 
-void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags,
-                       const std::string& check_flags) {
+CliResult compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags,
+                            const std::string& check_flags) {
     const std::string dir = scratch_dir("check_" + name);
     const std::string light = sanitized() ? " --verify 3 --validate 2000" : "";
     CliResult c = run_nelu("compile '" + urdf + "' --problem '" + spec + "' --name " + name + " -o '" + dir + "' " + flags + light);
@@ -144,6 +144,7 @@ void compile_and_check(const std::string& urdf, const std::string& spec, const s
     CHECK(k.exit_code == 0);
     CHECK(k.out.find("PASS") != std::string::npos);
     fs::remove_all(dir);
+    return k;
 }
 
 }  // namespace nelu::test

@@ -91,14 +91,6 @@ class ResidualTable {
 /// A fresh scratch directory under the system's temporary directory (removed first if present).
 std::string scratch_dir(const std::string& name);
 
-/// `nelu compile URDF --problem SPEC --name NAME` into a scratch directory, then `nelu check` of the
-/// generated C++ (built by the system compiler, compared with the reference on 1006 states, double
-/// and float): CHECKs that both succeed and prints the check's report. Fewer states and validation
-/// configurations in the sanitizer build. `flags` go to `nelu compile`, `check_flags` to `nelu check`
-/// (e.g. `--states N`, `--cxx` cxx_with(...)).
-void compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags = "",
-                       const std::string& check_flags = "");
-
 /// The argument of `nelu check --cxx` that builds with `compiler` and `flags`: check puts the flags
 /// after its own, so that an optimization level there overrides check's -O2 (e.g. "-O0" for large
 /// test solvers, or the sanitizers).
@@ -111,6 +103,15 @@ struct CliResult {
     int exit_code = -1;
     std::string out, err;
 };
+
+/// `nelu compile URDF --problem SPEC --name NAME` into a scratch directory, then `nelu check` of the
+/// generated C++ (built by the system compiler, compared with the reference on 1006 states, double
+/// and float): CHECKs that both succeed and prints the check's report. Fewer states and validation
+/// configurations in the sanitizer build. `flags` go to `nelu compile`, `check_flags` to `nelu check`
+/// (e.g. `--states N`, `--cxx` cxx_with(...)). Returns the check's run (its report in `out`).
+CliResult compile_and_check(const std::string& urdf, const std::string& spec, const std::string& name, const std::string& flags = "",
+                            const std::string& check_flags = "");
+
 /// True in the AddressSanitizer build, where the suites that run the compiler many times use fewer
 /// states and validation configurations (the sanitizers make the interpreter several times slower).
 constexpr bool sanitized() { return NELU_SANITIZED; }

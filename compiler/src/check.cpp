@@ -78,10 +78,24 @@ std::vector<std::string> words(const std::string& cxx) {
     return w;
 }
 
-/// Compile NAME.cpp into a shared object in a fresh temporary directory and return its path. `cxx`
-/// is a compiler and optional flags ("g++ -O3 -march=x86-64-v3"); the flags come after nelu's own
-/// (-std=c++17 -O2 -Wall -Wextra -Werror), so that they can override them (-O0, -O3).
-std::string build_shared_object(const fs::path& source, const std::string& cxx) {
+/// A function that tells whether the build fuses a * b + c into one rounding (FMA contraction,
+/// -ffp-contract=fast where the target has FMA): built with the solver, it returns a * b + c for
+/// a = 1 + 2^-30, b = 1 - 2^-30, c = -1, which is 0 rounded twice and -2^-60 fused.
+constexpr const char* kContractionProbe =
+    "extern \"C\" double nelu_check_contraction(double a, double b, double c) { return a * b + c; }\n";
+
+bool contracts(void* lib) {
+    auto probe = reinterpret_cast<double (*)(double, double, double)>(::dlsym(lib, "nelu_check_contraction"));
+    if (!probe) throw std::runtime_error("nelu check: the contraction probe is missing from the build");
+    volatile double a = 1 + 0x1p-30, b = 1 - 0x1p-30, c = -1;
+    return probe(a, b, c) != 0;
+}
+
+/// Compile `sources` (NAME.cpp, and NAME_batch.cpp with the probe above) into a shared object in a
+/// fresh temporary directory and return its path. `cxx` is a compiler and optional flags ("g++ -O3
+/// -march=x86-64-v3"); the flags come after nelu's own (-std=c++17 -O2 -Wall -Wextra -Werror), so
+/// that they can override them (-O0, -O3).
+std::string build_shared_object(const std::vector<fs::path>& sources, const std::string& cxx) {
     const std::vector<std::string> w = words(cxx);
     if (w.empty()) throw InputError("nelu check: --cxx is empty: name a C++ compiler, optionally followed by flags");
     if (std::system(fmt::format("command -v {} >/dev/null 2>&1", quote(w[0])).c_str()) != 0)
@@ -90,9 +104,16 @@ std::string build_shared_object(const fs::path& source, const std::string& cxx) 
     for (std::size_t k = 1; k < w.size(); ++k) flags += " " + quote(w[k]);
     fs::path dir = fs::temp_directory_path() / fmt::format("nelu-check-{}", ::getpid());
     fs::create_directories(dir);
+    const fs::path& source = sources.front();
     fs::path so = dir / (source.stem().string() + ".so");
-    std::string cmd = fmt::format("{} -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC{} -I{} -I{} {} -o {} 2>&1", quote(w[0]), flags,
-                                  quote(source.parent_path().empty() ? std::string(".") : source.parent_path().string()), quote(runtime_include_dir()), quote(source.string()),
+    std::string files;
+    for (const fs::path& f : sources) files += " " + quote(f.string());
+    if (sources.size() > 1) {
+        write_file_atomic((dir / "contraction_probe.cpp").string(), kContractionProbe);
+        files += " " + quote((dir / "contraction_probe.cpp").string());
+    }
+    std::string cmd = fmt::format("{} -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC{} -I{} -I{}{} -o {} 2>&1", quote(w[0]), flags,
+                                  quote(source.parent_path().empty() ? std::string(".") : source.parent_path().string()), quote(runtime_include_dir()), files,
                                   quote(so.string()));
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("nelu check: the generated code does not compile: " + cmd);
     return so.string();
@@ -132,15 +153,21 @@ CheckReport run_check(const CheckOptions& o) {
         throw InputError(fmt::format("{}: --ignore-mimic, but the solver was compiled without it (its manifest says so)", o.manifest));
     co.verify_states = -1, co.validation_configs = 200;
     co.derivatives = man.contains("derivatives");
+    co.batch = man.contains("batch");
     co.name = man.value("name", "");
     CompileResult r = compile(co);
     if (static_cast<int>(r.system.in.size()) != static_cast<int>(man["in"].size()) ||
         static_cast<int>(r.system.out.size()) != static_cast<int>(man["out"].size()))
         throw InputError(fmt::format("{}: the manifest's slots do not match {} compiled with problem '{}'", o.manifest, o.urdf, co.problem));
-    const fs::path source = fs::path(o.manifest).replace_extension(".cpp");
     if (!o.library.empty() && !fs::is_regular_file(o.library))
         throw InputError(fmt::format("nelu check: --library {}: no such file", o.library));
-    const std::string so = o.library.empty() ? build_shared_object(source, o.cxx) : o.library;
+    std::vector<fs::path> sources{fs::path(o.manifest).replace_extension(".cpp")};
+    if (co.batch && o.library.empty()) {
+        sources.push_back(fs::path(o.manifest).parent_path() / (r.name + "_batch.cpp"));
+        if (!fs::exists(sources.back()))
+            throw InputError(fmt::format("{}: the manifest lists batch forms, but {} is missing", o.manifest, sources.back().string()));
+    }
+    const std::string so = o.library.empty() ? build_shared_object(sources, o.cxx) : o.library;
     void* lib = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib && !o.library.empty()) throw InputError(fmt::format("nelu check: --library {}: cannot load it: {}", o.library, ::dlerror()));
     if (!lib) throw std::runtime_error(std::string("nelu check: cannot load the solver: ") + ::dlerror());
@@ -192,9 +219,12 @@ CheckReport run_check(const CheckOptions& o) {
         }
         ++rep.derivative_states;
     };
+    BatchStates batch_states;  // every state's arguments, and its reference outputs, for the batch forms
+    std::vector<std::vector<double>> refs;
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);
         const std::vector<double> q = gather(st.q, q_slots), qd = gather(st.qd, v_slots);  // the independent coordinates
+        if (co.batch) batch_states.q.push_back(q), batch_states.qd.push_back(qd), batch_states.in.push_back(in), refs.push_back(ref);
         // One call's status and outputs, in either precision. A non-zero status is right only where
         // Lambda does not exist (osim with lambda); the outputs are then untouched and not compared.
         auto judge = [&](int status, const std::vector<double>& out, bool single, double& forward, double& backward) {
@@ -221,6 +251,22 @@ CheckReport run_check(const CheckOptions& o) {
         }
         if (fjac && status == NELU_STATUS_OK) check_derivatives(st, q, qd, in, out);
         ++rep.states;
+    }
+    if (co.batch) {  // the batch forms against the scalar ones; rows that are not bitwise, as the scalar ones are judged
+        rep.batch = true;
+        BatchJudge values{[&](std::size_t k, const std::vector<double>& out, bool) {
+                              return rep.seeks_qdd ? backward_error(r.system, m, r.problem, states[k], out, refs[k])
+                                                   : response_forward_error(r.system, out, refs[k]);
+                          },
+                          rep.tolerance_double(), rep.tolerance_float()};
+        BatchJudge jacobians{[&](std::size_t k, const std::vector<double>& row, bool) {  // against the double scalar row
+                                 std::vector<double> x(row.size());
+                                 fjac(batch_states.q[k].data(), batch_states.qd[k].data(), batch_states.in[k].data(), x.data(), x.data() + nout);
+                                 return forward_error(row, x);
+                             },
+                             1e-10, 1e-4};
+        const std::size_t njac = co.derivatives ? cols.size() * nout : 0;
+        rep.batch_report = check_batch(lib, r.name, contracts(lib), nout, njac, batch_states, values, jacobians);
     }
     ::dlclose(lib);
     std::error_code ec;

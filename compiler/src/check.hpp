@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "check_batch.hpp"
+
 namespace nelu {
 
 struct CheckOptions {
@@ -37,6 +39,15 @@ struct CheckReport {
     double jac_vs_ir = 0, jac_vs_differences = 0, out_vs_value = 0;
     double jac_float = 0;  ///< NAME_derivatives_f's jac against the double one (relative to its largest entry)
     int derivative_states = 0;
+    /// With the batch forms (compiled with --batch, NAME_batch.cpp beside NAME.cpp, built together):
+    /// each against its scalar entry point (check_batch.hpp).
+    bool batch = false;
+    BatchReport batch_report;
+    bool batch_pass() const {
+        for (const BatchEntryReport& e : batch_report.entries)
+            if (!e.errors.empty()) return false;
+        return true;
+    }
     double decisive_double() const { return seeks_qdd ? backward_double : forward_double; }
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }
     /// Sensor problems: the largest forward error of the double solver on the float solver's
@@ -54,7 +65,8 @@ struct CheckReport {
     double tolerance_float() const { return sensor ? std::max({1e-4, 1.07e9 * forward_double, 1e2 * rounding}) : 1e-4; }
     bool pass() const {
         return decisive_double() <= tolerance_double() && decisive_float() <= tolerance_float() && failed_status == 0 &&
-               (!derivatives || (jac_vs_ir <= 1e-10 && jac_vs_differences <= 1e-5 && out_vs_value <= 1e-13 && jac_float <= 1e-4));
+               (!derivatives || (jac_vs_ir <= 1e-10 && jac_vs_differences <= 1e-5 && out_vs_value <= 1e-13 && jac_float <= 1e-4)) &&
+               (!batch || batch_pass());
     }
 };
 

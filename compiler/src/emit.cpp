@@ -420,11 +420,17 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
     return s;
 }
 
+/// The forms the statement printer writes: the ordinary scalar function (values in locals and in the
+/// NAME_work struct), the workspace form (every value in the caller's w[]), and the lanes of the
+/// batch form (the ordinary form over nelu::lanes::Vec<T>: W states at once, runtime lanes.hpp).
+enum class Form { Ordinary, Workspace, Lanes };
+
 struct Printer {
     const ir::Program& P;
     const std::vector<bool>& shared;  ///< node -> lives in the NAME_work struct
     const std::vector<int>* slot;     ///< workspace form: node -> its element of the caller's array w, else null
     const SlotMap& map;               ///< full-model input slots -> the function's (mimic joints left out)
+    bool lanes = false;               ///< values are lanes (Form::Lanes): constants T(c) broadcast in operations
     std::string name(Id x) const {
         return slot ? fmt::format("w[{}]", (*slot)[x]) : shared[x] ? fmt::format("w.t{}", x) : fmt::format("t{}", x);
     }
@@ -440,48 +446,111 @@ struct Printer {
             case Op::Mul: return operand(n.a) + " * " + operand(n.b);
             case Op::Div: return operand(n.a) + " / " + operand(n.b);
             case Op::Neg: return "-" + operand(n.a);
-            case Op::Sin: return "std::sin(" + operand(n.a) + ")";
-            case Op::Cos: return "std::cos(" + operand(n.a) + ")";
-            case Op::Sqrt: return "std::sqrt(" + operand(n.a) + ")";
+            case Op::Sin: return (lanes ? "nelu::lanes::sin(" : "std::sin(") + operand(n.a) + ")";
+            case Op::Cos: return (lanes ? "nelu::lanes::cos(" : "std::cos(") + operand(n.a) + ")";
+            case Op::Sqrt: return (lanes ? "nelu::lanes::sqrt(" : "std::sqrt(") + operand(n.a) + ")";
             default: return "";
         }
     }
+    /// Node `x` as a value of its own (an output): in lanes, a constant is broadcast to every lane.
+    std::string value(Id x) const { return lanes && P.is_const(x) ? "nelu::lanes::broadcast(" + operand(x) + ")" : operand(x); }
+    /// The test that pivot `pv`, the value of node x, passes (a lane mask in lanes).
+    std::string pivot_test(Id x, const ScheduledPivot& pv) const {
+        if (pv.kind == PivotKind::Lambda)  // signed, and per precision
+            return fmt::format(lanes ? "nelu::lanes::below({0}, sizeof(T) == sizeof(float) ? T({1}) : T({2}))"
+                                     : "{0} >= (sizeof(T) == sizeof(float) ? T({1}) : T({2}))",
+                               name(x), number(pv.threshold_float), number(pv.threshold));
+        return fmt::format(lanes ? "nelu::lanes::small({}, T({}))" : "std::fabs({}) >= T({})", name(x), number(pv.threshold));
+    }
 };
 
-/// The finiteness check (never a silent NaN) and the writes of the outputs (and of the Jacobian).
+/// The finiteness check (never a silent NaN) and the writes of the outputs (and of the Jacobian). In
+/// lanes, every lane's outputs are written and the lane's status (nelu::lanes::status) is returned.
 std::string outputs_block(const Printer& pr, const Layout& L) {
-    std::string s = fmt::format("    // --- outputs{}: written only when every one is finite\n    if (!(", L.jac.empty() ? "" : " and their Jacobian");
+    const char* what = L.jac.empty() ? "" : " and their Jacobian";
+    std::string s = pr.lanes ? fmt::format("    // --- outputs{}, every lane's; its status says whether they are finite\n    M fin = ~M{{}};\n", what)
+                             : fmt::format("    // --- outputs{}: written only when every one is finite\n    if (!(", what);
     std::set<Id> tested;  // each value once (a symmetric matrix repeats half of them); constants are finite
     for (Id o : L.written())
-        if (!pr.P.is_const(o) && tested.insert(o).second)
-            s += fmt::format("{}std::isfinite({})", tested.size() == 1 ? "" : tested.size() % 4 == 1 ? " &&\n          " : " && ",
-                             pr.operand(o));  // four to a line: a line of thousands of columns makes g++ drop column tracking
-    s += tested.empty() ? "true" : "";
-    s += ")) return NELU_STATUS_NOT_FINITE;\n";
-    for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.operand(L.out[k]));
-    for (std::size_t k = 0; k < L.jac.size(); ++k) s += fmt::format("    jac[{}] = {};\n", k, pr.operand(L.jac[k]));
+        if (!pr.P.is_const(o) && tested.insert(o).second) {
+            // four to a line: a line of thousands of columns makes g++ drop column tracking
+            if (pr.lanes) s += fmt::format("{}nelu::lanes::finite({})", tested.size() % 4 == 1 ? "    fin &= " : " & ", pr.operand(o));
+            else s += fmt::format("{}std::isfinite({})", tested.size() == 1 ? "" : tested.size() % 4 == 1 ? " &&\n          " : " && ", pr.operand(o));
+            if (pr.lanes && tested.size() % 4 == 0) s += ";\n";
+        }
+    if (pr.lanes) s += tested.size() % 4 != 0 ? ";\n" : "";
+    else s += (tested.empty() ? "true" : "") + std::string(")) return NELU_STATUS_NOT_FINITE;\n");
+    for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, pr.value(L.out[k]));
+    for (std::size_t k = 0; k < L.jac.size(); ++k) s += fmt::format("    jac[{}] = {};\n", k, pr.value(L.jac[k]));
+    if (pr.lanes) s += "    return nelu::lanes::status(bad, fin);\n";
     return s;
 }
 
+/// Lanes: the sine-cosine pairs of a part (positions in L.stmts of their first statement), deferred
+/// until a statement reads one, then computed in one call of nelu::lanes::sincos, which loads the
+/// kernel's constants once for all of them.
+struct LaneSincos {
+    const Printer& pr;
+    const Layout& L;
+    const std::map<Id, std::string>& notes;
+    std::vector<std::size_t> deferred;
+    /// Whether node n reads a deferred sine or cosine.
+    bool reads(const ir::Node& n) const {
+        for (std::size_t d : deferred)
+            for (Id x : {L.stmts[d], L.stmts[d + 1]})
+                if (n.a == x || n.b == x) return true;
+        return false;
+    }
+    /// The call for the deferred pairs and their values; "" when none is deferred.
+    std::string flush() {
+        if (deferred.empty()) return "";
+        const Id first = L.stmts[deferred.front()];
+        std::string angles;
+        for (std::size_t d : deferred) angles += (angles.empty() ? "" : ", ") + pr.operand(pr.P.node(L.stmts[d]).a);
+        std::string s = fmt::format("    // --- sines and cosines of {1} angle{3} in one call\n    const V angle{0}[{1}] = {{{2}}};\n"
+                                    "    nelu::SinCos<V> sc{0}[{1}];\n    nelu::lanes::sincos(angle{0}, sc{0}, {1});\n",
+                                    first, deferred.size(), angles, deferred.size() == 1 ? "" : "s");
+        for (std::size_t j = 0; j < deferred.size(); ++j)
+            for (std::size_t at : {deferred[j], deferred[j] + 1}) {
+                const Id x = L.stmts[at];
+                auto note = notes.find(x);
+                s += fmt::format("    {} = sc{}[{}].{};{}\n", L.shared[x] ? pr.name(x) : fmt::format("const V t{}", x), first, j,
+                                 pr.P.node(x).op == Op::Sin ? 's' : 'c', note == notes.end() ? "" : "  // " + note->second);
+            }
+        deferred.clear();
+        return s;
+    }
+};
+
 /// The solver's statements as functions: NAME_impl alone (one part), or NAME_part0.. called by
 /// NAME_impl (the ordinary form), or NAME_ws_part0.. called by NAME_ws_impl (the workspace form,
-/// every value in the caller's w[]).
-std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, std::string>& notes, bool ws) {
+/// every value in the caller's w[]), or NAME_lanes_impl (and NAME_lanes_part0..: the ordinary form
+/// over lanes, for the batch form), which runs to its end and returns every lane's status.
+std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, std::string>& notes, Form form) {
+    const bool ws = form == Form::Workspace, lanes = form == Form::Lanes;
     const std::string& N = L.fn;
     const Factorization& f = *in.factorization;
-    const std::string jac_param = L.jac.empty() ? "" : ", T* jac";
+    const std::string jac_param = lanes ? ", V* jac" : L.jac.empty() ? "" : ", T* jac";
     const SlotMap map = slot_map(in.load->model);
-    const Printer pr{f.prog, L.shared, ws ? &L.slot : nullptr, map};
+    const Printer pr{f.prog, L.shared, ws ? &L.slot : nullptr, map, lanes};
     const bool split = ws || L.parts > 1;  // parts that report a status, and an impl that calls them
-    const std::string fn = ws ? N + "_ws" : N;
+    const std::string fn = ws ? N + "_ws" : lanes ? N + "_lanes" : N;
+    const char* tmpl = lanes ? "template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>>\n" : "template <class T>\n";
+    const char* value_type = lanes ? "V" : "T";
     std::string s;
     const char* phase = nullptr;
     for (std::size_t p = 0; p < L.parts; ++p) {
-        s += "template <class T>\n";
-        if (split)
+        s += tmpl;
+        if (lanes && split)
+            s += fmt::format("void {}_part{}(const V* q, const V* qd, const V* in, {}_work<V>& w, M& bad) {{\n"
+                             "    (void)q, (void)qd, (void)in, (void)w, (void)bad;\n", fn, p, N);
+        else if (split)
             s += fmt::format("int {}_part{}(const T* q, const T* qd, const T* in, {}) {{\n"
                              "    (void)q, (void)qd, (void)in, (void)w;\n    int status = NELU_STATUS_OK;\n", fn, p,
                              ws ? std::string("T* w") : N + "_work<T>& w");
+        else if (lanes)
+            s += fmt::format("M {}_impl(const V* q, const V* qd, const V* in, V* out{}) {{\n    (void)q, (void)qd, (void)in, (void)jac;\n"
+                             "    M bad{{}};\n", fn, jac_param);
         else
             s += fmt::format("int {}_impl(const T* q, const T* qd, const T* in, T* out{}) {{\n    (void)q, (void)qd, (void)in;\n", N, jac_param);
         const std::size_t lo = p * L.per_part, hi = std::min(L.stmts.size(), lo + L.per_part);
@@ -489,14 +558,21 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
             s += fmt::format("    T* volatile reload = w;  // w is read back from here every {} statements: values of earlier\n"
                              "                             // statements are then loaded from the workspace, not kept in registers or spilled\n",
                              kWorkspaceChunk);
+        LaneSincos pairs{pr, L, notes, {}};  // lanes: every sine and cosine of the part in one call
         for (std::size_t k = lo; k < hi; ++k) {
             const Id i = L.stmts[k];
+            if (lanes && L.sincos_first.count(i)) {  // the pair waits until a statement reads it (the angles all come first)
+                pairs.deferred.push_back(k);
+                continue;
+            }
+            if (lanes && k > lo && L.sincos_first.count(L.stmts[k - 1])) continue;
+            if (lanes && pairs.reads(f.prog.node(i))) s += pairs.flush(), phase = nullptr;
             if (ws && k > lo && (k - lo) % kWorkspaceChunk == 0) s += "    w = reload;\n";
             const char* now = i < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
                               : i < f.first_solve_node ? "factorization of P D Q = L U" : "solve: forward and back substitution";
             if (now != phase || k == lo) s += fmt::format("    // --- {}\n", now), phase = now;
             auto note = notes.find(i);
-            const std::string lhs = ws || L.shared[i] ? pr.name(i) : fmt::format("const T t{}", i);
+            const std::string lhs = ws || L.shared[i] ? pr.name(i) : fmt::format("const {} t{}", value_type, i);
             const ir::Node& n = f.prog.node(i);
             std::string rhs = pr.expression(n);
             if (L.sincos_first.count(i)) {  // a sine and cosine side by side (plan): one nelu::sincos
@@ -509,22 +585,24 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
             auto chk = L.checks.find(i);
             if (chk != L.checks.end()) {  // a part runs to its end (every workspace value it owns is set), then reports
                 std::set<std::string> tests;
-                for (const ScheduledPivot* pv : chk->second) {
-                    if (pv->threshold <= 0) continue;
-                    tests.insert(pv->kind == PivotKind::Lambda  // signed, and per precision
-                                     ? fmt::format("{} >= (sizeof(T) == sizeof(float) ? T({}) : T({}))", pr.name(i),
-                                                   number(pv->threshold_float), number(pv->threshold))
-                                     : fmt::format("std::fabs({}) >= T({})", pr.name(i), number(pv->threshold)));
-                }
+                for (const ScheduledPivot* pv : chk->second)
+                    if (pv->threshold > 0) tests.insert(pr.pivot_test(i, *pv));
                 for (const std::string& t : tests)
-                    s += fmt::format(split ? "    if (!({})) status = NELU_STATUS_SMALL_PIVOT;\n"
-                                           : "    if (!({})) return NELU_STATUS_SMALL_PIVOT;\n", t);
+                    s += fmt::format(lanes ? "    bad |= {};\n"
+                                     : split ? "    if (!({})) status = NELU_STATUS_SMALL_PIVOT;\n"
+                                             : "    if (!({})) return NELU_STATUS_SMALL_PIVOT;\n", t);
             }
         }
+        s += pairs.flush();
         if (!split) s += outputs_block(pr, L);
-        s += split ? "    return status;\n}\n\n" : "    return NELU_STATUS_OK;\n}\n\n";
+        s += lanes ? "}\n\n" : split ? "    return status;\n}\n\n" : "    return NELU_STATUS_OK;\n}\n\n";
     }
-    if (split) {
+    if (lanes && split) {
+        s += fmt::format("{}M {}_impl(const V* q, const V* qd, const V* in, V* out{}) {{\n    (void)jac;\n    {}_work<V> w;\n    M bad{{}};\n",
+                         tmpl, fn, jac_param, N);
+        for (std::size_t p = 0; p < L.parts; ++p) s += fmt::format("    {}_part{}<T>(q, qd, in, w, bad);\n", fn, p);
+        s += outputs_block(pr, L) + "}\n\n";
+    } else if (split) {
         s += fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out{}{}) {{\n{}    int status = NELU_STATUS_OK;\n",
                          fn, jac_param, ws ? ", T* w" : "", ws ? "" : fmt::format("    {}_work<T> w;\n", N));
         for (std::size_t p = 0; p < L.parts; ++p)
@@ -535,20 +613,24 @@ std::string functions(const EmitInput& in, const Layout& L, const std::map<Id, s
     return s;
 }
 
+/// The NAME_work struct of a solver in several parts (none for one function).
+std::string work_struct(const Layout& L) {
+    if (L.parts <= 1) return "";
+    std::string s = fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
+    for (Id x : L.stmts)
+        if (L.shared[x]) s += fmt::format("    T t{};\n", x);
+    return s + "};\n\n";
+}
+
 std::string source(const EmitInput& in, const std::vector<Layout>& layouts) {
     const std::string& N = in.name;
     std::map<Id, std::string> notes = annotations(in);
     std::string s = banner(in, N + ".cpp");
     s += fmt::format("#include \"{}.hpp\"\n\n#include <cmath>\n\n#include \"nelu/trig.hpp\"\n\nnamespace {{\n\n", N);
     for (const Layout& L : layouts) {
-        if (L.parts > 1) {
-            s += fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
-            for (Id x : L.stmts)
-                if (L.shared[x]) s += fmt::format("    T t{};\n", x);
-            s += "};\n\n";
-        }
-        s += functions(in, L, notes, false);
-        if (L.workspace) s += functions(in, L, notes, true);
+        s += work_struct(L);
+        s += functions(in, L, notes, Form::Ordinary);
+        if (L.workspace) s += functions(in, L, notes, Form::Workspace);
     }
     s += "}  // namespace\n";
     for (const Layout& L : layouts) {
@@ -564,6 +646,107 @@ std::string source(const EmitInput& in, const std::vector<Layout>& layouts) {
         if (L.workspace && in.scalar_double) s += entry("double", L.fn + "_ws", L.fn + "_ws_impl", true);
         if (L.workspace && in.scalar_float) s += entry("float", L.fn + "_f_ws", L.fn + "_ws_impl", true);
     }
+    return s;
+}
+
+/// Lane widths of the batch form per target (runtime lanes.hpp): doubles in a vector register; a
+/// float lane holds twice as many.
+const std::vector<std::pair<const char*, int>> kLaneTargets = {
+    {"avx512 (__AVX512F__, -march=x86-64-v4)", 8}, {"avx (__AVX__, -march=x86-64-v3)", 4}, {"sse2 (x86-64)", 2},
+    {"neon (aarch64)", 2}, {"other targets and compilers, or NELU_LANES_SCALAR", 1}};
+
+/// A batch entry point (--batch): NAME_batch for NAME, NAME_f_batch for NAME_f, ...
+struct BatchEntry {
+    std::string name, of;
+    const char* scalar;
+    const Layout* layout;
+    std::string declaration() const {
+        return fmt::format("int {1}(int n, const {0}* q, const {0}* qd, const {0}* in, {0}* out{2}, int* status)", scalar, name,
+                           layout->jac.empty() ? "" : fmt::format(", {}* jac", scalar));
+    }
+};
+
+std::vector<BatchEntry> batch_entries(const EmitInput& in, const std::vector<Layout>& layouts) {
+    std::vector<BatchEntry> e;
+    for (const Layout& L : layouts) {
+        if (in.scalar_double) e.push_back({L.fn + "_batch", L.fn, "double", &L});
+        if (in.scalar_float) e.push_back({L.fn + "_f_batch", L.fn + "_f", "float", &L});
+    }
+    return e;
+}
+
+/// Stack bytes per lane of a batch entry point, for a scalar of `size` bytes: the lane program's
+/// values (the ordinary form's estimate) and the lanes of the arguments it reads and writes.
+long batch_lane_bytes(const EmitInput& in, const Layout& L, long size) {
+    const Model& m = in.load->model;
+    const long args = static_cast<long>(independent_q_slots(m).size() + independent_v_slots(m).size() + in.system->in.size() +
+                                        L.out.size() + L.jac.size());
+    return (kSpillFactor * L.values + args) * size;
+}
+
+/// NAME_batch.hpp: the batch entry points, beside NAME.hpp (which it includes), so that NAME.hpp and
+/// NAME.cpp are the same with and without --batch.
+std::string batch_header(const EmitInput& in, const std::vector<Layout>& layouts) {
+    const std::string& N = in.name;
+    std::string s = banner(in, N + "_batch.hpp");
+    s += fmt::format("#ifndef NELU_GENERATED_{0}_BATCH_HPP\n#define NELU_GENERATED_{0}_BATCH_HPP\n\n#include \"{0}.hpp\"\n\n", N);
+    const bool jac = layouts.size() > 1;
+    const std::string widths = in.scalar_double && in.scalar_float ? fmt::format("{0}_batch_width() and {0}_f_batch_width() say", N)
+                               : in.scalar_double                 ? fmt::format("{}_batch_width() says", N)
+                                                                  : fmt::format("{}_f_batch_width() says", N);
+    s += fmt::format(
+        "/* Batch forms (nelu compile --batch, docs/batch.md): n states per call, each array state-major\n"
+        " * (row-major): q is n x {0}_NQ, qd n x {0}_NV, in n x {0}_NIN, out n x {0}_NOUT{1}.\n"
+        " * Each computes, for every state, what the entry point of {0}.hpp it is named after computes.\n"
+        " * status[i] (status may be null) is state i's status, the same codes; a state whose status is not\n"
+        " * NELU_STATUS_OK leaves its rows of out{2} untouched. They return the number of such states\n"
+        " * (0 when n <= 0). Inside, W states at once in the lanes of the target's vector registers, W chosen\n"
+        " * when {0}_batch.cpp is compiled (runtime nelu/lanes.hpp): 8 doubles with AVX-512, 4 with AVX, 2\n"
+        " * with SSE2 or aarch64 NEON, 1 elsewhere (a loop over the states); twice as many floats.\n"
+        " * {3} which.\n"
+        " * The n mod W states left are computed without reading or writing past the arrays. A double lane\n"
+        " * equals the scalar entry point bit for bit when both are built with the same flags and without FMA\n"
+        " * contraction; float lanes compute sine and cosine with a kernel of their own (within float's\n"
+        " * accuracy of the scalar float entry point). Reentrant, no heap. Stack, estimated by nelu: 512 bytes\n"
+        " * plus W times",
+        N, jac ? fmt::format("\n * (and jac n x {0}_NOUT x {0}_NJAC for the _derivatives forms)", N) : std::string(), jac ? " (and jac)" : "", widths);
+    std::string line;
+    const std::vector<BatchEntry> entries = batch_entries(in, layouts);
+    for (const BatchEntry& e : entries) {
+        const std::string item = fmt::format(" {} bytes ({}){}", batch_lane_bytes(in, *e.layout, e.scalar == std::string("double") ? sizeof(double) : sizeof(float)),
+                                             e.name, &e == &entries.back() ? "." : ",");
+        if (line.size() + item.size() > 90) s += line + "\n *", line.clear();
+        line += item;
+    }
+    s += line;
+    s += " */\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
+    for (const BatchEntry& e : entries) s += e.declaration() + ";\n";
+    if (in.scalar_double) s += fmt::format("int {}_batch_width(void);\n", N);
+    if (in.scalar_float) s += fmt::format("int {}_f_batch_width(void);\n", N);
+    s += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+    return s;
+}
+
+/// NAME_batch.cpp: the lane programs (the same statements as NAME.cpp, printed over lanes) and the
+/// batch entry points, which move state-major rows into lanes and back (nelu::lanes::batch).
+std::string batch_source(const EmitInput& in, const std::vector<Layout>& layouts) {
+    const std::string& N = in.name;
+    const std::map<Id, std::string> notes = annotations(in);
+    std::string s = banner(in, N + "_batch.cpp");
+    s += fmt::format("#include \"{}_batch.hpp\"\n\n#include <cmath>\n\n#include \"nelu/lanes.hpp\"\n#include \"nelu/trig.hpp\"\n\n", N);
+    const Model& m = in.load->model;
+    s += fmt::format("static_assert({0}_NQ == {1} && {0}_NV == {2} && {0}_NIN == {3} && {0}_NOUT == {4}, \"{0}.hpp is not the header this file was "
+                     "generated with\");\n\nnamespace {{\n\n",
+                     N, independent_q_slots(m).size(), independent_v_slots(m).size(), in.system->in.size(), in.system->out.size());
+    for (const Layout& L : layouts) s += work_struct(L) + functions(in, L, notes, Form::Lanes);
+    s += "}  // namespace\n";
+    for (const BatchEntry& e : batch_entries(in, layouts))
+        s += fmt::format("\nextern \"C\" {} {{\n    return nelu::lanes::batch<{}, {}_NQ, {}_NV, {}_NIN, {}_NOUT, {}>(n, q, qd, in, out, {}, status,\n"
+                         "                                                 {}_lanes_impl<{}>);\n}}\n",
+                         e.declaration(), e.scalar, N, N, N, N, e.layout->jac.empty() ? std::string("0") : N + "_NJAC",
+                         e.layout->jac.empty() ? "nullptr" : "jac", e.layout->fn, e.scalar);
+    if (in.scalar_double) s += fmt::format("\nextern \"C\" int {}_batch_width(void) {{ return nelu::lanes::Lane<double>::W; }}\n", N);
+    if (in.scalar_float) s += fmt::format("\nextern \"C\" int {}_f_batch_width(void) {{ return nelu::lanes::Lane<float>::W; }}\n", N);
     return s;
 }
 
@@ -659,6 +842,31 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     return j;
 }
 
+/// The manifest's account of the batch forms (--batch): files, entry points, layout, lane widths.
+nlohmann::ordered_json batch_json(const EmitInput& in, const std::vector<Layout>& layouts) {
+    const std::string& N = in.name;
+    nlohmann::ordered_json j, entries = nlohmann::ordered_json::array(), lanes, widths;
+    j["header"] = N + "_batch.hpp";
+    j["source"] = N + "_batch.cpp";
+    for (const BatchEntry& e : batch_entries(in, layouts)) {
+        const long size = e.scalar == std::string("double") ? sizeof(double) : sizeof(float);
+        entries.push_back({{"function", e.name}, {"of", e.of}, {"scalar", e.scalar},
+                           {"stack_bytes_per_lane", batch_lane_bytes(in, *e.layout, size)}, {"stack_bytes_fixed", kStackAllowance}});
+    }
+    j["entry_points"] = entries;
+    if (in.scalar_double) widths["double"] = N + "_batch_width";
+    if (in.scalar_float) widths["float"] = N + "_f_batch_width";
+    j["width_functions"] = widths;
+    j["layout"] = "state-major (row-major): q n x nq, qd n x nv, in n x n_in, out n x n_out, jac n x n_out x jac_cols; status n "
+                  "(a state that fails leaves its rows untouched)";
+    for (const auto& [target, w] : kLaneTargets) lanes[target] = {{"double", w}, {"float", 2 * w}};
+    j["lanes"] = lanes;
+    j["sincos"] = {{"double", "nelu::lanes::sincos: nelu::sincos's arithmetic in every lane (bit for bit)"},
+                   {"float", "nelu::lanes::sincos: float Cody-Waite reduction and Cephes' sinf/cosf polynomials (the scalar float "
+                             "solver calls sinf and cosf)"}};
+    return j;
+}
+
 std::string manifest(const EmitInput& in, const std::vector<Layout>& layouts) {
     const Layout& L = layouts.front();
     const Model& m = in.load->model;
@@ -751,6 +959,7 @@ std::string manifest(const EmitInput& in, const std::vector<Layout>& layouts) {
     if (L.workspace) j["workspace"] = work;
     if (in.verified_error >= 0) j["verified"] = {{"states", in.verified_states}, {"tolerance", 1e-9}};
     if (layouts.size() > 1) j["derivatives"] = derivatives_json(in, layouts[1]);
+    if (in.batch) j["batch"] = batch_json(in, layouts);
     return j.dump(2) + "\n";
 }
 
@@ -772,7 +981,9 @@ std::string c_identifier(const std::string& s) {
 Emitted run_emit(const EmitInput& in) {
     std::vector<Layout> layouts{plan(in, in.name, {})};
     if (!in.factorization->jacobian.empty()) layouts.push_back(plan(in, in.name + "_derivatives", in.factorization->jacobian));
-    return {header(in, layouts), source(in, layouts), manifest(in, layouts)};
+    Emitted e{header(in, layouts), source(in, layouts), manifest(in, layouts), "", ""};
+    if (in.batch) e.batch_header = batch_header(in, layouts), e.batch_source = batch_source(in, layouts);
+    return e;
 }
 
 }  // namespace nelu

@@ -28,10 +28,12 @@ struct EmitInput {
     double umfpack_flops = -1;  ///< sensor problems: a run-time sparse LU of the same D (analyze.hpp)
     long max_stack = 16384;     ///< stack budget in bytes: above it, the workspace form (NAME_ws) is emitted too
     bool ignore_mimic = false;  ///< loaded with --ignore-mimic (recorded in the manifest)
+    bool batch = false;         ///< --batch: also NAME_batch.hpp and NAME_batch.cpp, the batch entry points
 };
 
 struct Emitted {
     std::string header, source, manifest;  ///< NAME.hpp, NAME.cpp, NAME.json
+    std::string batch_header, batch_source;  ///< NAME_batch.hpp, NAME_batch.cpp (with --batch; else empty)
 };
 
 Emitted run_emit(const EmitInput& in);

@@ -196,6 +196,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     ein.max_stack = o.max_stack;
     ein.load = &r.load, ein.problem = &r.problem, ein.system = &r.system, ein.factorization = &r.order.best;
     ein.ignore_mimic = o.ignore_mimic;
+    ein.batch = o.batch;
     ein.verified_error = o.verify_states >= 0 ? r.verify.max_rel_error : -1;
     ein.verified_states = r.verify.states;
     Model counted = r.load.model;
@@ -215,6 +216,10 @@ void write_outputs(const CompileResult& r, const std::string& dir) {
     if (ec) throw InputError(dir + ": cannot create the output directory (" + ec.message() + ")");
     write_file_atomic((d / (r.name + ".hpp")).string(), r.emitted.header);
     write_file_atomic((d / (r.name + ".cpp")).string(), r.emitted.source);
+    if (!r.emitted.batch_source.empty()) {
+        write_file_atomic((d / (r.name + "_batch.hpp")).string(), r.emitted.batch_header);
+        write_file_atomic((d / (r.name + "_batch.cpp")).string(), r.emitted.batch_source);
+    }
     write_file_atomic((d / (r.name + ".json")).string(), r.emitted.manifest);
 }
 

@@ -31,6 +31,7 @@ struct CompileOptions {
     /// For tests only (no option of the command line): a term of the structured derivatives to drop
     /// (derivatives.hpp, StructuredTerm), so that the verification against complex step must fail.
     StructuredTerm omit_structured_term = StructuredTerm::None;
+    bool batch = false;             ///< --batch: also the batch entry points, in NAME_batch.hpp and NAME_batch.cpp
 };
 
 struct CompileResult {
@@ -51,7 +52,8 @@ struct CompileResult {
 /// the verification of the program fails (an internal error).
 CompileResult compile(const CompileOptions& options, std::ostream* dump = nullptr);
 
-/// Write NAME.hpp, NAME.cpp and NAME.json into `dir` (each atomically).
+/// Write NAME.hpp, NAME.cpp and NAME.json (and with --batch NAME_batch.hpp and NAME_batch.cpp) into
+/// `dir` (each atomically).
 void write_outputs(const CompileResult& r, const std::string& dir);
 
 }  // namespace nelu

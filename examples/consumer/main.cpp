@@ -1,10 +1,11 @@
 // main.cpp: inverse then forward dynamics of the UR5e with two nelu solvers, and the round trip.
-// tau = ID(q, qd, qdd, f^x); qdd' = FD(q, qd, tau, f^x); succeed when |qdd' - qdd| <= 1e-9 |qdd|.
+// tau = ID(q, qd, qdd, f^x); qdd' = FD(q, qd, tau, f^x); succeed when |qdd' - qdd| <= 1e-9 |qdd|,
+// and when FD's batch form gives every one of 5 copies of the state the same qdd'.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "ur5e_fd.hpp"
+#include "ur5e_fd_batch.hpp"
 #include "ur5e_id.hpp"
 
 static_assert(ur5e_id_NQ == ur5e_fd_NQ && ur5e_id_NV == ur5e_fd_NV && ur5e_id_NIN == ur5e_fd_NIN,
@@ -41,5 +42,19 @@ int main() {
     }
     const double rel = err / scale;
     std::printf("relative error |fd(id(qdd)) - qdd| / |qdd| = %.3e (tolerance 1e-9): %s\n", rel, rel <= 1e-9 ? "ok" : "MISMATCH");
-    return rel <= 1e-9 ? 0 : 1;
+
+    // the batch form: 5 states (state-major rows), here the same one 5 times
+    constexpr int n = 5;
+    double qs[n][ur5e_fd_NQ], qds[n][ur5e_fd_NV], ins[n][ur5e_fd_NIN], outs[n][ur5e_fd_NOUT];
+    for (int k = 0; k < n; ++k) {
+        std::copy(q, q + ur5e_fd_NQ, qs[k]), std::copy(qd, qd + nv, qds[k]), std::copy(in_fd, in_fd + ur5e_fd_NIN, ins[k]);
+    }
+    int statuses[n];
+    const int failed = ur5e_fd_batch(n, &qs[0][0], &qds[0][0], &ins[0][0], &outs[0][0], statuses);
+    double batch_err = 0;
+    for (int k = 0; k < n; ++k)
+        for (int i = 0; i < nv; ++i) batch_err = std::max(batch_err, std::fabs(outs[k][i] - qdd_fd[i]) / scale);
+    std::printf("ur5e_fd_batch: %d states, %d lanes, %d failed, largest relative difference from ur5e_fd %.3e: %s\n", n,
+                ur5e_fd_batch_width(), failed, batch_err, failed == 0 && batch_err <= 1e-12 ? "ok" : "MISMATCH");
+    return rel <= 1e-9 && failed == 0 && batch_err <= 1e-12 ? 0 : 1;
 }

@@ -7,10 +7,15 @@
 // two, one correctly rounded sqrt), so every target sees bit-identical inputs; an input hash per
 // solver is printed so that the comparison can check that.
 //
+// Built with -DFW_BATCH (host and aarch64 Linux), fw_table.inc also names the batch forms
+// (nelu compile --batch): variants db and fb run every state through NAME_batch and NAME_f_batch in
+// two calls (97 states and 3: each ends with a short block of lanes) and print the same rows.
+//
 // Output lines:  N solver name nout | I solver hash | S solver variant stack_bytes
 //                R solver variant state status hex... | E (end)
 // Built with -DFW_TRACE, it only calls every variant once between two calls of fw_mark(), for
-// counting instructions in QEMU's execution trace (see fwtool.cpp).
+// counting instructions in QEMU's execution trace (see fwtool.cpp); a batch variant's call runs
+// kTraceStates states (fwtool divides its count by them).
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -23,7 +28,15 @@ struct FwSolver {
     int (*dws)(const double*, const double*, const double*, double*, void*);
     int (*fws)(const float*, const float*, const float*, float*, void*);
     unsigned long dws_bytes, fws_bytes;
+    int (*db)(int, const double*, const double*, const double*, double*, int*);
+    int (*fb)(int, const float*, const float*, const float*, float*, int*);
 };
+
+#ifdef FW_BATCH
+#define FW_BATCH_FN(f) f
+#else
+#define FW_BATCH_FN(f) nullptr
+#endif
 
 #include "fw_table.inc"
 
@@ -31,7 +44,11 @@ namespace {
 
 constexpr int kStates = 100;
 constexpr int kMax = 2048;  // largest nq, nv, nin, nout
+#ifdef FW_BATCH
+constexpr unsigned long kStackPaint = 512 * 1024;  // bytes painted below the stack pointer (Linux: the lanes of a batch form)
+#else
 constexpr unsigned long kStackPaint = 48 * 1024;  // bytes painted below the stack pointer
+#endif
 alignas(16) unsigned char g_work[FW_WORK_BYTES + 16];
 
 std::uint64_t g_lcg;
@@ -63,18 +80,68 @@ void make_state(const FwSolver& s, int k) {
     for (int i = 0; i < s.nin; ++i) g_s.inf[i] = static_cast<float>(g_s.in[i]);
 }
 
-const char* const kVariant[4] = {"d", "f", "dws", "fws"};
-bool has(const FwSolver& s, int v) { return v == 0 ? s.d != nullptr : v == 1 ? s.f != nullptr : v == 2 ? s.dws != nullptr : s.fws != nullptr; }
+constexpr int kVariants = 6;
+const char* const kVariant[kVariants] = {"d", "f", "dws", "fws", "db", "fb"};
+[[maybe_unused]] bool is_batch(int v) { return v >= 4; }
+bool has(const FwSolver& s, int v) {
+    const void* f[kVariants] = {reinterpret_cast<const void*>(s.d), reinterpret_cast<const void*>(s.f), reinterpret_cast<const void*>(s.dws),
+                                reinterpret_cast<const void*>(s.fws), reinterpret_cast<const void*>(s.db), reinterpret_cast<const void*>(s.fb)};
+    return f[v] != nullptr;
+}
 
 double g_out[kMax];
 float g_outf[kMax];
 void clear() { std::memset(g_out, 0, sizeof g_out), std::memset(g_outf, 0, sizeof g_outf); }
+
+#ifdef FW_BATCH
+// every state's arguments and outputs, state-major, for the batch forms
+constexpr int kBatchMax = 512;  // largest nq, nv, nin, nout of a batch form
+constexpr int kTraceStates = 8;
+double g_bq[kStates * kBatchMax], g_bqd[kStates * kBatchMax], g_bin[kStates * kBatchMax], g_bout[kStates * kBatchMax];
+float g_bqf[kStates * kBatchMax], g_bqdf[kStates * kBatchMax], g_binf[kStates * kBatchMax], g_boutf[kStates * kBatchMax];
+int g_bstatus[kStates];
+
+void make_batch(const FwSolver& s) {
+    for (int k = 0; k < kStates; ++k) {
+        make_state(s, k);
+        std::memcpy(g_bq + k * s.nq, g_s.q, 8 * s.nq), std::memcpy(g_bqd + k * s.nv, g_s.qd, 8 * s.nv), std::memcpy(g_bin + k * s.nin, g_s.in, 8 * s.nin);
+        std::memcpy(g_bqf + k * s.nq, g_s.qf, 4 * s.nq), std::memcpy(g_bqdf + k * s.nv, g_s.qdf, 4 * s.nv), std::memcpy(g_binf + k * s.nin, g_s.inf, 4 * s.nin);
+    }
+    std::memset(g_bout, 0, sizeof g_bout), std::memset(g_boutf, 0, sizeof g_boutf);
+}
+
+/// States [k0, k0 + n) through batch variant v.
+int call_batch(const FwSolver& s, int v, int k0, int n) {
+    if (v == 4) return s.db(n, g_bq + k0 * s.nq, g_bqd + k0 * s.nv, g_bin + k0 * s.nin, g_bout + k0 * s.nout, g_bstatus + k0);
+    return s.fb(n, g_bqf + k0 * s.nq, g_bqdf + k0 * s.nv, g_binf + k0 * s.nin, g_boutf + k0 * s.nout, g_bstatus + k0);
+}
+#endif
+
+/// The outputs variant v wrote for state k (the batch forms' rows are in their state-major arrays).
+const double* outputs_d([[maybe_unused]] const FwSolver& s, [[maybe_unused]] int v, [[maybe_unused]] int k) {
+#ifdef FW_BATCH
+    if (is_batch(v)) return g_bout + k * s.nout;
+#endif
+    return g_out;
+}
+const float* outputs_f([[maybe_unused]] const FwSolver& s, [[maybe_unused]] int v, [[maybe_unused]] int k) {
+#ifdef FW_BATCH
+    if (is_batch(v)) return g_boutf + k * s.nout;
+#endif
+    return g_outf;
+}
+
 __attribute__((noinline)) int call(const FwSolver& s, int v) {
     switch (v) {
         case 0: return s.d(g_s.q, g_s.qd, g_s.in, g_out);
         case 1: return s.f(g_s.qf, g_s.qdf, g_s.inf, g_outf);
         case 2: return s.dws(g_s.q, g_s.qd, g_s.in, g_out, g_work);
-        default: return s.fws(g_s.qf, g_s.qdf, g_s.inf, g_outf, g_work);
+        case 3: return s.fws(g_s.qf, g_s.qdf, g_s.inf, g_outf, g_work);
+#ifdef FW_BATCH
+        default: return call_batch(s, v, 0, kTraceStates);
+#else
+        default: return -1;
+#endif
     }
 }
 
@@ -83,11 +150,11 @@ __attribute__((noinline)) int call(const FwSolver& s, int v) {
     for (int i = 0; i < s.nout; ++i) {
         if (v % 2 == 0) {
             std::uint64_t b;
-            std::memcpy(&b, &g_out[i], 8);
+            std::memcpy(&b, outputs_d(s, v, k) + i, 8);
             std::printf(" %08lx%08lx", static_cast<unsigned long>(b >> 32), static_cast<unsigned long>(b & 0xffffffffu));
         } else {
             std::uint32_t b;
-            std::memcpy(&b, &g_outf[i], 4);
+            std::memcpy(&b, outputs_f(s, v, k) + i, 4);
             std::printf(" %08lx", static_cast<unsigned long>(b));
         }
     }
@@ -146,13 +213,22 @@ int main() {
             std::printf("X %s: too large for this driver\n", s.name);
             return 1;
         }
+#ifdef FW_BATCH
+        if ((s.db || s.fb) && (s.nq > kBatchMax || s.nv > kBatchMax || s.nin > kBatchMax || s.nout > kBatchMax)) {
+            std::printf("X %s: too large for this driver's batch arrays\n", s.name);
+            return 1;
+        }
+#endif
     }
 #ifdef FW_TRACE
     fw_mark(), fw_mark();  // the baseline: two marks with nothing between them
     for (int i = 0; i < n; ++i)
-        for (int v = 0; v < 4; ++v)
+        for (int v = 0; v < kVariants; ++v)
             if (has(fw_solvers[i], v)) {
                 make_state(fw_solvers[i], 0);
+#ifdef FW_BATCH
+                if (is_batch(v)) make_batch(fw_solvers[i]);
+#endif
                 clear();
                 fw_mark();
                 call(fw_solvers[i], v);
@@ -163,9 +239,19 @@ int main() {
     for (int i = 0; i < n; ++i) {
         const FwSolver& s = fw_solvers[i];
         std::printf("N %s %d\nI %s %016llx\n", s.name, s.nout, s.name, static_cast<unsigned long long>(input_hash(s)));
-        for (int v = 0; v < 4; ++v) {
+        for (int v = 0; v < kVariants; ++v) {
             if (!has(s, v)) continue;
             make_state(s, 0);
+#ifdef FW_BATCH
+            if (is_batch(v)) {  // every state, in two calls: 97 states, then 3
+                make_batch(s);
+                std::printf("S %s %s %lu\n", s.name, kVariant[v], stack_use(s, v));
+                make_batch(s);
+                call_batch(s, v, 0, kStates - 3), call_batch(s, v, kStates - 3, 3);
+                for (int k = 0; k < kStates; ++k) print_outputs(s, v, k, g_bstatus[k]);
+                continue;
+            }
+#endif
             std::printf("S %s %s %lu\n", s.name, kVariant[v], stack_use(s, v));
             for (int k = 0; k < kStates; ++k) {
                 make_state(s, k);

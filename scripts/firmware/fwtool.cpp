@@ -4,7 +4,8 @@
 //                                 of callees in GCC's -fcallgraph-info=su files (library callees
 //                                 such as sin and cos have no frame there and count 0)
 //   count TRACE DRIVER_OUT        instructions per call, from QEMU's -singlestep -d exec,nochain trace
-//                                 of the driver built with -DFW_TRACE (one trace line per instruction)
+//                                 of the driver built with -DFW_TRACE (one trace line per instruction);
+//                                 for a batch form (variants db, fb), per state of its call of 8 states
 //   compare HOST TARGET NAME COUNTS STATIC SIZES ESTIMATES TOL_D TOL_F
 //                                 every output of TARGET against HOST; prints the table rows of NAME;
 //                                 exit 1 on any mismatch or missing output
@@ -25,7 +26,12 @@
 
 namespace {
 
-using Key = std::pair<std::string, std::string>;  // solver, variant (d, f, dws, fws)
+using Key = std::pair<std::string, std::string>;  // solver, variant (d, f, dws, fws, db, fb)
+
+constexpr int kVariants = 6;
+const char* const kVariant[kVariants] = {"d", "f", "dws", "fws", "db", "fb"};
+const char* const kSuffix[kVariants] = {"", "_f", "_ws", "_f_ws", "_batch", "_f_batch"};  // of the entry point
+constexpr long kTraceStates = 8;  // states of a batch form's traced call (driver.cpp)
 
 std::vector<std::string> lines(const std::string& file) {
     std::ifstream f(file);
@@ -59,13 +65,13 @@ int sizes(int argc, char** argv) {
         name.erase(0, name.find_first_not_of(' '));
         for (int i = 3; i < argc; ++i) {
             const std::string n = argv[i];
-            static const char* v[4] = {"d", "f", "dws", "fws"};
-            const std::string entry[4] = {n, n + "_f", n + "_ws", n + "_f_ws"};
-            for (int k = 0; k < 4; ++k)
-                if (name == entry[k]) bytes[{n, v[k]}] += std::strtol(size.c_str(), nullptr, 16);
+            for (int k = 0; k < kVariants; ++k)
+                if (name == n + kSuffix[k]) bytes[{n, kVariant[k]}] += std::strtol(size.c_str(), nullptr, 16);
             std::smatch m;
             if (std::regex_search(name, m, std::regex("::" + n + "_(ws_)?(impl|part[0-9]+)<(double|float)>\\(")))
                 bytes[{n, std::string(m[3] == "double" ? "d" : "f") + (m[1].matched ? "ws" : "")}] += std::strtol(size.c_str(), nullptr, 16);
+            else if (std::regex_search(name, m, std::regex("::" + n + "_lanes_(impl|part[0-9]+)<(double|float)[,>]")))  // a batch form's lane program
+                bytes[{n, m[2] == "double" ? "db" : "fb"}] += std::strtol(size.c_str(), nullptr, 16);
         }
     }
     for (const auto& [k, b] : bytes) std::printf("%s %s %ld\n", k.first.c_str(), k.second.c_str(), b);
@@ -121,8 +127,10 @@ int count(char** argv) {
         return 1;
     }
     const long base = marks[1] - marks[0];  // the mark itself and the call instruction
-    for (std::size_t i = 0; i < calls.size(); ++i)
-        std::printf("%s %s %ld\n", calls[i].first.c_str(), calls[i].second.c_str(), marks[2 * i + 3] - marks[2 * i + 2] - base);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        const long n = marks[2 * i + 3] - marks[2 * i + 2] - base, per = calls[i].second.size() == 2 && calls[i].second[1] == 'b' ? kTraceStates : 1;
+        std::printf("%s %s %ld\n", calls[i].first.c_str(), calls[i].second.c_str(), (n + per / 2) / per);
+    }
     return 0;
 }
 
@@ -178,7 +186,9 @@ int compare(char** argv) {
     for (const auto& [solver, v] : target.variants) {
         const bool is_float = v[0] == 'f';
         const std::string ref_v = is_float ? "f" : "d";  // the ordinary entry point on the host
-        const std::string entry = solver + (v == "d" ? "" : v == "f" ? "_f" : v == "dws" ? "_ws" : "_f_ws");
+        std::string entry = solver;
+        for (int k = 0; k < kVariants; ++k)
+            if (v == kVariant[k]) entry += kSuffix[k];
         double worst = 0;
         int states = 0, status_mismatch = 0;
         for (int k = 0; k < 100; ++k) {

@@ -38,23 +38,35 @@ inline SinCos<T> sincos(T x) noexcept {
 
 namespace trig_detail {
 
-/// sin(x + y) for |x + y| <= pi/4, y the tail of the reduced argument (|y| <= ulp(x) / 2).
-inline double kernel_sin(double x, double y) noexcept {
+// The constants of the reduction by pi/2, shared with the lanes of runtime lanes.hpp.
+constexpr double kReducedBelow = 1647099.3291652855;  // 2^20 pi/2: beyond, std::sin and std::cos
+constexpr double invpio2 = 6.36619772367581382433e-01;
+constexpr double toint = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+// pi/2 in three pieces of 33 bits and their tails (fdlibm's pio2_1, pio2_1t, ...)
+constexpr double pio2_1 = 1.57079632673412561417e+00, pio2_1t = 6.07710050650619224932e-11;
+constexpr double pio2_2 = 6.07710050630396597660e-11, pio2_2t = 2.02226624879595063154e-21;
+constexpr double pio2_3 = 2.02226624871116645580e-21, pio2_3t = 8.47842766036889956997e-32;
+
+/// sin(x + y) for |x + y| <= pi/4, y the tail of the reduced argument (|y| <= ulp(x) / 2). D is
+/// double, or a vector of doubles (runtime lanes.hpp: the same arithmetic in every lane).
+template <class D>
+inline D kernel_sin(D x, D y) noexcept {
     constexpr double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03, S3 = -1.98412698298579493134e-04,
                      S4 = 2.75573137070700676789e-06, S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
-    const double z = x * x, w = z * z;
-    const double r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6);
-    const double v = z * x;
+    const D z = x * x, w = z * z;
+    const D r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6);
+    const D v = z * x;
     return x - ((z * (0.5 * y - v * r) - y) - v * S1);
 }
 
 /// cos(x + y) for |x + y| <= pi/4.
-inline double kernel_cos(double x, double y) noexcept {
+template <class D>
+inline D kernel_cos(D x, D y) noexcept {
     constexpr double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03, C3 = 2.48015872894767294178e-05,
                      C4 = -2.75573143513906633035e-07, C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
-    const double z = x * x, w = z * z;
-    const double r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
-    const double hz = 0.5 * z, u = 1.0 - hz;
+    const D z = x * x, w = z * z;
+    const D r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
+    const D hz = 0.5 * z, u = 1.0 - hz;
     return u + (((1.0 - u) - hz) + (z * r - x * y));
 }
 
@@ -74,14 +86,9 @@ inline double kernel_cos(double x, double y) noexcept {
 
 /// sin x and cos x in double, without libm (see the top of this file).
 NELU_TRIG_NOINLINE inline SinCos<double> sincos(double x) noexcept {
+    using namespace trig_detail;
     const double ax = std::fabs(x);
-    if (!(ax < 1647099.3291652855)) return {std::sin(x), std::cos(x)};  // 2^20 pi/2, NaN and infinities
-    constexpr double invpio2 = 6.36619772367581382433e-01;
-    constexpr double toint = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-    // pi/2 in three pieces of 33 bits and their tails (fdlibm's pio2_1, pio2_1t, ...)
-    constexpr double pio2_1 = 1.57079632673412561417e+00, pio2_1t = 6.07710050650619224932e-11;
-    constexpr double pio2_2 = 6.07710050630396597660e-11, pio2_2t = 2.02226624879595063154e-21;
-    constexpr double pio2_3 = 2.02226624871116645580e-21, pio2_3t = 8.47842766036889956997e-32;
+    if (!(ax < kReducedBelow)) return {std::sin(x), std::cos(x)};  // 2^20 pi/2, NaN and infinities
     const double fn = (x * invpio2 + toint) - toint;  // the nearest integer to x / (pi/2)
     const int n = static_cast<int>(fn);
     double r = x - fn * pio2_1;  // exact: fn has at most 21 bits, pio2_1 33
@@ -102,7 +109,7 @@ NELU_TRIG_NOINLINE inline SinCos<double> sincos(double x) noexcept {
         }
     }
     const double y1 = (r - y0) - w;
-    const double s = trig_detail::kernel_sin(y0, y1), c = trig_detail::kernel_cos(y0, y1);
+    const double s = kernel_sin(y0, y1), c = kernel_cos(y0, y1);
     switch (n & 3) {
         case 0: return {s, c};
         case 1: return {c, -s};

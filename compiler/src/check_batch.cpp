@@ -1,0 +1,190 @@
+// check_batch.cpp: see check_batch.hpp.
+#include "check_batch.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+
+#include "nelu/status.h"
+#include "verify.hpp"
+
+namespace nelu {
+namespace {
+
+constexpr unsigned char kUntouched = 0x5a;  // every byte of the outputs a call must not write
+constexpr int kGuardStatus = -12345;         // the statuses around a call's array
+constexpr std::size_t kMaxErrors = 5;        // errors described per entry point
+
+/// A symbol of the solver's library; an error naming it when it is absent.
+template <class F>
+F symbol(void* lib, const std::string& name) {
+    F f = reinterpret_cast<F>(::dlsym(lib, name.c_str()));
+    if (!f) throw std::runtime_error("nelu check: the manifest lists batch forms, but the solver has no " + name);
+    return f;
+}
+
+/// Which states get a failing input: a NaN velocity (every 7th), a NaN joint position (every 11th:
+/// a pivot test fails where the position reaches a pivot), an infinite input (every 13th).
+bool poisoned(std::size_t k) { return k % 7 == 3 || k % 11 == 5 || k % 13 == 6; }
+
+BatchStates poison(BatchStates s) {
+    for (std::size_t k = 0; k < s.q.size(); ++k) {
+        if (k % 7 == 3 && !s.qd[k].empty()) s.qd[k][0] = std::numeric_limits<double>::quiet_NaN();
+        if (k % 11 == 5 && !s.q[k].empty()) s.q[k].back() = std::numeric_limits<double>::quiet_NaN();
+        if (k % 13 == 6 && !s.in[k].empty()) s.in[k][0] = std::numeric_limits<double>::infinity();
+    }
+    return s;
+}
+
+bool untouched(const void* p, std::size_t bytes) {
+    const unsigned char* b = static_cast<const unsigned char*>(p);
+    return std::all_of(b, b + bytes, [](unsigned char c) { return c == kUntouched; });
+}
+
+/// A scalar entry point and its batch form in scalar S, value or derivatives alike (jac null, and
+/// njac 0, for a value solver).
+template <class S>
+struct Entry {
+    std::function<int(const S* q, const S* qd, const S* in, S* out, S* jac)> scalar;
+    std::function<int(int n, const S* q, const S* qd, const S* in, S* out, S* jac, int* status)> batch;
+    std::size_t nout = 0, njac = 0;  // jac entries per state
+    bool exact = false;              // rows must be the scalar's bit for bit
+    bool single = false;
+};
+
+/// Rows of states k0, k0 + 1, .., k0 + n - 1 (taken in turn, wrapping around) gathered state-major
+/// into an array of exactly their size (so that the sanitizers see a read past it).
+template <class S>
+std::vector<S> rows(const std::vector<std::vector<double>>& x, std::size_t k0, int n) {
+    std::vector<S> r;
+    for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j) r.insert(r.end(), x[(k0 + j) % x.size()].begin(), x[(k0 + j) % x.size()].end());
+    return r;
+}
+
+/// One call of e.batch on states k0 .. k0 + n - 1 (wrapping around), against the scalar results
+/// (status, out row and jac row per state) in `expected`.
+template <class S>
+void run_call(const Entry<S>& e, const BatchStates& st, std::size_t k0, int n, const std::vector<int>& status_of,
+              const std::vector<std::vector<S>>& expected, const BatchJudge& judge, BatchEntryReport& r) {
+    auto error = [&](const std::string& what) {
+        if (r.errors.size() < kMaxErrors) r.errors.push_back(fmt::format("n = {}, first state {}: {}", n, k0, what));
+    };
+    const std::size_t row = e.nout + e.njac, un = static_cast<std::size_t>(n);
+    const std::vector<S> q = rows<S>(st.q, k0, n), qd = rows<S>(st.qd, k0, n), in = rows<S>(st.in, k0, n);
+    std::vector<S> out((un + 2) * e.nout), jac((un + 2) * e.njac);  // a guard row before and after
+    for (std::vector<S>* v : {&out, &jac})
+        if (!v->empty()) std::memset(v->data(), kUntouched, v->size() * sizeof(S));
+    std::vector<int> status(un + 2, kGuardStatus);
+    const int failed = e.batch(n, q.data(), qd.data(), in.data(), out.data() + e.nout, e.njac ? jac.data() + e.njac : nullptr, status.data() + 1);
+    if (status[0] != kGuardStatus || status[un + 1] != kGuardStatus) error("a status outside the array was written");
+    if (!untouched(out.data(), e.nout * sizeof(S)) || !untouched(out.data() + (un + 1) * e.nout, e.nout * sizeof(S)) ||
+        (e.njac && (!untouched(jac.data(), e.njac * sizeof(S)) || !untouched(jac.data() + (un + 1) * e.njac, e.njac * sizeof(S)))))
+        error("an output outside the array was written");
+    int counted = 0;
+    for (std::size_t j = 0; j < un; ++j) {
+        const std::size_t k = (k0 + j) % st.q.size();
+        const S* o = out.data() + (j + 1) * e.nout;
+        const S* J = jac.data() + (j + 1) * e.njac;
+        ++r.rows;
+        if (status[j + 1] != status_of[k]) error(fmt::format("state {}: status {}, the scalar entry point's {}", k, status[j + 1], status_of[k]));
+        if (status[j + 1] != NELU_STATUS_OK) {
+            ++counted, ++r.failing;
+            if (!untouched(o, e.nout * sizeof(S)) || !untouched(J, e.njac * sizeof(S))) error(fmt::format("state {} failed but its rows were written", k));
+            continue;
+        }
+        std::vector<S> got(o, o + e.nout);
+        got.insert(got.end(), J, J + e.njac);
+        const bool bitwise = std::memcmp(got.data(), expected[k].data(), row * sizeof(S)) == 0;
+        r.bitwise += bitwise;
+        const std::vector<double> g(got.begin(), got.end()), x(expected[k].begin(), expected[k].end());
+        r.vs_scalar = std::max(r.vs_scalar, forward_error(g, x));
+        if (e.exact && !bitwise) error(fmt::format("state {}: the row differs from the scalar entry point's (relative {:.3g})", k, forward_error(g, x)));
+        if (!bitwise && !poisoned(k)) r.judged = std::max(r.judged, judge.error(k, g, e.single));
+    }
+    if (failed != counted) error(fmt::format("returned {}, but {} states failed", failed, counted));
+}
+
+/// Every state through e.batch in calls of 1, 2, .., 3W + 1 states (each size at least once), then
+/// all at once.
+template <class S>
+BatchEntryReport check_entry(const std::string& function, int width, const Entry<S>& e, const BatchStates& clean, const BatchJudge& judge) {
+    BatchEntryReport r;
+    r.function = function, r.width = width;
+    const BatchStates st = poison(clean);
+    const std::size_t count = st.q.size(), row = e.nout + e.njac;
+    std::vector<int> status_of(count);
+    std::vector<std::vector<S>> expected(count, std::vector<S>(row));
+    for (std::size_t k = 0; k < count; ++k) {
+        const std::vector<S> q(st.q[k].begin(), st.q[k].end()), qd(st.qd[k].begin(), st.qd[k].end()), in(st.in[k].begin(), st.in[k].end());
+        status_of[k] = e.scalar(q.data(), qd.data(), in.data(), expected[k].data(), e.njac ? expected[k].data() + e.nout : nullptr);
+    }
+    // every call size from 1 to 3W + 1, the states taken in turn (wrapping around), and on until
+    // every state was in a call; then all of them at once
+    const int cycle = 3 * std::max(width, 1) + 1;
+    std::size_t k = 0;
+    for (int n = 1;; n = n % cycle + 1) {
+        run_call(e, st, k % count, n, status_of, expected, judge, r);
+        k += static_cast<std::size_t>(n);
+        if (n == cycle && k >= count) break;
+    }
+    run_call(e, st, 0, static_cast<int>(count), status_of, expected, judge, r);
+    const double tolerance = e.single ? judge.tolerance_float : judge.tolerance_double;
+    if (!(r.judged <= tolerance))
+        r.errors.push_back(fmt::format("rows that differ from the scalar entry point's: error {:.3g} against the reference, above {:.1e}", r.judged, tolerance));
+    return r;
+}
+
+template <class S>
+using ScalarFn = int (*)(const S*, const S*, const S*, S*);
+template <class S>
+using ScalarJacFn = int (*)(const S*, const S*, const S*, S*, S*);
+template <class S>
+using BatchFn = int (*)(int, const S*, const S*, const S*, S*, int*);
+template <class S>
+using BatchJacFn = int (*)(int, const S*, const S*, const S*, S*, S*, int*);
+
+/// NAME (suffix "") or NAME_f (suffix "_f"), or their _derivatives, and their batch forms.
+template <class S>
+Entry<S> entry(void* lib, const std::string& fn, const char* suffix, std::size_t nout, std::size_t njac, bool exact) {
+    Entry<S> e;
+    e.nout = nout, e.njac = njac, e.exact = exact, e.single = sizeof(S) == sizeof(float);
+    if (njac == 0) {
+        auto f = symbol<ScalarFn<S>>(lib, fn + suffix);
+        auto b = symbol<BatchFn<S>>(lib, fn + suffix + "_batch");
+        e.scalar = [f](const S* q, const S* qd, const S* in, S* out, S*) { return f(q, qd, in, out); };
+        e.batch = [b](int n, const S* q, const S* qd, const S* in, S* out, S*, int* status) { return b(n, q, qd, in, out, status); };
+    } else {
+        auto f = symbol<ScalarJacFn<S>>(lib, fn + suffix);
+        auto b = symbol<BatchJacFn<S>>(lib, fn + suffix + "_batch");
+        e.scalar = [f](const S* q, const S* qd, const S* in, S* out, S* jac) { return f(q, qd, in, out, jac); };
+        e.batch = b;
+    }
+    return e;
+}
+
+}  // namespace
+
+BatchReport check_batch(void* lib, const std::string& name, bool contracted, std::size_t nout, std::size_t njac,
+                        const BatchStates& states, const BatchJudge& value_judge, const BatchJudge& jac_judge) {
+    BatchReport rep;
+    rep.contracted = contracted;
+    const int wd = symbol<int (*)()>(lib, name + "_batch_width")();
+    auto wf_fn = reinterpret_cast<int (*)()>(::dlsym(lib, (name + "_f_batch_width").c_str()));
+    const int wf = wf_fn ? wf_fn() : 0;
+    for (const std::string& fn : njac ? std::vector<std::string>{name, name + "_derivatives"} : std::vector<std::string>{name}) {
+        const std::size_t nj = fn == name ? 0 : njac;
+        const BatchJudge& judge = fn == name ? value_judge : jac_judge;
+        // bit for bit where the lanes compute the scalar arithmetic: double lanes, and float lanes of
+        // width 1 (sinf and cosf, as the scalar float function), in a build without FMA contraction
+        rep.entries.push_back(check_entry(fn + "_batch", wd, entry<double>(lib, fn, "", nout, nj, !contracted), states, judge));
+        if (wf_fn) rep.entries.push_back(check_entry(fn + "_f_batch", wf, entry<float>(lib, fn, "_f", nout, nj, !contracted && wf == 1), states, judge));
+    }
+    return rep;
+}
+
+}  // namespace nelu

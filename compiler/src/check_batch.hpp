@@ -1,0 +1,54 @@
+// check_batch.hpp: `nelu check` of the batch entry points (nelu compile --batch): every state's row
+// of NAME_batch against NAME on the same state, in calls of n = 1 .. 3W + 1 states, with failing
+// states mixed in; the same for NAME_f_batch and the _derivatives forms.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace nelu {
+
+/// The states to run: the solver's arguments q, qd and in of each (independent coordinates).
+struct BatchStates {
+    std::vector<std::vector<double>> q, qd, in;
+};
+
+/// One batch entry point's agreement with its scalar entry point.
+struct BatchEntryReport {
+    std::string function;
+    int width = 0;             ///< W of this build (NAME_batch_width / NAME_f_batch_width)
+    long rows = 0;             ///< states compared (each state once per call size)
+    long failing = 0;          ///< of them, states whose status was not OK (NaN and infinite inputs mixed in)
+    long bitwise = 0;          ///< rows equal to the scalar entry point's bit for bit
+    double vs_scalar = 0;      ///< max relative difference from the scalar entry point's rows
+    double judged = 0;         ///< rows that are not bit for bit: the scalar's own measure against the reference
+    std::vector<std::string> errors;  ///< what went wrong (a wrong status, a row touched, a guard overwritten, ...)
+};
+
+struct BatchReport {
+    bool contracted = false;  ///< the build fuses a * b + c (FMA contraction): double lanes need not be bitwise
+    std::vector<BatchEntryReport> entries;
+};
+
+/// How the scalar entry points judge a row, given to the batch check by nelu check: the decisive
+/// error of a row of outputs (and Jacobian) of state `k` against the reference (relative or
+/// backward error, or for a Jacobian the difference from the double scalar Jacobian), and the
+/// tolerance it must meet, for double or float (`single`).
+struct BatchJudge {
+    std::function<double(std::size_t k, const std::vector<double>& row, bool single)> error;
+    double tolerance_double = 0, tolerance_float = 0;
+};
+
+/// Calls of the batch entry points of `name` (and `name`_derivatives when njac > 0) in the loaded
+/// library `lib` against its scalar entry points on `states`, in calls of n = 1, 2, .., 3W + 1 states
+/// and then all of them at once. Some states get NaN or infinite inputs: their status must be the
+/// scalar's and their rows untouched; rows around each call's arrays must stay untouched too. A
+/// row must equal the scalar row bit for bit where both compute the same arithmetic (double lanes,
+/// and float lanes of width 1, in a build without FMA contraction: `contracted` false), and else
+/// pass the scalar's own judgement. Throws std::runtime_error when an entry point is missing.
+BatchReport check_batch(void* lib, const std::string& name, bool contracted, std::size_t nout, std::size_t njac,
+                        const BatchStates& states, const BatchJudge& value_judge, const BatchJudge& jac_judge);
+
+}  // namespace nelu

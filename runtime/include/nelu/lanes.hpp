@@ -1,0 +1,479 @@
+// lanes.hpp: W states at once, for the batch entry points of generated solvers (nelu compile --batch).
+//
+// A generated solver is straight-line code without data-dependent branches: the same instructions
+// for every state. Its batch form (NAME_batch.cpp) is the same program over a lane type Vec<T>,
+// which holds W values of T, one per state, so that every operation of the program works on W
+// states. Vec<T> is a GCC/Clang vector (__attribute__((vector_size))) as wide as the target's
+// vector registers, chosen at compile time from the predefined macros:
+//
+//   target macro                        bytes   W double   W float
+//   __AVX512F__ (-march=x86-64-v4)         64          8        16
+//   __AVX__     (-march=x86-64-v3)         32          4         8
+//   __SSE2__    (any x86-64)               16          2         4
+//   __aarch64__ with __ARM_NEON            16          2         4
+//   other targets and compilers             -          1         1   (Vec<T> is T: a loop over states)
+//
+// NELU_LANES_SCALAR, defined before this header, forces W = 1. 32-bit Arm's NEON is left out: it
+// flushes subnormals and has no double lanes.
+//
+// What a lane computes is what the scalar solver computes for that state: +, -, *, / and sqrt are
+// IEEE operations lane by lane; the sine and cosine of double lanes are nelu::sincos's arithmetic
+// (runtime trig.hpp) in every lane, so a lane equals the scalar solver bit for bit when both are
+// built with the same flags, unless the compiler contracts a * b + c into fused multiply-adds, which
+// it decides per function and per type (g++ -ffp-contract=fast on targets with FMA: nelu check then
+// judges the lanes against the reference; docs/batch.md). Float lanes compute the sine and
+// cosine with a float kernel of their own (sincos below; the scalar float solvers call the C
+// library's sinf and cosf), so float lanes agree with the scalar float solver to float's accuracy,
+// not bit for bit. Pivot tests and the finiteness test become masks: a lane runs the whole program
+// and reports its own status. The entry points' state-major rows go into lanes and back by W x W
+// transposes in registers (batch, below).
+//
+// Every name here lives in an inline namespace named after the lane width, so that translation
+// units built with different flags (say, one with -mavx2 and one without) can be linked into one
+// program without their templates colliding.
+#ifndef NELU_LANES_HPP
+#define NELU_LANES_HPP
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <utility>
+
+#include "nelu/status.h"
+#include "nelu/trig.hpp"
+
+#if !defined(NELU_LANES_SCALAR) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__AVX512F__)
+#define NELU_LANE_BYTES 64
+#define NELU_LANES_ABI w64
+#elif defined(__AVX__)
+#define NELU_LANE_BYTES 32
+#define NELU_LANES_ABI w32
+#elif defined(__SSE2__) || (defined(__aarch64__) && defined(__ARM_NEON))
+#define NELU_LANE_BYTES 16
+#define NELU_LANES_ABI w16
+#endif
+#endif
+#if NELU_LANE_BYTES == 16 && !defined(__SSE2__)
+#include <arm_neon.h>
+#elif defined(NELU_LANE_BYTES)
+#include <immintrin.h>
+#endif
+#ifndef NELU_LANE_BYTES
+#define NELU_LANE_BYTES 0
+#define NELU_LANES_ABI w0
+#endif
+
+namespace nelu {
+namespace lanes {
+inline namespace NELU_LANES_ABI {
+
+/// The lane type of scalar T: V (W values of T), its mask M (a comparison's result: all bits set in
+/// a lane where it holds, or, for W = 1, -1 or 0 in an int) and W. Without a vector unit, T itself.
+template <class T>
+struct Lane {
+    using V = T;
+    using M = int;
+    static constexpr int W = 1;
+};
+
+#if NELU_LANE_BYTES
+typedef double VecD __attribute__((vector_size(NELU_LANE_BYTES)));
+typedef float VecF __attribute__((vector_size(NELU_LANE_BYTES)));
+template <>
+struct Lane<double> {
+    using V = VecD;
+    using M = decltype(VecD{} < VecD{});
+    typedef unsigned long long U __attribute__((vector_size(NELU_LANE_BYTES)));
+    static constexpr int W = NELU_LANE_BYTES / 8;
+};
+template <>
+struct Lane<float> {
+    using V = VecF;
+    using M = decltype(VecF{} < VecF{});
+    typedef unsigned U __attribute__((vector_size(NELU_LANE_BYTES)));
+    static constexpr int W = NELU_LANE_BYTES / 4;
+};
+#endif
+
+template <class T>
+using Vec = typename Lane<T>::V;
+template <class T>
+using Mask = typename Lane<T>::M;
+
+// ---------------------------------------------------------------------------------------------
+// One lane: W = 1 (T itself) and vectors alike.
+
+template <class T>
+inline T get(T x, int) noexcept { return x; }
+template <class T>
+inline void set(T& x, int, T v) noexcept { x = v; }
+#if NELU_LANE_BYTES
+inline double get(VecD x, int l) noexcept { return x[l]; }
+inline float get(VecF x, int l) noexcept { return x[l]; }
+inline long long get(Mask<double> x, int l) noexcept { return x[l]; }
+inline int get(Mask<float> x, int l) noexcept { return x[l]; }
+inline void set(VecD& x, int l, double v) noexcept { x[l] = v; }
+inline void set(VecF& x, int l, float v) noexcept { x[l] = v; }
+#endif
+
+/// Every lane x (exactly, -0 included).
+template <class T>
+inline Vec<T> broadcast(T x) noexcept {
+    Vec<T> v{};
+    for (int l = 0; l < Lane<T>::W; ++l) set(v, l, x);
+    return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// W = 1: the scalar functions, so that the lane program is the scalar program.
+
+inline int finite(double x) noexcept { return -static_cast<int>(std::isfinite(x)); }
+inline int finite(float x) noexcept { return -static_cast<int>(std::isfinite(x)); }
+/// Lanes where a pivot fails its test |x| >= threshold (NaN fails).
+inline int small(double x, double threshold) noexcept { return -static_cast<int>(!(std::fabs(x) >= threshold)); }
+inline int small(float x, float threshold) noexcept { return -static_cast<int>(!(std::fabs(x) >= threshold)); }
+/// Lanes where a signed pivot fails its test x >= threshold (NaN fails).
+inline int below(double x, double threshold) noexcept { return -static_cast<int>(!(x >= threshold)); }
+inline int below(float x, float threshold) noexcept { return -static_cast<int>(!(x >= threshold)); }
+inline double sqrt(double x) noexcept { return std::sqrt(x); }
+inline float sqrt(float x) noexcept { return std::sqrt(x); }
+inline double sin(double x) noexcept { return std::sin(x); }
+inline float sin(float x) noexcept { return std::sin(x); }
+inline double cos(double x) noexcept { return std::cos(x); }
+inline float cos(float x) noexcept { return std::cos(x); }
+inline SinCos<double> sincos(double x) noexcept { return nelu::sincos(x); }
+inline SinCos<float> sincos(float x) noexcept { return nelu::sincos(x); }
+inline void sincos(const double* x, SinCos<double>* out, int n) noexcept {
+    for (int k = 0; k < n; ++k) out[k] = nelu::sincos(x[k]);
+}
+inline void sincos(const float* x, SinCos<float>* out, int n) noexcept {
+    for (int k = 0; k < n; ++k) out[k] = nelu::sincos(x[k]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vectors: masks, and the lanes' sqrt, sin, cos and sincos.
+#if NELU_LANE_BYTES
+
+/// Whether any lane of mask m (all bits set or none, per lane) is set: one test instruction where the
+/// target has one.
+template <class M>
+inline bool any(M m) noexcept {
+#if defined(__AVX512F__)
+    return _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m), reinterpret_cast<__m512i>(m)) != 0;
+#elif defined(__AVX__)
+    return !_mm256_testz_si256(reinterpret_cast<__m256i>(m), reinterpret_cast<__m256i>(m));
+#elif defined(__SSE2__)
+    return _mm_movemask_epi8(reinterpret_cast<__m128i>(m)) != 0;
+#else  // aarch64
+    return vmaxvq_u32(reinterpret_cast<uint32x4_t>(m)) != 0;
+#endif
+}
+/// a where m is set, else b (bit for bit).
+template <class V, class M>
+inline V select(M m, V a, V b) noexcept { return reinterpret_cast<V>((reinterpret_cast<M>(a) & m) | (reinterpret_cast<M>(b) & ~m)); }
+/// The sign bit of every lane.
+template <class T>
+inline Mask<T> sign_bits() noexcept { return reinterpret_cast<Mask<T>>(broadcast(T(-0.0))); }
+/// sin and cos of x = n pi/2 + r from s = sin r and c = cos r, n in the low bits of each lane of n:
+/// quadrants 1 and 3 swap s and c, and the sign bit is flipped (exactly what negation does) in
+/// quadrants 2 and 3 for sin, 1 and 2 for cos.
+template <class T>
+inline SinCos<Vec<T>> quadrant(Mask<T> n, Vec<T> s, Vec<T> c) noexcept {
+    using M = Mask<T>;
+    using U = typename Lane<T>::U;
+    constexpr int top = 8 * sizeof(T) - 1;  // bit 1 of n shifted to the sign bit (unsigned: no overflow)
+    const M odd = -(n & 1), sign = sign_bits<T>();
+    const M sin_sign = reinterpret_cast<M>(reinterpret_cast<U>(n) << (top - 1)) & sign;
+    const M cos_sign = reinterpret_cast<M>(reinterpret_cast<U>(n + 1) << (top - 1)) & sign;
+    return {reinterpret_cast<Vec<T>>(reinterpret_cast<M>(select(odd, c, s)) ^ sin_sign),
+            reinterpret_cast<Vec<T>>(reinterpret_cast<M>(select(odd, s, c)) ^ cos_sign)};
+}
+inline VecD abs(VecD x) noexcept { return reinterpret_cast<VecD>(reinterpret_cast<Mask<double>>(x) & ~sign_bits<double>()); }
+inline VecF abs(VecF x) noexcept { return reinterpret_cast<VecF>(reinterpret_cast<Mask<float>>(x) & ~sign_bits<float>()); }
+
+inline Mask<double> finite(VecD x) noexcept { return (x - x) == 0; }  // inf - inf and NaN - NaN are NaN
+inline Mask<float> finite(VecF x) noexcept { return (x - x) == 0; }
+inline Mask<double> small(VecD x, double threshold) noexcept { return ~((x >= threshold) | (x <= -threshold)); }
+inline Mask<float> small(VecF x, float threshold) noexcept { return ~((x >= threshold) | (x <= -threshold)); }
+inline Mask<double> below(VecD x, double threshold) noexcept { return ~(x >= threshold); }
+inline Mask<float> below(VecF x, float threshold) noexcept { return ~(x >= threshold); }
+
+/// f applied to every lane (std::sqrt, std::sin, std::cos: correctly rounded or the C library's).
+template <class V, class F>
+inline V each(V x, F f) noexcept {
+    for (int l = 0; l < static_cast<int>(sizeof(V) / sizeof(x[0])); ++l) x[l] = f(x[l]);
+    return x;
+}
+inline VecD sqrt(VecD x) noexcept { return each(x, [](double v) { return std::sqrt(v); }); }
+inline VecF sqrt(VecF x) noexcept { return each(x, [](float v) { return std::sqrt(v); }); }
+
+/// nelu::sincos (trig.hpp) in every lane, the same arithmetic: Cody-Waite reduction by pi/2 in up to
+/// three rounds (a round is computed for every lane when any lane needs it, and kept where it is
+/// needed), fdlibm's kernels, and the quadrant by selection and sign flips. Lanes beyond 2^20 pi/2,
+/// infinite or NaN go to std::sin and std::cos one by one, as in the scalar function.
+#if defined(__GNUC__)
+#define NELU_LANES_INLINE __attribute__((always_inline)) inline
+#define NELU_LANES_COLD __attribute__((noinline, cold)) inline
+#else
+#define NELU_LANES_INLINE inline
+#define NELU_LANES_COLD inline
+#endif
+
+/// v with the lanes where `reduced` is not set replaced by std::sin (or std::cos) of x: arguments
+/// beyond the reduction's range, infinite or NaN, rare, so out of line (and by value, so that the
+/// usual path keeps its results in registers).
+template <class T>
+NELU_LANES_COLD Vec<T> from_libm(Vec<T> x, Mask<T> reduced, Vec<T> v, bool cosine) noexcept {
+    for (int l = 0; l < Lane<T>::W; ++l)
+        if (!reduced[l]) v[l] = cosine ? std::cos(x[l]) : std::sin(x[l]);
+    return v;
+}
+
+NELU_LANES_INLINE SinCos<VecD> sincos_lanes(VecD x) noexcept {
+    using namespace trig_detail;
+    using M = Mask<double>;
+    const M reduced = abs(x) < kReducedBelow;  // false for NaN
+    const VecD xr = select(reduced, x, VecD{});  // the others are reduced as 0 and replaced below
+    const VecD ax = abs(xr);
+    const VecD big = xr * invpio2 + toint;  // 1.5 * 2^52 + n: n in the low bits
+    const VecD fn = big - toint;
+    const M n = reinterpret_cast<M>(big);
+    VecD r = xr - fn * pio2_1;
+    VecD w = fn * pio2_1t;
+    VecD y0 = r - w;
+    const M second = abs(y0) < ax * 0x1p-15;  // x near a multiple of pi/2
+    if (any(second)) {
+        VecD t = r, w2 = fn * pio2_2;
+        VecD r2 = t - w2;
+        w2 = fn * pio2_2t - ((t - r2) - w2);
+        VecD y2 = r2 - w2;
+        const M third = second & (abs(y2) < ax * 0x1p-48);
+        if (any(third)) {
+            t = r2;
+            VecD w3 = fn * pio2_3;
+            const VecD r3 = t - w3;
+            w3 = fn * pio2_3t - ((t - r3) - w3);
+            const VecD y3 = r3 - w3;
+            r2 = select(third, r3, r2), w2 = select(third, w3, w2), y2 = select(third, y3, y2);
+        }
+        r = select(second, r2, r), w = select(second, w2, w), y0 = select(second, y2, y0);
+    }
+    const VecD y1 = (r - y0) - w;
+    const VecD s = kernel_sin(y0, y1), c = kernel_cos(y0, y1);
+    SinCos<VecD> out = quadrant<double>(n, s, c);
+    if (any(~reduced)) out = {from_libm<double>(x, reduced, out.s, false), from_libm<double>(x, reduced, out.c, true)};
+    return out;
+}
+
+/// Sine and cosine of float lanes: Cody-Waite reduction by pi/2 in float (pi/2 in three pieces, the
+/// first two short enough that their products with the quadrant are exact for |x| < 8192) and
+/// Cephes' minimax polynomials of sinf and cosf on [-pi/4, pi/4] (S. L. Moshier), evaluated in
+/// float: within 2 ulp of the correctly rounded values where |sin x| and |cos x| exceed 1e-3, and
+/// within 1e-7 absolute everywhere below 8192 (tests/test_trig.cpp). Lanes at or beyond 8192,
+/// infinite or NaN go to std::sin and std::cos (sinf, cosf) one by one. A float solver's accuracy is
+/// judged against its tolerance (1e-4 relative), not bit for bit against sinf.
+NELU_LANES_INLINE SinCos<VecF> sincos_lanes(VecF x) noexcept {
+    using M = Mask<float>;
+    constexpr float invpio2 = 0.636619772367581343f, toint = 12582912.0f;  // 1.5 * 2^23
+    constexpr float pio2_1 = 1.5703125f, pio2_2 = 4.837512969970703125e-4f, pio2_3 = 7.54978995489188216e-8f;
+    const M reduced = abs(x) < 8192.0f;
+    const VecF xr = select(reduced, x, VecF{});
+    const VecF big = xr * invpio2 + toint;  // 1.5 * 2^23 + n
+    const VecF fn = big - toint;
+    const M n = reinterpret_cast<M>(big);
+    const VecF r = ((xr - fn * pio2_1) - fn * pio2_2) - fn * pio2_3;
+    const VecF z = r * r;
+    const VecF s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+    const VecF c = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
+    SinCos<VecF> out = quadrant<float>(n, s, c);
+    if (any(~reduced)) out = {from_libm<float>(x, reduced, out.s, false), from_libm<float>(x, reduced, out.c, true)};
+    return out;
+}
+
+NELU_TRIG_NOINLINE inline SinCos<VecD> sincos(VecD x) noexcept { return sincos_lanes(x); }
+NELU_TRIG_NOINLINE inline SinCos<VecF> sincos(VecF x) noexcept { return sincos_lanes(x); }
+
+/// out[k] = sincos(x[k]), k < n: the sines and cosines of a solver's angles in one call (the
+/// constants of the kernel loaded once, no call per angle).
+NELU_TRIG_NOINLINE inline void sincos(const VecD* x, SinCos<VecD>* out, int n) noexcept {
+    for (int k = 0; k < n; ++k) out[k] = sincos_lanes(x[k]);
+}
+NELU_TRIG_NOINLINE inline void sincos(const VecF* x, SinCos<VecF>* out, int n) noexcept {
+    for (int k = 0; k < n; ++k) out[k] = sincos_lanes(x[k]);
+}
+
+inline VecD sin(VecD x) noexcept { return sincos(x).s; }
+inline VecF sin(VecF x) noexcept { return sincos(x).s; }
+inline VecD cos(VecD x) noexcept { return sincos(x).c; }
+inline VecF cos(VecF x) noexcept { return sincos(x).c; }
+
+#endif
+
+/// A lane's status from its masks: NELU_STATUS_SMALL_PIVOT where a pivot test failed, else
+/// NELU_STATUS_NOT_FINITE where an output is not finite, else NELU_STATUS_OK (the order in which
+/// the scalar solver tests them).
+template <class M>
+inline M status(M small_pivot, M finite_outputs) noexcept {
+    return (small_pivot & NELU_STATUS_SMALL_PIVOT) | (~small_pivot & ~finite_outputs & NELU_STATUS_NOT_FINITE);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The batch entry points: state-major arrays to lanes and back.
+
+#if NELU_LANE_BYTES && defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define NELU_LANES_SHUFFLE 1
+#endif
+#endif
+
+#ifdef NELU_LANES_SHUFFLE
+/// Lane m of one step of a W x W transpose: the interleave of a and b (b's lanes numbered W ..
+/// 2W - 1) by blocks of S lanes, the low (`high` false) or high halves of each pair of blocks.
+constexpr int interleave_index(int w, int S, bool high, int m) {
+    const int block = m / (2 * S) * 2 * S, off = m % (2 * S) + (high ? S : 0);
+    return off < S + (high ? S : 0) ? block + off : w + block + off - S;
+}
+template <int S, bool High, class V, std::size_t... M>
+inline V interleave(V a, V b, std::index_sequence<M...>) noexcept {
+    return __builtin_shufflevector(a, b, interleave_index(sizeof...(M), S, High, M)...);
+}
+/// r[j] <- lane j of every r[l], l = 0 .. W - 1 (a W x W transpose, log2 W steps of interleaves).
+template <class T, int S = 1>
+inline void transpose(Vec<T>* r) noexcept {
+    constexpr int W = Lane<T>::W;
+    if constexpr (S < W) {
+#pragma GCC unroll 16
+        for (int j = 0; j < W; ++j)
+            if (!(j & S)) {
+                const Vec<T> lo = interleave<S, false>(r[j], r[j + S], std::make_index_sequence<W>());
+                r[j + S] = interleave<S, true>(r[j], r[j + S], std::make_index_sequence<W>());
+                r[j] = lo;
+            }
+        transpose<T, 2 * S>(r);
+    }
+}
+#endif
+
+/// dst[k] <- lane l of dst[k] is row(l)[k], k = 0 .. N - 1: W rows of N values into N lanes. In
+/// W x W tiles transposed in registers where the target has vectors (the last tile overlapping the
+/// one before when W does not divide N; with N < W, one tile when `wide`, that is when reading W
+/// values from every row stays inside the array), else value by value.
+template <class T, int N, class Row>
+inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) noexcept {
+    constexpr int W = Lane<T>::W;
+#ifdef NELU_LANES_SHUFFLE
+    if (N >= W || (wide && W > 1)) {
+        for (int k = 0;; k += W) {
+            if (N >= W && k > N - W) k = N - W;
+            Vec<T> r[W];
+#pragma GCC unroll 16
+            for (int l = 0; l < W; ++l) std::memcpy(&r[l], row(l) + k, sizeof(Vec<T>));
+            transpose<T>(r);
+#pragma GCC unroll 16
+            for (int j = 0; j < W; ++j)
+                if (j < N) dst[k + j] = r[j];
+            if (k + W >= N) return;
+        }
+    }
+#else
+    (void)wide;
+#endif
+    unsigned char* lanes = reinterpret_cast<unsigned char*>(dst);
+    for (int l = 0; l < W; ++l)
+        for (int k = 0; k < N; ++k) std::memcpy(lanes + (static_cast<std::size_t>(k) * W + l) * sizeof(T), row(l) + k, sizeof(T));
+}
+
+/// Lanes of N values from rows i .. i + w - 1 of a state-major array of n rows (row r at src + r N);
+/// lanes w .. W - 1 repeat row i, so that they compute a real state and read nothing past the
+/// array. A whole block (w = W) reads its rows at constant offsets.
+template <class T, int N>
+inline void load(Vec<T>* dst, const T* src, std::size_t i, int w, std::size_t n) noexcept {
+    constexpr int W = Lane<T>::W;
+    const T* block = src + i * N;
+    if (w == W) rows_to_lanes<T, N>(dst, [block](int l) { return block + static_cast<std::size_t>(l) * N; }, (i + W) * N + W <= (n + 1) * N);
+    else rows_to_lanes<T, N>(dst, [block, w](int l) { return block + static_cast<std::size_t>(l < w ? l : 0) * N; }, false);
+}
+
+/// Lane l of N lanes into row r of a state-major array.
+template <class T, int N>
+inline void store(T* dst, const Vec<T>* src, std::size_t r, int l) noexcept {
+    const unsigned char* lanes = reinterpret_cast<const unsigned char*>(src);
+    T* row = dst + r * N;
+    for (int k = 0; k < N; ++k) std::memcpy(row + k, lanes + (static_cast<std::size_t>(k) * Lane<T>::W + l) * sizeof(T), sizeof(T));
+}
+
+/// Every lane of N lanes into rows i .. i + W - 1 of a state-major array: the inverse of
+/// rows_to_lanes. With N < W, the rows are written in order, W values at a time while that stays
+/// inside the block (the values past a row's end are overwritten by the rows after it), the last
+/// ones N values at a time: nothing outside the block is written.
+template <class T, int N>
+inline void store_block(T* dst, const Vec<T>* src, std::size_t i) noexcept {
+    constexpr int W = Lane<T>::W;
+    T* block = dst + i * N;
+#ifdef NELU_LANES_SHUFFLE
+    if constexpr (W > 1) {
+        for (int k = 0;; k += W) {
+            if (N >= W && k > N - W) k = N - W;
+            Vec<T> r[W];
+#pragma GCC unroll 16
+            for (int j = 0; j < W; ++j) r[j] = j < N ? src[k + j] : Vec<T>{};
+            transpose<T>(r);
+#pragma GCC unroll 16
+            for (int l = 0; l < W; ++l)
+                std::memcpy(block + static_cast<std::size_t>(l) * N + k, &r[l], N >= W || l * N + W <= W * N ? sizeof(Vec<T>) : N * sizeof(T));
+            if (k + W >= N) return;
+        }
+    }
+#endif
+    for (int l = 0; l < W; ++l) store<T, N>(block, src, static_cast<std::size_t>(l), l);
+}
+
+inline bool any(int m) noexcept { return m != 0; }
+
+/// The batch form of a solver whose lane program is `lanes(q, qd, in, out, jac)` (returning each
+/// lane's status): n states, each array state-major (q n x NQ, qd n x NV, in n x NIN, out n x NOUT,
+/// jac n x NOUT*NJAC when NJAC > 0). status[i] (when status is not null) gets state i's status; a
+/// state whose status is not NELU_STATUS_OK leaves its rows of out and jac untouched. Returns the
+/// number of such states (0 when n <= 0). W states per call of `lanes`; the last call takes the
+/// n mod W states left, reading and writing only their rows. No heap: the lanes are on the stack.
+template <class T, int NQ, int NV, int NIN, int NOUT, int NJAC, class F>
+inline int batch(int n, const T* q, const T* qd, const T* in, T* out, T* jac, int* status, F lanes) noexcept {
+    constexpr int W = Lane<T>::W;
+    int failed = 0;
+    for (int i = 0; i < n; i += W) {
+        const int w = n - i < W ? n - i : W;
+        const std::size_t at = static_cast<std::size_t>(i);
+        Vec<T> lq[NQ > 0 ? NQ : 1], lqd[NV > 0 ? NV : 1], lin[NIN > 0 ? NIN : 1], lout[NOUT > 0 ? NOUT : 1],
+            ljac[NOUT * NJAC > 0 ? NOUT * NJAC : 1];
+        const std::size_t rows = static_cast<std::size_t>(n);
+        load<T, NQ>(lq, q, at, w, rows);
+        load<T, NV>(lqd, qd, at, w, rows);
+        load<T, NIN>(lin, in, at, w, rows);
+        const Mask<T> st = lanes(lq, lqd, lin, lout, ljac);
+        if (w == W && !any(st != NELU_STATUS_OK)) {  // the usual block: every state succeeded, W rows at once
+            store_block<T, NOUT>(out, lout, at);
+            if (NJAC > 0) store_block<T, NOUT * NJAC>(jac, ljac, at);
+            if (status)
+                for (int l = 0; l < W; ++l) status[i + l] = NELU_STATUS_OK;
+            continue;
+        }
+        for (int l = 0; l < w; ++l) {
+            const int s = static_cast<int>(get(st, l));
+            if (status) status[i + l] = s;
+            if (s != NELU_STATUS_OK) {
+                ++failed;
+                continue;
+            }
+            store<T, NOUT>(out, lout, at + static_cast<std::size_t>(l), l);
+            if (NJAC > 0) store<T, NOUT * NJAC>(jac, ljac, at + static_cast<std::size_t>(l), l);
+        }
+    }
+    return failed;
+}
+
+}  // namespace NELU_LANES_ABI
+}  // namespace lanes
+}  // namespace nelu
+
+#endif
