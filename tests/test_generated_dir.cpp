@@ -1,6 +1,6 @@
 // Tests of the committed solvers in generated/ (DESIGN.md, "Layout"): every entry of
 // generated/MANIFEST.txt, compiled again by `nelu compile`, gives the committed NAME.hpp, NAME.cpp
-// and NAME.json byte for byte. A deliberate change is accepted with scripts/regenerate.sh (the
+// and NAME.json (and with --batch NAME_batch.hpp and NAME_batch.cpp) byte for byte. A deliberate change is accepted with scripts/regenerate.sh (the
 // update mode), which reads the same manifest.
 //
 // Also nelu_add_solver() in nelu's own build tree: tests/CMakeLists.txt compiles ur5e_id and
@@ -66,6 +66,15 @@ std::string read_bytes(const fs::path& p) {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
+/// The files an entry owns in generated/: NAME.hpp, NAME.cpp and NAME.json, and with --batch
+/// NAME_batch.hpp and NAME_batch.cpp.
+std::set<std::string> owned_files(const Entry& e) {
+    std::set<std::string> files{e.name + ".hpp", e.name + ".cpp", e.name + ".json"};
+    if (std::find(e.flags.begin(), e.flags.end(), "--batch") != e.flags.end())
+        files.insert(e.name + "_batch.hpp"), files.insert(e.name + "_batch.cpp");
+    return files;
+}
+
 /// The `nelu compile` arguments of an entry, writing into `out_dir`.
 std::string compile_args(const Entry& e, const std::string& urdf, const fs::path& out_dir) {
     // A problem spec is a file relative to the repository root, like the URDF; presets are words.
@@ -108,18 +117,24 @@ TEST_CASE("generated: nelu compile reproduces every committed solver byte for by
         // An absolute URDF path from another working directory than scripts/regenerate.sh's: the
         // outputs name the URDF by its file name only, so they must not change.
         const std::string urdf = (fs::path(nelu::test::source_dir()) / e.urdf).string();
-        const std::string args = compile_args(e, urdf, scratch.path);
+        const fs::path out = scratch.path / e.name;  // one directory per entry: every file it writes is compared
+        fs::create_directories(out);
+        const std::string args = compile_args(e, urdf, out);
         INFO("generated/MANIFEST.txt:" << e.line << ": nelu " << args);
         const nelu::test::CliResult r = nelu::test::run_nelu(args);
         REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-        for (const char* ext : {".hpp", ".cpp", ".json"}) {
-            const std::string file = e.name + ext;
+        const std::set<std::string> files = owned_files(e);
+        for (const auto& f : fs::directory_iterator(out)) {
+            const std::string name = f.path().filename().string();
+            CHECK_MESSAGE(files.count(name) == 1, "nelu wrote " << name << ", which generated/ does not hold");
+        }
+        for (const std::string& file : files) {
             const fs::path committed = generated_dir() / file;
             if (!fs::exists(committed)) {
                 FAIL_CHECK("generated/" << file << " is missing; run scripts/regenerate.sh and commit generated/");
                 continue;
             }
-            const std::string want = read_bytes(committed), got = read_bytes(scratch.path / file);
+            const std::string want = read_bytes(committed), got = read_bytes(out / file);
             if (want != got)
                 FAIL_CHECK("generated/" << file << " differs from what nelu generates now, at "
                                         << first_difference(want, got)
@@ -137,7 +152,8 @@ TEST_CASE("generated: every solver file in generated/ belongs to a manifest entr
     for (const Entry& e : read_manifest()) {
         const bool fresh = owned.insert(e.name + ".hpp").second;
         CHECK_MESSAGE(fresh, "generated/MANIFEST.txt:" << e.line << ": " << e.name << " is listed twice");
-        owned.insert(e.name + ".cpp"), owned.insert(e.name + ".json");
+        const std::set<std::string> files = owned_files(e);
+        owned.insert(files.begin(), files.end());
     }
     for (const auto& f : fs::directory_iterator(generated_dir())) {
         const std::string name = f.path().filename().string();
