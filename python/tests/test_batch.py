@@ -126,16 +126,13 @@ def test_batch_entry_point_is_used_when_present(build, tmp_path):
     assert bitwise_equal(out_f, _singles(fd, *f32))
 
 
-def _nelu_has_batch() -> bool:
-    help_text = subprocess.run([nelu.find_nelu(), "compile", "--help"], capture_output=True, text=True).stdout
-    return "--batch" in help_text
-
-
-@pytest.mark.skipif(not _nelu_has_batch(), reason="this nelu has no `nelu compile --batch` (issue 21) yet")
 def test_compiled_batch_forms(build):
-    """batch=True: the library has NAME_batch, NAME_f_batch and the derivatives' batch forms; every
-    row, for n from 1 to 17 (not multiples of a lane width too) with failing states mixed in, equals
-    the single call bitwise."""
+    """batch=True: the library has NAME_batch, NAME_f_batch and the derivatives' batch forms; for n
+    from 1 to 17 (not multiples of a lane width too) with failing states mixed in, every status is
+    the single call's, a failing state's row is NaN as the single call's, and every other row equals
+    the single call's as docs/batch.md ("Exactness") says lanes do: to rounding in double (fused
+    multiply-adds may round differently), to float's accuracy in float (the lanes' own sine and
+    cosine)."""
     fd = build("ur5e.urdf", problem="fd", derivatives=True, batch=True)
     assert fd.has_batch
     for symbol in ("_batch", "_f_batch", "_derivatives_batch", "_derivatives_f_batch"):
@@ -148,16 +145,26 @@ def test_compiled_batch_forms(build):
         for dtype in (np.float64, np.float32):
             args = [a.astype(dtype) for a in (Q, QD, IN)]
             out, status = fd(*args, return_status=True)
-            assert bitwise_equal(out, _singles(fd, *args))
             assert status.tolist() == [fd(*row, return_status=True)[1] for row in zip(*args)]
+            assert _lanes_agree(out, _singles(fd, *args))
             o, j, s = fd.derivatives(*args, return_status=True)
             for row in range(n):
                 o1, j1, s1 = fd.derivatives(*(a[row] for a in args), return_status=True)
-                assert s[row] == s1 and bitwise_equal(o[row], o1) and bitwise_equal(j[row], j1)
+                assert s[row] == s1 and _lanes_agree(o[row], o1) and _lanes_agree(j[row], j1)
 
 
-@pytest.mark.skipif(_nelu_has_batch(), reason="this nelu has `nelu compile --batch`: test_compiled_batch_forms runs instead")
-def test_batch_option_without_batch_support_is_input_error(build):
-    with pytest.raises(nelu.InputError, match="--batch") as err:
-        build("ur5e.urdf", problem="fd", batch=True)
-    assert err.value.exit_code == 2
+def _lanes_agree(batch: np.ndarray, singles: np.ndarray) -> bool:
+    """Same shape, dtype and NaN rows; elsewhere max |batch - singles| <= tol max |singles| row by
+    row, tol 1e-13 in double (rounding of contracted products) and 1e-4 in float."""
+    batch, singles = np.atleast_2d(batch), np.atleast_2d(singles)
+    if batch.shape != singles.shape or batch.dtype != singles.dtype:
+        return False
+    if not np.array_equal(np.isnan(batch), np.isnan(singles)):
+        return False
+    tol = 1e-13 if batch.dtype == np.float64 else 1e-4
+    for b, r in zip(batch.astype(np.float64), singles.astype(np.float64)):
+        if np.isnan(r).all():
+            continue
+        if np.max(np.abs(b - r)) > tol * max(np.max(np.abs(r)), np.finfo(np.float64).tiny):
+            return False
+    return True
