@@ -44,6 +44,14 @@ bool release_only(const char* what) {
     return true;
 }
 
+/// The path of ../shared/robots/FILE, or "" with a message saying the case is skipped.
+std::string shared_robot(const char* file) {
+    const std::string shared = nelu::test::shared_dir();
+    if (!shared.empty() && fs::exists(shared + "/robots/" + file)) return shared + "/robots/" + file;
+    MESSAGE("skipped: ../shared/robots/" << file << " is not present");
+    return "";
+}
+
 /// The serial-chain experiment of the paper (bnt_time_varying, computationalComplexity/SIE): external
 /// wrenches known on links 1..N-1, the last link's wrench measured in n_x, n_y, f_x, f_y, f_z, the
 /// wrench transmitted by the first joint measured in the same five components, joint accelerations
@@ -168,11 +176,8 @@ TEST_CASE("Every sensor type through nelu compile and the generated C++") {
     }
     SUBCASE("iCub (../shared/robots) with the six F/T sensors of its URDF") {
         if (release_only("iCub's F/T solver")) return;
-        const std::string shared = nelu::test::shared_dir();
-        if (shared.empty() || !fs::exists(shared + "/robots/icub_reduced.urdf")) {
-            MESSAGE("skipped: ../shared/robots/icub_reduced.urdf is not present");
-            return;
-        }
+        const std::string icub = shared_robot("icub_reduced.urdf");
+        if (icub.empty()) return;
         fs::path d = scratch("icub");
         write(d / "icub_ft.yaml", R"(version: 2
 problem: id
@@ -182,7 +187,7 @@ external_wrenches: {default: zero, unknown: [l_foot, r_foot]}
 urdf_sensors: all
 outputs: [joint_torques, contact_wrenches]
 )");
-        compile_and_check(shared + "/robots/icub_reduced.urdf", (d / "icub_ft.yaml").string(), "icub_ft");
+        compile_and_check(icub, (d / "icub_ft.yaml").string(), "icub_ft");
         fs::remove_all(d);
     }
 }
@@ -362,11 +367,8 @@ outputs: [joint_torques, joint_accelerations, contact_wrenches, link_acceleratio
     }
     SUBCASE("iCub (32 DoF, ../shared/robots) on a slippery floor: load cells at its soles, merged links turned from the feet") {
         if (release_only("the iCub's slippery solver")) return;
-        const std::string shared = nelu::test::shared_dir();
-        if (shared.empty() || !fs::exists(shared + "/robots/icub_reduced.urdf")) {
-            MESSAGE("skipped: ../shared/robots/icub_reduced.urdf is not present");
-            return;
-        }
+        const std::string icub = shared_robot("icub_reduced.urdf");
+        if (icub.empty()) return;
         fs::path d = scratch("exact_icub");
         write(d / "spec.yaml", R"(version: 2
 problem: id
@@ -379,7 +381,7 @@ sensors:
 outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]
 allow_singular_configurations: true
 )");
-        check_exact_under_noise(shared + "/robots/icub_reduced.urdf", (d / "spec.yaml").string(), "icub_reduced slippery");
+        check_exact_under_noise(icub, (d / "spec.yaml").string(), "icub_reduced slippery");
         fs::remove_all(d);
     }
 }
