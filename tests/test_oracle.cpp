@@ -379,6 +379,11 @@ TEST_CASE("oracle: derivatives of the compiled id and fd solvers agree with Pino
     std::printf("oracle derivatives (Pinocchio 3.7.0): worst relative error of d tau / d(q, qd) and d qdd / d(q, qd, tau)\n");
     for (const fs::path& f : files) {
         INFO("oracle file " << f.filename().string());
+        if (nelu::test::sanitized() && f.filename().string().rfind("icub_reduced", 0) == 0) {
+            // the iCub's 35 columns are most of this case's time: the release build compares them
+            MESSAGE(f.filename().string() << ": compared in the release build only (sanitizer build)");
+            continue;
+        }
         const DerivativeWorst w = check_derivative_file(f, fs::path(shared) / "oracle" / f.filename(), shared + "/robots");
         std::printf("  %-28s id %.3e  fd %.3e\n", f.filename().string().c_str(), w.id, w.fd);
     }

@@ -42,9 +42,11 @@ TEST_CASE("structured derivatives: dropping any one term fails the verification 
         "PsiParentVelocity", "UAcceleration", "UVelocity", "PhiVelocity", "OwnInertia", "ChildInertia", "OwnRate",
         "ChildRate", "OwnMomentum", "ChildMomentum", "BetaRate", "BetaMomentum", "GForce", "GInertia", "GRate",
         "GMomentum", "HInertia", "HRate", "HMomentum"};
-    // a chain of one-DoF joints, and a floating base (a six-DoF joint) with four legs
-    const std::vector<nelu::CompileOptions> problems = {options("ur5e.urdf", "id", false),
-                                                        options("quadruped_minicheetah.urdf", spec("id_zero_fx.yaml"), true)};
+    // a chain of one-DoF joints, and a floating base (a six-DoF joint) with four legs (the release
+    // build only: under the sanitizers the chain covers the same compiler code)
+    std::vector<nelu::CompileOptions> problems = {options("ur5e.urdf", "id", false)};
+    if (!nelu::test::sanitized()) problems.push_back(options("quadruped_minicheetah.urdf", spec("id_zero_fx.yaml"), true));
+    else MESSAGE("the floating Mini Cheetah's terms: dropped and checked in the release build only (sanitizer build)");
     for (const nelu::CompileOptions& base : problems) {
         CAPTURE(base.urdf);
         const nelu::CompileResult ok = nelu::compile(base);
