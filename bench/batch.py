@@ -249,6 +249,8 @@ def main():
     ap.add_argument("--robots", default="")
     ap.add_argument("--derivatives", default="", help="robots (file names without .urdf) whose derivative solvers are timed too")
     ap.add_argument("--out")
+    ap.add_argument("--only-derivatives", action="store_true",
+                    help="time the derivative solvers only, and replace the derivative records of an existing --out with them")
     ap.add_argument("--report")
     ap.add_argument("--cxx", default=os.environ.get("CXX", "g++"))
     args = ap.parse_args()
@@ -260,7 +262,7 @@ def main():
         for robot in [r for r in args.robots.split(",") if r]:
             base = os.path.splitext(os.path.basename(robot))[0]
             for floating in (False, True):
-                jobs = [("id", "id", False), ("fd", "fd", False)]
+                jobs = [] if args.only_derivatives else [("id", "id", False), ("fd", "fd", False)]
                 if base in args.derivatives.split(","):
                     jobs += [(os.path.join(ROOT, "bench/specs", s + "_zero_fx.yaml"), s, True) for s in ("id", "fd")]
                 for problem, label, deriv in jobs:
@@ -270,6 +272,10 @@ def main():
                     why = f"{base}{' floating' if floating else ''} {label}: {why}" if why else None
                     if why and why not in skipped:
                         skipped.append(why)
+    if args.only_derivatives and os.path.exists(args.out):  # the value records of the earlier run stay
+        earlier = json.load(open(args.out))
+        records = [r for r in earlier["records"] if not r["derivatives"]] + records
+        skipped = earlier.get("skipped", []) + [s for s in skipped if s not in earlier.get("skipped", [])]
     json.dump({"records": records, "skipped": skipped}, open(args.out, "w"), indent=1)
     print(report(records))
     for s in skipped:

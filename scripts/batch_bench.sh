@@ -12,6 +12,8 @@
 #   NELU_BATCH_ROBOTS        comma-separated URDFs (default: robots/*.urdf and ../shared/robots/*.urdf)
 #   NELU_BATCH_DERIVATIVES   robots (file names without .urdf) whose derivative solvers are timed
 #                            (default: ur5e,panda_gaz2019,quadruped_minicheetah)
+#   NELU_BATCH_ONLY_DERIVATIVES=1  time those derivative solvers only (about 15 minutes) and replace
+#                            the derivative records of docs/bench/batch.json, keeping its value records
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${NELU_BUILD_DIR:-build}"
@@ -27,4 +29,5 @@ if [ -z "$robots" ]; then
 fi
 mkdir -p docs/bench
 python3 bench/batch.py --nelu "$build/compiler/nelu" --robots "$robots" \
-  --derivatives "${NELU_BATCH_DERIVATIVES:-ur5e,panda_gaz2019,quadruped_minicheetah}" --out docs/bench/batch.json
+  --derivatives "${NELU_BATCH_DERIVATIVES:-ur5e,panda_gaz2019,quadruped_minicheetah}" --out docs/bench/batch.json \
+  ${NELU_BATCH_ONLY_DERIVATIVES:+--only-derivatives}
