@@ -402,11 +402,8 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
         }
         c.order.push_back({r, j}), c.articulated.push_back(false);
         ++done;
-        const std::vector<int> changed = [&] {
-            std::vector<int> cols;
-            for (const auto& [jj, v] : e.A[r]) cols.push_back(jj);
-            return cols;
-        }();
+        std::vector<int> changed;  // the columns of the pivot row, whose deferred pivots are queued again
+        for (const auto& entry : e.A[r]) changed.push_back(entry.first);
         e.pivot(r, j, push_row);
         for (int jj : changed) {
             for (const Item& d : deferred[jj]) heap.push(d);
