@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = {"x86-64": [], "x86-64-v3": ["-march=x86-64-v3"]}
@@ -194,7 +195,10 @@ def section(data):
          "the scalar entry points on 256 random states in turn and the batch forms on the same 256 states in one call: "
          "medians of 7 repetitions of the CPU time per state (at least 0.1 s each), on the shared 2-core machine "
          "(AMD EPYC, AVX2 and FMA, no AVX-512). \"Lane program\" is the batch form's program alone on the same states "
-         "already in lanes (a lane-major layout: no transposition): what the state-major layout costs.", "",
+         "already in lanes (a lane-major layout: no transposition): what the state-major layout costs." +
+         (f" The derivative rows were timed again in a run of their own ({data['derivatives_run']}, "
+          "`NELU_BATCH_ONLY_DERIVATIVES=1`) after the derivative programs became the structured ones (issue 20); "
+          "each row's ratios are of times measured in one driver." if data.get("derivatives_run") else ""), "",
          "### Targets (issue 21)", "",
          "| target | rows | batch form: range | met | lane program alone: range | met |",
          "|---|---|---:|---:|---:|---:|"]
@@ -272,11 +276,13 @@ def main():
                     why = f"{base}{' floating' if floating else ''} {label}: {why}" if why else None
                     if why and why not in skipped:
                         skipped.append(why)
+    data = {"records": records, "skipped": skipped}
     if args.only_derivatives and os.path.exists(args.out):  # the value records of the earlier run stay
         earlier = json.load(open(args.out))
-        records = [r for r in earlier["records"] if not r["derivatives"]] + records
-        skipped = earlier.get("skipped", []) + [s for s in skipped if s not in earlier.get("skipped", [])]
-    json.dump({"records": records, "skipped": skipped}, open(args.out, "w"), indent=1)
+        data["records"] = [r for r in earlier["records"] if not r["derivatives"]] + records
+        data["skipped"] = earlier.get("skipped", []) + [s for s in skipped if s not in earlier.get("skipped", [])]
+        data["derivatives_run"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    json.dump(data, open(args.out, "w"), indent=1)
     print(report(records))
     for s in skipped:
         print(f"\nnot compiled: {s}")
