@@ -91,3 +91,40 @@ TEST_CASE("ir: value numbering keeps values that differ apart") {
     CHECK(ops(rw.prog, new_roots) == ops(P, roots));
     check_same_values(P, roots, rw, 3);
 }
+
+// ir::LiveCount, which the derivative column search moves roots through, against the count of the
+// live nodes recomputed from scratch, over a random program and a random walk of roots.
+TEST_CASE("ir: LiveCount follows count(live_nodes(roots)) as roots come and go") {
+    Program P;
+    std::mt19937_64 rng(7);
+    std::vector<Id> nodes;
+    for (int i = 0; i < 6; ++i) nodes.push_back(P.input(Source::In, i));
+    for (int i = 0; i < 400; ++i) {  // sums, differences, products, quotients, roots, sines and negations
+        const Id a = nodes[rng() % nodes.size()], b = nodes[rng() % nodes.size()];
+        switch (rng() % 7) {
+            case 0: nodes.push_back(P.add(a, b)); break;
+            case 1: nodes.push_back(P.sub(a, b)); break;
+            case 2: nodes.push_back(P.mul(a, b)); break;
+            case 3: nodes.push_back(P.div(a, b)); break;
+            case 4: nodes.push_back(P.sqrt(a)); break;
+            case 5: nodes.push_back(P.sin(a)); break;
+            default: nodes.push_back(P.negation(a)); break;
+        }
+    }
+    nelu::ir::LiveCount live(P);
+    std::vector<Id> roots;  // a multiset: the same node may be a root twice
+    for (int step = 0; step < 600; ++step) {
+        if (!roots.empty() && rng() % 3 == 0) {
+            const std::size_t k = rng() % roots.size();
+            live.remove(roots[k]);
+            roots.erase(roots.begin() + static_cast<long>(k));
+        } else {
+            roots.push_back(nodes[rng() % nodes.size()]);
+            live.add(roots.back());
+        }
+        REQUIRE(live.total() == ops(P, roots));
+    }
+    CHECK(ops(P, roots) > 0);
+    for (Id r : roots) live.remove(r);
+    CHECK(live.total() == 0);
+}

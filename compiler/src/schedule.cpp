@@ -292,20 +292,15 @@ void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
         }
 }
 
-/// Whether the structured derivatives of inverse dynamics (derivatives.hpp) give this problem's
-/// Jacobian: a classical square system solved by its factors alone (no least-squares block, extra
-/// right-hand sides or Lambda), without mimic joints, whose outputs are joint accelerations and
-/// torques. Then a column x of q or qd is the solution for a right-hand side that is zero but in
-/// the (3tau) rows, where it is d ID / d x at the solved accelerations: the (3a) and (3f) rows
-/// determine a_i and f_i from qdd as before, and the joint rows read M dqdd - dtau + dID/dx = 0.
-int derivatives_nv(const System& sys) {
-    int nv = 0;
-    for (const BodyKinematics& k : sys.kinematics) nv = std::max(nv, k.v_index + static_cast<int>(k.S.size()));
-    return nv;
-}
-
-bool structured_applies(const System& sys, bool factors_only) {
-    if (!factors_only || !sys.classical || !sys.rhs.empty() || sys.lambda_size > 0 || sys.m() != sys.n()) return false;
+/// Whether the structured derivatives of inverse dynamics (derivatives.hpp) give the Jacobian of a
+/// problem whose square system is solved by its factors alone (schedule_jacobian's by_factors: no
+/// least-squares block, extra right-hand sides or Lambda): a classical one, without mimic joints,
+/// whose outputs are joint accelerations and torques. Then a column x of q or qd is the solution
+/// for a right-hand side that is zero but in the (3tau) rows, where it is d ID / d x at the solved
+/// accelerations: the (3a) and (3f) rows determine a_i and f_i from qdd as before, and the joint
+/// rows read M dqdd - dtau + dID/dx = 0.
+bool structured_applies(const System& sys) {
+    if (!sys.classical) return false;
     for (const BodyKinematics& k : sys.kinematics)
         if (k.mimic) return false;
     for (const Slot& o : sys.out)
@@ -320,9 +315,9 @@ bool structured_applies(const System& sys, bool factors_only) {
 /// column to another choice while that lowers the count of the whole (shared values counted once).
 /// Every form is built in P (dead code is removed later) and the one with the fewest operations is
 /// kept; each form's count is recorded (Factorization::derivative_forms).
-template <class Solve, class SolveTransfers>
+template <class Solve>
 void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, const std::vector<Id>& x, Solve&& solve,
-                       SolveTransfers&& solve_with_transfers, Factorization& out, bool factors_only, StructuredTerm omit) {
+                       Factorization& out, bool factors_only, StructuredTerm omit) {
     const std::vector<Tangent> cols = jacobian_columns(model, static_cast<int>(sys.in.size()));
     const int m = sys.m();
     const std::size_t nc = cols.size(), no = sys.out.size();
@@ -354,7 +349,7 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
             for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), x[c]));
             rhs[r] = v;
         }
-        for (const std::vector<Id>& dx : {solve(rhs), solve_with_transfers(rhs, wanted)}) {
+        for (const std::vector<Id>& dx : {solve(rhs, nullptr), solve(rhs, &wanted)}) {
             Column c(no);
             for (std::size_t o = 0; o < no; ++o) {
                 const Slot& s = sys.out[o];
@@ -408,10 +403,10 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
     out.jacobian = jac;
     out.derivative_form = "forward";
     out.derivative_forms = {{"forward", best}};
-    if (!by_factors || !structured_applies(sys, factors_only)) return;
+    if (!by_factors || !structured_applies(sys)) return;
     // Forward dynamics (every torque an input, every output an acceleration) has M^-1 among its
     // columns, the responses to unit torques: dqdd/dx = -M^-1 dID/dx can also be formed from them.
-    std::vector<int> tau_column(static_cast<std::size_t>(derivatives_nv(sys)), -1);  // velocity slot -> its column of jac
+    std::vector<int> tau_column(static_cast<std::size_t>(model.nv), -1);  // velocity slot -> its column of jac
     for (std::size_t j = 0; j < nc; ++j)
         if (cols[j].kind == Tangent::Kind::In && sys.in[cols[j].index].quantity == Quantity::JointTorque) {
             const Slot& s = sys.in[cols[j].index];
@@ -443,7 +438,7 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
             for (std::size_t i = 0; i < sys.kinematics.size(); ++i)
                 for (std::size_t d = 0; d < sys.blocks[i].row_tau.size(); ++d)
                     rhs[sys.blocks[i].row_tau[d]] = entry(*dID, static_cast<std::size_t>(sys.kinematics[i].v_index) + d, slot);
-            for (const std::vector<Id>& dx : {solve(rhs), solve_with_transfers(rhs, wanted)}) {
+            for (const std::vector<Id>& dx : {solve(rhs, nullptr), solve(rhs, &wanted)}) {
                 Column c(no);
                 for (std::size_t o = 0; o < no; ++o) c[o] = dx[sys.out[o].column];
                 options[j].push_back(c);
@@ -548,22 +543,12 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
     TailFactors tf;
     if (kb > 0 && !factor_tail(P, zt, sys, lu.A, tail, tf, out, why)) return false;
     out.first_solve_node = P.size();
-    // x with D x + bvec = 0, through the factors: y = L \ (-bvec), the tail, then x = U \ y
-    auto solve = [&](const std::vector<Id>& bvec) {
-        std::vector<Id> y(m);  // y = L \ (-b), in row space
-        for (int r = 0; r < m; ++r) y[r] = P.neg(bvec[r]);
-        for (int k = 0; k < npiv; ++k)
-            for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
-        std::vector<Id> x(n, -1);
-        if (kb > 0) solve_tail(P, tail, tf, y, x);
-        for (int k = npiv - 1; k >= 0; --k) {  // x = U \ y, last pivot first
-            const auto [r, c] = order[k];
-            Id s = y[r];
-            for (const auto& [j, u] : lu.U[k])
-                if (j != c) s = P.sub(s, P.mul(u, x[j]));
-            x[c] = divide(P, lu, k, s, out.pivots[k].value);
-        }
-        return x;
+    // x_c of pivot k = (c, r) from s = y_r and the columns its row of U reads: the back substitution's step
+    auto back_step = [&](int k, Id s, std::vector<Id>& x) {
+        const int c = order[k].col;
+        for (const auto& [j, u] : lu.U[k])
+            if (j != c) s = P.sub(s, P.mul(u, x[j]));
+        x[c] = divide(P, lu, k, s, out.pivots[k].value);
     };
     // Derivative columns solve D x + bvec = 0 for many right-hand sides, most of them zero in whole
     // subtrees (a joint's column touches its path to the root and its own subtree). Where the
@@ -619,51 +604,43 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         for (std::size_t m = 0; m < T.boundary.size(); ++m) {
             std::vector<Id> x(n, P.zero());
             x[T.boundary[m]] = P.one();
-            for (auto k = T.pivots.rbegin(); k != T.pivots.rend(); ++k) {
-                const int c = order[*k].col;
-                Id s = P.zero();
-                for (const auto& [j, u] : lu.U[*k])
-                    if (j != c) s = P.sub(s, P.mul(u, x[j]));
-                x[c] = divide(P, lu, *k, s, out.pivots[*k].value);
-            }
+            for (auto k = T.pivots.rbegin(); k != T.pivots.rend(); ++k) back_step(*k, P.zero(), x);
             for (auto& [c, coef] : T.K) coef[m] = x[c];
         }
         T.usable = true;
         return T;
     };
-    auto solve_with_transfers = [&](const std::vector<Id>& bvec, const std::vector<int>& wanted) {
-        std::vector<Id> y(m);
+    // x with D x + bvec = 0, through the factors: y = L \ (-bvec), the tail, then x = U \ y. With
+    // `wanted` (a derivative column's solve), every subtree that y leaves zero is transferred.
+    auto solve = [&](const std::vector<Id>& bvec, const std::vector<int>* wanted) {
+        std::vector<Id> y(m);  // y = L \ (-b), in row space
         for (int r = 0; r < m; ++r) y[r] = P.neg(bvec[r]);
         for (int k = 0; k < npiv; ++k)
             for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
-        // bodies whose whole subtree has y = 0; the highest of each such subtree is transferred
-        std::vector<bool> zero(nbodies, true);
-        for (int b = 0; b < nbodies; ++b)
-            for (int k : body_pivots[b]) zero[b] = zero[b] && y[order[k].row] == P.zero();
-        for (int b = nbodies - 1; b >= 0; --b) {
-            const int p = sys.kinematics[b].parent;
-            if (p >= 0 && !zero[b]) zero[p] = false;
-        }
+        std::vector<Id> x(n, -1);
+        if (kb > 0) solve_tail(P, tail, tf, y, x);
         std::vector<int> skip(npiv, -1);  // pivot -> the root of the transferred subtree it belongs to
         std::vector<int> roots;
-        for (int b = 0; b < nbodies; ++b) {
-            const int p = sys.kinematics[b].parent;
-            if (!zero[b] || (p >= 0 && zero[p]) || p < 0) continue;
-            if (!transfer(b, wanted).usable) continue;
-            roots.push_back(b);
-            for (int k : transfer(b, wanted).pivots) skip[k] = b;
+        if (wanted) {  // bodies whose whole subtree has y = 0; the highest of each such subtree is transferred
+            std::vector<bool> zero(nbodies, true);
+            for (int b = 0; b < nbodies; ++b)
+                for (int k : body_pivots[b]) zero[b] = zero[b] && y[order[k].row] == P.zero();
+            for (int b = nbodies - 1; b >= 0; --b) {
+                const int p = sys.kinematics[b].parent;
+                if (p >= 0 && !zero[b]) zero[p] = false;
+            }
+            for (int b = 0; b < nbodies; ++b) {
+                const int p = sys.kinematics[b].parent;
+                if (!zero[b] || (p >= 0 && zero[p]) || p < 0) continue;
+                if (!transfer(b, *wanted).usable) continue;
+                roots.push_back(b);
+                for (int k : transfer(b, *wanted).pivots) skip[k] = b;
+            }
         }
-        std::vector<Id> x(n, -1);
-        for (int k = npiv - 1; k >= 0; --k) {
-            if (skip[k] >= 0) continue;
-            const auto [r, c] = order[k];
-            Id s = y[r];
-            for (const auto& [j, u] : lu.U[k])
-                if (j != c) s = P.sub(s, P.mul(u, x[j]));
-            x[c] = divide(P, lu, k, s, out.pivots[k].value);
-        }
+        for (int k = npiv - 1; k >= 0; --k)  // x = U \ y, last pivot first
+            if (skip[k] < 0) back_step(k, y[order[k].row], x);
         for (int t : roots) {
-            const Transfer& T = transfer(t, wanted);
+            const Transfer& T = transfer(t, *wanted);
             for (const auto& [c, coef] : T.K) {
                 Id v = P.zero();
                 for (std::size_t b = 0; b < T.boundary.size(); ++b) v = P.add(v, P.mul(coef[b], x[T.boundary[b]]));
@@ -673,7 +650,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         return x;
     };
     std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
-    for (std::size_t which = 0; which <= sys.rhs.size(); ++which) xs.push_back(solve(which == 0 ? sys.b : sys.rhs[which - 1]));
+    for (std::size_t which = 0; which <= sys.rhs.size(); ++which) xs.push_back(solve(which == 0 ? sys.b : sys.rhs[which - 1], nullptr));
     out.x = xs[0];
     for (const Slot& s : sys.out) {
         if (s.lambda) {  // filled in below, from the Lambda^-1 outputs
@@ -690,7 +667,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         out.outputs.push_back(v);
     }
     if (sys.lambda_size > 0) invert_lambda(P, sys, out);
-    if (derivatives) schedule_jacobian(P, sys, *derivatives, xs[0], solve, solve_with_transfers, out, kb == 0, omit);
+    if (derivatives) schedule_jacobian(P, sys, *derivatives, xs[0], solve, out, kb == 0, omit);
     // Merge equal values (symmetric halves of the Schur complements, among others), then count
     // what the outputs and pivot checks need, split by phase.
     std::vector<Id> roots = out.outputs;
