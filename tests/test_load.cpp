@@ -87,6 +87,7 @@ const std::vector<ErrorCase>& error_cases() {
         {"revolute_without_limit.urdf", 11, {"invalid URDF", "Joint [shoulder] is of type REVOLUTE but it does not specify limits"}, {}},
         {"limits_reversed.urdf", 11, {"joint 'shoulder': invalid limits [1, -1]"}, {}},
         {"bad_number.urdf", 11, {"invalid URDF", "[1 2]", "origin", "joint [shoulder]"}, {}},
+        {"percent_in_value.urdf", 14, {"<origin> attribute 'xyz' contains '%': not a URDF value"}, {}},
         {"mimic_missing_master.urdf", 29, {"joint 'finger_right': mimics 'thumb', which is not a joint of the robot"}, {}},
         {"mimic_cycle.urdf", 23, {"joint 'finger_left': mimic joints form a cycle: 'finger_left' -> 'finger_right' -> 'finger_left'"}, {}},
         {"mimic_of_fixed.urdf", 27, {"joint 'finger_right': mimics 'finger_left', a fixed joint: there is no coordinate to follow"}, {}},

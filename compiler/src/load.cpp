@@ -262,9 +262,22 @@ struct Snapper {
 /// Debian) then sees exactly the tree that the structural checks passed, whatever declarations,
 /// entities or encodings the file had (the fuzzer found inputs the two readers disagree on). With
 /// `snap` > 0 the values are idealized first (LoadOptions::snap), each change recorded.
+/// urdfdom 3.0 builds some error messages from the attribute values it failed to read and passes
+/// them to console_bridge as printf formats: a '%' there is read as a conversion ("%0999999999d"
+/// pads for seconds; the fuzzer found it). A '%' belongs to no URDF value but a file name (a
+/// URL-escaped mesh path), so any other attribute with one is refused here, before urdfdom.
+void refuse_percent(const tinyxml2::XMLElement* e, const std::string& src) {
+    for (const tinyxml2::XMLAttribute* a = e->FirstAttribute(); a; a = a->Next())
+        if (std::string(a->Name()) != "filename" && std::string(a->Value()).find('%') != std::string::npos)
+            throw InputError(fmt::format("{}<{}> attribute '{}' contains '%': not a URDF value", location(src, e->GetLineNum()),
+                                         e->Name(), a->Name()));
+    for (const tinyxml2::XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) refuse_percent(c, src);
+}
+
 std::string canonical_xml(const std::string& xml, double snap, const std::string& src, std::vector<SnapChange>& changes) {
     tinyxml2::XMLDocument doc;
     doc.Parse(xml.data(), xml.size());  // parsed without error by scan_xml already
+    refuse_percent(doc.RootElement(), src);
     if (snap > 0) Snapper{snap, src, changes}.run(doc.RootElement());
     tinyxml2::XMLPrinter printer;
     doc.RootElement()->Accept(&printer);
