@@ -64,7 +64,7 @@ nelu_build() {
   local log
   log="$(mktemp "${TMPDIR:-/tmp}/nelu-build.XXXXXX")"
   if [ ! -f "$dir/CMakeCache.txt" ]; then
-    echo "$script: configuring $dir" >&2
+    echo "$script: configuring $dir and building $*" >&2
     nelu_configure "$dir" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; no_nelu 1 "cannot configure $dir (cmake's output above)"; }
   fi
   if ! cmake --build "$dir" -j"$(nproc)" --target "$@" >"$log" 2>&1; then

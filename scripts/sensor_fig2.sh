@@ -3,7 +3,7 @@
 # load-cell-like measurements at its two ends, the bnt_time_varying SIE experiment): operations of
 # the generated solver against a run-time sparse LU (UMFPACK) and a dense LU of the same system,
 # for chains of N links. Writes docs/sensors/fig2.md and docs/sensors/fig2.svg.
-#   usage: scripts/sensor_fig2.sh [N...]     (default N = 5 10 15 20 30 40 60)
+#   usage: scripts/sensor_fig2.sh [N N...]     (two lengths or more; default N = 5 10 15 20 30 40 60)
 # nelu: NELU or NELU_BUILD_DIR (scripts/lib.sh).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -11,8 +11,10 @@ set -euo pipefail
 cd "$root"
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(5 10 15 20 30 40 60)
+usage="usage: scripts/sensor_fig2.sh [N N...] (the links of each chain; two lengths or more, the plot's x axis)"
+[ ${#sizes[@]} -ge 2 ] || { echo "$usage" >&2; exit 2; }
 for n in "${sizes[@]}"; do
-  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/sensor_fig2.sh [N...] (links of each chain)" >&2; exit 2; }
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "$usage" >&2; exit 2; }
 done
 find_nelu
 work=$(mktemp -d)
