@@ -23,13 +23,13 @@
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 script="$(basename "$0" .sh)"
 
-# nelu_dir VALUE DEFAULT: VALUE as an absolute path (from the current directory), or DEFAULT when empty
-nelu_dir() {
+# absolute_path VALUE DEFAULT: VALUE as an absolute path (from the current directory), or DEFAULT when empty
+absolute_path() {
   if [ -n "$1" ]; then realpath -m -- "$1"; else echo "$2"; fi
 }
-nelu_given="$(nelu_dir "${NELU:-}" "")"
-build_dir="$(nelu_dir "${NELU_BUILD_DIR:-}" "$root/build")"
-bench_build_dir="$(nelu_dir "${NELU_BENCH_BUILD_DIR:-}" "$root/build-bench")"
+nelu_given="$(absolute_path "${NELU:-}" "")"
+build_dir="$(absolute_path "${NELU_BUILD_DIR:-}" "$root/build")"
+bench_build_dir="$(absolute_path "${NELU_BENCH_BUILD_DIR:-}" "$root/build-bench")"
 
 # no_nelu STATUS REASON...: the one message of a script that cannot have nelu
 no_nelu() {
