@@ -25,25 +25,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from common import ROOT, ZERO_FX_SPECS, arithmetic_ops, key_values, run
+
 TARGETS = {"x86-64": [], "x86-64-v3": ["-march=x86-64-v3"]}
-
-
-def run(cmd, **kw):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-    if p.returncode != 0:
-        sys.stderr.write(p.stdout + p.stderr)
-        raise SystemExit(f"batch: FAILED ({p.returncode}): {' '.join(cmd)}")
-    return p.stdout
-
-
-def key_values(text):
-    out = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 2:
-            out[parts[0]] = [float(x) for x in parts[1:]]
-    return out
 
 
 def code_sizes(binary, name):
@@ -51,7 +35,7 @@ def code_sizes(binary, name):
     The batch form: the lane programs, nelu::lanes (transposition, sincos) and the entry points
     NAME_batch..; the scalar form: NAME's functions and nelu::sincos."""
     sizes = {"scalar": {}, "batch": {}}
-    for line in run(["nm", "-S", "-C", "--defined-only", binary]).splitlines():
+    for line in run(["nm", "-S", "-C", "--defined-only", binary]).stdout.splitlines():
         parts = line.split(None, 3)
         if len(parts) < 4 or parts[2].lower() not in ("t", "w"):
             continue
@@ -80,20 +64,20 @@ def measure(args, tmp, robot, floating, problem, label, derivatives):
         return [], p.stderr.strip().splitlines()[0] if p.stderr.strip() else f"exit {p.returncode}"
     manifest = json.load(open(os.path.join(out, name + ".json")))
     records = []
-    common = [args.cxx, "-std=c++17", "-O2", "-I", os.path.join(ROOT, "runtime/include"), "-I", os.path.join(ROOT, "bench"), "-I", out]
+    cxx = [args.cxx, "-std=c++17", "-O2", "-I", os.path.join(ROOT, "runtime/include"), "-I", os.path.join(ROOT, "bench"), "-I", out]
     for target, flags in TARGETS.items():
         exe = os.path.join(out, "driver_" + target)
         defs = [f"-DNELU_SOLVER={name}", f'-DNELU_BATCH_SOURCE="{name}_batch.cpp"'] + (["-DNELU_DERIVATIVES"] if derivatives else [])
-        run(common + flags + defs + [os.path.join(ROOT, "bench/batch_driver.cpp"), os.path.join(out, name + ".cpp"), "-o", exe])
-        times = key_values(run([exe]))
+        run(cxx + flags + defs + [os.path.join(ROOT, "bench/batch_driver.cpp"), os.path.join(out, name + ".cpp"), "-o", exe])
+        times = key_values(run([exe]).stdout)
         sizes = code_sizes(exe, name)
         records.append({"robot": base, "floating": floating, "problem": label, "target": target, "derivatives": derivatives,
-                        "ops": manifest["ops"]["mul"] + manifest["ops"]["add"] + manifest["ops"]["div"],
+                        "ops": arithmetic_ops(manifest["ops"]),
                         "times": {k: v[0] for k, v in times.items() if k.endswith("_ns")}, "width": times["width"],
                         "status": times["status"], "code": sizes})
     # AVX-512: compiled (with -Werror) and measured for size only
     obj = os.path.join(out, "batch_x86-64-v4.o")
-    run(common + ["-march=x86-64-v4", "-Wall", "-Wextra", "-Werror", "-c", os.path.join(out, name + "_batch.cpp"), "-o", obj])
+    run(cxx + ["-march=x86-64-v4", "-Wall", "-Wextra", "-Werror", "-c", os.path.join(out, name + "_batch.cpp"), "-o", obj])
     for r in records:
         r["code"]["batch_avx512"] = code_sizes(obj, name)["batch"]
     return records, None
@@ -268,7 +252,7 @@ def main():
             for floating in (False, True):
                 jobs = [] if args.only_derivatives else [("id", "id", False), ("fd", "fd", False)]
                 if base in args.derivatives.split(","):
-                    jobs += [(os.path.join(ROOT, "bench/specs", s + "_zero_fx.yaml"), s, True) for s in ("id", "fd")]
+                    jobs += [(ZERO_FX_SPECS[s], s, True) for s in ("id", "fd")]
                 for problem, label, deriv in jobs:
                     sys.stderr.write(f"batch: {base}{' floating' if floating else ''} {label}{' derivatives' if deriv else ''}\n")
                     rs, why = measure(args, tmp, robot, floating, problem, label, deriv)

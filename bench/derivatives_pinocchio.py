@@ -33,12 +33,10 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SPECS = {"id": os.path.join(ROOT, "bench", "specs", "id_zero_fx.yaml"),
-         "fd": os.path.join(ROOT, "bench", "specs", "fd_zero_fx.yaml")}
+from common import ROOT, SHARED_ROBOTS, ZERO_FX_SPECS, arithmetic_ops, run
+
 # (row name, URDF file, floating base, extra nelu flags, robot class); SHARED/ is --shared-robots
 ROWS = [
     ("ur5e", "robots/ur5e.urdf", False, [], "6-DoF arm"),
@@ -57,39 +55,18 @@ ROWS = [
 ]
 
 
-def timed(cmd, cwd):
-    """Runs cmd in cwd; (wall s, CPU s: user + sys of cmd, from /usr/bin/time). Fails loudly."""
-    fd, tfile = tempfile.mkstemp(prefix=".time.", dir=cwd)
-    os.close(fd)
-    start = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "%U %S", "-o", tfile] + cmd, cwd=cwd, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - start
-    if p.returncode != 0:
-        sys.stderr.write(p.stdout + p.stderr)
-        raise SystemExit(f"derivatives_pinocchio: FAILED ({p.returncode}): {' '.join(cmd)}")
-    with open(tfile) as f:
-        user, system = f.read().split()[-2:]
-    os.remove(tfile)
-    return wall, float(user) + float(system)
-
-
-def ops_of(ops):
-    return ops["mul"] + ops["add"] + ops["div"]
-
-
 def compile_solver(nelu, row, problem, work):
     """nelu compile of one solver into work/ROW/new/; returns its record."""
     name, urdf, floating, flags, _ = row
     new = os.path.join(work, name, "new")
     os.makedirs(new, exist_ok=True)
-    cmd = [nelu, "compile", urdf, "--problem", SPECS[problem], "--derivatives", "--scalar", "double",
+    cmd = [nelu, "compile", urdf, "--problem", ZERO_FX_SPECS[problem], "--derivatives", "--scalar", "double",
            "--name", f"nelu_{problem}", "-o", new] + flags + (["--floating-base"] if floating else [])
-    wall, cpu = timed(cmd, cwd=new)
+    compiled = run(cmd, cwd=new)
     with open(os.path.join(new, f"nelu_{problem}.json")) as f:
         man = json.load(f)
-    return {"compile_s": round(wall, 2), "compile_cpu_s": round(cpu, 2), "value_ops": ops_of(man["ops"]),
-            "derivative_ops": ops_of(man["derivatives"]["ops"]), "jac_cols": man["derivatives"]["jac_cols"],
+    return {"compile_s": round(compiled.wall_s, 2), "compile_cpu_s": round(compiled.cpu_s, 2),
+            "value_ops": arithmetic_ops(man["ops"]), "derivative_ops": arithmetic_ops(man["derivatives"]["ops"]), "jac_cols": man["derivatives"]["jac_cols"],
             "cpp_bytes": os.path.getsize(os.path.join(new, f"nelu_{problem}.cpp"))}
 
 
@@ -105,9 +82,8 @@ def build_object(row, problem, work, cxx):
         with open(stamp) as f:
             return dict(json.load(f), reused=True)
     shutil.copyfile(new_cpp, cpp)
-    wall, cpu = timed(cxx + ["-O2", "-std=c++17", "-I", os.path.join(ROOT, "runtime", "include"), "-c", cpp, "-o", obj],
-                         cwd=d)
-    rec = {"build_s": round(wall, 1), "build_cpu_s": round(cpu, 1)}
+    built = run(cxx + ["-O2", "-std=c++17", "-I", os.path.join(ROOT, "runtime", "include"), "-c", cpp, "-o", obj], cwd=d)
+    rec = {"build_s": round(built.wall_s, 1), "build_cpu_s": round(built.cpu_s, 1)}
     with open(stamp, "w") as f:
         json.dump(rec, f)
     return dict(rec, reused=False)
@@ -118,7 +94,7 @@ def main():
     ap.add_argument("--nelu", required=True)
     ap.add_argument("--bench-dir", required=True, help="the build's bench/ directory (pinocchio_derivatives_link.txt)")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--shared-robots", default=os.path.join(ROOT, "..", "shared", "robots"))
+    ap.add_argument("--shared-robots", default=SHARED_ROBOTS)
     ap.add_argument("--robots", help="only the rows whose name matches this regular expression")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--work", help="where the generated solvers and objects are kept (default BENCH_DIR/derivatives_pinocchio)")
@@ -171,7 +147,7 @@ def main():
     for name, urdf, floating, flags, cls in rows:
         d = os.path.join(work, name)
         exe = os.path.join(d, "driver")
-        subprocess.run(["g++", "-o", exe, os.path.join(d, "nelu_id.o"), os.path.join(d, "nelu_fd.o")] + link, check=True)
+        run(["g++", "-o", exe, os.path.join(d, "nelu_id.o"), os.path.join(d, "nelu_fd.o")] + link)
         out = os.path.join(d, "result.json")
         cmd = [exe, urdf, os.path.join(d, "nelu_id.json"), os.path.join(d, "nelu_fd.json"), "--rounds", str(args.rounds),
                "--json", out] + (["--floating-base"] if floating else [])

@@ -21,14 +21,11 @@ import filecmp
 import json
 import os
 import re
-import resource
-import subprocess
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SMALL = ["panda_gaz2019", "ur5e", "quadruped_minicheetah", "quadruped_minicheetah_floating"]
+from common import ROOT, SMALL_ROBOTS, arithmetic_ops, run
+
 LARGE_PREFIXES = ("humanoid_winter", "icub_reduced", "tree")
 
 
@@ -36,19 +33,6 @@ def bench_robots(bench_dir):
     """[(robot, urdf, floating)] of NELU_BENCH_ROBOTS in bench_solvers.hpp, in build order."""
     text = open(os.path.join(bench_dir, "bench_solvers.hpp")).read()
     return [(m[0], m[1], m[2] == "true") for m in re.findall(r'X\((\w+), "([^"]+)", (true|false)\)', text)]
-
-
-def run(cmd):
-    """Runs cmd; returns its wall time and CPU time (user + sys) in seconds. Fails loudly."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:
-        sys.stderr.write(p.stdout + p.stderr)
-        raise SystemExit(f"large: FAILED ({p.returncode}): {' '.join(cmd)}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main():
@@ -59,7 +43,7 @@ def main():
     ap.add_argument("--robots", help="only the robots whose name matches this regular expression (a partial run)")
     args = ap.parse_args()
     robots = bench_robots(args.bench_dir)
-    rows = [r for s in SMALL for r in robots if r[0] == s] + [r for r in robots if r[0].startswith(LARGE_PREFIXES)]
+    rows = [r for s in SMALL_ROBOTS for r in robots if r[0] == s] + [r for r in robots if r[0].startswith(LARGE_PREFIXES)]
     if args.robots:
         rows = [r for r in rows if re.fullmatch(args.robots, r[0])]
     elif not any(r[0].startswith(LARGE_PREFIXES) for r in rows):
@@ -73,7 +57,7 @@ def main():
                 cmd = [args.nelu, "compile", urdf, "--problem", problem, "--name", name, "-o", out]
                 if floating:
                     cmd.append("--floating-base")
-                t_compile, cpu_compile = run(cmd)
+                compiled = run(cmd)
                 cpp = os.path.join(out, name + ".cpp")
                 built = os.path.join(args.bench_dir, "nelu_generated", name + ".cpp")
                 if not filecmp.cmp(cpp, built, shallow=False):
@@ -87,8 +71,8 @@ def main():
                 o = man["ops"]
                 rec = {
                     "robot": robot, "problem": problem.upper(), "floating": floating, "nv": man["nv"],
-                    "ops": o["mul"] + o["add"] + o["div"], "sqrt": o.get("sqrt", 0), "sincos": o.get("sincos", 0),
-                    "compile_s": round(t_compile, 3), "compile_cpu_s": round(cpu_compile, 3),
+                    "ops": arithmetic_ops(o), "sqrt": o.get("sqrt", 0), "sincos": o.get("sincos", 0),
+                    "compile_s": round(compiled.wall_s, 3), "compile_cpu_s": round(compiled.cpu_s, 3),
                     "build_s": p["build_s"], "build_cpu_s": p["build_cpu_s"],
                     "instructions": p["Ir"], "I1_misses": p["I1mr"], "parts": max(p["parts"], 1),
                     "code_bytes": p["code_bytes"], "stack_bytes": p["stack_bytes_sum"],
@@ -96,7 +80,7 @@ def main():
                 }
                 records.append(rec)
                 print(f"large: {name:34s} ops {rec['ops']:7d}  {rec['instructions']:9.0f} instr"
-                      f"  {rec['code_bytes']:8d} B  stack {rec['stack_bytes']:6d} B  nelu {t_compile:5.2f} s"
+                      f"  {rec['code_bytes']:8d} B  stack {rec['stack_bytes']:6d} B  nelu {compiled.wall_s:5.2f} s"
                       f"  g++ -O2 {p['build_s']:6.2f} s (CPU {p['build_cpu_s']:6.2f} s)", flush=True)
     with open(args.out, "w") as f:
         json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_avg": os.getloadavg(), "records": records},

@@ -17,9 +17,9 @@ import argparse
 import json
 import math
 import os
-import subprocess
-import sys
 from collections import OrderedDict
+
+from common import SMALL_ROBOTS, arithmetic_ops, run
 
 ROBOTS = ["ur5e", "panda_gaz2019", "quadruped_minicheetah", "quadruped_minicheetah_floating",
           "iiwa", "kinova", "ur5", "solo12", "solo12_floating", "chain7", "chain30", "chain100"]
@@ -56,8 +56,7 @@ def collect_sizes(object_list, out):
             # the entry point NAME (NAME_f) and the functions it calls: NAME_impl<double> and, in
             # multi-part solvers, NAME_partK<double> (<float>)
             by_scalar = {"double": 0, "float": 0}
-            for l in subprocess.run(["nm", "-S", "-C", "--defined-only", obj], capture_output=True, text=True,
-                                    check=True).stdout.splitlines():
+            for l in run(["nm", "-S", "-C", "--defined-only", obj]).stdout.splitlines():
                 parts = l.split(None, 3)
                 if len(parts) < 4 or parts[2] not in "Tt":
                     continue
@@ -67,7 +66,7 @@ def collect_sizes(object_list, out):
                 elif sym == name + "_f" or "<float>" in sym:
                     by_scalar["float"] += size
             text = rodata = 0
-            for l in subprocess.run(["size", "-A", obj], capture_output=True, text=True, check=True).stdout.splitlines():
+            for l in run(["size", "-A", obj]).stdout.splitlines():
                 parts = l.split()
                 if len(parts) >= 2 and parts[0].startswith(".text"):
                     text += int(parts[1])
@@ -77,7 +76,7 @@ def collect_sizes(object_list, out):
                 ops = json.load(mf)["ops"]
             sizes[name] = {"double_bytes": by_scalar["double"], "float_bytes": by_scalar["float"],
                            "text_bytes": text, "rodata_bytes": rodata,
-                           "ops": ops["mul"] + ops["add"] + ops["div"], "sincos": ops["sincos"], "sqrt": ops["sqrt"]}
+                           "ops": arithmetic_ops(ops), "sincos": ops["sincos"], "sqrt": ops["sqrt"]}
     with open(out, "w") as f:
         json.dump(sizes, f, indent=1)
         f.write("\n")
@@ -510,7 +509,7 @@ def large_section(w, large, large_results, results):
         w("")
         w("| robot | problem | main run (ns) | this run (ns) | this ÷ main | no slower than today |")
         w("|---|---|---:|---:|---:|---|")
-        for robot in SMALL_LARGE_BASELINE:
+        for robot in SMALL_ROBOTS:
             for problem in ("ID", "FD"):
                 r = by.get((robot, problem))
                 b = base.get((problem, robot, "generated_double"))
@@ -598,9 +597,6 @@ def update_doc_block(path, lines):
     _, tail = rest.split(DERIVATIVES_END, 1)
     with open(path, "w") as f:
         f.write(head + DERIVATIVES_BEGIN + "\n\n" + "\n".join(lines) + "\n\n" + DERIVATIVES_END + tail)
-
-
-SMALL_LARGE_BASELINE = ["ur5e", "panda_gaz2019", "quadruped_minicheetah", "quadruped_minicheetah_floating"]
 
 
 def report(args):
@@ -858,7 +854,6 @@ def report(args):
 
     batch = load(args.batch)
     if batch:  # scripts/batch_bench.sh's run
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import batch as batch_bench
         w("")
         w(batch_bench.section(batch))

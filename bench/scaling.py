@@ -13,32 +13,9 @@ usage: scaling.py --nelu NELU --reference NELU_BENCH_REFERENCE --sizes 7,30,100 
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run(cmd, **kw):
-    """Runs cmd; returns (seconds of wall time, stdout). Fails loudly."""
-    start = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-    elapsed = time.perf_counter() - start
-    if p.returncode != 0:
-        sys.stderr.write(p.stdout + p.stderr)
-        raise SystemExit(f"scaling: FAILED ({p.returncode}): {' '.join(cmd)}")
-    return elapsed, p.stdout
-
-
-def key_values(text):
-    out = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2:
-            out[parts[0]] = float(parts[1])
-    return out
+from common import ROOT, arithmetic_ops, key_values, run
 
 
 def main():
@@ -61,34 +38,31 @@ def main():
                 if shape == "tree":
                     gen[4:4] = ["--branching", "2"]
                 run(gen)
-                _, ref_out = run([args.reference, urdf])
-                ref = key_values(ref_out)
+                ref = key_values(run([args.reference, urdf]).stdout)
                 for problem in ("id", "fd"):
                     solver = f"{name}_{problem}"
-                    t_compile, _ = run([args.nelu, "compile", urdf, "--problem", problem, "--name", solver, "-o", tmp])
+                    t_compile = run([args.nelu, "compile", urdf, "--problem", problem, "--name", solver, "-o", tmp]).wall_s
                     obj = os.path.join(tmp, solver + ".o")
-                    t_build, _ = run([args.cxx, "-std=c++17", "-O2", "-I", os.path.join(ROOT, "runtime", "include"),
-                                      "-c", os.path.join(tmp, solver + ".cpp"), "-o", obj])
+                    t_build = run([args.cxx, "-std=c++17", "-O2", "-I", os.path.join(ROOT, "runtime", "include"),
+                                   "-c", os.path.join(tmp, solver + ".cpp"), "-o", obj]).wall_s
                     exe = os.path.join(tmp, solver + "_driver")
                     run([args.cxx, "-std=c++17", "-O2", "-I", os.path.join(ROOT, "runtime", "include"), "-I", tmp,
                          f"-DNELU_SOLVER={solver}", f'-DNELU_SOLVER_HEADER="{solver}.hpp"',
                          os.path.join(ROOT, "bench", "scaling_driver.cpp"), obj, "-o", exe])
-                    _, drv_out = run([exe])
-                    drv = key_values(drv_out)
+                    drv = key_values(run([exe]).stdout)
                     with open(os.path.join(tmp, solver + ".json")) as f:
                         ops = json.load(f)["ops"]
-                    _, size_out = run(["size", "-A", obj])
-                    text = sum(int(l.split()[1]) for l in size_out.splitlines()
+                    text = sum(int(l.split()[1]) for l in run(["size", "-A", obj]).stdout.splitlines()
                                if l.startswith(".text"))
                     rec = {
                         "shape": shape, "n": n, "problem": problem,
-                        "ops": ops["mul"] + ops["add"] + ops["div"], "sqrt": ops.get("sqrt", 0),
+                        "ops": arithmetic_ops(ops), "sqrt": ops.get("sqrt", 0),
                         "sincos": ops.get("sincos", 0),
                         "compile_s": round(t_compile, 3), "build_s": round(t_build, 3),
                         "text_bytes": text,
-                        "double_ns": drv["double_ns"], "float_ns": drv["float_ns"],
-                        "double_status": int(drv["double_status"]), "float_status": int(drv["float_status"]),
-                        "reference_ns": ref["rnea_ns" if problem == "id" else "aba_ns"],
+                        "double_ns": drv["double_ns"][0], "float_ns": drv["float_ns"][0],
+                        "double_status": int(drv["double_status"][0]), "float_status": int(drv["float_status"][0]),
+                        "reference_ns": ref["rnea_ns" if problem == "id" else "aba_ns"][0],
                     }
                     records.append(rec)
                     print(f"scaling: {solver:14s} ops {rec['ops']:8d}  nelu {t_compile:7.2f} s  g++ -O2 {t_build:7.2f} s"

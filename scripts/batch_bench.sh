@@ -8,19 +8,17 @@
 # this machine has no AVX-512). Writes docs/bench/batch.json and prints the Markdown tables of
 # docs/bench.md, "Batches of states" (bench/batch.py --report docs/bench/batch.json prints them
 # again). About 40 minutes on 2 cores.
-#   NELU_BUILD_DIR           build directory with compiler/nelu (default: build; built when absent)
+#   NELU, NELU_BUILD_DIR     the nelu used (scripts/lib.sh)
 #   NELU_BATCH_ROBOTS        comma-separated URDFs (default: robots/*.urdf and ../shared/robots/*.urdf)
 #   NELU_BATCH_DERIVATIVES   robots (file names without .urdf) whose derivative solvers are timed
 #                            (default: ur5e,panda_gaz2019,quadruped_minicheetah)
 #   NELU_BATCH_ONLY_DERIVATIVES=1  time those derivative solvers only (about 15 minutes) and replace
 #                            the derivative records of docs/bench/batch.json, keeping its value records
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${NELU_BUILD_DIR:-build}"
-if [ ! -x "$build/compiler/nelu" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$build" --target nelu
-fi
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
+find_nelu
 robots="${NELU_BATCH_ROBOTS:-}"
 if [ -z "$robots" ]; then
   robots="$(ls robots/*.urdf | tr '\n' ',')"
@@ -28,6 +26,6 @@ if [ -z "$robots" ]; then
   else echo "batch_bench: ../shared/robots is absent: the shipped robots only" >&2; fi
 fi
 mkdir -p docs/bench
-python3 bench/batch.py --nelu "$build/compiler/nelu" --robots "$robots" \
+python3 bench/batch.py --nelu "$nelu" --robots "$robots" \
   --derivatives "${NELU_BATCH_DERIVATIVES:-ur5e,panda_gaz2019,quadruped_minicheetah}" --out docs/bench/batch.json \
   ${NELU_BATCH_ONLY_DERIVATIVES:+--only-derivatives}

@@ -22,7 +22,7 @@
 #   bash scripts/bench.sh --report   only rewrite docs/bench.md and the plots from the JSON files
 #
 # Environment:
-#   NELU_BENCH_BUILD_DIR    build directory (default build-bench)
+#   NELU_BENCH_BUILD_DIR    build directory (default build-bench; scripts/lib.sh), whose nelu is the one run
 #   NELU_BENCH_REPETITIONS  Google Benchmark repetitions; the report uses their medians (default 10)
 #   NELU_BENCH_MIN_TIME     minimum seconds per repetition (default 0.1)
 #   NELU_BENCH_CHAINS       chain lengths of the main run (default "7;30;100")
@@ -36,8 +36,10 @@
 # when scripts/setup.sh has installed them; the CMake configure step says which were found. The
 # derivative solvers against Pinocchio's analytic derivatives: scripts/derivatives_pinocchio.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${NELU_BENCH_BUILD_DIR:-build-bench}"
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
+build="$bench_build_dir"
 reps="${NELU_BENCH_REPETITIONS:-10}"
 min_time="${NELU_BENCH_MIN_TIME:-0.1}"
 sizes="${NELU_BENCH_SIZES:-7,30,100,300}"
@@ -52,11 +54,11 @@ if [ "$mode" != "--report" ]; then
   large=OFF
   [ "$mode" = --large ] && large=ON
   echo "== configure and build ($build, Release, NELU_BENCH_LARGE=$large)"
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_BENCHMARKS=ON -DNELU_BUILD_TESTS=OFF \
+  nelu_configure "$build" -DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_BENCHMARKS=ON -DNELU_BUILD_TESTS=OFF \
     -DNELU_BENCH_CHAINS="${NELU_BENCH_CHAINS:-7;30;100}" -DNELU_BENCH_IWIM_LINKS="${NELU_BENCH_IWIM_LINKS:-50}" \
     -DNELU_BENCH_LARGE="$large" -DNELU_BENCH_LARGE_TREES="${NELU_BENCH_LARGE_TREES:-50;100;300}" \
     | grep -E "nelu_bench" || true
-  cmake --build "$build" -j"$(nproc)" --target nelu nelu_bench nelu_bench_reference >/dev/null
+  nelu_build "$build" nelu nelu_bench nelu_bench_reference
 fi
 
 if [ "$mode" = main ] || [ "$mode" = --all ]; then
@@ -86,7 +88,7 @@ if [ "$mode" = --large ]; then
     --benchmark_out=docs/bench/large_results.json --benchmark_out_format=json 2>/dev/null | grep -E "_median" || true
   if [ "${NELU_BENCH_LARGE_PROFILE:-1}" = 1 ]; then
     echo "== nelu compile, g++ -O2 and scripts/profile.sh of every large-robot solver"
-    NELU="$build/compiler/nelu" python3 bench/large.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" \
+    python3 bench/large.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" \
       --out docs/bench/large.json
   else
     echo "== docs/bench/large.json kept (NELU_BENCH_LARGE_PROFILE=0)"

@@ -6,11 +6,12 @@
 # "ops / entry" is (derivative ops - value ops) / the structurally nonzero entries of jac (rows x
 # columns less the manifest's derivatives.structural_zeros.count): what one Jacobian entry costs
 # beyond the outputs.
-#   NELU_BUILD_DIR   build directory with compiler/nelu (default: build)
+#   NELU, NELU_BUILD_DIR   the nelu used (scripts/lib.sh)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-nelu="${NELU_BUILD_DIR:-build}/compiler/nelu"
-[ -x "$nelu" ] || { echo "derivatives_bench: build nelu first ($nelu)" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
+find_nelu
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/nelu-derivatives.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 echo "| robot | problem | columns | nonzero entries | value ops | derivative ops | ops / entry | value ns | derivatives ns | ratio | central differences ns | differences / derivatives |"

@@ -20,16 +20,19 @@
 # longest builds (minutes of g++ -O2 each, started first).
 #
 # Environment:
-#   NELU_BENCH_BUILD_DIR   build directory (default build-bench, as scripts/bench.sh; an existing one
-#                          keeps its configuration, benchmarks turned on)
+#   NELU_BENCH_BUILD_DIR   build directory (default build-bench, as scripts/bench.sh and scripts/lib.sh;
+#                          an existing one keeps its configuration, benchmarks turned on), whose nelu
+#                          is the one run
 #   NELU_DERIV_ROBOTS      only the rows matching this regular expression (e.g. 'ur5e|iiwa')
 #   NELU_DERIV_JOBS        parallel nelu compile and g++ jobs (default: nproc)
 #   NELU_DERIV_ROUNDS      rounds of alternating batches (default 21)
 #   NELU_PINOCCHIO_DIR     Pinocchio's folder (default ../shared/peers/pinocchio-3.7.0)
 #   NELU_BENCH_SHARED_ROBOTS  the public robots (default ../shared/robots); absent ones are skipped
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${NELU_BENCH_BUILD_DIR:-build-bench}"
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
+build="$bench_build_dir"
 json=docs/bench/derivatives_pinocchio.json
 case "${1:-run}" in
   run|--report) ;;
@@ -40,17 +43,15 @@ if [ "${1:-run}" = run ]; then
   echo "== configure and build ($build): nelu and the Pinocchio driver"
   # a new build directory is Release; an existing one keeps its build type (the driver is -O3 -DNDEBUG
   # whatever it is, and nelu's own flags do not enter the generated code's g++ -O2 build)
-  if [ -f "$build/CMakeCache.txt" ]; then
-    cmake -S . -B "$build" -DNELU_BUILD_BENCHMARKS=ON ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"}
-  else
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_BENCHMARKS=ON -DNELU_BUILD_TESTS=OFF \
-      ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"}
-  fi | grep -E "nelu_bench: .*Pinocchio" || true
+  new=()
+  [ -f "$build/CMakeCache.txt" ] || new=(-DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_TESTS=OFF)
+  nelu_configure "$build" "${new[@]}" -DNELU_BUILD_BENCHMARKS=ON ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"} |
+    grep -E "nelu_bench: .*Pinocchio" || true
   if [ ! -f "$build/bench/pinocchio_derivatives_link.txt" ]; then
     echo "derivatives_pinocchio: Pinocchio is not configured in $build (see the message above): nothing measured" >&2
     exit 1
   fi
-  cmake --build "$build" -j"$(nproc)" --target nelu nelu_bench_pinocchio_derivatives >/dev/null
+  nelu_build "$build" nelu nelu_bench_pinocchio_derivatives
   mkdir -p docs/bench
   echo "== nelu compile, g++ -O2, check and time"
   python3 bench/derivatives_pinocchio.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" --out "$json" \

@@ -3,11 +3,12 @@
 # For each shipped robot and each robot in ../shared/robots: the operation count of the generated
 # ID and FD solvers (mul + add + div, `nelu analyze`) for the file as it is, for a copy with
 # exporter noise (`nelu robot perturb --jitter 5e-8 --seed 1`), and for both with `--snap 1e-6`.
-# Prints a Markdown table. NELU_BUILD_DIR selects the build (default: build).
+# Prints a Markdown table. nelu: NELU or NELU_BUILD_DIR (scripts/lib.sh).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-nelu="${NELU_BUILD_DIR:-build}/compiler/nelu"
-[ -x "$nelu" ] || { echo "exactness_cost: build nelu first ($nelu)" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
+find_nelu
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/nelu-exactness.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 

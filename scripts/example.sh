@@ -3,20 +3,17 @@
 # then configures, builds and runs examples/consumer against that prefix (find_package(nelu) through
 # CMAKE_PREFIX_PATH; nelu_add_solver() compiles ur5e_id and ur5e_fd at build time). Exits non-zero
 # when any step fails or the consumer's id -> fd round trip does not recover qdd.
-#   NELU_BUILD_DIR   build directory of nelu (default: build; configured here when absent)
+# The build installed is NELU_BUILD_DIR's (scripts/lib.sh), configured and built as there; NELU does
+# not apply: the package is the whole build's (nelu, the runtime headers, the CMake files).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root="$(pwd)"
-build="${NELU_BUILD_DIR:-build}"
-
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-fi
-cmake --build "$build" -j"$(nproc)" --target nelu >/dev/null
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
+nelu_build "$build_dir" nelu
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/nelu-example.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cmake --install "$build_dir" --prefix "$tmp/prefix" >/dev/null
 echo "example: installed nelu to $tmp/prefix:"
 (cd "$tmp/prefix" && find . -type f | sort | sed 's|^\./|  |')
 

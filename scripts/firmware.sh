@@ -24,18 +24,18 @@
 #            batch form, per state of a call of 8 states
 #   also     builds examples/firmware with its Makefile and runs it on the Cortex-M7
 # Exits 1 on any mismatch or failed build or run, 2 on a missing tool or a bad argument.
-#   NELU_BUILD_DIR     nelu's build directory (default: build; configured and built when absent)
+#   NELU, NELU_BUILD_DIR  the nelu used (scripts/lib.sh)
 #   NELU_FIRMWARE_DIR  where everything is written (default: $NELU_BUILD_DIR/firmware/ROBOT)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root="$PWD"
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
 robot="${1:-robots/ur5e.urdf}"
 [ $# -le 1 ] || { echo "usage: scripts/firmware.sh [ROBOT.urdf]" >&2; exit 2; }
 [ -f "$robot" ] || { echo "firmware: $robot: no such file" >&2; exit 2; }
 robot="$(cd "$(dirname "$robot")" && pwd)/$(basename "$robot")"
 base="$(basename "$robot" .urdf)"
-build="${NELU_BUILD_DIR:-build}"
-work="${NELU_FIRMWARE_DIR:-$root/$build/firmware/$base}"
+work="${NELU_FIRMWARE_DIR:-$build_dir/firmware/$base}"
 
 # --- tools (Debian packages in scripts/setup.sh)
 for t in g++ arm-none-eabi-gcc arm-none-eabi-g++ arm-none-eabi-nm aarch64-linux-gnu-g++ aarch64-linux-gnu-nm \
@@ -47,9 +47,7 @@ done
 echo '#include <cmath>' | arm-none-eabi-g++ -x c++ -fsyntax-only - 2>/dev/null ||
   { echo "firmware: arm-none-eabi-g++ has no C++ headers: install libstdc++-arm-none-eabi-newlib (scripts/setup.sh)" >&2; exit 2; }
 
-if [ ! -f "$build/CMakeCache.txt" ]; then cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null; fi
-cmake --build "$build" -j2 --target nelu >/dev/null
-nelu="$root/$build/compiler/nelu"
+find_nelu
 rm -rf "$work"
 mkdir -p "$work"/{src,src_float,host,cortex-m7,cortex-m4,aarch64,example}
 log="$work/log.txt"

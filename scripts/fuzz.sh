@@ -9,7 +9,7 @@
 #                            build-fuzz/fuzz/fuzz_load build-fuzz/artifacts/crash-...
 # The seed corpus is assembled at run time in a temporary directory from fuzz/seeds/*.urdf,
 # tests/fixtures/malformed/*.urdf, robots/*.urdf and perturbed copies of robots/*.urdf
-# (`nelu robot perturb`, when build/compiler/nelu exists).
+# (`nelu robot perturb`; nelu: NELU or NELU_BUILD_DIR, scripts/lib.sh).
 set -euo pipefail
 
 duration="${1:-60}"
@@ -18,7 +18,8 @@ if ! [[ "$duration" =~ ^[0-9]+$ ]] || [ "$duration" -lt 1 ]; then
     exit 2
 fi
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$root"
 build="$root/build-fuzz"
 
@@ -45,16 +46,14 @@ for f in fuzz/seeds/*.urdf tests/fixtures/malformed/*.urdf robots/*.urdf; do
 done
 shopt -u nullglob
 # Perturbed copies of the shipped robots, as exporters write real files (noise in axes, origins and
-# inertias, 1 mg indefinite links, massless leaves, mimic tags), when a nelu binary is built.
-nelu="${NELU_BUILD_DIR:-build}/compiler/nelu"
-if [ -x "$nelu" ]; then
-    seed=1
-    for f in robots/*.urdf; do
-        "$nelu" robot perturb "$f" --jitter 1e-7 --tiny-links 2 --massless-leaves 1 --mimic 2 --seed "$seed" \
-            -o "$seeds/perturbed_$(basename "$f")"
-        nseeds=$((nseeds + 1)) seed=$((seed + 1))
-    done
-fi
+# inertias, 1 mg indefinite links, massless leaves, mimic tags).
+find_nelu
+seed=1
+for f in robots/*.urdf; do
+    "$nelu" robot perturb "$f" --jitter 1e-7 --tiny-links 2 --massless-leaves 1 --mimic 2 --seed "$seed" \
+        -o "$seeds/perturbed_$(basename "$f")"
+    nseeds=$((nseeds + 1)) seed=$((seed + 1))
+done
 mkdir -p "$build/corpus" "$build/artifacts"
 echo "fuzz: $nseeds seed inputs, corpus $build/corpus, running ${duration}s"
 

@@ -36,11 +36,11 @@
 #   --ll S,A,B         cachegrind's last level (default 8388608,16,64); 1048576,16,64 makes it the
 #                      1 MiB per-core L2 of the machine of docs/large-robots.md (misses: from L3)
 #   --no-time          skip the timing
-# Environment: NELU (default build/compiler/nelu), CXX (default g++).
+# Environment: NELU or NELU_BUILD_DIR, the nelu of the first form (scripts/lib.sh); CXX (default g++).
 # Needs valgrind, binutils and python3 (scripts/setup.sh installs valgrind).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-nelu="${NELU:-$root/build/compiler/nelu}"
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 cxx="${CXX:-g++}"
 levels="-O2" extra="" label="" out="" calls="100 600" timing=1 ll="8388608,16,64"
 args=()
@@ -66,7 +66,7 @@ if [[ "${args[0]}" == *.cpp ]]; then
   out="${out:-/tmp/nelu-profile/${label:-$name}}"
   mkdir -p "$out"
 else
-  [ -x "$nelu" ] || { echo "profile: $nelu not built (cmake --build build --target nelu)" >&2; exit 2; }
+  find_nelu
   scalar=(--scalar double)
   for a in "${args[@]}"; do [ "$a" = --scalar ] && scalar=(); done
   tmpname="$(basename "${args[0]}" .urdf)"

@@ -6,16 +6,12 @@
 #
 # Everything is written to a temporary directory first; generated/ is only replaced when every
 # entry compiled. Solver files in generated/ that the manifest no longer lists are removed.
-#   NELU_BUILD_DIR   build directory to use (default: build; configured here when absent)
+# nelu: NELU or NELU_BUILD_DIR (scripts/lib.sh).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build="${NELU_BUILD_DIR:-build}"
-
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-fi
-cmake --build "$build" -j"$(nproc)" --target nelu >/dev/null
-nelu="$build/compiler/nelu"
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
+find_nelu
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/nelu-regenerate.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT

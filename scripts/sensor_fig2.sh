@@ -3,13 +3,20 @@
 # load-cell-like measurements at its two ends, the bnt_time_varying SIE experiment): operations of
 # the generated solver against a run-time sparse LU (UMFPACK) and a dense LU of the same system,
 # for chains of N links. Writes docs/sensors/fig2.md and docs/sensors/fig2.svg.
-#   usage: scripts/sensor_fig2.sh [NELU] [N...]     (default: build/compiler/nelu, N = 5 10 15 20 30 40 60)
+#   usage: scripts/sensor_fig2.sh [N N...]     (two lengths or more; default N = 5 10 15 20 30 40 60)
+# nelu: NELU or NELU_BUILD_DIR (scripts/lib.sh).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-nelu=${1:-build/compiler/nelu}
-shift || true
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(5 10 15 20 30 40 60)
+usage="usage: scripts/sensor_fig2.sh [N N...] (the links of each chain; two lengths or more, the plot's x axis)"
+[ ${#sizes[@]} -ge 2 ] || { echo "$usage" >&2; exit 2; }
+for n in "${sizes[@]}"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "$usage" >&2; exit 2; }
+done
+find_nelu
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 manifests=()

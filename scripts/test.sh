@@ -16,6 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+# the scripts run below use this build's nelu (scripts/lib.sh)
+export NELU_BUILD_DIR="$PWD/build"
+unset NELU
 
 echo "== build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -23,7 +26,7 @@ cmake --build build -j"$jobs"
 echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L extended: the largest derivative solvers
 echo "== installed package: examples/consumer"
-NELU_BUILD_DIR=build bash scripts/example.sh
+bash scripts/example.sh
 echo "== Python package: pytest (python/tests), installed into .venv as the README says"
 bash scripts/python_package.sh
 NELU_EXE="$PWD/build/compiler/nelu" .venv/bin/python -m pytest python/tests
@@ -46,4 +49,4 @@ if [ -f scripts/fuzz.sh ]; then
 fi
 
 echo "== firmware: Cortex-M7, Cortex-M4F and aarch64 Linux under QEMU (scripts/firmware.sh)"
-NELU_BUILD_DIR=build bash scripts/firmware.sh robots/ur5e.urdf
+bash scripts/firmware.sh robots/ur5e.urdf
