@@ -44,6 +44,7 @@
 // joints (nelu/model.hpp); Pinocchio's free-flyer velocity is [v; omega].
 #pragma once
 
+#include <cassert>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -208,6 +209,7 @@ void baumgarte_corrector(const Contact& c, const ContactFrameMotion<S>& f, const
     SVec<S> ep = zero6<S>(), ev = f.v;
     bool uses_reference = false;
     for (int k = 0; k < c.dim(); ++k) uses_reference = uses_reference || c.kp[k] != 0;
+    assert((ref || !uses_reference) && "a contact with a nonzero Kp needs its reference placement");
     if (uses_reference && c.type == ContactType::Point) {
         ep.l = f.X.E * (f.X.r - ref->r);  // -translation of M_c^-1 M_ref
     } else if (uses_reference) {  // -log6(M_c^-1 M_ref): rotation E_c E_ref^T, translation E_c (p_ref - p_c)
@@ -229,11 +231,12 @@ template <class S> struct ContactTerms {
     std::vector<S> corrector;  ///< rows: Kp .* e_p + Kd .* e_v (zero without gains)
 };
 
-/// J, gamma and the corrector of `contacts` at (q, qd); `refs` holds one reference placement per
-/// contact (world -> reference frame) and may be null when no contact has a nonzero Kp.
+/// J, gamma and (with `with_corrector`) the corrector of `contacts` at (q, qd); `refs` holds one
+/// reference placement per contact (world -> reference frame) and may be null when no contact has a
+/// nonzero Kp or the corrector is not wanted.
 template <class S>
 ContactTerms<S> contact_terms(const Model& m, const std::vector<Contact>& contacts, const S* q, const S* qd,
-                              const Xform<S>* refs) {
+                              const Xform<S>* refs, bool with_corrector = true) {
     const Kinematics<S> k = forward_kinematics(m, q, qd);
     const std::vector<SVec<S>> a_bias = bias_accelerations(m, k);
     ContactTerms<S> t;
@@ -253,7 +256,7 @@ ContactTerms<S> contact_terms(const Model& m, const std::vector<Contact>& contac
         SVec<S> acc = f.a;  // a point's classical acceleration: + omega x v
         if (c.type == ContactType::Point) acc.l = acc.l + cross(f.v.w, f.v.l);
         constraint_rows(c, f.X, acc, t.gamma.data() + row);
-        if (c.has_corrector()) baumgarte_corrector(c, f, refs ? refs + i : nullptr, t.corrector.data() + row);
+        if (with_corrector && c.has_corrector()) baumgarte_corrector(c, f, refs ? refs + i : nullptr, t.corrector.data() + row);
         row += c.dim();
     }
     return t;
@@ -343,7 +346,7 @@ template <class S>
 bool impulse_dynamics(const Model& m, const std::vector<Contact>& contacts, const S* q, const S* v_minus, double r,
                       const ContactSettings& settings, S* v_plus, S* impulse) {
     const int nv = m.nv;
-    const ContactTerms<S> t = contact_terms<S>(m, contacts, q, nullptr, nullptr);
+    const ContactTerms<S> t = contact_terms<S>(m, contacts, q, nullptr, nullptr, /*with_corrector=*/false);
     const int nc = t.rows;
     contact_detail::Schur<S> s;
     if (!contact_detail::schur(m, q, t, settings.mu, settings.singular_tolerance, s)) return false;
