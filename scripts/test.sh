@@ -5,9 +5,11 @@
 #      package used by examples/consumer (scripts/example.sh), then a benchmark smoke (bench/ built
 #      with the chain of 7 only and the iwim cases on a DH chain of 8 instead of 50 links, whose
 #      fully actuated solver alone takes about a minute of g++; the agreement checks of every
-#      contender, osim and iwim included; one robot timed briefly; the full benchmark is
-#      scripts/bench.sh, not CI), then the Python package's pytest suite (python/tests, about a
-#      minute: installed into .venv by scripts/python_package.sh, the README's command);
+#      contender, osim and iwim included, and the contact reference against Pinocchio's
+#      constraintDynamics and impulseDynamics when Pinocchio is found; one robot timed briefly;
+#      the full benchmark is scripts/bench.sh, not CI), then the Python package's pytest suite
+#      (python/tests, about a minute: installed into .venv by scripts/python_package.sh, the
+#      README's command);
 #   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (but the one
 #      labelled slow, which builds ~80 generated solvers and runs its own sanitizer cases);
 #   3. the URDF-loading fuzzer for a bounded time (NELU_FUZZ_SECONDS, default 60);
@@ -34,6 +36,7 @@ echo "== benchmark smoke: every contender agrees with the reference; one robot t
 cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 -DNELU_BENCH_IWIM_LINKS=8 -DNELU_BENCH_LARGE=OFF >/dev/null
 cmake --build build -j"$jobs" --target nelu_bench
 build/bench/nelu_bench --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
+[ ! -d build/bench/CMakeFiles/nelu_contact_pinocchio_check.dir ] || { cmake --build build -j"$jobs" --target nelu_contact_pinocchio_check && build/bench/nelu_contact_pinocchio_check; }
 build/bench/nelu_bench --benchmark_filter='^(ID|FD)/ur5e/' --benchmark_min_time=0.01 2>/dev/null
 
 echo "== build (ASan + UBSan)"
