@@ -162,6 +162,17 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_option("--spy", a.spy, "Write spy plots of D, P D Q and L + U to this SVG file");
 }
 
+/// What the batch forms' report says of the build's FMA contraction, and so of bitwise double rows.
+const char* contraction_note(nelu::Contraction c) {
+    switch (c) {
+        case nelu::Contraction::Absent: return "no FMA contraction: double rows bit for bit";
+        case nelu::Contraction::Present: return "this build fuses a * b + c (FMA): rows that are not bitwise are judged as the scalar ones";
+        case nelu::Contraction::Unknown: break;
+    }
+    return "a library built without nelu check's contraction probe, which may fuse a * b + c (FMA): rows that are not bitwise "
+           "are judged as the scalar ones";
+}
+
 int run_check_command(const nelu::CheckOptions& o) {
     nelu::CheckReport r = nelu::run_check(o);
     std::cout << fmt::format("{}: {} and compared with the reference on {} states\n", r.name,
@@ -179,8 +190,7 @@ int run_check_command(const nelu::CheckOptions& o) {
     if (r.batch) {
         std::cout << fmt::format("  batch forms, each against its scalar entry point on every state in calls of n = 1 .. 3W + 1 states and all "
                                  "at once, NaN and infinite inputs mixed in; {}\n",
-                                 r.batch_report.contracted ? "this build fuses a * b + c (FMA): rows that are not bitwise are judged "
-                                                             "as the scalar ones" : "no FMA contraction: double rows bit for bit");
+                                 contraction_note(r.batch_report.contraction));
         for (const nelu::BatchEntryReport& e : r.batch_report.entries) {
             std::cout << fmt::format("    {} (W = {}): {} rows, {} failing states untouched, {} bit for bit, max difference {:.2e}{}{}\n",
                                      e.function, e.width, e.rows, e.failing, e.bitwise, e.vs_scalar,
@@ -300,7 +310,7 @@ int main(int argc, char** argv) {
     CLI::App* check = app.add_subcommand("check", "Build a generated solver and compare it with the reference algorithms");
     check->add_option("urdf", ko.urdf, "URDF the solver was generated from")->required();
     check->add_option("manifest", ko.manifest, "DIR/NAME.json of the solver")->required();
-    check->add_option("--states", ko.states, "Random states (special configurations are added)");
+    check->add_option("--states", ko.states, "Random states, at least 1 (special configurations are added)");
     check->add_option("--problem", ko.problem, "The problem spec the solver was compiled from (when it was)");
     CLI::Option* library = check->add_option("--library", ko.library, "Check this shared library, already built from NAME.cpp, "
                                               "instead of building one")->type_name("FILE.so");

@@ -4,8 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,6 +53,22 @@ struct ScratchDir {
         for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
         std::sort(names.begin(), names.end());
         return names;
+    }
+};
+
+/// An environment variable set for the object's lifetime (for the nelu processes run meanwhile), then restored.
+struct Environment {
+    std::string name;
+    std::optional<std::string> previous;
+    Environment(std::string variable, const std::string& value) : name(std::move(variable)) {
+        if (const char* v = std::getenv(name.c_str())) previous = v;
+        ::setenv(name.c_str(), value.c_str(), 1);
+    }
+    Environment(const Environment&) = delete;
+    Environment& operator=(const Environment&) = delete;
+    ~Environment() {
+        if (previous) ::setenv(name.c_str(), previous->c_str(), 1);
+        else ::unsetenv(name.c_str());
     }
 };
 
@@ -379,4 +397,77 @@ TEST_CASE("cli: --runtime-include prints the directory of the runtime headers; c
     CHECK(contains(missing.err, "none.so: no such file"));
     const nelu::test::CliResult both = run_nelu(check + quoted(so.string()) + " --cxx g++");
     CHECK(both.exit_code == nelu::kExitBadInput);
+}
+
+TEST_CASE("cli: check --library of a library with batch forms, built without check's contraction probe, judges rows as if contracted") {
+    ScratchDir dir("batch_library");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem id --batch --verify 0 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    // as the Python package builds it: NAME.cpp and NAME_batch.cpp, nothing else
+    const nelu::test::CliResult inc = run_nelu("--runtime-include");
+    REQUIRE(inc.exit_code == 0);
+    const fs::path so = dir.path / "libur5e_id.so";
+    const std::string build = "c++ -std=c++17 -O0 -shared -fPIC -I" + quoted(inc.out.substr(0, inc.out.size() - 1)) + " -I" +
+                              quoted(dir.path.string()) + " " + quoted((dir.path / "ur5e_id.cpp").string()) + " " +
+                              quoted((dir.path / "ur5e_id_batch.cpp").string()) + " -o " + quoted(so.string());
+    REQUIRE(std::system(build.c_str()) == 0);
+    const nelu::test::CliResult k = run_nelu("check " + quoted(urdf) + " " + quoted((dir.path / "ur5e_id.json").string()) +
+                                             " --states 20 --library " + quoted(so.string()));
+    CHECK_MESSAGE(k.exit_code == 0, (k.out + k.err));
+    CHECK(contains(k.out, "ur5e_id_batch (W = "));
+    CHECK(contains(k.out, "ur5e_id_f_batch (W = "));
+    CHECK(contains(k.out, "PASS"));
+    CHECK(!contains(k.out, ": FAIL"));
+    // nothing tells whether this build contracts a * b + c: bitwise double rows are not claimed
+    CHECK(contains(k.out, "without nelu check's contraction probe"));
+    CHECK(!contains(k.out, "double rows bit for bit"));
+}
+
+TEST_CASE("cli: check refuses fewer than one random state (exit 2), which compared nothing or divided by zero") {
+    ScratchDir dir("states");
+    // a spec that allows singular configurations leaves the special states out: none is left with --states 0
+    const std::string urdf = nelu::test::source_dir() + "/robots/humanoid_winter.urdf";
+    const std::string spec = nelu::test::source_dir() + "/robots/specs/humanoid_slippery.yaml";
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem " + quoted(spec) +
+                                             " --name slippery --batch --verify 0 --validate 100 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const std::string manifest = (dir.path / "slippery.json").string();
+    for (const char* states : {"0", "-3"}) {
+        CAPTURE(states);
+        const nelu::test::CliResult k = run_nelu("check " + quoted(urdf) + " " + quoted(manifest) + " --problem " + quoted(spec) +
+                                                 " --states " + states);
+        CHECK(k.exit_code == nelu::kExitBadInput);
+        CHECK(contains(k.err, std::string("--states ") + states + ": check at least one random state"));
+        CHECK(!contains(k.out, "PASS"));
+    }
+}
+
+TEST_CASE("cli: check builds in a directory of its own and removes it, also when the build or the check fails") {
+    ScratchDir dir("tmpdir");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem id --verify 0 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const fs::path tmp = dir.path / "tmp";
+    fs::create_directories(tmp);
+    const Environment tmpdir("TMPDIR", tmp.string());  // check's temporary directory for these runs
+    auto left = [&] {  // what the runs left in the temporary directory (run_nelu's own files removed)
+        std::vector<std::string> names;
+        for (const auto& e : fs::directory_iterator(tmp))
+            if (e.path().filename().string().rfind("nelu-check", 0) == 0) names.push_back(e.path().filename().string());
+        return names;
+    };
+    const std::string check = "check " + quoted(urdf) + " " + quoted((dir.path / "ur5e_id.json").string()) + " --states 5 --cxx ";
+    const nelu::test::CliResult failed_build = run_nelu(check + "false");  // a "compiler" that fails
+    CHECK(failed_build.exit_code == nelu::kExitInternal);
+    CHECK(contains(failed_build.err, "does not compile"));
+    CHECK(left().empty());
+    // a build without the entry point (renamed by a macro): an error after the library was loaded
+    const nelu::test::CliResult renamed = run_nelu(check + "'c++ -O0 -Dur5e_id=ur5e_id_renamed'");
+    CHECK(renamed.exit_code == nelu::kExitInternal);
+    CHECK(contains(renamed.err, "has no entry point ur5e_id"));
+    CHECK(left().empty());
+    const nelu::test::CliResult ok = run_nelu(check + "'c++ -O0'");
+    CHECK_MESSAGE(ok.exit_code == 0, (ok.out + ok.err));
+    CHECK(left().empty());
 }

@@ -5,13 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <stdexcept>
-
-#include <dlfcn.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,16 +16,30 @@
 #include "nelu/status.h"
 #include "io.hpp"
 #include "pipeline.hpp"
+#include "solver_library.hpp"
 
 namespace fs = std::filesystem;
 
 namespace nelu {
 namespace {
 
-using SolverD = int (*)(const double*, const double*, const double*, double*);
-using SolverF = int (*)(const float*, const float*, const float*, float*);
-using DerivativesD = int (*)(const double*, const double*, const double*, double*, double*);
-using DerivativesF = int (*)(const float*, const float*, const float*, float*, float*);
+/// One call of a value entry point in S: its status, and its outputs in double in `out` (NaN where it wrote none).
+template <class S>
+int call(ValueFn<S> f, const Arguments<S>& a, std::vector<double>& out) {
+    std::vector<S> o(out.size(), S(NAN));
+    const int status = f(a.q.data(), a.qd.data(), a.in.data(), o.data());
+    out.assign(o.begin(), o.end());
+    return status;
+}
+
+/// One call of a derivatives entry point in S: its status, its outputs and Jacobian in double.
+template <class S>
+int call(DerivativesFn<S> f, const Arguments<S>& a, std::vector<double>& out, std::vector<double>& jac) {
+    std::vector<S> o(out.size(), S(NAN)), J(jac.size(), S(NAN));
+    const int status = f(a.q.data(), a.qd.data(), a.in.data(), o.data(), J.data());
+    out.assign(o.begin(), o.end()), jac.assign(J.begin(), J.end());
+    return status;
+}
 
 /// The independent coordinates moved along one Jacobian column by `h`: a joint's own coordinate, a
 /// floating base's local twist component (q (+) h e_k: R exp(h [e_k]x), or p + R h e_k), a velocity,
@@ -63,62 +72,6 @@ void perturb(const Model& m, const Tangent& t, double h, const std::vector<int>&
     }
 }
 
-/// Shell-quote for /bin/sh.
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-/// `cxx` split into words: the compiler, then its flags (no shell quoting inside a word).
-std::vector<std::string> words(const std::string& cxx) {
-    std::vector<std::string> w;
-    std::istringstream in(cxx);
-    for (std::string x; in >> x;) w.push_back(x);
-    return w;
-}
-
-/// A function that tells whether the build fuses a * b + c into one rounding (FMA contraction,
-/// -ffp-contract=fast where the target has FMA): built with the solver, it returns a * b + c for
-/// a = 1 + 2^-30, b = 1 - 2^-30, c = -1, which is 0 rounded twice and -2^-60 fused.
-constexpr const char* kContractionProbe =
-    "extern \"C\" double nelu_check_contraction(double a, double b, double c) { return a * b + c; }\n";
-
-bool contracts(void* lib) {
-    auto probe = reinterpret_cast<double (*)(double, double, double)>(::dlsym(lib, "nelu_check_contraction"));
-    if (!probe) throw std::runtime_error("nelu check: the contraction probe is missing from the build");
-    volatile double a = 1 + 0x1p-30, b = 1 - 0x1p-30, c = -1;
-    return probe(a, b, c) != 0;
-}
-
-/// Compile `sources` (NAME.cpp, and NAME_batch.cpp with the probe above) into a shared object in a
-/// fresh temporary directory and return its path. `cxx` is a compiler and optional flags ("g++ -O3
-/// -march=x86-64-v3"); the flags come after nelu's own (-std=c++17 -O2 -Wall -Wextra -Werror), so
-/// that they can override them (-O0, -O3).
-std::string build_shared_object(const std::vector<fs::path>& sources, const std::string& cxx) {
-    const std::vector<std::string> w = words(cxx);
-    if (w.empty()) throw InputError("nelu check: --cxx is empty: name a C++ compiler, optionally followed by flags");
-    if (std::system(fmt::format("command -v {} >/dev/null 2>&1", quote(w[0])).c_str()) != 0)
-        throw InputError(fmt::format("nelu check: --cxx '{}': the compiler '{}' is not found", cxx, w[0]));
-    std::string flags;
-    for (std::size_t k = 1; k < w.size(); ++k) flags += " " + quote(w[k]);
-    fs::path dir = fs::temp_directory_path() / fmt::format("nelu-check-{}", ::getpid());
-    fs::create_directories(dir);
-    const fs::path& source = sources.front();
-    fs::path so = dir / (source.stem().string() + ".so");
-    std::string files;
-    for (const fs::path& f : sources) files += " " + quote(f.string());
-    if (sources.size() > 1) {
-        write_file_atomic((dir / "contraction_probe.cpp").string(), kContractionProbe);
-        files += " " + quote((dir / "contraction_probe.cpp").string());
-    }
-    std::string cmd = fmt::format("{} -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC{} -I{} -I{}{} -o {} 2>&1", quote(w[0]), flags,
-                                  quote(source.parent_path().empty() ? std::string(".") : source.parent_path().string()), quote(runtime_include_dir()), files,
-                                  quote(so.string()));
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("nelu check: the generated code does not compile: " + cmd);
-    return so.string();
-}
-
 }  // namespace
 
 std::string runtime_include_dir() {
@@ -132,6 +85,8 @@ std::string runtime_include_dir() {
 }
 
 CheckReport run_check(const CheckOptions& o) {
+    if (o.states < 1)  // with no random state, nothing might be compared (special states are left out of singular problems)
+        throw InputError(fmt::format("nelu check: --states {}: check at least one random state", o.states));
     nlohmann::json man;
     try {
         man = nlohmann::json::parse(read_file(o.manifest));
@@ -159,25 +114,18 @@ CheckReport run_check(const CheckOptions& o) {
     if (static_cast<int>(r.system.in.size()) != static_cast<int>(man["in"].size()) ||
         static_cast<int>(r.system.out.size()) != static_cast<int>(man["out"].size()))
         throw InputError(fmt::format("{}: the manifest's slots do not match {} compiled with problem '{}'", o.manifest, o.urdf, co.problem));
-    if (!o.library.empty() && !fs::is_regular_file(o.library))
-        throw InputError(fmt::format("nelu check: --library {}: no such file", o.library));
     std::vector<fs::path> sources{fs::path(o.manifest).replace_extension(".cpp")};
     if (co.batch && o.library.empty()) {
         sources.push_back(fs::path(o.manifest).parent_path() / (r.name + "_batch.cpp"));
         if (!fs::exists(sources.back()))
             throw InputError(fmt::format("{}: the manifest lists batch forms, but {} is missing", o.manifest, sources.back().string()));
     }
-    const std::string so = o.library.empty() ? build_shared_object(sources, o.cxx) : o.library;
-    void* lib = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib && !o.library.empty()) throw InputError(fmt::format("nelu check: --library {}: cannot load it: {}", o.library, ::dlerror()));
-    if (!lib) throw std::runtime_error(std::string("nelu check: cannot load the solver: ") + ::dlerror());
-    auto fd = reinterpret_cast<SolverD>(::dlsym(lib, r.name.c_str()));
-    auto ff = reinterpret_cast<SolverF>(::dlsym(lib, (r.name + "_f").c_str()));
-    if (!fd && !o.library.empty()) throw InputError(fmt::format("nelu check: --library {} has no entry point {}", o.library, r.name));
-    if (!fd) throw std::runtime_error("nelu check: the solver has no double entry point " + r.name);
-    auto fjac = co.derivatives ? reinterpret_cast<DerivativesD>(::dlsym(lib, (r.name + "_derivatives").c_str())) : nullptr;
-    auto fjac_f = co.derivatives ? reinterpret_cast<DerivativesF>(::dlsym(lib, (r.name + "_derivatives_f").c_str())) : nullptr;
-    if (co.derivatives && !fjac) throw std::runtime_error("nelu check: the manifest lists derivatives, but the solver has no " + r.name + "_derivatives");
+    const SolverLibrary lib = o.library.empty() ? SolverLibrary::build(sources, o.cxx) : SolverLibrary::load(o.library);
+    const auto fd = lib.require<ValueFn<double>>(r.name);
+    const auto ff = lib.find<ValueFn<float>>(r.name + scalar_suffix<float>());
+    const std::string derivatives = r.name + "_derivatives";
+    const auto fjac = co.derivatives ? lib.require<DerivativesFn<double>>(derivatives, "the manifest lists derivatives") : nullptr;
+    const auto fjac_f = co.derivatives ? lib.find<DerivativesFn<float>>(derivatives + scalar_suffix<float>()) : nullptr;
     CheckReport rep;
     rep.name = r.name;
     const Model& m = r.load.model;
@@ -195,7 +143,7 @@ CheckReport run_check(const CheckOptions& o) {
                                  const std::vector<double>& in, const std::vector<double>& out) {
         const std::size_t nc = cols.size();
         std::vector<double> o2(nout), J(nout * nc);
-        if (fjac(q.data(), qd.data(), in.data(), o2.data(), J.data()) != NELU_STATUS_OK) { ++rep.failed_status; return; }
+        if (call(fjac, Arguments<double>(q, qd, in), o2, J) != NELU_STATUS_OK) { ++rep.failed_status; return; }
         rep.out_vs_value = std::max(rep.out_vs_value, forward_error(o2, out));
         const std::vector<double> val = r.order.best.prog.evaluate(st.q.data(), st.qd.data(), in.data(), jlive);
         std::vector<double> Jir(J.size()), Jfd(J.size());
@@ -206,16 +154,16 @@ CheckReport run_check(const CheckOptions& o) {
             for (int sgn = 0; sgn < 2; ++sgn) {
                 std::vector<double> qp = q, qdp = qd, inp = in;
                 perturb(m, cols[c], sgn ? -1e-6 : 1e-6, q_slots, qp, qdp, inp, v_slots);
-                side[sgn].assign(nout, NAN);
-                fd(qp.data(), qdp.data(), inp.data(), side[sgn].data());
+                side[sgn].resize(nout);
+                call(fd, Arguments<double>(qp, qdp, inp), side[sgn]);
             }
             for (std::size_t k = 0; k < nout; ++k) Jfd[k * nc + c] = (side[0][k] - side[1][k]) / 2e-6;
         }
         rep.jac_vs_differences = std::max(rep.jac_vs_differences, forward_error(J, Jfd));
         if (fjac_f) {  // float: the same Jacobian to float's accuracy, relative to its largest entry
-            std::vector<float> qf(q.begin(), q.end()), qdf(qd.begin(), qd.end()), inf(in.begin(), in.end()), of(nout), Jf(J.size());
-            if (fjac_f(qf.data(), qdf.data(), inf.data(), of.data(), Jf.data()) != NELU_STATUS_OK) ++rep.failed_status;
-            else rep.jac_float = std::max(rep.jac_float, forward_error(std::vector<double>(Jf.begin(), Jf.end()), J));
+            std::vector<double> of(nout), Jf(J.size());
+            if (call(fjac_f, Arguments<float>(q, qd, in), of, Jf) != NELU_STATUS_OK) ++rep.failed_status;
+            else rep.jac_float = std::max(rep.jac_float, forward_error(Jf, J));
         }
         ++rep.derivative_states;
     };
@@ -236,16 +184,16 @@ CheckReport run_check(const CheckOptions& o) {
             forward = std::max(forward, response_forward_error(r.system, out, ref));
             if (rep.seeks_qdd) backward = std::max(backward, backward_error(r.system, m, r.problem, st, out, ref));
         };
-        std::vector<double> out(nout, NAN);
-        const int status = fd(q.data(), qd.data(), in.data(), out.data());
+        std::vector<double> out(nout);
+        const int status = call(fd, Arguments<double>(q, qd, in), out);
         judge(status, out, false, rep.forward_double, rep.backward_double);
         if (ff) {
-            std::vector<float> qf(q.begin(), q.end()), qdf(qd.begin(), qd.end()), inf(in.begin(), in.end()), outf(nout, NAN);
-            const int status_f = ff(qf.data(), qdf.data(), inf.data(), outf.data());
-            judge(status_f, std::vector<double>(outf.begin(), outf.end()), true, rep.forward_float, rep.backward_float);
+            const Arguments<float> rounded(q, qd, in);
+            std::vector<double> outf(nout);
+            judge(call(ff, rounded, outf), outf, true, rep.forward_float, rep.backward_float);
             if (rep.sensor && status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
-                std::vector<double> qr(qf.begin(), qf.end()), qdr(qdf.begin(), qdf.end()), inr(inf.begin(), inf.end()), outr(nout, NAN);
-                if (fd(qr.data(), qdr.data(), inr.data(), outr.data()) == NELU_STATUS_OK)
+                std::vector<double> outr(nout);
+                if (call(fd, Arguments<double>(rounded), outr) == NELU_STATUS_OK)
                     rep.rounding = std::max(rep.rounding, response_forward_error(r.system, outr, ref));
             }
         }
@@ -260,17 +208,15 @@ CheckReport run_check(const CheckOptions& o) {
                           },
                           rep.tolerance_double(), rep.tolerance_float()};
         BatchJudge jacobians{[&](std::size_t k, const std::vector<double>& row, bool) {  // against the double scalar row
-                                 std::vector<double> x(row.size());
-                                 fjac(batch_states.q[k].data(), batch_states.qd[k].data(), batch_states.in[k].data(), x.data(), x.data() + nout);
-                                 return forward_error(row, x);
+                                 std::vector<double> out(nout), jac(row.size() - nout);
+                                 call(fjac, Arguments<double>(batch_states.q[k], batch_states.qd[k], batch_states.in[k]), out, jac);
+                                 out.insert(out.end(), jac.begin(), jac.end());
+                                 return forward_error(row, out);
                              },
                              1e-10, 1e-4};
         const std::size_t njac = co.derivatives ? cols.size() * nout : 0;
-        rep.batch_report = check_batch(lib, r.name, contracts(lib), nout, njac, batch_states, values, jacobians);
+        rep.batch_report = check_batch(lib, r.name, nout, njac, batch_states, values, jacobians);
     }
-    ::dlclose(lib);
-    std::error_code ec;
-    if (o.library.empty()) fs::remove_all(fs::path(so).parent_path(), ec);
     return rep;
 }
 

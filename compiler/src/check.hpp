@@ -14,7 +14,7 @@ struct CheckOptions {
     std::string manifest;  ///< DIR/NAME.json; NAME.cpp and NAME.hpp sit beside it
     std::string problem;   ///< the problem spec, when the solver came from one (default: the
                            ///< manifest's spec name, looked up beside the manifest)
-    int states = 1000;     ///< random states (special configurations are added)
+    int states = 1000;     ///< random states, at least 1 (special configurations are added)
     std::string cxx = "c++";
     std::string library;   ///< a shared library already built from NAME.cpp: checked as it is, instead
                            ///< of building one with `cxx` (the Python package checks the library it loaded)
@@ -74,7 +74,7 @@ struct CheckReport {
 /// includes: beside an installed executable (PREFIX/include), else the source tree's runtime/include.
 std::string runtime_include_dir();
 
-/// Build (or take `library`), load and compare. Throws InputError for unreadable inputs and std::runtime_error when the
+/// Build (or take `library`), load and compare. Throws InputError for unreadable or invalid inputs and std::runtime_error when the
 /// solver cannot be built or loaded.
 CheckReport run_check(const CheckOptions& options);
 

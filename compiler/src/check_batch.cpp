@@ -5,8 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
-
-#include <dlfcn.h>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -20,13 +19,7 @@ constexpr unsigned char kUntouched = 0x5a;  // every byte of the outputs a call 
 constexpr int kGuardStatus = -12345;         // the statuses around a call's array
 constexpr std::size_t kMaxErrors = 5;        // errors described per entry point
 
-/// A symbol of the solver's library; an error naming it when it is absent.
-template <class F>
-F symbol(void* lib, const std::string& name) {
-    F f = reinterpret_cast<F>(::dlsym(lib, name.c_str()));
-    if (!f) throw std::runtime_error("nelu check: the manifest lists batch forms, but the solver has no " + name);
-    return f;
-}
+constexpr const char* kListed = "the manifest lists batch forms";
 
 /// Which states get a failing input: a NaN velocity (every 7th), a NaN joint position (every 11th:
 /// a pivot test fails where the position reaches a pivot), an infinite input (every 13th).
@@ -120,8 +113,8 @@ BatchEntryReport check_entry(const std::string& function, int width, const Entry
     std::vector<int> status_of(count);
     std::vector<std::vector<S>> expected(count, std::vector<S>(row));
     for (std::size_t k = 0; k < count; ++k) {
-        const std::vector<S> q(st.q[k].begin(), st.q[k].end()), qd(st.qd[k].begin(), st.qd[k].end()), in(st.in[k].begin(), st.in[k].end());
-        status_of[k] = e.scalar(q.data(), qd.data(), in.data(), expected[k].data(), e.njac ? expected[k].data() + e.nout : nullptr);
+        const Arguments<S> a(st.q[k], st.qd[k], st.in[k]);
+        status_of[k] = e.scalar(a.q.data(), a.qd.data(), a.in.data(), expected[k].data(), e.njac ? expected[k].data() + e.nout : nullptr);
     }
     // every call size from 1 to 3W + 1, the states taken in turn (wrapping around), and on until
     // every state was in a call; then all of them at once
@@ -139,50 +132,42 @@ BatchEntryReport check_entry(const std::string& function, int width, const Entry
     return r;
 }
 
+/// NAME or NAME_f (S float), or their _derivatives (`fn`), and their batch forms.
 template <class S>
-using ScalarFn = int (*)(const S*, const S*, const S*, S*);
-template <class S>
-using ScalarJacFn = int (*)(const S*, const S*, const S*, S*, S*);
-template <class S>
-using BatchFn = int (*)(int, const S*, const S*, const S*, S*, int*);
-template <class S>
-using BatchJacFn = int (*)(int, const S*, const S*, const S*, S*, S*, int*);
-
-/// NAME (suffix "") or NAME_f (suffix "_f"), or their _derivatives, and their batch forms.
-template <class S>
-Entry<S> entry(void* lib, const std::string& fn, const char* suffix, std::size_t nout, std::size_t njac, bool exact) {
+Entry<S> entry(const SolverLibrary& lib, const std::string& fn, std::size_t nout, std::size_t njac, bool exact) {
     Entry<S> e;
-    e.nout = nout, e.njac = njac, e.exact = exact, e.single = sizeof(S) == sizeof(float);
+    e.nout = nout, e.njac = njac, e.exact = exact, e.single = std::is_same_v<S, float>;
+    const std::string scalar = fn + scalar_suffix<S>(), batch = scalar + "_batch";
     if (njac == 0) {
-        auto f = symbol<ScalarFn<S>>(lib, fn + suffix);
-        auto b = symbol<BatchFn<S>>(lib, fn + suffix + "_batch");
+        auto f = lib.require<ValueFn<S>>(scalar, kListed);
+        auto b = lib.require<ValueBatchFn<S>>(batch, kListed);
         e.scalar = [f](const S* q, const S* qd, const S* in, S* out, S*) { return f(q, qd, in, out); };
         e.batch = [b](int n, const S* q, const S* qd, const S* in, S* out, S*, int* status) { return b(n, q, qd, in, out, status); };
     } else {
-        auto f = symbol<ScalarJacFn<S>>(lib, fn + suffix);
-        auto b = symbol<BatchJacFn<S>>(lib, fn + suffix + "_batch");
-        e.scalar = [f](const S* q, const S* qd, const S* in, S* out, S* jac) { return f(q, qd, in, out, jac); };
-        e.batch = b;
+        e.scalar = lib.require<DerivativesFn<S>>(scalar, kListed);
+        e.batch = lib.require<DerivativesBatchFn<S>>(batch, kListed);
     }
     return e;
 }
 
 }  // namespace
 
-BatchReport check_batch(void* lib, const std::string& name, bool contracted, std::size_t nout, std::size_t njac,
-                        const BatchStates& states, const BatchJudge& value_judge, const BatchJudge& jac_judge) {
+BatchReport check_batch(const SolverLibrary& lib, const std::string& name, std::size_t nout, std::size_t njac, const BatchStates& states,
+                        const BatchJudge& value_judge, const BatchJudge& jac_judge) {
+    if (states.q.empty()) throw std::invalid_argument("nelu check: no states to run the batch forms on");
     BatchReport rep;
-    rep.contracted = contracted;
-    const int wd = symbol<int (*)()>(lib, name + "_batch_width")();
-    auto wf_fn = reinterpret_cast<int (*)()>(::dlsym(lib, (name + "_f_batch_width").c_str()));
+    rep.contraction = lib.contraction();
+    // bit for bit where the lanes compute the scalar arithmetic (double lanes, and float lanes of
+    // width 1: sinf and cosf, as the scalar float function) in a build known not to contract
+    const bool exact = rep.contraction == Contraction::Absent;
+    const int wd = lib.require<BatchWidthFn>(name + "_batch_width", kListed)();
+    const auto wf_fn = lib.find<BatchWidthFn>(name + scalar_suffix<float>() + "_batch_width");
     const int wf = wf_fn ? wf_fn() : 0;
     for (const std::string& fn : njac ? std::vector<std::string>{name, name + "_derivatives"} : std::vector<std::string>{name}) {
         const std::size_t nj = fn == name ? 0 : njac;
         const BatchJudge& judge = fn == name ? value_judge : jac_judge;
-        // bit for bit where the lanes compute the scalar arithmetic: double lanes, and float lanes of
-        // width 1 (sinf and cosf, as the scalar float function), in a build without FMA contraction
-        rep.entries.push_back(check_entry(fn + "_batch", wd, entry<double>(lib, fn, "", nout, nj, !contracted), states, judge));
-        if (wf_fn) rep.entries.push_back(check_entry(fn + "_f_batch", wf, entry<float>(lib, fn, "_f", nout, nj, !contracted && wf == 1), states, judge));
+        rep.entries.push_back(check_entry(fn + "_batch", wd, entry<double>(lib, fn, nout, nj, exact), states, judge));
+        if (wf_fn) rep.entries.push_back(check_entry(fn + "_f_batch", wf, entry<float>(lib, fn, nout, nj, exact && wf == 1), states, judge));
     }
     return rep;
 }

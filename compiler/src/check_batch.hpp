@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "solver_library.hpp"
+
 namespace nelu {
 
 /// The states to run: the solver's arguments q, qd and in of each (independent coordinates).
@@ -28,7 +30,9 @@ struct BatchEntryReport {
 };
 
 struct BatchReport {
-    bool contracted = false;  ///< the build fuses a * b + c (FMA contraction): double lanes need not be bitwise
+    /// Whether the build fuses a * b + c (FMA contraction): double lanes are bitwise only where it
+    /// is known not to (a library built elsewhere has no probe that says).
+    Contraction contraction = Contraction::Unknown;
     std::vector<BatchEntryReport> entries;
 };
 
@@ -41,14 +45,15 @@ struct BatchJudge {
     double tolerance_double = 0, tolerance_float = 0;
 };
 
-/// Calls of the batch entry points of `name` (and `name`_derivatives when njac > 0) in the loaded
-/// library `lib` against its scalar entry points on `states`, in calls of n = 1, 2, .., 3W + 1 states
-/// and then all of them at once. Some states get NaN or infinite inputs: their status must be the
-/// scalar's and their rows untouched; rows around each call's arrays must stay untouched too. A
-/// row must equal the scalar row bit for bit where both compute the same arithmetic (double lanes,
-/// and float lanes of width 1, in a build without FMA contraction: `contracted` false), and else
-/// pass the scalar's own judgement. Throws std::runtime_error when an entry point is missing.
-BatchReport check_batch(void* lib, const std::string& name, bool contracted, std::size_t nout, std::size_t njac,
-                        const BatchStates& states, const BatchJudge& value_judge, const BatchJudge& jac_judge);
+/// Calls of the batch entry points of `name` (and `name`_derivatives when njac > 0) in `lib` against
+/// its scalar entry points on `states`, in calls of n = 1, 2, .., 3W + 1 states and then all of them
+/// at once. Some states get NaN or infinite inputs: their status must be the scalar's and their rows
+/// untouched; rows around each call's arrays must stay untouched too. A row must equal the scalar
+/// row bit for bit where both compute the same arithmetic (double lanes, and float lanes of width
+/// 1) and the build is known not to contract a * b + c (lib.contraction()), and else pass the
+/// scalar's own judgement. Throws when an entry point is missing (SolverLibrary::require) or
+/// `states` is empty.
+BatchReport check_batch(const SolverLibrary& lib, const std::string& name, std::size_t nout, std::size_t njac, const BatchStates& states,
+                        const BatchJudge& value_judge, const BatchJudge& jac_judge);
 
 }  // namespace nelu

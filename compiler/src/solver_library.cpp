@@ -1,0 +1,111 @@
+// solver_library.cpp: see solver_library.hpp.
+#include "solver_library.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+
+#include "check.hpp"
+#include "diagnostics.hpp"
+#include "io.hpp"
+
+namespace fs = std::filesystem;
+
+namespace nelu {
+namespace {
+
+/// Shell-quote for /bin/sh.
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+/// `cxx` split into words: the compiler, then its flags (no shell quoting inside a word).
+std::vector<std::string> words(const std::string& cxx) {
+    std::vector<std::string> w;
+    std::istringstream in(cxx);
+    for (std::string x; in >> x;) w.push_back(x);
+    return w;
+}
+
+/// A function that tells whether the build fuses a * b + c into one rounding (FMA contraction,
+/// -ffp-contract=fast where the target has FMA): built with the solver, it returns a * b + c for
+/// a = 1 + 2^-30, b = 1 - 2^-30, c = -1, which is 0 rounded twice and -2^-60 fused.
+constexpr const char* kContractionProbe = "nelu_check_contraction";
+constexpr const char* kContractionProbeSource =
+    "extern \"C\" double nelu_check_contraction(double a, double b, double c) { return a * b + c; }\n";
+
+}  // namespace
+
+TempDir::TempDir(const std::string& prefix) {
+    std::string pattern = (fs::temp_directory_path() / (prefix + "XXXXXX")).string();
+    if (!::mkdtemp(pattern.data()))
+        throw std::runtime_error(fmt::format("cannot create a temporary directory {}: {}", pattern, std::strerror(errno)));
+    path_ = pattern;
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;  // nothing to do about a directory that cannot be removed
+    fs::remove_all(path_, ec);
+}
+
+void SolverLibrary::Close::operator()(void* handle) const { ::dlclose(handle); }
+
+SolverLibrary::SolverLibrary(std::unique_ptr<TempDir> dir, std::unique_ptr<void, Close> handle, std::string given)
+    : dir_(std::move(dir)), handle_(std::move(handle)), given_(std::move(given)) {}
+
+SolverLibrary SolverLibrary::build(const std::vector<fs::path>& sources, const std::string& cxx) {
+    const std::vector<std::string> w = words(cxx);
+    if (w.empty()) throw InputError("nelu check: --cxx is empty: name a C++ compiler, optionally followed by flags");
+    if (std::system(fmt::format("command -v {} >/dev/null 2>&1", quote(w[0])).c_str()) != 0)
+        throw InputError(fmt::format("nelu check: --cxx '{}': the compiler '{}' is not found", cxx, w[0]));
+    std::string flags;
+    for (std::size_t k = 1; k < w.size(); ++k) flags += " " + quote(w[k]);
+    auto dir = std::make_unique<TempDir>("nelu-check-");
+    const fs::path& source = sources.front();
+    const fs::path so = dir->path() / (source.stem().string() + ".so"), probe = dir->path() / "contraction_probe.cpp";
+    write_file_atomic(probe.string(), kContractionProbeSource);
+    std::string files;
+    for (const fs::path& f : sources) files += " " + quote(f.string());
+    files += " " + quote(probe.string());
+    const std::string cmd = fmt::format("{} -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC{} -I{} -I{}{} -o {} 2>&1", quote(w[0]), flags,
+                                        quote(source.parent_path().empty() ? std::string(".") : source.parent_path().string()),
+                                        quote(runtime_include_dir()), files, quote(so.string()));
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("nelu check: the generated code does not compile: " + cmd);
+    std::unique_ptr<void, Close> handle(::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL));
+    if (!handle) throw std::runtime_error(std::string("nelu check: cannot load the solver: ") + ::dlerror());
+    return SolverLibrary(std::move(dir), std::move(handle), "");
+}
+
+SolverLibrary SolverLibrary::load(const std::string& path) {
+    if (!fs::is_regular_file(path)) throw InputError(fmt::format("nelu check: --library {}: no such file", path));
+    std::unique_ptr<void, Close> handle(::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));
+    if (!handle) throw InputError(fmt::format("nelu check: --library {}: cannot load it: {}", path, ::dlerror()));
+    return SolverLibrary(nullptr, std::move(handle), path);
+}
+
+void* SolverLibrary::address(const std::string& name) const { return ::dlsym(handle_.get(), name.c_str()); }
+
+void* SolverLibrary::required_address(const std::string& name, const std::string& reason) const {
+    if (void* a = address(name)) return a;
+    const std::string why = reason.empty() ? "" : " (" + reason + ")";
+    if (!given_.empty()) throw InputError(fmt::format("nelu check: --library {} has no entry point {}{}", given_, name, why));
+    throw std::runtime_error(fmt::format("nelu check: the solver has no entry point {}{}", name, why));
+}
+
+Contraction SolverLibrary::contraction() const {
+    const auto probe = find<double (*)(double, double, double)>(kContractionProbe);
+    if (!probe) return Contraction::Unknown;
+    volatile double a = 1 + 0x1p-30, b = 1 - 0x1p-30, c = -1;  // volatile: computed at run time, by the build's code
+    return probe(a, b, c) != 0 ? Contraction::Present : Contraction::Absent;
+}
+
+}  // namespace nelu
