@@ -7,14 +7,13 @@ import json
 import operator
 import os
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from . import _tool
+from . import _threads, _tool
 from ._errors import DTypeError, Error, ShapeError, StatusError, StatusWarning
 
 #: Status codes of nelu/status.h.
@@ -33,11 +32,14 @@ _SCALAR_OF = {_DOUBLE: "double", _FLOAT: "float"}
 _REAL_KINDS = frozenset("biuf")
 #: States per call of a batch entry point (its count is a C int).
 _CHUNK = 1 << 30
-#: Generated statements per state times states that make a thread worth starting (about a
-#: millisecond of work: starting and joining a thread costs tens of microseconds).
-_STATEMENTS_PER_WORKER = 1 << 20
-#: The states of a batch are shared among threads in multiples of this (a multiple of every lane
-#: width, docs/batch.md): each thread's blocks of lanes are those of one thread's.
+#: Generated statements per state times states that make a thread worth starting: 0.5 to 4 ms of
+#: work (the batch forms run 1 to 8 statements a nanosecond), where starting and joining a thread
+#: costs tens of microseconds.
+_STATEMENTS_PER_WORKER = 1 << 22
+#: Pieces of a batch per thread.
+_PIECES_PER_WORKER = 8
+#: The pieces of a batch are multiples of this many states (a multiple of every lane width,
+#: docs/batch.md): their blocks of lanes are those of one call for the whole batch.
 _ALIGN = 64
 
 #: The arrays a solver returns: float64 or float32, as called.
@@ -330,8 +332,8 @@ class Solver:
     def _run(self, single, batch, n: int | None, args: list[np.ndarray], outs: list[np.ndarray], workers: int | None,
              statements: int) -> int | StatusArray:
         """Call the entry point once (n None: one state; returns its status), or for n states: the
-        batch entry point when the library has it, else the single-state one per row, in `workers`
-        threads sharing the rows (returns an (n,) int32 array of statuses). A failed state's rows
+        batch entry point when the library has it, else the single-state one per row, in threads
+        sharing the rows (`workers`) (returns an (n,) int32 array of statuses). A failed state's rows
         of the outputs are NaN."""
         arrays = args + outs
         if n is None:
@@ -354,15 +356,8 @@ class Solver:
                 for i in range(start, stop):
                     statuses[i] = single(*(b + i * r for b, r in zip(bases, steps)))
 
-        parts = _parts(n, self._workers(workers, n, batch is not None, statements))
-        if len(parts) == 1:
-            rows(*parts[0])
-        else:  # ctypes releases the GIL during each C call: the threads run at once
-            with ThreadPoolExecutor(len(parts) - 1) as pool:
-                running = [pool.submit(rows, *part) for part in parts[1:]]
-                rows(*parts[0])
-                for r in running:
-                    r.result()
+        count = self._workers(workers, n, batch is not None, statements)
+        _threads.share(rows, _pieces(n, count), count)  # ctypes releases the GIL during each C call
         failed = statuses != STATUS_OK
         if failed.any():
             for o in outs:
@@ -416,12 +411,15 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _parts(n: int, workers: int) -> list[tuple[int, int]]:
-    """n rows in at most `workers` ranges of nearly equal size, each starting at a multiple of
-    _ALIGN states (whole blocks of lanes) but the first."""
-    size = -(-n // workers)
+def _pieces(n: int, workers: int) -> list[tuple[int, int]]:
+    """n rows in ranges that `workers` threads take in turn: about _PIECES_PER_WORKER per thread,
+    so that a thread the system runs late leaves its share to the others; each but the last a
+    multiple of _ALIGN states (whole blocks of lanes). One thread: one range."""
+    if workers == 1:
+        return [(0, n)]
+    size = -(-n // (workers * _PIECES_PER_WORKER))
     size = max(_ALIGN, -(-size // _ALIGN) * _ALIGN)
-    return [(start, min(start + size, n)) for start in range(0, n, size)] or [(0, 0)]
+    return [(start, min(start + size, n)) for start in range(0, n, size)]
 
 
 _NO_BYTES = ctypes.c_char * 0

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import nelu
-from conftest import bitwise_equal, random_states
+from conftest import REPO, TEST_FLAGS, bitwise_equal, random_states
 
 
 @pytest.fixture(scope="module")
@@ -148,25 +148,34 @@ def test_out_allocates_nothing_of_its_size(build):
 
 
 class _Recorder:
-    """Stands in for a batch entry point: records the thread and the count of each call."""
+    """Stands in for a batch entry point: records the thread and the count of each call. The first
+    call of each thread waits until `threads` threads have made one (so that a thread that never
+    calls fails the test)."""
 
-    def __init__(self, entry) -> None:
+    def __init__(self, entry, threads: int) -> None:
         self.entry, self.calls, self.lock = entry, [], threading.Lock()
+        self.barrier = threading.Barrier(threads, timeout=60)
 
     def __call__(self, n, *pointers):
         with self.lock:
+            first = threading.get_ident() not in {thread for thread, _ in self.calls}
             self.calls.append((threading.get_ident(), n))
+        if first:
+            self.barrier.wait()
         return self.entry(n, *pointers)
+
+    def threads(self) -> int:
+        return len({thread for thread, _ in self.calls})
+
+    def counts(self) -> list[int]:
+        return [count for _, count in self.calls]
 
 
 def test_workers_share_a_batch_with_identical_results(build):
-    """workers=k splits a batch among k threads (k calls of the batch entry point from k threads),
-    and every row and status is what workers=1 gives, bit for bit, in double and float, for the
-    values and the derivatives, with failing states; the default uses one thread for a small batch
-    and every core for a large one."""
+    """workers=k shares a batch among k threads, and every row and status is what workers=1 gives,
+    bit for bit, in double and float, for the values and the derivatives, with failing states."""
     fd = build("ur5e.urdf", problem="fd", derivatives=True, batch=True)
-    n = 1000 + 3
-    Q, QD, IN = random_states(fd, np.random.default_rng(53), n)
+    Q, QD, IN = random_states(fd, np.random.default_rng(53), 1003)
     QD[[5, 700], 0] = np.nan
     for dtype in (np.float64, np.float32):
         args = [a.astype(dtype) for a in (Q, QD, IN)]
@@ -178,23 +187,31 @@ def test_workers_share_a_batch_with_identical_results(build):
             assert all(bitwise_equal(a, b) for a, b in zip(one, many))
             many_d = fd.derivatives(*args, workers=workers, return_status=True)
             assert all(bitwise_equal(a, b) for a, b in zip(one_d, many_d))
+
+
+def test_workers_call_the_batch_entry_point_from_threads(build):
+    """workers=2: both threads call the batch entry point, on pieces of whole blocks of 64 states
+    (but the last), more pieces than threads (a thread that starts late leaves its share to the
+    other), every state once. The default: one thread for a small batch, every core for a large one."""
+    fd = build("ur5e.urdf", problem="fd", batch=True)
+    Q, QD, IN = random_states(fd, np.random.default_rng(67), 1003)
     entries = fd._entries[np.dtype(np.float64)]
-    recorder = _Recorder(entries.value_batch)
-    entries.value_batch = recorder
+    entry = entries.value_batch
     try:
-        fd(Q, QD, IN, workers=2, return_status=True)
-        assert len(recorder.calls) == 2 and len({thread for thread, _ in recorder.calls}) == 2
-        assert sorted(count for _, count in recorder.calls) == [491, 512]  # 512 = 8 blocks of 64 >= 1003 / 2
-        recorder.calls.clear()
-        fd(Q[:10], QD[:10], IN[:10], return_status=True)
-        assert [count for _, count in recorder.calls] == [10]
-        recorder.calls.clear()
+        entries.value_batch = recorder = _Recorder(entry, 2)
+        fd(Q, QD, IN, workers=2)
+        assert recorder.threads() == 2 and len(recorder.calls) > 2
+        assert sum(recorder.counts()) == 1003 and sum(count % 64 != 0 for count in recorder.counts()) == 1
+        entries.value_batch = recorder = _Recorder(entry, 1)
+        fd(Q[:10], QD[:10], IN[:10])
+        assert recorder.counts() == [10]
+        cores = len(os.sched_getaffinity(0))
+        entries.value_batch = recorder = _Recorder(entry, cores)
         big = [np.repeat(a, 100, axis=0) for a in (Q, QD, IN)]
-        fd(*big, return_status=True)
-        assert len(recorder.calls) == len(os.sched_getaffinity(0))
-        assert sum(count for _, count in recorder.calls) == 100 * n
+        fd(*big)
+        assert recorder.threads() == cores and sum(recorder.counts()) == 100300
     finally:
-        entries.value_batch = recorder.entry
+        entries.value_batch = entry
 
 
 def test_workers_without_batch_entry_points(build):
@@ -300,3 +317,14 @@ def test_one_version_and_py_typed_installed():
     dist = importlib.metadata.distribution("nelu")
     assert dist.version == nelu.__version__
     assert "nelu/py.typed" in {str(f) for f in dist.files or []}
+
+
+def test_threads_example_runs(cache):
+    """examples/python/batch_threads.py (the measurement of docs/python.md, "Threads") runs, here
+    on a small batch."""
+    env = {**os.environ, "NELU_CACHE_DIR": str(cache), "CXXFLAGS": TEST_FLAGS, "PYTHONPATH": str(Path(nelu.__file__).parents[1])}
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / "python" / "batch_threads.py"), "--robots", "ur5e", "--n", "300",
+                           "--repeats", "3"], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^ur5e_fd n=300: workers=1 \d+ ns/state \(CPU [\d.]+\), workers=2 \d+ ns/state \(CPU [\d.]+\); "
+                     r"speed-up [\d.]+ \(quartiles [\d.]+-[\d.]+, range [\d.]+-[\d.]+\)$", proc.stdout, re.M), proc.stdout
