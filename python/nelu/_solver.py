@@ -95,7 +95,10 @@ class Solver:
     ``solver(q, qd, known)`` evaluates it: 1-D arrays (one state) give a 1-D array, 2-D arrays
     (one state per row) a 2-D array; float64 arrays call the double entry points, float32 arrays
     the float ones (``NAME_f``). ``known`` is the solver's ``in``: the known quantities in the order
-    of ``inputs``. See docs/python.md for shapes, dtypes, copies and statuses.
+    of ``inputs``. Other real arrays and sequences are converted as ``np.ascontiguousarray``
+    converts them. ``out=`` writes into given arrays, ``workers=`` shares a batch among threads,
+    and a solver pickles as its cache entry. See docs/python.md for shapes, dtypes, copies,
+    statuses, threads and pickling.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, nelu_exe: str, urdf: str | None = None) -> None:
