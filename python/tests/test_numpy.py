@@ -214,6 +214,24 @@ def test_workers_call_the_batch_entry_point_from_threads(build):
         entries.value_batch = entry
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_workers_in_a_forked_child(build):
+    """A process forked after the helper threads started has none of them: it starts its own, and
+    its threaded calls give the parent's values."""
+    fd = build("ur5e.urdf", problem="fd", batch=True)
+    Q, QD, IN = random_states(fd, np.random.default_rng(71), 1000)
+    expected = fd(Q, QD, IN, workers=2)  # the parent's helper threads run
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got, threads = pool.apply_async(_call_and_list_threads, (fd, Q, QD, IN)).get(timeout=120)
+    assert bitwise_equal(got, expected)
+    assert "nelu-worker-0" in threads
+
+
+def _call_and_list_threads(fd, Q, QD, IN):
+    """In a pool's process: a call with workers=2, and the names of the process's threads after it."""
+    return fd(Q, QD, IN, workers=2), [t.name for t in threading.enumerate()]
+
+
 def test_workers_without_batch_entry_points(build):
     """A library without NAME_batch: the loop over rows shared among threads, the same results."""
     fd = build("ur5e.urdf", problem="fd")
