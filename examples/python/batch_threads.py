@@ -19,6 +19,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -50,7 +51,9 @@ def main() -> None:
         urdf, floating = ROBOTS[robot]
         solver = nelu.compile(repository / "robots" / urdf, problem="fd", floating_base=floating, batch=True,
                               derivatives=options.derivatives)
-        call = solver.derivatives if options.derivatives else solver
+        call: Callable[..., Any] = solver
+        if options.derivatives:
+            call = solver.derivatives
         for n in options.n:
             args = states(solver, n, np.random.default_rng(0))
             *outs, _ = call(*args, return_status=True)
