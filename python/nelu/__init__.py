@@ -15,8 +15,7 @@ from ._errors import (BuildError, CompileWarning, DTypeError, Error, IllPosedErr
 from ._model import model
 from ._solver import (STATUS_NOT_FINITE, STATUS_OK, STATUS_SMALL_PIVOT, Solver, slot_label, status_name)
 from ._tool import find_nelu
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "compile", "model", "Solver", "cache_dir", "find_nelu", "slot_label", "status_name",

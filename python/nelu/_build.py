@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any, Sequence
 
 from . import _tool
 from ._errors import BuildError, CompileWarning, Error, InputError, ToolNotFoundError
@@ -23,7 +24,7 @@ _PRESETS = ("id", "fd", "hybrid")
 _BASE_FLAGS = ["-std=c++17", "-O2", "-shared", "-fPIC"]
 
 
-def cache_dir(path: str | os.PathLike | None = None) -> Path:
+def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
     """Where compiled solvers are kept: ``path`` if given, else NELU_CACHE_DIR, else
     $XDG_CACHE_HOME/nelu, else ~/.cache/nelu. Deleting it (or an entry in it) is always safe for
     processes that do not use it at the time."""
@@ -57,7 +58,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def _problem(problem, cache: Path) -> tuple[str, bytes | None]:
+def _problem(problem: object, cache: Path) -> tuple[str, bytes | None]:
     """The --problem argument and the spec's text (None for a preset). A dict is a spec's content:
     written as JSON (which is YAML) to cache/specs/SHA.yaml, so that messages name a real file."""
     if isinstance(problem, dict):
@@ -92,7 +93,7 @@ def _compile_args(*, floating_base, derivatives, batch, snap, ignore_mimic, name
     return args
 
 
-def _words(value, env: str, default: str) -> list[str]:
+def _words(value: str | Sequence[str] | None, env: str, default: str) -> list[str]:
     if value is None:
         value = os.environ.get(env) or default
     return shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
@@ -107,11 +108,11 @@ def _headers_digest(include: str) -> str:
     return h.hexdigest()
 
 
-def compile(urdf: str | os.PathLike, problem="id", *, floating_base: bool = False, derivatives: bool = False,
-            batch: bool = False, snap: float | None = None, ignore_mimic: bool = False, name: str | None = None,
-            scalar: str | None = None, max_stack: int | None = None, verify: int | None = None,
-            cxx=None, cxxflags=None, cache_dir: str | os.PathLike | None = None,
-            nelu_exe: str | os.PathLike | None = None, rebuild: bool = False) -> Solver:
+def compile(urdf: str | os.PathLike[str], problem: str | os.PathLike[str] | dict[str, Any] = "id", *, floating_base: bool = False,
+            derivatives: bool = False, batch: bool = False, snap: float | None = None, ignore_mimic: bool = False,
+            name: str | None = None, scalar: str | None = None, max_stack: int | None = None, verify: int | None = None,
+            cxx: str | Sequence[str] | None = None, cxxflags: str | Sequence[str] | None = None,
+            cache_dir: str | os.PathLike[str] | None = None, nelu_exe: str | os.PathLike[str] | None = None, rebuild: bool = False) -> Solver:
     """Compile a robot and a problem into a solver, build it and load it (docs/python.md).
 
     ``problem``: id, fd, hybrid, the path of a YAML spec, or a spec's content as a dict. The options

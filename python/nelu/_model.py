@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from . import _tool
 
 
-def model(urdf: str | os.PathLike, *, floating_base: bool = False, snap: float | None = None, ignore_mimic: bool = False,
-          keep_fixed: tuple[str, ...] | list[str] = (), nelu_exe: str | os.PathLike | None = None) -> dict:
+def model(urdf: str | os.PathLike[str], *, floating_base: bool = False, snap: float | None = None, ignore_mimic: bool = False,
+          keep_fixed: tuple[str, ...] | list[str] = (), nelu_exe: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The model nelu loads from a URDF, as ``nelu model --json`` prints it: ``robot``, ``nq``,
     ``nv``, ``moving_mass``, ``gravity``, and per body (``bodies``, in nelu's numbering) its link,
     parent, joint, type, axis, q and v indices, limits, mimic coupling, tree transform, mass, centre

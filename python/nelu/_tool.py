@@ -20,7 +20,7 @@ def _repository_build() -> Path | None:
     return None
 
 
-def find_nelu(nelu_exe: str | os.PathLike | None = None) -> str:
+def find_nelu(nelu_exe: str | os.PathLike[str] | None = None) -> str:
     """The ``nelu`` executable: ``nelu_exe`` if given, else the environment variable NELU_EXE, else
     ``nelu`` on the PATH, else build/compiler/nelu of the repository the package sits in (imported
     from python/, or installed into a virtual environment inside the repository).
@@ -41,7 +41,7 @@ def find_nelu(nelu_exe: str | os.PathLike | None = None) -> str:
                             "(cmake --install, or build it: cmake --build build --target nelu)")
 
 
-def path_arg(path: str | os.PathLike) -> str:
+def path_arg(path: str | os.PathLike[str]) -> str:
     """A file name as an argument of nelu, as the caller spelled it (so that messages name it so),
     but never taken for an option."""
     p = os.fspath(path)
