@@ -146,7 +146,7 @@ nlohmann::ordered_json batch_json(const EmitInput& in, const std::vector<Layout>
     return j;
 }
 
-/// What the solver was compiled from and the layout of its arguments: name ... out.
+/// What the solver was compiled from and the layout of its arguments (name through out).
 void add_arguments(nlohmann::ordered_json& j, const EmitInput& in) {
     const Model& m = in.load->model;
     j["name"] = in.name;
@@ -189,7 +189,7 @@ void add_arguments(nlohmann::ordered_json& j, const EmitInput& in) {
     j["out"] = outs;
 }
 
-/// What the solver costs, against the references: ops ... ordering.
+/// What the solver costs, beside the references (ops through ordering).
 void add_costs(nlohmann::ordered_json& j, const EmitInput& in) {
     const Factorization& f = *in.factorization;
     nlohmann::ordered_json ops = ops_json(f.ops);
