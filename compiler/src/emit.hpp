@@ -1,5 +1,7 @@
 // emit.hpp: the `emit` pass. C++ source and header, and the JSON manifest, from a factorized
-// program. A thin printer: every decision was taken by the passes before.
+// program. A thin printer: every decision was taken by the passes before. Its parts: layout.hpp
+// (statement order, parts, values in registers or workspace slots, the stack estimate),
+// printer.hpp (the program as C++ functions, in the form chosen for each), manifest.hpp (NAME.json).
 #pragma once
 
 #include <string>

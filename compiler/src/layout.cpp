@@ -1,0 +1,169 @@
+// layout.cpp: see layout.hpp.
+#include "layout.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "nelu/mimic.hpp"
+
+namespace nelu::emit {
+namespace {
+
+using ir::Id;
+using ir::Op;
+
+bool is_trig(const ir::Node& n) { return n.op == Op::Sin || n.op == Op::Cos; }
+
+/// The live statements in emission order. Every sine and cosine (with the joint-angle sums they
+/// read) first: a call to sin/cos clobbers every vector register, so a call in the middle of the
+/// solver spills whatever is live across it; at the top nothing else is live yet. Measured on the
+/// shipped solvers (g++ -O3): the floating Mini Cheetah's float ID 318 -> 287 ns, the Panda's
+/// 150 -> 141 ns; no solver slower. A stable partition: the order stays topological and
+/// deterministic. Then the sine and cosine of one angle side by side, so that the source computes
+/// them in one nelu::sincos (runtime trig.hpp): no libm call (docs/large-robots.md).
+std::vector<Id> statements(const ir::Program& P, const std::vector<Id>& roots) {
+    std::vector<Id> stmts;
+    std::vector<bool> live = P.live_nodes(roots);
+    for (int i = 0; i < P.size(); ++i)
+        if (live[i] && P.node(i).op != Op::Const && P.node(i).op != Op::Input) stmts.push_back(i);
+    std::vector<bool> trig(P.size(), false);
+    for (int i = P.size() - 1; i >= 0; --i) {
+        const ir::Node& n = P.node(i);
+        if (is_trig(n)) trig[i] = true;
+        if (trig[i])
+            for (Id o : {n.a, n.b})
+                if (o >= 0) trig[o] = true;
+    }
+    std::stable_partition(stmts.begin(), stmts.end(), [&](Id x) { return trig[x]; });
+    std::map<std::pair<int, Id>, Id> trig_of;  // (op, angle) -> node
+    for (Id x : stmts)
+        if (is_trig(P.node(x))) trig_of[{static_cast<int>(P.node(x).op), P.node(x).a}] = x;
+    std::vector<Id> paired;
+    std::vector<bool> placed(P.size(), false);
+    for (Id x : stmts) {
+        if (placed[x]) continue;
+        paired.push_back(x), placed[x] = true;
+        const ir::Node& n = P.node(x);
+        if (!is_trig(n)) continue;
+        auto other = trig_of.find({static_cast<int>(n.op == Op::Sin ? Op::Cos : Op::Sin), n.a});
+        if (other != trig_of.end() && !placed[other->second]) paired.push_back(other->second), placed[other->second] = true;
+    }
+    return paired;
+}
+
+/// Liveness over the emitted order: the last statement that reads each value (its own, when only
+/// its pivot test does; past the end for outputs). Then a linear scan gives each value the lowest
+/// free workspace slot, and counts the values the ordinary form keeps on the stack at once.
+void allocate(Layout& L, const ir::Program& P, const std::vector<int>& part) {
+    const std::size_t end = L.stmts.size();
+    std::vector<std::size_t> last(P.size(), 0);
+    for (std::size_t k = 0; k < end; ++k) {
+        last[L.stmts[k]] = k;
+        for (Id o : {P.node(L.stmts[k]).a, P.node(L.stmts[k]).b})
+            if (o >= 0 && part[o] >= 0) last[o] = k;
+    }
+    for (Id o : L.written())
+        if (part[o] >= 0) last[o] = end;
+    L.slot.assign(P.size(), -1);
+    std::set<int> free;
+    long locals = 0, shared = 0;  // locals never cross a part: at a part's end every one is dead
+    std::vector<long> max_locals(L.parts, 0);
+    auto release = [&](Id x) { free.insert(L.slot[x]), locals -= !L.shared[x]; };
+    for (std::size_t k = 0; k < end; ++k) {
+        const Id x = L.stmts[k];
+        const ir::Node& n = P.node(x);
+        if (n.a >= 0 && part[n.a] >= 0 && last[n.a] == k) release(n.a);
+        if (n.b >= 0 && n.b != n.a && part[n.b] >= 0 && last[n.b] == k) release(n.b);
+        L.slot[x] = free.empty() ? L.slots++ : *free.begin();
+        free.erase(L.slot[x]);
+        if (L.shared[x]) ++shared;
+        else max_locals[part[x]] = std::max(max_locals[part[x]], ++locals);
+        if (last[x] == k) release(x);  // its pivot test reads it before the next statement writes
+    }
+    // the C++ compiler may inline every part into NAME_impl, each with its own spill slots: the
+    // most locals live in each part, summed
+    L.values = shared;
+    for (long m : max_locals) L.values += m;
+}
+
+/// The split into parts: the part of each statement (-1 for other nodes), the sine-cosine pairs
+/// that stay in one part, and the values shared across parts (read in a later part, or written).
+std::vector<int> split(Layout& L, const ir::Program& P) {
+    const std::size_t end = L.stmts.size();
+    L.per_part = end <= kOneFunction ? std::max<std::size_t>(end, 1) : kStatementsPerPart;
+    L.parts = std::max<std::size_t>(1, (end + L.per_part - 1) / L.per_part);
+    std::vector<int> part(P.size(), -1);
+    L.shared.assign(P.size(), false);
+    for (std::size_t k = 0; k < end; ++k) part[L.stmts[k]] = static_cast<int>(k / L.per_part);
+    for (std::size_t k = 0; k + 1 < end; ++k) {  // a pair split by a part boundary keeps two calls
+        const ir::Node &x = P.node(L.stmts[k]), &y = P.node(L.stmts[k + 1]);
+        if (is_trig(x) && is_trig(y) && x.op != y.op && x.a == y.a && part[L.stmts[k]] == part[L.stmts[k + 1]])
+            L.sincos_first.insert(L.stmts[k]);
+    }
+    if (L.parts > 1) {
+        for (Id x : L.stmts)
+            for (Id o : {P.node(x).a, P.node(x).b})
+                if (o >= 0 && part[o] >= 0 && part[o] != part[x]) L.shared[o] = true;
+        for (Id o : L.written())
+            if (part[o] >= 0) L.shared[o] = true;
+    }
+    for (Id x : L.stmts) L.work_values += L.shared[x];
+    return part;
+}
+
+}  // namespace
+
+std::vector<Id> Layout::written() const {
+    std::vector<Id> w = out;
+    w.insert(w.end(), jac.begin(), jac.end());
+    return w;
+}
+
+std::size_t Layout::part_end(std::size_t p) const { return std::min(stmts.size(), part_begin(p) + per_part); }
+
+Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac) {
+    const Factorization& f = *in.factorization;
+    const ir::Program& P = f.prog;
+    Layout L;
+    L.fn = fn, L.out = f.outputs, L.jac = jac;
+    std::vector<Id> roots = L.written();
+    for (const ScheduledPivot& p : f.pivots)
+        if (!P.is_const(p.value)) roots.push_back(p.value), L.checks[p.value].push_back(&p);
+    L.stmts = statements(P, roots);
+    allocate(L, P, split(L, P));
+    L.workspace = L.stack(in.scalar_double ? sizeof(double) : sizeof(float)) > in.max_stack;
+    return L;
+}
+
+std::vector<Layout> plan_layouts(const EmitInput& in) {
+    std::vector<Layout> layouts{plan_layout(in, in.name, {})};
+    if (!in.factorization->jacobian.empty()) layouts.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian));
+    return layouts;
+}
+
+long BatchEntry::scalar_size() const { return scalar == std::string("double") ? sizeof(double) : sizeof(float); }
+
+std::string BatchEntry::declaration() const {
+    return fmt::format("int {1}(int n, const {0}* q, const {0}* qd, const {0}* in, {0}* out{2}, int* status)", scalar, name,
+                       layout->jac.empty() ? "" : fmt::format(", {}* jac", scalar));
+}
+
+std::vector<BatchEntry> batch_entries(const EmitInput& in, const std::vector<Layout>& layouts) {
+    std::vector<BatchEntry> e;
+    for (const Layout& L : layouts) {
+        if (in.scalar_double) e.push_back({L.fn + "_batch", L.fn, "double", &L});
+        if (in.scalar_float) e.push_back({L.fn + "_f_batch", L.fn + "_f", "float", &L});
+    }
+    return e;
+}
+
+long batch_lane_bytes(const EmitInput& in, const Layout& L, long size) {
+    const Model& m = in.load->model;
+    const long args = static_cast<long>(independent_q_slots(m).size() + independent_v_slots(m).size() + in.system->in.size() +
+                                        L.out.size() + L.jac.size());
+    return (kSpillFactor * L.values + args) * size;
+}
+
+}  // namespace nelu::emit

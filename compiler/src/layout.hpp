@@ -1,0 +1,95 @@
+// layout.hpp: where the values of an emitted solver live and what that costs in stack. The
+// statements in emission order, their split into functions, the values that cross a function
+// boundary, a workspace slot per value (register allocation by a linear scan over liveness), and
+// the stack estimate that decides whether the workspace form is emitted. Decided once per entry
+// point, read by the printer, the header and the manifest alike.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "emit.hpp"
+#include "ir.hpp"
+#include "schedule.hpp"
+
+namespace nelu::emit {
+
+/// Statements per generated function. A solver of at most kOneFunction statements is one function;
+/// a bigger one is split into parts of kStatementsPerPart, which the C++ compiler optimizes in less
+/// time (its cost grows faster than linearly in a function's size), and the values that cross a part
+/// boundary live in a stack workspace. Measured (g++ 12 -O2, docs/large-robots.md "Part size"):
+/// parts of 500 instead of 2000 build the iCub's floating FD in 9.4-9.7 s of CPU instead of
+/// 11.4-14.3 and the 100-link tree's FD in 63 s instead of 76, with instructions per call within
+/// +-2 % (the floating humanoid_winter ID -5 %, and back under the 32 KiB L1i); splitting a solver
+/// of 600-1800 statements costs it 2-3 % more instructions (the UR5e's, Panda's and Mini Cheetah's
+/// ID) and saves no build time, so those stay whole.
+constexpr std::size_t kOneFunction = 2000;
+constexpr std::size_t kStatementsPerPart = 500;
+
+/// The stack estimate doubles the values it counts: a compiler's instruction scheduling lengthens
+/// live ranges beyond the emitted order, so its spill slots outnumber the values live at once. The
+/// worst ratio measured (GCC 12 -O2, Cortex-M7 and aarch64, the shipped robots: docs/firmware.md)
+/// was 1.5, for solvers in several parts; 2 leaves a margin.
+constexpr long kSpillFactor = 2;
+
+/// Bytes the stack estimate adds to the values it counts, for what it does not model: registers
+/// saved by the entry point and the parts, their call frames, and the sine and cosine of the math
+/// library (measured: 0 to 100 bytes beyond the solvers' own frames, docs/firmware.md).
+constexpr long kStackAllowance = 512;
+
+/// Where the values of one entry point live and what that costs in stack.
+struct Layout {
+    /// The entry point: the value solver NAME (outputs `out`), or with --derivatives
+    /// NAME_derivatives (outputs `out` and their Jacobian `jac`). One emitter serves both.
+    std::string fn;
+    std::vector<ir::Id> out, jac;
+    /// out, then jac: every value the entry point writes.
+    std::vector<ir::Id> written() const;
+    std::vector<ir::Id> stmts;  ///< statements in emission order (sines and cosines first)
+    std::map<ir::Id, std::vector<const ScheduledPivot*>> checks;  ///< pivot tests after a statement (a node can be the pivot of several steps)
+    std::size_t parts = 1;
+    std::size_t per_part = 1;  ///< statements per function (the last part may have fewer)
+    std::vector<bool> shared;  ///< ordinary form: node -> in the NAME_work struct (read in a later part, or an output)
+    std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
+    int slots = 0;             ///< elements of that array: the most values live at once
+    std::set<ir::Id> sincos_first;  ///< the first of a sine and cosine of one angle that follow each other in one part: one nelu::sincos
+    long work_values = 0;      ///< ordinary form: values in the NAME_work struct (0 for one function)
+    long values = 0;           ///< ordinary form: values on the stack at once (the work struct, plus the most locals live in each part)
+    bool workspace = false;    ///< the estimate exceeds the budget: the _ws entry points are emitted too
+    /// Conservative stack estimate of the ordinary form for a scalar of `size` bytes.
+    long stack(long size) const { return kSpillFactor * values * size + kStackAllowance; }
+    long work_bytes(long size) const { return slots * size; }
+    /// Statements [first, end) of part p.
+    std::size_t part_begin(std::size_t p) const { return p * per_part; }
+    std::size_t part_end(std::size_t p) const;
+    /// Whether statement k is the second of a sine-cosine pair (sincos_first holds the first).
+    bool pairs_with_previous(std::size_t k) const { return k > 0 && sincos_first.count(stmts[k - 1]) > 0; }
+};
+
+/// The layout of entry point `fn`, which writes the factorization's outputs and `jac` (empty for
+/// the value solver): statements ordered, split into parts, values allocated, stack estimated
+/// against in.max_stack.
+Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<ir::Id>& jac);
+
+/// The layouts of a compile: NAME, and NAME_derivatives when the factorization has a Jacobian.
+std::vector<Layout> plan_layouts(const EmitInput& in);
+
+/// A batch entry point (--batch): NAME_batch for NAME, NAME_f_batch for NAME_f, ...
+struct BatchEntry {
+    std::string name, of;
+    const char* scalar;
+    const Layout* layout;
+    long scalar_size() const;
+    std::string declaration() const;
+};
+
+std::vector<BatchEntry> batch_entries(const EmitInput& in, const std::vector<Layout>& layouts);
+
+/// Stack bytes per lane of a batch entry point, for a scalar of `size` bytes: the lane program's
+/// values (the ordinary form's estimate) and the lanes of the arguments it reads and writes.
+long batch_lane_bytes(const EmitInput& in, const Layout& L, long size);
+
+}  // namespace nelu::emit

@@ -1,0 +1,300 @@
+// printer.cpp: see printer.hpp.
+#include "printer.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "nelu/mimic.hpp"
+
+namespace nelu::emit {
+namespace {
+
+using ir::Id;
+using ir::Op;
+
+/// Workspace form: statements between two reloads of the workspace pointer. The compiler cannot
+/// tell that the reloaded pointer is the same, so it keeps no value in a register (or a spill
+/// slot) past a reload: the stack holds at most this many statements' values.
+constexpr std::size_t kWorkspaceChunk = 16;
+
+const char* kLaneTemplate = "template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>>\n";
+
+/// What the outputs block names: the outputs, and the Jacobian of a derivatives entry point.
+const char* outputs_named(const Layout& L) { return L.jac.empty() ? "" : " and their Jacobian"; }
+
+/// The divider of the phase node x belongs to (the schedule numbers the nodes phase by phase).
+const char* phase_of(const Factorization& f, Id x) {
+    return x < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
+           : x < f.first_solve_node ? "factorization of P D Q = L U"
+                                    : "solve: forward and back substitution";
+}
+
+}  // namespace
+
+std::string number(double v) { return fmt::format("{:.17g}", v); }
+
+Form::Form(const Layout& layout, const EmitInput& in, const Notes& n)
+    : L(layout), f(*in.factorization), P(in.factorization->prog), notes(n) {
+    // the program reads q and qd in the full model's slots; the functions take only the
+    // independent coordinates
+    const Model& m = in.load->model;
+    q_arg.assign(m.nq, -1), v_arg.assign(m.nv, -1);
+    const std::vector<int> qs = independent_q_slots(m), vs = independent_v_slots(m);
+    for (std::size_t a = 0; a < qs.size(); ++a) q_arg[qs[a]] = static_cast<int>(a);
+    for (std::size_t a = 0; a < vs.size(); ++a) v_arg[vs[a]] = static_cast<int>(a);
+}
+
+std::string Form::functions() {
+    std::string s;
+    const char* phase = nullptr;
+    for (std::size_t p = 0; p < L.parts; ++p) {
+        const std::size_t lo = L.part_begin(p), hi = L.part_end(p);
+        s += split() ? open_part(p) : open_whole();
+        for (std::size_t k = lo; k < hi; ++k) {
+            const Id i = L.stmts[k];
+            if (defer(k)) continue;
+            const std::string waiting = flush_for(P.node(i));
+            if (!waiting.empty()) s += waiting, phase = nullptr;
+            s += before(k - lo);
+            const char* now = phase_of(f, i);
+            if (now != phase || k == lo) s += fmt::format("    // --- {}\n", now), phase = now;
+            s += statement(k);
+            auto chk = L.checks.find(i);
+            if (chk == L.checks.end()) continue;
+            std::set<std::string> tests;  // a part runs to its end (every workspace value it owns is set), then reports
+            for (const ScheduledPivot* pv : chk->second)
+                if (pv->threshold > 0) tests.insert(pivot_test(i, *pv));
+            for (const std::string& t : tests) s += on_pivot_test(t);
+        }
+        s += flush();
+        s += split() ? close_part() : outputs() + "}\n\n";
+    }
+    if (split()) {
+        s += open_caller();
+        for (std::size_t p = 0; p < L.parts; ++p) s += call_part(p);
+        s += outputs() + "}\n\n";
+    }
+    return s;
+}
+
+std::string Form::name(Id x) const { return L.shared[x] ? fmt::format("w.t{}", x) : fmt::format("t{}", x); }
+
+std::string Form::declare(Id x) const { return L.shared[x] ? name(x) : fmt::format("const {} t{}", value_type(), x); }
+
+std::string Form::operand(Id x) const {
+    const ir::Node& n = P.node(x);
+    if (n.op == Op::Const) return "T(" + number(n.value) + ")";  // in lanes, broadcast by the operation
+    if (n.op != Op::Input) return name(x);
+    if (n.source == ir::Source::Q) return fmt::format("q[{}]", q_arg.at(n.index));
+    if (n.source == ir::Source::Qd) return fmt::format("qd[{}]", v_arg.at(n.index));
+    return fmt::format("in[{}]", n.index);
+}
+
+std::string Form::statement(std::size_t k) const {
+    const ir::Node& n = P.node(L.stmts[k]);
+    const auto call = [&](const char* fn) { return fmt::format("{}{}({})", math(), fn, operand(n.a)); };
+    std::string rhs;
+    switch (n.op) {
+        case Op::Add: rhs = operand(n.a) + " + " + operand(n.b); break;
+        case Op::Sub: rhs = operand(n.a) + " - " + operand(n.b); break;
+        case Op::Mul: rhs = operand(n.a) + " * " + operand(n.b); break;
+        case Op::Div: rhs = operand(n.a) + " / " + operand(n.b); break;
+        case Op::Neg: rhs = "-" + operand(n.a); break;
+        case Op::Sin: rhs = call("sin"); break;
+        case Op::Cos: rhs = call("cos"); break;
+        case Op::Sqrt: rhs = call("sqrt"); break;
+        default: break;
+    }
+    return assign(L.stmts[k], rhs);
+}
+
+std::string Form::assign(Id x, const std::string& rhs) const {
+    auto note = notes.find(x);
+    return fmt::format("    {} = {};{}\n", declare(x), rhs, note == notes.end() ? "" : "  // " + note->second);
+}
+
+std::string Form::outputs() const {
+    std::vector<Id> values;  // each value once (a symmetric matrix repeats half of them); constants are finite
+    std::set<Id> tested;
+    for (Id o : L.written())
+        if (!P.is_const(o) && tested.insert(o).second) values.push_back(o);
+    std::string s = finite_check(values);
+    for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, output(L.out[k]));
+    for (std::size_t k = 0; k < L.jac.size(); ++k) s += fmt::format("    jac[{}] = {};\n", k, output(L.jac[k]));
+    return s + give_status();
+}
+
+// --- ScalarForm
+
+std::string ScalarForm::statement(std::size_t k) const {
+    const Id i = L.stmts[k];
+    const ir::Node& n = P.node(i);
+    const char part = n.op == Op::Sin ? 's' : 'c';
+    if (L.sincos_first.count(i))  // a sine and cosine side by side (layout): one nelu::sincos
+        return fmt::format("    const nelu::SinCos<T> sc{} = nelu::sincos({});\n", i, operand(n.a)) + assign(i, fmt::format("sc{}.{}", i, part));
+    if (L.pairs_with_previous(k)) return assign(i, fmt::format("sc{}.{}", L.stmts[k - 1], part));
+    return Form::statement(k);
+}
+
+std::string ScalarForm::pivot_test(Id x, const ScheduledPivot& pv) const {
+    if (pv.kind == PivotKind::Lambda)  // signed, and per precision
+        return fmt::format("{0} >= (sizeof(T) == sizeof(float) ? T({1}) : T({2}))", name(x), number(pv.threshold_float), number(pv.threshold));
+    return fmt::format("std::fabs({}) >= T({})", name(x), number(pv.threshold));
+}
+
+std::string ScalarForm::on_pivot_test(const std::string& test) const {
+    return fmt::format(split() ? "    if (!({})) status = NELU_STATUS_SMALL_PIVOT;\n" : "    if (!({})) return NELU_STATUS_SMALL_PIVOT;\n", test);
+}
+
+std::string ScalarForm::open_whole() const {
+    return fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out{}) {{\n    (void)q, (void)qd, (void)in;\n",
+                       function(), L.jac.empty() ? "" : ", T* jac");
+}
+
+std::string ScalarForm::open_part(std::size_t p) const {
+    return fmt::format("template <class T>\nint {}_part{}(const T* q, const T* qd, const T* in, {}) {{\n"
+                       "    (void)q, (void)qd, (void)in, (void)w;\n    int status = NELU_STATUS_OK;\n",
+                       function(), p, work_parameter());
+}
+
+std::string ScalarForm::close_part() const { return "    return status;\n}\n\n"; }
+
+std::string ScalarForm::open_caller() const {
+    return fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out{}{}) {{\n{}    int status = NELU_STATUS_OK;\n",
+                       function(), L.jac.empty() ? "" : ", T* jac", caller_parameter(), caller_work());
+}
+
+std::string ScalarForm::call_part(std::size_t p) const {
+    return fmt::format("    if ((status = {}_part{}(q, qd, in, w)) != NELU_STATUS_OK) return status;\n", function(), p);
+}
+
+std::string ScalarForm::finite_check(const std::vector<Id>& values) const {
+    std::string s = fmt::format("    // --- outputs{}: written only when every one is finite\n    if (!(", outputs_named(L));
+    for (std::size_t k = 0; k < values.size(); ++k)  // four to a line: a line of thousands of columns makes g++ drop column tracking
+        s += fmt::format("{}std::isfinite({})", k == 0 ? "" : k % 4 == 0 ? " &&\n          " : " && ", operand(values[k]));
+    return s + (values.empty() ? "true" : "") + ")) return NELU_STATUS_NOT_FINITE;\n";
+}
+
+std::string ScalarForm::give_status() const { return "    return NELU_STATUS_OK;\n"; }
+
+std::string ScalarForm::caller_work() const { return fmt::format("    {}_work<T> w;\n", L.fn); }
+
+// --- WorkspaceForm
+
+std::string WorkspaceForm::name(Id x) const { return fmt::format("w[{}]", L.slot[x]); }
+
+std::string WorkspaceForm::before(std::size_t k) const { return k > 0 && k % kWorkspaceChunk == 0 ? "    w = reload;\n" : ""; }
+
+std::string WorkspaceForm::open_part(std::size_t p) const {
+    std::string s = ScalarForm::open_part(p);
+    if (L.part_end(p) - L.part_begin(p) > kWorkspaceChunk)
+        s += fmt::format("    T* volatile reload = w;  // w is read back from here every {} statements: values of earlier\n"
+                         "                             // statements are then loaded from the workspace, not kept in registers or spilled\n",
+                         kWorkspaceChunk);
+    return s;
+}
+
+// --- LaneForm
+
+std::string LaneForm::output(Id x) const { return P.is_const(x) ? "nelu::lanes::broadcast(" + operand(x) + ")" : operand(x); }
+
+std::string LaneForm::pivot_test(Id x, const ScheduledPivot& pv) const {
+    if (pv.kind == PivotKind::Lambda)  // signed, and per precision
+        return fmt::format("nelu::lanes::below({0}, sizeof(T) == sizeof(float) ? T({1}) : T({2}))", name(x), number(pv.threshold_float),
+                           number(pv.threshold));
+    return fmt::format("nelu::lanes::small({}, T({}))", name(x), number(pv.threshold));
+}
+
+/// A sine-cosine pair waits until a statement reads it (the angles all come first), so that the
+/// pairs of a part are computed in one call of nelu::lanes::sincos, which loads the kernel's
+/// constants once for all of them.
+bool LaneForm::defer(std::size_t k) {
+    if (L.sincos_first.count(L.stmts[k])) {
+        deferred_.push_back(k);
+        return true;
+    }
+    return L.pairs_with_previous(k);
+}
+
+std::string LaneForm::flush_for(const ir::Node& reader) {
+    for (std::size_t d : deferred_)
+        for (Id x : {L.stmts[d], L.stmts[d + 1]})
+            if (reader.a == x || reader.b == x) return flush();
+    return "";
+}
+
+std::string LaneForm::flush() {
+    if (deferred_.empty()) return "";
+    const Id first = L.stmts[deferred_.front()];
+    std::string angles;
+    for (std::size_t d : deferred_) angles += (angles.empty() ? "" : ", ") + operand(P.node(L.stmts[d]).a);
+    std::string s = fmt::format("    // --- sines and cosines of {1} angle{3} in one call\n    const V angle{0}[{1}] = {{{2}}};\n"
+                                "    nelu::SinCos<V> sc{0}[{1}];\n    nelu::lanes::sincos(angle{0}, sc{0}, {1});\n",
+                                first, deferred_.size(), angles, deferred_.size() == 1 ? "" : "s");
+    for (std::size_t j = 0; j < deferred_.size(); ++j)
+        for (std::size_t at : {deferred_[j], deferred_[j] + 1})
+            s += assign(L.stmts[at], fmt::format("sc{}[{}].{}", first, j, P.node(L.stmts[at]).op == Op::Sin ? 's' : 'c'));
+    deferred_.clear();
+    return s;
+}
+
+std::string LaneForm::open_whole() const {
+    return fmt::format("{}M {}_lanes_impl(const V* q, const V* qd, const V* in, V* out, V* jac) {{\n"
+                       "    (void)q, (void)qd, (void)in, (void)jac;\n    M bad{{}};\n",
+                       kLaneTemplate, L.fn);
+}
+
+std::string LaneForm::open_part(std::size_t p) const {
+    return fmt::format("{0}void {1}_lanes_part{2}(const V* q, const V* qd, const V* in, {1}_work<V>& w, M& bad) {{\n"
+                       "    (void)q, (void)qd, (void)in, (void)w, (void)bad;\n",
+                       kLaneTemplate, L.fn, p);
+}
+
+std::string LaneForm::open_caller() const {
+    return fmt::format("{0}M {1}_lanes_impl(const V* q, const V* qd, const V* in, V* out, V* jac) {{\n    (void)jac;\n    {1}_work<V> w;\n    M bad{{}};\n",
+                       kLaneTemplate, L.fn);
+}
+
+std::string LaneForm::call_part(std::size_t p) const { return fmt::format("    {}_lanes_part{}<T>(q, qd, in, w, bad);\n", L.fn, p); }
+
+std::string LaneForm::finite_check(const std::vector<Id>& values) const {
+    std::string s = fmt::format("    // --- outputs{}, every lane's; its status says whether they are finite\n    M fin = ~M{{}};\n", outputs_named(L));
+    for (std::size_t k = 0; k < values.size(); ++k)  // four to a line, as in the scalar form
+        s += fmt::format("{}nelu::lanes::finite({}){}", k % 4 == 0 ? "    fin &= " : " & ", operand(values[k]), k % 4 == 3 ? ";\n" : "");
+    return s + (values.size() % 4 != 0 ? ";\n" : "");
+}
+
+// --- files
+
+std::string work_struct(const Layout& L) {
+    if (L.parts <= 1) return "";
+    std::string s = fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
+    for (Id x : L.stmts)
+        if (L.shared[x]) s += fmt::format("    T t{};\n", x);
+    return s + "};\n\n";
+}
+
+std::string include_lines(const std::vector<std::unique_ptr<Form>>& forms) {
+    std::set<std::string> system, own;
+    for (const auto& form : forms)
+        for (const std::string& h : form->includes()) (h.front() == '<' ? system : own).insert(h);
+    std::string s;
+    for (const std::string& h : system) s += "#include " + h + "\n";
+    if (!system.empty()) s += "\n";
+    for (const std::string& h : own) s += "#include \"" + h + "\"\n";
+    if (!own.empty()) s += "\n";
+    return s;
+}
+
+std::string program_text(const std::vector<std::unique_ptr<Form>>& forms) {
+    std::string s;
+    const Layout* last = nullptr;
+    for (const auto& form : forms) {
+        if (&form->layout() != last) s += work_struct(form->layout()), last = &form->layout();
+        s += form->functions();
+    }
+    return s;
+}
+
+}  // namespace nelu::emit
