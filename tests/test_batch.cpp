@@ -230,7 +230,7 @@ TEST_CASE("batch check: it counts the failing states, and fails a batch form tha
         return std::any_of(e.errors.begin(), e.errors.end(), [&](const std::string& x) { return x.find(what) != std::string::npos; });
     };
     const nelu::BatchEntryReport ok = check(probe::Fault::None);
-    INFO(ok.errors.empty() ? std::string() : ok.errors.front());
+    INFO((ok.errors.empty() ? std::string() : ok.errors.front()));
     CHECK(ok.errors.empty());
     // the report's counts are what the batch form was given and what it failed, as it saw them
     CHECK(ok.rows == probe::states);

@@ -107,7 +107,7 @@ TEST_CASE("structured derivatives: the form kept on the shipped robots, fewer op
         REQUIRE(forward > 0);
         CHECK(kept < forward);
         const long differentiated = forward_mode_ops(r);
-        MESSAGE(c.urdf << " " << c.problem << (c.floating ? " floating" : "") << ": " << f.ops_derivatives.total()
+        MESSAGE(c.urdf << " " << c.problem << std::string(c.floating ? " floating" : "") << ": " << f.ops_derivatives.total()
                        << " operations with the Jacobian (" << f.derivative_form << "), " << differentiated
                        << " by forward-mode differentiation of the value program");
         CHECK(f.ops_derivatives.total() < differentiated);
