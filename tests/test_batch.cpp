@@ -3,10 +3,13 @@
 // batch block and the header's declarations; the calling convention on a linked solver (n = 0 or
 // negative, a null status, short last blocks of lanes read and written within arrays of exactly n
 // rows, which the sanitizer build checks byte for byte, a failing state among good ones); and, in
-// the sanitizer build, nelu check of the UR5e's batch forms built with the sanitizers too.
-// test_batch_check.cpp runs nelu check on the batch forms of every shipped robot and problem kind.
+// the sanitizer build, nelu check of the UR5e's batch forms built with the sanitizers too; and that
+// the batch check (check_batch.hpp) counts the failing states its NaN and infinite inputs make, and
+// fails a batch form that writes their rows or miscounts them. test_batch_check.cpp runs nelu check
+// on the batch forms of every shipped robot and problem kind.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -17,6 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "batch_probe.hpp"
+#include "check_batch.hpp"
+#include "solver_library.hpp"
 #include "test_support.hpp"
 #include "ur5e_fd_b_batch.hpp"
 
@@ -159,11 +165,8 @@ TEST_CASE("batch: n = 0, a null status, short last blocks within the arrays, a f
     }
 }
 
-TEST_CASE("batch under the sanitizers: the UR5e's batch forms, the generated code sanitized too") {
-    if (!nelu::test::sanitized()) {
-        MESSAGE("sanitizer build only (NELU_SANITIZE=ON); test_batch_check checks every robot's batch forms in the release build");
-        return;
-    }
+// sanitizer build only (NELU_SANITIZE=ON); test_batch_check checks every robot's batch forms in the release build
+TEST_CASE("batch under the sanitizers: the UR5e's batch forms, the generated code sanitized too" * doctest::skip(!nelu::test::sanitized())) {
     std::string flags = std::string(nelu::test::kSanitizedCodeFlags) + " -fno-omit-frame-pointer";
     const std::string cxx = "--cxx '" + nelu::test::cxx_with(flags) + "'";
     nelu::test::compile_and_check(robot("ur5e.urdf"), "fd", "ur5e_fd_bsan", "--batch --derivatives", cxx);
@@ -173,4 +176,47 @@ TEST_CASE("batch under the sanitizers: the UR5e's batch forms, the generated cod
         nelu::test::compile_and_check(robot("ur5e.urdf"), "id", "ur5e_id_bsan_avx2", "--batch", avx);
         nelu::test::compile_and_check(robot("quadruped_minicheetah.urdf"), "fd", "mc_fd_bsan_avx2", "--batch --floating-base", avx);
     }
+}
+
+TEST_CASE("batch check: it counts the failing states, and fails a batch form that writes their rows or miscounts them") {
+    const nelu::SolverLibrary lib = nelu::SolverLibrary::load(NELU_BATCH_PROBE);
+    const int count = 40;
+    const States s = states(count);
+    nelu::BatchStates st;
+    for (int k = 0; k < count; ++k) {
+        st.q.emplace_back(s.q.begin() + k * ur5e_fd_b_NQ, s.q.begin() + (k + 1) * ur5e_fd_b_NQ);
+        st.qd.emplace_back(s.qd.begin() + k * ur5e_fd_b_NV, s.qd.begin() + (k + 1) * ur5e_fd_b_NV);
+        st.in.emplace_back(s.in.begin() + k * ur5e_fd_b_NIN, s.in.begin() + (k + 1) * ur5e_fd_b_NIN);
+    }
+    // rows that are not bit for bit (a build that fuses a * b + c): against the scalar function's
+    const nelu::BatchJudge judge{[&](std::size_t k, const std::vector<double>& row, bool) {
+                                     std::vector<double> ref(ur5e_fd_b_NOUT);
+                                     ur5e_fd_b(st.q[k].data(), st.qd[k].data(), st.in[k].data(), ref.data());
+                                     return nelu::test::rel_error(row, ref);
+                                 },
+                                 1e-12, 1e-5};
+    auto check = [&](probe::Fault fault) {
+        probe::fault = fault, probe::states = probe::failed = 0;
+        const nelu::BatchReport r = nelu::check_batch(lib, "probe_fd", ur5e_fd_b_NOUT, 0, st, judge, judge);
+        REQUIRE(r.entries.size() == 1);  // no float form exported
+        return r.entries[0];
+    };
+    auto any_error = [](const nelu::BatchEntryReport& e, const char* what) {
+        return std::any_of(e.errors.begin(), e.errors.end(), [&](const std::string& x) { return x.find(what) != std::string::npos; });
+    };
+    const nelu::BatchEntryReport ok = check(probe::Fault::None);
+    INFO((ok.errors.empty() ? std::string() : ok.errors.front()));
+    CHECK(ok.errors.empty());
+    // the report's counts are what the batch form was given and what it failed, as it saw them
+    CHECK(ok.rows == probe::states);
+    CHECK(ok.failing == probe::failed);
+    // the check's NaN and infinite inputs make some states fail (else "untouched" says nothing), not all
+    CHECK(ok.failing > 0);
+    CHECK(ok.failing < ok.rows / 2);
+    CHECK(ok.rows >= count);
+    if (!contracted()) CHECK(ok.bitwise + ok.failing == ok.rows);  // every other row compared, bit for bit
+    const nelu::BatchEntryReport written = check(probe::Fault::WritesFailingRows);
+    CHECK(any_error(written, "failed but its rows were written"));
+    const nelu::BatchEntryReport miscounted = check(probe::Fault::ReturnsZero);
+    CHECK(any_error(miscounted, "returned 0, but"));
 }

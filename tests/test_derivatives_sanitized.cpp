@@ -4,7 +4,8 @@
 // -fsanitize=address,undefined -fno-sanitize-recover=all (at -O0: GCC with -O1 and the sanitizers
 // is several times slower on long straight-line functions) and loads them into the sanitized nelu,
 // so an out-of-bounds access or undefined behaviour in the emitted code or in check's harness
-// aborts the test. The release build checks the same solvers in test_derivatives.
+// aborts the test. Built and registered in the sanitizer build only (tests/CMakeLists.txt); the
+// release build checks the same solvers in test_derivatives.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -12,10 +13,6 @@
 #include "test_support.hpp"
 
 TEST_CASE("derivatives under the sanitizers: UR5e id, fd and a square sensor problem, the generated code sanitized too") {
-    if (!nelu::test::sanitized()) {
-        MESSAGE("sanitizer build only (NELU_SANITIZE=ON); test_derivatives checks these solvers in the release build");
-        return;
-    }
     const std::string cxx = nelu::test::cxx_with(std::string(nelu::test::kSanitizedCodeFlags) + " -fno-omit-frame-pointer");
     const std::string check = "--cxx '" + cxx + "'";
     const std::string src = nelu::test::source_dir();

@@ -2,6 +2,10 @@
 // and iwim (Kroeg, Gattringer & Mueller's inertia-weighted input matrix M^-1 B): one factorization
 // of forward dynamics, several right-hand sides. `nelu compile` verifies against the dense route
 // (CRBA, body Jacobians); `nelu check` builds the generated C++ and compares again on 1006 states.
+// One robot of each kind runs by default; the humanoid's solvers and the floating Mini Cheetah's iwim
+// are in the test case marked "extended", run by test_responses_extended (ctest -L extended; CI
+// builds and checks the floating humanoid's osim and the floating Mini Cheetah's iwim in
+// test_batch_check, their --batch forms beside the scalar ones).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -42,15 +46,6 @@ operational_points:
   - {link: wrist_3_link, point: [0, 0.1, 0.05], dof: 6}
   - {link: forearm_link, point: [0.2, 0, 0], dof: 3}
 )", "ur5e_osim");
-    // the Chang-Khatib experiment: a 24-DoF humanoid, both hands, fixed and floating base
-    const std::string hands = R"(version: 2
-problem: osim
-operational_points:
-  - {link: l_forearm, point: [0, 0, -0.45], dof: 6}
-  - {link: r_forearm, point: [0, 0, -0.45], dof: 6}
-)";
-    check_kind(robots + "humanoid_winter.urdf", hands, "humanoid_osim");
-    check_kind(robots + "humanoid_winter.urdf", hands, "humanoid_osim_floating", "--floating-base");
     // a body with five children (autoTree branching 5)
     fs::path d = scratch("tree");
     nelu::RobotGenOptions o;
@@ -153,18 +148,6 @@ int main() {
     MESSAGE("walk to the elbow singularity, status (double, float) per step: " << walked);
     fs::remove_all(dir);
     fs::remove_all(d);
-    if (nelu::test::sanitized()) {
-        MESSAGE("the humanoid's Lambda: compiled and checked in the release build only (sanitizer build)");
-        return;
-    }
-    // both hands of the floating humanoid (12 coordinates: the base's six DoF make them independent)
-    check_kind(robots + "humanoid_winter.urdf", R"(version: 2
-problem: osim
-lambda: true
-operational_points:
-  - {link: l_forearm, point: [0, 0, -0.45], dof: 6}
-  - {link: r_forearm, point: [0, 0, -0.45], dof: 6}
-)", "humanoid_lambda_floating", "--floating-base");
 }
 
 TEST_CASE("iwim: M^-1 B and qdd_0 for joint torques and contact forces") {
@@ -175,12 +158,6 @@ inputs:
   joints: all
   contacts: [{link: wrist_3_link, point: [0, 0.1, 0.05]}]
 )", "ur5e_iwim");
-    check_kind(robots + "quadruped_minicheetah.urdf", R"(version: 2
-problem: iwim
-inputs:
-  joints: [FR_abad_joint, FR_hip_joint, FR_knee_joint]
-  contacts: [{link: FR_foot, point: [0, 0, 0]}, {link: RL_foot, point: [0, 0.01, 0]}]
-)", "cheetah_iwim", "--floating-base");
 }
 
 TEST_CASE("osim and iwim specs: errors name the file and line") {
@@ -218,4 +195,31 @@ TEST_CASE("osim and iwim specs: errors name the file and line") {
     CHECK(r.err.find("Lambda does not exist") != std::string::npos);
     CHECK(r.err.find("r_forearm") != std::string::npos);
     fs::remove_all(d);
+}
+
+TEST_CASE("osim, osim with lambda and iwim (extended): the humanoid's solvers, a floating Mini Cheetah's iwim" * doctest::skip()) {
+    const std::string robots = nelu::test::source_dir() + "/robots/";
+    // the Chang-Khatib experiment: a 24-DoF humanoid, both hands, fixed and floating base
+    const std::string hands = R"(version: 2
+problem: osim
+operational_points:
+  - {link: l_forearm, point: [0, 0, -0.45], dof: 6}
+  - {link: r_forearm, point: [0, 0, -0.45], dof: 6}
+)";
+    check_kind(robots + "humanoid_winter.urdf", hands, "humanoid_osim");
+    check_kind(robots + "humanoid_winter.urdf", hands, "humanoid_osim_floating", "--floating-base");
+    // Lambda of both hands of the floating humanoid (12 coordinates: the base's six DoF make them independent)
+    check_kind(robots + "humanoid_winter.urdf", R"(version: 2
+problem: osim
+lambda: true
+operational_points:
+  - {link: l_forearm, point: [0, 0, -0.45], dof: 6}
+  - {link: r_forearm, point: [0, 0, -0.45], dof: 6}
+)", "humanoid_lambda_floating", "--floating-base");
+    check_kind(robots + "quadruped_minicheetah.urdf", R"(version: 2
+problem: iwim
+inputs:
+  joints: [FR_abad_joint, FR_hip_joint, FR_knee_joint]
+  contacts: [{link: FR_foot, point: [0, 0, 0]}, {link: RL_foot, point: [0, 0.01, 0]}]
+)", "cheetah_iwim", "--floating-base");
 }

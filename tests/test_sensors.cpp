@@ -2,6 +2,8 @@
 // it (Property 3, Remark 5), the serial-chain experiment, every sensor type through `nelu
 // compile`, the generated C++ built and compared with a consistent world computed by the reference
 // RNEA (`nelu check`), and weighted least squares with noisy measurements against a dense solve.
+// One case of each kind runs by default; the slower solvers (the humanoid's and iCub's, the 12-link
+// chain) are in the test case marked "extended", run by test_sensors_extended (ctest -L extended).
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -114,42 +116,44 @@ TEST_CASE("Property 3 and Remark 5: a humanoid on load cells is ill-posed; on a 
         CHECK(r.err.find("allow_singular_configurations") != std::string::npos);
         fs::remove_all(d);
     }
-    SUBCASE("slippery floor: weighted least squares, the generated solver returns the joint torques") {
-        if (release_only("the slippery humanoid's solver")) return;
-        compile_and_check(robot("humanoid_winter.urdf"), spec("humanoid_slippery.yaml"), "humanoid_slippery");
-    }
 }
 
+namespace {
+
+/// The SIE chain of `n` links and its spec in a scratch directory, compiled and checked; returns
+/// the directory (the caller removes it).
+fs::path check_sie_chain(int n) {
+    fs::path d = scratch(fmt::format("sie_chain{}", n));
+    nelu::RobotGenOptions o;
+    o.links = n, o.seed = 1;
+    write(d / "chain.urdf", nelu::generate_robot_urdf(o));
+    write(d / "sie.yaml", sie_spec(n));
+    compile_and_check((d / "chain.urdf").string(), (d / "sie.yaml").string(), fmt::format("sie{}", n));
+    return d;
+}
+
+}  // namespace
+
 TEST_CASE("The paper's serial-chain experiment (SIE): square, solved with static pivots, verified") {
-    for (int n : {7, 12}) {
-        if (n > 7 && release_only("the 12-link chain")) break;
-        fs::path d = scratch(fmt::format("sie_chain{}", n));
-        nelu::RobotGenOptions o;
-        o.links = n, o.seed = 1;
-        write(d / "chain.urdf", nelu::generate_robot_urdf(o));
-        write(d / "sie.yaml", sie_spec(n));
-        compile_and_check((d / "chain.urdf").string(), (d / "sie.yaml").string(), fmt::format("sie{}", n));
-        if (n == 7) {
-            // The order must not hinge on how many configurations validated its pivots: the coupled
-            // block's LU pivots come ever closer to zero with more samples, so an order accepted on
-            // a few thousand configurations and refused on 10^4 would make the sanitizer build
-            // (which validates on fewer) emit a different, ill-conditioned solver.
-            auto winner = [&](int configs) {
-                nelu::test::CliResult r = run_nelu(fmt::format("analyze '{}' --problem '{}' --validate {}", (d / "chain.urdf").string(),
-                                                   (d / "sie.yaml").string(), configs));
-                REQUIRE(r.exit_code == 0);
-                const std::string log = r.out + r.err;
-                const std::size_t at = log.find("\n  ordering ");
-                REQUIRE(at != std::string::npos);
-                return log.substr(at, log.find(':', at) - at);
-            };
-            const std::string few = winner(1000), many = winner(10000);
-            CHECK(few == many);
-            // no LU order of the coupled 5x5 block stays away from zero (docs/sensors.md)
-            CHECK(many.find("gram") != std::string::npos);
-        }
-        fs::remove_all(d);
-    }
+    const fs::path d = check_sie_chain(7);  // 12 links: the extended case
+    // The order must not hinge on how many configurations validated its pivots: the coupled
+    // block's LU pivots come ever closer to zero with more samples, so an order accepted on
+    // a few thousand configurations and refused on 10^4 would make the sanitizer build
+    // (which validates on fewer) emit a different, ill-conditioned solver.
+    auto winner = [&](int configs) {
+        nelu::test::CliResult r = run_nelu(fmt::format("analyze '{}' --problem '{}' --validate {}", (d / "chain.urdf").string(),
+                                           (d / "sie.yaml").string(), configs));
+        REQUIRE(r.exit_code == 0);
+        const std::string log = r.out + r.err;
+        const std::size_t at = log.find("\n  ordering ");
+        REQUIRE(at != std::string::npos);
+        return log.substr(at, log.find(':', at) - at);
+    };
+    const std::string few = winner(1000), many = winner(10000);
+    CHECK(few == many);
+    // no LU order of the coupled 5x5 block stays away from zero (docs/sensors.md)
+    CHECK(many.find("gram") != std::string::npos);
+    fs::remove_all(d);
 }
 
 TEST_CASE("Every sensor type through nelu compile and the generated C++") {
@@ -167,28 +171,11 @@ TEST_CASE("Every sensor type through nelu compile and the generated C++") {
         INFO(r.out << r.err);
         CHECK(r.exit_code == 0);
         CHECK(r.err.find("gyroscope 'chest_gyroscope'") != std::string::npos);
-        fs::remove_all(d);
-        compile_and_check(robot("humanoid_winter.urdf"), spec("humanoid_ft.yaml"), "humanoid_ft");
+        fs::remove_all(d);  // its solver built and checked: the extended case
     }
     SUBCASE("known link accelerations (rigid contacts): forward dynamics of a humanoid on both feet") {
         if (release_only("the humanoid's contact solver")) return;
         compile_and_check(robot("humanoid_winter.urdf"), spec("humanoid_contacts.yaml"), "humanoid_contacts");
-    }
-    SUBCASE("iCub (../shared/robots) with the six F/T sensors of its URDF") {
-        if (release_only("iCub's F/T solver")) return;
-        const std::string icub = shared_robot("icub_reduced.urdf");
-        if (icub.empty()) return;
-        fs::path d = scratch("icub");
-        write(d / "icub_ft.yaml", R"(version: 2
-problem: id
-floating_base: true
-joints: {default: qdd, both: [root_joint]}
-external_wrenches: {default: zero, unknown: [l_foot, r_foot]}
-urdf_sensors: all
-outputs: [joint_torques, contact_wrenches]
-)");
-        compile_and_check(icub, (d / "icub_ft.yaml").string(), "icub_ft");
-        fs::remove_all(d);
     }
 }
 
@@ -329,6 +316,19 @@ void check_exact_under_noise(const std::string& urdf, const std::string& spec_pa
     CHECK(worst_dense < 1e-9);
 }
 
+/// check_exact_under_noise of a shipped humanoid spec with every output asked for (its `outputs`
+/// line replaced).
+void check_humanoid_exact_under_noise(const char* file, const std::string& outputs, const char* what) {
+    if (release_only(what)) return;
+    fs::path d = scratch(std::string("exact_") + file);
+    std::ifstream in(spec(file));
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    text.replace(text.find(outputs), outputs.size(), "outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]");
+    write(d / "spec.yaml", text);
+    check_exact_under_noise(robot("humanoid_winter.urdf"), (d / "spec.yaml").string(), what);
+    fs::remove_all(d);
+}
+
 }  // namespace
 
 TEST_CASE("Weighted least squares: exact equations stay exact under inconsistent readings, the optimum is the dense one") {
@@ -348,41 +348,8 @@ outputs: [joint_torques, joint_accelerations, contact_wrenches, link_acceleratio
         check_exact_under_noise(robot("ur5e.urdf"), (d / "spec.yaml").string(), "ur5e, wrist_1 both known");
         fs::remove_all(d);
     }
-    // a shipped humanoid spec with every output asked for
-    auto humanoid = [&](const char* file, const std::string& outputs, const char* what) {
-        if (release_only(what)) return;
-        fs::path d = scratch(std::string("exact_") + file);
-        std::ifstream in(spec(file));
-        std::string text((std::istreambuf_iterator<char>(in)), {});
-        text.replace(text.find(outputs), outputs.size(), "outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]");
-        write(d / "spec.yaml", text);
-        check_exact_under_noise(robot("humanoid_winter.urdf"), (d / "spec.yaml").string(), what);
-        fs::remove_all(d);
-    };
     SUBCASE("humanoid on a slippery floor (eq. 24): the base's balance, rank deficient, is met exactly") {
-        humanoid("humanoid_slippery.yaml", "outputs: [joint_torques]", "humanoid_slippery");
-    }
-    SUBCASE("humanoid on its foot F/T sensors: the base's balance is met exactly") {
-        humanoid("humanoid_ft.yaml", "outputs: [joint_torques, contact_wrenches]", "humanoid_ft");
-    }
-    SUBCASE("iCub (32 DoF, ../shared/robots) on a slippery floor: load cells at its soles, merged links turned from the feet") {
-        if (release_only("the iCub's slippery solver")) return;
-        const std::string icub = shared_robot("icub_reduced.urdf");
-        if (icub.empty()) return;
-        fs::path d = scratch("exact_icub");
-        write(d / "spec.yaml", R"(version: 2
-problem: id
-floating_base: true
-joints: {default: qdd, both: [root_joint]}
-external_wrenches: zero
-sensors:
-  - {name: l_cell, type: load_cell, link: l_sole, slippery: true, variance: [1.0, 0.01, 0.01]}
-  - {name: r_cell, type: load_cell, link: r_sole, slippery: true, variance: [1.0, 0.01, 0.01]}
-outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]
-allow_singular_configurations: true
-)");
-        check_exact_under_noise(icub, (d / "spec.yaml").string(), "icub_reduced slippery");
-        fs::remove_all(d);
+        check_humanoid_exact_under_noise("humanoid_slippery.yaml", "outputs: [joint_torques]", "humanoid_slippery");
     }
 }
 
@@ -471,4 +438,53 @@ TEST_CASE("Issue 22: a CAD quarter turn's 4.9e-12 is no pivot (the cheaper order
     const std::size_t at = r.out.find("growth ");
     REQUIRE(at != std::string::npos);
     CHECK(std::stod(r.out.substr(at + 7)) < 1e3);
+}
+
+// The slower solvers, run by test_sensors_extended (ctest -L extended; not in CI): the default run
+// keeps one case of each kind above (the slippery humanoid's solver is also built and checked in CI
+// by test_batch_check, its --batch form beside its scalar one).
+TEST_CASE("Sensors (extended): the humanoid's and iCub's solvers, the 12-link SIE chain" * doctest::skip()) {
+    SUBCASE("SIE: 12 links") { fs::remove_all(check_sie_chain(12)); }
+    SUBCASE("a humanoid on a slippery floor: weighted least squares, the generated solver returns the joint torques") {
+        compile_and_check(robot("humanoid_winter.urdf"), spec("humanoid_slippery.yaml"), "humanoid_slippery");
+    }
+    SUBCASE("the humanoid's F/T sensors and accelerometer read from the URDF's <sensor> tags: the generated solver") {
+        compile_and_check(robot("humanoid_winter.urdf"), spec("humanoid_ft.yaml"), "humanoid_ft");
+    }
+    SUBCASE("iCub (../shared/robots) with the six F/T sensors of its URDF") {
+        const std::string icub = shared_robot("icub_reduced.urdf");
+        if (icub.empty()) return;
+        fs::path d = scratch("icub");
+        write(d / "icub_ft.yaml", R"(version: 2
+problem: id
+floating_base: true
+joints: {default: qdd, both: [root_joint]}
+external_wrenches: {default: zero, unknown: [l_foot, r_foot]}
+urdf_sensors: all
+outputs: [joint_torques, contact_wrenches]
+)");
+        compile_and_check(icub, (d / "icub_ft.yaml").string(), "icub_ft");
+        fs::remove_all(d);
+    }
+    SUBCASE("weighted least squares: the humanoid on its foot F/T sensors: the base's balance is met exactly") {
+        check_humanoid_exact_under_noise("humanoid_ft.yaml", "outputs: [joint_torques, contact_wrenches]", "humanoid_ft");
+    }
+    SUBCASE("weighted least squares: iCub (32 DoF, ../shared/robots) on a slippery floor: load cells at its soles, merged links turned from the feet") {
+        const std::string icub = shared_robot("icub_reduced.urdf");
+        if (icub.empty()) return;
+        fs::path d = scratch("exact_icub");
+        write(d / "spec.yaml", R"(version: 2
+problem: id
+floating_base: true
+joints: {default: qdd, both: [root_joint]}
+external_wrenches: zero
+sensors:
+  - {name: l_cell, type: load_cell, link: l_sole, slippery: true, variance: [1.0, 0.01, 0.01]}
+  - {name: r_cell, type: load_cell, link: r_sole, slippery: true, variance: [1.0, 0.01, 0.01]}
+outputs: [joint_torques, joint_accelerations, contact_wrenches, link_accelerations, joint_wrenches]
+allow_singular_configurations: true
+)");
+        check_exact_under_noise(icub, (d / "spec.yaml").string(), "icub_reduced slippery");
+        fs::remove_all(d);
+    }
 }
