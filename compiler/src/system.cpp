@@ -386,6 +386,11 @@ InputLayout input_layout(const Model& m, const Problem& p, const std::vector<Sit
 // ---------------------------------------------------------------------------------------------
 // Assembly
 
+/// Builds the System in this order: the wrench sites and the input layout (at construction), the
+/// kinematics (transform factors, velocities), the columns, the rows (3a) with their motion
+/// auxiliaries, (3f) and (3tau), the mimic couplings, the force auxiliaries, the sensors' rows, the
+/// outputs. Rows, columns and IR nodes are created in this order, which the generated code's
+/// numbering follows.
 class Builder {
   public:
     Builder(const Model& m, const Problem& p)
@@ -723,8 +728,10 @@ V6 Builder::gravity_in_body(int i) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sensors: one function per kind, each adding its rows through measurement_row (a reading, fitted)
-// or as exact conditions (RowKind::Condition).
+// Sensors: one function per kind, each adding its rows through measurement_row (a reading, fitted;
+// its input slots are numbered by input_layout for every sensor that is_read) or as exact
+// conditions (RowKind::Condition, a known value in b). A new kind is a function here and its case
+// in sensor_rows; an unknown it brings (a contact's force) is a column made in columns().
 
 void Builder::sensor_rows() {
     for (int si = 0; si < static_cast<int>(p_.sensors.size()); ++si) {
