@@ -187,8 +187,7 @@ namespace {
 /// that restate others make it singular, and its least-norm solution still has the unique x).
 Eigen::VectorXd dense_solution(const nelu::System& sys, const nelu::State& st, const std::vector<double>& in) {
     Eigen::MatrixXd D = nelu::dense_of(sys, st.q, st.qd);
-    std::vector<nelu::ir::Id> broots(sys.b.begin(), sys.b.end());
-    std::vector<double> bv = sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes(broots));
+    std::vector<double> bv = sys.prog.evaluate(st.q.data(), st.qd.data(), in.data(), sys.prog.live_nodes(sys.b.value));
     std::vector<int> hard, soft;
     for (int row = 0; row < sys.m(); ++row) (sys.soft[row] ? soft : hard).push_back(row);
     const int n = sys.n(), h = static_cast<int>(hard.size());
@@ -197,12 +196,12 @@ Eigen::VectorXd dense_solution(const nelu::System& sys, const nelu::State& st, c
     for (int row : soft) {
         const double w = 1.0 / sys.variance[row];
         K.topLeftCorner(n, n) += w * D.row(row).transpose() * D.row(row);
-        rhs.head(n) -= w * D.row(row).transpose() * bv[sys.b[row]];
+        rhs.head(n) -= w * D.row(row).transpose() * bv[sys.b.value[row]];
     }
     for (int k = 0; k < h; ++k) {
         K.block(n + k, 0, 1, n) = D.row(hard[k]);
         K.block(0, n + k, n, 1) = D.row(hard[k]).transpose();
-        rhs(n + k) = -bv[sys.b[hard[k]]];
+        rhs(n + k) = -bv[sys.b.value[hard[k]]];
     }
     return K.completeOrthogonalDecomposition().solve(rhs).head(n);
 }

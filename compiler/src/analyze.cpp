@@ -199,14 +199,13 @@ void check_exact_consistency(const Model& model, const System& sys) {
         lu.setThreshold(1e-10);
         const Eigen::MatrixXd N = lu.kernel();  // y with y^T E = 0
         if (lu.rank() == me || N.cols() == 0 || N.norm() == 0) return;
-        std::vector<ir::Id> roots(sys.b.begin(), sys.b.end());
-        const std::vector<double> b = sys.prog.evaluate(q.data(), qd.data(), in.data(), sys.prog.live_nodes(roots));
+        const std::vector<double> b = sys.prog.evaluate(q.data(), qd.data(), in.data(), sys.prog.live_nodes(sys.b.constant));
         Eigen::VectorXd b0(me);
         Eigen::MatrixXd B = Eigen::MatrixXd::Zero(me, std::max<long>(1, nin));
         for (long k = 0; k < me; ++k) {
             const int r = exact[static_cast<std::size_t>(k)];
-            b0(k) = b[sys.b[r]];
-            for (const auto& [slot, coef] : sys.b_input[r]) B(k, slot) += coef;
+            b0(k) = b[sys.b.constant[r]];
+            for (const auto& [slot, coef] : sys.b.input[r]) B(k, slot) += coef;
         }
         const Eigen::MatrixXd M = N.transpose() * B;
         const Eigen::VectorXd r0 = N.transpose() * b0;

@@ -369,22 +369,6 @@ struct SampledValues {
 
 }  // namespace
 
-std::vector<Id> zero_inputs(Program& P, const std::vector<Id>& roots) {
-    const std::vector<bool> live = P.live_nodes(roots);
-    const int n0 = P.size();
-    std::vector<Id> map(n0, -1);
-    for (int i = 0; i < n0; ++i) {
-        if (!live[i]) continue;
-        const Node n = P.node(i);  // a copy: P grows below
-        if (n.op == Op::Input && n.source == Source::In) map[i] = P.zero();
-        else if (n.a < 0 && n.b < 0) map[i] = i;
-        else map[i] = P.rebuild(n, n.a >= 0 ? map[n.a] : -1, n.b >= 0 ? map[n.b] : -1);
-    }
-    std::vector<Id> out;
-    for (Id r : roots) out.push_back(map[r]);
-    return out;
-}
-
 struct ZeroTest::Impl {
     SampledValues sv;
 };

@@ -149,10 +149,6 @@ struct Rewrite {
 Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries,
                            bool merge = true, std::uint64_t seed = 1);
 
-/// `roots` rebuilt with every input of Source::In replaced by 0 (and folded): the part of an
-/// expression that does not depend on the solver's inputs. Appends to P.
-std::vector<Id> zero_inputs(Program& P, const std::vector<Id>& roots);
-
 /// Whether a node is identically zero as a rational function of the inputs, sines, cosines, square
 /// roots and model constants taken as independent variables (constants within 1e-13 relative are
 /// one variable, as in merge_equal_values), tested by evaluation modulo 2^61 - 1 at two random

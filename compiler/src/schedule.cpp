@@ -345,7 +345,7 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
         }
         std::vector<Id> rhs(m);
         for (int r = 0; r < m; ++r) {
-            Id v = dt.d(sys.b[r]);
+            Id v = dt.d(sys.b.value[r]);
             for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), x[c]));
             rhs[r] = v;
         }
@@ -650,7 +650,7 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         return x;
     };
     std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
-    for (std::size_t which = 0; which <= sys.rhs.size(); ++which) xs.push_back(solve(which == 0 ? sys.b : sys.rhs[which - 1], nullptr));
+    for (std::size_t which = 0; which <= sys.rhs.size(); ++which) xs.push_back(solve(which == 0 ? sys.b.value : sys.rhs[which - 1], nullptr));
     out.x = xs[0];
     for (const Slot& s : sys.out) {
         if (s.lambda) {  // filled in below, from the Lambda^-1 outputs

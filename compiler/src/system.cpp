@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -272,15 +273,134 @@ V6 velocity_product_force(ir::Program& P, const Inertia<double>& I, const V6& v)
     return {P.add(n1[0], n2[0]), P.add(n1[1], n2[1]), P.add(n1[2], n2[2]), F[0], F[1], F[2]};
 }
 
+/// The constant 6x6 matrix (row-major) of a linear map on 6-vectors, from its action on unit vectors.
+using Mat6d = std::array<std::array<double, 6>, 6>;
+template <class F> Mat6d matrix_of(F apply_to) {
+    Mat6d M{};
+    for (int j = 0; j < 6; ++j) {
+        SVec<double> e = zero6<double>();
+        (j < 3 ? e.w : e.l)[j % 3] = 1;
+        SVec<double> c = apply_to(e);
+        for (int i = 0; i < 6; ++i) M[i][j] = snap_unit(i < 3 ? c.w[i] : c.l[i - 3], 1e-15);
+    }
+    return M;
+}
+
+/// sum_j row[j] x[j] over the nonzero constants of a row of such a matrix.
+Id dot_constant(ir::Program& P, const std::array<double, 6>& row, const V6& x) {
+    std::vector<Id> cs, xs;
+    for (int j = 0; j < 6; ++j)
+        if (row[j] != 0) cs.push_back(cst(P, row[j])), xs.push_back(x[j]);
+    return P.dot(cs, xs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+/// A linear form in the solver's inputs: its IR and its constant coefficients (slot, coefficient),
+/// made together by one function (scaled_input, Builder::wrench_inputs, negated) so that they agree.
+struct LinearForm {
+    Id value;
+    std::vector<std::pair<int, double>> coef;
+};
+
+/// coef * in[slot].
+LinearForm scaled_input(ir::Program& P, int slot, double coef) {
+    if (coef == 0) return {P.zero(), {}};
+    return {P.mul(P.constant(coef), P.input(ir::Source::In, slot)), {{slot, coef}}};
+}
+
+LinearForm negated(ir::Program& P, LinearForm f) {
+    f.value = P.neg(f.value);
+    for (auto& term : f.coef) term.second = -term.second;
+    return f;
+}
+
+bool knows_qdd(JointKnown k) { return k == JointKnown::Qdd || k == JointKnown::Both; }
+bool knows_tau(JointKnown k) { return k == JointKnown::Tau || k == JointKnown::Both; }
+
+/// A sensor whose reading is an input of the solver, fitted by one measurement row per listed
+/// component; a known link acceleration is no reading but exact conditions.
+bool is_read(const Sensor& sn) { return sn.type != SensorType::LinkAcceleration; }
+
+/// An external wrench (an input or unknown) on a body's own link or on a link merged into it.
+struct Site {
+    int body = -1;
+    std::string link;
+    bool own = true;  ///< the body's own link (Problem::wrench), else Problem::link_wrenches
+    Xform<double> X_link_body = identity_xform<double>();
+    WrenchMode mode = WrenchMode::Input;
+    const Sensor* contact = nullptr;  ///< Unknown: the contact sensor on the link, if any
+    Xform<double> X_w_body = identity_xform<double>();  ///< Unknown: the frame of w (the contact sensor's, else the link's)
+    Mat6d G{};                        ///< Unknown: w -> f^x (internal frame)
+    std::vector<int> w{};             ///< Unknown: columns (-1: a component known to be zero)
+};
+
+/// The solver's input slots, numbered once here (System::in is `slots`) and only looked up
+/// elsewhere: the known joint quantities in velocity-slot order (qdd before tau at each degree of
+/// freedom; a mimic joint has none of its own), then the input wrenches site by site ([n f], link
+/// frame), then each read sensor's components in the order it lists them.
+struct InputLayout {
+    std::vector<Slot> slots;
+    std::vector<std::vector<int>> qdd, tau;  ///< per body and degree of freedom
+    std::vector<std::vector<int>> wrench;    ///< per site: its 6 slots (none unless an input)
+    std::vector<std::vector<int>> reading;   ///< per sensor and listed component (none unless read)
+
+    int add(Quantity q, int body, int comp) {
+        slots.push_back({q, body, comp, -1, {}, -1, -1});
+        return static_cast<int>(slots.size()) - 1;
+    }
+};
+
+InputLayout input_layout(const Model& m, const Problem& p, const std::vector<Site>& sites) {
+    InputLayout L;
+    const int nb = m.num_bodies();
+    L.qdd.resize(nb), L.tau.resize(nb);
+    for (int i = 0; i < nb; ++i) {
+        if (m.bodies[i].is_mimic()) continue;  // its qdd follows its master's; its torque is part of the master's
+        for (int d = 0; d < m.bodies[i].nv(); ++d) {
+            if (knows_qdd(p.joint[i])) L.qdd[i].push_back(L.add(Quantity::JointAcceleration, i, d));
+            if (knows_tau(p.joint[i])) L.tau[i].push_back(L.add(Quantity::JointTorque, i, d));
+        }
+    }
+    for (const Site& st : sites) {
+        L.wrench.emplace_back();
+        if (st.mode != WrenchMode::Input) continue;
+        for (int k = 0; k < 6; ++k) {
+            L.wrench.back().push_back(L.add(Quantity::ExternalWrench, st.body, k));
+            if (!st.own) L.slots.back().link = st.link;
+        }
+    }
+    for (std::size_t si = 0; si < p.sensors.size(); ++si) {
+        const Sensor& sn = p.sensors[si];
+        L.reading.emplace_back();
+        if (!is_read(sn)) continue;
+        for (int c : sn.components) {
+            L.reading.back().push_back(L.add(Quantity::Measurement, sn.body, c));
+            L.slots.back().sensor = static_cast<int>(si);
+        }
+    }
+    return L;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Assembly
 
+/// Builds the System in this order: the wrench sites and the input layout (at construction), the
+/// kinematics (transform factors, velocities), the columns, the rows (3a) with their motion
+/// auxiliaries, (3f) and (3tau), the mimic couplings, the force auxiliaries, the sensors' rows, the
+/// outputs. Rows, columns and IR nodes are created in this order, which the generated code's
+/// numbering follows.
 class Builder {
   public:
-    Builder(const Model& m, const Problem& p) : im_(choose_internal_frames(m)), m_(im_.model), p_(p) {}
+    Builder(const Model& m, const Problem& p)
+        : im_(choose_internal_frames(m)), m_(im_.model), p_(p), sites_(wrench_sites()), inputs_(input_layout(m_, p_, sites_)) {}
     System build();
 
   private:
+    std::vector<Site> wrench_sites() const;
+    int own_site(int i, WrenchMode mode) const;  ///< index into sites_
+
     int new_column(Quantity q, int body, int comp, const std::string& label) {
         s_.cols.push_back({q, body, comp, label});
         return s_.n() - 1;
@@ -288,10 +408,11 @@ class Builder {
     int new_row(RowKind k, int body, int comp, const std::string& label) {
         s_.rows.push_back({k, body, comp, label});
         s_.entries.emplace_back();
-        s_.b.push_back(s_.prog.zero());
+        s_.b.value.push_back(s_.prog.zero());
+        s_.b.constant.push_back(s_.prog.zero());
+        s_.b.input.emplace_back();
         s_.soft.push_back(false);
         s_.variance.push_back(0.0);
-        s_.b_input.emplace_back();
         return static_cast<int>(s_.rows.size()) - 1;
     }
     void put(int row, int col, Id v) {
@@ -302,127 +423,118 @@ class Builder {
         if (now == s_.prog.zero()) e.erase(col);
         else e[col] = now;
     }
-    void add_b(int row, Id v) { s_.b[row] = s_.prog.add(s_.b[row], v); }
-    /// Adds coef * input(slot) to b, and records the coefficient (System::b_input).
-    void add_b_input(int row, int slot, double coef) {
-        if (coef == 0) return;
-        add_b(row, s_.prog.mul(s_.prog.constant(coef), s_.prog.input(ir::Source::In, slot)));
-        s_.b_input[row].push_back({slot, coef});
+    /// b grows only through these two (System::b): a part in q and qd alone, or a linear form in
+    /// the inputs.
+    void add_b(int row, Id part) {
+        s_.b.value[row] = s_.prog.add(s_.b.value[row], part);
+        s_.b.constant[row] = s_.prog.add(s_.b.constant[row], part);
     }
+    void add_b(int row, const LinearForm& f) {
+        s_.b.value[row] = s_.prog.add(s_.b.value[row], f.value);
+        s_.b.input[row].insert(s_.b.input[row].end(), f.coef.begin(), f.coef.end());
+    }
+
     void kinematics();
     void columns();
     void motion_rows(int i);
     void force_rows(int i);
     void mimic_rows(int i);
+    enum class Side { Motion, Force };
+    void factor_chain(int i, Side side);
+    std::array<LinearForm, 6> wrench_inputs(int site);
+
     void sensor_rows();
-    template <class Row> void ft_parent_rows(int si, Row measurement_row);
-    void slots();
+    int measurement_row(int si, int c, const char* comp_name);
+    void contact_wrench_rows(int si);
+    void force_torque_rows(int si);
+    void force_torque_parent_rows(int si);
+    void accelerometer_rows(int si);
+    void joint_sensor_rows(int si);
+    void known_acceleration_rows(int si);
+
     void outputs();
     void responses();
-    /// Constant 6x6 matrix (row-major) of a linear map on 6-vectors, from its action on unit vectors.
-    template <class F> std::array<std::array<double, 6>, 6> matrix_of(F apply_to) const;
-    V6 gravity_in_body(int i);  ///< X_{i<-0} a_g (the gravity acceleration in body i's frame)
-    Id wrench_input(int i, int k);
 
-    /// An external wrench (an input or unknown) on a body's own link or on a link merged into it.
-    struct Site {
-        int body = -1;
-        std::string link;
-        bool own = true;  ///< the body's own link (Problem::wrench), else Problem::link_wrenches
-        Xform<double> X_link_body = identity_xform<double>();
-        WrenchMode mode = WrenchMode::Input;
-        const Sensor* contact = nullptr;  ///< Unknown: the contact sensor on the link, if any
-        std::vector<int> in{};            ///< Input: input slots of [n f] (link frame, link origin)
-        std::vector<int> w{};             ///< Unknown: columns (-1: a component known to be zero)
-        Xform<double> X_w_body = identity_xform<double>();  ///< Unknown: the frame of w (the contact sensor's, else the link's)
-        std::array<std::array<double, 6>, 6> G{};  ///< Unknown: w -> f^x (internal frame)
-    };
-    std::vector<Site> sites_;  // by body: its own link first, then merged links by name
-    const Site* own_site(int i, WrenchMode mode) const {
-        for (const Site& st : sites_)
-            if (st.body == i && st.own && st.mode == mode) return &st;
-        return nullptr;
-    }
-    std::vector<V6> gravity_;
-    std::vector<bool> gravity_done_;
-    std::vector<std::vector<int>> qdd_in_, tau_in_;  // per body: input index of a known qdd / tau
-    int n_known_inputs_ = 0;      // joint quantities and wrenches; the measurements follow
-    std::vector<Slot> meas_in_;   // measurement input slots, in row order
+    Mat6d link_from_internal(int i) const;  ///< T_i^-1 on motion vectors: body i's internal frame -> its link frame
+    V6 gravity_in_body(int i);              ///< X_{i<-0} a_g (the gravity acceleration in body i's frame)
 
-    InternalModel im_;  ///< the robot in internal (DH-like) frames
+    const InternalModel im_;  ///< the robot in internal (DH-like) frames
     const Model& m_;
     const Problem& p_;
+    std::vector<Site> sites_;    ///< by body: its own link first, then merged links by name
+    const InputLayout inputs_;
     System s_;
-    std::vector<std::vector<Factor>> factors_;
-    std::vector<V6> c_, pv_;
+    std::vector<V6> pv_;                     ///< per body: v x* I v
+    std::vector<std::optional<V6>> gravity_;  ///< gravity_in_body, once computed
 };
+
+std::vector<Site> Builder::wrench_sites() const {
+    std::vector<Site> sites;
+    for (int i = 0; i < m_.num_bodies(); ++i) {  // each body's own link, then the links merged into it
+        if (p_.wrench[i] != WrenchMode::Zero) sites.push_back({i, m_.bodies[i].name, true, identity_xform<double>(), p_.wrench[i]});
+        for (const LinkWrench& lw : p_.link_wrenches)
+            if (lw.body == i && lw.mode != WrenchMode::Zero) sites.push_back({i, lw.link, false, lw.X_link_body, lw.mode});
+    }
+    for (Site& st : sites) {
+        if (st.mode != WrenchMode::Unknown) continue;
+        // f^x = X^T w with w in the frame of a contact sensor on the link (else the link's), then
+        // into the internal frame
+        st.X_w_body = st.X_link_body;
+        for (const Sensor& sn : p_.sensors)
+            if (sn.type == SensorType::ContactWrench && sn.link == st.link) st.contact = &sn, st.X_w_body = sn.X_sensor_body;
+        const Xform<double> T = im_.frames[st.body].T;
+        st.G = matrix_of([&](const SVec<double>& w) { return nelu::apply_force(T, apply_transpose(st.X_w_body, w)); });
+    }
+    return sites;
+}
+
+int Builder::own_site(int i, WrenchMode mode) const {
+    for (std::size_t k = 0; k < sites_.size(); ++k)
+        if (sites_[k].body == i && sites_[k].own && sites_[k].mode == mode) return static_cast<int>(k);
+    return -1;
+}
+
+Mat6d Builder::link_from_internal(int i) const {
+    const Xform<double> Tinv = inverse(im_.frames[i].T);
+    return matrix_of([&](const SVec<double>& x) { return apply(Tinv, x); });
+}
 
 void Builder::kinematics() {
     ir::Program& P = s_.prog;
     const int nb = m_.num_bodies();
-    factors_.resize(nb), c_.resize(nb), pv_.resize(nb), s_.velocity.resize(nb);
+    s_.kinematics.resize(nb), pv_.resize(nb), s_.velocity.resize(nb);
     std::vector<V6> v(nb);
     for (int i = 0; i < nb; ++i) {
         const Body& b = m_.bodies[i];
         const Body* master = b.is_mimic() ? &m_.bodies[b.mimic] : nullptr;
-        factors_[i] = body_factors(P, b, im_.frames[i], master);
+        BodyKinematics& K = s_.kinematics[i];
+        K.parent = b.parent, K.v_index = b.v_index, K.mimic = b.is_mimic(), K.I = b.I;
+        K.factors = body_factors(P, b, im_.frames[i], master);
         V6 vj;
         vj.fill(P.zero());
-        for (int k = 0; k < b.nv(); ++k) {
-            V6 sk = subspace_column(P, b, k);
-            Id qd = master ? P.mul(cst(P, b.multiplier), P.input(ir::Source::Qd, master->v_index))
-                           : P.input(ir::Source::Qd, b.v_index + k);
-            for (int r = 0; r < 6; ++r) vj[r] = P.add(vj[r], P.mul(sk[r], qd));
+        for (int d = 0; d < b.nv(); ++d) {
+            K.S.push_back(subspace_column(P, b, d));
+            K.qd.push_back(master ? P.mul(cst(P, b.multiplier), P.input(ir::Source::Qd, master->v_index))
+                                  : P.input(ir::Source::Qd, b.v_index + d));
+            K.qdd_input.push_back(inputs_.qdd[i].empty() ? -1 : inputs_.qdd[i][d]);
+            for (int r = 0; r < 6; ++r) vj[r] = P.add(vj[r], P.mul(K.S[d][r], K.qd[d]));
         }
         V6 vp;
         vp.fill(P.zero());
         if (b.parent >= 0) {
             vp = v[b.parent];
-            for (const Factor& f : factors_[i]) vp = apply_motion(P, f, vp);
+            for (const Factor& f : K.factors) vp = apply_motion(P, f, vp);
         }
         v[i] = add6(P, vp, vj);
-        c_[i] = cross_motion(P, v[i], vj);
+        K.c = cross_motion(P, v[i], vj);
         pv_[i] = velocity_product_force(P, b.I, v[i]);
         s_.velocity[i].assign(v[i].begin(), v[i].end());
     }
 }
 
-template <class F> std::array<std::array<double, 6>, 6> Builder::matrix_of(F apply_to) const {
-    std::array<std::array<double, 6>, 6> M{};
-    for (int j = 0; j < 6; ++j) {
-        SVec<double> e = zero6<double>();
-        (j < 3 ? e.w : e.l)[j % 3] = 1;
-        SVec<double> c = apply_to(e);
-        for (int i = 0; i < 6; ++i) M[i][j] = snap_unit(i < 3 ? c.w[i] : c.l[i - 3], 1e-15);
-    }
-    return M;
-}
-
-bool knows_qdd(JointKnown k) { return k == JointKnown::Qdd || k == JointKnown::Both; }
-bool knows_tau(JointKnown k) { return k == JointKnown::Tau || k == JointKnown::Both; }
-
 void Builder::columns() {
     const int nb = m_.num_bodies();
     s_.blocks.resize(nb);
-    int next_in = 0;
-    qdd_in_.resize(nb), tau_in_.resize(nb);
-    for (int i = 0; i < nb; ++i) {  // known joint quantities first, in velocity-slot order
-        const Body& b = m_.bodies[i];
-        if (b.is_mimic()) continue;  // its qdd follows its master's; its torque is part of the master's
-        for (int k = 0; k < b.nv(); ++k) {
-            if (knows_qdd(p_.joint[i])) qdd_in_[i].push_back(next_in++);
-            if (knows_tau(p_.joint[i])) tau_in_[i].push_back(next_in++);
-        }
-    }
-    for (int i = 0; i < nb; ++i) {  // the external wrenches: each body's own link, then the links merged into it
-        if (p_.wrench[i] != WrenchMode::Zero) sites_.push_back({i, m_.bodies[i].name, true, identity_xform<double>(), p_.wrench[i]});
-        for (const LinkWrench& lw : p_.link_wrenches)
-            if (lw.body == i && lw.mode != WrenchMode::Zero) sites_.push_back({i, lw.link, false, lw.X_link_body, lw.mode});
-    }
-    for (Site& st : sites_)
-        if (st.mode == WrenchMode::Input)
-            for (int k = 0; k < 6; ++k) st.in.push_back(next_in++);
-    n_known_inputs_ = next_in;
     s_.classical = p_.classical();
     for (int i = 0; i < nb; ++i) {
         const Body& b = m_.bodies[i];
@@ -440,16 +552,9 @@ void Builder::columns() {
         B.mimic = b.is_mimic();
         B.joint_is_qdd = p_.joint[i] == JointKnown::Tau || (B.mimic && !B.qdd.empty());
         B.joint = B.joint_is_qdd ? B.qdd : B.tau;
-        for (Site& st : sites_) {
+        for (Site& st : sites_) {  // unknown wrenches: components known to be zero get no column
             if (st.body != i || st.mode != WrenchMode::Unknown) continue;
-            // f^x = X^T w with w in the frame of a contact sensor on the link (else the link's), then
-            // into the internal frame; components known to be zero get no column.
-            st.X_w_body = st.X_link_body;
-            for (const Sensor& sn : p_.sensors)
-                if (sn.type == SensorType::ContactWrench && sn.link == st.link) st.contact = &sn, st.X_w_body = sn.X_sensor_body;
             const Sensor* cs = st.contact;
-            const Xform<double> T = im_.frames[i].T;
-            st.G = matrix_of([&](const SVec<double>& w) { return nelu::apply_force(T, apply_transpose(st.X_w_body, w)); });
             for (int k = 0; k < 6; ++k) {
                 const bool zero = cs && std::find(cs->zero_components.begin(), cs->zero_components.end(), k) != cs->zero_components.end();
                 st.w.push_back(zero ? -1 : new_column(Quantity::ExternalWrench, i, k, fmt::format("f^x[{}].{}{}", st.link, component_name(Quantity::JointWrench, k),
@@ -457,7 +562,7 @@ void Builder::columns() {
             }
             if (st.own) B.w = st.w;
         }
-        const int m = static_cast<int>(factors_[i].size());
+        const int m = static_cast<int>(s_.kinematics[i].factors.size());
         if (b.parent >= 0)
             for (int step = 1; step < m; ++step) {
                 std::vector<int> y, z;
@@ -470,90 +575,109 @@ void Builder::columns() {
     }
 }
 
-/// (3a) and the motion auxiliaries of body i.
+/// (3a), and through factor_chain the motion auxiliaries, of body i.
 void Builder::motion_rows(int i) {
     ir::Program& P = s_.prog;
     const Body& b = m_.bodies[i];
     BodyBlock& B = s_.blocks[i];
-    const auto& F = factors_[i];
-    const std::string& L = b.name;
+    const BodyKinematics& K = s_.kinematics[i];
     for (int k = 0; k < 6; ++k)
-        B.row_a.push_back(new_row(RowKind::Acceleration, i, k, fmt::format("(3a) {} {}", L, component_name(Quantity::LinkAcceleration, k))));
+        B.row_a.push_back(new_row(RowKind::Acceleration, i, k, fmt::format("(3a) {} {}", b.name, component_name(Quantity::LinkAcceleration, k))));
     for (int k = 0; k < 6; ++k) put(B.row_a[k], B.a[k], P.neg(P.one()));
     // S qdd: unknown column or known input
-    for (int d = 0; d < b.nv(); ++d) {
-        V6 sk = subspace_column(P, b, d);
+    for (int d = 0; d < b.nv(); ++d)
         for (int k = 0; k < 6; ++k) {
-            if (!B.qdd.empty()) put(B.row_a[k], B.qdd[d], sk[k]);
-            else if (sk[k] == P.zero()) continue;
-            else if (b.is_mimic()) add_b_input(B.row_a[k], qdd_in_[b.mimic][0], b.multiplier * P.value(sk[k]));  // known: mult qdd_master
-            else add_b_input(B.row_a[k], qdd_in_[i][d], P.value(sk[k]));
+            const Id sk = K.S[d][k];
+            if (!B.qdd.empty()) put(B.row_a[k], B.qdd[d], sk);
+            else if (sk == P.zero()) continue;
+            else if (b.is_mimic()) add_b(B.row_a[k], scaled_input(P, inputs_.qdd[b.mimic][0], b.multiplier * P.value(sk)));  // mult qdd_master
+            else add_b(B.row_a[k], scaled_input(P, inputs_.qdd[i][d], P.value(sk)));
         }
-    }
-    for (int k = 0; k < 6; ++k) add_b(B.row_a[k], c_[i][k]);
+    for (int k = 0; k < 6; ++k) add_b(B.row_a[k], K.c[k]);
     if (b.parent < 0) {  // X_i a_0 with a_0 = -a_g, a known vector
         V6 a0;
         for (int k = 0; k < 6; ++k) a0[k] = cst(P, -p_.gravity[k]);
-        for (const Factor& f : F) a0 = apply_motion(P, f, a0);
+        for (const Factor& f : K.factors) a0 = apply_motion(P, f, a0);
         for (int k = 0; k < 6; ++k) add_b(B.row_a[k], a0[k]);
         return;
     }
-    // y_1 = F_0 a_p, y_s = F_{s-1} y_{s-1}, a_i = F_{m-1} y_{m-1} + ...  (F in motion order)
-    const int m = static_cast<int>(F.size());
-    std::vector<int> in = s_.blocks[b.parent].a;
-    for (int step = 0; step < m; ++step) {
-        M6 M = factor_matrix(P, F[step]);
-        std::vector<int> out_cols, out_rows;
-        if (step + 1 < m) {
-            out_cols = B.y[step];
-            std::vector<int> rows;
-            for (int k = 0; k < 6; ++k) {
-                rows.push_back(new_row(RowKind::MotionAux, i, k, fmt::format("(aux) y{} {} {}", step + 1, L, component_name(Quantity::LinkAcceleration, k))));
-                put(rows[k], out_cols[k], P.neg(P.one()));
-            }
-            B.row_y.push_back(rows);
-            out_rows = rows;
-        } else {
-            out_rows = B.row_a;
-        }
-        for (int r = 0; r < 6; ++r)
-            for (int c = 0; c < 6; ++c) put(out_rows[r], in[c], M[r][c]);
-        in = out_cols;
-    }
-    if (m == 0)  // identity transform
-        for (int k = 0; k < 6; ++k) put(B.row_a[k], s_.blocks[b.parent].a[k], P.one());
+    factor_chain(i, Side::Motion);
 }
 
-/// (3f), (3tau) and the force auxiliaries that carry f_i to the parent's (3f).
+/// Body i's transform X_i = F_{m-1} ... F_0 between its parent's vectors and its own, written into
+/// D one factor at a time through auxiliary unknowns (so that each entry is one sparse factor's):
+///   motion: y_1 = F_0 a_p, y_2 = F_1 y_1, ..., and F_{m-1} y_{m-1} (= X_i a_p) into i's rows (3a);
+///   force:  z_1 = F_{m-1}^T f_i, z_2 = F_{m-2}^T z_1, ..., and F_0^T z_{m-1} (= X_i^T f_i) into the
+///           parent's rows (3f).
+/// Each auxiliary row reads G x - aux = 0 with G the step's factor (transposed on the force side).
+void Builder::factor_chain(int i, Side side) {
+    ir::Program& P = s_.prog;
+    const bool motion = side == Side::Motion;
+    const Body& b = m_.bodies[i];
+    BodyBlock& B = s_.blocks[i];
+    const BodyBlock& parent = s_.blocks[b.parent];
+    const std::vector<Factor>& F = s_.kinematics[i].factors;
+    const int m = static_cast<int>(F.size());
+    const std::vector<int>& last = motion ? B.row_a : parent.row_f;
+    std::vector<int> in = motion ? parent.a : B.f;
+    if (m == 0)  // identity transform
+        for (int k = 0; k < 6; ++k) put(last[k], in[k], P.one());
+    for (int step = 0; step < m; ++step) {
+        const M6 M = factor_matrix(P, F[motion ? step : m - 1 - step]);
+        std::vector<int> rows = last, out;
+        if (step + 1 < m) {
+            out = (motion ? B.y : B.z)[step];
+            rows.clear();
+            for (int k = 0; k < 6; ++k) {
+                rows.push_back(new_row(motion ? RowKind::MotionAux : RowKind::ForceAux, i, k,
+                                       fmt::format("(aux) {}{} {} {}", motion ? 'y' : 'z', step + 1, b.name,
+                                                   component_name(motion ? Quantity::LinkAcceleration : Quantity::JointWrench, k))));
+                put(rows[k], out[k], P.neg(P.one()));
+            }
+            (motion ? B.row_y : B.row_z).push_back(rows);
+        }
+        for (int r = 0; r < 6; ++r)
+            for (int c = 0; c < 6; ++c) put(rows[r], in[c], motion ? M[r][c] : M[c][r]);
+        in = out;
+    }
+}
+
+/// The input wrench of site `site` in body i's internal frame, X* f^x with X = T X_{body<-link}
+/// (link frame at the link origin -> internal frame), per component.
+std::array<LinearForm, 6> Builder::wrench_inputs(int site) {
+    ir::Program& P = s_.prog;
+    const Site& st = sites_[site];
+    const std::vector<int>& slots = inputs_.wrench[site];
+    V6 fx;
+    for (int k = 0; k < 6; ++k) fx[k] = P.input(ir::Source::In, slots[k]);
+    const Xform<double> X = compose(im_.frames[st.body].T, inverse(st.X_link_body));
+    if (im_.frames[st.body].moved || !st.own) fx = apply_force(P, X, fx);
+    const Mat6d Xs = matrix_of([&](const SVec<double>& f) { return nelu::apply_force(X, f); });
+    std::array<LinearForm, 6> out;
+    for (int k = 0; k < 6; ++k) {
+        out[k].value = fx[k];
+        for (int j = 0; j < 6; ++j)
+            if (Xs[k][j] != 0) out[k].coef.push_back({slots[j], Xs[k][j]});
+    }
+    return out;
+}
+
+/// (3f) and (3tau) of body i.
 void Builder::force_rows(int i) {
     ir::Program& P = s_.prog;
     const Body& b = m_.bodies[i];
     BodyBlock& B = s_.blocks[i];
-    const std::string& L = b.name;
     M6 I = inertia_matrix(P, b.I);
-    // the input wrenches in the internal frame: X* f^x with X = T X_{body<-link} (link frame -> internal frame)
-    std::vector<std::pair<const Site*, V6>> inputs;
-    for (const Site& st : sites_) {
-        if (st.body != i || st.mode != WrenchMode::Input) continue;
-        V6 fx;
-        for (int k = 0; k < 6; ++k) fx[k] = P.input(ir::Source::In, st.in[k]);
-        const Xform<double> X = compose(im_.frames[i].T, inverse(st.X_link_body));
-        if (im_.frames[i].moved || !st.own) fx = apply_force(P, X, fx);
-        inputs.push_back({&st, fx});
-    }
+    std::vector<std::array<LinearForm, 6>> inputs;
+    for (std::size_t k = 0; k < sites_.size(); ++k)
+        if (sites_[k].body == i && sites_[k].mode == WrenchMode::Input) inputs.push_back(wrench_inputs(static_cast<int>(k)));
     for (int k = 0; k < 6; ++k) {
-        int r = new_row(RowKind::Force, i, k, fmt::format("(3f) {} {}", L, component_name(Quantity::JointWrench, k)));
+        int r = new_row(RowKind::Force, i, k, fmt::format("(3f) {} {}", b.name, component_name(Quantity::JointWrench, k)));
         B.row_f.push_back(r);
         for (int c = 0; c < 6; ++c) put(r, B.a[c], I[k][c]);
         put(r, B.f[k], P.neg(P.one()));
         add_b(r, pv_[i][k]);
-        for (const auto& [st, fx] : inputs) {
-            add_b(r, P.neg(fx[k]));
-            const Xform<double> X = compose(im_.frames[i].T, inverse(st->X_link_body));
-            const auto Ts = matrix_of([&](const SVec<double>& f) { return nelu::apply_force(X, f); });
-            for (int j = 0; j < 6; ++j)
-                if (Ts[k][j] != 0) s_.b_input[r].push_back({st->in[j], -Ts[k][j]});
-        }
+        for (const auto& fx : inputs) add_b(r, negated(P, fx[k]));
         for (const Site& st : sites_)
             if (st.body == i && st.mode == WrenchMode::Unknown)
                 for (int c = 0; c < 6; ++c)
@@ -563,10 +687,9 @@ void Builder::force_rows(int i) {
     for (int d = 0; d < b.nv(); ++d) {
         int r = new_row(RowKind::Torque, i, d, fmt::format("(3tau) {}{}", b.joint_name, b.nv() > 1 ? fmt::format(" {}", d) : std::string()));
         B.row_tau.push_back(r);
-        V6 sk = subspace_column(P, b, d);
-        for (int k = 0; k < 6; ++k) put(r, B.f[k], sk[k]);
+        for (int k = 0; k < 6; ++k) put(r, B.f[k], s_.kinematics[i].S[d][k]);
         if (!B.tau.empty()) put(r, B.tau[d], P.neg(P.one()));
-        else add_b_input(r, tau_in_[i][d], -1.0);
+        else add_b(r, scaled_input(P, inputs_.tau[i][d], -1.0));
     }
 }
 
@@ -580,42 +703,94 @@ void Builder::mimic_rows(int i) {
     const Body& b = m_.bodies[i];
     BodyBlock& B = s_.blocks[i];
     const BodyBlock& M = s_.blocks[b.mimic];
-    V6 sk = subspace_column(P, b, 0);
+    const V6& sk = s_.kinematics[i].S[0];
     for (int k = 0; k < 6; ++k)
         if (sk[k] != P.zero()) put(M.row_tau[0], B.f[k], P.mul(cst(P, b.multiplier), sk[k]));
     if (B.qdd.empty()) return;
     int r = new_row(RowKind::Coupling, i, 0, fmt::format("(mimic) {} = {} {}", b.joint_name, fmt::format("{:g}", b.multiplier), m_.bodies[b.mimic].joint_name));
     put(r, B.qdd[0], P.one());
     if (!M.qdd.empty()) put(r, M.qdd[0], cst(P, -b.multiplier));
-    else add_b_input(r, qdd_in_[b.mimic][0], -b.multiplier);  // not reached: a mimic knows what its master knows
+    else add_b(r, scaled_input(P, inputs_.qdd[b.mimic][0], -b.multiplier));  // not reached: a mimic knows what its master knows
     B.row_tau = {r};
 }
 
 V6 Builder::gravity_in_body(int i) {
-    if (gravity_done_.empty()) gravity_done_.assign(m_.num_bodies(), false), gravity_.resize(m_.num_bodies());
-    if (gravity_done_[i]) return gravity_[i];
+    if (gravity_.empty()) gravity_.resize(m_.num_bodies());
+    if (gravity_[i]) return *gravity_[i];
     ir::Program& P = s_.prog;
     V6 g;
     const int parent = m_.bodies[i].parent;
     if (parent >= 0) g = gravity_in_body(parent);
     else for (int k = 0; k < 6; ++k) g[k] = cst(P, p_.gravity[k]);
-    for (const Factor& f : factors_[i]) g = apply_motion(P, f, g);
-    gravity_done_[i] = true;
-    return gravity_[i] = g;
+    for (const Factor& f : s_.kinematics[i].factors) g = apply_motion(P, f, g);
+    gravity_[i] = g;
+    return g;
 }
 
-/// The rows of an F/T sensor in its joint's parent frame: sign X_S^* T_p^T (X_i^T f_i). Below a
-/// body, X_i^T f_i = F_0^T z_{m-1} is the wrench as it enters the parent's (3f) (the force
-/// auxiliaries carry the other factors, the joint's among them, so the entries are constants unless
-/// the transform is the joint alone); at the root, X_i^T = F_0^T ... F_{m-1}^T on f_i.
-template <class Row> void Builder::ft_parent_rows(int si, Row measurement_row) {
+// ---------------------------------------------------------------------------------------------
+// Sensors: one function per kind, each adding its rows through measurement_row (a reading, fitted;
+// its input slots are numbered by input_layout for every sensor that is_read) or as exact
+// conditions (RowKind::Condition, a known value in b). A new kind is a function here and its case
+// in sensor_rows; an unknown it brings (a contact's force) is a column made in columns().
+
+void Builder::sensor_rows() {
+    for (int si = 0; si < static_cast<int>(p_.sensors.size()); ++si) {
+        const Sensor& sn = p_.sensors[si];
+        switch (sn.type) {
+            case SensorType::ContactWrench: contact_wrench_rows(si); break;
+            case SensorType::ForceTorque: sn.frame_is_parent ? force_torque_parent_rows(si) : force_torque_rows(si); break;
+            case SensorType::Accelerometer: accelerometer_rows(si); break;
+            case SensorType::JointTorque:
+            case SensorType::JointAcceleration: joint_sensor_rows(si); break;
+            case SensorType::LinkAcceleration: known_acceleration_rows(si); break;
+        }
+    }
+}
+
+/// The row of component c of sensor si's reading y, model(d) - y = 0 (the caller puts the model),
+/// weighted by the component's variance in least squares.
+int Builder::measurement_row(int si, int c, const char* comp_name) {
+    const Sensor& sn = p_.sensors[si];
+    int r = new_row(RowKind::Measurement, sn.body, c, fmt::format("(meas) {}.{}", sn.name, comp_name));
+    s_.soft[r] = true;
+    const auto at = static_cast<std::size_t>(std::find(sn.components.begin(), sn.components.end(), c) - sn.components.begin());
+    s_.variance[r] = sn.variance[at];
+    add_b(r, scaled_input(s_.prog, inputs_.reading[si][at], -1.0));
+    return r;
+}
+
+/// Components of an unknown external wrench, in the contact sensor's frame (its columns).
+void Builder::contact_wrench_rows(int si) {
+    const Sensor& sn = p_.sensors[si];
+    const auto site = std::find_if(sites_.begin(), sites_.end(), [&](const Site& st) { return st.contact == &sn; });
+    for (int c : sn.components) put(measurement_row(si, c, component_name(Quantity::JointWrench, c)), site->w[c], s_.prog.one());
+}
+
+/// A joint's wrench in the child frame or a sensor frame on it: sign X_S^* T^T f_i (f_i from the
+/// internal frame into the link frame, then into the sensor's).
+void Builder::force_torque_rows(int si) {
+    const Sensor& sn = p_.sensors[si];
+    const Xform<double> T = im_.frames[sn.body].T;
+    const Mat6d K = matrix_of([&](const SVec<double>& f) { return sn.sign * nelu::apply_force(sn.X_sensor_body, apply_transpose(T, f)); });
+    for (int c : sn.components) {
+        int r = measurement_row(si, c, component_name(Quantity::JointWrench, c));
+        for (int j = 0; j < 6; ++j)
+            if (K[c][j] != 0) put(r, s_.blocks[sn.body].f[j], cst(s_.prog, K[c][j]));
+    }
+}
+
+/// A joint's wrench in its parent frame: sign X_S^* T_p^T (X_i^T f_i). Below a body, X_i^T f_i =
+/// F_0^T z_{m-1} is the wrench as it enters the parent's (3f) (the force auxiliaries carry the other
+/// factors, the joint's among them, so the entries are constants unless the transform is the joint
+/// alone); at the root, X_i^T = F_0^T ... F_{m-1}^T on f_i.
+void Builder::force_torque_parent_rows(int si) {
     ir::Program& P = s_.prog;
     const Sensor& sn = p_.sensors[si];
     const BodyBlock& B = s_.blocks[sn.body];
     const int parent = m_.bodies[sn.body].parent;
     const Xform<double> Tp = parent >= 0 ? im_.frames[parent].T : identity_xform<double>();
-    const auto K = matrix_of([&](const SVec<double>& f) { return sn.sign * nelu::apply_force(sn.X_sensor_body, apply_transpose(Tp, f)); });
-    const auto& F = factors_[sn.body];
+    const Mat6d K = matrix_of([&](const SVec<double>& f) { return sn.sign * nelu::apply_force(sn.X_sensor_body, apply_transpose(Tp, f)); });
+    const auto& F = s_.kinematics[sn.body].factors;
     const bool aux = parent >= 0 && F.size() >= 2;
     const std::vector<int>& in = aux ? B.z.back() : B.f;
     M6 X;  // the motion transform whose transpose takes `in` to the parent frame: F_0, or F_{m-1} ... F_0
@@ -628,152 +803,85 @@ template <class Row> void Builder::ft_parent_rows(int si, Row measurement_row) {
                                                         {Y[0][c], Y[1][c], Y[2][c], Y[3][c], Y[4][c], Y[5][c]});
     }
     for (int c : sn.components) {
-        int r = measurement_row(c, component_name(Quantity::JointWrench, c));
-        for (int j = 0; j < 6; ++j) {  // (K X^T)[c][j]
-            std::vector<Id> k, x;
-            for (int l = 0; l < 6; ++l)
-                if (K[c][l] != 0) k.push_back(cst(P, K[c][l])), x.push_back(X[j][l]);
-            put(r, in[j], P.dot(k, x));
-        }
+        int r = measurement_row(si, c, component_name(Quantity::JointWrench, c));
+        for (int j = 0; j < 6; ++j) put(r, in[j], dot_constant(P, K[c], X[j]));  // (K X^T)[c][j]
     }
 }
 
-/// Measurement rows (one per measured component, reading y an input: row = model(d) - y) and the
-/// exact conditions of known link accelerations.
-void Builder::sensor_rows() {
+/// The classical linear acceleration of a point, in the sensor's axes:
+/// E (a_lin + wdot x r + w x v_O + w x (w x r)), with a and v in the link frame (T^-1 of internal).
+void Builder::accelerometer_rows(int si) {
     ir::Program& P = s_.prog;
-    for (int si = 0; si < static_cast<int>(p_.sensors.size()); ++si) {
-        const Sensor& sn = p_.sensors[si];
-        const int i = sn.body;
-        const BodyBlock& B = s_.blocks[i];
-        const Xform<double> T = im_.frames[i].T, Tinv = inverse(T);
-        static const char* point[3] = {"x", "y", "z"};
-        auto measurement_row = [&](int c, const char* comp_name) {
-            int r = new_row(RowKind::Measurement, i, c, fmt::format("(meas) {}.{}", sn.name, comp_name));
-            s_.soft[r] = true;
-            const auto at = std::find(sn.components.begin(), sn.components.end(), c) - sn.components.begin();
-            s_.variance[r] = sn.variance[static_cast<std::size_t>(at)];
-            const int slot = n_known_inputs_ + static_cast<int>(meas_in_.size());
-            meas_in_.push_back({Quantity::Measurement, i, c, -1, {}, -1, si});
-            add_b_input(r, slot, -1.0);
-            return r;
-        };
-        switch (sn.type) {
-            case SensorType::ContactWrench: {
-                const auto site = std::find_if(sites_.begin(), sites_.end(), [&](const Site& st) { return st.contact == &sn; });
-                for (int c : sn.components) {
-                    int r = measurement_row(c, component_name(Quantity::JointWrench, c));
-                    put(r, site->w[c], P.one());
-                }
-                break;
-            }
-            case SensorType::ForceTorque: {
-                if (sn.frame_is_parent) {
-                    ft_parent_rows(si, measurement_row);
-                    break;
-                }
-                // sign * X_S^* T^T f_i: f_i (internal frame) in the link frame, then in the sensor's
-                const auto K = matrix_of([&](const SVec<double>& f) { return sn.sign * nelu::apply_force(sn.X_sensor_body, apply_transpose(T, f)); });
-                for (int c : sn.components) {
-                    int r = measurement_row(c, component_name(Quantity::JointWrench, c));
-                    for (int j = 0; j < 6; ++j)
-                        if (K[c][j] != 0) put(r, B.f[j], cst(P, K[c][j]));
-                }
-                break;
-            }
-            case SensorType::Accelerometer: {
-                // E (a_lin + wdot x r + w x v_O + w x (w x r)), a and v in the link frame (T^-1 of internal)
-                const Mat3<double>& E = sn.X_sensor_body.E;
-                const Vec3<double>& rp = sn.X_sensor_body.r;
-                const auto A = matrix_of([&](const SVec<double>& a) {
-                    SVec<double> al = apply(Tinv, a);
-                    return SVec<double>{zero3<double>(), E * (al.l + cross(al.w, rp))};
-                });
-                V6 vl;
-                {
-                    V6 v;
-                    for (int k = 0; k < 6; ++k) v[k] = s_.velocity[i][k];
-                    const auto Ti = matrix_of([&](const SVec<double>& x) { return apply(Tinv, x); });
-                    for (int r = 0; r < 6; ++r) {
-                        std::vector<Id> c, x;
-                        for (int k = 0; k < 6; ++k)
-                            if (Ti[r][k] != 0) c.push_back(cst(P, Ti[r][k])), x.push_back(v[k]);
-                        vl[r] = P.dot(c, x);
-                    }
-                }
-                Id r3[3] = {cst(P, rp[0]), cst(P, rp[1]), cst(P, rp[2])};
-                auto wr = cross3(P, vl.data(), r3);
-                auto wv = cross3(P, vl.data(), vl.data() + 3);
-                auto wwr = cross3(P, vl.data(), wr.data());
-                Id bias_link[3];
-                for (int k = 0; k < 3; ++k) bias_link[k] = P.add(wv[k], wwr[k]);
-                for (int c : sn.components) {
-                    int r = measurement_row(c, point[c]);
-                    for (int j = 0; j < 6; ++j)
-                        if (A[3 + c][j] != 0) put(r, B.a[j], cst(P, A[3 + c][j]));
-                    add_b(r, P.dot({cst(P, E(c, 0)), cst(P, E(c, 1)), cst(P, E(c, 2))}, {bias_link[0], bias_link[1], bias_link[2]}));
-                }
-                break;
-            }
-            case SensorType::JointTorque:
-            case SensorType::JointAcceleration: {
-                const std::vector<int>& cols = sn.type == SensorType::JointTorque ? B.tau : B.qdd;
-                for (int c : sn.components) {
-                    int r = measurement_row(c, m_.bodies[i].nv() > 1 ? component_name(Quantity::LinkAcceleration, c) : "value");
-                    put(r, cols[c], P.one());
-                }
-                break;
-            }
-            case SensorType::LinkAcceleration: {
-                // T^-1 a_i + X_{i<-0} a_g = value (the true spatial acceleration, link frame)
-                const auto Ti = matrix_of([&](const SVec<double>& x) { return apply(Tinv, x); });
-                V6 g = gravity_in_body(i);
-                const auto Tg = Ti;
-                for (int c = 0; c < 6; ++c) {
-                    int r = new_row(RowKind::Condition, i, c, fmt::format("(known) a[{}].{}", m_.bodies[i].name, component_name(Quantity::LinkAcceleration, c)));
-                    for (int j = 0; j < 6; ++j)
-                        if (Ti[c][j] != 0) put(r, B.a[j], cst(P, Ti[c][j]));
-                    std::vector<Id> cs, xs;
-                    for (int j = 0; j < 6; ++j)
-                        if (Tg[c][j] != 0) cs.push_back(cst(P, Tg[c][j])), xs.push_back(g[j]);
-                    add_b(r, P.sub(P.dot(cs, xs), cst(P, c < 3 ? sn.value.w[c] : sn.value.l[c - 3])));
-                }
-                break;
-            }
-        }
+    const Sensor& sn = p_.sensors[si];
+    const int i = sn.body;
+    const Xform<double> Tinv = inverse(im_.frames[i].T);
+    const Mat3<double>& E = sn.X_sensor_body.E;
+    const Vec3<double>& rp = sn.X_sensor_body.r;
+    const Mat6d A = matrix_of([&](const SVec<double>& a) {
+        SVec<double> al = apply(Tinv, a);
+        return SVec<double>{zero3<double>(), E * (al.l + cross(al.w, rp))};
+    });
+    const Mat6d Ti = link_from_internal(i);
+    V6 v, vl;
+    for (int k = 0; k < 6; ++k) v[k] = s_.velocity[i][k];
+    for (int r = 0; r < 6; ++r) vl[r] = dot_constant(P, Ti[r], v);
+    Id r3[3] = {cst(P, rp[0]), cst(P, rp[1]), cst(P, rp[2])};
+    auto wr = cross3(P, vl.data(), r3);
+    auto wv = cross3(P, vl.data(), vl.data() + 3);
+    auto wwr = cross3(P, vl.data(), wr.data());
+    Id bias_link[3];
+    for (int k = 0; k < 3; ++k) bias_link[k] = P.add(wv[k], wwr[k]);
+    static const char* point[3] = {"x", "y", "z"};
+    for (int c : sn.components) {
+        int r = measurement_row(si, c, point[c]);
+        for (int j = 0; j < 6; ++j)
+            if (A[3 + c][j] != 0) put(r, s_.blocks[i].a[j], cst(P, A[3 + c][j]));
+        add_b(r, P.dot({cst(P, E(c, 0)), cst(P, E(c, 1)), cst(P, E(c, 2))}, {bias_link[0], bias_link[1], bias_link[2]}));
     }
 }
 
-void Builder::slots() {
-    std::vector<Slot> in;
-    for (int i = 0; i < m_.num_bodies(); ++i)
-        for (int d = 0; d < (m_.bodies[i].is_mimic() ? 0 : m_.bodies[i].nv()); ++d) {
-            if (knows_qdd(p_.joint[i])) in.push_back({Quantity::JointAcceleration, i, d, -1, {}, -1, -1});
-            if (knows_tau(p_.joint[i])) in.push_back({Quantity::JointTorque, i, d, -1, {}, -1, -1});
-        }
-    for (const Site& st : sites_)
-        if (st.mode == WrenchMode::Input)
-            for (int k = 0; k < 6; ++k) {
-                in.push_back({Quantity::ExternalWrench, st.body, k, -1, {}, -1, -1});
-                if (!st.own) in.back().link = st.link;
-            }
-    s_.in = in;
-    s_.in.insert(s_.in.end(), meas_in_.begin(), meas_in_.end());  // numbered after the known quantities
+/// A joint's torque or acceleration: its column.
+void Builder::joint_sensor_rows(int si) {
+    const Sensor& sn = p_.sensors[si];
+    const BodyBlock& B = s_.blocks[sn.body];
+    const std::vector<int>& cols = sn.type == SensorType::JointTorque ? B.tau : B.qdd;
+    for (int c : sn.components) {
+        int r = measurement_row(si, c, m_.bodies[sn.body].nv() > 1 ? component_name(Quantity::LinkAcceleration, c) : "value");
+        put(r, cols[c], s_.prog.one());
+    }
 }
+
+/// A known link acceleration: T^-1 a_i + X_{i<-0} a_g = value (the true spatial acceleration, link
+/// frame), six exact conditions.
+void Builder::known_acceleration_rows(int si) {
+    ir::Program& P = s_.prog;
+    const Sensor& sn = p_.sensors[si];
+    const int i = sn.body;
+    const Mat6d Ti = link_from_internal(i);
+    const V6 g = gravity_in_body(i);
+    for (int c = 0; c < 6; ++c) {
+        int r = new_row(RowKind::Condition, i, c, fmt::format("(known) a[{}].{}", m_.bodies[i].name, component_name(Quantity::LinkAcceleration, c)));
+        for (int j = 0; j < 6; ++j)
+            if (Ti[c][j] != 0) put(r, s_.blocks[i].a[j], cst(P, Ti[c][j]));
+        add_b(r, P.sub(dot_constant(P, Ti[c], g), cst(P, c < 3 ? sn.value.w[c] : sn.value.l[c - 3])));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs
 
 /// osim and iwim: the factorization of forward dynamics is shared by several right-hand sides, the
-/// responses to unit inputs (b is affine in the inputs, System::b_input). The function then takes
-/// no inputs; iwim's main right-hand side is b with the inputs at zero (the free acceleration).
+/// responses to unit inputs (b is affine in the inputs, System::b). The function then takes no
+/// inputs; iwim's main right-hand side is b with the inputs at zero (the free acceleration).
 void Builder::responses() {
     ir::Program& P = s_.prog;
     const int nb = m_.num_bodies();
-    s_.b = ir::zero_inputs(P, s_.b);
     // one input column: weights on input slots -> a right-hand side
     auto column = [&](const std::map<int, double>& weight) {
         std::vector<Id> r(s_.m(), P.zero());
         for (int row = 0; row < s_.m(); ++row) {
             double v = 0;
-            for (const auto& [slot, coef] : s_.b_input[row]) {
+            for (const auto& [slot, coef] : s_.b.input[row]) {
                 auto it = weight.find(slot);
                 if (it != weight.end()) v += coef * it->second;
             }
@@ -787,9 +895,10 @@ void Builder::responses() {
         SVec<double> e = zero6<double>();
         (comp < 3 ? e.w : e.l)[comp % 3] = 1;
         SVec<double> f = apply_transpose(ps.X_point_body, e);
+        const std::vector<int>& slots = inputs_.wrench[own_site(ps.body, WrenchMode::Input)];
         for (int j = 0; j < 6; ++j) {
             const double v = snap_unit(j < 3 ? f.w[j] : f.l[j - 3], 1e-15);
-            if (v != 0) w[own_site(ps.body, WrenchMode::Input)->in[j]] = v;
+            if (v != 0) w[slots[j]] = v;
         }
         return w;
     };
@@ -799,7 +908,7 @@ void Builder::responses() {
         for (int v : p_.actuated)
             for (int i = 0; i < nb; ++i)
                 if (m_.bodies[i].nv() > 0 && v >= m_.bodies[i].v_index && v < m_.bodies[i].v_index + m_.bodies[i].nv())
-                    rhs_of.push_back(column({{tau_in_[i][v - m_.bodies[i].v_index], 1.0}}));
+                    rhs_of.push_back(column({{inputs_.tau[i][v - m_.bodies[i].v_index], 1.0}}));
         for (const PointSpec& ps : p_.points)
             for (int c = 3; c < 6; ++c) rhs_of.push_back(column(point_wrench(ps, c)));
         for (int k = -1; k < static_cast<int>(rhs_of.size()); ++k)  // qdd_0, then the columns of M^-1 B
@@ -837,7 +946,9 @@ void Builder::responses() {
                 }
         }
     }
-    s_.in.clear();
+    s_.in.clear();  // no inputs: b is its constant part
+    s_.b.value = s_.b.constant;
+    for (auto& terms : s_.b.input) terms.clear();
 }
 
 void Builder::outputs() {
@@ -852,7 +963,7 @@ void Builder::outputs() {
         if (o.joint_torques)
             for (std::size_t d = 0; d < B.tau.size(); ++d) s_.out.push_back({Quantity::JointTorque, i, static_cast<int>(d), B.tau[d], {}, -1, -1});
     }
-    auto combination = [&](Quantity q, int i, const std::array<std::array<double, 6>, 6>& M, const std::vector<int>& cols, const V6* bias) {
+    auto combination = [&](Quantity q, int i, const Mat6d& M, const std::vector<int>& cols, const V6* bias) {
         for (int k = 0; k < 6; ++k) {
             Slot s{q, i, k, -1, {}, -1, -1};
             for (int j = 0; j < 6; ++j)
@@ -871,15 +982,9 @@ void Builder::outputs() {
         }
     if (o.link_accelerations)  // T^-1 a_i + X_{i<-0} a_g: the true spatial acceleration, link frame
         for (int i = 0; i < nb; ++i) {
-            const Xform<double> Tinv = inverse(im_.frames[i].T);
-            const auto Ti = matrix_of([&](const SVec<double>& x) { return apply(Tinv, x); });
+            const Mat6d Ti = link_from_internal(i);
             V6 g = gravity_in_body(i), gl;
-            for (int k = 0; k < 6; ++k) {
-                std::vector<Id> cs, xs;
-                for (int j = 0; j < 6; ++j)
-                    if (Ti[k][j] != 0) cs.push_back(cst(P, Ti[k][j])), xs.push_back(g[j]);
-                gl[k] = P.dot(cs, xs);
-            }
+            for (int k = 0; k < 6; ++k) gl[k] = dot_constant(P, Ti[k], g);
             combination(Quantity::LinkAcceleration, i, Ti, s_.blocks[i].a, &gl);
         }
     if (o.joint_wrenches)  // T^T f_i: the wrench on body i through its joint, link frame
@@ -896,55 +1001,11 @@ System Builder::build() {
     for (int i = 0; i < m_.num_bodies(); ++i) force_rows(i);
     for (int i = 0; i < m_.num_bodies(); ++i)
         if (m_.bodies[i].is_mimic()) mimic_rows(i);
-    // f_j reaches its parent's (3f) through X_j^T = F_0^T ... F_{m-1}^T (force aux z)
-    ir::Program& P = s_.prog;
-    for (int j = 0; j < m_.num_bodies(); ++j) {
-        const Body& b = m_.bodies[j];
-        if (b.parent < 0) continue;
-        BodyBlock& B = s_.blocks[j];
-        const auto& F = factors_[j];
-        const int m = static_cast<int>(F.size());
-        std::vector<int> in = B.f;
-        for (int step = m - 1; step >= 0; --step) {
-            M6 M = factor_matrix(P, F[step]);
-            std::vector<int> out_rows;
-            std::vector<int> out_cols;
-            if (step > 0) {
-                const int zi = m - 1 - step;  // z_1 = F_{m-1}^T f_j, ...
-                out_cols = B.z[zi];
-                for (int k = 0; k < 6; ++k) {
-                    out_rows.push_back(new_row(RowKind::ForceAux, j, k, fmt::format("(aux) z{} {} {}", zi + 1, b.name, component_name(Quantity::JointWrench, k))));
-                    put(out_rows[k], out_cols[k], P.neg(P.one()));
-                }
-                B.row_z.push_back(out_rows);
-            } else {
-                out_rows = s_.blocks[b.parent].row_f;
-            }
-            for (int r = 0; r < 6; ++r)
-                for (int c = 0; c < 6; ++c) put(out_rows[r], in[c], M[c][r]);  // transpose
-            in = out_cols;
-        }
-        if (m == 0)
-            for (int k = 0; k < 6; ++k) put(s_.blocks[b.parent].row_f[k], B.f[k], P.one());
-    }
+    for (int i = 0; i < m_.num_bodies(); ++i)  // f_i reaches its parent's (3f) through X_i^T (force auxiliaries z)
+        if (m_.bodies[i].parent >= 0) factor_chain(i, Side::Force);
     sensor_rows();
-    slots();
+    s_.in = inputs_.slots;
     outputs();
-    s_.kinematics.resize(m_.num_bodies());
-    for (int i = 0; i < m_.num_bodies(); ++i) {
-        const Body& b = m_.bodies[i];
-        BodyKinematics& k = s_.kinematics[i];
-        k.parent = b.parent, k.v_index = b.v_index, k.mimic = b.is_mimic();
-        k.factors = factors_[i];
-        k.I = b.I;
-        for (int r = 0; r < 6; ++r) k.c[r] = c_[i][r];
-        for (int d = 0; d < b.nv(); ++d) {
-            k.S.push_back(subspace_column(P, b, d));
-            k.qd.push_back(b.is_mimic() ? P.mul(cst(P, b.multiplier), P.input(ir::Source::Qd, m_.bodies[b.mimic].v_index))
-                                        : P.input(ir::Source::Qd, b.v_index + d));
-            k.qdd_input.push_back(s_.blocks[i].qdd.empty() && !b.is_mimic() ? qdd_in_[i][d] : -1);
-        }
-    }
     if (p_.response_kind()) responses();
     s_.allow_special_singularities = p_.allow_special_singularities;
     return std::move(s_);

@@ -118,15 +118,23 @@ struct BodyBlock {
     bool mimic = false;
 };
 
+/// The right-hand side b of D d + b = 0, affine in the solver's inputs: per row,
+/// b = constant(q, qd) + sum coefficient * in[slot]. The builder adds to a row only a part in q and
+/// qd, or a linear form in the inputs whose IR and coefficients one function makes together; each
+/// addition updates the three views below at once, so that what the solver computes (`value`),
+/// what the osim/iwim responses solve for (`input`) and what the analyzer evaluates agree.
+struct RightHandSide {
+    std::vector<ir::Id> value;     ///< per row: b as IR, the inputs as In nodes
+    std::vector<ir::Id> constant;  ///< per row: b with the inputs at zero
+    std::vector<std::vector<std::pair<int, double>>> input;  ///< per row: (slot, coefficient) of each input term
+};
+
 struct System {
     ir::Program prog;
     std::vector<Column> cols;
     std::vector<Row> rows;
     std::vector<std::map<int, ir::Id>> entries;  ///< per row: column -> entry (never the constant 0)
-    std::vector<ir::Id> b;                       ///< per row
-    /// Per row: the constant coefficients of b in the solver's inputs (slot, coefficient): b is
-    /// affine in them, and a unit input's response is the solution for these coefficients.
-    std::vector<std::vector<std::pair<int, double>>> b_input;
+    RightHandSide b;
     /// Extra right-hand sides (each per row) solved with the same factorization (osim, iwim).
     std::vector<std::vector<ir::Id>> rhs;
     std::vector<Slot> in, out;

@@ -700,7 +700,7 @@ DerivativeReport verify_derivatives(const Model& m, const Problem& p, const Syst
             std::size_t k = 0;
             for (auto& z : q) z += C(0, h * sv[seed_nodes[j][k++].second]);
             for (auto& z : qd) z += C(0, h * sv[seed_nodes[j][k++].second]);
-            for (auto& z : inc) z += C(0, h * sv[seed_nodes[j][k++].second]);
+            for (std::size_t i = 0; i < sys.in.size(); ++i) inc[i] += C(0, h * sv[seed_nodes[j][k++].second]);  // not the padding of an empty `in`
             const std::vector<C> cv = f.prog.evaluate_as<C>(q.data(), qd.data(), inc.data(), live_value);
             for (std::size_t o = 0; o < no; ++o) {
                 Jcs[o * nc + j] = cv[f.outputs[o]].imag() / h;

@@ -1,0 +1,157 @@
+// test_system.cpp: the system pass's right-hand side and input slots. b is affine in the solver's
+// inputs, and the pass keeps it as IR (what the solver computes), as its part without inputs and as
+// the inputs' coefficients (what osim/iwim responses and the analyzer read): the three must be one
+// function, checked here by evaluating the IR at perturbed inputs. Each input slot must be read by
+// the rows of its own quantity, which checks the one numbering of the slots against the rows.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "load.hpp"
+#include "nelu/state.hpp"
+#include "problem.hpp"
+#include "system.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Built {
+    nelu::Model model;
+    nelu::System sys;
+};
+
+Built build(const std::string& urdf, const std::string& problem, bool floating = false) {
+    nelu::ProblemInput pin{problem, floating};
+    pin.floating_base = nelu::spec_requests_floating_base(pin);
+    const nelu::LoadResult load = nelu::load_urdf_file(urdf, {pin.floating_base, nelu::sensor_joints(pin, urdf), false, 0});
+    return {load.model, nelu::run_system(load.model, nelu::run_problem(pin, load))};
+}
+
+/// Which rows may read an input of quantity q: the equation the known quantity enters.
+bool reads(nelu::Quantity q, nelu::RowKind row) {
+    using nelu::Quantity;
+    using nelu::RowKind;
+    switch (q) {
+        case Quantity::JointAcceleration: return row == RowKind::Acceleration || row == RowKind::Coupling;  // S qdd in (3a)
+        case Quantity::JointTorque: return row == RowKind::Torque;                                          // (3tau)
+        case Quantity::ExternalWrench: return row == RowKind::Force;                                        // (3f)
+        case Quantity::Measurement: return row == RowKind::Measurement;
+        default: return false;
+    }
+}
+
+/// b.value at (q, qd, in) is b.constant plus the coefficients times in, and raising one input by 1
+/// changes each row by that input's coefficient there and nothing else; each input is read by at
+/// least one row, only by rows of its quantity, and a reading by exactly its measurement row.
+void check_affine(const std::string& what, const Built& B) {
+    CAPTURE(what);
+    const nelu::System& sys = B.sys;
+    const int nin = static_cast<int>(sys.in.size()), m = sys.m();
+    REQUIRE(sys.b.value.size() == static_cast<std::size_t>(m));
+    REQUIRE(sys.b.constant.size() == static_cast<std::size_t>(m));
+    REQUIRE(sys.b.input.size() == static_cast<std::size_t>(m));
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(-1, 1);
+    const std::vector<double> q = nelu::random_configuration(B.model, rng);
+    std::vector<double> qd(static_cast<std::size_t>(B.model.nv)), in(static_cast<std::size_t>(std::max(1, nin)));
+    for (double& v : qd) v = u(rng);
+    for (double& v : in) v = u(rng);
+    std::vector<nelu::ir::Id> roots(sys.b.value);
+    roots.insert(roots.end(), sys.b.constant.begin(), sys.b.constant.end());
+    const std::vector<bool> live = sys.prog.live_nodes(roots);
+    for (int i = 0; i < sys.prog.size(); ++i) {
+        const nelu::ir::Node& n = sys.prog.node(i);
+        if (live[i] && n.op == nelu::ir::Op::Input && n.source == nelu::ir::Source::In) CHECK(n.index < nin);
+    }
+    const std::vector<double> at = sys.prog.evaluate(q.data(), qd.data(), in.data(), live);
+    auto close = [](double a, double b) { return std::abs(a - b) <= 1e-10 * (1 + std::abs(a) + std::abs(b)); };
+    int failures = 0;
+    for (int r = 0; r < m; ++r) {
+        double affine = at[sys.b.constant[r]];
+        for (const auto& [slot, coef] : sys.b.input[r]) affine += coef * in[slot];
+        if (!close(at[sys.b.value[r]], affine) && failures++ < 5)
+            FAIL_CHECK(sys.rows[r].label << ": b " << at[sys.b.value[r]] << ", constant + coefficients . in " << affine);
+    }
+    for (int s = 0; s < nin; ++s) {
+        std::vector<double> raised = in;
+        raised[s] += 1;
+        const std::vector<double> v = sys.prog.evaluate(q.data(), qd.data(), raised.data(), live);
+        int read_by = 0, measured_by = 0;
+        for (int r = 0; r < m; ++r) {
+            double coef = 0;
+            for (const auto& [slot, c] : sys.b.input[r]) coef += slot == s ? c : 0;
+            if (coef != 0) {
+                ++read_by;
+                measured_by += coef == -1 && sys.rows[r].kind == nelu::RowKind::Measurement;
+                if (!reads(sys.in[s].quantity, sys.rows[r].kind) && failures++ < 5)
+                    FAIL_CHECK("in[" << s << "] (" << nelu::quantity_name(sys.in[s].quantity) << ") is read by " << sys.rows[r].label);
+            }
+            if ((!close(v[sys.b.value[r]] - at[sys.b.value[r]], coef) || v[sys.b.constant[r]] != at[sys.b.constant[r]]) && failures++ < 5)
+                FAIL_CHECK(sys.rows[r].label << ": in[" << s << "] + 1 changes b by " << v[sys.b.value[r]] - at[sys.b.value[r]]
+                                             << ", its coefficient is " << coef);
+        }
+        CHECK(read_by > 0);
+        if (sys.in[s].quantity == nelu::Quantity::Measurement) CHECK(measured_by == 1);
+    }
+    CHECK(failures == 0);
+}
+
+std::string root() { return nelu::test::source_dir(); }
+
+}  // namespace
+
+TEST_CASE("system: b is one affine form in the inputs, and every input slot is read where its quantity enters") {
+    for (const char* robot : {"ur5e", "panda_gaz2019", "quadruped_minicheetah", "humanoid_winter"})
+        for (const char* problem : {"id", "fd"})
+            for (bool floating : {false, true})
+                check_affine(std::string(robot) + " " + problem + (floating ? " floating" : ""),
+                             build(root() + "/robots/" + robot + ".urdf", problem, floating));
+    for (const char* problem : {"id", "fd"}) check_affine(std::string("mimic gripper ") + problem, build(root() + "/tests/fixtures/mimic/mimic_gripper.urdf", problem));
+    // every shipped spec, and the sensor fixtures on shipped robots (every sensor kind, F/T in the
+    // parent frame, contact sensors on merged links)
+    std::vector<std::string> specs;
+    for (const char* dir : {"/robots/specs", "/tests/fixtures/sensor_specs"})
+        for (const auto& e : fs::directory_iterator(root() + dir))
+            if (e.path().extension() == ".yaml") specs.push_back(e.path().string());
+    std::sort(specs.begin(), specs.end());
+    for (const std::string& spec : specs) {
+        std::string robot, line;
+        std::ifstream f(spec);
+        std::getline(f, line);
+        const std::string stem = fs::path(spec).stem().string();
+        if (line.rfind("# robot: robots/", 0) == 0) robot = root() + "/" + line.substr(9);
+        else if (line.rfind("# robot: fixture:", 0) == 0) robot = root() + "/tests/fixtures/sensor_specs/" + line.substr(17);
+        else if (stem.rfind("humanoid", 0) == 0) robot = root() + "/robots/humanoid_winter.urdf";
+        else if (stem.rfind("ur5e", 0) == 0) robot = root() + "/robots/ur5e.urdf";
+        if (robot.empty()) continue;  // ../shared robots: the shipped ones cover every kind
+        check_affine(stem, build(robot, spec));
+    }
+    // input wrenches on links merged through fixed joints (a frame change the IR applies in factored form)
+    const fs::path dir = nelu::test::scratch_dir("system_merged_inputs");
+    const std::string merged = (dir / "merged_inputs.yaml").string();
+    std::ofstream(merged) << "version: 2\nproblem: id\nfloating_base: true\njoints: {default: qdd}\n"
+                             "external_wrenches: {default: zero, input: [l_foot, r_foot, l_ankle_roll_link]}\n";
+    check_affine("humanoid merged-link inputs", build(root() + "/robots/humanoid_winter.urdf", merged));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("system: osim and iwim take no inputs, and b is its constant part") {
+    for (const char* spec : {"/bench/specs/iwim_all.yaml", "/tests/fixtures/batch/ur5e_lambda.yaml"}) {
+        CAPTURE(spec);
+        const Built B = build(root() + "/robots/ur5e.urdf", root() + spec);
+        CHECK(B.sys.in.empty());
+        CHECK(!B.sys.rhs.empty());
+        for (int r = 0; r < B.sys.m(); ++r) {
+            CHECK(B.sys.b.value[r] == B.sys.b.constant[r]);
+            CHECK(B.sys.b.input[r].empty());
+        }
+    }
+}
