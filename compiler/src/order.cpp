@@ -602,6 +602,10 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
 
 }  // namespace
 
+/// A candidate whose L and U grow past this many times the entries of the best one factored so far
+/// is abandoned (run_schedule): it is unlikely to win, and would cost the most to finish.
+constexpr long kAbandonFactor = 4;
+
 OrderResult run_order(const Model& model, const System& sys, const Analysis& an, const OrderOptions& opt) {
     // The most promising candidate first: its size bounds the others'.
     bool seeks_qdd = false;
@@ -646,7 +650,7 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         Factorization f;
         CandidateReport rep{c.name, false, "", {}, 0};
         ScheduleOptions so;
-        so.max_entries = 4 * best_entries;
+        so.best_entries = best_entries, so.abandon_factor = kAbandonFactor;
         rep.ok = run_schedule(model, sys, c.name, c.order, so, f, rep.why);
         if (rep.ok) {
             rep.ops = f.ops, rep.fill = f.fill();

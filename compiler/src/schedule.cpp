@@ -608,9 +608,10 @@ void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
 
 /// The numeric factorization of the order's pivots by `lu`, each recorded with why it is safe
 /// (Factorization::pivots); false (with `why`) when a pivot is structurally zero at its turn or
-/// the factors outgrow opt.max_entries.
+/// the factors outgrow the bound of `opt`.
 bool factor_pivots(const System& sys, const PivotOrder& order, const ScheduleOptions& opt, SparseLu& lu, Factorization& out,
                    std::string& why) {
+    const long bound = opt.best_entries * opt.abandon_factor;
     for (std::size_t k = 0; k < order.pivots.size(); ++k) {
         const auto [r, c] = order.pivots[k];
         const Id p = lu.factor();
@@ -621,9 +622,9 @@ bool factor_pivots(const System& sys, const PivotOrder& order, const ScheduleOpt
         const bool articulated = !order.articulated.empty() && order.articulated[k];
         const PivotKind kind = out.prog.is_const(p) ? PivotKind::Constant : articulated ? PivotKind::Articulated : PivotKind::Validated;
         out.pivots.push_back({{r, c}, p, kind, 0});
-        if (opt.max_entries > 0 && lu.nnz_L() + lu.nnz_U() > opt.max_entries) {
-            why = fmt::format("abandoned after {} of {} pivots: L and U already hold {} entries, more than 4x the best "
-                              "candidate", k + 1, sys.n(), lu.nnz_L() + lu.nnz_U());
+        if (bound > 0 && lu.nnz_L() + lu.nnz_U() > bound) {
+            why = fmt::format("abandoned after {} of {} pivots: L and U already hold {} entries, more than {}x the best "
+                              "candidate", k + 1, order.pivots.size(), lu.nnz_L() + lu.nnz_U(), opt.abandon_factor);
             return false;
         }
     }

@@ -119,9 +119,10 @@ struct Factorization {
 };
 
 struct ScheduleOptions {
-    /// Give up (false) once L and U hold more than this many entries (0: no limit), so that a
-    /// hopeless candidate costs little.
-    long max_entries = 0;
+    /// Give up (false) once L and U hold more than `abandon_factor` times `best_entries` entries,
+    /// those of the best order so far (0: no bound), so that a hopeless candidate costs little.
+    long best_entries = 0;
+    long abandon_factor = 0;
     /// Schedule the Jacobian of the outputs too (Factorization::jacobian).
     bool derivatives = false;
     /// A term left out of the structured derivatives (derivatives.hpp, StructuredTerm): set by the
@@ -130,8 +131,8 @@ struct ScheduleOptions {
 };
 
 /// Factor `sys` (built from `model`) with `order`, the candidate named `name`. Returns false (and
-/// sets `why`) when a pivot is structurally zero at its turn, or the factors outgrow
-/// opt.max_entries.
+/// sets `why`) when a pivot is structurally zero at its turn, or the factors outgrow the bound of
+/// `opt`.
 bool run_schedule(const Model& model, const System& sys, const std::string& name, const PivotOrder& order, const ScheduleOptions& opt,
                   Factorization& out, std::string& why);
 
