@@ -284,7 +284,6 @@ bool structured_applies(const System& sys) {
     return true;
 }
 
-
 /// How a solve substitutes back: plainly, or with subtree transfers (transfers.hpp).
 enum class BackSubstitution { Plain, Transfers };
 
@@ -425,7 +424,8 @@ std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, c
         }
         start[j] = ColumnForm::StructuredTransfers;
         if (tau_column.empty() || t.kind == Tangent::Kind::In) continue;
-        for (ColumnForm from : {ColumnForm::Forward, ColumnForm::ForwardTransfers}) {  // from the torque columns solved plainly, or with transfers
+        // -M^-1 d ID / dx from the torque columns solved plainly, or with transfers
+        for (ColumnForm from : {ColumnForm::Forward, ColumnForm::ForwardTransfers}) {
             Column c(no);
             for (std::size_t o = 0; o < no; ++o) {
                 Id v = P.zero();
