@@ -117,8 +117,10 @@ void print_summary(const nelu::CompileResult& r) {
                                                                         r.derivatives.states, r.derivatives.max_error) : std::string());
     if (r.order.best.jacobian.size() > 0) {
         std::string forms;
-        for (const auto& [form, ops] : r.order.best.derivative_forms) forms += fmt::format("{}{} {}", forms.empty() ? "" : ", ", form, ops);
-        std::cout << fmt::format("  derivative form: {} (operations of each form built: {})\n", r.order.best.derivative_form, forms);
+        for (const auto& [form, ops] : r.order.best.derivative_forms)
+            forms += fmt::format("{}{} {}", forms.empty() ? "" : ", ", jacobian_form_name(form), ops);
+        std::cout << fmt::format("  derivative form: {} (operations of each form built: {})\n",
+                                 jacobian_form_name(r.order.best.derivative_form), forms);
     }
     if (r.verify.refused_singular > 0)
         std::cout << fmt::format("  and NELU_STATUS_SMALL_PIVOT, rightly, on {} more, where Lambda does not exist (a kinematic singularity)\n",

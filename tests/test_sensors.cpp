@@ -283,11 +283,11 @@ void check_exact_under_noise(const std::string& urdf, const std::string& spec_pa
     const bool has_nullspace = std::any_of(r.order.candidates.begin(), r.order.candidates.end(),
                                            [&](const nelu::CandidateReport& c) { return c.name == r.order.best.ordering + "/nullspace"; });
     if (has_nullspace) {  // the same order with its exact rows (of full rank) eliminated by the null-space method
-        nelu::Tail t = r.order.best.tail;
-        t.nullspace = true, t.basis.clear();
+        nelu::PivotOrder order = r.order.best.order;
+        order.tail.nullspace = true, order.tail.basis.clear();
         nelu::Factorization f;
         std::string why;
-        REQUIRE(nelu::run_schedule(sys, r.order.best.order, r.order.best.articulated, "null space", f, why, 0, t));
+        REQUIRE(nelu::run_schedule(r.load.model, sys, "null space", order, {}, f, why));
         solvers.push_back(std::move(f));
     }
     std::mt19937_64 rng(7);

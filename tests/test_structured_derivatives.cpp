@@ -33,7 +33,7 @@ nelu::CompileOptions options(const std::string& urdf, const std::string& problem
     return o;
 }
 
-long ops_of(const nelu::Factorization& f, const std::string& form) {
+long ops_of(const nelu::Factorization& f, nelu::JacobianForm form) {
     for (const auto& [name, ops] : f.derivative_forms)
         if (name == form) return ops;
     return -1;
@@ -102,8 +102,8 @@ TEST_CASE("structured derivatives: the form kept on the shipped robots, fewer op
         CAPTURE(c.floating);
         const nelu::CompileResult r = nelu::compile(options(c.urdf, c.problem, c.floating));
         const nelu::Factorization& f = r.order.best;
-        CHECK(f.derivative_form.rfind("structured", 0) == 0);
-        const long forward = ops_of(f, "forward"), kept = ops_of(f, f.derivative_form);
+        CHECK(f.derivative_form != nelu::JacobianForm::Forward);
+        const long forward = ops_of(f, nelu::JacobianForm::Forward), kept = ops_of(f, f.derivative_form);
         REQUIRE(forward > 0);
         CHECK(kept < forward);
         const long differentiated = forward_mode_ops(r);
@@ -126,7 +126,7 @@ TEST_CASE("structured derivatives: problems they do not apply to keep forward mo
     for (const std::string& problem : {nelu::test::source_dir() + "/robots/specs/ur5e_accelerometer.yaml", outputs}) {
         CAPTURE(problem);
         const nelu::CompileResult r = nelu::compile(options("ur5e.urdf", problem, false));
-        CHECK(r.order.best.derivative_form == "forward");
+        CHECK(r.order.best.derivative_form == nelu::JacobianForm::Forward);
         CHECK(r.order.best.derivative_forms.size() == 1);
         CHECK(r.derivatives.max_error <= 1e-8);
     }

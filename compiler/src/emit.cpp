@@ -234,7 +234,7 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
                          D.fn, in.name, in.name, independent_v_slots(mm).size(), sys.in.size(), cols.empty() ? "" : cols.front().label,
                          cols.empty() ? "" : cols.back().label);
         s += fmt::format("#define {}_NJAC {}\n", in.name, cols.size());
-        s += fmt::format("/* Jacobian formed by: {} ({} operations with the outputs). */\n", in.factorization->derivative_form,
+        s += fmt::format("/* Jacobian formed by: {} ({} operations with the outputs). */\n", jacobian_form_name(in.factorization->derivative_form),
                          in.factorization->ops_derivatives.total());
         s += code_comment(D);
         s += stack_comment(in, D);

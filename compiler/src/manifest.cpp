@@ -111,8 +111,8 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     // how the Jacobian is formed (docs/derivatives.md, "Method"), and each form's operations as built
     // (outputs and Jacobian, before value numbering): the fewest won
     nlohmann::ordered_json forms = nlohmann::ordered_json::array();
-    for (const auto& [form, ops] : f.derivative_forms) forms.push_back({{"form", form}, {"ops", ops}});
-    j["form"] = f.derivative_form;
+    for (const auto& [form, ops] : f.derivative_forms) forms.push_back({{"form", jacobian_form_name(form)}, {"ops", ops}});
+    j["form"] = jacobian_form_name(f.derivative_form);
     j["forms"] = forms;
     j["code"] = code_json(D);
     j["stack"] = {{"values_live", D.values}, {"estimate_double", D.stack(sizeof(double))}, {"estimate_float", D.stack(sizeof(float))},

@@ -23,21 +23,19 @@ namespace {
 
 struct Candidate {
     std::string name;
-    std::vector<Pivot> order;
-    std::vector<bool> articulated;
-    Tail tail;
+    PivotOrder order;
     bool nullspace_too = false;  ///< its tail can also be solved by the null-space method (Tail)
 };
 
 void push_block(Candidate& c, const std::vector<int>& rows, const std::vector<int>& cols, bool articulated = false) {
     // Sensor problems: a joint whose torque and acceleration are both known has (3tau) rows but no
     // column to pair them with; those rows are left to the trailing block.
-    for (std::size_t k = 0; k < rows.size() && k < cols.size(); ++k) c.order.push_back({rows[k], cols[k]}), c.articulated.push_back(articulated);
+    for (std::size_t k = 0; k < rows.size() && k < cols.size(); ++k) c.order.pivots.push_back({rows[k], cols[k]}), c.order.articulated.push_back(articulated);
 }
 
 /// Nori's inverse-dynamics permutations: accelerations root to leaves, forces leaves to root.
 Candidate tree_rnea(const System& sys) {
-    Candidate c{"tree-rnea", {}, {}, {}};
+    Candidate c{"tree-rnea", {}, false};
     const int nb = static_cast<int>(sys.blocks.size());
     for (int i = 0; i < nb; ++i) {
         const BodyBlock& B = sys.blocks[i];
@@ -55,7 +53,7 @@ Candidate tree_rnea(const System& sys) {
 
 /// The articulated-body algorithm as an elimination order (leaves to root).
 Candidate tree_aba(const System& sys) {
-    Candidate c{"tree-aba", {}, {}, {}};
+    Candidate c{"tree-aba", {}, false};
     const int nb = static_cast<int>(sys.blocks.size());
     for (int i = nb - 1; i >= 0; --i) {
         const BodyBlock& B = sys.blocks[i];
@@ -81,11 +79,11 @@ Candidate tree_aba_gram(const System& sys) {
     c.name = "tree-gram";
     const bool least_squares = sys.m() > sys.n();
     std::vector<bool> row_used(sys.m(), false), col_used(sys.n(), false);
-    for (const Pivot& p : c.order) row_used[p.row] = col_used[p.col] = true;
+    for (const Pivot& p : c.order.pivots) row_used[p.row] = col_used[p.col] = true;
     for (int r = 0; r < sys.m(); ++r)
-        if (!row_used[r]) c.tail.rows.push_back(r), c.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
+        if (!row_used[r]) c.order.tail.rows.push_back(r), c.order.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
     for (int j = 0; j < sys.n(); ++j)
-        if (!col_used[j]) c.tail.cols.push_back(j);
+        if (!col_used[j]) c.order.tail.cols.push_back(j);
     return c;
 }
 
@@ -115,7 +113,7 @@ bool umfpack_order(const Model& model, const System& sys, Candidate& c, std::str
         why = fmt::format("UMFPACK get_numeric status {}", st);
         return false;
     }
-    for (int k = 0; k < A.n; ++k) c.order.push_back({P[k], Q[k]});
+    for (int k = 0; k < A.n; ++k) c.order.pivots.push_back({P[k], Q[k]});
     return true;
 }
 
@@ -287,7 +285,7 @@ bool order_block(const Model& model, const System& sys, const Elimination& e, co
         why = fmt::format("UMFPACK status {} on the remaining {}x{} block", st, m, m);
         return false;
     }
-    for (int k = 0; k < m; ++k) c.order.push_back({rows[Pm[k]], cols[Qm[k]]}), c.articulated.push_back(false);
+    for (int k = 0; k < m; ++k) c.order.pivots.push_back({rows[Pm[k]], cols[Qm[k]]}), c.order.articulated.push_back(false);
     return true;
 }
 
@@ -306,10 +304,10 @@ bool eliminate(const System& sys, const std::vector<Pivot>& order, Elimination& 
 /// tree-gram's Tail::basis (constraint_basis), from the elimination of its order.
 bool tree_gram_basis(const Model& model, const System& sys, Candidate& c, std::string& why) {
     bool exact = false, soft = false;
-    for (double w : c.tail.weights) (w == 0 ? exact : soft) = true;
+    for (double w : c.order.tail.weights) (w == 0 ? exact : soft) = true;
     if (!exact || !soft) return true;
     Elimination e(sys);
-    return eliminate(sys, c.order, e, why) && constraint_basis(model, sys, e, c.tail, c.nullspace_too, why);
+    return eliminate(sys, c.order.pivots, e, why) && constraint_basis(model, sys, e, c.order.tail, c.nullspace_too, why);
 }
 
 /// Sensor problems: the articulated-body order over the bodies' own rows and columns (see
@@ -317,14 +315,14 @@ bool tree_gram_basis(const Model& model, const System& sys, Candidate& c, std::s
 bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::string& why) {
     Candidate t = tree_aba(sys);
     c.name = "tree-lu";
-    c.order = t.order, c.articulated = t.articulated;
+    c.order.pivots = t.order.pivots, c.order.articulated = t.order.articulated;
     const int n = sys.n(), mrows = sys.m();
     if (mrows != n) {
         why = "an over-determined system is solved by least squares (const-gram, tree-gram)";
         return false;
     }
     Elimination e(sys);
-    if (!eliminate(sys, c.order, e, why)) return false;
+    if (!eliminate(sys, c.order.pivots, e, why)) return false;
     std::vector<int> rows, cols;
     e.remaining(rows, cols);
     return order_block(model, sys, e, rows, cols, 0, c, why);
@@ -400,7 +398,7 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
             deferred[j].push_back({now, r, j});
             continue;
         }
-        c.order.push_back({r, j}), c.articulated.push_back(false);
+        c.order.pivots.push_back({r, j}), c.order.articulated.push_back(false);
         ++done;
         std::vector<int> changed;  // the columns of the pivot row, whose deferred pivots are queued again
         for (const auto& entry : e.A[r]) changed.push_back(entry.first);
@@ -414,9 +412,9 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
     std::vector<int> rows, cols;
     e.remaining(rows, cols);
     if (variant < 0) {  // the block by Gram-Schmidt (Tail)
-        c.tail.rows = rows, c.tail.cols = cols;
-        for (int r : rows) c.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
-        return constraint_basis(model, sys, e, c.tail, c.nullspace_too, why);
+        c.order.tail.rows = rows, c.order.tail.cols = cols;
+        for (int r : rows) c.order.tail.weights.push_back(!least_squares ? 1.0 : sys.soft[r] ? 1.0 / sys.variance[r] : 0.0);
+        return constraint_basis(model, sys, e, c.order.tail, c.nullspace_too, why);
     }
     if (least_squares) {
         why = "an over-determined system is solved by least squares (const-gram, tree-gram)";
@@ -428,10 +426,10 @@ bool constant_first(const Model& model, const System& sys, Candidate& c, std::st
 /// The triangular order of btf_order (its blocks are 1x1; the form is upper triangular, so the
 /// last block is eliminated first).
 Candidate btf_triangular(const Analysis& an) {
-    Candidate c{"btf", {}, {}, {}};
+    Candidate c{"btf", {}, false};
     for (int k = an.n - 1; k >= 0; --k) {
         int col = an.btf_Q[k] < 0 ? BTF_UNFLIP(an.btf_Q[k]) : an.btf_Q[k];
-        c.order.push_back({an.btf_P[k], col});
+        c.order.pivots.push_back({an.btf_P[k], col});
     }
     return c;
 }
@@ -503,6 +501,7 @@ constexpr int kLambdaConfigs = 200;  ///< configurations that set Lambda's pivot
 
 PivotValidation validate_pivots(const Model& model, const System& sys, Factorization& f, const OrderOptions& opt) {
     PivotValidation v;
+    const Tail& tail = f.order.tail;
     v.growth = factorization_growth(model, sys, f);
     std::vector<ir::Id> roots;
     std::vector<int> which;
@@ -548,7 +547,7 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
             if (conflict < 0) conflict = where[k];
             conflict_random = conflict_random || !(lo_random[k] > 0) || lo_random[k] < kMinPivotRatio * hi[k];
         }
-    if (conflict >= 0) throw OrderIndependentError(conflict_diagnosis(sys, f.tail, qs[static_cast<std::size_t>(conflict)], qd, !conflict_random));
+    if (conflict >= 0) throw OrderIndependentError(conflict_diagnosis(sys, tail, qs[static_cast<std::size_t>(conflict)], qd, !conflict_random));
     for (std::size_t k = 0; k < roots.size(); ++k) {
         double ratio = hi[k] > 0 ? lo[k] / hi[k] : 0;
         ScheduledPivot& p = f.pivots[which[k]];
@@ -588,13 +587,13 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
                                        "generates a solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)" : ""));
         }
         if (!(lo[k] > 0) || (p.kind == PivotKind::Validated && ratio < kMinPivotRatio)) {
-            const auto row = std::find(f.tail.rows.begin(), f.tail.rows.end(), p.at.row);
-            const bool basis = !f.tail.basis.empty() && row != f.tail.rows.end() && f.tail.weights[static_cast<std::size_t>(row - f.tail.rows.begin())] == 0;
+            const auto row = std::find(tail.rows.begin(), tail.rows.end(), p.at.row);
+            const bool basis = !tail.basis.empty() && row != tail.rows.end() && tail.weights[static_cast<std::size_t>(row - tail.rows.begin())] == 0;
             const std::string why = fmt::format("pivot ({}, {}) of ordering {} is not safe: |pivot| ranges over [{:.3g}, {:.3g}] "
                                                 "across {} configurations", sys.rows[p.at.row].label, sys.cols[p.at.col].label,
                                                 f.ordering, lo[k], hi[k], v.configurations);
             if (basis) throw BasisPivotError(why + " (it eliminates the exact equations left with the measurements)",
-                                             conflict_diagnosis(sys, f.tail, qs[static_cast<std::size_t>(where[k])], qd, false));
+                                             conflict_diagnosis(sys, tail, qs[static_cast<std::size_t>(where[k])], qd, false));
             throw IllPosedError(why);
         }
     }
@@ -602,6 +601,10 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
 }
 
 }  // namespace
+
+/// A candidate whose L and U grow past this many times the entries of the best one factored so far
+/// is abandoned (run_schedule): it is unlikely to win, and would cost the most to finish.
+constexpr long kAbandonFactor = 4;
 
 OrderResult run_order(const Model& model, const System& sys, const Analysis& an, const OrderOptions& opt) {
     // The most promising candidate first: its size bounds the others'.
@@ -622,9 +625,9 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         // a Gram candidate whose exact rows can also be eliminated by the null-space method: both
         auto push_gram = [&](const Candidate& c) {
             cands.push_back(c);
-            if (!c.nullspace_too || c.tail.nullspace) return;
+            if (!c.nullspace_too || c.order.tail.nullspace) return;
             Candidate ns = c;
-            ns.name += "/nullspace", ns.tail.nullspace = true, ns.tail.basis.clear();
+            ns.name += "/nullspace", ns.order.tail.nullspace = true, ns.order.tail.basis.clear();
             cands.push_back(ns);
         };
         Candidate tg = tree_aba_gram(sys);
@@ -646,7 +649,9 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         if (opt.progress) std::fprintf(stderr, "nelu: order: factoring with candidate %s (%d columns)\n", c.name.c_str(), sys.n());
         Factorization f;
         CandidateReport rep{c.name, false, "", {}, 0};
-        rep.ok = run_schedule(sys, c.order, c.articulated, c.name, f, rep.why, 4 * best_entries, c.tail);
+        ScheduleOptions so;
+        so.best_entries = best_entries, so.abandon_factor = kAbandonFactor;
+        rep.ok = run_schedule(model, sys, c.name, c.order, so, f, rep.why);
         if (rep.ok) {
             rep.ops = f.ops, rep.fill = f.fill();
             const long entries = f.nnz_L + f.nnz_U;

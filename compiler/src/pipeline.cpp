@@ -40,7 +40,7 @@ std::string dump_order(const OrderResult& o) {
                        "growth {:.3g}\n",
                        o.best.ordering, o.validation.checked_pivots, o.validation.configurations, o.validation.worst_ratio,
                        o.validation.worst_pivot.empty() ? "-" : o.validation.worst_pivot, o.validation.growth);
-    const Tail& t = o.best.tail;
+    const Tail& t = o.best.order.tail;
     if (!t.empty()) {
         int exact = 0;
         for (double w : t.weights) exact += w == 0;
@@ -161,7 +161,9 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         const Factorization& best = r.order.best;
         Factorization f;
         std::string why;
-        if (!run_schedule(r.system, best.order, best.articulated, best.ordering, f, why, 0, best.tail, &r.load.model, o.omit_structured_term))
+        ScheduleOptions so;
+        so.derivatives = true, so.omit_structured_term = o.omit_structured_term;
+        if (!run_schedule(r.load.model, r.system, best.ordering, best.order, so, f, why))
             throw std::runtime_error("scheduling the derivatives failed: " + why);
         if (f.pivots.size() != best.pivots.size()) throw std::runtime_error("scheduling the derivatives changed the pivots");
         for (std::size_t k = 0; k < f.pivots.size(); ++k)

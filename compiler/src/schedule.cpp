@@ -4,37 +4,17 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "derivatives.hpp"
 #include "diagnostics.hpp"
+#include "transfers.hpp"
 
 namespace nelu {
 namespace {
 
 using ir::Id;
-
-struct Lu {
-    std::vector<std::map<int, Id>> A;     // active matrix, by row
-    std::vector<std::set<int>> col_rows;  // active rows with an entry in each column
-    std::vector<std::vector<std::pair<int, Id>>> L;  // per pivot k: (row, multiplier)
-    std::vector<std::map<int, Id>> U;     // per pivot k: the pivot row (columns -> entries)
-    std::vector<Id> inv;                  // per pivot: 1/p when needed, else -1
-};
-
-/// 1/p, shared by every use of pivot k (one division per non-constant pivot).
-Id inverse(ir::Program& P, Lu& lu, int k, Id p) {
-    if (lu.inv[k] < 0) lu.inv[k] = P.div(P.one(), p);
-    return lu.inv[k];
-}
-
-/// a / p for pivot k: folds for +-1 pivots, multiplies by the shared inverse otherwise.
-Id divide(ir::Program& P, Lu& lu, int k, Id a, Id p) {
-    if (P.is_const(p)) return P.div(a, p);  // (a product with 1/p would hide equal values from merging)
-    return P.mul(a, inverse(P, lu, k, p));
-}
 
 /// Modified Gram-Schmidt A = Q R of the columns of A (all of one length), in the IR. Its pivots
 /// r_jj are norms: positive whenever A has full column rank, so no pivot can cross zero.
@@ -103,12 +83,6 @@ struct TailFactors {
     std::vector<std::vector<Id>> SQ;  ///< S Q1^T (measurements x exact rows)
 };
 
-/// Entry (row, col) of the partly eliminated matrix, or zero.
-Id entry(const ir::Program& P, const std::vector<std::map<int, Id>>& A, int row, int col) {
-    auto e = A[row].find(col);
-    return e == A[row].end() ? P.zero() : e->second;
-}
-
 /// Column j of a row-major matrix.
 std::vector<Id> column(const std::vector<std::vector<Id>>& M, int j) {
     std::vector<Id> c;
@@ -116,8 +90,10 @@ std::vector<Id> column(const std::vector<std::vector<Id>>& M, int j) {
     return c;
 }
 
-bool factor_tail(ir::Program& P, ir::ZeroTest& zt, const System& sys, const std::vector<std::map<int, Id>>& A, const Tail& tail,
-                 TailFactors& tf, Factorization& out, std::string& why) {
+/// The trailing block's factors from the active matrix `lu` leaves (see Tail), its pivots appended to
+/// out.pivots; false (with `why`) when the block is structurally rank deficient.
+bool factor_tail(ir::Program& P, ir::ZeroTest& zt, const System& sys, const SparseLu& lu, const Tail& tail, TailFactors& tf,
+                 Factorization& out, std::string& why) {
     const int kb = static_cast<int>(tail.cols.size()), rb = static_cast<int>(tail.rows.size());
     for (int a = 0; a < rb; ++a) (!tail.weights.empty() && tail.weights[a] == 0 ? tf.exact : tf.soft).push_back(a);
     tf.constrained = !tf.exact.empty() && !tf.soft.empty();
@@ -133,7 +109,7 @@ bool factor_tail(ir::Program& P, ir::ZeroTest& zt, const System& sys, const std:
         for (int a = 0; a < rb; ++a) tf.sw.push_back(P.constant(std::sqrt(tail.weights.empty() || tail.weights[a] == 0 ? 1.0 : tail.weights[a])));
         std::vector<std::vector<Id>> B(kb, std::vector<Id>(rb));
         for (int j = 0; j < kb; ++j)
-            for (int a = 0; a < rb; ++a) B[j][a] = weighted(tf.sw[a], entry(P, A, tail.rows[a], tail.cols[j]));
+            for (int a = 0; a < rb; ++a) B[j][a] = weighted(tf.sw[a], lu.entry(tail.rows[a], tail.cols[j]));
         if (const int j = gram_qr(P, zt, std::move(B), tf.block); j >= 0) return deficient("matrix", j);
         for (int j = 0; j < kb; ++j) pivot(std::min(j, rb - 1), j, tf.block.R[j][j], PivotKind::Gram);
         out.nnz_L += static_cast<long>(rb) * kb;
@@ -143,10 +119,10 @@ bool factor_tail(ir::Program& P, ir::ZeroTest& zt, const System& sys, const std:
     const int p = static_cast<int>(tf.exact.size()), s = static_cast<int>(tf.soft.size());
     std::vector<std::vector<Id>> E(p, std::vector<Id>(kb)), S(s, std::vector<Id>(kb));  // row-major
     for (int i = 0; i < p; ++i)
-        for (int j = 0; j < kb; ++j) E[i][j] = entry(P, A, tail.rows[tf.exact[i]], tail.cols[j]);
+        for (int j = 0; j < kb; ++j) E[i][j] = lu.entry(tail.rows[tf.exact[i]], tail.cols[j]);
     for (int a = 0; a < s; ++a) {
         tf.sw.push_back(P.constant(std::sqrt(tail.weights[tf.soft[a]])));
-        for (int j = 0; j < kb; ++j) S[a][j] = entry(P, A, tail.rows[tf.soft[a]], tail.cols[j]);
+        for (int j = 0; j < kb; ++j) S[a][j] = lu.entry(tail.rows[tf.soft[a]], tail.cols[j]);
     }
     if (!tail.nullspace) {  // direct elimination through the basis columns
         const int r = static_cast<int>(tail.basis.size());
@@ -308,48 +284,84 @@ bool structured_applies(const System& sys) {
     return true;
 }
 
-/// The Jacobian of the outputs (Factorization::jacobian), in the cheapest form this problem allows:
-/// forward-mode differentiation of the program (derivatives.hpp, Differentiator), or the structured
-/// derivatives of inverse dynamics with either pairing frame for the q and qd columns. Each column
-/// can take several forms; a form of the whole starts from its natural choice per column and moves a
-/// column to another choice while that lowers the count of the whole (shared values counted once).
-/// Every form is built in P (dead code is removed later) and the one with the fewest operations is
-/// kept; each form's count is recorded (Factorization::derivative_forms).
-template <class Solve>
-void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, const std::vector<Id>& x, Solve&& solve,
-                       Factorization& out, bool factors_only, StructuredTerm omit) {
-    const std::vector<Tangent> cols = jacobian_columns(model, static_cast<int>(sys.in.size()));
-    const int m = sys.m();
-    const std::size_t nc = cols.size(), no = sys.out.size();
-    // A square system solved by the factors alone: D(q) x + b = 0 gives D dx = -(dD x + db), one
-    // more right-hand side per column through the same factors, solved plainly or with subtree
-    // transfers (run_schedule). A least-squares tail, extra right-hand sides or Lambda: forward mode
-    // through the whole program instead.
-    const bool by_factors = factors_only && sys.rhs.empty() && sys.lambda_size == 0 && m == sys.n();
-    std::vector<int> wanted;  // the columns of the solution that the outputs read
-    for (const Slot& s : sys.out) {
-        if (s.column >= 0) wanted.push_back(s.column);
-        for (const auto& [c, coef] : s.terms) wanted.push_back(c);
+/// How a solve substitutes back: plainly, or with subtree transfers (transfers.hpp).
+enum class BackSubstitution { Plain, Transfers };
+
+/// Solutions x of D x + b = 0 through the factors: y = L^-1 (-b), the trailing block, x = U^-1 y.
+class FactorSolve {
+  public:
+    FactorSolve(ir::Program& P, const System& sys, SparseLu& lu, const Tail& tail, const TailFactors& tf)
+        : P_(P), lu_(lu), tail_(tail), tf_(tf), transfers_(P, sys, lu), m_(sys.m()), n_(sys.n()) {}
+
+    std::vector<Id> operator()(const std::vector<Id>& b, BackSubstitution how) {
+        std::vector<Id> y(static_cast<std::size_t>(m_));  // y = L \ (-b), in row space
+        for (int r = 0; r < m_; ++r) y[r] = P_.neg(b[r]);
+        lu_.forward(y);
+        std::vector<Id> x(static_cast<std::size_t>(n_), -1);
+        if (!tail_.cols.empty()) solve_tail(P_, tail_, tf_, y, x);
+        if (how == BackSubstitution::Plain) lu_.back(y, x);
+        else transfers_.back(y, x);
+        return x;
     }
-    std::sort(wanted.begin(), wanted.end());
-    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-    using Column = std::vector<Id>;  // one column of jac: an entry per output
-    std::vector<std::vector<Column>> forward(nc);  // per column: plain solve, then with transfers
-    for (std::size_t j = 0; j < nc; ++j) {
+
+  private:
+    ir::Program& P_;
+    SparseLu& lu_;
+    const Tail& tail_;
+    const TailFactors& tf_;
+    SubtreeTransfers transfers_;
+    int m_, n_;
+};
+
+/// The forms one column of the Jacobian can take (schedule_jacobian), in the order they are built
+/// and tried.
+enum class ColumnForm {
+    Forward,               ///< forward mode: the program differentiated, or (by the factors) the solve of
+                           ///< D dx = -(dD x + db), plainly
+    ForwardTransfers,      ///< forward mode's solve, with subtree transfers
+    Structured,            ///< the solve for d ID / dx in the (3tau) rows, plainly
+    StructuredTransfers,   ///< the same, with subtree transfers
+    FromTorques,           ///< -M^-1 d ID / dx from the torque columns' Forward form (forward dynamics)
+    FromTorquesTransfers,  ///< the same, from their ForwardTransfers form
+};
+
+/// The form's counterpart without subtree transfers.
+ColumnForm plain(ColumnForm form) {
+    switch (form) {
+        case ColumnForm::ForwardTransfers: return ColumnForm::Forward;
+        case ColumnForm::StructuredTransfers: return ColumnForm::Structured;
+        case ColumnForm::FromTorquesTransfers: return ColumnForm::FromTorques;
+        default: return form;
+    }
+}
+
+using Column = std::vector<Id>;                 ///< one column of the Jacobian: an entry per output
+using ColumnOptions = std::map<ColumnForm, Column>;  ///< the forms built for one column
+
+/// Per column of `cols`: its forward-mode forms. `by_factors`: the solve of D dx = -(dD x + db)
+/// through the factors of D, plainly and with subtree transfers; otherwise the whole program is
+/// differentiated (least squares, extra right-hand sides, Lambda).
+std::vector<ColumnOptions> forward_forms(ir::Program& P, const System& sys, const Model& model, const std::vector<Tangent>& cols,
+                                         const std::vector<Id>& x, const std::vector<Id>& outputs, bool by_factors, FactorSolve& solve) {
+    const std::size_t no = sys.out.size();
+    std::vector<ColumnOptions> forward(cols.size());
+    for (std::size_t j = 0; j < cols.size(); ++j) {
         Differentiator dt(P, model, cols[j]);
         if (!by_factors) {
             Column c(no);
-            for (std::size_t o = 0; o < no; ++o) c[o] = dt.d(out.outputs[o]);
-            forward[j].push_back(c);
+            for (std::size_t o = 0; o < no; ++o) c[o] = dt.d(outputs[o]);
+            forward[j][ColumnForm::Forward] = c;
             continue;
         }
-        std::vector<Id> rhs(m);
-        for (int r = 0; r < m; ++r) {
+        std::vector<Id> rhs(static_cast<std::size_t>(sys.m()));
+        for (int r = 0; r < sys.m(); ++r) {
             Id v = dt.d(sys.b.value[r]);
             for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), x[c]));
             rhs[r] = v;
         }
-        for (const std::vector<Id>& dx : {solve(rhs, nullptr), solve(rhs, &wanted)}) {
+        const std::vector<Id> dx_plain = solve(rhs, BackSubstitution::Plain), dx_transfers = solve(rhs, BackSubstitution::Transfers);
+        for (ColumnForm form : {ColumnForm::Forward, ColumnForm::ForwardTransfers}) {
+            const std::vector<Id>& dx = form == ColumnForm::Forward ? dx_plain : dx_transfers;
             Column c(no);
             for (std::size_t o = 0; o < no; ++o) {
                 const Slot& s = sys.out[o];
@@ -358,302 +370,175 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
                     for (const auto& [col, coef] : s.terms) v = P.add(v, P.add(P.mul(dt.d(coef), x[col]), P.mul(coef, dx[col])));
                 c[o] = v;
             }
-            forward[j].push_back(c);
+            forward[j][form] = c;
         }
     }
-    std::vector<Id> values = out.outputs;
-    for (const ScheduledPivot& pv : out.pivots) values.push_back(pv.value);
-    std::vector<Id> jac(no * nc);
-    // the options' local search, from `pick`; leaves the chosen columns in jac. The count of the
-    // whole (values and Jacobian) follows each move incrementally (ir::LiveCount).
-    auto choose = [&](const std::vector<std::vector<Column>>& options, std::vector<std::size_t> pick) {
-        ir::LiveCount live(P);
-        for (Id v : values) live.add(v);
-        for (std::size_t j = 0; j < nc; ++j)
-            for (std::size_t o = 0; o < no; ++o) live.add(jac[o * nc + j] = options[j][pick[j]][o]);
-        auto set = [&](std::size_t j, std::size_t k) {
-            for (std::size_t o = 0; o < no; ++o) {
-                const Id was = jac[o * nc + j];
-                live.add(jac[o * nc + j] = options[j][k][o]);
-                live.remove(was);
-            }
-        };
-        long now = live.total();
-        for (bool moved = true; moved;) {
-            moved = false;
-            for (std::size_t j = 0; j < nc; ++j)
-                for (std::size_t k = 0; k < options[j].size(); ++k) {
-                    if (k == pick[j]) continue;
-                    set(j, k);
-                    const long c = live.total();
-                    if (c < now) now = c, pick[j] = k, moved = true;
-                    else set(j, pick[j]);
-                }
-        }
-        return now;
-    };
-    // from the plain solves and from the transfers, the better of the two searches
-    long best = choose(forward, std::vector<std::size_t>(nc, 0));
-    std::vector<Id> kept = jac;
-    if (by_factors) {
-        const long t = choose(forward, std::vector<std::size_t>(nc, 1));
-        if (t < best) best = t, kept = jac;
-    }
-    jac = kept;
-    out.jacobian = jac;
-    out.derivative_form = "forward";
-    out.derivative_forms = {{"forward", best}};
-    if (!by_factors || !structured_applies(sys)) return;
-    // Forward dynamics (every torque an input, every output an acceleration) has M^-1 among its
-    // columns, the responses to unit torques: dqdd/dx = -M^-1 dID/dx can also be formed from them.
-    std::vector<int> tau_column(static_cast<std::size_t>(model.nv), -1);  // velocity slot -> its column of jac
-    for (std::size_t j = 0; j < nc; ++j)
+    return forward;
+}
+
+/// Forward dynamics (every torque an input, every output an acceleration) has M^-1 among its
+/// columns, the responses to unit torques: per velocity slot, the column of its torque. Empty for
+/// other problems.
+std::vector<int> torque_columns(const System& sys, const Model& model, const std::vector<Tangent>& cols) {
+    std::vector<int> tau_column(static_cast<std::size_t>(model.nv), -1);
+    for (std::size_t j = 0; j < cols.size(); ++j)
         if (cols[j].kind == Tangent::Kind::In && sys.in[cols[j].index].quantity == Quantity::JointTorque) {
             const Slot& s = sys.in[cols[j].index];
             tau_column[sys.kinematics[s.body].v_index + s.comp] = static_cast<int>(j);
         }
     bool forward_dynamics = std::find(tau_column.begin(), tau_column.end(), -1) == tau_column.end();
     for (const Slot& o : sys.out) forward_dynamics = forward_dynamics && o.quantity == Quantity::JointAcceleration;
-    for (PairFrame frame : {PairFrame::Local, PairFrame::Root}) {
-        const IdDerivatives D = structured_id_derivatives(P, sys, x, frame, omit);
-        auto entry = [&](const std::vector<Id>& M, std::size_t row, int col) { return M[row * D.nv + static_cast<std::size_t>(col)]; };
-        // Per column: forward mode's forms; the solution for d ID / dx in the (3tau) rows, plainly or
-        // with transfers (the q, qd and known accelerations' columns); -M^-1 d ID / dx from the torque
-        // columns (forward dynamics, which reads them in the form the column search leaves there).
-        std::vector<std::vector<Column>> options = forward;
-        std::vector<std::size_t> pick(nc, 0);
-        for (std::size_t j = 0; j < nc; ++j) {
-            const Tangent& t = cols[j];
-            const std::vector<Id>* dID = t.kind == Tangent::Kind::Q ? &D.dq : t.kind == Tangent::Kind::Qd ? &D.dqd : nullptr;
-            int slot = t.index;
-            if (t.kind == Tangent::Kind::In) {  // a known acceleration: d ID / d qdd_k = M[:, k]
-                const Slot& s = sys.in[t.index];
-                if (s.quantity != Quantity::JointAcceleration) {
-                    pick[j] = 1;  // torques and wrenches: forward mode, with transfers
-                    continue;
-                }
-                dID = &D.M, slot = sys.kinematics[s.body].v_index + s.comp;
+    return forward_dynamics ? tau_column : std::vector<int>{};
+}
+
+/// Per column: the `forward` forms, and those the structured derivatives D give: the solution for
+/// d ID / dx in the (3tau) rows, plainly and with transfers (the q, qd and known accelerations'
+/// columns), and -M^-1 d ID / dx from the torque columns (forward dynamics: `tau_column` not
+/// empty). `start` gets the form each column's search starts from.
+std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, const std::vector<Tangent>& cols, const IdDerivatives& D,
+                                            const std::vector<ColumnOptions>& forward, const std::vector<int>& tau_column,
+                                            FactorSolve& solve, std::vector<ColumnForm>& start) {
+    auto entry = [&](const std::vector<Id>& M, std::size_t row, int col) { return M[row * D.nv + static_cast<std::size_t>(col)]; };
+    const std::size_t no = sys.out.size();
+    std::vector<ColumnOptions> options = forward;
+    start.assign(cols.size(), ColumnForm::Forward);
+    for (std::size_t j = 0; j < cols.size(); ++j) {
+        const Tangent& t = cols[j];
+        if (t.kind == Tangent::Kind::In && sys.in[t.index].quantity != Quantity::JointAcceleration) {
+            start[j] = ColumnForm::ForwardTransfers;  // torques and wrenches: forward mode, with transfers
+            continue;
+        }
+        // a known acceleration: d ID / d qdd_k = M[:, k]
+        const std::vector<Id>& dID = t.kind == Tangent::Kind::Q ? D.dq : t.kind == Tangent::Kind::Qd ? D.dqd : D.M;
+        const int slot = t.kind != Tangent::Kind::In ? t.index : sys.kinematics[sys.in[t.index].body].v_index + sys.in[t.index].comp;
+        std::vector<Id> rhs(static_cast<std::size_t>(sys.m()), P.zero());
+        for (std::size_t i = 0; i < sys.kinematics.size(); ++i)
+            for (std::size_t d = 0; d < sys.blocks[i].row_tau.size(); ++d)
+                rhs[sys.blocks[i].row_tau[d]] = entry(dID, static_cast<std::size_t>(sys.kinematics[i].v_index) + d, slot);
+        const std::vector<Id> dx_plain = solve(rhs, BackSubstitution::Plain), dx_transfers = solve(rhs, BackSubstitution::Transfers);
+        for (ColumnForm form : {ColumnForm::Structured, ColumnForm::StructuredTransfers}) {
+            const std::vector<Id>& dx = form == ColumnForm::Structured ? dx_plain : dx_transfers;
+            Column c(no);
+            for (std::size_t o = 0; o < no; ++o) c[o] = dx[sys.out[o].column];
+            options[j][form] = c;
+        }
+        start[j] = ColumnForm::StructuredTransfers;
+        if (tau_column.empty() || t.kind == Tangent::Kind::In) continue;
+        // -M^-1 d ID / dx from the torque columns solved plainly, or with transfers
+        for (ColumnForm from : {ColumnForm::Forward, ColumnForm::ForwardTransfers}) {
+            Column c(no);
+            for (std::size_t o = 0; o < no; ++o) {
+                Id v = P.zero();
+                for (std::size_t k = 0; k < tau_column.size(); ++k)
+                    v = P.sub(v, P.mul(forward[static_cast<std::size_t>(tau_column[k])].at(from)[o], entry(dID, k, slot)));
+                c[o] = v;
             }
-            std::vector<Id> rhs(m, P.zero());
-            for (std::size_t i = 0; i < sys.kinematics.size(); ++i)
-                for (std::size_t d = 0; d < sys.blocks[i].row_tau.size(); ++d)
-                    rhs[sys.blocks[i].row_tau[d]] = entry(*dID, static_cast<std::size_t>(sys.kinematics[i].v_index) + d, slot);
-            for (const std::vector<Id>& dx : {solve(rhs, nullptr), solve(rhs, &wanted)}) {
-                Column c(no);
-                for (std::size_t o = 0; o < no; ++o) c[o] = dx[sys.out[o].column];
-                options[j].push_back(c);
+            options[j][from == ColumnForm::Forward ? ColumnForm::FromTorques : ColumnForm::FromTorquesTransfers] = c;
+        }
+    }
+    return options;
+}
+
+/// A Jacobian (row-major: output, column) and the operations of the whole (values and Jacobian).
+struct JacobianChoice {
+    long ops = 0;
+    std::vector<Id> jac;
+};
+
+/// The local search over the columns' forms: from a form per column, move one column to another of
+/// its forms while that lowers the count of the whole (the `values` and the Jacobian, shared values
+/// counted once; ir::LiveCount follows each move).
+class ColumnSearch {
+  public:
+    ColumnSearch(const ir::Program& P, std::vector<Id> values, std::size_t outputs) : P_(P), values_(std::move(values)), no_(outputs) {}
+
+    /// The cheapest of the searches from each of `starts` (the first on ties).
+    JacobianChoice best(const std::vector<ColumnOptions>& options, const std::vector<std::vector<ColumnForm>>& starts) const {
+        JacobianChoice best;
+        for (std::size_t s = 0; s < starts.size(); ++s)
+            if (JacobianChoice c = from(options, starts[s]); s == 0 || c.ops < best.ops) best = std::move(c);
+        return best;
+    }
+
+  private:
+    JacobianChoice from(const std::vector<ColumnOptions>& options, std::vector<ColumnForm> pick) const {
+        const std::size_t nc = options.size();
+        JacobianChoice r;
+        r.jac.resize(no_ * nc);
+        ir::LiveCount live(P_);
+        for (Id v : values_) live.add(v);
+        for (std::size_t j = 0; j < nc; ++j)
+            for (std::size_t o = 0; o < no_; ++o) live.add(r.jac[o * nc + j] = options[j].at(pick[j])[o]);
+        auto set = [&](std::size_t j, ColumnForm form) {
+            for (std::size_t o = 0; o < no_; ++o) {
+                const Id was = r.jac[o * nc + j];
+                live.add(r.jac[o * nc + j] = options[j].at(form)[o]);
+                live.remove(was);
             }
-            pick[j] = options[j].size() - 1;
-            if (forward_dynamics && t.kind != Tangent::Kind::In)
-                for (std::size_t form = 0; form < 2; ++form) {  // from the torque columns solved plainly, or with transfers
-                    Column c(no);
-                    for (std::size_t o = 0; o < no; ++o) {
-                        Id v = P.zero();
-                        for (std::size_t k = 0; k < tau_column.size(); ++k)
-                            v = P.sub(v, P.mul(forward[static_cast<std::size_t>(tau_column[k])][form][o], entry(*dID, k, slot)));
-                        c[o] = v;
-                    }
-                    options[j].push_back(c);
+        };
+        r.ops = live.total();
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (std::size_t j = 0; j < nc; ++j)
+                for (const auto& [form, column] : options[j]) {
+                    if (form == pick[j]) continue;
+                    set(j, form);
+                    if (const long c = live.total(); c < r.ops) r.ops = c, pick[j] = form, moved = true;
+                    else set(j, pick[j]);
                 }
         }
-        long c = choose(options, pick);
-        std::vector<Id> kept_here = jac;
-        for (std::size_t j = 0; j < nc; ++j)  // the same, starting from the plain solves
-            if (pick[j] > 1 && options[j].size() > 2) pick[j] -= 1;
-            else if (pick[j] == 1) pick[j] = 0;
-        if (const long p = choose(options, pick); p < c) c = p, kept_here = jac;
-        jac = kept_here;
-        const std::string name = frame == PairFrame::Local ? "structured, local frames" : "structured, root frame";
-        out.derivative_forms.push_back({name, c});
-        if (c < best) best = c, out.jacobian = jac, out.derivative_form = name;
+        return r;
+    }
+
+    const ir::Program& P_;
+    std::vector<Id> values_;
+    std::size_t no_;
+};
+
+/// The Jacobian of the outputs (Factorization::jacobian), in the cheapest form this problem allows
+/// (JacobianForm). Each column can take several forms (ColumnForm); a form of the whole starts
+/// from its natural choice per column and moves a column to another choice while that lowers the
+/// count of the whole (ColumnSearch). Every form is built in P (dead code is removed later) and the
+/// one with the fewest operations is kept; each form's count is recorded
+/// (Factorization::derivative_forms). `x` is the solution for b; `factors_only`: no trailing block.
+void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, const std::vector<Id>& x, FactorSolve& solve,
+                       bool factors_only, StructuredTerm omit, Factorization& out) {
+    const std::vector<Tangent> cols = jacobian_columns(model, static_cast<int>(sys.in.size()));
+    // A square system solved by the factors alone: D(q) x + b = 0 gives D dx = -(dD x + db), one
+    // more right-hand side per column through the same factors. A least-squares tail, extra
+    // right-hand sides or Lambda: forward mode through the whole program instead.
+    const bool by_factors = factors_only && sys.rhs.empty() && sys.lambda_size == 0 && sys.m() == sys.n();
+    const std::vector<ColumnOptions> forward = forward_forms(P, sys, model, cols, x, out.outputs, by_factors, solve);
+    std::vector<Id> values = out.outputs;
+    for (const ScheduledPivot& pv : out.pivots) values.push_back(pv.value);
+    const ColumnSearch search(P, values, sys.out.size());
+    // from the plain solves and from the transfers, the better of the two searches
+    std::vector<std::vector<ColumnForm>> starts{std::vector<ColumnForm>(cols.size(), ColumnForm::Forward)};
+    if (by_factors) starts.push_back(std::vector<ColumnForm>(cols.size(), ColumnForm::ForwardTransfers));
+    JacobianChoice best = search.best(forward, starts);
+    out.jacobian = best.jac;
+    out.derivative_form = JacobianForm::Forward;
+    out.derivative_forms = {{JacobianForm::Forward, best.ops}};
+    if (!by_factors || !structured_applies(sys)) return;
+    const std::vector<int> tau_column = torque_columns(sys, model, cols);
+    for (JacobianForm form : {JacobianForm::StructuredLocal, JacobianForm::StructuredRoot}) {
+        const PairFrame frame = form == JacobianForm::StructuredLocal ? PairFrame::Local : PairFrame::Root;
+        const IdDerivatives D = structured_id_derivatives(P, sys, x, frame, omit);
+        std::vector<ColumnForm> start;
+        const std::vector<ColumnOptions> options = structured_forms(P, sys, cols, D, forward, tau_column, solve, start);
+        std::vector<ColumnForm> start_plain;  // the same, starting from the plain solves
+        for (ColumnForm f : start) start_plain.push_back(plain(f));
+        JacobianChoice c = search.best(options, {start, start_plain});
+        out.derivative_forms.push_back({form, c.ops});
+        if (c.ops < best.ops) out.jacobian = c.jac, out.derivative_form = form, best = std::move(c);
     }
 }
 
-}  // namespace
-
-bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
-                  const std::string& name, Factorization& out, std::string& why, long max_entries, const Tail& tail,
-                  const Model* derivatives, StructuredTerm omit) {
-    const int n = sys.n(), m = sys.m();
-    const int npiv = static_cast<int>(order.size());
-    out = Factorization{};
-    out.ordering = name;
-    out.prog = sys.prog;
-    ir::Program& P = out.prog;
-    out.nnz_D = sys.nnz();
-    out.first_factor_node = P.size();
-    ir::ZeroTest zt;
-    Lu lu;
-    lu.A = sys.entries;
-    lu.col_rows.resize(n);
-    for (int r = 0; r < m; ++r)
-        for (const auto& [c, v] : lu.A[r]) lu.col_rows[c].insert(r);
-    lu.L.resize(npiv), lu.U.resize(npiv), lu.inv.assign(npiv, -1);
-    std::vector<bool> row_done(m, false), col_done(n, false);
-    if (npiv + static_cast<int>(tail.cols.size()) != n || npiv + static_cast<int>(tail.rows.size()) != m ||
-        tail.rows.size() < tail.cols.size()) {
-        why = fmt::format("the order has {} pivots and a {}x{} block for {} equations and {} unknowns", npiv, tail.rows.size(),
-                          tail.cols.size(), m, n);
-        return false;
-    }
-    for (int k = 0; k < npiv; ++k) {  // numeric factorization
-        const auto [r, c] = order[k];
-        auto it = lu.A[r].find(c);
-        if (row_done[r] || col_done[c] || it == lu.A[r].end()) {
-            why = fmt::format("pivot {} ({}, {}) is structurally zero", k, sys.rows[r].label, sys.cols[c].label);
-            return false;
-        }
-        const Id p = it->second;
-        const PivotKind kind = P.is_const(p) ? PivotKind::Constant : articulated.empty() || !articulated[k] ? PivotKind::Validated : PivotKind::Articulated;
-        out.pivots.push_back({{r, c}, p, kind, 0});
-        lu.U[k] = lu.A[r];
-        for (const auto& [j, v] : lu.A[r]) lu.col_rows[j].erase(r);
-        row_done[r] = col_done[c] = true;
-        std::vector<int> rows(lu.col_rows[c].begin(), lu.col_rows[c].end());
-        for (int i : rows) {
-            Id l = divide(P, lu, k, lu.A[i].at(c), p);
-            lu.L[k].push_back({i, l});
-            lu.A[i].erase(c);
-            for (const auto& [j, u] : lu.U[k]) {
-                if (j == c) continue;
-                auto e = lu.A[i].find(j);
-                Id now = P.sub(e == lu.A[i].end() ? P.zero() : e->second, P.mul(l, u));
-                // Sensor problems: fill that cancels for every q is no structure (classical problems
-                // leave it to merge_equal_values, which finds it and more).
-                if (now == P.zero() || (!sys.classical && zt.is_zero(P, now))) {
-                    if (e != lu.A[i].end()) lu.A[i].erase(e), lu.col_rows[j].erase(i);
-                } else {
-                    lu.A[i][j] = now;
-                    lu.col_rows[j].insert(i);
-                }
-            }
-        }
-        lu.col_rows[c].clear();
-        lu.A[r].clear();
-        out.nnz_L += static_cast<long>(lu.L[k].size());
-        out.nnz_U += static_cast<long>(lu.U[k].size());
-        if (max_entries > 0 && out.nnz_L + out.nnz_U > max_entries) {
-            why = fmt::format("abandoned after {} of {} pivots: L and U already hold {} entries, more than 4x the best "
-                              "candidate", k + 1, n, out.nnz_L + out.nnz_U);
-            return false;
-        }
-    }
-    // The trailing block (see Tail)
-    const int kb = static_cast<int>(tail.cols.size());
-    TailFactors tf;
-    if (kb > 0 && !factor_tail(P, zt, sys, lu.A, tail, tf, out, why)) return false;
-    out.first_solve_node = P.size();
-    // x_c of pivot k = (c, r) from s = y_r and the columns its row of U reads: the back substitution's step
-    auto back_step = [&](int k, Id s, std::vector<Id>& x) {
-        const int c = order[k].col;
-        for (const auto& [j, u] : lu.U[k])
-            if (j != c) s = P.sub(s, P.mul(u, x[j]));
-        x[c] = divide(P, lu, k, s, out.pivots[k].value);
-    };
-    // Derivative columns solve D x + bvec = 0 for many right-hand sides, most of them zero in whole
-    // subtrees (a joint's column touches its path to the root and its own subtree). Where the
-    // forward substitution leaves y = 0 on every pivot of a subtree T, the back substitution of T's
-    // columns is linear in the few columns outside T that T's rows of U read (the parent's
-    // acceleration in the tree orders): x_T = K_T x_B, with K_T formed once, by back-substituting
-    // T with y = 0 and each column of B set to 1 in turn. `wanted` are the columns the caller reads;
-    // only those are formed inside a transferred subtree.
-    const int nbodies = static_cast<int>(sys.kinematics.size());
-    std::vector<std::vector<int>> body_pivots(nbodies);
-    std::vector<int> pivot_of_col(n, -1);
-    for (int k = 0; k < npiv; ++k) {
-        pivot_of_col[order[k].col] = k;
-        const int b = sys.cols[order[k].col].body;
-        if (b >= 0 && b < nbodies) body_pivots[b].push_back(k);
-    }
-    auto in_subtree = [&](int b, int t) {
-        for (; b >= 0; b = sys.kinematics[b].parent)
-            if (b == t) return true;
-        return false;
-    };
-    struct Transfer {
-        bool usable = false;
-        std::vector<int> pivots;    // T's pivots, in order
-        std::vector<int> boundary;  // B
-        std::map<int, std::vector<Id>> K;  // wanted column of T -> its coefficient per column of B
-    };
-    std::map<std::pair<int, std::vector<int>>, Transfer> transfers;
-    auto transfer = [&](int t, const std::vector<int>& wanted) -> const Transfer& {
-        auto key = std::make_pair(t, wanted);
-        auto it = transfers.find(key);
-        if (it != transfers.end()) return it->second;
-        Transfer& T = transfers[key];
-        std::vector<bool> inT(npiv, false), colT(n, false);
-        for (int b = t; b < nbodies; ++b)
-            if (in_subtree(b, t))
-                for (int k : body_pivots[b]) inT[k] = true, colT[order[k].col] = true;
-        for (int k = 0; k < npiv; ++k)
-            if (inT[k]) T.pivots.push_back(k);
-        std::set<int> B;
-        for (int k = 0; k < npiv; ++k)
-            for (const auto& [j, u] : lu.U[k]) {
-                if (j == order[k].col) continue;
-                if (inT[k] && !colT[j]) B.insert(j);
-                if (!inT[k] && colT[j]) return T;  // T's values are read outside T: no transfer
-            }
-        // B must be solved after T, in the back substitution (T's rows read it)
-        for (int j : B)
-            if (pivot_of_col[j] < 0 || pivot_of_col[j] < T.pivots.back()) return T;
-        T.boundary.assign(B.begin(), B.end());
-        for (int c : wanted)
-            if (colT[c]) T.K[c].assign(T.boundary.size(), P.zero());
-        for (std::size_t m = 0; m < T.boundary.size(); ++m) {
-            std::vector<Id> x(n, P.zero());
-            x[T.boundary[m]] = P.one();
-            for (auto k = T.pivots.rbegin(); k != T.pivots.rend(); ++k) back_step(*k, P.zero(), x);
-            for (auto& [c, coef] : T.K) coef[m] = x[c];
-        }
-        T.usable = true;
-        return T;
-    };
-    // x with D x + bvec = 0, through the factors: y = L \ (-bvec), the tail, then x = U \ y. With
-    // `wanted` (a derivative column's solve), every subtree that y leaves zero is transferred.
-    auto solve = [&](const std::vector<Id>& bvec, const std::vector<int>* wanted) {
-        std::vector<Id> y(m);  // y = L \ (-b), in row space
-        for (int r = 0; r < m; ++r) y[r] = P.neg(bvec[r]);
-        for (int k = 0; k < npiv; ++k)
-            for (const auto& [i, l] : lu.L[k]) y[i] = P.sub(y[i], P.mul(l, y[order[k].row]));
-        std::vector<Id> x(n, -1);
-        if (kb > 0) solve_tail(P, tail, tf, y, x);
-        std::vector<int> skip(npiv, -1);  // pivot -> the root of the transferred subtree it belongs to
-        std::vector<int> roots;
-        if (wanted) {  // bodies whose whole subtree has y = 0; the highest of each such subtree is transferred
-            std::vector<bool> zero(nbodies, true);
-            for (int b = 0; b < nbodies; ++b)
-                for (int k : body_pivots[b]) zero[b] = zero[b] && y[order[k].row] == P.zero();
-            for (int b = nbodies - 1; b >= 0; --b) {
-                const int p = sys.kinematics[b].parent;
-                if (p >= 0 && !zero[b]) zero[p] = false;
-            }
-            for (int b = 0; b < nbodies; ++b) {
-                const int p = sys.kinematics[b].parent;
-                if (!zero[b] || (p >= 0 && zero[p]) || p < 0) continue;
-                if (!transfer(b, *wanted).usable) continue;
-                roots.push_back(b);
-                for (int k : transfer(b, *wanted).pivots) skip[k] = b;
-            }
-        }
-        for (int k = npiv - 1; k >= 0; --k)  // x = U \ y, last pivot first
-            if (skip[k] < 0) back_step(k, y[order[k].row], x);
-        for (int t : roots) {
-            const Transfer& T = transfer(t, *wanted);
-            for (const auto& [c, coef] : T.K) {
-                Id v = P.zero();
-                for (std::size_t b = 0; b < T.boundary.size(); ++b) v = P.add(v, P.mul(coef[b], x[T.boundary[b]]));
-                x[c] = v;
-            }
-        }
-        return x;
-    };
-    std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
-    for (std::size_t which = 0; which <= sys.rhs.size(); ++which) xs.push_back(solve(which == 0 ? sys.b.value : sys.rhs[which - 1], nullptr));
-    out.x = xs[0];
+/// The outputs (Factorization::outputs) from the solutions `xs`, for b and then for each extra
+/// right-hand side; Lambda's are left zero (invert_lambda forms them).
+void form_outputs(ir::Program& P, const System& sys, const std::vector<std::vector<Id>>& xs, Factorization& out) {
     for (const Slot& s : sys.out) {
-        if (s.lambda) {  // filled in below, from the Lambda^-1 outputs
+        if (s.lambda) {
             out.outputs.push_back(P.zero());
             continue;
         }
@@ -666,10 +551,13 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         for (const auto& [c, coef] : s.terms) v = P.add(v, P.mul(coef, x[c]));
         out.outputs.push_back(v);
     }
-    if (sys.lambda_size > 0) invert_lambda(P, sys, out);
-    if (derivatives) schedule_jacobian(P, sys, *derivatives, xs[0], solve, out, kb == 0, omit);
-    // Merge equal values (symmetric halves of the Schur complements, among others), then count
-    // what the outputs and pivot checks need, split by phase.
+}
+
+/// Merges equal values (symmetric halves of the Schur complements, among others) when that makes
+/// the program cheaper, then counts what the outputs, the pivot checks and the Jacobian need,
+/// split by phase (Factorization::ops*).
+void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
+    ir::Program& P = out.prog;
     std::vector<Id> roots = out.outputs;
     for (const ScheduledPivot& pv : out.pivots) roots.push_back(pv.value);
     roots.insert(roots.end(), out.jacobian.begin(), out.jacobian.end());
@@ -716,7 +604,79 @@ bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std:
         all.insert(all.end(), out.jacobian.begin(), out.jacobian.end());
         out.ops_derivatives = P.count(P.live_nodes(all));
     }
-    out.order = order, out.articulated = articulated, out.tail = tail;
+}
+
+/// The numeric factorization of the order's pivots by `lu`, each recorded with why it is safe
+/// (Factorization::pivots); false (with `why`) when a pivot is structurally zero at its turn or
+/// the factors outgrow the bound of `opt`.
+bool factor_pivots(const System& sys, const PivotOrder& order, const ScheduleOptions& opt, SparseLu& lu, Factorization& out,
+                   std::string& why) {
+    const long bound = opt.best_entries * opt.abandon_factor;
+    for (std::size_t k = 0; k < order.pivots.size(); ++k) {
+        const auto [r, c] = order.pivots[k];
+        const Id p = lu.factor();
+        if (p < 0) {
+            why = fmt::format("pivot {} ({}, {}) is structurally zero", k, sys.rows[r].label, sys.cols[c].label);
+            return false;
+        }
+        const bool articulated = !order.articulated.empty() && order.articulated[k];
+        const PivotKind kind = out.prog.is_const(p) ? PivotKind::Constant : articulated ? PivotKind::Articulated : PivotKind::Validated;
+        out.pivots.push_back({{r, c}, p, kind, 0});
+        if (bound > 0 && lu.nnz_L() + lu.nnz_U() > bound) {
+            why = fmt::format("abandoned after {} of {} pivots: L and U already hold {} entries, more than {}x the best "
+                              "candidate", k + 1, order.pivots.size(), lu.nnz_L() + lu.nnz_U(), opt.abandon_factor);
+            return false;
+        }
+    }
+    out.nnz_L = lu.nnz_L(), out.nnz_U = lu.nnz_U();
+    return true;
+}
+
+}  // namespace
+
+const char* jacobian_form_name(JacobianForm form) {
+    switch (form) {
+        case JacobianForm::Forward: return "forward";
+        case JacobianForm::StructuredLocal: return "structured, local frames";
+        case JacobianForm::StructuredRoot: return "structured, root frame";
+    }
+    return "";  // (not reached: every form is named above)
+}
+
+bool run_schedule(const Model& model, const System& sys, const std::string& name, const PivotOrder& order, const ScheduleOptions& opt,
+                  Factorization& out, std::string& why) {
+    const Tail& tail = order.tail;
+    const std::size_t npiv = order.pivots.size();
+    if (npiv + tail.cols.size() != static_cast<std::size_t>(sys.n()) || npiv + tail.rows.size() != static_cast<std::size_t>(sys.m()) ||
+        tail.rows.size() < tail.cols.size()) {
+        why = fmt::format("the order has {} pivots and a {}x{} block for {} equations and {} unknowns", npiv, tail.rows.size(),
+                          tail.cols.size(), sys.m(), sys.n());
+        return false;
+    }
+    out = Factorization{};
+    out.ordering = name;
+    out.prog = sys.prog;
+    ir::Program& P = out.prog;
+    out.nnz_D = sys.nnz();
+    out.first_factor_node = P.size();
+    ir::ZeroTest zt;
+    // Sensor problems: fill that cancels for every q is no structure (classical problems leave it
+    // to merge_equal_values, which finds it and more).
+    SparseLu lu(P, zt, sys.entries, sys.n(), order.pivots, !sys.classical);
+    if (!factor_pivots(sys, order, opt, lu, out, why)) return false;
+    TailFactors tf;
+    if (!tail.cols.empty() && !factor_tail(P, zt, sys, lu, tail, tf, out, why)) return false;
+    out.first_solve_node = P.size();
+    FactorSolve solve(P, sys, lu, tail, tf);
+    std::vector<std::vector<Id>> xs;  // the solution for b, then for each extra right-hand side
+    for (std::size_t which = 0; which <= sys.rhs.size(); ++which)
+        xs.push_back(solve(which == 0 ? sys.b.value : sys.rhs[which - 1], BackSubstitution::Plain));
+    out.x = xs[0];
+    form_outputs(P, sys, xs, out);
+    if (sys.lambda_size > 0) invert_lambda(P, sys, out);
+    if (opt.derivatives) schedule_jacobian(P, sys, model, xs[0], solve, tail.cols.empty(), opt.omit_structured_term, out);
+    merge_and_count(sys, opt.derivatives, out);
+    out.order = order;
     return true;
 }
 

@@ -1,11 +1,11 @@
-// schedule.hpp: the `schedule` pass. Symbolic sparse LU of D with a fixed pivot sequence,
+// schedule.hpp: the `schedule` pass. Symbolic sparse LU of D with a fixed pivot sequence (lu.hpp),
 // emitted into the IR as scalar operations: numeric factorization, forward and back substitution.
 //
-// Right-looking elimination: pivot k = (row r, column c) takes the entry p = A(r, c); every other
-// active row i with an entry in column c gets l = A(i, c) / p and A(i, j) -= l A(r, j). Folding in
-// the IR turns +-1 pivots into sign changes and zero products into nothing, so a triangular order
-// costs exactly a forward substitution. The right-hand side is -b; the solution is computed only
-// where the outputs need it (dead-code elimination does the rest).
+// Folding in the IR turns +-1 pivots into sign changes and zero products into nothing, so a
+// triangular order costs exactly a forward substitution. The right-hand side is -b; the solution
+// is computed only where the outputs need it (dead-code elimination does the rest). With
+// derivatives, the Jacobian of the outputs is scheduled in the same program, in the cheapest of
+// the forms the problem allows (JacobianForm).
 #pragma once
 
 #include <string>
@@ -13,13 +13,11 @@
 
 #include "derivatives.hpp"
 #include "ir.hpp"
+#include "lu.hpp"
+#include "nelu/model.hpp"
 #include "system.hpp"
 
 namespace nelu {
-
-struct Pivot {
-    int row, col;
-};
 
 /// Why a pivot is safe for every q.
 enum class PivotKind {
@@ -71,6 +69,13 @@ struct Tail {
     bool empty() const { return cols.empty() && rows.empty(); }
 };
 
+/// A pivot sequence for D: the pivots, and the trailing block left after them (see Tail).
+struct PivotOrder {
+    std::vector<Pivot> pivots;
+    std::vector<bool> articulated;  ///< per pivot: proved safe by the caller (tree orders); empty: none
+    Tail tail;
+};
+
 struct ScheduledPivot {
     Pivot at;
     ir::Id value;  ///< the pivot entry after elimination
@@ -81,6 +86,14 @@ struct ScheduledPivot {
     int lambda_index = -1;
     double threshold_float = 0;
 };
+
+/// How the Jacobian of the outputs is formed (schedule.cpp, schedule_jacobian): forward-mode
+/// differentiation of the program (derivatives.hpp, Differentiator), or the structured derivatives
+/// of inverse dynamics with either pairing frame (derivatives.hpp, PairFrame).
+enum class JacobianForm { Forward, StructuredLocal, StructuredRoot };
+/// The form's name, as the manifest (derivatives.form, derivatives.forms) and the compile report
+/// give it: "forward", "structured, local frames", "structured, root frame".
+const char* jacobian_form_name(JacobianForm form);
 
 struct Factorization {
     std::string ordering;  ///< name of the candidate order
@@ -96,25 +109,31 @@ struct Factorization {
     /// jacobian_columns), and the operations of the solver that computes outputs and Jacobian.
     std::vector<ir::Id> jacobian;
     ir::OpCount ops_derivatives;
-    /// How the Jacobian was formed (schedule.cpp, schedule_jacobian), and the operations of every form
-    /// that was built for this problem (outputs and Jacobian; before value numbering).
-    std::string derivative_form;
-    std::vector<std::pair<std::string, long>> derivative_forms;
+    /// How the Jacobian was formed, and the operations of every form that was built for this
+    /// problem (outputs and Jacobian; before value numbering).
+    JacobianForm derivative_form = JacobianForm::Forward;
+    std::vector<std::pair<JacobianForm, long>> derivative_forms;
     /// The order this factorization was scheduled with (to schedule it again with derivatives).
-    std::vector<Pivot> order;
-    std::vector<bool> articulated;
-    Tail tail;
+    PivotOrder order;
     long fill() const { return nnz_L + nnz_U - nnz_D; }
 };
 
-/// Factor `sys` with `order` (a permutation of rows and columns given as pivot pairs). Returns false
-/// (and sets `why`) when a pivot is structurally zero at its turn. `articulated` marks pivots the
-/// caller has proved safe (tree orders). Gives up (false) once L and U hold more than `max_entries`
-/// entries (0: no limit), so that a hopeless candidate costs little.
-/// With `derivatives` (the model the system was built from), the Jacobian of the outputs is
-/// scheduled too (Factorization::jacobian).
-bool run_schedule(const System& sys, const std::vector<Pivot>& order, const std::vector<bool>& articulated,
-                  const std::string& name, Factorization& out, std::string& why, long max_entries = 0,
-                  const Tail& tail = {}, const Model* derivatives = nullptr, StructuredTerm omit = StructuredTerm::None);
+struct ScheduleOptions {
+    /// Give up (false) once L and U hold more than `abandon_factor` times `best_entries` entries,
+    /// those of the best order so far (0: no bound), so that a hopeless candidate costs little.
+    long best_entries = 0;
+    long abandon_factor = 0;
+    /// Schedule the Jacobian of the outputs too (Factorization::jacobian).
+    bool derivatives = false;
+    /// A term left out of the structured derivatives (derivatives.hpp, StructuredTerm): set by the
+    /// test that shows each term is needed, through CompileOptions::omit_structured_term.
+    StructuredTerm omit_structured_term = StructuredTerm::None;
+};
+
+/// Factor `sys` (built from `model`) with `order`, the candidate named `name`. Returns false (and
+/// sets `why`) when a pivot is structurally zero at its turn, or the factors outgrow the bound of
+/// `opt`.
+bool run_schedule(const Model& model, const System& sys, const std::string& name, const PivotOrder& order, const ScheduleOptions& opt,
+                  Factorization& out, std::string& why);
 
 }  // namespace nelu
