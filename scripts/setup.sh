@@ -20,7 +20,7 @@ packages=(
   # scripts/profile.sh: cachegrind (valgrind), objdump and nm (binutils), the report (python3)
   valgrind binutils python3
   # the Python package (python/, docs/python.md): a virtual environment, NumPy, pytest, the build backend
-  python3-venv python3-numpy python3-pytest python3-setuptools python3-wheel python3-mypy
+  python3-venv python3-numpy python3-pytest python3-setuptools python3-wheel python3-mypy python3-matplotlib
 )
 
 missing=()
