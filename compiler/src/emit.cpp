@@ -113,6 +113,16 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
             return fmt::format("a {}.{} (spatial acceleration, link frame, link origin)", b.name, component_name(s.quantity, s.comp));
         case Quantity::JointWrench:
             return fmt::format("f {}.{} (wrench on {} through joint {}, link frame, link origin)", b.name, component_name(s.quantity, s.comp), b.name, b.joint_name);
+        case Quantity::JointVelocity:
+            return fmt::format("v+ {}{} (post-impact velocity)", b.joint_name, b.nv() > 1 ? fmt::format(".{}", component_name(Quantity::LinkAcceleration, s.comp)) : std::string());
+        case Quantity::ContactForce:
+        case Quantity::ContactImpulse:
+        case Quantity::ContactReference: {
+            const ContactSpec& cs = p.contacts[static_cast<std::size_t>(s.contact)];
+            const char* what = s.quantity == Quantity::ContactForce ? "force on the robot" : s.quantity == Quantity::ContactImpulse ? "impulse on the robot" : "Baumgarte reference, world";
+            return fmt::format("{}.{} (contact on {}, {}, {})", cs.contact.name, contact_component_name(cs.contact, s.quantity, s.comp), cs.link, what,
+                               s.quantity == Quantity::ContactReference ? "position" : cs.contact.frame == ContactFrame::Local ? "local frame" : "local_world_aligned frame");
+        }
         case Quantity::Measurement: {
             const Sensor& sn = p.sensors[s.sensor];
             std::string c = sn.type == SensorType::Accelerometer ? point[s.comp]

@@ -55,6 +55,13 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
         j["link"] = b.name;
         j["component"] = component_name(s.quantity, s.comp);
         j["frame"] = b.name;
+    } else if (s.contact >= 0) {  // a contact's force, impulse or Baumgarte reference
+        const ContactSpec& cs = p.contacts[static_cast<std::size_t>(s.contact)];
+        j["contact"] = cs.contact.name;
+        j["link"] = cs.link;
+        j["component"] = contact_component_name(cs.contact, s.quantity, s.comp);
+        j["frame"] = s.quantity == Quantity::ContactReference ? "world"
+                     : cs.contact.frame == ContactFrame::Local ? "local" : "local_world_aligned";
     } else if (s.quantity == Quantity::ExternalWrench) {
         j["link"] = s.link.empty() ? b.name : s.link;
         j["component"] = component_name(s.quantity, s.comp);
@@ -62,7 +69,7 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
     } else {
         j["joint"] = b.joint_name;
         if (b.nv() > 1)
-            j["component"] = component_name(s.quantity == Quantity::JointAcceleration ? Quantity::LinkAcceleration : Quantity::JointWrench, s.comp);
+            j["component"] = component_name(s.quantity == Quantity::JointAcceleration || s.quantity == Quantity::JointVelocity ? Quantity::LinkAcceleration : Quantity::JointWrench, s.comp);
     }
     return j;
 }

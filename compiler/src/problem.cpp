@@ -22,7 +22,7 @@ namespace nelu {
 namespace {
 
 bool is_preset(const std::string& p) { return p == "id" || p == "fd" || p == "hybrid"; }
-bool is_kind(const std::string& p) { return is_preset(p) || p == "osim" || p == "iwim"; }
+bool is_kind(const std::string& p) { return is_preset(p) || p == "osim" || p == "iwim" || p == "impulse"; }
 
 std::string where(const std::string& file, const YAML::Node& n) {
     return location(file, n.Mark().line >= 0 ? n.Mark().line + 1 : 0);
@@ -472,17 +472,116 @@ std::vector<SensorDecl> selected_urdf_sensors(const YAML::Node& sel, const std::
 
 void read_outputs(const YAML::Node& o, const std::string& file, Problem& p) {
     if (!o) return;
-    Outputs out{false, false, false, false, false};
+    Outputs out{false, false, false, false, false, false, false};
+    const bool impulse = p.impulse();
     for (const std::string& k : string_list(o, file, "outputs")) {
-        if (k == "joint_torques") out.joint_torques = true;
-        else if (k == "joint_accelerations") out.joint_accelerations = true;
+        auto only = [&](bool ok, const char* when) {
+            if (!ok) throw InputError(where(file, o) + fmt::format("outputs: '{}' {}", k, when));
+        };
+        if (k == "joint_torques") only(!impulse, "does not apply to problem impulse (no torque acts during an impact)"), out.joint_torques = true;
+        else if (k == "joint_accelerations") only(!impulse, "does not apply to problem impulse: its outputs are joint_velocities"), out.joint_accelerations = true;
         else if (k == "contact_wrenches") out.contact_wrenches = true;
-        else if (k == "link_accelerations") out.link_accelerations = true;
-        else if (k == "joint_wrenches") out.joint_wrenches = true;
+        else if (k == "link_accelerations") only(p.contacts.empty(), "with 'contacts:' is not supported yet"), out.link_accelerations = true;
+        else if (k == "joint_wrenches") only(p.contacts.empty(), "with 'contacts:' is not supported yet"), out.joint_wrenches = true;
+        else if (k == "contact_forces") only(!impulse && !p.contacts.empty(), impulse ? "of problem impulse are 'contact_impulses'" : "needs 'contacts:'"), out.contact_forces = true;
+        else if (k == "contact_impulses") only(impulse, "belongs to problem impulse (problem fd outputs 'contact_forces')"), out.contact_forces = true;
+        else if (k == "joint_velocities") only(impulse, "belongs to problem impulse (the post-impact velocities)"), out.joint_velocities = true;
         else throw InputError(where(file, o) + fmt::format("outputs: unknown '{}' (expected joint_torques, joint_accelerations, "
-                                                           "contact_wrenches, link_accelerations, joint_wrenches)", k));
+                                                           "contact_wrenches, link_accelerations, joint_wrenches, contact_forces, "
+                                                           "contact_impulses, joint_velocities)", k));
     }
     p.outputs = out;
+}
+
+/// A number of the spec: finite, and within [lo, hi].
+double spec_number(const YAML::Node& n, const std::string& file, const std::string& what, double lo, double hi) {
+    double v = 0;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) throw InputError(where(file, n) + fmt::format("{} must be a number", what));
+    if (!std::isfinite(v) || v < lo || v > hi) throw InputError(where(file, n) + fmt::format("{} must be a finite number in [{:g}, {:g}] (here {})", what, lo, hi, n.as<std::string>()));
+    return v;
+}
+
+/// `contacts:` (problems fd and impulse): a list of {name, link, type, origin, frame, baumgarte}.
+void read_contacts(const YAML::Node& list, const std::string& file, const LoadResult& l, Problem& p) {
+    if (!list) return;
+    if (!list.IsSequence() || list.size() == 0) throw InputError(where(file, list) + "'contacts' must be a non-empty list of contacts");
+    if (p.kind != "fd" && p.kind != "impulse")
+        throw InputError(where(file, list) + fmt::format("'contacts' applies to problems fd and impulse, not {}", p.kind));
+    static const std::set<std::string> keys{"name", "link", "type", "origin", "frame", "baumgarte"};
+    std::set<std::string> names;
+    const double size = robot_size(l);
+    for (const YAML::Node& n : list) {
+        ContactSpec cs;
+        cs.where = where(file, n);
+        if (!n.IsMap()) throw InputError(cs.where + "each contact is a map {name, link, type, origin, frame, baumgarte}");
+        for (const auto& kv : n)
+            if (!keys.count(kv.first.as<std::string>()))
+                throw InputError(where(file, kv.first) + fmt::format("unknown contact key '{}' (expected name, link, type, origin, frame, baumgarte)",
+                                                                     kv.first.as<std::string>()));
+        Contact& c = cs.contact;
+        c.name = n["name"] ? n["name"].as<std::string>() : fmt::format("contact{}", p.contacts.size());
+        auto fail = [&](const YAML::Node& at, const std::string& what) {
+            throw InputError((at ? where(file, at) : cs.where) + fmt::format("contact '{}': {}", c.name, what));
+        };
+        if (!names.insert(c.name).second) fail(n["name"], "a second contact with this name");
+        if (!n["link"]) fail(n, "needs 'link'");
+        cs.link = n["link"].as<std::string>();
+        const auto it = l.links.find(cs.link);
+        if (it == l.links.end()) fail(n["link"], fmt::format("no link named '{}'", cs.link));
+        if (it->second.body < 0) fail(n["link"], fmt::format("link '{}' is fixed to the world: a contact there constrains nothing", cs.link));
+        c.body = it->second.body;
+        if (!n["type"]) fail(n, "needs 'type' (point or 6d)");
+        const std::string type = n["type"].as<std::string>();
+        if (type == "point") c.type = ContactType::Point;
+        else if (type == "6d" || type == "6D") c.type = ContactType::SixD;
+        else fail(n["type"], fmt::format("type '{}': expected point or 6d", type));
+        const std::string frame = n["frame"] ? n["frame"].as<std::string>() : "local";
+        if (frame == "local") c.frame = ContactFrame::Local;
+        else if (frame == "local_world_aligned") c.frame = ContactFrame::LocalWorldAligned;
+        else fail(n["frame"], fmt::format("frame '{}': expected local or local_world_aligned", frame));
+        double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0};
+        if (const YAML::Node o = n["origin"]) {
+            if (!o.IsMap()) fail(o, "'origin' must be a map {xyz: [x, y, z], rpy: [r, p, y]}");
+            for (const auto& kv : o) {
+                const std::string key = kv.first.as<std::string>();
+                if (key != "xyz" && key != "rpy") fail(kv.first, fmt::format("unknown key 'origin.{}' (expected xyz, rpy)", key));
+                const YAML::Node v = kv.second;
+                if (!v.IsSequence() || v.size() != 3) fail(v, fmt::format("origin.{} must be [a, b, c]", key));
+                for (int k = 0; k < 3; ++k) (key == "xyz" ? xyz : rpy)[k] = spec_number(v[k], file, fmt::format("contact '{}': origin.{}", c.name, key), -1e300, 1e300);
+            }
+        }
+        const double reach = std::hypot(xyz[0], std::hypot(xyz[1], xyz[2]));
+        if (reach > kMaxSensorReach * size)
+            fail(n["origin"], fmt::format("its origin is {:.3g} m from the link's origin, more than {:g} times the robot's size ({:.3g} m); a "
+                                          "contact sits on its link", reach, kMaxSensorReach, size));
+        c.placement = compose(origin_xform(xyz, rpy), it->second.X_link_body);
+        if (const YAML::Node g = n["baumgarte"]) {
+            if (!g.IsMap()) fail(g, "'baumgarte' must be a map {kp: K, kd: K} (a number, or one per component)");
+            for (const auto& kv : g) {
+                const std::string key = kv.first.as<std::string>();
+                if (key != "kp" && key != "kd") fail(kv.first, fmt::format("unknown key 'baumgarte.{}' (expected kp, kd)", key));
+                double* gains = key == "kp" ? c.kp : c.kd;
+                const YAML::Node v = kv.second;
+                const std::string what = fmt::format("contact '{}': baumgarte.{}", c.name, key);
+                if (v.IsScalar()) {
+                    const double x = spec_number(v, file, what, 0, 1e12);
+                    for (int k = 0; k < c.dim(); ++k) gains[k] = x;
+                } else if (v.IsSequence() && static_cast<int>(v.size()) == c.dim()) {
+                    for (int k = 0; k < c.dim(); ++k) gains[k] = spec_number(v[k], file, what, 0, 1e12);
+                } else {
+                    fail(v, fmt::format("baumgarte.{} must be a number or a list of {} ({})", key, c.dim(),
+                                        c.dim() == 3 ? "x y z" : "angular x y z, then linear x y z"));
+                }
+            }
+            if (p.impulse()) fail(g, "'baumgarte' does not apply to problem impulse (an impulse sets velocities, not accelerations)");
+            if (c.type == ContactType::SixD)
+                for (int k = 0; k < 6; ++k)
+                    if (c.kp[k] != 0)
+                        fail(g, "baumgarte.kp of a 6d contact (Pinocchio's -log6 of the placement error) is not supported yet; kd is, "
+                                "and kp is for point contacts");
+        }
+        p.contacts.push_back(cs);
+    }
 }
 
 /// osim and iwim: forward dynamics (every torque known, f^x inputs on the points' links), whose
@@ -565,6 +664,56 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
     if (p.actuated.empty() && p.points.empty()) throw InputError(where(file, in) + "problem iwim needs at least one input");
 }
 
+/// What a contact problem (problem fd with `contacts:`, or impulse) allows besides its contacts:
+/// known torques (zero for impulse), input or zero external wrenches (zero for impulse), no
+/// sensors; `damping` and `restitution`. A contact set is singular where the robot cannot move its
+/// contact frames independently (straight legs: the special configurations), which is physics, not
+/// a defect of the problem: the solver refuses such states (NELU_STATUS_SMALL_PIVOT) and the
+/// compiler validates its pivots away from them, unless the spec says
+/// `allow_singular_configurations: false`.
+void read_contact_problem(const YAML::Node& spec, const std::string& file, const Model& m, Problem& p) {
+    if (spec["damping"]) {
+        if (p.contacts.empty()) throw InputError(where(file, spec["damping"]) + "'damping' needs 'contacts:'");
+        p.damping = spec_number(spec["damping"], file, "'damping'", 0, 1e12);
+    }
+    if (spec["restitution"]) {
+        if (!p.impulse()) throw InputError(where(file, spec["restitution"]) + "'restitution' belongs to problem impulse");
+        p.restitution = spec_number(spec["restitution"], file, "'restitution'", 0, 1);
+    }
+    if (p.impulse() && p.contacts.empty()) throw InputError(where(file, spec["problem"]) + "problem impulse needs 'contacts:'");
+    if (p.contacts.empty()) return;
+    const YAML::Node at = spec["contacts"];
+    if (!p.sensors.empty())
+        throw InputError(p.sensors[0].where + fmt::format("sensor '{}': sensors and 'contacts:' in one problem are not supported yet; a "
+                                                          "rigid contact without contacts: is an unknown external wrench with a zero "
+                                                          "link_acceleration", p.sensors[0].name));
+    for (int i = 0; i < m.num_bodies(); ++i) {
+        if (p.joint[i] != JointKnown::Tau && m.bodies[i].nv() > 0)
+            throw InputError(where(file, spec["joints"]) + fmt::format("joint '{}': a problem with contacts knows every joint torque "
+                                                                       "(its accelerations are sought)", m.bodies[i].joint_name));
+        if (p.wrench[i] == WrenchMode::Unknown)
+            throw InputError(where(file, spec["external_wrenches"]) + fmt::format("link '{}': unknown external wrenches and 'contacts:' in one "
+                                                                                  "problem are not supported yet", m.bodies[i].name));
+    }
+    for (const LinkWrench& w : p.link_wrenches)
+        if (w.mode == WrenchMode::Unknown)
+            throw InputError(where(file, spec["external_wrenches"]) + fmt::format("link '{}': unknown external wrenches and 'contacts:' in one "
+                                                                                  "problem are not supported yet", w.link));
+    if (p.impulse()) {  // no torque and no external wrench acts during an impact
+        if (spec["joints"]) throw InputError(where(file, spec["joints"]) + "'joints' does not apply to problem impulse (no torque impulse)");
+        if (spec["external_wrenches"])
+            throw InputError(where(file, spec["external_wrenches"]) + "'external_wrenches' does not apply to problem impulse (only the contacts' impulses act)");
+        std::fill(p.wrench.begin(), p.wrench.end(), WrenchMode::Zero);
+        p.link_wrenches.clear();
+    }
+    if (!spec["allow_singular_configurations"]) {
+        p.allow_special_singularities = true;
+        p.notes.push_back(where(file, at) + "contacts: the solver refuses states where the contact set is singular (straight legs, "
+                                            "parallel soles: NELU_STATUS_SMALL_PIVOT); 'allow_singular_configurations: false' asks for a "
+                                            "solver that is regular there too");
+    }
+}
+
 }  // namespace
 
 bool spec_requests_floating_base(const ProblemInput& in) {
@@ -613,7 +762,7 @@ const char* sensor_type_name(SensorType t) {
 }
 
 bool Problem::classical() const {
-    if (!sensors.empty()) return false;
+    if (!sensors.empty() || !contacts.empty()) return false;
     for (JointKnown j : joint)
         if (j == JointKnown::None || j == JointKnown::Both) return false;
     for (WrenchMode w : wrench)
@@ -657,18 +806,20 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
     if (!spec.IsMap()) throw InputError(location(file, 1) + "a problem spec is a YAML map");
     static const std::set<std::string> keys{"version", "name", "problem", "floating_base", "gravity", "joints",
                                             "external_wrenches", "urdf_sensors", "sensors", "outputs",
-                                            "allow_singular_configurations", "inputs", "operational_points", "lambda"};
+                                            "allow_singular_configurations", "inputs", "operational_points", "lambda",
+                                            "contacts", "damping", "restitution"};
     for (const auto& kv : spec)
         if (!keys.count(kv.first.as<std::string>()))
             throw InputError(where(file, kv.first) + fmt::format("unknown key '{}'", kv.first.as<std::string>()));
     const int version = spec["version"] ? spec["version"].as<int>() : 1;
     if (version != 1 && version != 2)
         throw InputError(where(file, spec["version"]) + "unsupported spec version (this nelu reads versions 1 and 2)");
-    for (const char* k : {"urdf_sensors", "sensors", "outputs", "allow_singular_configurations", "inputs", "operational_points", "lambda"})
+    for (const char* k : {"urdf_sensors", "sensors", "outputs", "allow_singular_configurations", "inputs", "operational_points", "lambda",
+                          "contacts", "damping", "restitution"})
         if (spec[k] && version < 2) throw InputError(where(file, spec[k]) + fmt::format("'{}' needs 'version: 2'", k));
     p.kind = spec["problem"] ? spec["problem"].as<std::string>() : "hybrid";
-    if (!is_kind(p.kind)) throw InputError(where(file, spec["problem"]) + "'problem' must be id, fd, hybrid, osim or iwim");
-    if ((p.kind == "osim" || p.kind == "iwim") && version < 2)
+    if (!is_kind(p.kind)) throw InputError(where(file, spec["problem"]) + "'problem' must be id, fd, hybrid, osim, iwim or impulse");
+    if ((p.kind == "osim" || p.kind == "iwim" || p.kind == "impulse") && version < 2)
         throw InputError(where(file, spec["problem"]) + fmt::format("problem '{}' needs 'version: 2'", p.kind));
     p.spec_file = file;
     p.joint.assign(nb, p.kind == "id" ? JointKnown::Qdd : JointKnown::Tau);
@@ -697,6 +848,8 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
         }
         p.sensors.push_back(resolve(d, loaded, p));
     }
+    read_contacts(spec["contacts"], file, loaded, p);
+    read_contact_problem(spec, file, model, p);
     read_outputs(spec["outputs"], file, p);
     if (spec["lambda"] && p.kind != "osim") throw InputError(where(file, spec["lambda"]) + "'lambda' belongs to problem osim");
     if (p.response_kind() && has_mimics(model))

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nelu/contact.hpp"
 #include "nelu/model.hpp"
 
 namespace nelu {
@@ -72,6 +73,8 @@ struct Outputs {
     bool contact_wrenches = true;     ///< every unknown external wrench (link frame, link origin)
     bool link_accelerations = false;  ///< every body's spatial acceleration (link frame)
     bool joint_wrenches = false;      ///< every body's joint wrench f_i (link frame, on the child)
+    bool contact_forces = true;       ///< every contact's force (impulse: its impulse), constraint frame
+    bool joint_velocities = true;     ///< impulse: the post-impact velocities v+
 };
 
 /// An external wrench on a link that was merged into a body through fixed joints (a foot's sole, a
@@ -84,8 +87,24 @@ struct LinkWrench {
     WrenchMode mode = WrenchMode::Input;
 };
 
+/// A rigid contact with the world (spec key `contacts:`; docs/contacts.md): the runtime's
+/// `nelu::Contact` (Pinocchio's RigidConstraintModel: type, constraint frame, placement in its body,
+/// Baumgarte gains) and where it was written.
+struct ContactSpec {
+    Contact contact;
+    std::string link;   ///< the link it was given on (may have been merged into contact.body)
+    std::string where;  ///< "FILE:LINE: "
+    /// Whether the solver reads a reference placement (some Kp is not zero): a point's world
+    /// position x y z, input slots of quantity contact_reference.
+    bool reads_reference() const {
+        for (int k = 0; k < contact.dim(); ++k)
+            if (contact.kp[k] != 0) return true;
+        return false;
+    }
+};
+
 struct Problem {
-    std::string kind;  ///< "id", "fd", "hybrid"
+    std::string kind;  ///< "id", "fd", "hybrid", "osim", "iwim", "impulse"
     std::string spec_file;  ///< YAML spec, when the problem came from one
     bool floating_base = false;
     SVec<double> gravity{{{0, 0, 0}}, {{0, 0, -9.81}}};
@@ -105,6 +124,15 @@ struct Problem {
     std::vector<int> actuated;
     /// osim: also output Lambda, the inverse of Lambda^-1, by a static LDL^T (spec key `lambda`).
     bool lambda = false;
+    /// Rigid contacts (problems fd and impulse): each adds its force (impulse) components as
+    /// unknowns and its constraint rows (system.hpp).
+    std::vector<ContactSpec> contacts;
+    /// Pinocchio's damping mu of the contact KKT system (J qdd + gamma + k + mu lambda = 0: one
+    /// damped solve, its proximal iterations started from zero and stopped after the first).
+    double damping = 0;
+    /// impulse: the restitution r in [0, 1] (J v+ = -r J v-).
+    double restitution = 0;
+    bool impulse() const { return kind == "impulse"; }
     bool response_kind() const { return kind == "osim" || kind == "iwim"; }
     /// True for the classical problems (every joint knows exactly one of qdd, tau; wrenches are
     /// inputs or zero; no sensors): tree orders and the RNEA/ABA references apply.

@@ -339,12 +339,14 @@ struct Site {
 /// The solver's input slots, numbered once here (System::in is `slots`) and only looked up
 /// elsewhere: the known joint quantities in velocity-slot order (qdd before tau at each degree of
 /// freedom; a mimic joint has none of its own), then the input wrenches site by site ([n f], link
-/// frame), then each read sensor's components in the order it lists them.
+/// frame), then each read sensor's components in the order it lists them, then the Baumgarte
+/// references of the contacts that read one (x y z each).
 struct InputLayout {
     std::vector<Slot> slots;
     std::vector<std::vector<int>> qdd, tau;  ///< per body and degree of freedom
     std::vector<std::vector<int>> wrench;    ///< per site: its 6 slots (none unless an input)
     std::vector<std::vector<int>> reading;   ///< per sensor and listed component (none unless read)
+    std::vector<std::vector<int>> reference; ///< per contact: its reference's x y z (none unless it reads one)
 
     int add(Quantity q, int body, int comp) {
         slots.push_back({q, body, comp, -1, {}, -1, -1});
@@ -360,7 +362,7 @@ InputLayout input_layout(const Model& m, const Problem& p, const std::vector<Sit
         if (m.bodies[i].is_mimic()) continue;  // its qdd follows its master's; its torque is part of the master's
         for (int d = 0; d < m.bodies[i].nv(); ++d) {
             if (knows_qdd(p.joint[i])) L.qdd[i].push_back(L.add(Quantity::JointAcceleration, i, d));
-            if (knows_tau(p.joint[i])) L.tau[i].push_back(L.add(Quantity::JointTorque, i, d));
+            if (knows_tau(p.joint[i]) && !p.impulse()) L.tau[i].push_back(L.add(Quantity::JointTorque, i, d));  // impulse: zero
         }
     }
     for (const Site& st : sites) {
@@ -378,6 +380,14 @@ InputLayout input_layout(const Model& m, const Problem& p, const std::vector<Sit
         for (int c : sn.components) {
             L.reading.back().push_back(L.add(Quantity::Measurement, sn.body, c));
             L.slots.back().sensor = static_cast<int>(si);
+        }
+    }
+    for (std::size_t ci = 0; ci < p.contacts.size(); ++ci) {
+        L.reference.emplace_back();
+        if (!p.contacts[ci].reads_reference()) continue;
+        for (int k = 0; k < 3; ++k) {
+            L.reference.back().push_back(L.add(Quantity::ContactReference, p.contacts[ci].contact.body, k));
+            L.slots.back().contact = static_cast<int>(ci);
         }
     }
     return L;
@@ -452,8 +462,22 @@ class Builder {
     void joint_sensor_rows(int si);
     void known_acceleration_rows(int si);
 
+    void contact_columns();
+    void contact_rows(int ci);
+    void contact_forces(int i, int row, int k);
+
     void outputs();
     void responses();
+
+    /// Body i's internal frame in the world: E maps world coordinates to internal ones, p is its
+    /// origin in world coordinates (IR of its transform factors, memoized).
+    struct Pose {
+        std::array<std::array<Id, 3>, 3> E;
+        std::array<Id, 3> p;
+    };
+    const Pose& world_pose(int i);
+    /// Contact ci's frame: Q maps body vectors (internal frame) to contact-frame vectors.
+    Mat6d contact_from_internal(int ci) const;
 
     Mat6d link_from_internal(int i) const;  ///< T_i^-1 on motion vectors: body i's internal frame -> its link frame
     V6 gravity_in_body(int i);              ///< X_{i<-0} a_g (the gravity acceleration in body i's frame)
@@ -466,6 +490,8 @@ class Builder {
     System s_;
     std::vector<V6> pv_;                     ///< per body: v x* I v
     std::vector<std::optional<V6>> gravity_;  ///< gravity_in_body, once computed
+    std::vector<std::optional<Pose>> pose_;   ///< world_pose, once computed
+    const bool impulse_ = p_.impulse();      ///< problem impulse: velocity changes, no bias terms
 };
 
 std::vector<Site> Builder::wrench_sites() const {
@@ -546,7 +572,7 @@ void Builder::columns() {
             B.f.push_back(new_column(Quantity::JointWrench, i, k, fmt::format("f[{}].{}", L, component_name(Quantity::JointWrench, k))));
         for (int k = 0; k < b.nv(); ++k) {
             const std::string dof = b.nv() > 1 ? fmt::format(".{}", k) : std::string();
-            if (!knows_qdd(p_.joint[i])) B.qdd.push_back(new_column(Quantity::JointAcceleration, i, k, fmt::format("qdd[{}]{}", b.joint_name, dof)));
+            if (!knows_qdd(p_.joint[i])) B.qdd.push_back(new_column(Quantity::JointAcceleration, i, k, fmt::format("{}[{}]{}", impulse_ ? "dqd" : "qdd", b.joint_name, dof)));
             if (!knows_tau(p_.joint[i]) && !b.is_mimic()) B.tau.push_back(new_column(Quantity::JointTorque, i, k, fmt::format("tau[{}]{}", b.joint_name, dof)));
         }
         B.mimic = b.is_mimic();
@@ -593,8 +619,10 @@ void Builder::motion_rows(int i) {
             else if (b.is_mimic()) add_b(B.row_a[k], scaled_input(P, inputs_.qdd[b.mimic][0], b.multiplier * P.value(sk)));  // mult qdd_master
             else add_b(B.row_a[k], scaled_input(P, inputs_.qdd[i][d], P.value(sk)));
         }
-    for (int k = 0; k < 6; ++k) add_b(B.row_a[k], K.c[k]);
+    if (!impulse_)  // impulse: the rows relate velocity changes, which have no velocity-product term
+        for (int k = 0; k < 6; ++k) add_b(B.row_a[k], K.c[k]);
     if (b.parent < 0) {  // X_i a_0 with a_0 = -a_g, a known vector
+        if (impulse_) return;  // the world's velocity does not change
         V6 a0;
         for (int k = 0; k < 6; ++k) a0[k] = cst(P, -p_.gravity[k]);
         for (const Factor& f : K.factors) a0 = apply_motion(P, f, a0);
@@ -676,12 +704,13 @@ void Builder::force_rows(int i) {
         B.row_f.push_back(r);
         for (int c = 0; c < 6; ++c) put(r, B.a[c], I[k][c]);
         put(r, B.f[k], P.neg(P.one()));
-        add_b(r, pv_[i][k]);
+        if (!impulse_) add_b(r, pv_[i][k]);
         for (const auto& fx : inputs) add_b(r, negated(P, fx[k]));
         for (const Site& st : sites_)
             if (st.body == i && st.mode == WrenchMode::Unknown)
                 for (int c = 0; c < 6; ++c)
                     if (st.w[c] >= 0 && st.G[k][c] != 0) put(r, st.w[c], cst(P, -st.G[k][c]));
+        contact_forces(i, r, k);
     }
     if (b.is_mimic()) return;  // no (3tau) row of its own: see mimic_rows
     for (int d = 0; d < b.nv(); ++d) {
@@ -689,7 +718,7 @@ void Builder::force_rows(int i) {
         B.row_tau.push_back(r);
         for (int k = 0; k < 6; ++k) put(r, B.f[k], s_.kinematics[i].S[d][k]);
         if (!B.tau.empty()) put(r, B.tau[d], P.neg(P.one()));
-        else add_b(r, scaled_input(P, inputs_.tau[i][d], -1.0));
+        else if (!impulse_) add_b(r, scaled_input(P, inputs_.tau[i][d], -1.0));
     }
 }
 
@@ -868,6 +897,154 @@ void Builder::known_acceleration_rows(int si) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Contacts (Problem::contacts, docs/contacts.md). A contact c on body i has the constant transform
+// Q from the body's internal frame to the contact frame. Its unknowns are its force (impulse)
+// components in the Local frame, entering i's (3f) rows as an external wrench; its rows are the
+// Local constraint, one per component:
+//   fd:       [Q (a_i + g_i)]_k (+ (w_c x v_c)_k for a point) + k_k + mu lambda_k = 0
+//   impulse:  [Q dv_i]_k + (1 + r) [Q v_i]_k + mu Lambda_k = 0
+// with (w_c, v_c) = Q v_i the contact frame's twist, k the Baumgarte corrector, k-th row the
+// component (a point's are the linear three). A LocalWorldAligned contact's rows are these rotated
+// by R, the contact frame's orientation, an equivalent set of equations: only its outputs differ
+// (R lambda), and so does its damping term, R mu R^T lambda_world = mu lambda_local.
+
+const Builder::Pose& Builder::world_pose(int i) {
+    if (pose_.empty()) pose_.resize(m_.num_bodies());
+    if (pose_[i]) return *pose_[i];
+    ir::Program& P = s_.prog;
+    Pose x;
+    const int parent = m_.bodies[i].parent;
+    if (parent >= 0) {
+        x = world_pose(parent);
+    } else {
+        for (int r = 0; r < 3; ++r) {
+            x.p[r] = P.zero();
+            for (int c = 0; c < 3; ++c) x.E[r][c] = r == c ? P.one() : P.zero();
+        }
+    }
+    for (const Factor& f : s_.kinematics[i].factors) {
+        if (f.rotation) {  // the new frame's coordinates: E_f times the previous frame's
+            const auto E = x.E;
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c) x.E[r][c] = P.dot({f.E[r][0], f.E[r][1], f.E[r][2]}, {E[0][c], E[1][c], E[2][c]});
+        } else {  // the new origin is at r in the previous frame: p + E^T r
+            for (int c = 0; c < 3; ++c) x.p[c] = P.add(x.p[c], P.dot({x.E[0][c], x.E[1][c], x.E[2][c]}, {f.r[0], f.r[1], f.r[2]}));
+        }
+    }
+    pose_[i] = x;
+    return *pose_[i];
+}
+
+Mat6d Builder::contact_from_internal(int ci) const {
+    const Contact& c = p_.contacts[ci].contact;
+    const Xform<double> X = compose(c.placement, inverse(im_.frames[c.body].T));
+    return matrix_of([&](const SVec<double>& x) { return apply(X, x); });
+}
+
+/// The contact frame's orientation (world -> contact coordinates) of contact ci, as IR.
+static std::array<std::array<Id, 3>, 3> contact_orientation(ir::Program& P, const Xform<double>& X_c_internal,
+                                                            const std::array<std::array<Id, 3>, 3>& E_internal) {
+    std::array<std::array<Id, 3>, 3> E;
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) {
+            std::vector<Id> a, b;
+            for (int k = 0; k < 3; ++k)
+                if (const double e = snap_unit(X_c_internal.E(r, k), 1e-15); e != 0) a.push_back(P.constant(e)), b.push_back(E_internal[k][c]);
+            E[r][c] = P.dot(a, b);
+        }
+    return E;
+}
+
+void Builder::contact_columns() {
+    for (std::size_t ci = 0; ci < p_.contacts.size(); ++ci) {
+        const ContactSpec& cs = p_.contacts[ci];
+        const Contact& c = cs.contact;
+        ContactBlock cb;
+        cb.body = c.body;
+        const Quantity q = impulse_ ? Quantity::ContactImpulse : Quantity::ContactForce;
+        for (int k = 0; k < c.dim(); ++k) {
+            const int comp = c.type == ContactType::Point ? 3 + k : k;
+            cb.force.push_back(new_column(q, c.body, k, fmt::format("{}[{}].{}", impulse_ ? "Lambda" : "lambda", c.name, component_name(Quantity::JointWrench, comp))));
+            s_.cols.back().comp = k;
+        }
+        if (cs.reads_reference())
+            for (int k = 0; k < 3; ++k) cb.reference.push_back(new_column(Quantity::Auxiliary, c.body, k, fmt::format("ref[{}].{}", c.name, "xyz"[k])));
+        s_.contacts.push_back(cb);
+    }
+}
+
+/// The contacts' forces in row k of body i's (3f): -f^x with f^x = T X_{c<-b}^T lambda (internal frame).
+void Builder::contact_forces(int i, int row, int k) {
+    for (std::size_t ci = 0; ci < p_.contacts.size(); ++ci) {
+        const Contact& c = p_.contacts[ci].contact;
+        if (c.body != i) continue;
+        const Xform<double> T = im_.frames[i].T;
+        const Mat6d G = matrix_of([&](const SVec<double>& w) { return nelu::apply_force(T, apply_transpose(c.placement, w)); });
+        for (int j = 0; j < c.dim(); ++j) {
+            const double g = G[k][c.type == ContactType::Point ? 3 + j : j];
+            if (g != 0) put(row, s_.contacts[ci].force[j], cst(s_.prog, -g));
+        }
+    }
+}
+
+void Builder::contact_rows(int ci) {
+    ir::Program& P = s_.prog;
+    const ContactSpec& cs = p_.contacts[ci];
+    const Contact& c = cs.contact;
+    ContactBlock& cb = s_.contacts[ci];
+    const int i = c.body;
+    const bool point = c.type == ContactType::Point;
+    const Mat6d Q = contact_from_internal(ci);
+    V6 v, vc;
+    for (int k = 0; k < 6; ++k) v[k] = s_.velocity[i][k];
+    for (int r = 0; r < 6; ++r) vc[r] = dot_constant(P, Q[r], v);
+    const V6 g = impulse_ ? V6{} : gravity_in_body(i);
+    std::array<Id, 3> wxv{};  // a point's classical acceleration adds w_c x v_c
+    if (point && !impulse_) wxv = cross3(P, vc.data(), vc.data() + 3);
+    // Baumgarte, a point: Kp E_c (p_c - p_ref) + Kd v_c, with p_ref = u (reference unknowns)
+    std::array<std::array<Id, 3>, 3> Ec{};
+    std::array<Id, 3> Ep{};  // E_c p_c
+    if (!cb.reference.empty()) {
+        const Xform<double> Xq = compose(c.placement, inverse(im_.frames[i].T));
+        const Pose& pose = world_pose(i);
+        Ec = contact_orientation(P, Xq, pose.E);
+        std::array<Id, 3> pc;  // p_i + E_i^T r (r: the contact point in internal coordinates)
+        for (int a = 0; a < 3; ++a) {
+            std::vector<Id> cs_, xs;
+            for (int m = 0; m < 3; ++m)
+                if (Xq.r[m] != 0) cs_.push_back(pose.E[m][a]), xs.push_back(cst(P, Xq.r[m]));
+            pc[a] = P.add(pose.p[a], P.dot(cs_, xs));
+        }
+        for (int a = 0; a < 3; ++a) Ep[a] = P.dot({Ec[a][0], Ec[a][1], Ec[a][2]}, {pc[0], pc[1], pc[2]});
+        for (int k = 0; k < 3; ++k) {
+            const int r = new_row(RowKind::Condition, i, k, fmt::format("(reference) {}.{}", c.name, "xyz"[k]));
+            put(r, cb.reference[k], P.one());
+            add_b(r, scaled_input(P, inputs_.reference[ci][k], -1.0));
+            cb.reference_rows.push_back(r);
+        }
+    }
+    for (int k = 0; k < c.dim(); ++k) {
+        const int comp = point ? 3 + k : k;
+        const int r = new_row(RowKind::Contact, i, k, fmt::format("(contact) {} {}", c.name, component_name(Quantity::LinkAcceleration, comp)));
+        cb.rows.push_back(r);
+        for (int j = 0; j < 6; ++j)
+            if (Q[comp][j] != 0) put(r, s_.blocks[i].a[j], cst(P, Q[comp][j]));
+        if (p_.damping != 0) put(r, cb.force[k], cst(P, p_.damping));
+        if (impulse_) {
+            add_b(r, P.mul(cst(P, 1 + p_.restitution), vc[comp]));
+            continue;
+        }
+        add_b(r, dot_constant(P, Q[comp], g));
+        if (point) add_b(r, wxv[k]);
+        if (c.kd[k] != 0) add_b(r, P.mul(cst(P, c.kd[k]), vc[comp]));
+        if (c.kp[k] != 0) {  // point: Kp (E_c p_c - E_c u)
+            add_b(r, P.mul(cst(P, c.kp[k]), Ep[k]));
+            for (int j = 0; j < 3; ++j) put(r, cb.reference[j], P.mul(cst(P, -c.kp[k]), Ec[k][j]));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Outputs
 
 /// osim and iwim: the factorization of forward dynamics is shared by several right-hand sides, the
@@ -963,6 +1140,38 @@ void Builder::outputs() {
         if (o.joint_torques)
             for (std::size_t d = 0; d < B.tau.size(); ++d) s_.out.push_back({Quantity::JointTorque, i, static_cast<int>(d), B.tau[d], {}, -1, -1});
     }
+    if (impulse_) {  // the joint "accelerations" are velocity changes: v+ = v- + dv
+        s_.out.clear();
+        if (o.joint_velocities)
+            for (int i = 0; i < nb; ++i) {
+                const BodyBlock& B = s_.blocks[i];
+                if (B.mimic) continue;
+                for (std::size_t d = 0; d < B.qdd.size(); ++d) {
+                    Slot s{Quantity::JointVelocity, i, static_cast<int>(d), -1, {{B.qdd[d], P.one()}}, -1, -1};
+                    s.bias = P.input(ir::Source::Qd, m_.bodies[i].v_index + static_cast<int>(d));
+                    s_.out.push_back(s);
+                }
+            }
+    }
+    if (o.contact_forces)  // Local: the unknowns; LocalWorldAligned: R lambda, block by block
+        for (std::size_t ci = 0; ci < p_.contacts.size(); ++ci) {
+            const Contact& c = p_.contacts[ci].contact;
+            const ContactBlock& cb = s_.contacts[ci];
+            std::array<std::array<Id, 3>, 3> Ec{};
+            if (c.frame == ContactFrame::LocalWorldAligned)
+                Ec = contact_orientation(P, compose(c.placement, inverse(im_.frames[c.body].T)), world_pose(c.body).E);
+            for (int k = 0; k < c.dim(); ++k) {
+                Slot s{impulse_ ? Quantity::ContactImpulse : Quantity::ContactForce, c.body, k, -1, {}, -1, -1};
+                s.contact = static_cast<int>(ci);
+                if (c.frame == ContactFrame::Local) {
+                    s.column = cb.force[k];
+                } else {
+                    const int block = k / 3 * 3;  // the rows of R^T lambda's block: E_c[j][k] lambda_j
+                    for (int j = 0; j < 3; ++j) s.terms.push_back({cb.force[block + j], Ec[j][k % 3]});
+                }
+                s_.out.push_back(s);
+            }
+        }
     auto combination = [&](Quantity q, int i, const Mat6d& M, const std::vector<int>& cols, const V6* bias) {
         for (int k = 0; k < 6; ++k) {
             Slot s{q, i, k, -1, {}, -1, -1};
@@ -997,6 +1206,7 @@ void Builder::outputs() {
 System Builder::build() {
     kinematics();
     columns();
+    contact_columns();
     for (int i = 0; i < m_.num_bodies(); ++i) motion_rows(i);
     for (int i = 0; i < m_.num_bodies(); ++i) force_rows(i);
     for (int i = 0; i < m_.num_bodies(); ++i)
@@ -1004,6 +1214,7 @@ System Builder::build() {
     for (int i = 0; i < m_.num_bodies(); ++i)  // f_i reaches its parent's (3f) through X_i^T (force auxiliaries z)
         if (m_.bodies[i].parent >= 0) factor_chain(i, Side::Force);
     sensor_rows();
+    for (int ci = 0; ci < static_cast<int>(p_.contacts.size()); ++ci) contact_rows(ci);
     s_.in = inputs_.slots;
     outputs();
     if (p_.response_kind()) responses();
@@ -1022,6 +1233,10 @@ const char* quantity_name(Quantity q) {
         case Quantity::JointAcceleration: return "joint_acceleration";
         case Quantity::Auxiliary: return "auxiliary";
         case Quantity::Measurement: return "measurement";
+        case Quantity::ContactForce: return "contact_force";
+        case Quantity::ContactImpulse: return "contact_impulse";
+        case Quantity::ContactReference: return "contact_reference";
+        case Quantity::JointVelocity: return "joint_velocity";
     }
     return "?";
 }
@@ -1030,7 +1245,13 @@ const char* component_name(Quantity q, int comp) {
     static const char* force[6] = {"nx", "ny", "nz", "fx", "fy", "fz"};
     static const char* motion[6] = {"wx", "wy", "wz", "vx", "vy", "vz"};
     if (comp < 0 || comp > 5) return "?";
-    return q == Quantity::LinkAcceleration ? motion[comp] : force[comp];
+    return q == Quantity::LinkAcceleration || q == Quantity::JointVelocity ? motion[comp] : force[comp];
+}
+
+const char* contact_component_name(const Contact& c, Quantity q, int k) {
+    static const char* xyz[3] = {"x", "y", "z"};
+    if (q == Quantity::ContactReference) return k >= 0 && k < 3 ? xyz[k] : "?";
+    return component_name(Quantity::JointWrench, c.type == ContactType::Point ? 3 + k : k);
 }
 
 long System::nnz() const {

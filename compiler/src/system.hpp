@@ -39,10 +39,16 @@ namespace nelu {
 enum class Quantity {
     LinkAcceleration, JointWrench, JointTorque, ExternalWrench, JointAcceleration, Auxiliary,
     Measurement,  ///< a sensor reading (input slots)
+    ContactForce,      ///< a contact's force on the robot, constraint frame (Pinocchio's lambda_c)
+    ContactImpulse,    ///< problem impulse: a contact's impulse on the robot, constraint frame
+    ContactReference,  ///< a Baumgarte reference (input slots): a point's world position x y z
+    JointVelocity,     ///< problem impulse: a post-impact joint velocity v+ (outputs)
 };
 const char* quantity_name(Quantity q);
 /// "nx".."fz" for wrenches, "wx".."vz" for motion vectors.
 const char* component_name(Quantity q, int comp);
+/// Component k of a contact's force, impulse or reference slot: fx fy fz (point), nx .. fz (6d), x y z (reference).
+const char* contact_component_name(const Contact& c, Quantity q, int k);
 
 /// A column of D: one scalar unknown.
 struct Column {
@@ -53,7 +59,8 @@ struct Column {
 };
 
 /// Coupling: qdd_i - multiplier qdd_master = 0 of a mimic joint whose acceleration is sought.
-enum class RowKind { Acceleration, Force, Torque, MotionAux, ForceAux, Measurement, Condition, Stationarity, Coupling };
+/// Contact: a rigid contact's constraint (its constrained acceleration, or velocity change, is zero).
+enum class RowKind { Acceleration, Force, Torque, MotionAux, ForceAux, Measurement, Condition, Stationarity, Coupling, Contact };
 
 /// A row of D: one scalar equation.
 struct Row {
@@ -102,6 +109,21 @@ struct Slot {
     /// ExternalWrench: the link merged into `body` that carries it (Problem::link_wrenches), in its
     /// frame at its origin; empty for the body's own link.
     std::string link{};
+    /// ContactForce, ContactImpulse, ContactReference: index into Problem::contacts.
+    int contact = -1;
+};
+
+/// A rigid contact's unknowns and rows: its force (impulse) components in its Local frame (the
+/// constraint frame's output is these rotated, for LocalWorldAligned) and its constraint rows,
+/// one per component.
+struct ContactBlock {
+    int body = -1;
+    std::vector<int> force, rows;
+    /// A contact that reads a Baumgarte reference: auxiliary unknowns u = the reference (x y z) and
+    /// their rows u - in = 0, so that the reference enters the constraint rows through entries of D
+    /// (E_c u, with E_c the contact frame's orientation) and b stays affine in the inputs with
+    /// constant coefficients (RightHandSide).
+    std::vector<int> reference, reference_rows;
 };
 
 /// The columns and rows that belong to one body, for tree-aware orders.
@@ -148,6 +170,7 @@ struct System {
     /// Lambda (k x k), the latter computed by a static LDL^T of the former (run_schedule).
     int lambda_size = 0;
     std::vector<BodyBlock> blocks;
+    std::vector<ContactBlock> contacts;  ///< per Problem::contacts
     /// Kinematics nodes kept for the verifier and comments: per body v_i (6).
     std::vector<std::vector<ir::Id>> velocity;
     /// Per body: transforms, subspaces and inertias in the internal frames (derivatives.hpp).

@@ -13,6 +13,7 @@
 #include <Eigen/Dense>
 #include <fmt/format.h>
 
+#include "nelu/contact.hpp"
 #include "nelu/mimic.hpp"
 #include "nelu/reference.hpp"
 
@@ -209,11 +210,39 @@ double sensor_reading(const Model& m, const Problem& p, const Sensor& s, int c, 
 
 }  // namespace
 
+namespace {
+
+/// The runtime's description of the problem's contacts.
+std::vector<Contact> runtime_contacts(const Problem& p) {
+    std::vector<Contact> cs;
+    for (const ContactSpec& c : p.contacts) cs.push_back(c.contact);
+    return cs;
+}
+
+/// The Baumgarte reference of each contact at a state: the contact frame's own world placement,
+/// moved by a few centimetres (a fixed offset per contact, so that the corrector acts).
+std::vector<Xform<double>> contact_references(const Model& m, const Problem& p, const State& st) {
+    const Kinematics<double> k = forward_kinematics(m, st.q.data(), st.qd.data());
+    std::vector<Xform<double>> refs;
+    for (std::size_t i = 0; i < p.contacts.size(); ++i) {
+        const Contact& c = p.contacts[i].contact;
+        Xform<double> X = compose(c.placement, k.X_world[c.body]);
+        const double s = 0.01 * static_cast<double>(i + 1);
+        X.r = X.r + Vec3<double>{{s, -0.7 * s, 0.4 * s}};
+        refs.push_back(X);
+    }
+    return refs;
+}
+
+}  // namespace
+
 std::vector<double> solver_inputs(const System& sys, const Model& m, const Problem& p, const State& st) {
-    if (sys.classical) {  // a merged link's input wrench is the state's wrench of its body, moved to the link
+    if (sys.classical || !p.contacts.empty()) {  // a merged link's input wrench is the state's wrench of its body, moved to the link
         std::vector<double> in = solver_inputs(sys, m, st);
+        const std::vector<Xform<double>> refs = p.contacts.empty() ? std::vector<Xform<double>>() : contact_references(m, p, st);
         for (std::size_t k = 0; k < sys.in.size(); ++k) {
             const Slot& s = sys.in[k];
+            if (s.quantity == Quantity::ContactReference) in[k] = refs[static_cast<std::size_t>(s.contact)].r[s.comp];
             if (s.quantity != Quantity::ExternalWrench || s.link.empty()) continue;
             const int w = wrench_index(m, p, s.link, s.body) - m.num_bodies();
             in[k] = comp(apply_force(p.link_wrenches[static_cast<std::size_t>(w)].X_link_body, st.fext[s.body]), s.comp);
@@ -419,8 +448,35 @@ static std::vector<double> reduced_reference(const System& sys, const Model& m, 
     return out;
 }
 
+/// Problems with contacts: the runtime's dense KKT (contact_dynamics, impulse_dynamics) with
+/// Pinocchio's damping (one damped solve). NaN outputs where the contact set is singular.
+std::vector<double> contact_reference_outputs(const System& sys, const Model& m, const Problem& p, const State& st) {
+    const Model mg = with_gravity(m, p);
+    const std::vector<Contact> contacts = runtime_contacts(p);
+    const std::vector<Xform<double>> refs = contact_references(m, p, st);
+    const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
+    ContactSettings settings;
+    settings.mu = p.damping;
+    settings.max_iter = 1;
+    std::vector<double> v(m.nv), lambda(static_cast<std::size_t>(contact_rows(contacts)));
+    const bool ok = p.impulse() ? impulse_dynamics(mg, contacts, st.q.data(), st.qd.data(), p.restitution, settings, v.data(), lambda.data())
+                                : contact_dynamics(mg, contacts, st.q.data(), st.qd.data(), st.tau.data(), fext.data(), refs.data(), settings,
+                                                   v.data(), lambda.data());
+    std::vector<int> offset;
+    for (int r = 0, k = 0; k < static_cast<int>(contacts.size()); ++k) offset.push_back(r), r += contacts[k].dim();
+    std::vector<double> out;
+    for (const Slot& s : sys.out) {
+        double x = 0;
+        if (s.quantity == Quantity::JointAcceleration || s.quantity == Quantity::JointVelocity) x = v[m.bodies[s.body].v_index + s.comp];
+        else if (s.quantity == Quantity::ContactForce || s.quantity == Quantity::ContactImpulse) x = lambda[offset[s.contact] + s.comp];
+        out.push_back(ok ? x : NAN);
+    }
+    return out;
+}
+
 std::vector<double> reference_outputs(const System& sys, const Model& m, const Problem& p, const State& st) {
     if (p.response_kind()) return response_reference(sys, m, p, st);
+    if (!p.contacts.empty()) return contact_reference_outputs(sys, m, p, st);
     if (!sys.classical) {
         const Truth t = truth_of(m, p, st);
         std::vector<double> out;
