@@ -114,6 +114,11 @@ std::string remedy(const Column& c) {
         case Quantity::JointAcceleration: return "a joint_acceleration measurement (or the acceleration known under joints:)";
         case Quantity::LinkAcceleration: return "an accelerometer, or a link_acceleration condition (rigid contact)";
         case Quantity::JointWrench: return "a force_torque sensor on the joint";
+        case Quantity::ContactForce:
+        case Quantity::ContactImpulse:
+            return "fewer contacts: these constrain motions the others already fix (two contacts on one rigid body, more constraints "
+                   "than the robot's joints can meet), so their forces are not unique; drop the redundant ones, or give 'damping: MU' "
+                   "(Pinocchio's damped KKT) for the damped least-norm forces";
         default: return "a measurement of a physical quantity coupled to it";
     }
 }
