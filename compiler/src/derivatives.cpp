@@ -1,6 +1,7 @@
 // derivatives.cpp: see derivatives.hpp.
 #include "derivatives.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -303,6 +304,59 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
         for (int j = i; j >= 0; j = sys.kinematics[j].parent)
             if (!root[i].empty() && !root[j].empty()) pair(i, root[i], j, root[j]);
     return D;
+}
+
+std::vector<ir::Id> contact_row_partials(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, Differentiator& dt) {
+    const int nb = static_cast<int>(sys.kinematics.size());
+    std::vector<int> body_of_a(static_cast<std::size_t>(sys.n()), -1);  // column -> body, for a_i's columns
+    for (int i = 0; i < nb; ++i)
+        for (int k = 0; k < 6; ++k) body_of_a[static_cast<std::size_t>(sys.blocks[i].a[k])] = i;
+    std::vector<bool> done(static_cast<std::size_t>(nb), false);
+    std::vector<V6s> da(static_cast<std::size_t>(nb));
+    // da_i = X_i da_p + (dX_i) a_p + dc_i, factor by factor: d(F y) = F dy + (dF) y, with y the
+    // solved a_p carried through the factors as a value (its derivative is dy, built alongside)
+    auto partial = [&](auto&& self, int i) -> const V6s& {
+        if (done[i]) return da[i];
+        const BodyKinematics& k = sys.kinematics[i];
+        V6s y, dy;
+        for (int c = 0; c < 6; ++c) {
+            y[c] = k.parent < 0 ? Sym(sys.world_acceleration[c]) : Sym(P, x[static_cast<std::size_t>(sys.blocks[k.parent].a[c])]);
+            dy[c] = k.parent < 0 ? Sym(0.0) : self(self, k.parent)[c];
+        }
+        for (const TransformFactor& F : k.factors) {
+            const Xform<Sym> X = factor_xform(P, F);
+            V6s dFy = zero6<Sym>();
+            if (F.rotation) {
+                Mat3<Sym> dE;
+                for (int r = 0; r < 3; ++r)
+                    for (int c = 0; c < 3; ++c) dE(r, c) = Sym(P, dt.d(F.E[r][c]));
+                dFy = {dE * y.w, dE * y.l};
+            } else {  // [w; v - r x w]: d = [0; -dr x w]
+                const Vec3<Sym> dr{{Sym(P, dt.d(F.r[0])), Sym(P, dt.d(F.r[1])), Sym(P, dt.d(F.r[2]))}};
+                dFy.l = zero3<Sym>() - cross(dr, y.w);
+            }
+            dy = apply(X, dy) + dFy;
+            y = apply(X, y);
+        }
+        for (int c = 0; c < 6; ++c) dy[c] = dy[c] + Sym(P, dt.d(k.c[c]));
+        da[i] = dy;
+        done[i] = true;
+        return da[i];
+    };
+    std::vector<ir::Id> out;
+    for (const ContactBlock& cb : sys.contacts)
+        for (int row : cb.rows) {
+            ir::Id r = dt.d(sys.b.value[static_cast<std::size_t>(row)]);
+            for (const auto& [col, e] : sys.entries[static_cast<std::size_t>(row)]) {
+                r = P.add(r, P.mul(dt.d(e), x[static_cast<std::size_t>(col)]));
+                if (const int i = body_of_a[static_cast<std::size_t>(col)]; i >= 0) {
+                    const int c = static_cast<int>(std::find(sys.blocks[i].a.begin(), sys.blocks[i].a.end(), col) - sys.blocks[i].a.begin());
+                    r = P.add(r, P.mul(e, partial(partial, i)[c].id(P)));
+                }
+            }
+            out.push_back(r);
+        }
+    return out;
 }
 
 }  // namespace nelu

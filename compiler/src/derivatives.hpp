@@ -107,4 +107,14 @@ StructuredTerm structured_term(const std::string& name);
 IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, PairFrame frame,
                                         StructuredTerm omit = StructuredTerm::None);
 
+/// The contact rows' share of a structured Jacobian column (forward dynamics with contacts,
+/// System::contact_tree). With the structured inverse-dynamics derivatives in the (3tau) rows, a
+/// q or qd column is the solution of D dx = -r with r zero but in the (3tau) rows and the contact
+/// rows, where it is the partial derivative of the row, sum_j D_rj x_j + b_r, along the tangent at
+/// fixed joint accelerations and forces: the body accelerations' partials carried down the tree
+/// (da_i = X_i da_p + (dX_i) a_p + dc_i, a_p the solved values held fixed), times the row's
+/// entries, plus the partials of the entries and of b. Returns one node per contact row, contacts
+/// in order (ContactBlock::rows). The solved values enter as values only (never differentiated).
+std::vector<ir::Id> contact_row_partials(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, Differentiator& dt);
+
 }  // namespace nelu

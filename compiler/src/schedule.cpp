@@ -275,13 +275,29 @@ void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
 /// for a right-hand side that is zero but in the (3tau) rows, where it is d ID / d x at the solved
 /// accelerations: the (3a) and (3f) rows determine a_i and f_i from qdd as before, and the joint
 /// rows read M dqdd - dtau + dID/dx = 0.
+///
+/// Forward dynamics with rigid contacts (System::contact_tree) too: the contact rows get their own
+/// partial derivatives (contact_row_partials), and the contacts' forces may be outputs, as columns
+/// or, in a LocalWorldAligned frame, as combinations with coefficients in q.
 bool structured_applies(const System& sys) {
-    if (!sys.classical) return false;
+    if (!sys.classical && !sys.contact_tree) return false;
     for (const BodyKinematics& k : sys.kinematics)
         if (k.mimic) return false;
-    for (const Slot& o : sys.out)
-        if (o.column < 0 || o.rhs != 0 || (o.quantity != Quantity::JointTorque && o.quantity != Quantity::JointAcceleration)) return false;
+    for (const Slot& o : sys.out) {
+        if (o.rhs != 0) return false;
+        if (o.quantity == Quantity::ContactForce && sys.contact_tree) continue;
+        if (o.column < 0 || (o.quantity != Quantity::JointTorque && o.quantity != Quantity::JointAcceleration)) return false;
+    }
     return true;
+}
+
+/// d out / d t of an output slot from the derivative dx of the solution x: a column's, or a
+/// combination's, sum_j d(coefficient_j) x_j + coefficient_j dx_j + d(bias).
+Id output_derivative(ir::Program& P, const Slot& s, const std::vector<Id>& x, const std::vector<Id>& dx, Differentiator& dt) {
+    if (s.column >= 0) return dx[static_cast<std::size_t>(s.column)];
+    Id v = s.bias >= 0 ? dt.d(s.bias) : P.zero();
+    for (const auto& [col, coef] : s.terms) v = P.add(v, P.add(P.mul(dt.d(coef), x[static_cast<std::size_t>(col)]), P.mul(coef, dx[static_cast<std::size_t>(col)])));
+    return v;
 }
 
 /// How a solve substitutes back: plainly, or with subtree transfers (transfers.hpp).
@@ -363,13 +379,7 @@ std::vector<ColumnOptions> forward_forms(ir::Program& P, const System& sys, cons
         for (ColumnForm form : {ColumnForm::Forward, ColumnForm::ForwardTransfers}) {
             const std::vector<Id>& dx = form == ColumnForm::Forward ? dx_plain : dx_transfers;
             Column c(no);
-            for (std::size_t o = 0; o < no; ++o) {
-                const Slot& s = sys.out[o];
-                Id v = s.column >= 0 ? dx[s.column] : s.bias >= 0 ? dt.d(s.bias) : P.zero();
-                if (s.column < 0)
-                    for (const auto& [col, coef] : s.terms) v = P.add(v, P.add(P.mul(dt.d(coef), x[col]), P.mul(coef, dx[col])));
-                c[o] = v;
-            }
+            for (std::size_t o = 0; o < no; ++o) c[o] = output_derivative(P, sys.out[o], x, dx, dt);
             forward[j][form] = c;
         }
     }
@@ -395,9 +405,9 @@ std::vector<int> torque_columns(const System& sys, const Model& model, const std
 /// d ID / dx in the (3tau) rows, plainly and with transfers (the q, qd and known accelerations'
 /// columns), and -M^-1 d ID / dx from the torque columns (forward dynamics: `tau_column` not
 /// empty). `start` gets the form each column's search starts from.
-std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, const std::vector<Tangent>& cols, const IdDerivatives& D,
-                                            const std::vector<ColumnOptions>& forward, const std::vector<int>& tau_column,
-                                            FactorSolve& solve, std::vector<ColumnForm>& start) {
+std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, const Model& model, const std::vector<Tangent>& cols,
+                                            const std::vector<Id>& x, const IdDerivatives& D, const std::vector<ColumnOptions>& forward,
+                                            const std::vector<int>& tau_column, FactorSolve& solve, std::vector<ColumnForm>& start) {
     auto entry = [&](const std::vector<Id>& M, std::size_t row, int col) { return M[row * D.nv + static_cast<std::size_t>(col)]; };
     const std::size_t no = sys.out.size();
     std::vector<ColumnOptions> options = forward;
@@ -415,11 +425,18 @@ std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, c
         for (std::size_t i = 0; i < sys.kinematics.size(); ++i)
             for (std::size_t d = 0; d < sys.blocks[i].row_tau.size(); ++d)
                 rhs[sys.blocks[i].row_tau[d]] = entry(dID, static_cast<std::size_t>(sys.kinematics[i].v_index) + d, slot);
+        Differentiator dt(P, model, t);  // the contact rows' partials, and the outputs' coefficients
+        if (sys.contact_tree) {
+            const std::vector<Id> partials = contact_row_partials(P, sys, x, dt);
+            std::size_t k = 0;
+            for (const ContactBlock& cb : sys.contacts)
+                for (int row : cb.rows) rhs[static_cast<std::size_t>(row)] = partials[k++];
+        }
         const std::vector<Id> dx_plain = solve(rhs, BackSubstitution::Plain), dx_transfers = solve(rhs, BackSubstitution::Transfers);
         for (ColumnForm form : {ColumnForm::Structured, ColumnForm::StructuredTransfers}) {
             const std::vector<Id>& dx = form == ColumnForm::Structured ? dx_plain : dx_transfers;
             Column c(no);
-            for (std::size_t o = 0; o < no; ++o) c[o] = dx[sys.out[o].column];
+            for (std::size_t o = 0; o < no; ++o) c[o] = output_derivative(P, sys.out[o], x, dx, dt);
             options[j][form] = c;
         }
         start[j] = ColumnForm::StructuredTransfers;
@@ -520,12 +537,14 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
     out.derivative_form = JacobianForm::Forward;
     out.derivative_forms = {{JacobianForm::Forward, best.ops}};
     if (!by_factors || !structured_applies(sys)) return;
-    const std::vector<int> tau_column = torque_columns(sys, model, cols);
+    // -M^-1 d ID / dx needs M^-1 among the columns: not with contacts, whose torque columns are
+    // the KKT system's responses
+    const std::vector<int> tau_column = sys.contact_tree ? std::vector<int>{} : torque_columns(sys, model, cols);
     for (JacobianForm form : {JacobianForm::StructuredLocal, JacobianForm::StructuredRoot}) {
         const PairFrame frame = form == JacobianForm::StructuredLocal ? PairFrame::Local : PairFrame::Root;
         const IdDerivatives D = structured_id_derivatives(P, sys, x, frame, omit);
         std::vector<ColumnForm> start;
-        const std::vector<ColumnOptions> options = structured_forms(P, sys, cols, D, forward, tau_column, solve, start);
+        const std::vector<ColumnOptions> options = structured_forms(P, sys, model, cols, x, D, forward, tau_column, solve, start);
         std::vector<ColumnForm> start_plain;  // the same, starting from the plain solves
         for (ColumnForm f : start) start_plain.push_back(plain(f));
         JacobianChoice c = search.best(options, {start, start_plain});

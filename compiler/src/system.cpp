@@ -1219,6 +1219,9 @@ System Builder::build() {
     outputs();
     if (p_.response_kind()) responses();
     s_.allow_special_singularities = p_.allow_special_singularities;
+    s_.contact_tree = !p_.contacts.empty() && !impulse_;
+    if (!impulse_)
+        for (int k = 0; k < 6; ++k) s_.world_acceleration[k] = -p_.gravity[k];
     return std::move(s_);
 }
 

@@ -171,6 +171,12 @@ struct System {
     int lambda_size = 0;
     std::vector<BodyBlock> blocks;
     std::vector<ContactBlock> contacts;  ///< per Problem::contacts
+    /// Forward dynamics of the tree with rigid contacts (problem fd with contacts): the classical
+    /// block structure plus the contacts' columns and rows, so that the structured derivatives of
+    /// inverse dynamics apply with the contact rows' own partial derivatives (schedule.cpp).
+    bool contact_tree = false;
+    /// a_0, the world's acceleration in the (3a) rows of the root bodies: -a_g (zero for impulse).
+    std::array<double, 6> world_acceleration{};
     /// Kinematics nodes kept for the verifier and comments: per body v_i (6).
     std::vector<std::vector<ir::Id>> velocity;
     /// Per body: transforms, subspaces and inertias in the internal frames (derivatives.hpp).
