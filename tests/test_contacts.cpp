@@ -31,6 +31,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "diagnostics.hpp"
 #include "nelu/contact.hpp"
@@ -166,9 +167,15 @@ SpecCase with_frames(SpecCase s, bool world_aligned) {
 // ---------------------------------------------------------------------------------------------
 // Compiling
 
-fs::path scratch() {
-    static const fs::path d = nelu::test::scratch_dir("contacts");
-    return d;
+/// A scratch directory of this process (test_contacts, _extended and _check may run at once),
+/// removed at exit.
+const fs::path& scratch() {
+    struct Dir {
+        fs::path path = nelu::test::scratch_dir("contacts_" + std::to_string(::getpid()));
+        ~Dir() { fs::remove_all(path); }
+    };
+    static const Dir d;
+    return d.path;
 }
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
@@ -431,4 +438,201 @@ TEST_CASE("contacts (extended): every robot x frame x Baumgarte x damping, impul
                 for (Gains g : {Gains::None, Gains::Scalar, Gains::PerComponent, Gains::Mixed}) check_case(make_case(r, f, g, mu, false), 10, tab);
                 for (double restitution : {0.0, 0.3}) check_case(make_case(r, f, Gains::None, mu, true, restitution), 10, tab);
             }
+}
+
+namespace {
+
+/// The outputs of `r`'s program at st (as evaluate), and the runtime's contact_dynamics of the same
+/// inputs in long double: the forward errors of the program and of the double reference against it.
+struct Accuracy {
+    double program = 0, reference = 0;
+};
+Accuracy against_long_double(const nelu::CompileResult& r, const std::vector<nelu::Contact>& contacts, const nelu::State& st,
+                             const Evaluated& e, double mu) {
+    using L = long double;
+    nelu::Model mg = r.load.model;
+    mg.gravity = r.problem.gravity;
+    const std::vector<L> q(st.q.begin(), st.q.end()), qd(st.qd.begin(), st.qd.end()), tau(e.tau.begin(), e.tau.end());
+    std::vector<nelu::SVec<L>> fext(e.fext.size());
+    for (std::size_t i = 0; i < fext.size(); ++i)
+        for (int k = 0; k < 6; ++k) fext[i][k] = e.fext[i][k];
+    std::vector<nelu::Xform<L>> refs;
+    for (const nelu::Xform<double>& X : e.refs) refs.push_back(nelu::cast<L>(X));
+    nelu::ContactSettings settings;
+    settings.mu = mu;
+    std::vector<L> qdd(mg.nv), lambda(nelu::contact_rows(contacts));
+    REQUIRE(nelu::contact_dynamics<L>(mg, contacts, q.data(), qd.data(), tau.data(), fext.data(), refs.data(), settings, qdd.data(), lambda.data()));
+    std::vector<double> exact, program = e.x, reference(mg.nv), ref_lambda(lambda.size());
+    for (L x : qdd) exact.push_back(static_cast<double>(x));
+    for (L x : lambda) exact.push_back(static_cast<double>(x));
+    program.insert(program.end(), e.lambda.begin(), e.lambda.end());
+    REQUIRE(nelu::contact_dynamics(mg, contacts, st.q.data(), st.qd.data(), e.tau.data(), e.fext.data(), e.refs.data(), settings,
+                                   reference.data(), ref_lambda.data()));
+    reference.insert(reference.end(), ref_lambda.begin(), ref_lambda.end());
+    return {nelu::forward_error(program, exact), nelu::forward_error(reference, exact)};
+}
+
+}  // namespace
+
+TEST_CASE("contacts: two 6-D contacts on one foot: exit 1 naming both contacts' forces and suggesting damping") {
+    const nelu::test::CliResult r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", source_dir() + "/robots/humanoid_winter.urdf",
+                                                         source_dir() + "/tests/fixtures/contacts/redundant_soles.yaml", (scratch() / "out").string()));
+    INFO(r.err);
+    CHECK(r.exit_code == nelu::kExitIllPosed);
+    for (const char* part : {"ill-posed", "lambda[heel].nx", "lambda[heel].fz", "lambda[toe].nx", "lambda[toe].fz", "'damping: MU'"})
+        CHECK(r.err.find(part) != std::string::npos);
+    CHECK(!fs::exists(scratch() / "out"));
+}
+
+// KNOWN DEFECT (should_fail until fixed; then remove the decorator): with damping 1e-4 the winning
+// order (tree-lu) solves the damped KKT system with a forward error of about 3e-9 against the
+// reference in long double, where the runtime's dense double reference is at 8e-12, and the damped
+// constraint rows' scaled residual reaches 6e-10; the compiler's verification (1e-9) then fails on
+// 20 states and `nelu compile` exits 3 (internal error).
+TEST_CASE("contacts: the same two contacts with damping 1e-4 compile, verify, and meet the damped equations" * doctest::should_fail()) {
+    const std::string urdf = source_dir() + "/robots/humanoid_winter.urdf";
+    std::ifstream in(source_dir() + "/tests/fixtures/contacts/redundant_soles.yaml");
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    write(scratch() / "redundant_damped.yaml", text + "damping: 1e-4\n");
+    const nelu::test::CliResult r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", urdf, (scratch() / "redundant_damped.yaml").string(),
+                                                         (scratch() / "damped").string()));
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("verified against the reference") != std::string::npos);
+    // the same set through the API: the damped KKT equations at the program's outputs, and the
+    // accuracy of the program and of the double reference against the reference in long double
+    SpecCase s;
+    s.robot = Robot::Humanoid, s.damping = 1e-4, s.label = "humanoid, heel and toe on l_foot, damping 1e-4";
+    s.contacts = {robot_contacts(Robot::Humanoid)[0], robot_contacts(Robot::Humanoid)[0]};
+    s.contacts[0].name = "heel", s.contacts[0].xyz[0] = -0.05;
+    s.contacts[1].name = "toe", s.contacts[1].xyz[0] = 0.12;
+    const nelu::CompileResult c = compile_case(s, false, 10000);
+    const std::vector<nelu::Contact> contacts = runtime_contacts(s, c.load);
+    nelu::test::ResidualTable dynamics("M qdd + h - tau - J^T lambda, scaled"), constraint("J qdd + gamma + mu lambda, scaled"),
+        program("the program against contact_dynamics in long double, forward error"),
+        reference("contact_dynamics in double against long double, forward error (not checked: what is attainable)");
+    std::mt19937_64 rng(0x726564);
+    int used = 0;
+    for (int n = 0; n < 40 && used < 10; ++n) {
+        const nelu::State st = nelu::random_state(c.load.model, rng, false, 2.0);
+        const Evaluated e = evaluate(c, contacts, st, rng);
+        if (e.refused) continue;
+        ++used;
+        const Residuals res = residuals(s, c, contacts, st, e);
+        CHECK_RESIDUAL(dynamics, s.label, res.dynamics, kResidualTolerance);
+        CHECK_RESIDUAL(constraint, s.label, res.constraint, kResidualTolerance);
+        const Accuracy a = against_long_double(c, contacts, st, e, s.damping);
+        CHECK_RESIDUAL(program, s.label, a.program, 1e-10);
+        reference.add(s.label, a.reference);
+    }
+    CHECK(used >= 5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property: random contact sets on random trees
+
+namespace {
+
+struct Drawn {
+    std::string gen_args;  ///< `nelu robot gen` arguments (without -o)
+    bool floating = false;
+    std::string spec;
+    bool derivatives = false;
+};
+
+/// Random tree (or chain) of 3 to 14 links, fixed or floating, with 1 to 4 random contacts: random
+/// links (repeats allowed), point or 6d, either frame, origins within 10 cm and turned, Baumgarte
+/// gains on some, damping on some; problem fd, or impulse with a random restitution.
+Drawn draw(std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(nelu::uniform(rng, 0, n)); };
+    Drawn d;
+    const int links = 3 + pick(12);
+    const bool chain = pick(5) == 0;
+    d.floating = pick(2) == 0;
+    d.gen_args = fmt::format("robot gen {} --links {}{} --transforms {} --seed {}{}", chain ? "chain" : "tree", links,
+                             chain ? "" : fmt::format(" --branching {}", 2 + pick(2)), pick(3) == 0 ? "dh" : "general", seed % 100000,
+                             d.floating ? " --no-base" : "");
+    const bool impulse = pick(4) == 0;
+    d.derivatives = pick(3) == 0;
+    std::string y = fmt::format("version: 2\nproblem: {}\n", impulse ? "impulse" : "fd");
+    if (d.floating) y += "floating_base: true\n";
+    if (!impulse) y += pick(2) ? "external_wrenches: zero\n" : "external_wrenches: input\n";
+    if (impulse) y += fmt::format("restitution: {:.3f}\n", nelu::uniform(rng, 0, 1));
+    if (pick(3) == 0) y += fmt::format("damping: {}\n", pick(2) ? 1e-3 : 1e-6);
+    y += "contacts:\n";
+    const int first = d.floating ? 1 : 1;  // link1 is the floating base, or the first moving link
+    const int n = 1 + pick(4);
+    for (int i = 0; i < n; ++i) {
+        const bool six = pick(3) == 0;
+        y += fmt::format("  - {{name: c{}, link: link{}, type: {}, origin: {{xyz: [{:.3f}, {:.3f}, {:.3f}], rpy: [{:.3f}, {:.3f}, {:.3f}]}}", i,
+                         first + pick(links - first + 1), six ? "6d" : "point", nelu::uniform(rng, -0.1, 0.1), nelu::uniform(rng, -0.1, 0.1),
+                         nelu::uniform(rng, -0.1, 0.1), nelu::uniform(rng, -M_PI, M_PI), nelu::uniform(rng, -1.5, 1.5),
+                         nelu::uniform(rng, -M_PI, M_PI));
+        if (pick(2)) y += ", frame: local_world_aligned";
+        if (!impulse && pick(3) == 0) y += six ? ", baumgarte: {kd: 3}" : ", baumgarte: {kp: [20, 10, 5], kd: 2}";
+        y += "}\n";
+    }
+    y += impulse ? "outputs: [joint_velocities, contact_impulses]\n" : "outputs: [joint_accelerations, contact_forces]\n";
+    d.spec = y;
+    return d;
+}
+
+/// Cases `first`..`first + count - 1` through `nelu robot gen` and `nelu compile`: each exits 0
+/// (its program verified) or 1 with a diagnosis; never 2 (the specs are valid), 3 or a crash.
+void run_property(int first, int count) {
+    const fs::path dir = scratch() / "property";
+    fs::create_directories(dir);
+    int compiled = 0, refused = 0;
+    for (int k = first; k < first + count; ++k) {
+        const Drawn d = draw(0x70726f70 + static_cast<std::uint64_t>(k) * 7919);
+        const std::string urdf = (dir / fmt::format("robot{}.urdf", k)).string(), spec = (dir / fmt::format("spec{}.yaml", k)).string();
+        const nelu::test::CliResult g = run_nelu(d.gen_args + " -o '" + urdf + "'");
+        REQUIRE_MESSAGE(g.exit_code == 0, g.err);
+        write(spec, d.spec);
+        const nelu::test::CliResult r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}' --validate 2000 --verify 8{}", urdf, spec,
+                                                             (dir / "out").string(), d.derivatives ? " --derivatives" : ""));
+        const std::string what = fmt::format("case {}: nelu {}\n{}", k, d.gen_args, d.spec);
+        INFO(what);
+        INFO(r.out << r.err);
+        CHECK((r.exit_code == 0 || r.exit_code == 1));
+        if (r.exit_code == 0) {
+            CHECK(r.out.find("verified against the reference") != std::string::npos);
+            if (d.derivatives) CHECK(r.out.find("against complex step") != std::string::npos);
+            ++compiled;
+        } else if (r.exit_code == 1) {
+            // a diagnosis: what is ill-posed or singular (naming the contact forces or joints), or why no order is safe
+            CHECK(r.err.find("error: ") != std::string::npos);
+            CHECK((r.err.find("ill-posed") != std::string::npos || r.err.find("singular") != std::string::npos ||
+                   r.err.find("no candidate ordering gives a safe pivot sequence") != std::string::npos));
+            ++refused;
+        }
+        const std::string first_line = (r.exit_code == 0 ? std::string("compiled") : r.err.substr(0, r.err.find('\n'))).substr(0, 140);
+        MESSAGE(fmt::format("case {:>3} ({}): exit {}: {}", k, d.gen_args.substr(9), r.exit_code, first_line));
+        fs::remove_all(dir / "out");
+    }
+    MESSAGE(fmt::format("{} random contact sets compiled and verified, {} refused with exit 1", compiled, refused));
+    fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST_CASE("contacts: random contact sets on random trees compile (verified) or exit 1 with a diagnosis, never 3") { run_property(0, 6); }
+
+TEST_CASE("contacts (extended): random contact sets on random trees, more cases" * doctest::skip()) { run_property(6, 300); }
+
+// The shipped contact specs (robots/specs) through `nelu compile` and `nelu check` (the generated
+// C++ built and compared with the reference on 1000 states, double and float): about a minute,
+// run as test_contacts_check (label slow; not in the sanitizer build).
+TEST_CASE("contacts (nelu check): the shipped contact specs, generated C++ in double and float" * doctest::skip()) {
+    const std::string robots = source_dir() + "/robots/";
+    struct Shipped {
+        const char *robot, *spec;
+    };
+    for (const Shipped& s : {Shipped{"quadruped_minicheetah.urdf", "minicheetah_point_feet"}, Shipped{"quadruped_minicheetah.urdf", "minicheetah_impulse"},
+                             Shipped{"humanoid_winter.urdf", "humanoid_soles"}, Shipped{"ur5e.urdf", "ur5e_tool_contact"}}) {
+        CAPTURE(s.spec);
+        const nelu::test::CliResult k = nelu::test::compile_and_check(robots + s.robot, robots + "specs/" + s.spec + ".yaml", s.spec);
+        CHECK(k.out.find("float:") != std::string::npos);  // both precisions were compared
+    }
 }
