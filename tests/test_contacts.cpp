@@ -561,12 +561,11 @@ Drawn draw(std::uint64_t seed) {
     if (impulse) y += fmt::format("restitution: {:.3f}\n", nelu::uniform(rng, 0, 1));
     if (pick(3) == 0) y += fmt::format("damping: {}\n", pick(2) ? 1e-3 : 1e-6);
     y += "contacts:\n";
-    const int first = d.floating ? 1 : 1;  // link1 is the floating base, or the first moving link
-    const int n = 1 + pick(4);
+    const int n = 1 + pick(4);  // on link1 .. linkN (link1: the floating base, or the first moving link)
     for (int i = 0; i < n; ++i) {
         const bool six = pick(3) == 0;
         y += fmt::format("  - {{name: c{}, link: link{}, type: {}, origin: {{xyz: [{:.3f}, {:.3f}, {:.3f}], rpy: [{:.3f}, {:.3f}, {:.3f}]}}", i,
-                         first + pick(links - first + 1), six ? "6d" : "point", nelu::uniform(rng, -0.1, 0.1), nelu::uniform(rng, -0.1, 0.1),
+                         1 + pick(links), six ? "6d" : "point", nelu::uniform(rng, -0.1, 0.1), nelu::uniform(rng, -0.1, 0.1),
                          nelu::uniform(rng, -0.1, 0.1), nelu::uniform(rng, -M_PI, M_PI), nelu::uniform(rng, -1.5, 1.5),
                          nelu::uniform(rng, -M_PI, M_PI));
         if (pick(2)) y += ", frame: local_world_aligned";
@@ -592,22 +591,27 @@ void run_property(int first, int count) {
         write(spec, d.spec);
         const nelu::test::CliResult r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}' --validate 2000 --verify 8{}", urdf, spec,
                                                              (dir / "out").string(), d.derivatives ? " --derivatives" : ""));
-        const std::string what = fmt::format("case {}: nelu {}\n{}", k, d.gen_args, d.spec);
-        INFO(what);
-        INFO(r.out << r.err);
-        CHECK((r.exit_code == 0 || r.exit_code == 1));
-        if (r.exit_code == 0) {
-            CHECK(r.out.find("verified against the reference") != std::string::npos);
-            if (d.derivatives) CHECK(r.out.find("against complex step") != std::string::npos);
-            ++compiled;
-        } else if (r.exit_code == 1) {
-            // a diagnosis: what is ill-posed or singular (naming the contact forces or joints), or why no order is safe
-            CHECK(r.err.find("error: ") != std::string::npos);
-            CHECK((r.err.find("ill-posed") != std::string::npos || r.err.find("singular") != std::string::npos ||
-                   r.err.find("no candidate ordering gives a safe pivot sequence") != std::string::npos));
-            ++refused;
+        {  // (the context only for the checks: MESSAGE below would print it too)
+            const std::string what = fmt::format("case {}: nelu {}\n{}", k, d.gen_args, d.spec);
+            INFO(what);
+            INFO(r.out << r.err);
+            CHECK((r.exit_code == 0 || r.exit_code == 1));
+            if (r.exit_code == 0) {
+                CHECK(r.out.find("verified against the reference") != std::string::npos);
+                if (d.derivatives) CHECK(r.out.find("against complex step") != std::string::npos);
+            } else if (r.exit_code == 1) {
+                // a diagnosis: what is ill-posed or singular (naming the contact forces or joints), or why no order is safe
+                CHECK(r.err.find("error: ") != std::string::npos);
+                CHECK((r.err.find("ill-posed") != std::string::npos || r.err.find("singular") != std::string::npos ||
+                       r.err.find("no candidate ordering gives a safe pivot sequence") != std::string::npos));
+            }
         }
-        const std::string first_line = (r.exit_code == 0 ? std::string("compiled") : r.err.substr(0, r.err.find('\n'))).substr(0, 140);
+        compiled += r.exit_code == 0, refused += r.exit_code == 1;
+        std::string first_line = "compiled";  // else the error's first line (after any notes)
+        if (r.exit_code != 0) {
+            const std::size_t at = r.err.find("error: "), begin = at == std::string::npos ? 0 : r.err.rfind('\n', at) + 1;
+            first_line = r.err.substr(begin, r.err.find('\n', begin) - begin).substr(0, 140);
+        }
         MESSAGE(fmt::format("case {:>3} ({}): exit {}: {}", k, d.gen_args.substr(9), r.exit_code, first_line));
         fs::remove_all(dir / "out");
     }
@@ -619,6 +623,8 @@ void run_property(int first, int count) {
 
 TEST_CASE("contacts: random contact sets on random trees compile (verified) or exit 1 with a diagnosis, never 3") { run_property(0, 6); }
 
+// Cases 234 and 235 (floating three-link trees, redundant contact sets with damping 1e-6) exit 3 today:
+// the same accuracy defect as the damped humanoid case above.
 TEST_CASE("contacts (extended): random contact sets on random trees, more cases" * doctest::skip()) { run_property(6, 300); }
 
 // The shipped contact specs (robots/specs) through `nelu compile` and `nelu check` (the generated
