@@ -235,7 +235,7 @@ TEST_CASE("cli: a problem spec's errors name the file and line (exit 2); a valid
     };
     const Bad cases[] = {
         {"version: 1\nproblem: hybrid\njoints:\n  qdd: [no_such_joint]\n", "spec.yaml:4: joints.qdd: no movable joint named 'no_such_joint'"},
-        {"version: 1\nproblem: sideways\n", "spec.yaml:2: 'problem' must be id, fd, hybrid, osim or iwim"},
+        {"version: 1\nproblem: sideways\n", "spec.yaml:2: 'problem' must be id, fd, hybrid, osim, iwim or impulse"},
         {"version: 1\nunknown_key: 3\n", "spec.yaml:2: unknown key 'unknown_key'"},
         {"version: 1\njoints:\n  default: [1, 2]\n", "spec.yaml:3:"},
         {"version: 1\nfloating_base: maybe\n", "spec.yaml:2: floating_base"},
@@ -255,6 +255,40 @@ TEST_CASE("cli: a problem spec's errors name the file and line (exit 2); a valid
     const nelu::test::CliResult ok = run_nelu("compile " + quoted(urdf) + " --problem " + quoted(hybrid) + " -o " +
                                               quoted(dir.path.string()));
     CHECK_MESSAGE(ok.exit_code == 0, ok.err);
+}
+
+TEST_CASE("cli: contact spec errors (tests/fixtures/contacts): exit 2 naming the file, line and contact; a redundant set exit 1") {
+    // each fixture's header: the robot, the exit code, the line the message must start with (0: no
+    // location) and what the message must contain (several parts separated by '|')
+    ScratchDir dir("contacts");
+    const fs::path fixtures = fs::path(nelu::test::source_dir()) / "tests" / "fixtures" / "contacts";
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(fixtures))
+        if (e.path().extension() == ".yaml") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    REQUIRE(files.size() >= 17);
+    for (const fs::path& f : files) {
+        std::ifstream in(f);
+        std::string robot, expect, line;
+        int exit_code = -1, at = -1;
+        for (std::string l; std::getline(in, l) && l.rfind('#', 0) == 0;) {
+            if (l.rfind("# robot: ", 0) == 0) robot = l.substr(9);
+            if (l.rfind("# exit: ", 0) == 0) exit_code = std::stoi(l.substr(8));
+            if (l.rfind("# line: ", 0) == 0) at = std::stoi(l.substr(8));
+            if (l.rfind("# expect: ", 0) == 0) expect = l.substr(10);
+        }
+        REQUIRE_MESSAGE((!robot.empty() && exit_code >= 0 && at >= 0 && !expect.empty()), f.string() << ": incomplete header");
+        const nelu::test::CliResult r = run_nelu("compile " + quoted(nelu::test::source_dir() + "/" + robot) + " --problem " +
+                                                 quoted(f.string()) + " -o " + quoted((dir.path / "out").string()));
+        INFO(f.filename().string(), ": ", r.err);
+        CHECK(r.exit_code == exit_code);
+        if (at > 0) CHECK(contains(r.err, "error: " + f.string() + ":" + std::to_string(at) + ": "));
+        for (std::size_t b = 0, e; b <= expect.size(); b = e + 1) {
+            e = std::min(expect.find('|', b), expect.size());
+            CHECK(contains(r.err, expect.substr(b, e - b)));
+        }
+        CHECK(!fs::exists(dir.path / "out"));
+    }
 }
 
 TEST_CASE("cli: --max-stack: bad values exit 2 naming the option; the budget decides which form is emitted") {

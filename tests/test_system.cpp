@@ -44,6 +44,7 @@ bool reads(nelu::Quantity q, nelu::RowKind row) {
         case Quantity::JointTorque: return row == RowKind::Torque;                                          // (3tau)
         case Quantity::ExternalWrench: return row == RowKind::Force;                                        // (3f)
         case Quantity::Measurement: return row == RowKind::Measurement;
+        case Quantity::ContactReference: return row == RowKind::Condition;  // u - in = 0: a Baumgarte reference's auxiliary rows
         default: return false;
     }
 }

@@ -497,7 +497,10 @@ void read_outputs(const YAML::Node& o, const std::string& file, Problem& p) {
 double spec_number(const YAML::Node& n, const std::string& file, const std::string& what, double lo, double hi) {
     double v = 0;
     if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) throw InputError(where(file, n) + fmt::format("{} must be a number", what));
-    if (!std::isfinite(v) || v < lo || v > hi) throw InputError(where(file, n) + fmt::format("{} must be a finite number in [{:g}, {:g}] (here {})", what, lo, hi, n.as<std::string>()));
+    if (!std::isfinite(v) || v < lo || v > hi)
+        throw InputError(where(file, n) + (lo <= -1e300 && hi >= 1e300 ? fmt::format("{} must be a finite number (here {})", what, n.as<std::string>())
+                                                                       : fmt::format("{} must be a finite number in [{:g}, {:g}] (here {})", what, lo,
+                                                                                     hi, n.as<std::string>())));
     return v;
 }
 
@@ -505,8 +508,17 @@ double spec_number(const YAML::Node& n, const std::string& file, const std::stri
 void read_contacts(const YAML::Node& list, const std::string& file, const LoadResult& l, Problem& p) {
     if (!list) return;
     if (!list.IsSequence() || list.size() == 0) throw InputError(where(file, list) + "'contacts' must be a non-empty list of contacts");
-    if (p.kind != "fd" && p.kind != "impulse")
-        throw InputError(where(file, list) + fmt::format("'contacts' applies to problems fd and impulse, not {}", p.kind));
+    // a scalar key of a contact (name, link, type, frame), or an error naming it
+    auto text = [&](const YAML::Node& v, const std::string& contact, const char* key) {
+        if (!v.IsScalar())
+            throw InputError(where(file, v) + fmt::format("{}'{}' must be a single word", contact.empty() ? "" : "contact '" + contact + "': ", key));
+        return v.as<std::string>();
+    };
+    if (p.kind != "fd" && p.kind != "impulse") {
+        const YAML::Node first = list[0];
+        const std::string name = first.IsMap() && first["name"] && first["name"].IsScalar() ? first["name"].as<std::string>() : "contact0";
+        throw InputError(where(file, list) + fmt::format("contact '{}': 'contacts' applies to problems fd and impulse, not {}", name, p.kind));
+    }
     static const std::set<std::string> keys{"name", "link", "type", "origin", "frame", "baumgarte"};
     std::set<std::string> names;
     const double size = robot_size(l);
@@ -514,28 +526,27 @@ void read_contacts(const YAML::Node& list, const std::string& file, const LoadRe
         ContactSpec cs;
         cs.where = where(file, n);
         if (!n.IsMap()) throw InputError(cs.where + "each contact is a map {name, link, type, origin, frame, baumgarte}");
-        for (const auto& kv : n)
-            if (!keys.count(kv.first.as<std::string>()))
-                throw InputError(where(file, kv.first) + fmt::format("unknown contact key '{}' (expected name, link, type, origin, frame, baumgarte)",
-                                                                     kv.first.as<std::string>()));
         Contact& c = cs.contact;
-        c.name = n["name"] ? n["name"].as<std::string>() : fmt::format("contact{}", p.contacts.size());
+        c.name = n["name"] ? text(n["name"], "", "name") : fmt::format("contact{}", p.contacts.size());
         auto fail = [&](const YAML::Node& at, const std::string& what) {
             throw InputError((at ? where(file, at) : cs.where) + fmt::format("contact '{}': {}", c.name, what));
         };
+        for (const auto& kv : n)
+            if (!keys.count(kv.first.as<std::string>()))
+                fail(kv.first, fmt::format("unknown key '{}' (expected name, link, type, origin, frame, baumgarte)", kv.first.as<std::string>()));
         if (!names.insert(c.name).second) fail(n["name"], "a second contact with this name");
         if (!n["link"]) fail(n, "needs 'link'");
-        cs.link = n["link"].as<std::string>();
+        cs.link = text(n["link"], c.name, "link");
         const auto it = l.links.find(cs.link);
         if (it == l.links.end()) fail(n["link"], fmt::format("no link named '{}'", cs.link));
         if (it->second.body < 0) fail(n["link"], fmt::format("link '{}' is fixed to the world: a contact there constrains nothing", cs.link));
         c.body = it->second.body;
         if (!n["type"]) fail(n, "needs 'type' (point or 6d)");
-        const std::string type = n["type"].as<std::string>();
+        const std::string type = text(n["type"], c.name, "type");
         if (type == "point") c.type = ContactType::Point;
         else if (type == "6d" || type == "6D") c.type = ContactType::SixD;
         else fail(n["type"], fmt::format("type '{}': expected point or 6d", type));
-        const std::string frame = n["frame"] ? n["frame"].as<std::string>() : "local";
+        const std::string frame = n["frame"] ? text(n["frame"], c.name, "frame") : "local";
         if (frame == "local") c.frame = ContactFrame::Local;
         else if (frame == "local_world_aligned") c.frame = ContactFrame::LocalWorldAligned;
         else fail(n["frame"], fmt::format("frame '{}': expected local or local_world_aligned", frame));
@@ -684,9 +695,9 @@ void read_contact_problem(const YAML::Node& spec, const std::string& file, const
     if (p.contacts.empty()) return;
     const YAML::Node at = spec["contacts"];
     if (!p.sensors.empty())
-        throw InputError(p.sensors[0].where + fmt::format("sensor '{}': sensors and 'contacts:' in one problem are not supported yet; a "
-                                                          "rigid contact without contacts: is an unknown external wrench with a zero "
-                                                          "link_acceleration", p.sensors[0].name));
+        throw InputError(p.sensors[0].where + fmt::format("sensor '{}' and contact '{}': sensors and 'contacts:' in one problem are not "
+                                                          "supported yet; a rigid contact without contacts: is an unknown external wrench "
+                                                          "with a zero link_acceleration", p.sensors[0].name, p.contacts[0].contact.name));
     for (int i = 0; i < m.num_bodies(); ++i) {
         if (p.joint[i] != JointKnown::Tau && m.bodies[i].nv() > 0)
             throw InputError(where(file, spec["joints"]) + fmt::format("joint '{}': a problem with contacts knows every joint torque "
