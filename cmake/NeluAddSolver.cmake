@@ -11,6 +11,7 @@
 #                   NAME <name>
 #                   [FLOATING_BASE]
 #                   [BATCH]
+#                   [DERIVATIVES]
 #                   [SCALAR <double|float|both>]
 #                   [MAX_STACK <bytes>]
 #                   [OUTPUT_DIR <dir>])
@@ -25,6 +26,9 @@
 #   BATCH          also the batch entry points NAME_batch, NAME_f_batch (--batch: n states per call
 #                  in the lanes of the target's vector registers, docs/batch.md), in NAME_batch.hpp
 #                  and NAME_batch.cpp, which are added to TARGET's sources too.
+#   DERIVATIVES    also NAME_derivatives, the outputs and their Jacobian with respect to
+#                  [q-tangent, qd, in] (--derivatives, docs/derivatives.md), in NAME.hpp and NAME.cpp
+#                  (with BATCH also NAME_derivatives_batch in the batch files).
 #   SCALAR         which entry points to generate: NAME (double), NAME_f (float) or both
 #                  (nelu's default, both, when omitted).
 #   MAX_STACK      stack budget in bytes (--max-stack; nelu's default, 16384, when omitted): a solver
@@ -57,7 +61,7 @@
 include_guard(GLOBAL)
 
 function(nelu_add_solver)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "FLOATING_BASE;BATCH" "TARGET;URDF;PROBLEM;NAME;SCALAR;MAX_STACK;OUTPUT_DIR" "")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "FLOATING_BASE;BATCH;DERIVATIVES" "TARGET;URDF;PROBLEM;NAME;SCALAR;MAX_STACK;OUTPUT_DIR" "")
 
   # --- check the arguments
   if(arg_UNPARSED_ARGUMENTS)
@@ -102,6 +106,9 @@ function(nelu_add_solver)
   endif()
   if(arg_BATCH)
     list(APPEND flags --batch)
+  endif()
+  if(arg_DERIVATIVES)
+    list(APPEND flags --derivatives)
   endif()
   if(arg_SCALAR)
     list(APPEND flags --scalar ${arg_SCALAR})

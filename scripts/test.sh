@@ -2,13 +2,14 @@
 # test.sh: the whole test suite, as CI runs it.
 #   1. Release-with-debug-info build, every doctest suite through CTest (but the label extended: the
 #      largest derivative solvers, `ctest --test-dir build -L extended`), then the installed
-#      package used by examples/consumer (scripts/example.sh), then a benchmark smoke (bench/ built
-#      with the chain of 7 only and the iwim cases on a DH chain of 8 instead of 50 links, whose
-#      fully actuated solver alone takes about a minute of g++; the agreement checks of every
-#      contender, osim and iwim included, and the contact reference against Pinocchio's
-#      constraintDynamics and impulseDynamics when Pinocchio is found; one robot timed briefly;
+#      package used by examples/consumer and examples/contacts (scripts/example.sh, about a
+#      minute and a half, mostly g++ on the contact example's derivatives), then a benchmark
+#      smoke (bench/ built with the chain of 7 only and the iwim cases on a DH chain of 8 instead
+#      of 50 links, whose fully actuated solver alone takes about a minute of g++; the agreement
+#      checks of every contender, osim and iwim included, and the contact reference against
+#      Pinocchio's constraintDynamics and impulseDynamics when Pinocchio is found; one robot timed briefly;
 #      the full benchmark is scripts/bench.sh, not CI), then the Python package's pytest suite
-#      (python/tests, about a minute: installed into .venv by scripts/python_package.sh, the
+#      (python/tests, about two minutes: installed into .venv by scripts/python_package.sh, the
 #      README's command);
 #   2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (but the one
 #      labelled slow, which builds ~80 generated solvers and runs its own sanitizer cases);
@@ -27,7 +28,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L extended: the largest derivative solvers
-echo "== installed package: examples/consumer"
+echo "== installed package: examples/consumer, examples/contacts"
 bash scripts/example.sh
 echo "== Python package: pytest (python/tests), installed into .venv as the README says"
 bash scripts/python_package.sh

@@ -55,16 +55,20 @@ def status_name(status: int) -> str:
 
 def slot_label(slot: dict[str, Any]) -> str:
     """A manifest slot as the generated header names it: "tau elbow_joint", "f^x wrist_3_link.fz",
-    "qdd root_joint.vx", "ft_sensor.fx", "Lambda^-1[tool0.wx][2]"."""
+    "qdd root_joint.vx", "ft_sensor.fx", "Lambda^-1[tool0.wx][2]"; a contact's force, impulse or
+    Baumgarte reference by the contact's name, "lf.fz", "l_sole.nx", "lf.x"; a post-impact
+    velocity "v+ root_joint.wx"."""
     component = f".{slot['component']}" if "component" in slot else ""
     if "matrix" in slot:
         column = f"[{slot['column']}]" if "column" in slot else ""
         return f"{slot['matrix']}[{slot.get('joint') or slot.get('link', '')}{component}]{column}"
     quantity = slot.get("quantity", "")
     prefix = {"joint_acceleration": "qdd", "joint_torque": "tau", "q_tangent": "q", "qd": "qd", "external_wrench": "f^x",
-              "link_acceleration": "a", "joint_wrench": "f"}.get(quantity)
+              "link_acceleration": "a", "joint_wrench": "f", "joint_velocity": "v+"}.get(quantity)
     if quantity == "measurement":
         return f"{slot['sensor']}{component}"
+    if "contact" in slot:  # contact_force, contact_impulse, contact_reference: named like a sensor's readings
+        return f"{slot['contact']}{component}"
     where = slot.get("joint") or slot.get("link") or slot.get("sensor", "")
     return f"{prefix or quantity} {where}{component}"
 
@@ -135,7 +139,7 @@ class Solver:
 
     @property
     def problem(self) -> str:
-        """The problem kind (id, fd, hybrid, osim, iwim) from the manifest."""
+        """The problem kind (id, fd, hybrid, osim, iwim, impulse) from the manifest."""
         return self.manifest["problem"]["kind"]
 
     @property
