@@ -21,7 +21,7 @@ LOCAL_WORLD_ALIGNED; without and with Baumgarte gains; impulses with restitution
 A case whose check fails is recorded with the driver's message and not timed; the script then
 exits 1 after writing --out.
 
---check-only (the benchmark smoke of scripts/test.sh): the SMOKE cases, each solver compiled once
+--check-only (the benchmark smoke of scripts/test.sh, about 15 s): the SMOKE cases, each solver compiled once
 with --cxx-flags (default -O1), values everywhere and derivatives where the case asks for them,
 checked on --states states, nothing timed, no JSON; exit 1 on a disagreement.
 
@@ -123,14 +123,17 @@ def mixed_soles():
     return s
 
 
-# the benchmark smoke (--check-only): every contact kind, frame and gain once, in seconds of g++ -O1
+# the benchmark smoke (--check-only): every contact kind, frame and gain once, the derivatives on the
+# arm (whose derivative solvers take seconds of g++ -O1, the legged robots' a minute): about 15 s
 SMOKE = [
     case("smoke_minicheetah_mixed_baumgarte", Q, QUAD, True, "fd", mixed_feet(), "4 points, both frames, kp, kd", derivatives=False),
     case("smoke_minicheetah_impulse_mixed", Q, QUAD, True, "impulse",
          [dict(c, frame="local_world_aligned" if i % 2 else "local") for i, c in enumerate(feet("local"))], "impulse", 0.3,
          derivatives=False),
     case("smoke_humanoid_mixed_kd", H, HUMANOID, True, "fd", mixed_soles(), "2 soles, both frames, kd", derivatives=False),
-    case("smoke_ur5e_tool_lwa_kd", U, UR5E, False, "fd", tool("local_world_aligned", True), "6-D tool, LWA, kd"),
+    case("smoke_ur5e_tool_lwa", U, UR5E, False, "fd", tool("local_world_aligned"), "6-D tool, LWA"),
+    case("smoke_ur5e_tool_local_kd", U, UR5E, False, "fd", tool("local", True), "6-D tool, LOCAL, kd"),
+    case("smoke_ur5e_tool_impulse", U, UR5E, False, "impulse", tool("local_world_aligned"), "6-D tool, LWA, impulse", 0.3),
 ]
 
 
@@ -326,7 +329,7 @@ def main():
             records.append(r)
             continue
         first = copies[0]
-        r.update({k: first[k] for k in ("nv", "nc", "states", "redrawn", "check", "rounds") if k in first})
+        r.update({k: first[k] for k in ("nv", "nc", "states", "redrawn", "check", "pinocchio_defects", "rounds") if k in first})
         for k in ("pv_error", "caba_error", "caba_mu", "caba_iterations"):
             if k in first:
                 r[k] = max(x[k] for x in copies) if k.endswith("error") else first[k]
@@ -370,7 +373,7 @@ def check_only(args, link, cxx):
             run([cxx[0], "-o", exe, os.path.join(d, "nelu_c.o")] + link)
             p = subprocess.run([exe, os.path.join(d, "case.json"), "--check-only", "--states", str(min(args.states, 20))],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            sys.stdout.write("check contacts (generated): " + p.stdout)
+            sys.stdout.write("".join("check contacts (generated): " + line + "\n" for line in p.stdout.splitlines()))
             if p.returncode != 0:
                 sys.stderr.write(p.stderr)
                 failed.append(c["name"])
@@ -403,6 +406,26 @@ def _ratio(a, b):
     return None if not a or not b else a / b
 
 
+def _cr(r, key_p, key_n):
+    """Pinocchio's time over nelu's: the median over the copies of each copy's ratio (the two were timed in
+    the same process, in alternating rounds, so load that slows a whole copy cancels)."""
+    t = r.get("times", {})
+    if key_p not in t or key_n not in t:
+        return None
+    return median([a / b for a, b in zip(t[key_p]["copies"], t[key_n]["copies"])])
+
+
+def _rspread(r, pairs):
+    """The largest (max - min) / median over the copies of the row's ratios."""
+    t = r.get("times", {})
+    out = []
+    for kp, kn in pairs:
+        if kp in t and kn in t:
+            xs = [a / b for a, b in zip(t[kp]["copies"], t[kn]["copies"])]
+            out.append((max(xs) - min(xs)) / median(xs))
+    return f"{max(out) * 100:.1f} %" if out else "–"
+
+
 def _spread(r, keys):
     xs = [r["times"][k]["spread"] for k in keys if k in r.get("times", {})]
     return f"{max(xs) * 100:.1f} %" if xs else "–"
@@ -433,8 +456,10 @@ def section_lines(data):
       f"{data['rounds']} alternating rounds (each round times each contender once, at least 20 ms cycling through the "
       "first 16 checked states); a contender's time is the median over the rounds of the CPU time per call. That "
       f"binary is copied (`cp`) {data['copies']} times and each copy run once, one after the other: each number "
-      "below is the **median over the copies**, and \"spread\" the largest (max − min) / median over the copies of "
-      "the row's contenders. \"÷\" is Pinocchio's time over nelu's (above 1: nelu is faster). ops: mul + add + div "
+      "below is the **median over the copies**, and \"time spread\" the largest (max − min) / median over the copies "
+      "of the row's contenders (load from other work on the machine slows whole copies). \"÷\" is Pinocchio's time "
+      "over nelu's (above 1: nelu is faster), the median over the copies of each copy's ratio (both timed in the "
+      "same process, so such load cancels), and \"÷ spread\" the largest (max − min) / median of the row's ratios. ops: mul + add + div "
       "of the manifest (`ops`; `derivatives.ops`).")
     w("")
     w("Pinocchio's calls: `constraintDynamics(model, data, q, v, tau, contact_models, contact_datas, settings)` "
@@ -447,50 +472,59 @@ def section_lines(data):
       "(the link's BODY frame and the spec's `origin`), not from nelu's; for Baumgarte cases each state's "
       "references are in its own prepared `contact_models` vector.")
     w("")
+    w("Commands: `bash scripts/contacts_pinocchio.sh` (all of it: the build of nelu and of the driver, then "
+      "`bench/contacts_pinocchio.py`; `NELU_CONTACTS_CASES=REGEX` for some cases, `NELU_CONTACTS_COPIES`, "
+      "`NELU_CONTACTS_ROUNDS`); `bash scripts/contacts_pinocchio.sh --report` (or `scripts/bench.sh --report`) "
+      "rewrites this section from the JSON file; the agreement check alone, on six small cases compiled `g++ -O1` "
+      "(about 20 s, the benchmark smoke of `scripts/test.sh`): `python3 bench/contacts_pinocchio.py --nelu "
+      "BUILD/compiler/nelu --bench-dir BUILD/bench --check-only`.")
+    w("")
     # ---- values
     w("### Values: ns per call")
     w("")
     w("| robot | contacts | nv | contact rows | ops | nelu -O2 | nelu v3 | Pinocchio | ÷ (-O2) | ÷ (v3) | pv | constrainedABA "
-      "| pv ÷ nelu (-O2) | cABA ÷ nelu (-O2) | spread |")
-    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "| pv ÷ nelu (-O2) | cABA ÷ nelu (-O2) | time spread | ÷ spread |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in recs:
         n, v3, p = _t(r, "nelu_ns"), _t(r, "nelu_v3_ns"), _t(r, "pinocchio_ns")
         pv, caba = _t(r, "pv_ns"), _t(r, "caba_ns")
         what = "impulseDynamics" if r["problem"] == "impulse" else "constraintDynamics"
         w(f"| {r['robot']} | {r['label']} | {r['nv']} | {r['nc']} | {r['o2']['value_ops']:,} | {_ns(n)} | {_ns(v3)} | "
-          f"{_ns(p)} ({what}) | {_rx(_ratio(p, n))} | {_rx(_ratio(p, v3))} | {_ns(pv)} | {_ns(caba)} | "
-          f"{_rx(_ratio(pv, n))} | {_rx(_ratio(caba, n))} | "
-          f"{_spread(r, ['nelu_ns', 'nelu_v3_ns', 'pinocchio_ns', 'pv_ns', 'caba_ns'])} |")
+          f"{_ns(p)} ({what}) | {_rx(_cr(r, 'pinocchio_ns', 'nelu_ns'))} | {_rx(_cr(r, 'pinocchio_ns', 'nelu_v3_ns'))} | "
+          f"{_ns(pv)} | {_ns(caba)} | {_rx(_cr(r, 'pv_ns', 'nelu_ns'))} | {_rx(_cr(r, 'caba_ns', 'nelu_ns'))} | "
+          f"{_spread(r, ['nelu_ns', 'nelu_v3_ns', 'pinocchio_ns', 'pv_ns', 'caba_ns'])} | "
+          f"{_rspread(r, [('pinocchio_ns', 'nelu_ns'), ('pinocchio_ns', 'nelu_v3_ns'), ('pv_ns', 'nelu_ns'), ('caba_ns', 'nelu_ns')])} |")
     w("")
-    notimed = []
+    lwa = [r["case"] for r in recs if r["problem"] == "fd" and "pv_error" not in r]
+    bad = []
     for r in recs:
-        if r["problem"] == "impulse":
-            continue
-        if "pv_error" not in r:
-            notimed.append(f"{r['case']}: LOCAL_WORLD_ALIGNED contacts (Pinocchio 3.7's `initPvSolver` implements "
-                           "LOCAL only: `assert(false && \"LOCAL_WORLD_ALIGNED not implemented\")`)")
-        else:
-            bad = [f"{name} disagrees with constraintDynamics by {r[key]:.2g}" for name, key in
-                   (("pv", "pv_error"), ("constrainedABA", "caba_error")) if r[key] > 1e-6]
-            if bad:
-                notimed.append(f"{r['case']}: {'; '.join(bad)}")
-    w("pv and constrainedABA are not timed where they cannot be used (impulses: they solve forward dynamics only): "
-      + "; ".join(notimed) + ". Their Baumgarte terms are wrong in 3.7.0: they read `contact_datas[i].c1Mc2` "
-      "(the placement error) without computing it, and the contact velocity `contact1_velocity` for Kd before "
-      "computing it (3-D) or not at all (6-D).")
+        if "pv_error" in r:
+            b = [f"{name} by {r[key]:.2g}" for name, key in (("pv", "pv_error"), ("constrainedABA", "caba_error")) if r[key] > 1e-6]
+            if b:
+                bad.append(f"{r['case']} ({', '.join(b)})")
+    w("pv and constrainedABA are timed only where they can be used and agree with `constraintDynamics` to 1e-6 "
+      "(their worst error over the checked states is in the records): not on impulses (they solve forward "
+      "dynamics only); not with LOCAL_WORLD_ALIGNED contacts (" + ", ".join(lwa) + "): Pinocchio 3.7's "
+      "`initPvSolver` implements LOCAL only (`assert(false && \"LOCAL_WORLD_ALIGNED not implemented\")`, "
+      "compiled out under NDEBUG); not with Baumgarte gains, where they disagree (" + "; ".join(bad) + "): they "
+      "read `contact_datas[i].c1Mc2` (the placement error) without computing it, and for Kd the contact velocity "
+      "`contact1_velocity` before computing it (3-D) or not at all (6-D).")
     w("")
     # ---- derivatives
     w("### Derivatives: ns per call")
     w("")
     w("| robot | contacts | jac (rows × columns) | derivative ops | ÷ value ops | nelu -O2 | nelu v3 | Pinocchio values + derivatives "
-      "| ÷ (-O2) | ÷ (v3) | spread |")
-    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "| ÷ (-O2) | ÷ (v3) | time spread | ÷ spread |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in recs:
         n, v3, p = _t(r, "nelu_derivatives_ns"), _t(r, "nelu_v3_derivatives_ns"), _t(r, "pinocchio_derivatives_ns")
         o = r["o2"]
         w(f"| {r['robot']} | {r['label']} | {r['nv'] + r['nc']} × {o['jac_cols']} | {o['derivative_ops']:,} | "
-          f"{_rx(o['derivative_ops'] / o['value_ops'])} | {_ns(n)} | {_ns(v3)} | {_ns(p)} | {_rx(_ratio(p, n))} | "
-          f"{_rx(_ratio(p, v3))} | {_spread(r, ['nelu_derivatives_ns', 'nelu_v3_derivatives_ns', 'pinocchio_derivatives_ns'])} |")
+          f"{_rx(o['derivative_ops'] / o['value_ops'])} | {_ns(n)} | {_ns(v3)} | {_ns(p)} | "
+          f"{_rx(_cr(r, 'pinocchio_derivatives_ns', 'nelu_derivatives_ns'))} | "
+          f"{_rx(_cr(r, 'pinocchio_derivatives_ns', 'nelu_v3_derivatives_ns'))} | "
+          f"{_spread(r, ['nelu_derivatives_ns', 'nelu_v3_derivatives_ns', 'pinocchio_derivatives_ns'])} | "
+          f"{_rspread(r, [('pinocchio_derivatives_ns', 'nelu_derivatives_ns'), ('pinocchio_derivatives_ns', 'nelu_v3_derivatives_ns')])} |")
     w("")
     # ---- agreement
     w("### Agreement with Pinocchio")
@@ -527,6 +561,29 @@ def section_lines(data):
           f"{_e(g('d' + l + '/dq'))} | {_e(g('d' + l + '/dv'))} | {_e(None if imp else g('d' + l + '/dtau'))} | "
           f"{_e(max(ref)) if ref else '–'} | {dtxt} |")
     w("")
+    defect_rows = {}
+    for r in recs:
+        for k, d in r.get("pinocchio_defects", {}).items():
+            if "(v3)" not in k:
+                defect_rows.setdefault(r["case"], []).append((k, d))
+    w("Defects of Pinocchio 3.7.0 found by these checks (nelu's derivatives agree with central differences of "
+      "Pinocchio's own values where Pinocchio's do not):")
+    w("")
+    w("- `computeConstraintDynamicsDerivatives` with LOCAL_WORLD_ALIGNED contacts and Baumgarte gains that differ "
+      "between components: ∂/∂q and ∂/∂qd of qdd and λ are wrong (" +
+      "; ".join(f"{c}: " + ", ".join(f"{k} {d['pinocchio_vs_differences']:.2g}" for k, d in ks)
+                for c, ks in defect_rows.items()) +
+      ", scaled error against the differences at every state). With equal gains per component (kp 10, kd 2 on "
+      "four LWA feet, checked while building this benchmark) they agree; the corrector's derivative is written "
+      "for LOCAL components (constrained-dynamics-derivatives.hxx, \"Add the contribution of the corrector\"), "
+      "and in LWA the gains act on the contact frame's own components, which turn with q.")
+    w("- `computeImpulseDynamicsDerivatives` accumulates into `data.dvc_dq` without clearing it: from the second "
+      "call with one `Data` on, its ∂v⁺/∂q and ∂Λ/∂q are wrong on a floating base (the Mini Cheetah's impulse "
+      "cases: scaled errors 0.3–2.7 at 49 of 50 states before the driver cleared it; the first call, and fixed-base "
+      "robots, were right). The driver clears it before each call, timed calls included. Its `dvimpulse_partial_dv` "
+      "is ∂(v⁺ − v⁻)/∂v⁻ (a convention: the identity is added before comparing).")
+    w("- `pv` and `constrainedABA` with Baumgarte gains: values wrong (table above).")
+    w("")
     if failed:
         w("Not timed (the check failed): " + "; ".join(f"{r['case']}: {r['error']}" for r in failed) + ".")
         w("")
@@ -538,7 +595,7 @@ def section_lines(data):
         return [r for r in recs if pred(r)]
 
     def fmt(rs, key_n, key_p, need):
-        xs = [(r["case"], _ratio(_t(r, key_p), _t(r, key_n))) for r in rs]
+        xs = [(r["case"], _cr(r, key_p, key_n)) for r in rs]
         xs = [(c, x) for c, x in xs if x is not None]
         if not xs:
             return "–", "–"
@@ -548,7 +605,7 @@ def section_lines(data):
 
     legged_fd = rows(lambda r: r["problem"] == "fd" and r["case"].startswith(("minicheetah", "humanoid")))
     imp = rows(lambda r: r["problem"] == "impulse")
-    w("| target | rows | measured (-O2; v3 in parentheses below) | met |")
+    w("| target | rows | measured: -O2 (v3) | met |")
     w("|---|---|---|---|")
     for title, rs, kn, kp, need in (
             ("values ≥ 4× `constraintDynamics` (mu = 0), quadruped with 4 points and humanoid with 2 soles", legged_fd,

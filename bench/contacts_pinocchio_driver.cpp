@@ -11,7 +11,7 @@
 // (all but nelu_c are weak: a binary without them checks and times what it has).
 //
 //   nelu_contacts_pinocchio CASE.json [--states N] [--rounds R] [--check-only] [--json OUT]
-//                           [--caba-mu MU] [--caba-iterations K]
+//                           [--caba-mu MU] [--caba-iterations K] [--min-pivot P]
 //
 // CASE.json (written by contacts_pinocchio.py): the URDF, floating base, problem (fd or impulse),
 // restitution, the contacts as the spec gives them (name, link, type point or 6d, frame local or
@@ -35,7 +35,7 @@
 // Check (before anything is timed; the process exits 1 on a disagreement): N random states (fixed
 // seed; q, qd, tau uniform in [-1, 1], the base quaternion normalized; Baumgarte references 5 cm
 // off the contact point), drawn again where nelu's solver refuses the contact set
-// (NELU_STATUS_SMALL_PIVOT) or a pivot of Pinocchio's J M^-1 J^T is below 1e-5 of its largest
+// (NELU_STATUS_SMALL_PIVOT) or a pivot of Pinocchio's J M^-1 J^T is below P (1e-5) of its largest
 // diagonal entry (straight legs, the fully constrained arm at a singularity: both libraries' errors
 // grow with the condition number there). Per block, max |nelu - pinocchio| / max(1, max |pinocchio|)
 // over the states:
@@ -117,7 +117,6 @@ constexpr double kPeerTolerance = 1e-6;
 // kDifferenceTolerance of central differences of Pinocchio's values and Pinocchio's beyond kPinocchioWrong
 constexpr double kDifferenceTolerance = 1e-5;
 constexpr double kPinocchioWrong = 1e-3;
-constexpr double kPivotRatio = 1e-5;
 
 json read_json(const std::string& path) {
     std::ifstream in(path);
@@ -322,7 +321,7 @@ double delassus_pivot_ratio(const Case& c, const State& s) {
 
 double uniform(std::mt19937_64& rng, double lo, double hi) { return lo + (hi - lo) * double(rng() >> 11) * 0x1.0p-53; }
 
-std::vector<State> make_states(const Case& c, int count, int& redrawn) {
+std::vector<State> make_states(const Case& c, int count, double min_pivot, int& redrawn) {
     std::mt19937_64 rng(27);
     std::vector<State> states;
     std::vector<double> out(c.nout);
@@ -363,7 +362,7 @@ std::vector<State> make_states(const Case& c, int count, int& redrawn) {
             else s.in[i] = pose[c.ref_in[i].first][c.ref_in[i].second];
         }
         s.models = make_models(c, references_of(c, s.in));
-        if (nelu_c(s.q.data(), s.qd.data(), s.in.data(), out.data()) != 0 || delassus_pivot_ratio(c, s) < kPivotRatio) {
+        if (nelu_c(s.q.data(), s.qd.data(), s.in.data(), out.data()) != 0 || delassus_pivot_ratio(c, s) < min_pivot) {
             ++redrawn;
             if (redrawn > 100 * count) throw std::runtime_error(c.name + ": no regular state in " + std::to_string(redrawn) + " draws");
             continue;
@@ -667,6 +666,7 @@ std::vector<double> alternating_medians(const std::vector<std::function<void(int
 int run(int argc, char** argv) {
     std::string case_path, json_out;
     int rounds = 21, count = 50;
+    double min_pivot = 1e-5;
     bool check_only = false;
     Peers peers;
     for (int i = 1; i < argc; ++i) {
@@ -676,10 +676,12 @@ int run(int argc, char** argv) {
         else if (a == "--states" && i + 1 < argc) count = std::max(kTimedStates, std::atoi(argv[++i]));
         else if (a == "--caba-mu" && i + 1 < argc) peers.caba_mu = std::atof(argv[++i]);
         else if (a == "--caba-iterations" && i + 1 < argc) peers.caba_iterations = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--min-pivot" && i + 1 < argc) min_pivot = std::atof(argv[++i]);
         else if (a == "--check-only") check_only = true;
         else if (case_path.empty() && a[0] != '-') case_path = a;
         else {
-            std::fprintf(stderr, "usage: %s CASE.json [--states N] [--rounds R] [--check-only] [--json OUT] [--caba-mu MU] [--caba-iterations K]\n",
+            std::fprintf(stderr, "usage: %s CASE.json [--states N] [--rounds R] [--check-only] [--json OUT] [--caba-mu MU] [--caba-iterations K] "
+                         "[--min-pivot P]\n",
                          argv[0]);
             return 2;
         }
@@ -691,12 +693,12 @@ int run(int argc, char** argv) {
     const Case c = load_case(case_path);
     if ((nelu_c_derivatives != nullptr) != (c.njac > 0)) throw std::runtime_error("the manifest and the linked solver disagree on derivatives");
     int redrawn = 0;
-    std::vector<State> states = make_states(c, count, redrawn);
+    std::vector<State> states = make_states(c, count, min_pivot, redrawn);
     peers.run = !c.impulse && c.all_local;
     const Errors err = check(c, states, peers);
     const bool pv_ok = peers.run && peers.pv_error <= kPeerTolerance, caba_ok = peers.run && peers.caba_error <= kPeerTolerance;
 
-    json result = {{"case", c.name}, {"problem", c.problem}, {"nv", c.nv}, {"nc", c.nc}, {"states", count}, {"redrawn", redrawn},
+    json result = {{"case", c.name}, {"problem", c.problem}, {"nv", c.nv}, {"nc", c.nc}, {"states", count}, {"redrawn", redrawn}, {"min_pivot", min_pivot},
                    {"check", err.to_json()}, {"pinocchio_defects", err.defects_json()}, {"v3", nelu_c_v3 != nullptr}, {"derivatives", nelu_c_derivatives != nullptr}};
     if (peers.run) {
         result["pv_error"] = peers.pv_error, result["caba_error"] = peers.caba_error;
