@@ -6,7 +6,8 @@
       "NAME OBJECT"): bytes of the NAME and NAME_f functions (nm -S), of the .text and .rodata
       sections (size -A), and the operation count of its manifest.
   report.py --results results.json --sizes code_size.json --scaling scaling.json [--large large.json --large-results large_results.json]
-            [--derivatives-pinocchio derivatives_pinocchio.json] --out bench.md --plots DIR
+            [--derivatives-pinocchio derivatives_pinocchio.json] [--batch batch.json]
+            [--contacts-pinocchio contacts_pinocchio.json] --out bench.md --plots DIR
       the report; missing input files leave their sections out.
   report.py --derivatives-pinocchio derivatives_pinocchio.json --update-doc derivatives.md
       the tables of scripts/derivatives_pinocchio.sh, written between the markers of derivatives.md.
@@ -858,6 +859,12 @@ def report(args):
         w("")
         w(batch_bench.section(batch))
 
+    contacts = load(args.contacts_pinocchio)
+    if contacts:  # scripts/contacts_pinocchio.sh's run
+        import contacts_pinocchio
+        w("")
+        w(contacts_pinocchio.section(contacts))
+
     with open(args.out, "w") as f:
         f.write("\n".join(L).rstrip() + "\n")
 
@@ -875,6 +882,7 @@ def main():
     ap.add_argument("--update-doc", help="with --derivatives-pinocchio only: rewrite the tables in this file "
                     "(docs/derivatives.md) between its generated-block markers")
     ap.add_argument("--batch", help="bench/batch.py's JSON (scripts/batch_bench.sh)")
+    ap.add_argument("--contacts-pinocchio", help="bench/contacts_pinocchio.py's JSON (scripts/contacts_pinocchio.sh)")
     ap.add_argument("--out")
     ap.add_argument("--plots")
     args = ap.parse_args()

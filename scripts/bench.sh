@@ -34,7 +34,8 @@
 #                           an hour of g++ -O2 time on two cores, which is why it is not the default)
 # Peers (MuJoCo, Orocos KDL, DART; Pinocchio from ../shared/peers with the Boost libraries) are used
 # when scripts/setup.sh has installed them; the CMake configure step says which were found. The
-# derivative solvers against Pinocchio's analytic derivatives: scripts/derivatives_pinocchio.sh.
+# derivative solvers against Pinocchio's analytic derivatives: scripts/derivatives_pinocchio.sh; the
+# contact-dynamics solvers against Pinocchio's contact algorithms: scripts/contacts_pinocchio.sh.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -105,5 +106,5 @@ echo "== report"
 python3 bench/report.py --results docs/bench/results.json --sizes docs/bench/code_size.json \
   --scaling docs/bench/scaling.json --large docs/bench/large.json \
   --large-results docs/bench/large_results.json --derivatives-pinocchio docs/bench/derivatives_pinocchio.json \
-  --batch docs/bench/batch.json --out docs/bench.md --plots docs/bench
+  --batch docs/bench/batch.json --contacts-pinocchio docs/bench/contacts_pinocchio.json --out docs/bench.md --plots docs/bench
 echo "bench: done (docs/bench.md, docs/bench/)"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# contacts_pinocchio.sh: nelu's generated contact-dynamics solvers (issue 27) against Pinocchio 3.7.0's
+# constraintDynamics, impulseDynamics, pv, constrainedABA and their analytic derivatives:
+# docs/bench/contacts_pinocchio.json and the section "Contact dynamics" of docs/bench.md.
+#
+#   bash scripts/contacts_pinocchio.sh            configure and build (Release) nelu and the driver
+#                                                 (bench/contacts_pinocchio_driver.cpp, Pinocchio at
+#                                                 -O3), then bench/contacts_pinocchio.py: per contact
+#                                                 case (Mini Cheetah with four point feet, humanoid
+#                                                 with two 6-D soles, UR5e with a 6-D tool; LOCAL and
+#                                                 LOCAL_WORLD_ALIGNED; Baumgarte; impulses) nelu
+#                                                 compile --derivatives, g++ -O2 and g++ -O2
+#                                                 -march=x86-64-v3 in parallel, then the driver of each
+#                                                 case, in NELU_CONTACTS_COPIES fresh copies run one
+#                                                 after the other (check, then alternating timed
+#                                                 rounds); then docs/bench.md
+#   bash scripts/contacts_pinocchio.sh --report   only rewrite docs/bench.md from the JSON file
+#
+# The run exits 1 when nelu disagrees with Pinocchio on any case (the JSON file marks the case).
+# Generated sources identical to those of an earlier run are not compiled again
+# (BUILD/bench/contacts_pinocchio/); the humanoid's derivative solvers are the longest builds.
+# About 25 minutes on two cores from scratch.
+#
+# Environment:
+#   NELU_BENCH_BUILD_DIR   build directory (default build-bench, as scripts/bench.sh and scripts/lib.sh;
+#                          an existing one keeps its configuration, benchmarks turned on)
+#   NELU_CONTACTS_CASES    only the cases matching this regular expression (e.g. 'minicheetah.*')
+#   NELU_CONTACTS_JOBS     parallel nelu compile and g++ jobs (default: nproc)
+#   NELU_CONTACTS_ROUNDS   rounds of alternating batches per copy (default 21)
+#   NELU_CONTACTS_COPIES   fresh copies of each case's binary (default 3)
+#   NELU_PINOCCHIO_DIR     Pinocchio's folder (default ../shared/peers/pinocchio-3.7.0)
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$root"
+build="$bench_build_dir"
+json=docs/bench/contacts_pinocchio.json
+case "${1:-run}" in
+  run|--report) ;;
+  *) echo "usage: scripts/contacts_pinocchio.sh [--report]" >&2; exit 2 ;;
+esac
+
+if [ "${1:-run}" = run ]; then
+  echo "== configure and build ($build): nelu and the Pinocchio contact driver"
+  new=()
+  [ -f "$build/CMakeCache.txt" ] || new=(-DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_TESTS=OFF)
+  nelu_configure "$build" "${new[@]}" -DNELU_BUILD_BENCHMARKS=ON ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"} |
+    grep -E "nelu_bench: .*Pinocchio" || true
+  if [ ! -f "$build/bench/contacts_pinocchio_link.txt" ]; then
+    echo "contacts_pinocchio: Pinocchio is not configured in $build (see the message above): nothing measured" >&2
+    exit 1
+  fi
+  nelu_build "$build" nelu nelu_bench_contacts_pinocchio
+  mkdir -p docs/bench
+  echo "== nelu compile, g++ -O2 (and -march=x86-64-v3), check and time"
+  python3 bench/contacts_pinocchio.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" --out "$json" \
+    --jobs "${NELU_CONTACTS_JOBS:-$(nproc)}" --rounds "${NELU_CONTACTS_ROUNDS:-21}" \
+    --copies "${NELU_CONTACTS_COPIES:-3}" ${NELU_CONTACTS_CASES:+--cases "$NELU_CONTACTS_CASES"}
+fi
+
+echo "== report"
+bash scripts/bench.sh --report >/dev/null
+echo "contacts_pinocchio: done ($json, docs/bench.md)"
