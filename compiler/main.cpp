@@ -106,6 +106,8 @@ void print_summary(const nelu::CompileResult& r) {
     if (!r.analysis.special_singularity.empty())
         std::cout << "  allowed: singular at a special configuration: " << r.analysis.special_singularity << "\n";
     for (const std::string& note : r.problem.notes) std::cerr << "note: " << note << "\n";
+    if (!r.analysis.special_singularity.empty() && !r.problem.default_allow_note.empty())
+        std::cerr << "note: " << r.problem.default_allow_note << "\n";
     if (r.verify.states > 0)
         std::cout << fmt::format("  verified against the reference on {} states: max relative error {:.2e}{}\n", r.verify.states,
                                  r.verify.max_rel_error, r.verify.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.verify.max_backward_error) : std::string());

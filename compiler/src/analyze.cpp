@@ -135,11 +135,26 @@ std::vector<int> null_space_columns(const Eigen::MatrixXd& D) {
     return out;
 }
 
-std::string undetermined_message(const System& sys, const std::vector<int>& cols) {
+/// `special`: the loss of rank is at a special configuration only (allowed by the spec), where
+/// what is not determined is a property of the configuration, not something to add to the spec.
+std::string undetermined_message(const System& sys, const std::vector<int>& cols, bool special = false) {
     std::vector<int> physical;
     for (int c : cols)
         if (sys.cols[c].quantity != Quantity::Auxiliary) physical.push_back(c);
     std::string msg = "\n  not determined: " + name_list(sys, physical.empty() ? cols : physical);
+    if (!sys.contacts.empty()) {
+        // With contacts, sensors and unknown wrenches are refused: the contact set is what decides.
+        // The joint wrenches a dependent contact set leaves open are those its forces leave open.
+        int contact = -1;
+        for (int c : physical)
+            if (contact < 0 && (sys.cols[c].quantity == Quantity::ContactForce || sys.cols[c].quantity == Quantity::ContactImpulse)) contact = c;
+        if (special)
+            return msg + "\n  why: the contacts' constraints are dependent at this configuration (a kinematic singularity of the "
+                         "constrained robot: a held arm at a singular pose, straight legs, parallel soles); the solver returns "
+                         "NELU_STATUS_SMALL_PIVOT near it, and 'damping: MU' (Pinocchio's damped KKT) gives damped least-norm "
+                         "forces there instead";
+        if (contact >= 0) return msg + "\n  what would determine them: " + remedy(sys.cols[contact]);
+    }
     std::vector<std::string> seen;
     for (int c : by_kind(sys, physical)) {
         std::string r = remedy(sys.cols[c]);
@@ -427,7 +442,8 @@ Analysis run_analyze(const Model& model, const System& sys) {
         if (!(rc > 1e-14)) {
             std::string msg = fmt::format("D is structurally regular but numerically singular at {} (reciprocal "
                                           "condition {:.3g})", config_name(static_cast<int>(trial)), rc);
-            if (n <= 4000) msg += "." + undetermined_message(sys, null_space_columns(dense_of(sys, qs[trial], qd)));
+            if (n <= 4000)
+                msg += "." + undetermined_message(sys, null_space_columns(dense_of(sys, qs[trial], qd)), trial < 3 && sys.allow_special_singularities);
             else msg += "; a joint may carry no inertia";
             if (trial < 3 && sys.allow_special_singularities) {
                 if (an.special_singularity.empty()) an.special_singularity = msg;

@@ -719,9 +719,9 @@ void read_contact_problem(const YAML::Node& spec, const std::string& file, const
     }
     if (!spec["allow_singular_configurations"]) {
         p.allow_special_singularities = true;
-        p.notes.push_back(where(file, at) + "contacts: the solver refuses states where the contact set is singular (straight legs, "
-                                            "parallel soles: NELU_STATUS_SMALL_PIVOT); 'allow_singular_configurations: false' asks for a "
-                                            "solver that is regular there too");
+        p.default_allow_note = where(file, at) + "contacts: the contact set is singular at a special configuration (allowed by default "
+                                                 "with contacts): the solver returns NELU_STATUS_SMALL_PIVOT near it; "
+                                                 "'allow_singular_configurations: false' makes that an error";
     }
 }
 

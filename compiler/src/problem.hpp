@@ -118,6 +118,9 @@ struct Problem {
     /// (every joint at 0, pi/2, pi: e.g. a humanoid's feet parallel); the solver then returns
     /// NELU_STATUS_SMALL_PIVOT near them. Spec key `allow_singular_configurations`.
     bool allow_special_singularities = false;
+    /// Contacts without the key: allow_special_singularities is on by default, and this note says so
+    /// where it mattered (the compiler found the contact set singular at a special configuration).
+    std::string default_allow_note;
     /// osim: operational points; iwim: contact points (inputs: 3-D forces, link axes).
     std::vector<PointSpec> points;
     /// iwim: the actuated joints' velocity slots (inputs: unit torques), in slot order.

@@ -44,8 +44,13 @@ double backward_error(const System& sys, const Model& m, const Problem& p, const
                       const std::vector<double>& ref);
 /// Whether the decisive error is the backward error: the backward error of M qdd + h = tau when
 /// accelerations are sought (classical problems), of M [qdd_0 B^] = [-h B] for iwim, and for osim
-/// with lambda the larger of Lambda^-1's forward error and Lambda's residual |Lambda^-1 Lambda - I|.
+/// with lambda the larger of Lambda^-1's forward error and Lambda's residual |Lambda^-1 Lambda - I|,
+/// and for contact problems (contact_residual_applies) the scaled residual of their KKT system.
 bool judged_by_backward_error(const System& sys, const Problem& p);
+/// Problems with contacts whose outputs hold the whole KKT solution (every joint's acceleration, or
+/// v+, and every contact row): judged by the scaled residual of the KKT system (backward_error).
+/// Other contact problems (some outputs only) are judged by their forward error.
+bool contact_residual_applies(const System& sys, const Problem& p);
 
 /// The forward error of the outputs that are compared directly: all of them, except Lambda (osim
 /// with lambda), which is judged by its residual.
@@ -59,6 +64,9 @@ bool pivot_refuses(const ScheduledPivot& p, double value, bool single);
 /// osim with lambda: whether a refusal is right at this state: some pivot d_j of the same LDL^T of
 /// the reference Lambda^-1 (long double) is below kRefusalMargin times its threshold in that
 /// precision (or Lambda^-1 is not positive definite). A refusal anywhere else is a failure.
+/// Whether the reference refused the state (NaN outputs: a contact set singular for its dense KKT
+/// solve); such a state has no forward error, and a refusal of the solver there is right.
+bool reference_refused(const std::vector<double>& ref);
 bool lambda_refusal_justified(const System& sys, const std::vector<ScheduledPivot>& pivots, const std::vector<double>& ref, bool single);
 constexpr double kRefusalMargin = 100;
 
@@ -69,6 +77,7 @@ struct VerifyReport {
     double max_backward_error = 0;   ///< max over states of the scaled residual (when seeks_qdd)
     int refused_singular = 0;  ///< states where a pivot check fails and Lambda does not exist (osim with lambda)
     int refused_regular = 0;   ///< states where a pivot check fails although the problem is regular there
+    int reference_refused = 0;  ///< states judged by their backward error alone: the reference refused them (contacts)
     /// The measure that decides: the forward error for inverse dynamics (a forward computation),
     /// the backward error when accelerations are sought (their forward error is bounded by the
     /// condition of M times it, and M can be nearly singular at special configurations).
