@@ -310,6 +310,35 @@ bool tree_gram_basis(const Model& model, const System& sys, Candidate& c, std::s
     return eliminate(sys, c.order.pivots, e, why) && constraint_basis(model, sys, e, c.order.tail, c.nullspace_too, why);
 }
 
+/// Rigid contacts (forward dynamics and impulses): the articulated-body order over the
+/// bodies' own rows and columns, then the Baumgarte references' rows u - in = 0 on their u
+/// (constant pivots), then what the contact rows leave, the contacts' Schur complement
+/// J M^-1 J^T + mu 1 (up to the rows' common scaling), by its diagonal: each contact row with its
+/// own force component, contacts in the spec's order, as the contact Cholesky of
+/// constraintDynamics orders it. The pivots are those of an LDL^T of a definite matrix, bounded
+/// away from zero wherever the contact set is regular, where UMFPACK's choice for the same block
+/// at one configuration (tree-lu) may pair a row with another component's force, whose value
+/// crosses zero elsewhere (the Solo-12's four feet).
+bool tree_contact(const System& sys, Candidate& c, std::string& why) {
+    Candidate t = tree_aba(sys);
+    c.name = "tree-contact";
+    c.order.pivots = t.order.pivots, c.order.articulated = t.order.articulated;
+    if (sys.contacts.empty()) {
+        why = "no contacts";
+        return false;
+    }
+    for (const ContactBlock& cb : sys.contacts)
+        for (std::size_t k = 0; k < cb.reference.size(); ++k) c.order.pivots.push_back({cb.reference_rows[k], cb.reference[k]}), c.order.articulated.push_back(false);
+    for (const ContactBlock& cb : sys.contacts)
+        for (std::size_t k = 0; k < cb.rows.size(); ++k) c.order.pivots.push_back({cb.rows[k], cb.force[k]}), c.order.articulated.push_back(false);
+    if (static_cast<int>(c.order.pivots.size()) != sys.n() || sys.m() != sys.n()) {
+        why = fmt::format("the tree's and the contacts' pivots leave {} of {} columns", sys.n() - static_cast<int>(c.order.pivots.size()), sys.n());
+        return false;
+    }
+    Elimination e(sys);
+    return eliminate(sys, c.order.pivots, e, why);
+}
+
 /// Sensor problems: the articulated-body order over the bodies' own rows and columns (see
 /// tree_aba_gram), then UMFPACK's order for the remaining block of the partly eliminated matrix.
 bool tree_aba_lu(const Model& model, const System& sys, Candidate& c, std::string& why) {
@@ -630,6 +659,11 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
             ns.name += "/nullspace", ns.order.tail.nullspace = true, ns.order.tail.basis.clear();
             cands.push_back(ns);
         };
+        if (!sys.contacts.empty()) {
+            Candidate tc;
+            if (tree_contact(sys, tc, why)) cands.push_back(tc);
+            else res.candidates.push_back({"tree-contact", false, why, {}, 0});
+        }
         Candidate tg = tree_aba_gram(sys);
         if (tree_gram_basis(model, sys, tg, why)) push_gram(tg);
         else res.candidates.push_back({tg.name, false, why, {}, 0});
