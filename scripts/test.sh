@@ -36,7 +36,7 @@ echo "== Python package: pytest (python/tests), installed into .venv as the READ
 bash scripts/python_package.sh
 NELU_EXE="$PWD/build/compiler/nelu" .venv/bin/python -m pytest python/tests
 echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly"
-cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 -DNELU_BENCH_IWIM_LINKS=8 -DNELU_BENCH_LARGE=OFF >/dev/null
+cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 -DNELU_BENCH_IWIM_LINKS=8 -DNELU_BENCH_LARGE=OFF -DNELU_BENCH_CONTACTS_DRIVER_OPT=-O1 >/dev/null
 cmake --build build -j"$jobs" --target nelu_bench
 build/bench/nelu_bench --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
 [ ! -d build/bench/CMakeFiles/nelu_contact_pinocchio_check.dir ] || { cmake --build build -j"$jobs" --target nelu_contact_pinocchio_check && build/bench/nelu_contact_pinocchio_check; }
