@@ -110,7 +110,10 @@ void print_summary(const nelu::CompileResult& r) {
         std::cerr << "note: " << r.problem.default_allow_note << "\n";
     if (r.verify.states > 0)
         std::cout << fmt::format("  verified against the reference on {} states: max relative error {:.2e}{}\n", r.verify.states,
-                                 r.verify.max_rel_error, r.verify.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.verify.max_backward_error) : std::string());
+                                 r.verify.max_rel_error, r.verify.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.verify.max_backward_error) : std::string())
+                  << (r.verify.reference_refused > 0 ? fmt::format("  ({} of them near a singular contact set, where the dense reference refuses: "
+                                                                   "judged by the backward error alone)\n", r.verify.reference_refused)
+                                                     : std::string());
     if (r.order.best.jacobian.size() > 0)
         std::cout << fmt::format("  derivatives: {} outputs x {} columns; ops of outputs and Jacobian {} (value solver {}){}\n",
                                  r.system.out.size(), r.order.best.jacobian.size() / std::max<std::size_t>(1, r.system.out.size()),
