@@ -25,17 +25,17 @@ jobs=$(nproc)
 export NELU_BUILD_DIR="$PWD/build"
 unset NELU
 
-echo "== build (RelWithDebInfo)"
+echo "== build (RelWithDebInfo) (at ${SECONDS} s)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
-echo "== tests"
+echo "== tests (at ${SECONDS} s)"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L extended: the largest derivative solvers
-echo "== installed package: examples/consumer, examples/contacts"
+echo "== installed package: examples/consumer, examples/contacts (at ${SECONDS} s)"
 bash scripts/example.sh
-echo "== Python package: pytest (python/tests), installed into .venv as the README says"
+echo "== Python package: pytest (python/tests), installed into .venv as the README says (at ${SECONDS} s)"
 bash scripts/python_package.sh
 NELU_EXE="$PWD/build/compiler/nelu" .venv/bin/python -m pytest python/tests
-echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly"
+echo "== benchmark smoke: every contender agrees with the reference; one robot timed briefly (at ${SECONDS} s)"
 cmake -S . -B build -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CHAINS=7 -DNELU_BENCH_IWIM_LINKS=8 -DNELU_BENCH_LARGE=OFF -DNELU_BENCH_CONTACTS_DRIVER_OPT=-O1 >/dev/null
 cmake --build build -j"$jobs" --target nelu_bench
 build/bench/nelu_bench --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
@@ -45,17 +45,18 @@ build/bench/nelu_bench --nelu_check_only 2> >(grep -E "^check|nelu_bench" >&2)
   python3 bench/contacts_pinocchio.py --nelu build/compiler/nelu --bench-dir build/bench --check-only --jobs "$jobs"; }
 build/bench/nelu_bench --benchmark_filter='^(ID|FD)/ur5e/' --benchmark_min_time=0.01 2>/dev/null
 
-echo "== build (ASan + UBSan)"
+echo "== build (ASan + UBSan) (at ${SECONDS} s)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNELU_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-echo "== tests under ASan + UBSan"
+echo "== tests under ASan + UBSan (at ${SECONDS} s)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
 
 if [ -f scripts/fuzz.sh ]; then
-  echo "== fuzz"
+  echo "== fuzz (at ${SECONDS} s)"
   bash scripts/fuzz.sh "${NELU_FUZZ_SECONDS:-60}"
 fi
 
-echo "== firmware: Cortex-M7, Cortex-M4F and aarch64 Linux under QEMU (scripts/firmware.sh)"
+echo "== firmware: Cortex-M7, Cortex-M4F and aarch64 Linux under QEMU (scripts/firmware.sh) (at ${SECONDS} s)"
 bash scripts/firmware.sh robots/ur5e.urdf
+echo "== all passed (at ${SECONDS} s)"
