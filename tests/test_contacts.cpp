@@ -485,6 +485,7 @@ void check_delassus_order(const std::string& urdf, const std::string& spec_text,
     write(spec, spec_text);
     nelu::CompileOptions o;
     o.urdf = urdf, o.problem = spec.string(), o.verify_states = 20, o.derivatives = true, o.scalar = "double";
+    o.validation_configs = nelu::test::sanitized() ? 200 : 1000;  // the pivots' safety is the CLI's business (10^4); here, the order's shape
     const nelu::CompileResult r = nelu::compile(o);
     const nelu::Factorization& f = r.order.best;
     CHECK(f.ordering == "tree-contact");
@@ -559,7 +560,7 @@ TEST_CASE("contacts: the same two contacts with damping 1e-4 compile, verify, an
     s.contacts = {robot_contacts(Robot::Humanoid)[0], robot_contacts(Robot::Humanoid)[0]};
     s.contacts[0].name = "heel", s.contacts[0].xyz[0] = -0.05;
     s.contacts[1].name = "toe", s.contacts[1].xyz[0] = 0.12;
-    const nelu::CompileResult c = compile_case(s, false, 10000);
+    const nelu::CompileResult c = compile_case(s, false, nelu::test::sanitized() ? 300 : 2000);  // the CLI above validated 10^4
     const std::vector<nelu::Contact> contacts = runtime_contacts(s, c.load);
     nelu::test::ResidualTable dynamics("M qdd + h - tau - J^T lambda, scaled"), constraint("J qdd + gamma + mu lambda, scaled"),
         program("the program against contact_dynamics in long double, forward error"),
