@@ -181,14 +181,18 @@ const fs::path& scratch() {
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 /// `s` compiled through the API (pivots validated on fewer configurations than the CLI's 10^4, for
-/// speed; no verification inside: the callers run their own), with or without derivatives.
+/// speed; no verification inside: the callers run their own), with or without derivatives. Under
+/// the sanitizers the floating robots validate 200: the fixed arms keep theirs, for on 200
+/// configurations an order whose pivot nears zero elsewhere can pass and win (the UR5e held at
+/// its tool, damping 1e-6: const-first/1, whose derivatives then carry errors of 1e-8).
 nelu::CompileResult compile_case(const SpecCase& s, bool derivatives, int validation = 1000) {
     static int counter = 0;
     const fs::path spec = scratch() / fmt::format("spec{}.yaml", counter++);
     write(spec, s.yaml());
     nelu::CompileOptions o;
     o.urdf = s.urdf(), o.problem = spec.string(), o.verify_states = -1;
-    o.validation_configs = nelu::test::sanitized() ? std::min(validation, 200) : validation;
+    const bool floating = s.robot == Robot::Cheetah || s.robot == Robot::Humanoid;
+    o.validation_configs = nelu::test::sanitized() && floating ? std::min(validation, 200) : validation;
     o.derivatives = derivatives, o.scalar = "double";
     return nelu::compile(o);
 }
