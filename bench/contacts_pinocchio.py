@@ -18,6 +18,13 @@ LOCAL_WORLD_ALIGNED; without and with Baumgarte gains; impulses with restitution
      build has finished: each copy checks nelu against Pinocchio on --states random states (it
      exits 1 on a disagreement) and times alternating rounds. Per contender: the median over the
      copies of each copy's median, and the spread (max - min) / median over the copies.
+  5. the horizon cases (horizon=True: the Mini Cheetah's four LOCAL points, the humanoid's two LOCAL
+     soles) compile nelu_c_v3 with --batch too and build its nelu_c_v3_batch.cpp g++ -O2
+     -march=x86-64-v3; their driver checks the batch form against the scalar one and Pinocchio and
+     times a horizon of 50 knots (one batch call, 50 scalar calls, 50 Pinocchio calls), per knot.
+With --cases, the run's records are merged into an existing --out (the other cases' records are
+kept as they are; "partial_runs" says which rows come from which run), so that docs/bench.md's
+section, written from the whole file, keeps the rows that were not measured again.
 A case whose check fails is recorded with the driver's message and not timed; the script then
 exits 1 after writing --out.
 
@@ -82,20 +89,21 @@ def tool(frame, kd=False):
     return [c]
 
 
-def case(name, robot, urdf, floating, problem, contacts, label, restitution=None, derivatives=True):
+def case(name, robot, urdf, floating, problem, contacts, label, restitution=None, derivatives=True, horizon=False):
+    """horizon: also the batch form of the derivatives (nelu_c_v3 compiled with --batch), timed on a horizon of 50 knots."""
     return {"name": name, "robot": robot, "urdf": urdf, "floating": floating, "problem": problem, "contacts": contacts,
-            "label": label, "restitution": restitution, "derivatives": derivatives}
+            "label": label, "restitution": restitution, "derivatives": derivatives, "horizon": horizon}
 
 
 Q, H, U = "Mini Cheetah (floating)", "humanoid_winter (floating)", "UR5e (fixed)"
 CASES = [
-    case("minicheetah_points_local", Q, QUAD, True, "fd", feet("local"), "4 points, LOCAL"),
+    case("minicheetah_points_local", Q, QUAD, True, "fd", feet("local"), "4 points, LOCAL", horizon=True),
     case("minicheetah_points_lwa", Q, QUAD, True, "fd", feet("local_world_aligned"), "4 points, LWA"),
     case("minicheetah_points_local_baumgarte", Q, QUAD, True, "fd", feet("local", True), "4 points, LOCAL, Baumgarte kp, kd"),
     case("minicheetah_points_lwa_baumgarte", Q, QUAD, True, "fd", feet("local_world_aligned", True), "4 points, LWA, Baumgarte kp, kd"),
     case("minicheetah_impulse_local", Q, QUAD, True, "impulse", feet("local"), "4 points, LOCAL, impulse r = 0.3", 0.3),
     case("minicheetah_impulse_lwa", Q, QUAD, True, "impulse", feet("local_world_aligned"), "4 points, LWA, impulse r = 0.3", 0.3),
-    case("humanoid_soles_local", H, HUMANOID, True, "fd", soles("local"), "2 soles 6-D, LOCAL"),
+    case("humanoid_soles_local", H, HUMANOID, True, "fd", soles("local"), "2 soles 6-D, LOCAL", horizon=True),
     case("humanoid_soles_lwa", H, HUMANOID, True, "fd", soles("local_world_aligned"), "2 soles 6-D, LWA"),
     case("humanoid_soles_local_kd", H, HUMANOID, True, "fd", soles("local", True), "2 soles 6-D, LOCAL, Baumgarte kd"),
     case("humanoid_soles_lwa_kd", H, HUMANOID, True, "fd", soles("local_world_aligned", True), "2 soles 6-D, LWA, Baumgarte kd"),
@@ -176,8 +184,8 @@ def case_json(c, manifest):
             "restitution": c["restitution"] or 0.0, "contacts": contacts, "manifest": manifest}
 
 
-def compile_solver(nelu, c, name, work, derivatives):
-    """nelu compile of case c under NAME into work/CASE/new/; returns its record."""
+def compile_solver(nelu, c, name, work, derivatives, batch=False):
+    """nelu compile of case c under NAME into work/CASE/new/ (with batch, also NAME_batch.cpp); returns its record."""
     d = os.path.join(work, c["name"])
     new = os.path.join(d, "new")
     os.makedirs(new, exist_ok=True)
@@ -187,6 +195,8 @@ def compile_solver(nelu, c, name, work, derivatives):
     cmd = [nelu, "compile", os.path.join(ROOT, c["urdf"]), "--problem", spec, "--scalar", "double", "--name", name, "-o", new]
     if derivatives:
         cmd.append("--derivatives")
+    if batch:
+        cmd.append("--batch")
     compiled = run(cmd, cwd=new)
     with open(os.path.join(new, f"{name}.json")) as f:
         man = json.load(f)
@@ -195,16 +205,26 @@ def compile_solver(nelu, c, name, work, derivatives):
     if derivatives:
         r.update(derivative_ops=arithmetic_ops(man["derivatives"]["ops"]), jac_cols=man["derivatives"]["jac_cols"],
                  derivative_form=man["derivatives"].get("form"))
+    if batch:
+        r["batch_cpp_bytes"] = os.path.getsize(os.path.join(new, f"{name}_batch.cpp"))
     return r
 
 
-def build_object(c, name, flags, work, cxx):
-    """g++ FLAGS -c of work/CASE/new/NAME.cpp into work/CASE/, unless the same .cpp was built with the same flags before."""
+def stage(c, name, work):
+    """NAME.hpp and NAME.json (NAME_batch: its .hpp only) copied from work/CASE/new/ to work/CASE/."""
+    d = os.path.join(work, c["name"])
+    for ext in (".hpp",) if name.endswith("_batch") else (".hpp", ".json"):
+        shutil.copyfile(os.path.join(d, "new", name + ext), os.path.join(d, name + ext))
+
+
+def build_object(c, name, flags, work, cxx, staged=False):
+    """g++ FLAGS -c of work/CASE/new/NAME.cpp into work/CASE/, unless the same .cpp was built with the same flags before.
+    staged: stage() was called for every object of the case before any was built (NAME_batch.cpp includes NAME.hpp)."""
     d = os.path.join(work, c["name"])
     new_cpp, cpp, obj, stamp = (os.path.join(d, "new", name + ".cpp"), os.path.join(d, name + ".cpp"),
                                 os.path.join(d, name + ".o"), os.path.join(d, name + ".build.json"))
-    for ext in (".hpp", ".json"):
-        shutil.copyfile(os.path.join(d, "new", name + ext), os.path.join(d, name + ext))
+    if not staged:
+        stage(c, name, work)
     if os.path.exists(obj) and os.path.exists(stamp) and os.path.exists(cpp) and filecmp.cmp(new_cpp, cpp, shallow=False):
         with open(stamp) as f:
             rec = json.load(f)
@@ -275,10 +295,13 @@ def main():
     rec = {(c["name"], name): {} for c, name in jobs}
 
     start = time.perf_counter()
+    # a horizon case's nelu_c_v3 is compiled with --batch too (NAME.cpp is the same with and without it)
+    batch = lambda c, name: c["horizon"] and name == "nelu_c_v3"  # noqa: E731
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for (c, name), r in zip(jobs, pool.map(lambda j: compile_solver(args.nelu, j[0], j[1], work, True), jobs)):
+        for (c, name), r in zip(jobs, pool.map(lambda j: compile_solver(args.nelu, j[0], j[1], work, True, batch(*j)), jobs)):
             rec[(c["name"], name)].update(r)
-            print(f"contacts_pinocchio: nelu compile {c['name']:36s} {name:9s} {r['cpp_bytes'] / 1e6:6.2f} MB of C++"
+            extra = f" (batch {r['batch_cpp_bytes'] / 1e6:.2f} MB)" if "batch_cpp_bytes" in r else ""
+            print(f"contacts_pinocchio: nelu compile {c['name']:36s} {name:9s} {r['cpp_bytes'] / 1e6:6.2f} MB of C++{extra}"
                   f"  value ops {r['value_ops']:6d}  derivative ops {r['derivative_ops']:7d}  {r['compile_s']:6.1f} s", flush=True)
     compile_wall = time.perf_counter() - start
     for c in cases:  # the two compiles of one case must be the same code
@@ -286,16 +309,28 @@ def main():
         if (a["value_ops"], a["derivative_ops"]) != (b["value_ops"], b["derivative_ops"]):
             raise SystemExit(f"contacts_pinocchio: {c['name']}: the two nelu compiles differ in operations")
     start = time.perf_counter()
-    flags = dict(targets)
-    order = sorted(jobs, key=lambda j: -rec[(j[0]["name"], j[1])]["cpp_bytes"])  # largest first
+    flags = dict(targets, nelu_c_v3_batch=dict(targets)["nelu_c_v3"])
+    size = {(c["name"], name): rec[(c["name"], name)]["cpp_bytes"] for c, name in jobs}
+    for c in cases:  # the batch form of the derivatives: its own object, built as nelu_c_v3
+        if c["horizon"]:
+            jobs.append((c, "nelu_c_v3_batch"))
+            size[(c["name"], "nelu_c_v3_batch")] = rec[(c["name"], "nelu_c_v3")]["batch_cpp_bytes"]
+    order = sorted(jobs, key=lambda j: -size[(j[0]["name"], j[1])])  # largest first
+    for c, name in order:
+        stage(c, name, work)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(build_object, c, name, flags[name], work, cxx): (c, name) for c, name in order}
+        futures = {pool.submit(build_object, c, name, flags[name], work, cxx, True): (c, name) for c, name in order}
         for fut in concurrent.futures.as_completed(futures):
             c, name = futures[fut]
             r = fut.result()
+            if name == "nelu_c_v3_batch":
+                r = {"batch_" + k: v for k, v in r.items()}
+                name = "nelu_c_v3"
             rec[(c["name"], name)].update(r)
-            print(f"contacts_pinocchio: g++ {' '.join(flags[name]):24s} {c['name']:36s} {r['build_s']:6.1f} s (CPU {r['build_cpu_s']:.1f} s)"
-                  f"{'  (unchanged: built by an earlier run)' if r['reused'] else ''}", flush=True)
+            b = "batch_" if "batch_build_s" in r else ""
+            print(f"contacts_pinocchio: g++ {' '.join(flags[name]):24s} {c['name'] + (' (batch)' if b else ''):36s} "
+                  f"{r[b + 'build_s']:6.1f} s (CPU {r[b + 'build_cpu_s']:.1f} s)"
+                  f"{'  (unchanged: built by an earlier run)' if r[b + 'reused'] else ''}", flush=True)
     build_wall = time.perf_counter() - start
 
     records, failed = [], []
@@ -304,7 +339,8 @@ def main():
         with open(os.path.join(d, "case.json"), "w") as f:
             json.dump(case_json(c, os.path.join(d, "nelu_c.json")), f, indent=1)
         exe = os.path.join(d, "driver")
-        run([cxx[0], "-o", exe, os.path.join(d, "nelu_c.o"), os.path.join(d, "nelu_c_v3.o")] + link)
+        objects = ["nelu_c.o", "nelu_c_v3.o"] + (["nelu_c_v3_batch.o"] if c["horizon"] else [])
+        run([cxx[0], "-o", exe] + [os.path.join(d, o) for o in objects] + link)
         r = {"case": c["name"], "robot": c["robot"], "label": c["label"], "problem": c["problem"], "urdf": c["urdf"],
              "spec": spec_yaml(c), "o2": rec[(c["name"], "nelu_c")], "v3": rec[(c["name"], "nelu_c_v3")]}
         copies = []
@@ -321,7 +357,7 @@ def main():
                 r["error"] = " ".join((p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1].split())
                 break
             if k == 0:
-                print(p.stdout.splitlines()[0], flush=True)
+                print("\n".join(p.stdout.splitlines()[:2 if c["horizon"] else 1]), flush=True)
             with open(out) as f:
                 copies.append(json.load(f))
         if "error" in r:
@@ -329,7 +365,8 @@ def main():
             records.append(r)
             continue
         first = copies[0]
-        r.update({k: first[k] for k in ("nv", "nc", "states", "redrawn", "check", "pinocchio_defects", "rounds") if k in first})
+        r.update({k: first[k] for k in ("nv", "nc", "states", "redrawn", "check", "pinocchio_defects", "rounds", "batch_check", "horizon_knots")
+                  if k in first})
         for k in ("pv_error", "caba_error", "caba_mu", "caba_iterations"):
             if k in first:
                 r[k] = max(x[k] for x in copies) if k.endswith("error") else first[k]
@@ -345,14 +382,39 @@ def main():
         print(f"contacts_pinocchio: {c['name']:36s} nelu {t['nelu_ns']['median']:8.1f} / {t['nelu_v3_ns']['median']:8.1f} (v3)"
               f" / Pinocchio {t['pinocchio_ns']['median']:8.1f} ns; derivatives {t['nelu_derivatives_ns']['median']:9.1f}"
               f" / {t['nelu_v3_derivatives_ns']['median']:9.1f} / {t['pinocchio_derivatives_ns']['median']:9.1f} ns", flush=True)
+        if "horizon_nelu_v3_batch_ns" in t:
+            print(f"contacts_pinocchio: {c['name']:36s} horizon of {r['horizon_knots']} knots, ns per knot: batch (v3) "
+                  f"{t['horizon_nelu_v3_batch_ns']['median']:9.1f} / scalar (v3) {t['horizon_nelu_v3_ns']['median']:9.1f} / Pinocchio "
+                  f"{t['horizon_pinocchio_ns']['median']:9.1f}: {_cr(r, 'horizon_pinocchio_ns', 'horizon_nelu_v3_batch_ns'):.2f}x", flush=True)
     cxx_version = subprocess.run(cxx + ["--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    run_info = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_avg": os.getloadavg(), "jobs": args.jobs, "cpu": cpu_model(),
+                "ncpu": os.cpu_count(), "cxx": cxx_version, "compile_wall_s": round(compile_wall, 1), "build_wall_s": round(build_wall, 1),
+                "rounds": args.rounds, "copies": args.copies, "states": args.states}
+    data = dict(run_info, records=records)
+    if args.cases and os.path.exists(args.out):
+        data = merge(args.out, run_info, records)
     with open(args.out, "w") as f:
-        json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_avg": os.getloadavg(), "jobs": args.jobs, "cpu": cpu_model(),
-                   "ncpu": os.cpu_count(), "cxx": cxx_version, "compile_wall_s": round(compile_wall, 1), "build_wall_s": round(build_wall, 1),
-                   "rounds": args.rounds, "copies": args.copies, "states": args.states, "records": records}, f, indent=1)
+        json.dump(data, f, indent=1)
         f.write("\n")
     if failed:
         raise SystemExit(f"contacts_pinocchio: the driver failed on {', '.join(failed)} (see above; rows marked in {args.out})")
+
+
+def merge(path, run_info, records):
+    """A run of some cases (--cases) merged into the records of PATH: its records replace those of the same
+    cases, the others are kept as they are; the file's run description stays that of the run that measured
+    the most cases, and this run's is listed under "partial_runs" with its cases (each record names its run)."""
+    with open(path) as f:
+        data = json.load(f)
+    names = [r["case"] for r in records]
+    for r in records:
+        r["run"] = run_info["date"]
+    kept = [r for r in data["records"] if r["case"] not in names]
+    order = {c["name"]: i for i, c in enumerate(CASES)}
+    data["records"] = sorted(kept + records, key=lambda r: order.get(r["case"], len(order)))
+    runs = [p for p in data.get("partial_runs", []) if any(r.get("run") == p["date"] for r in data["records"])]
+    data["partial_runs"] = runs + [dict(run_info, cases=names)]
+    return data
 
 
 def check_only(args, link, cxx):
@@ -445,7 +507,10 @@ def section_lines(data):
     w("Generated by `bash scripts/contacts_pinocchio.sh` (issue 27; `bench/contacts_pinocchio.py`, "
       "`bench/contacts_pinocchio_driver.cpp`, records in `docs/bench/contacts_pinocchio.json`), a run of its own, "
       f"{data['date']}: {data.get('cpu', '?')}, {data.get('ncpu', '?')} CPUs shared with other work (load average "
-      f"{', '.join(f'{x:.1f}' for x in data['load_avg'])} at the end), {data['cxx']}.")
+      f"{', '.join(f'{x:.1f}' for x in data['load_avg'])} at the end), {data['cxx']}." +
+      "".join(f" The rows of {', '.join(p['cases'])} are from a later run of those cases alone (`NELU_CONTACTS_CASES`), "
+              f"{p['date']}, {p['copies']} copies of {p['rounds']} rounds (load average "
+              f"{', '.join(f'{x:.1f}' for x in p['load_avg'])} at the end)." for p in data.get("partial_runs", [])))
     w("")
     w("Per case, the problem spec (in the records) is compiled by `nelu compile ROBOT --problem SPEC --derivatives "
       "--scalar double` twice, under the names `nelu_c` (built `g++ -O2`, generic x86-64: the \"-O2\" columns) and "
@@ -549,7 +614,7 @@ def section_lines(data):
         imp = r["problem"] == "impulse"
         x, l = ("v+", "Lambda") if imp else ("qdd", "lambda")
         def g(k):
-            vals = [ck[k2] for k2 in (k, k + " (v3)") if k2 in ck]
+            vals = [ck[k2] for k2 in (k, k + " (v3)", k + " (batch)") if k2 in ck]
             return max(vals) if vals else None
         ref = [ck[k] for k in ck if "/dref" in k]
         defects = r.get("pinocchio_defects", {})
@@ -586,6 +651,43 @@ def section_lines(data):
     w("")
     if failed:
         w("Not timed (the check failed): " + "; ".join(f"{r['case']}: {r['error']}" for r in failed) + ".")
+        w("")
+    # ---- horizon
+    hz = [r for r in recs if "horizon_nelu_v3_batch_ns" in r.get("times", {})]
+    if hz:
+        w("### Horizon: the batch form of the derivatives, ns per knot")
+        w("")
+        w(f"The cases marked `horizon` are compiled `nelu compile --batch` as well (the `nelu_c_v3` compile: `NAME.cpp` is "
+          "the same with and without it), and its `nelu_c_v3_batch.cpp` built `g++ -O2 -march=x86-64-v3` (AVX2 and FMA: "
+          "4 lanes of double; [batch.md](batch.md)). The knots are the first "
+          f"{hz[0]['horizon_knots']} checked states, in state-major `q`, `qd` and `in` arrays prepared before the timed "
+          "calls. Three more contenders in the same alternating rounds of the same process as the rows above: one call of "
+          "`nelu_c_v3_derivatives_batch(50, q, qd, in, out, jac, status)` (out and jac of all 50 knots written); 50 calls "
+          "of the scalar `nelu_c_v3_derivatives` on the same knots; 50 calls of Pinocchio's value + derivative call of the "
+          "derivative rows (`constraintDynamics` + `computeConstraintDynamicsDerivatives`, one `Data`, each knot's own "
+          "contact models). Each is the time of a whole horizon over 50; median over the copies, ÷ the median of the "
+          "copies' ratios, spreads as above. Before anything is timed, each copy calls the batch form once on all "
+          f"{hz[0]['states']} checked states and compares every row of out and jac with the scalar `nelu_c_v3_derivatives` "
+          "at that state (out entry by entry, |batch − scalar| / max(1, |scalar|); jac row by row, max |batch − scalar| / "
+          "max(1, max |scalar|) in the row, one output's gradient; the worst over the states below; exit 1 above 1e-12), "
+          "and then each row with Pinocchio as the scalar forms are (included in the derivative columns of the agreement "
+          "table). With `-march=x86-64-v3`, g++ contracts a * b + c into fused multiply-adds differently in the scalar "
+          "function and the lanes, so rows differ by rounding (batch.md, \"Exactness\").")
+        w("")
+        w("| robot | contacts | knots | nelu batch (v3) | nelu scalar (v3), 50 calls | Pinocchio, 50 calls | ÷ batch | "
+          "batch over scalar | time spread | ÷ spread | batch vs scalar: rows bit for bit; out; jac | "
+          "g++ -O2 -march=x86-64-v3 of the batch form (s) |")
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+        for r in hz:
+            b, v = r.get("batch_check", {}), r["v3"]
+            w(f"| {r['robot']} | {r['label']} | {r['horizon_knots']} | {_ns(_t(r, 'horizon_nelu_v3_batch_ns'))} | "
+              f"{_ns(_t(r, 'horizon_nelu_v3_ns'))} | {_ns(_t(r, 'horizon_pinocchio_ns'))} | "
+              f"{_rx(_cr(r, 'horizon_pinocchio_ns', 'horizon_nelu_v3_batch_ns'))} | "
+              f"{_rx(_cr(r, 'horizon_nelu_v3_ns', 'horizon_nelu_v3_batch_ns'))} | "
+              f"{_spread(r, ['horizon_nelu_v3_batch_ns', 'horizon_nelu_v3_ns', 'horizon_pinocchio_ns'])} | "
+              f"{_rspread(r, [('horizon_pinocchio_ns', 'horizon_nelu_v3_batch_ns'), ('horizon_nelu_v3_ns', 'horizon_nelu_v3_batch_ns')])} | "
+              f"{b.get('bit_for_bit', '–')} of {b.get('states', '–')}; {_e(b.get('out_vs_scalar'))}; {_e(b.get('jac_vs_scalar'))} | "
+              f"{v['batch_build_s']:.1f} ({v['batch_build_cpu_s']:.1f}){' *' if v.get('batch_reused') else ''} |")
         w("")
     # ---- targets
     w("### Targets (issue 27)")
@@ -635,8 +737,19 @@ def section_lines(data):
         w(f"| build: `nelu compile` + `g++ -O2` of the humanoid's contact derivatives under 60 s | "
           f"{', '.join(c for c, *_ in tt)} | " + ", ".join(f"{t:.0f} s (CPU {cpu:.0f} s){' *' if re else ''}"
                                                           for _, t, cpu, re in tt) + f" | {met} of {len(tt)} |")
-    w("| horizon: batch form of the quadruped's contact derivatives, 50 knots, ≥ 10× Pinocchio per knot | – | not "
-      "measured by this run | – |")
+    quad = [r for r in hz if r["case"].startswith("minicheetah")]
+    if quad:
+        xs = [(r["case"], _cr(r, "horizon_pinocchio_ns", "horizon_nelu_v3_batch_ns")) for r in quad]
+        met = sum(x >= 10 for _, x in xs)
+        short = f"; short by {10 / min(x for _, x in xs):.2f}× (the worst)" if met < len(xs) else ""
+        w("| horizon: batch form of the quadruped's contact derivatives, 50 knots, ≥ 10× Pinocchio per knot (AVX2, double) | "
+          f"{', '.join(c for c, _ in xs)} | v3 batch: " +
+          ", ".join(f"{_ns(_t(r, 'horizon_nelu_v3_batch_ns'))} ns per knot against {_ns(_t(r, 'horizon_pinocchio_ns'))}: {x:.2f}×"
+                    for r, (_, x) in zip(quad, xs)) +
+          f" | {met} of {len(xs)}{short} |")
+    else:
+        w("| horizon: batch form of the quadruped's contact derivatives, 50 knots, ≥ 10× Pinocchio per knot | – | not "
+          "measured by this run | – |")
     w("")
     w("Build of the generated solvers (`nelu compile` includes its verification; wall time, CPU time in parentheses; "
       f"{data['jobs']} parallel jobs: all nelu compiles {data['compile_wall_s']:.0f} s, all g++ {data['build_wall_s']:.0f} s "

@@ -8,6 +8,9 @@
 // the generated solvers compiled under fixed names:
 //   nelu_c, nelu_c_derivatives          `nelu compile --derivatives --scalar double`, g++ -O2
 //   nelu_c_v3, nelu_c_v3_derivatives    the same spec, g++ -O2 -march=x86-64-v3 (optional)
+//   nelu_c_v3_derivatives_batch         the same compile with --batch, its nelu_c_v3_batch.cpp built
+//                                       g++ -O2 -march=x86-64-v3 (AVX2: 4 lanes of double; optional:
+//                                       the horizon)
 // (all but nelu_c are weak: a binary without them checks and times what it has).
 //
 //   nelu_contacts_pinocchio CASE.json [--states N] [--rounds R] [--check-only] [--json OUT]
@@ -51,6 +54,12 @@
 //   references:   nelu's columns of the Baumgarte references (Pinocchio has no derivative with
 //                 respect to joint2_placement) against those central differences of
 //                 constraintDynamics: tolerance 1e-8;
+//   horizon:      with nelu_c_v3_derivatives_batch, one batch call on every checked state (state-major
+//                 q, qd, in): every status OK, and each row of out and jac against the scalar
+//                 nelu_c_v3_derivatives (nelu_c_derivatives without v3) on that state: bit for bit
+//                 or within 1e-12 (out entry by entry, |batch - scalar| / max(1, |scalar|); jac
+//                 row by row, max |batch - scalar| / max(1, max |scalar|) in each row: one output's
+//                 gradient), then against Pinocchio as the scalar forms are (the " (batch)" keys);
 //   pv and constrainedABA (LOCAL contacts only: Pinocchio 3.7's initPvSolver does not implement
 //                 LOCAL_WORLD_ALIGNED): their qdd against constraintDynamics, recorded, not
 //                 required (a contender that disagrees beyond 1e-6 is reported and not timed).
@@ -59,6 +68,11 @@
 // batch cycles through the first 16 checked states for at least 20 ms), in a fixed order; the
 // result is the median over the rounds. initConstraintDynamics / initPvSolver once, outside the
 // timed calls; Pinocchio's contact models per state (their references) are prepared beforehand.
+// The horizon (with the batch form): the first kKnots (50) checked states as knots, in state-major
+// arrays prepared beforehand; three more contenders in the same alternating rounds: one call of
+// nelu_c_v3_derivatives_batch on the 50 knots, 50 calls of nelu_c_v3_derivatives, and 50 calls of
+// Pinocchio's value + derivative call of the derivative row (the same Data, the knots' own contact
+// models); reported per knot (the time of a horizon / 50: the horizon_*_ns keys).
 #include <pinocchio/algorithm/constrained-dynamics-derivatives.hpp>
 #include <pinocchio/algorithm/constrained-dynamics.hpp>
 #include <pinocchio/algorithm/contact-info.hpp>
@@ -97,6 +111,8 @@ int nelu_c(const double* q, const double* qd, const double* in, double* out);
 __attribute__((weak)) int nelu_c_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
 __attribute__((weak)) int nelu_c_v3(const double* q, const double* qd, const double* in, double* out);
 __attribute__((weak)) int nelu_c_v3_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
+__attribute__((weak)) int nelu_c_v3_derivatives_batch(int n, const double* q, const double* qd, const double* in, double* out, double* jac,
+                                                      int* status);
 }
 
 namespace {
@@ -109,6 +125,8 @@ using ValueFn = int (*)(const double*, const double*, const double*, double*);
 using DerivFn = int (*)(const double*, const double*, const double*, double*, double*);
 
 constexpr int kTimedStates = 16;
+constexpr int kKnots = 50;                 // the horizon's knots
+constexpr double kBatchTolerance = 1e-12;  // batch rows against the scalar entry point's
 constexpr double kValueTolerance = 1e-9;
 constexpr double kDerivativeTolerance = 1e-8;
 constexpr double kReferenceTolerance = 1e-8;
@@ -378,6 +396,22 @@ double scaled_error(const Matrix& a, const Matrix& b) {
     return (a - b).cwiseAbs().maxCoeff() / std::max(1.0, b.cwiseAbs().maxCoeff());
 }
 
+/// Row by row (rows of n entries, `rows` of them): max over the rows of max |a - b| / max(1, max |b|) in
+/// the row (NaN when an entry is NaN)
+double rowwise_error(const double* a, const double* b, std::size_t rows, std::size_t n) {
+    double e = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+        double d = 0, scale = 1;
+        for (std::size_t i = r * n; i < (r + 1) * n; ++i) {
+            const double x = std::abs(a[i] - b[i]);
+            if (std::isnan(x)) return x;
+            d = std::max(d, x), scale = std::max(scale, std::abs(b[i]));
+        }
+        e = std::max(e, d / scale);
+    }
+    return e;
+}
+
 /// Pinocchio's solution at one state: x (qdd or v+) and the contact vector, with their Jacobians.
 struct PinResult {
     Eigen::VectorXd x, lambda;
@@ -469,6 +503,7 @@ struct Errors {
         double nelu_vs_differences = 0, pinocchio_vs_differences = 0, nelu_vs_pinocchio = 0;
     };
     std::map<std::string, Defect> defects;
+    json batch;  // the batch form against the scalar entry point (empty without it)
     void add(const std::string& k, double v) { e[k] = std::max(e[k], v); }
     json to_json() const {
         json j = json::object();
@@ -482,6 +517,27 @@ struct Errors {
                     {"pinocchio_vs_differences", d.pinocchio_vs_differences}, {"nelu_vs_pinocchio", d.nelu_vs_pinocchio}};
         return j;
     }
+};
+
+/// States in the batch form's layout: state-major q, qd, in, and out, jac and status for n states.
+struct Horizon {
+    int n = 0, nin = 0;
+    std::vector<double> q, qd, in, out, jac;
+    std::vector<int> status;
+    Horizon(const Case& c, const std::vector<State>& states, int count) : n(count), nin(c.nin) {
+        for (int k = 0; k < n; ++k) {
+            const State& s = states[static_cast<std::size_t>(k)];
+            q.insert(q.end(), s.q.begin(), s.q.end());
+            qd.insert(qd.end(), s.qd.begin(), s.qd.end());
+            in.insert(in.end(), s.in.begin(), s.in.begin() + c.nin);
+        }
+        in.resize(std::max<std::size_t>(in.size(), 1));
+        out.assign(static_cast<std::size_t>(n) * c.nout, NAN);
+        jac.assign(static_cast<std::size_t>(n) * c.nout * c.njac, NAN);
+        status.assign(static_cast<std::size_t>(n), -1);
+    }
+    /// One call of nelu_c_v3_derivatives_batch on the n states: the number of failing states.
+    int call() { return nelu_c_v3_derivatives_batch(n, q.data(), qd.data(), in.data(), out.data(), jac.data(), status.data()); }
 };
 
 /// Five-point central differences (h = 1e-4, error O(h^4)) of Pinocchio's (x, lambda) along each
@@ -546,6 +602,55 @@ Errors check(const Case& c, std::vector<State>& states, Peers& peers) {
         pinocchio::initPvSolver(c.pin, pv_data, states[0].models);
         pinocchio::initPvSolver(c.pin, caba_data, states[0].models);
     }
+    // the batch form: one call on every checked state, each row against the scalar entry point's
+    const bool batch = nelu_c_v3_derivatives_batch != nullptr && nelu_c_derivatives != nullptr;
+    const std::size_t nout = static_cast<std::size_t>(c.nout), njac = nout * static_cast<std::size_t>(c.njac);
+    Horizon all(c, states, batch ? static_cast<int>(states.size()) : 0);
+    if (batch) {
+        const DerivFn scalar = nelu_c_v3_derivatives ? nelu_c_v3_derivatives : nelu_c_derivatives;
+        const int failing = all.call();
+        if (failing != 0) throw std::runtime_error(c.name + ": nelu_c_v3_derivatives_batch: " + std::to_string(failing) + " of " +
+                                                   std::to_string(all.n) + " checked states failed");
+        int exact = 0;
+        double worst_out = 0, worst_jac = 0;
+        for (int n = 0; n < all.n; ++n) {
+            const State& s = states[static_cast<std::size_t>(n)];
+            if (all.status[static_cast<std::size_t>(n)] != 0)
+                throw std::runtime_error(c.name + ": nelu_c_v3_derivatives_batch: status != 0 at checked state " + std::to_string(n));
+            std::fill(jac.begin(), jac.end(), NAN);
+            if (scalar(s.q.data(), s.qd.data(), s.in.data(), out2.data(), jac.data()) != 0)
+                throw std::runtime_error(c.name + ": the scalar derivatives: status != 0 at a checked state");
+            const double* bo = &all.out[n * nout];
+            const double* bj = &all.jac[n * njac];
+            const double eo = rowwise_error(bo, out2.data(), nout, 1), ej = rowwise_error(bj, jac.data(), nout, static_cast<std::size_t>(c.njac));
+            worst_out = std::max(worst_out, eo), worst_jac = std::max(worst_jac, ej);
+            exact += std::equal(bo, bo + nout, out2.data()) && std::equal(bj, bj + njac, jac.data());
+            if (!(eo <= kBatchTolerance && ej <= kBatchTolerance)) {
+                char buf[320];
+                std::snprintf(buf, sizeof buf,
+                              "%s: nelu_c_v3_derivatives_batch disagrees with the scalar %s at checked state %d: out %.3g, jac %.3g "
+                              "(out: max over the entries of |batch - scalar| / max(1, |scalar|); jac: the same per row, by the row's largest |scalar|; tolerance %.0e)",
+                              c.name.c_str(), scalar == nelu_c_v3_derivatives ? "nelu_c_v3_derivatives" : "nelu_c_derivatives", n, eo, ej,
+                              kBatchTolerance);
+                throw std::runtime_error(buf);
+            }
+        }
+        err.batch = {{"states", all.n}, {"bit_for_bit", exact}, {"out_vs_scalar", worst_out}, {"jac_vs_scalar", worst_jac},
+                     {"scalar", scalar == nelu_c_v3_derivatives ? "nelu_c_v3_derivatives" : "nelu_c_derivatives"}};
+    }
+    // the derivative entry points checked against Pinocchio: (state index, state, out, jac) -> status
+    using DerivSource = std::function<int(std::size_t, const State&, double*, double*)>;
+    std::vector<std::pair<DerivSource, std::string>> sources;
+    for (const auto& [fn, tag] : {std::pair<DerivFn, const char*>{nelu_c_derivatives, ""}, {nelu_c_v3_derivatives, " (v3)"}})
+        if (fn)
+            sources.push_back({[fn = fn](std::size_t, const State& s, double* o, double* j) { return fn(s.q.data(), s.qd.data(), s.in.data(), o, j); },
+                               tag});
+    if (batch)
+        sources.push_back({[&](std::size_t n, const State&, double* o, double* j) {
+                               std::copy_n(&all.out[n * nout], nout, o), std::copy_n(&all.jac[n * njac], njac, j);
+                               return all.status[n];
+                           },
+                           " (batch)"});
     std::string failure;
     for (std::size_t n = 0; n < states.size() && failure.empty(); ++n) {
         State& s = states[n];
@@ -569,10 +674,9 @@ Errors check(const Case& c, std::vector<State>& states, Peers& peers) {
             peers.caba_error = std::max(peers.caba_error, scaled_error(caba_data.ddq.transpose(), r.x.transpose()));
         }
         if (!derivatives) continue;
-        for (const auto& [fn, tag] : {std::pair<DerivFn, const char*>{nelu_c_derivatives, ""}, {nelu_c_v3_derivatives, " (v3)"}}) {
-            if (!fn) continue;
+        for (const auto& [fn, tag] : sources) {
             std::fill(jac.begin(), jac.end(), NAN);
-            if (fn(s.q.data(), s.qd.data(), s.in.data(), out2.data(), jac.data()) != 0)
+            if (fn(n, s, out2.data(), jac.data()) != 0)
                 throw std::runtime_error(std::string("nelu_c_derivatives") + tag + ": status != 0 at a checked state");
             split_out(c, out2.data(), 1, nx, nl);
             err.add(x + " of derivatives" + tag, std::max(scaled_error(nx.transpose(), r.x.transpose()), scaled_error(nl.transpose(), r.lambda.transpose())));
@@ -616,11 +720,11 @@ Errors check(const Case& c, std::vector<State>& states, Peers& peers) {
                     std::snprintf(buf, sizeof buf,
                                   "%s%s disagrees with Pinocchio's at state %zu: scaled error %.3g (tolerance %.0e); against central "
                                   "differences of Pinocchio's values (five points, h = 1e-4): nelu %.3g, Pinocchio %.3g",
-                                  b.name.c_str(), tag, n, e, kDerivativeTolerance, nelu_fd, pin_fd);
+                                  b.name.c_str(), tag.c_str(), n, e, kDerivativeTolerance, nelu_fd, pin_fd);
                     failure = buf;
                 }
             }
-            if (!j.ref_slots.empty() && tag[0] == '\0') {
+            if (!j.ref_slots.empty() && tag.empty()) {
                 const auto [fx, fl] = reference_differences(c, s, j.ref_slots);
                 err.add("d" + x + "/dref vs differences", scaled_error(j.dx_dref, fx));
                 err.add("d" + l + "/dref vs differences", scaled_error(j.dl_dref, fl));
@@ -692,6 +796,9 @@ int run(int argc, char** argv) {
     }
     const Case c = load_case(case_path);
     if ((nelu_c_derivatives != nullptr) != (c.njac > 0)) throw std::runtime_error("the manifest and the linked solver disagree on derivatives");
+    const bool horizon = nelu_c_v3_derivatives_batch != nullptr;
+    if (horizon && (!nelu_c_v3_derivatives || count < kKnots))
+        throw std::runtime_error("the horizon needs nelu_c_v3_derivatives and --states " + std::to_string(kKnots) + " or more");
     int redrawn = 0;
     std::vector<State> states = make_states(c, count, min_pivot, redrawn);
     peers.run = !c.impulse && c.all_local;
@@ -700,6 +807,12 @@ int run(int argc, char** argv) {
 
     json result = {{"case", c.name}, {"problem", c.problem}, {"nv", c.nv}, {"nc", c.nc}, {"states", count}, {"redrawn", redrawn}, {"min_pivot", min_pivot},
                    {"check", err.to_json()}, {"pinocchio_defects", err.defects_json()}, {"v3", nelu_c_v3 != nullptr}, {"derivatives", nelu_c_derivatives != nullptr}};
+    if (horizon) {
+        result["batch_check"] = err.batch;
+        std::printf("%s: nelu_c_v3_derivatives_batch on the %d checked states: against %s %d bit for bit, worst out %.2g, jac %.2g\n",
+                    c.name.c_str(), count, err.batch["scalar"].get<std::string>().c_str(), err.batch["bit_for_bit"].get<int>(),
+                    err.batch["out_vs_scalar"].get<double>(), err.batch["jac_vs_scalar"].get<double>());
+    }
     if (peers.run) {
         result["pv_error"] = peers.pv_error, result["caba_error"] = peers.caba_error;
         result["caba_mu"] = peers.caba_mu, result["caba_iterations"] = peers.caba_iterations;
@@ -714,6 +827,8 @@ int run(int argc, char** argv) {
                     c.name.c_str(), k.c_str(), d.states, count, d.pinocchio_vs_differences, d.nelu_vs_differences, d.nelu_vs_pinocchio);
 
     if (!check_only) {
+        const std::vector<State> knots(states.begin(), states.begin() + (horizon ? kKnots : 0));
+        Horizon hz(c, knots, static_cast<int>(knots.size()));  // prepared outside the timed calls
         states.resize(kTimedStates);
         Pinocchio p(c);
         pinocchio::Data pv_data(c.pin), caba_data(c.pin);
@@ -741,27 +856,43 @@ int run(int argc, char** argv) {
             add("caba_ns", [&](int k) {
                 pinocchio::constrainedABA(c.pin, caba_data, st[k].pq, st[k].pv, st[k].ptau, st[k].models, caba_datas, caba_settings);
             });
+        // Pinocchio's value + derivative call of one state (the derivative row's, and the horizon's per knot)
+        auto pinocchio_derivatives = [&](const State& s) {
+            p.value(s);
+            if (c.impulse)
+                p.impulse_derivatives(s.models, dx_dq, dx_dv, dl_dq, dl_dv);
+            else
+                pinocchio::computeConstraintDynamicsDerivatives(c.pin, p.data, s.models, p.datas, p.settings, dx_dq, dx_dv, dx_dtau, dl_dq, dl_dv,
+                                                                dl_dtau);
+        };
         if (nelu_c_derivatives) {
             add("nelu_derivatives_ns",
                 [&](int k) { status |= nelu_c_derivatives(st[k].q.data(), st[k].qd.data(), st[k].in.data(), out.data(), jac.data()); });
             if (nelu_c_v3_derivatives)
                 add("nelu_v3_derivatives_ns",
                     [&](int k) { status |= nelu_c_v3_derivatives(st[k].q.data(), st[k].qd.data(), st[k].in.data(), out.data(), jac.data()); });
-            add("pinocchio_derivatives_ns", [&](int k) {
-                p.value(st[k]);
-                if (c.impulse)
-                    p.impulse_derivatives(st[k].models, dx_dq, dx_dv, dl_dq, dl_dv);
-                else
-                    pinocchio::computeConstraintDynamicsDerivatives(c.pin, p.data, st[k].models, p.datas, p.settings, dx_dq, dx_dv, dx_dtau,
-                                                                    dl_dq, dl_dv, dl_dtau);
+            add("pinocchio_derivatives_ns", [&](int k) { pinocchio_derivatives(st[k]); });
+        }
+        // the horizon: each call is one horizon of kKnots knots (its time / kKnots is the time per knot)
+        std::vector<double> hz_out(c.nout), hz_jac(jac.size());
+        if (horizon) {
+            add("horizon_nelu_v3_batch_ns", [&](int) { status |= hz.call(); });
+            add("horizon_nelu_v3_ns", [&](int) {
+                for (int k = 0; k < kKnots; ++k)
+                    status |= nelu_c_v3_derivatives(knots[k].q.data(), knots[k].qd.data(), knots[k].in.data(), hz_out.data(), hz_jac.data());
+            });
+            add("horizon_pinocchio_ns", [&](int) {
+                for (int k = 0; k < kKnots; ++k) pinocchio_derivatives(knots[k]);
             });
         }
         const std::vector<double> ns = alternating_medians(calls, rounds);
         if (status != 0) throw std::runtime_error("a timed nelu call returned status " + std::to_string(status));
         result["rounds"] = rounds;
+        if (horizon) result["horizon_knots"] = kKnots;
         for (std::size_t k = 0; k < ns.size(); ++k) {
-            result[keys[k]] = ns[k];
-            std::printf("%s %.1f\n", keys[k].c_str(), ns[k]);
+            const bool per_knot = keys[k].rfind("horizon_", 0) == 0;
+            result[keys[k]] = per_knot ? ns[k] / kKnots : ns[k];
+            std::printf("%s %.1f%s\n", keys[k].c_str(), per_knot ? ns[k] / kKnots : ns[k], per_knot ? " (per knot)" : "");
         }
     }
     if (!json_out.empty()) {

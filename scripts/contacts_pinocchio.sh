@@ -13,7 +13,10 @@
 #                                                 -march=x86-64-v3 in parallel, then the driver of each
 #                                                 case, in NELU_CONTACTS_COPIES fresh copies run one
 #                                                 after the other (check, then alternating timed
-#                                                 rounds); then docs/bench.md
+#                                                 rounds); the Mini Cheetah's and the humanoid's LOCAL
+#                                                 cases also with --batch: a horizon of 50 knots in one
+#                                                 call of the batch derivatives (-march=x86-64-v3)
+#                                                 against 50 Pinocchio calls, per knot; then docs/bench.md
 #   bash scripts/contacts_pinocchio.sh --report   only rewrite docs/bench.md from the JSON file
 #
 # The run exits 1 when nelu disagrees with Pinocchio on any case (the JSON file marks the case).
@@ -24,7 +27,8 @@
 # Environment:
 #   NELU_BENCH_BUILD_DIR   build directory (default build-bench, as scripts/bench.sh and scripts/lib.sh;
 #                          an existing one keeps its configuration, benchmarks turned on)
-#   NELU_CONTACTS_CASES    only the cases matching this regular expression (e.g. 'minicheetah.*')
+#   NELU_CONTACTS_CASES    only the cases matching this regular expression (e.g. 'minicheetah.*'); their
+#                          records replace those of the same cases in the JSON file, the others are kept
 #   NELU_CONTACTS_JOBS     parallel nelu compile and g++ jobs (default: nproc)
 #   NELU_CONTACTS_ROUNDS   rounds of alternating batches per copy (default 21)
 #   NELU_CONTACTS_COPIES   fresh copies of each case's binary (default 3)
