@@ -28,7 +28,7 @@ section, written from the whole file, keeps the rows that were not measured agai
 A case whose check fails is recorded with the driver's message and not timed; the script then
 exits 1 after writing --out.
 
---check-only (the benchmark smoke of scripts/test.sh, about 15 s): the SMOKE cases, each solver compiled once
+--check-only (the benchmark smoke of scripts/test.sh with NELU_SMOKE_CONTACTS=1, about 15 s): the SMOKE cases, each solver compiled once
 with --cxx-flags (default -O1), values everywhere and derivatives where the case asks for them,
 checked on --states states, nothing timed, no JSON; exit 1 on a disagreement.
 
@@ -541,7 +541,8 @@ def section_lines(data):
       "`bench/contacts_pinocchio.py`; `NELU_CONTACTS_CASES=REGEX` for some cases, `NELU_CONTACTS_COPIES`, "
       "`NELU_CONTACTS_ROUNDS`); `bash scripts/contacts_pinocchio.sh --report` (or `scripts/bench.sh --report`) "
       "rewrites this section from the JSON file; the agreement check alone, on six small cases compiled `g++ -O1` "
-      "(about 20 s, the benchmark smoke of `scripts/test.sh`): `python3 bench/contacts_pinocchio.py --nelu "
+      "(about 20 s once the driver is built; the benchmark smoke of `scripts/test.sh` runs it with "
+      "`NELU_SMOKE_CONTACTS=1`): `python3 bench/contacts_pinocchio.py --nelu "
       "BUILD/compiler/nelu --bench-dir BUILD/bench --check-only`.")
     w("")
     # ---- values
