@@ -163,7 +163,7 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
     }
     std::string s = fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, W at a time\n"
                                 "{0}using V = nelu::lanes::Vec<T>;\n"
-                                "{0}constexpr int W = nelu::lanes::Lane<T>::W, S = W > {2} ? W : {2};  // lanes per row: the columns, then zeros\n"
+                                "{0}constexpr int W = nelu::lanes::Lane<T>::W, S = ({2} + W - 1) / W * W;  // lanes per row: the columns, then zeros\n"
                                 "{0}T r[{4} * S], x[{5} * S];\n",
                                 in, cols, n, n == 1 ? "" : "s", rows, no);
     s += fmt::format("{0}for (int i = 0; i < {1}; ++i)\n{0}    for (int c = {2}; c < S; ++c) r[i * S + c] = T(0);\n", in, rows, n);

@@ -646,8 +646,7 @@ void form_outputs(ir::Program& P, const System& sys, const std::vector<std::vect
     }
 }
 
-/// Factorization::lane_ops of the lane groups, from the values' roots (outputs and pivots); the
-/// lanes are dropped where two lanes already cost as much as the columns one by one.
+/// Factorization::lane_ops of the lane groups, from the values' roots (outputs and pivots).
 void count_lanes(const ir::Program& P, const std::vector<Id>& roots, Factorization& out) {
     if (out.lane_groups.empty()) return;
     const std::size_t no = out.outputs.size(), nc = out.jacobian.size() / std::max<std::size_t>(no, 1);
@@ -683,15 +682,12 @@ void count_lanes(const ir::Program& P, const std::vector<Id>& roots, Factorizati
         for (const LaneGroup& G : out.lane_groups)
             out.lane_ops[k] += (static_cast<long>(G.columns.size()) + w - 1) / w * kernel_ops[static_cast<std::size_t>(G.kernel)];
     }
-    if (out.lane_ops[1] < out.ops_derivatives.total()) return;
-    out.lane_kernels.clear(), out.lane_groups.clear();
-    for (long& n : out.lane_ops) n = 0;
 }
 
 /// Merges equal values (symmetric halves of the Schur complements, among others) when that makes
 /// the program cheaper, then counts what the outputs, the pivot checks and the Jacobian need,
 /// split by phase (Factorization::ops*).
-void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
+void merge_and_count_once(const System& sys, bool derivatives, Factorization& out) {
     ir::Program& P = out.prog;
     std::vector<Id> roots = out.outputs;
     for (const ScheduledPivot& pv : out.pivots) roots.push_back(pv.value);
@@ -756,6 +752,20 @@ void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
         out.ops_derivatives = P.count(P.live_nodes(all));
         count_lanes(P, roots, out);
     }
+}
+
+/// merge_and_count_once, with the lanes kept where two columns per instruction cost fewer operations
+/// than the columns one by one (both counted after value numbering); else the program is numbered
+/// without them, as it would have been.
+void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
+    if (derivatives && !out.lane_groups.empty()) {
+        Factorization without = out;
+        without.lane_groups.clear(), without.lane_kernels.clear();
+        merge_and_count_once(sys, derivatives, out);
+        if (out.lane_ops[1] < out.ops_derivatives.total()) return;
+        out = std::move(without);
+    }
+    merge_and_count_once(sys, derivatives, out);
 }
 
 /// The numeric factorization of the order's pivots by `lu`, each recorded with why it is safe
