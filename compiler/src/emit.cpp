@@ -1,6 +1,7 @@
 // emit.cpp: see emit.hpp.
 #include "emit.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <memory>
@@ -248,12 +249,18 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
                          in.factorization->ops_derivatives.total());
         if (emit::has_lanes(in)) {
             const Factorization& f = *in.factorization;
+            // its stack: the lane variant's values, and a group's rows and results in lanes of up to 8
+            const Layout lanes = emit::plan_layout(in, D.fn, D.jac, true);
+            std::size_t rows = 0;
+            for (const LaneGroup& G : f.lane_groups) rows = std::max(rows, f.lane_kernels[static_cast<std::size_t>(G.kernel)].rows.size());
+            const long stack = lanes.stack(sizeof(double)) + static_cast<long>((rows + f.outputs.size()) * 8 * sizeof(double));
             s += fmt::format("/* Columns in lanes (docs/derivatives.md): where nelu/lanes.hpp finds vector lanes (NELU_LANE_BYTES),\n"
                              " * {0} solves the Jacobian's columns in {1} groups of up to {2}, W columns per instruction:\n"
                              " * {3} operations per call with W = 2, {4} with W = 4 (W = 1: {5}); elsewhere column by\n"
                              " * column, as counted above. With lanes, a derivative that overflows returns NELU_STATUS_NOT_FINITE\n"
-                             " * with jac partly written (out untouched). */\n",
-                             D.fn, f.lane_groups.size(), kLaneGroup, f.lane_ops[1], f.lane_ops[2], f.lane_ops[0]);
+                             " * with jac partly written (out untouched). Its stack, estimated as below: about {6} bytes in\n"
+                             " * double (lanes of up to 8); the workspace form {0}_ws is column by column. */\n",
+                             D.fn, f.lane_groups.size(), kLaneGroup, f.lane_ops[1], f.lane_ops[2], f.lane_ops[0], stack);
         }
         s += code_comment(D);
         s += stack_comment(in, D);
