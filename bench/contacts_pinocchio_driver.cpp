@@ -744,29 +744,6 @@ Errors check(const Case& c, std::vector<State>& states, Peers& peers) {
     return err;
 }
 
-/// Medians over `rounds` rounds of alternating batches, one per contender in the order given.
-std::vector<double> alternating_medians(const std::vector<std::function<void(int)>>& calls, int rounds) {
-    std::vector<std::vector<double>> ns(calls.size());
-    for (int r = 0; r < rounds; ++r)
-        for (std::size_t c = 0; c < calls.size(); ++c) {
-            long n = 0;
-            const double start = nelu::bench::cpu_ns();
-            double elapsed = 0;
-            do {
-                for (int k = 0; k < kTimedStates; ++k) calls[c](k);
-                n += kTimedStates;
-                elapsed = nelu::bench::cpu_ns() - start;
-            } while (elapsed < 2e7);
-            ns[c].push_back(elapsed / double(n));
-        }
-    std::vector<double> medians;
-    for (std::vector<double>& v : ns) {
-        std::sort(v.begin(), v.end());
-        medians.push_back(v[v.size() / 2]);
-    }
-    return medians;
-}
-
 int run(int argc, char** argv) {
     std::string case_path, json_out;
     int rounds = 21, count = 50;
@@ -885,7 +862,7 @@ int run(int argc, char** argv) {
                 for (int k = 0; k < kKnots; ++k) pinocchio_derivatives(knots[k]);
             });
         }
-        const std::vector<double> ns = alternating_medians(calls, rounds);
+        const std::vector<double> ns = nelu::bench::alternating_medians(calls, kTimedStates, rounds);
         if (status != 0) throw std::runtime_error("a timed nelu call returned status " + std::to_string(status));
         result["rounds"] = rounds;
         if (horizon) result["horizon_knots"] = kKnots;

@@ -218,29 +218,6 @@ Errors check(bool id, const SlotMap& map, int njac, const pinocchio::Model& pin,
     return e;
 }
 
-/// Medians over `rounds` rounds of alternating batches, one per contender in the order given.
-std::vector<double> alternating_medians(const std::vector<std::function<void(int)>>& calls, int rounds) {
-    std::vector<std::vector<double>> ns(calls.size());
-    for (int r = 0; r < rounds; ++r)
-        for (size_t c = 0; c < calls.size(); ++c) {
-            long n = 0;
-            const double start = nelu::bench::cpu_ns();
-            double elapsed = 0;
-            do {
-                for (int k = 0; k < kStates; ++k) calls[c](k);
-                n += kStates;
-                elapsed = nelu::bench::cpu_ns() - start;
-            } while (elapsed < 2e7);
-            ns[c].push_back(elapsed / double(n));
-        }
-    std::vector<double> medians;
-    for (std::vector<double>& v : ns) {
-        std::sort(v.begin(), v.end());
-        medians.push_back(v[v.size() / 2]);
-    }
-    return medians;
-}
-
 int run(int argc, char** argv) {
     std::string urdf, id_manifest, fd_manifest, json_out;
     bool floating = false;
@@ -292,7 +269,7 @@ int run(int argc, char** argv) {
         [&](int k) { status |= nelu_fd_derivatives(st[k].q.data(), st[k].qd.data(), st[k].tau.data(), out.data(), jac.data()); },
         [&](int k) { pinocchio::computeABADerivatives(pin, data, st[k].pq, st[k].pv, st[k].ptau, dq, dv, dx); },
     };
-    const std::vector<double> ns = alternating_medians(calls, rounds);
+    const std::vector<double> ns = nelu::bench::alternating_medians(calls, kStates, rounds);
     if (status != 0) throw std::runtime_error("a timed nelu call returned status " + std::to_string(status));
     const char* keys[] = {"id_value_ns", "pinocchio_rnea_ns", "id_derivatives_ns", "pinocchio_rnea_derivatives_ns",
                           "fd_value_ns", "pinocchio_aba_ns", "fd_derivatives_ns", "pinocchio_aba_derivatives_ns"};

@@ -126,6 +126,13 @@ void print_summary(const nelu::CompileResult& r) {
             forms += fmt::format("{}{} {}", forms.empty() ? "" : ", ", jacobian_form_name(form), ops);
         std::cout << fmt::format("  derivative form: {} (operations of each form built: {})\n",
                                  jacobian_form_name(r.order.best.derivative_form), forms);
+        const nelu::Factorization& f = r.order.best;
+        if (!f.lane_groups.empty())
+            std::cout << fmt::format("  columns in lanes: {} groups of up to {} columns through {} kernels; instructions per call with W "
+                                     "columns per instruction: W=1 {}, W=2 {}, W=4 {}, W=8 {}{}\n",
+                                     f.lane_groups.size(), nelu::kLaneGroup, f.lane_kernels.size(), f.lane_ops[0], f.lane_ops[1], f.lane_ops[2],
+                                     f.lane_ops[3], r.derivatives.states > 0 ? fmt::format("; kernels against the program {:.2e}", r.derivatives.lanes_vs_program)
+                                                                             : std::string());
     }
     if (r.verify.refused_singular > 0)
         std::cout << fmt::format("  and NELU_STATUS_SMALL_PIVOT, rightly, on {} more, where Lambda does not exist (a kinematic singularity)\n",
@@ -161,6 +168,8 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_flag("--progress", a.o.progress, "Report progress of long passes on stderr");
     cmd->add_flag("--derivatives", a.o.derivatives, "Also emit NAME_derivatives: the outputs and their Jacobian with respect to "
                   "[q-tangent, qd, in] (docs/derivatives.md)");
+    cmd->add_flag("!--no-lanes", a.o.lanes, "With --derivatives: solve the Jacobian's columns one by one in NAME_derivatives, "
+                  "not W at a time in the target's vector lanes (docs/derivatives.md, \"Columns in lanes\")");
     cmd->add_flag("--batch", a.o.batch, "Also emit the batch forms NAME_batch, NAME_f_batch (and of NAME_derivatives): n states per "
                   "call in the lanes of the target's vector registers, in NAME_batch.hpp and NAME_batch.cpp (docs/batch.md)");
     cmd->add_option("--snap", a.o.snap, "Idealize near-structure: axis components, rpy angles (to multiples of pi/2), "

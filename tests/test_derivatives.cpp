@@ -195,3 +195,57 @@ TEST_CASE("derivatives: the manifest lists the columns and the structural zeros;
     CHECK(header.str().find("int d_derivatives_f(const float* q, const float* qd, const float* in, float* out, float* jac);") != std::string::npos);
     CHECK(header.str().find("#define d_NJAC ") != std::string::npos);
 }
+
+TEST_CASE("derivatives: columns in lanes, with and without vector lanes, agree with the derivative program") {
+    // the UR5e's hybrid problem: 18 columns, 5 groups, small enough for several builds; the build
+    // without lanes (NELU_LANES_SCALAR) runs the column-by-column program of the #else branch
+    const std::string dir = nelu::test::scratch_dir("derivatives_lanes"), spec_file = spec("ur5e_hybrid.yaml");
+    const nelu::test::CliResult c =
+        run_nelu("compile '" + robot("ur5e.urdf") + "' --problem '" + spec_file + "' --derivatives --name h -o '" + dir + "' --verify 20");
+    INFO(c.out << c.err);
+    REQUIRE(c.exit_code == 0);
+    CHECK(c.out.find("columns in lanes: 5 groups of up to 4 columns") != std::string::npos);
+    CHECK(c.out.find("kernels against the program") != std::string::npos);
+    std::ifstream mf(dir + "/h.json"), sf(dir + "/h.cpp");
+    const nlohmann::json m = nlohmann::json::parse(mf);
+    std::stringstream source;
+    source << sf.rdbuf();
+    const nlohmann::json& lanes = m.at("derivatives").at("lanes");
+    CHECK(lanes.at("columns") == 17);  // the 18th's right-hand side is structurally zero: a zero column of the program
+    CHECK(lanes.at("groups") == 5);
+    // fewer instructions per call with wider lanes, each below the program's column by column from W = 2
+    const long w1 = lanes.at("ops_per_call").at("W1"), w2 = lanes.at("ops_per_call").at("W2"), w4 = lanes.at("ops_per_call").at("W4");
+    CHECK(w4 < w2);
+    CHECK(w2 < w1);
+    const nlohmann::json& ops = m.at("derivatives").at("ops");
+    CHECK(w2 < ops.at("mul").get<long>() + ops.at("add").get<long>() + ops.at("div").get<long>() + ops.at("sqrt").get<long>());
+    CHECK(source.str().find("#if NELU_LANE_BYTES") != std::string::npos);
+    const std::string check = "check '" + robot("ur5e.urdf") + "' '" + dir + "/h.json' --problem '" + spec_file + "' --states " +
+                              (nelu::test::sanitized() ? "20" : "200");
+    std::vector<std::pair<std::string, std::string>> builds{{"SSE2 / NEON lanes", ""}, {"no lanes", "-DNELU_LANES_SCALAR"}};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) builds.push_back({"AVX2 lanes", "-march=x86-64-v3"});
+    else MESSAGE("no AVX2 on this machine: the -march=x86-64-v3 build of the lanes is not run");
+    if (__builtin_cpu_supports("avx512f")) builds.push_back({"AVX-512 lanes", "-march=x86-64-v4"});
+    else MESSAGE("no AVX-512 on this machine: the -march=x86-64-v4 build of the lanes is not run");
+#endif
+    for (const auto& [what, flags] : builds) {
+        CAPTURE(what);
+        const nelu::test::CliResult k = run_nelu(check + (flags.empty() ? "" : " --cxx '" + nelu::test::cxx_with(flags) + "'"));
+        INFO(k.out << k.err);
+        CHECK(k.exit_code == 0);
+        CHECK(k.out.find("PASS") != std::string::npos);
+        CHECK(k.out.find("jac against the compiler's derivative program") != std::string::npos);
+    }
+    // --no-lanes: the column-by-column program only
+    const nelu::test::CliResult n = run_nelu("compile '" + robot("ur5e.urdf") + "' --problem '" + spec_file +
+                                             "' --derivatives --no-lanes --name h -o '" + dir + "/off' --verify 2");
+    INFO(n.out << n.err);
+    REQUIRE(n.exit_code == 0);
+    CHECK(n.out.find("columns in lanes") == std::string::npos);
+    std::ifstream of(dir + "/off/h.cpp"), om(dir + "/off/h.json");
+    std::stringstream off;
+    off << of.rdbuf();
+    CHECK(off.str().find("NELU_LANE_BYTES") == std::string::npos);
+    CHECK(!nlohmann::json::parse(om).at("derivatives").contains("lanes"));
+}

@@ -153,7 +153,7 @@ Entry<S> entry(const SolverLibrary& lib, const std::string& fn, std::size_t nout
 }  // namespace
 
 BatchReport check_batch(const SolverLibrary& lib, const std::string& name, std::size_t nout, std::size_t njac, const BatchStates& states,
-                        const BatchJudge& value_judge, const BatchJudge& jac_judge) {
+                        const BatchJudge& value_judge, const BatchJudge& jac_judge, bool jac_exact) {
     if (states.q.empty()) throw std::invalid_argument("nelu check: no states to run the batch forms on");
     BatchReport rep;
     rep.contraction = lib.contraction();
@@ -166,8 +166,9 @@ BatchReport check_batch(const SolverLibrary& lib, const std::string& name, std::
     for (const std::string& fn : njac ? std::vector<std::string>{name, name + "_derivatives"} : std::vector<std::string>{name}) {
         const std::size_t nj = fn == name ? 0 : njac;
         const BatchJudge& judge = fn == name ? value_judge : jac_judge;
-        rep.entries.push_back(check_entry(fn + "_batch", wd, entry<double>(lib, fn, nout, nj, exact), states, judge));
-        if (wf_fn) rep.entries.push_back(check_entry(fn + "_f_batch", wf, entry<float>(lib, fn, nout, nj, exact && wf == 1), states, judge));
+        const bool bits = exact && (nj == 0 || jac_exact);
+        rep.entries.push_back(check_entry(fn + "_batch", wd, entry<double>(lib, fn, nout, nj, bits), states, judge));
+        if (wf_fn) rep.entries.push_back(check_entry(fn + "_f_batch", wf, entry<float>(lib, fn, nout, nj, bits && wf == 1), states, judge));
     }
     return rep;
 }

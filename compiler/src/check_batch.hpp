@@ -51,9 +51,11 @@ struct BatchJudge {
 /// untouched; rows around each call's arrays must stay untouched too. A row must equal the scalar
 /// row bit for bit where both compute the same arithmetic (double lanes, and float lanes of width
 /// 1) and the build is known not to contract a * b + c (lib.contraction()), and else pass the
-/// scalar's own judgement. Throws when an entry point is missing (SolverLibrary::require) or
-/// `states` is empty.
+/// scalar's own judgement. `jac_exact` false: the scalar NAME_derivatives solves its columns in
+/// lanes (docs/derivatives.md), whose rounding the batch form's column-by-column program does not
+/// share, so its rows are judged, never required bit for bit. Throws when an entry point is missing
+/// (SolverLibrary::require) or `states` is empty.
 BatchReport check_batch(const SolverLibrary& lib, const std::string& name, std::size_t nout, std::size_t njac, const BatchStates& states,
-                        const BatchJudge& value_judge, const BatchJudge& jac_judge);
+                        const BatchJudge& value_judge, const BatchJudge& jac_judge, bool jac_exact = true);
 
 }  // namespace nelu

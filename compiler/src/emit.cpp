@@ -1,6 +1,7 @@
 // emit.cpp: see emit.hpp.
 #include "emit.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <memory>
@@ -246,6 +247,21 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
         s += fmt::format("#define {}_NJAC {}\n", in.name, cols.size());
         s += fmt::format("/* Jacobian formed by: {} ({} operations with the outputs). */\n", jacobian_form_name(in.factorization->derivative_form),
                          in.factorization->ops_derivatives.total());
+        if (emit::has_lanes(in)) {
+            const Factorization& f = *in.factorization;
+            // its stack: the lane variant's values, and a group's rows and results in lanes of up to 8
+            const Layout lanes = emit::plan_layout(in, D.fn, D.jac, true);
+            std::size_t rows = 0;
+            for (const LaneGroup& G : f.lane_groups) rows = std::max(rows, f.lane_kernels[static_cast<std::size_t>(G.kernel)].rows.size());
+            const long stack = lanes.stack(sizeof(double)) + static_cast<long>((rows + f.outputs.size()) * 8 * sizeof(double));
+            s += fmt::format("/* Columns in lanes (docs/derivatives.md): where nelu/lanes.hpp finds vector lanes (NELU_LANE_BYTES),\n"
+                             " * {0} solves the Jacobian's columns in {1} groups of up to {2}, W columns per instruction:\n"
+                             " * {3} operations per call with W = 2, {4} with W = 4 (W = 1: {5}); elsewhere column by\n"
+                             " * column, as counted above. With lanes, a derivative that overflows returns NELU_STATUS_NOT_FINITE\n"
+                             " * with jac partly written (out untouched). Its stack, estimated as below: about {6} bytes in\n"
+                             " * double (lanes of up to 8); the workspace form {0}_ws is column by column. */\n",
+                             D.fn, f.lane_groups.size(), kLaneGroup, f.lane_ops[1], f.lane_ops[2], f.lane_ops[0], stack);
+        }
         s += code_comment(D);
         s += stack_comment(in, D);
         s += extern_c(declarations(in, D));
@@ -262,8 +278,35 @@ std::string source(const EmitInput& in, const std::vector<Layout>& layouts, cons
         forms.push_back(std::make_unique<emit::ScalarForm>(L, in, notes));
         if (L.workspace) forms.push_back(std::make_unique<emit::WorkspaceForm>(L, in, notes));
     }
-    std::string s = banner(in, in.name + ".cpp") + fmt::format("#include \"{}.hpp\"\n\n", in.name) + emit::include_lines(forms);
-    s += "namespace {\n\n" + emit::program_text(forms) + "}  // namespace\n";
+    // NAME_derivatives with its columns in lanes (docs/derivatives.md, "Columns in lanes"): for
+    // targets with vector lanes, in place of the ordinary form's column-by-column program
+    std::unique_ptr<Layout> lanes;
+    std::vector<std::unique_ptr<Form>> lane_forms;
+    if (emit::has_lanes(in)) {
+        lanes = std::make_unique<Layout>(emit::plan_layout(in, layouts[1].fn, layouts[1].jac, true));
+        lane_forms.push_back(std::make_unique<emit::ScalarForm>(*lanes, in, notes));
+    }
+    std::string s = banner(in, in.name + ".cpp") + fmt::format("#include \"{}.hpp\"\n\n", in.name);
+    {
+        std::vector<std::unique_ptr<Form>> both;  // (for the includes only)
+        for (const auto& L : layouts) both.push_back(std::make_unique<emit::ScalarForm>(L, in, notes));
+        if (lanes) both.push_back(std::make_unique<emit::ScalarForm>(*lanes, in, notes));
+        s += emit::include_lines(both);
+    }
+    std::string text;
+    const Layout* last = nullptr;
+    for (const auto& form : forms) {
+        std::string piece;
+        const bool first = &form->layout() != last;
+        if (first) piece += emit::work_struct(form->layout()), last = &form->layout();
+        piece += form->functions();
+        if (lanes && first && &form->layout() == &layouts[1])
+            piece = fmt::format("#if NELU_LANE_BYTES  // vector lanes (nelu/lanes.hpp): the Jacobian's columns W at a time\n{}{}"
+                                "#else  // no vector lanes: column by column\n{}#endif\n\n",
+                                emit::work_struct(*lanes), lane_forms.front()->functions(), piece);
+        text += piece;
+    }
+    s += "namespace {\n\n" + text + "}  // namespace\n";
     for (const Layout& L : layouts)
         for (const EntryPoint& e : entry_points(in, L))
             s += fmt::format("\nextern \"C\" {} {{\n    return {}<{}>(q, qd, in, out{}{});\n}}\n", e.signature, e.impl, e.scalar,

@@ -200,7 +200,7 @@ std::vector<S> Program::evaluate_as(const S* q, const S* qd, const S* in, const 
         const Node& n = nodes_[i];
         switch (n.op) {
             case Op::Const: v[i] = S(n.value); break;
-            case Op::Input: v[i] = n.source == Source::Q ? q[n.index] : n.source == Source::Qd ? qd[n.index] : in[n.index]; break;
+            case Op::Input: v[i] = n.source == Source::Q ? q[n.index] : n.source == Source::Qd ? qd[n.index] : n.source == Source::In ? in[n.index] : S(0); break;
             case Op::Add: v[i] = v[n.a] + v[n.b]; break;
             case Op::Sub: v[i] = v[n.a] - v[n.b]; break;
             case Op::Mul: v[i] = v[n.a] * v[n.b]; break;
@@ -225,7 +225,7 @@ double PointValues::at(const Program& P, Id x) {
         double v = 0;
         switch (n.op) {
             case Op::Const: v = n.value; break;
-            case Op::Input: v = (n.source == Source::Q ? q_ : n.source == Source::Qd ? qd_ : in_)[static_cast<std::size_t>(n.index)]; break;
+            case Op::Input: v = n.source == Source::Lane ? 0.0 : (n.source == Source::Q ? q_ : n.source == Source::Qd ? qd_ : in_)[static_cast<std::size_t>(n.index)]; break;
             case Op::Add: v = v_[n.a] + v_[n.b]; break;
             case Op::Sub: v = v_[n.a] - v_[n.b]; break;
             case Op::Mul: v = v_[n.a] * v_[n.b]; break;

@@ -20,8 +20,9 @@ namespace nelu::ir {
 
 enum class Op : std::uint8_t { Const, Input, Add, Sub, Mul, Div, Neg, Sin, Cos, Sqrt };
 
-/// Where an input node reads from: q[index], qd[index] or in[index].
-enum class Source : std::uint8_t { Q, Qd, In };
+/// Where an input node reads from: q[index], qd[index] or in[index]; Lane: an entry of a lane
+/// kernel's right-hand side (schedule.hpp, LaneKernel), which the evaluators take as 0.
+enum class Source : std::uint8_t { Q, Qd, In, Lane };
 
 struct Node {
     Op op = Op::Const;

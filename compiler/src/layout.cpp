@@ -64,7 +64,7 @@ void allocate(Layout& L, const ir::Program& P, const std::vector<int>& part) {
         for (Id o : {P.node(L.stmts[k]).a, P.node(L.stmts[k]).b})
             if (o >= 0 && part[o] >= 0) last[o] = k;
     }
-    for (Id o : L.written())
+    for (Id o : L.kept())
         if (part[o] >= 0) last[o] = end;
     L.slot.assign(P.size(), -1);
     std::set<int> free;
@@ -106,7 +106,7 @@ std::vector<int> split(Layout& L, const ir::Program& P) {
         for (Id x : L.stmts)
             for (Id o : {P.node(x).a, P.node(x).b})
                 if (o >= 0 && part[o] >= 0 && part[o] != part[x]) L.shared[o] = true;
-        for (Id o : L.written())
+        for (Id o : L.kept())
             if (part[o] >= 0) L.shared[o] = true;
     }
     for (Id x : L.stmts) L.work_values += L.shared[x];
@@ -121,14 +121,52 @@ std::vector<Id> Layout::written() const {
     return w;
 }
 
+std::vector<Id> Layout::kept() const {
+    std::vector<Id> k = out;
+    for (std::size_t e = 0; e < jac.size(); ++e)
+        if (!lanes || !jac_in_lanes[e]) k.push_back(jac[e]);
+    k.insert(k.end(), lane_reads.begin(), lane_reads.end());
+    return k;
+}
+
+bool has_lanes(const EmitInput& in) { return !in.factorization->jacobian.empty() && !in.factorization->lane_groups.empty(); }
+
 std::size_t Layout::part_end(std::size_t p) const { return std::min(stmts.size(), part_begin(p) + per_part); }
 
-Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac) {
+Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac, bool lanes) {
     const Factorization& f = *in.factorization;
     const ir::Program& P = f.prog;
     Layout L;
     L.fn = fn, L.out = f.outputs, L.jac = jac;
-    std::vector<Id> roots = L.written();
+    if (lanes) {
+        L.lanes = true;
+        const std::size_t no = f.outputs.size(), nc = jac.size() / std::max<std::size_t>(no, 1);
+        L.jac_in_lanes.assign(jac.size(), false);
+        const std::vector<bool> dep = lane_dependent(P);
+        std::set<Id> reads;
+        auto read = [&](Id x) {
+            if (!P.is_const(x) && !dep[x]) reads.insert(x);
+        };
+        std::vector<bool> used(f.lane_kernels.size(), false);
+        for (const LaneGroup& G : f.lane_groups) {
+            for (int j : G.columns)
+                for (std::size_t o = 0; o < no; ++o) L.jac_in_lanes[o * nc + static_cast<std::size_t>(j)] = true;
+            for (Id x : G.rhs) read(x);
+            for (Id x : G.extra) read(x);
+            used[static_cast<std::size_t>(G.kernel)] = true;
+        }
+        for (std::size_t k = 0; k < f.lane_kernels.size(); ++k) {
+            if (!used[k]) continue;
+            const std::vector<bool> live = P.live_nodes(f.lane_kernels[k].outputs);
+            for (int i = 0; i < P.size(); ++i)
+                if (live[i] && dep[i])
+                    for (Id o : {P.node(i).a, P.node(i).b})
+                        if (o >= 0) read(o);
+            for (Id o : f.lane_kernels[k].outputs) read(o);
+        }
+        L.lane_reads.assign(reads.begin(), reads.end());
+    }
+    std::vector<Id> roots = L.kept();
     for (const ScheduledPivot& p : f.pivots)
         if (!P.is_const(p.value)) roots.push_back(p.value), L.checks[p.value].push_back(&p);
     L.stmts = statements(P, roots);
@@ -138,7 +176,7 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
 }
 
 std::vector<Layout> plan_layouts(const EmitInput& in) {
-    std::vector<Layout> layouts{plan_layout(in, in.name, {})};
+    std::vector<Layout> layouts{plan_layout(in, in.name, {})};  // (the lane variant of NAME_derivatives: emit.cpp)
     if (!in.factorization->jacobian.empty()) layouts.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian));
     return layouts;
 }

@@ -48,6 +48,16 @@ struct Layout {
     std::vector<ir::Id> out, jac;
     /// out, then jac: every value the entry point writes.
     std::vector<ir::Id> written() const;
+    /// NAME_derivatives with the Jacobian's columns in lanes (Factorization::lane_groups): the
+    /// variant for targets with vector lanes. Its lane blocks, after the program, write the entries
+    /// of `jac` marked in jac_in_lanes from the kernels, reading lane_reads (the groups' right-hand
+    /// sides and extras, the scalar values the kernels read); the program computes the rest.
+    bool lanes = false;
+    std::vector<bool> jac_in_lanes;
+    std::vector<ir::Id> lane_reads;
+    /// What the program must leave for the end of the entry point: out, the entries of jac not in
+    /// lanes, and lane_reads.
+    std::vector<ir::Id> kept() const;
     std::vector<ir::Id> stmts;  ///< statements in emission order (sines and cosines first)
     std::map<ir::Id, std::vector<const ScheduledPivot*>> checks;  ///< pivot tests after a statement (a node can be the pivot of several steps)
     std::size_t parts = 1;
@@ -72,7 +82,10 @@ struct Layout {
 /// The layout of entry point `fn`, which writes the factorization's outputs and `jac` (empty for
 /// the value solver): statements ordered, split into parts, values allocated, stack estimated
 /// against in.max_stack.
-Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<ir::Id>& jac);
+Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<ir::Id>& jac, bool lanes = false);
+
+/// NAME_derivatives with its columns in lanes, when the factorization has lane groups.
+bool has_lanes(const EmitInput& in);
 
 /// The layouts of a compile: NAME, and NAME_derivatives when the factorization has a Jacobian.
 std::vector<Layout> plan_layouts(const EmitInput& in);

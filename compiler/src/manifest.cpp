@@ -121,6 +121,12 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     for (const auto& [form, ops] : f.derivative_forms) forms.push_back({{"form", jacobian_form_name(form)}, {"ops", ops}});
     j["form"] = jacobian_form_name(f.derivative_form);
     j["forms"] = forms;
+    if (!f.lane_groups.empty()) {  // docs/derivatives.md, "Columns in lanes"
+        long columns = 0;
+        for (const LaneGroup& G : f.lane_groups) columns += static_cast<long>(G.columns.size());
+        j["lanes"] = {{"columns", columns}, {"groups", f.lane_groups.size()}, {"group_columns", kLaneGroup}, {"kernels", f.lane_kernels.size()},
+                      {"ops_per_call", {{"W1", f.lane_ops[0]}, {"W2", f.lane_ops[1]}, {"W4", f.lane_ops[2]}, {"W8", f.lane_ops[3]}}}};
+    }
     j["code"] = code_json(D);
     j["stack"] = {{"values_live", D.values}, {"estimate_double", D.stack(sizeof(double))}, {"estimate_float", D.stack(sizeof(float))},
                   {"form", D.workspace ? "ordinary+workspace" : "ordinary"}};

@@ -169,7 +169,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         Factorization f;
         std::string why;
         ScheduleOptions so;
-        so.derivatives = true, so.omit_structured_term = o.omit_structured_term;
+        so.derivatives = true, so.omit_structured_term = o.omit_structured_term, so.lanes = o.lanes;
         if (!run_schedule(r.load.model, r.system, best.ordering, best.order, so, f, why))
             throw std::runtime_error("scheduling the derivatives failed: " + why);
         if (f.pivots.size() != best.pivots.size()) throw std::runtime_error("scheduling the derivatives changed the pivots");

@@ -27,6 +27,7 @@ struct CompileOptions {
     bool progress = false;
     double snap = 0;                ///< --snap TOL: idealize near-structure (LoadOptions::snap), reported
     bool derivatives = false;       ///< --derivatives: also NAME_derivatives (outputs and their Jacobian)
+    bool lanes = true;              ///< derivatives: the Jacobian's columns in SIMD lanes where they pay (--no-lanes: not)
     long max_stack = 16384;         ///< stack budget (bytes) above which the workspace form is emitted too
     /// For tests only (no option of the command line): a term of the structured derivatives to drop
     /// (derivatives.hpp, StructuredTerm), so that the verification against complex step must fail.

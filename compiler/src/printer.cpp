@@ -1,7 +1,9 @@
 // printer.cpp: see printer.hpp.
 #include "printer.hpp"
 
+#include <map>
 #include <set>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -71,6 +73,10 @@ std::string Form::functions() {
         s += split() ? close_part() : outputs() + "}\n\n";
     }
     if (split()) {
+        for (std::size_t g = 0; L.lanes && g < f.lane_groups.size(); ++g)  // each group a function of its own, reading the work struct
+            s += fmt::format("template <class T>\nbool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w, T* jac) {{\n"
+                             "    (void)q, (void)qd, (void)in, (void)w;\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
+                             L.fn, g, lane_block(g, "    "));
         s += open_caller();
         for (std::size_t p = 0; p < L.parts; ++p) s += call_part(p);
         s += outputs() + "}\n\n";
@@ -117,12 +123,89 @@ std::string Form::assign(Id x, const std::string& rhs) const {
 std::string Form::outputs() const {
     std::vector<Id> values;  // each value once (a symmetric matrix repeats half of them); constants are finite
     std::set<Id> tested;
-    for (Id o : L.written())
+    for (Id o : L.kept())  // (with lanes: what the kernels read, so that only an overflow in them is left)
         if (!P.is_const(o) && tested.insert(o).second) values.push_back(o);
     std::string s = finite_check(values);
+    if (L.lanes) {
+        s += "    // --- the Jacobian's columns in lanes, W at a time: a column that overflows returns NELU_STATUS_NOT_FINITE\n"
+             "    //     with out untouched and jac partly written (docs/derivatives.md, \"Columns in lanes\")\n    bool ok = true;\n";
+        for (std::size_t g = 0; g < f.lane_groups.size(); ++g)
+            s += split() ? fmt::format("    ok = {}_lanes{}<T>(q, qd, in, w, jac) && ok;\n", L.fn, g) : "    {\n" + lane_block(g, "        ") + "    }\n";
+        s += "    if (!ok) return NELU_STATUS_NOT_FINITE;\n";
+    }
     for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, output(L.out[k]));
-    for (std::size_t k = 0; k < L.jac.size(); ++k) s += fmt::format("    jac[{}] = {};\n", k, output(L.jac[k]));
+    for (std::size_t k = 0; k < L.jac.size(); ++k)
+        if (!L.lanes || !L.jac_in_lanes[k]) s += fmt::format("    jac[{}] = {};\n", k, output(L.jac[k]));
     return s + give_status();
+}
+
+std::string Form::lane_block(std::size_t g, const char* in) const {
+    const LaneGroup& G = f.lane_groups[g];
+    const LaneKernel& K = f.lane_kernels[static_cast<std::size_t>(G.kernel)];
+    const std::size_t n = G.columns.size(), rows = K.rows.size(), no = L.out.size(), nc = L.jac.size() / std::max<std::size_t>(no, 1);
+    const std::vector<bool> dep = lane_dependent(P);
+    const std::vector<bool> live = P.live_nodes(K.outputs);
+    std::string cols;
+    for (int j : G.columns) cols += fmt::format("{}{}", cols.empty() ? "" : ", ", j);
+    bool any_input = false, any_output = false;  // (a kernel none of whose outputs reads its inputs is left out)
+    for (Id x : K.inputs) any_input = any_input || live[x];
+    for (Id x : K.outputs) any_output = any_output || dep[x];
+    if (!any_input || !any_output) {
+        std::string t;
+        for (std::size_t o = 0; o < no; ++o)
+            for (std::size_t c = 0; c < n; ++c) {
+                const std::size_t e = o * nc + static_cast<std::size_t>(G.columns[c]);
+                std::string v = operand(K.outputs[o]);
+                if (G.extra[o * n + c] != P.zero()) v += " + " + operand(G.extra[o * n + c]);
+                t += fmt::format("{}jac[{}] = {};\n{}ok = ok && std::isfinite(jac[{}]);\n", in, e, v, in, e);
+            }
+        return t;
+    }
+    std::string s = fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, W at a time\n"
+                                "{0}using V = nelu::lanes::Vec<T>;\n"
+                                "{0}constexpr int W = nelu::lanes::Lane<T>::W, S = ({2} + W - 1) / W * W;  // lanes per row: the columns, then zeros\n"
+                                "{0}T r[{4} * S], x[{5} * S];\n",
+                                in, cols, n, n == 1 ? "" : "s", rows, no);
+    s += fmt::format("{0}for (int i = 0; i < {1}; ++i)\n{0}    for (int c = {2}; c < S; ++c) r[i * S + c] = T(0);\n", in, rows, n);
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t c = 0; c < n; ++c) s += fmt::format("{}r[{} * S + {}] = {};\n", in, i, c, operand(G.rhs[i * n + c]));
+    // the kernel: its inputs loaded from r, its statements over V (a scalar operand is broadcast)
+    std::map<Id, std::size_t> row_of;
+    for (std::size_t i = 0; i < rows; ++i) row_of[K.inputs[i]] = i;
+    auto kernel_operand = [&](Id x) {
+        if (!dep[x]) return operand(x);
+        auto it = row_of.find(x);
+        return it != row_of.end() ? fmt::format("l{}", it->second) : fmt::format("k{}", x);
+    };
+    s += fmt::format("{}for (int c = 0; c < {}; c += W) {{\n", in, n);
+    for (std::size_t i = 0; i < rows; ++i)
+        if (live[K.inputs[i]]) s += fmt::format("{0}    V l{1};\n{0}    std::memcpy(&l{1}, r + {1} * S + c, sizeof(V));\n", in, i);
+    for (int i = 0; i < P.size(); ++i) {
+        if (!live[i] || !dep[i] || P.node(i).op == Op::Input) continue;
+        const ir::Node& nd = P.node(i);
+        std::string rhs;
+        switch (nd.op) {
+            case Op::Add: rhs = kernel_operand(nd.a) + " + " + kernel_operand(nd.b); break;
+            case Op::Sub: rhs = kernel_operand(nd.a) + " - " + kernel_operand(nd.b); break;
+            case Op::Mul: rhs = kernel_operand(nd.a) + " * " + kernel_operand(nd.b); break;
+            case Op::Div: rhs = kernel_operand(nd.a) + " / " + kernel_operand(nd.b); break;
+            case Op::Neg: rhs = "-" + kernel_operand(nd.a); break;
+            default: throw std::logic_error("a lane kernel computes more than a solve");
+        }
+        s += fmt::format("{}    const V k{} = {};\n", in, i, rhs);
+    }
+    for (std::size_t o = 0; o < no; ++o)
+        if (dep[K.outputs[o]]) s += fmt::format("{}    std::memcpy(x + {} * S + c, &{}, sizeof(V));\n", in, o, kernel_operand(K.outputs[o]));
+    s += fmt::format("{}}}\n", in);
+    for (std::size_t o = 0; o < no; ++o)
+        for (std::size_t c = 0; c < n; ++c) {
+            const Id ko = K.outputs[o], extra = G.extra[o * n + c];
+            std::string v = dep[ko] ? fmt::format("x[{} * S + {}]", o, c) : operand(ko);
+            if (extra != P.zero()) v += " + " + operand(extra);
+            const std::size_t e = o * nc + static_cast<std::size_t>(G.columns[c]);
+            s += fmt::format("{}jac[{}] = {};\n{}ok = ok && std::isfinite(jac[{}]);\n", in, e, v, in, e);
+        }
+    return s;
 }
 
 // --- ScalarForm

@@ -91,6 +91,9 @@ protected:
     virtual std::string give_status() const = 0;
     /// The finiteness check (never a silent NaN), the writes of out (and jac), and the return.
     std::string outputs() const;
+    /// A lane layout's group g (Layout::lanes): its right-hand sides into lanes, its kernel run
+    /// ceil(columns / W) times, its entries of jac written; `ok` cleared when one is not finite.
+    std::string lane_block(std::size_t g, const char* indent) const;
 
     const Layout& L;
     const Factorization& f;
@@ -104,7 +107,10 @@ protected:
 class ScalarForm : public Form {
 public:
     using Form::Form;
-    std::vector<std::string> includes() const override { return {"<cmath>", "nelu/trig.hpp"}; }
+    std::vector<std::string> includes() const override {
+        if (L.lanes) return {"<cmath>", "<cstring>", "nelu/lanes.hpp", "nelu/trig.hpp"};
+        return {"<cmath>", "nelu/trig.hpp"};
+    }
 
 protected:
     const char* value_type() const override { return "T"; }

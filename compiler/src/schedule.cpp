@@ -358,9 +358,11 @@ using ColumnOptions = std::map<ColumnForm, Column>;  ///< the forms built for on
 /// through the factors of D, plainly and with subtree transfers; otherwise the whole program is
 /// differentiated (least squares, extra right-hand sides, Lambda).
 std::vector<ColumnOptions> forward_forms(ir::Program& P, const System& sys, const Model& model, const std::vector<Tangent>& cols,
-                                         const std::vector<Id>& x, const std::vector<Id>& outputs, bool by_factors, FactorSolve& solve) {
+                                         const std::vector<Id>& x, const std::vector<Id>& outputs, bool by_factors, FactorSolve& solve,
+                                         std::vector<std::vector<Id>>& rhs_out) {
     const std::size_t no = sys.out.size();
     std::vector<ColumnOptions> forward(cols.size());
+    rhs_out.assign(cols.size(), {});
     for (std::size_t j = 0; j < cols.size(); ++j) {
         Differentiator dt(P, model, cols[j]);
         if (!by_factors) {
@@ -375,6 +377,7 @@ std::vector<ColumnOptions> forward_forms(ir::Program& P, const System& sys, cons
             for (const auto& [c, e] : sys.entries[r]) v = P.add(v, P.mul(dt.d(e), x[c]));
             rhs[r] = v;
         }
+        rhs_out[j] = rhs;
         const std::vector<Id> dx_plain = solve(rhs, BackSubstitution::Plain), dx_transfers = solve(rhs, BackSubstitution::Transfers);
         for (ColumnForm form : {ColumnForm::Forward, ColumnForm::ForwardTransfers}) {
             const std::vector<Id>& dx = form == ColumnForm::Forward ? dx_plain : dx_transfers;
@@ -404,10 +407,13 @@ std::vector<int> torque_columns(const System& sys, const Model& model, const std
 /// Per column: the `forward` forms, and those the structured derivatives D give: the solution for
 /// d ID / dx in the (3tau) rows, plainly and with transfers (the q, qd and known accelerations'
 /// columns), and -M^-1 d ID / dx from the torque columns (forward dynamics: `tau_column` not
-/// empty). `start` gets the form each column's search starts from.
+/// empty). `start` gets the form each column's search starts from; `rhs_out`, per column, the
+/// right-hand side of its structured solve (empty where it has none).
 std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, const Model& model, const std::vector<Tangent>& cols,
                                             const std::vector<Id>& x, const IdDerivatives& D, const std::vector<ColumnOptions>& forward,
-                                            const std::vector<int>& tau_column, FactorSolve& solve, std::vector<ColumnForm>& start) {
+                                            const std::vector<int>& tau_column, FactorSolve& solve, std::vector<ColumnForm>& start,
+                                            std::vector<std::vector<Id>>& rhs_out) {
+    rhs_out.assign(cols.size(), {});
     auto entry = [&](const std::vector<Id>& M, std::size_t row, int col) { return M[row * D.nv + static_cast<std::size_t>(col)]; };
     const std::size_t no = sys.out.size();
     std::vector<ColumnOptions> options = forward;
@@ -432,6 +438,7 @@ std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, c
             for (const ContactBlock& cb : sys.contacts)
                 for (int row : cb.rows) rhs[static_cast<std::size_t>(row)] = partials[k++];
         }
+        rhs_out[j] = rhs;
         const std::vector<Id> dx_plain = solve(rhs, BackSubstitution::Plain), dx_transfers = solve(rhs, BackSubstitution::Transfers);
         for (ColumnForm form : {ColumnForm::Structured, ColumnForm::StructuredTransfers}) {
             const std::vector<Id>& dx = form == ColumnForm::Structured ? dx_plain : dx_transfers;
@@ -518,14 +525,74 @@ class ColumnSearch {
 /// count of the whole (ColumnSearch). Every form is built in P (dead code is removed later) and the
 /// one with the fewest operations is kept; each form's count is recorded
 /// (Factorization::derivative_forms). `x` is the solution for b; `factors_only`: no trailing block.
+/// The columns of a Jacobian solved by the factors, in lanes (LaneGroup): per column its right-hand
+/// side `rhs` (empty: the column stays in the scalar program), kernels shared by the groups of one
+/// pattern.
+void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const std::vector<Tangent>& cols, const std::vector<Id>& x,
+                    const std::vector<std::vector<Id>>& rhs, FactorSolve& solve, Factorization& out) {
+    std::vector<int> lane_cols;  // a column whose right-hand side is structurally zero is zero: left to the program
+    for (std::size_t j = 0; j < cols.size(); ++j)
+        if (std::any_of(rhs[j].begin(), rhs[j].end(), [&](Id v) { return v != P.zero(); })) lane_cols.push_back(static_cast<int>(j));
+    std::map<std::vector<int>, int> kernel_of;  // pattern -> kernel
+    for (std::size_t g = 0; g < lane_cols.size(); g += kLaneGroup) {
+        LaneGroup G;
+        G.columns.assign(lane_cols.begin() + static_cast<long>(g), lane_cols.begin() + static_cast<long>(std::min(lane_cols.size(), g + kLaneGroup)));
+        std::vector<int> rows;
+        for (int r = 0; r < sys.m(); ++r)
+            if (std::any_of(G.columns.begin(), G.columns.end(), [&](int j) { return rhs[j][r] != P.zero(); })) rows.push_back(r);
+        const auto [it, fresh] = kernel_of.emplace(rows, static_cast<int>(out.lane_kernels.size()));
+        if (fresh) {
+            LaneKernel K;
+            K.rows = rows;
+            std::vector<Id> b(static_cast<std::size_t>(sys.m()), P.zero());
+            for (int r : rows) K.inputs.push_back(b[r] = P.input(ir::Source::Lane, r));
+            // back substitution plainly or with subtree transfers: the kernel with fewer operations
+            const std::vector<bool> dep = lane_dependent(P);  // (before either: both are new nodes)
+            long best = -1;
+            for (BackSubstitution how : {BackSubstitution::Plain, BackSubstitution::Transfers}) {
+                const std::vector<Id> dx = solve(b, how);
+                std::vector<Id> outs;
+                for (const Slot& s : sys.out) {
+                    Id v = P.zero();
+                    if (s.column >= 0) v = dx[static_cast<std::size_t>(s.column)];
+                    else
+                        for (const auto& [col, coef] : s.terms) v = P.add(v, P.mul(coef, dx[static_cast<std::size_t>(col)]));
+                    outs.push_back(v);
+                }
+                std::vector<bool> live = P.live_nodes(outs);
+                for (int i = 0; i < P.size(); ++i) live[i] = live[i] && (i >= static_cast<int>(dep.size()) || dep[i]);
+                const long ops = P.count(live).total();
+                if (best < 0 || ops < best) best = ops, K.outputs = outs;
+            }
+            out.lane_kernels.push_back(std::move(K));
+        }
+        G.kernel = it->second;
+        for (int r : rows)
+            for (int j : G.columns) G.rhs.push_back(rhs[j][r]);
+        G.extra.assign(sys.out.size() * G.columns.size(), P.zero());
+        for (std::size_t c = 0; c < G.columns.size(); ++c) {
+            Differentiator dt(P, model, cols[G.columns[c]]);
+            for (std::size_t o = 0; o < sys.out.size(); ++o) {
+                const Slot& s = sys.out[o];
+                if (s.column >= 0) continue;
+                Id v = s.bias >= 0 ? dt.d(s.bias) : P.zero();
+                for (const auto& [col, coef] : s.terms) v = P.add(v, P.mul(dt.d(coef), x[static_cast<std::size_t>(col)]));
+                G.extra[o * G.columns.size() + c] = v;
+            }
+        }
+        out.lane_groups.push_back(std::move(G));
+    }
+}
+
 void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, const std::vector<Id>& x, FactorSolve& solve,
-                       bool factors_only, StructuredTerm omit, Factorization& out) {
+                       bool factors_only, StructuredTerm omit, bool lanes, Factorization& out) {
     const std::vector<Tangent> cols = jacobian_columns(model, static_cast<int>(sys.in.size()));
     // A square system solved by the factors alone: D(q) x + b = 0 gives D dx = -(dD x + db), one
     // more right-hand side per column through the same factors. A least-squares tail, extra
     // right-hand sides or Lambda: forward mode through the whole program instead.
     const bool by_factors = factors_only && sys.rhs.empty() && sys.lambda_size == 0 && sys.m() == sys.n();
-    const std::vector<ColumnOptions> forward = forward_forms(P, sys, model, cols, x, out.outputs, by_factors, solve);
+    std::vector<std::vector<Id>> forward_rhs;
+    const std::vector<ColumnOptions> forward = forward_forms(P, sys, model, cols, x, out.outputs, by_factors, solve, forward_rhs);
     std::vector<Id> values = out.outputs;
     for (const ScheduledPivot& pv : out.pivots) values.push_back(pv.value);
     const ColumnSearch search(P, values, sys.out.size());
@@ -536,21 +603,28 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
     out.jacobian = best.jac;
     out.derivative_form = JacobianForm::Forward;
     out.derivative_forms = {{JacobianForm::Forward, best.ops}};
-    if (!by_factors || !structured_applies(sys)) return;
-    // -M^-1 d ID / dx needs M^-1 among the columns: not with contacts, whose torque columns are
-    // the KKT system's responses
-    const std::vector<int> tau_column = sys.contact_tree ? std::vector<int>{} : torque_columns(sys, model, cols);
-    for (JacobianForm form : {JacobianForm::StructuredLocal, JacobianForm::StructuredRoot}) {
-        const PairFrame frame = form == JacobianForm::StructuredLocal ? PairFrame::Local : PairFrame::Root;
-        const IdDerivatives D = structured_id_derivatives(P, sys, x, frame, omit);
-        std::vector<ColumnForm> start;
-        const std::vector<ColumnOptions> options = structured_forms(P, sys, model, cols, x, D, forward, tau_column, solve, start);
-        std::vector<ColumnForm> start_plain;  // the same, starting from the plain solves
-        for (ColumnForm f : start) start_plain.push_back(plain(f));
-        JacobianChoice c = search.best(options, {start, start_plain});
-        out.derivative_forms.push_back({form, c.ops});
-        if (c.ops < best.ops) out.jacobian = c.jac, out.derivative_form = form, best = std::move(c);
+    if (!by_factors) return;
+    std::vector<std::vector<Id>> lane_rhs = forward_rhs;  // per column, the right-hand side its lanes solve
+    if (structured_applies(sys)) {
+        // -M^-1 d ID / dx needs M^-1 among the columns: not with contacts, whose torque columns are
+        // the KKT system's responses
+        const std::vector<int> tau_column = sys.contact_tree ? std::vector<int>{} : torque_columns(sys, model, cols);
+        for (JacobianForm form : {JacobianForm::StructuredLocal, JacobianForm::StructuredRoot}) {
+            const PairFrame frame = form == JacobianForm::StructuredLocal ? PairFrame::Local : PairFrame::Root;
+            const IdDerivatives D = structured_id_derivatives(P, sys, x, frame, omit);
+            std::vector<ColumnForm> start;
+            std::vector<std::vector<Id>> structured_rhs;
+            const std::vector<ColumnOptions> options = structured_forms(P, sys, model, cols, x, D, forward, tau_column, solve, start, structured_rhs);
+            std::vector<ColumnForm> start_plain;  // the same, starting from the plain solves
+            for (ColumnForm f : start) start_plain.push_back(plain(f));
+            JacobianChoice c = search.best(options, {start, start_plain});
+            out.derivative_forms.push_back({form, c.ops});
+            if (c.ops >= best.ops) continue;
+            out.jacobian = c.jac, out.derivative_form = form, best = std::move(c);
+            for (std::size_t j = 0; j < cols.size(); ++j) lane_rhs[j] = structured_rhs[j].empty() ? forward_rhs[j] : structured_rhs[j];
+        }
     }
+    if (lanes) schedule_lanes(P, sys, model, cols, x, lane_rhs, solve, out);
 }
 
 /// The outputs (Factorization::outputs) from the solutions `xs`, for b and then for each extra
@@ -572,14 +646,60 @@ void form_outputs(ir::Program& P, const System& sys, const std::vector<std::vect
     }
 }
 
+/// Factorization::lane_ops of the lane groups, from the values' roots (outputs and pivots).
+void count_lanes(const ir::Program& P, const std::vector<Id>& roots, Factorization& out) {
+    if (out.lane_groups.empty()) return;
+    const std::size_t no = out.outputs.size(), nc = out.jacobian.size() / std::max<std::size_t>(no, 1);
+    const std::vector<bool> dep = lane_dependent(P);
+    std::vector<bool> in_lanes(nc, false);
+    std::vector<Id> scalar = roots;  // the scalar program beside the kernels
+    for (const LaneGroup& G : out.lane_groups) {
+        for (int j : G.columns) in_lanes[static_cast<std::size_t>(j)] = true;
+        scalar.insert(scalar.end(), G.rhs.begin(), G.rhs.end());
+        scalar.insert(scalar.end(), G.extra.begin(), G.extra.end());
+    }
+    for (std::size_t o = 0; o < no; ++o)
+        for (std::size_t j = 0; j < nc; ++j)
+            if (!in_lanes[j]) scalar.push_back(out.jacobian[o * nc + j]);
+    std::vector<long> kernel_ops;
+    for (const LaneKernel& K : out.lane_kernels) {
+        std::vector<bool> live = P.live_nodes(K.outputs);
+        for (int i = 0; i < P.size(); ++i) {
+            if (!live[i]) continue;
+            if (!dep[i]) {
+                live[i] = false;
+                continue;
+            }
+            for (Id o : {P.node(i).a, P.node(i).b})  // a value the kernel reads
+                if (o >= 0 && !dep[o]) scalar.push_back(o);
+        }
+        kernel_ops.push_back(P.count(live).total());
+    }
+    const long scalar_ops = P.count(P.live_nodes(scalar)).total();
+    for (int k = 0; k < 4; ++k) {
+        const long w = 1L << k;
+        out.lane_ops[k] = scalar_ops;
+        for (const LaneGroup& G : out.lane_groups)
+            out.lane_ops[k] += (static_cast<long>(G.columns.size()) + w - 1) / w * kernel_ops[static_cast<std::size_t>(G.kernel)];
+    }
+}
+
 /// Merges equal values (symmetric halves of the Schur complements, among others) when that makes
 /// the program cheaper, then counts what the outputs, the pivot checks and the Jacobian need,
 /// split by phase (Factorization::ops*).
-void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
+void merge_and_count_once(const System& sys, bool derivatives, Factorization& out) {
     ir::Program& P = out.prog;
     std::vector<Id> roots = out.outputs;
     for (const ScheduledPivot& pv : out.pivots) roots.push_back(pv.value);
     roots.insert(roots.end(), out.jacobian.begin(), out.jacobian.end());
+    for (const LaneKernel& K : out.lane_kernels) {
+        roots.insert(roots.end(), K.inputs.begin(), K.inputs.end());
+        roots.insert(roots.end(), K.outputs.begin(), K.outputs.end());
+    }
+    for (const LaneGroup& G : out.lane_groups) {
+        roots.insert(roots.end(), G.rhs.begin(), G.rhs.end());
+        roots.insert(roots.end(), G.extra.begin(), G.extra.end());
+    }
     // Merging maps a value to its earliest occurrence, which can bring back to life a costlier
     // computation than the one it replaces: keep the merged program only when it is cheaper.
     auto cost = [&](const ir::Rewrite& r) {
@@ -599,6 +719,14 @@ void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
     out.system_map.assign(rw.map.begin(), rw.map.begin() + sys.prog.size());
     for (Id& o : out.outputs) o = rw.map[o];
     for (Id& o : out.jacobian) o = rw.map[o];
+    for (LaneKernel& K : out.lane_kernels) {
+        for (Id& o : K.inputs) o = rw.map[o];
+        for (Id& o : K.outputs) o = rw.map[o];
+    }
+    for (LaneGroup& G : out.lane_groups) {
+        for (Id& o : G.rhs) o = rw.map[o];
+        for (Id& o : G.extra) o = rw.map[o];
+    }
     for (ScheduledPivot& pv : out.pivots) {
         pv.value = rw.map[pv.value];
         if (out.prog.is_const(pv.value)) pv.kind = PivotKind::Constant;
@@ -622,7 +750,22 @@ void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
         std::vector<Id> all = roots;
         all.insert(all.end(), out.jacobian.begin(), out.jacobian.end());
         out.ops_derivatives = P.count(P.live_nodes(all));
+        count_lanes(P, roots, out);
     }
+}
+
+/// merge_and_count_once, with the lanes kept where two columns per instruction cost fewer operations
+/// than the columns one by one (both counted after value numbering); else the program is numbered
+/// without them, as it would have been.
+void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
+    if (derivatives && !out.lane_groups.empty()) {
+        Factorization without = out;
+        without.lane_groups.clear(), without.lane_kernels.clear();
+        merge_and_count_once(sys, derivatives, out);
+        if (out.lane_ops[1] < out.ops_derivatives.total()) return;
+        out = std::move(without);
+    }
+    merge_and_count_once(sys, derivatives, out);
 }
 
 /// The numeric factorization of the order's pivots by `lu`, each recorded with why it is safe
@@ -652,6 +795,15 @@ bool factor_pivots(const System& sys, const PivotOrder& order, const ScheduleOpt
 }
 
 }  // namespace
+
+std::vector<bool> lane_dependent(const ir::Program& P) {
+    std::vector<bool> dep(static_cast<std::size_t>(P.size()), false);
+    for (int i = 0; i < P.size(); ++i) {
+        const ir::Node& n = P.node(i);
+        dep[i] = (n.op == ir::Op::Input && n.source == ir::Source::Lane) || (n.a >= 0 && dep[n.a]) || (n.b >= 0 && dep[n.b]);
+    }
+    return dep;
+}
 
 const char* jacobian_form_name(JacobianForm form) {
     switch (form) {
@@ -693,7 +845,7 @@ bool run_schedule(const Model& model, const System& sys, const std::string& name
     out.x = xs[0];
     form_outputs(P, sys, xs, out);
     if (sys.lambda_size > 0) invert_lambda(P, sys, out);
-    if (opt.derivatives) schedule_jacobian(P, sys, model, xs[0], solve, tail.cols.empty(), opt.omit_structured_term, out);
+    if (opt.derivatives) schedule_jacobian(P, sys, model, xs[0], solve, tail.cols.empty(), opt.omit_structured_term, opt.lanes, out);
     merge_and_count(sys, opt.derivatives, out);
     out.order = order;
     return true;

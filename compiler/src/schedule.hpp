@@ -95,6 +95,34 @@ enum class JacobianForm { Forward, StructuredLocal, StructuredRoot };
 /// give it: "forward", "structured, local frames", "structured, root frame".
 const char* jacobian_form_name(JacobianForm form);
 
+/// Jacobian columns in SIMD lanes (docs/derivatives.md "Columns in lanes"). Every column of a
+/// square system solved by its factors is one right-hand side through the same factors: a group of
+/// up to kLaneGroup consecutive columns is solved at once by a kernel, the solve of a right-hand
+/// side whose entries are inputs on the group's pattern (the rows where one of its columns has a
+/// nonzero), printed over nelu::lanes::Vec<T> and run ceil(columns / W) times. The program `prog`
+/// keeps the column-by-column Jacobian (verified against complex-step differentiation, and the form
+/// of the batch and workspace entry points); the kernels are nodes of `prog` too, over inputs of
+/// source ir::Source::Lane (index: the row of D), checked against it (verify.hpp, verify_lanes).
+constexpr int kLaneGroup = 4;
+
+struct LaneKernel {
+    std::vector<int> rows;             ///< its pattern: rows of D, ascending
+    std::vector<ir::Id> inputs;        ///< per row of the pattern: its ir::Source::Lane input
+    std::vector<ir::Id> outputs;       ///< per output slot: the part of d out / d t linear in the solve's dx
+};
+
+struct LaneGroup {
+    std::vector<int> columns;          ///< Jacobian columns (of jacobian_columns), ascending
+    int kernel = 0;                    ///< index into Factorization::lane_kernels
+    std::vector<ir::Id> rhs;           ///< row-major (pattern row, column of the group): the right-hand side's entry
+    std::vector<ir::Id> extra;         ///< row-major (output slot, column of the group): what the Jacobian adds to the
+                                       ///< kernel's output (a combination's terms free of dx), or prog.zero()
+};
+
+/// Per node of `P`: whether it depends on a lane kernel's inputs (ir::Source::Lane), that is, a
+/// kernel computes it; the other nodes a kernel reads are values of the scalar program.
+std::vector<bool> lane_dependent(const ir::Program& P);
+
 struct Factorization {
     std::string ordering;  ///< name of the candidate order
     ir::Program prog;      ///< the system's program extended with factorization and solve
@@ -113,6 +141,12 @@ struct Factorization {
     /// problem (outputs and Jacobian; before value numbering).
     JacobianForm derivative_form = JacobianForm::Forward;
     std::vector<std::pair<JacobianForm, long>> derivative_forms;
+    /// The columns in lanes (empty: none, every column in the scalar program), and the operations
+    /// of NAME_derivatives per call when each kernel instruction works on W columns, for W = 1, 2,
+    /// 4, 8 (lane_ops[k] for W = 2^k; 0 when no lanes).
+    std::vector<LaneKernel> lane_kernels;
+    std::vector<LaneGroup> lane_groups;
+    long lane_ops[4] = {0, 0, 0, 0};
     /// The order this factorization was scheduled with (to schedule it again with derivatives).
     PivotOrder order;
     long fill() const { return nnz_L + nnz_U - nnz_D; }
@@ -128,6 +162,8 @@ struct ScheduleOptions {
     /// A term left out of the structured derivatives (derivatives.hpp, StructuredTerm): set by the
     /// test that shows each term is needed, through CompileOptions::omit_structured_term.
     StructuredTerm omit_structured_term = StructuredTerm::None;
+    /// Derivatives: solve the Jacobian's columns in SIMD lanes where the system allows (LaneGroup).
+    bool lanes = true;
 };
 
 /// Factor `sys` (built from `model`) with `order`, the candidate named `name`. Returns false (and

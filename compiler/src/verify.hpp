@@ -100,6 +100,9 @@ struct DerivativeReport {
     int columns = 0;
     double max_error = 0;  ///< max over states of |J - J_cs|_max / max(|J_cs|_max, 1)
     std::string worst;     ///< where max_error was reached: column label and state
+    /// Columns in lanes (Factorization::lane_groups): max over states of |J_lanes - J|_max / max(|J_cs|_max, 1),
+    /// the kernels' Jacobian against the program's column by column (max_error judges both).
+    double lanes_vs_program = 0;
 };
 DerivativeReport verify_derivatives(const Model& m, const Problem& p, const System& sys, const Factorization& f, int random_states);
 

@@ -75,11 +75,13 @@ def _problem(problem: object, cache: Path) -> tuple[str, bytes | None]:
     return _tool.path_arg(p), _read(Path(p), "problem spec (not id, fd or hybrid, so a YAML file)")
 
 
-def _compile_args(*, floating_base, derivatives, batch, snap, ignore_mimic, name, scalar, max_stack, verify) -> list[str]:
+def _compile_args(*, floating_base, derivatives, batch, snap, ignore_mimic, name, scalar, max_stack, verify, lanes=True) -> list[str]:
     """The options of `nelu compile`, as arguments."""
     args = _tool.load_args(floating_base=floating_base, snap=snap, ignore_mimic=ignore_mimic)
     if derivatives:
         args.append("--derivatives")
+        if not lanes:
+            args.append("--no-lanes")
     if batch:
         args.append("--batch")
     if name is not None:
@@ -109,14 +111,14 @@ def _headers_digest(include: str) -> str:
 
 
 def compile(urdf: str | os.PathLike[str], problem: str | os.PathLike[str] | dict[str, Any] = "id", *, floating_base: bool = False,
-            derivatives: bool = False, batch: bool = False, snap: float | None = None, ignore_mimic: bool = False,
+            derivatives: bool = False, lanes: bool = True, batch: bool = False, snap: float | None = None, ignore_mimic: bool = False,
             name: str | None = None, scalar: str | None = None, max_stack: int | None = None, verify: int | None = None,
             cxx: str | Sequence[str] | None = None, cxxflags: str | Sequence[str] | None = None,
             cache_dir: str | os.PathLike[str] | None = None, nelu_exe: str | os.PathLike[str] | None = None, rebuild: bool = False) -> Solver:
     """Compile a robot and a problem into a solver, build it and load it (docs/python.md).
 
     ``problem``: id, fd, hybrid, the path of a YAML spec, or a spec's content as a dict. The options
-    are those of ``nelu compile`` (``--floating-base``, ``--derivatives``, ``--batch``, ``--snap``,
+    are those of ``nelu compile`` (``--floating-base``, ``--derivatives``, ``lanes=False`` for ``--no-lanes``, ``--batch``, ``--snap``,
     ``--ignore-mimic``, ``--name``, ``--scalar``, ``--max-stack``, ``--verify``). The library is built
     with ``cxx`` (default: the CXX environment variable, else c++) and ``-std=c++17 -O2 -shared
     -fPIC`` followed by ``cxxflags`` (default: CXXFLAGS). The result is cached by the contents of
@@ -130,7 +132,7 @@ def compile(urdf: str | os.PathLike[str], problem: str | os.PathLike[str] | dict
     urdf_text = _read(urdf_path, "URDF")
     problem_arg, spec_text = _problem(problem, cache)
     options = _compile_args(floating_base=floating_base, derivatives=derivatives, batch=batch, snap=snap,
-                            ignore_mimic=ignore_mimic, name=name, scalar=scalar, max_stack=max_stack, verify=verify)
+                            ignore_mimic=ignore_mimic, name=name, scalar=scalar, max_stack=max_stack, verify=verify, lanes=lanes)
     compiler = _words(cxx, "CXX", "c++")
     flags = _words(cxxflags, "CXXFLAGS", "")
     key_material = {

@@ -137,6 +137,20 @@ def test_derivatives(build):
         assert bitwise_equal(OUT[row], out) and bitwise_equal(JAC[row], jac)
 
 
+def test_derivative_columns_in_lanes(build):
+    """NAME_derivatives with its columns in vector lanes (the default) and column by column
+    (lanes=False, nelu compile --no-lanes): the same Jacobian to rounding."""
+    spec = ROBOTS / "specs" / "ur5e_hybrid.yaml"
+    on = build("ur5e.urdf", problem=str(spec), derivatives=True)
+    off = build("ur5e.urdf", problem=str(spec), derivatives=True, lanes=False)
+    assert "columns in lanes" in on.log and "columns in lanes" not in off.log
+    Q, QD, IN = random_states(on, np.random.default_rng(28), 5)
+    out_on, jac_on = on.derivatives(Q, QD, IN)
+    out_off, jac_off = off.derivatives(Q, QD, IN)
+    assert bitwise_equal(out_on, out_off)
+    assert np.abs(jac_on - jac_off).max() <= 1e-13 * np.abs(jac_off).max()
+
+
 def test_check_passes_on_the_built_library(build):
     solver = build("ur5e.urdf", problem="fd", derivatives=True)
     report = solver.check(states=30)
