@@ -157,11 +157,7 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
         }
         for (std::size_t k = 0; k < f.lane_kernels.size(); ++k) {
             if (!used[k]) continue;
-            const std::vector<bool> live = P.live_nodes(f.lane_kernels[k].outputs);
-            for (int i = 0; i < P.size(); ++i)
-                if (live[i] && dep[i])
-                    for (Id o : {P.node(i).a, P.node(i).b})
-                        if (o >= 0) read(o);
+            for (Id o : kernel_program(P, f.lane_kernels[k], dep).reads) read(o);
             for (Id o : f.lane_kernels[k].outputs) read(o);
         }
         L.lane_reads.assign(reads.begin(), reads.end());

@@ -25,6 +25,18 @@ const char* kLaneTemplate = "template <class T, class V = nelu::lanes::Vec<T>, c
 /// What the outputs block names: the outputs, and the Jacobian of a derivatives entry point.
 const char* outputs_named(const Layout& L) { return L.jac.empty() ? "" : " and their Jacobian"; }
 
+/// `a op b` (or `-a`) for the arithmetic operations; "" for the others.
+std::string arithmetic(Op op, const std::string& a, const std::string& b) {
+    switch (op) {
+        case Op::Add: return a + " + " + b;
+        case Op::Sub: return a + " - " + b;
+        case Op::Mul: return a + " * " + b;
+        case Op::Div: return a + " / " + b;
+        case Op::Neg: return "-" + a;
+        default: return "";
+    }
+}
+
 /// The divider of the phase node x belongs to (the schedule numbers the nodes phase by phase).
 const char* phase_of(const Factorization& f, Id x) {
     return x < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
@@ -100,13 +112,8 @@ std::string Form::operand(Id x) const {
 std::string Form::statement(std::size_t k) const {
     const ir::Node& n = P.node(L.stmts[k]);
     const auto call = [&](const char* fn) { return fmt::format("{}{}({})", math(), fn, operand(n.a)); };
-    std::string rhs;
+    std::string rhs = arithmetic(n.op, operand(n.a), n.b >= 0 ? operand(n.b) : std::string());
     switch (n.op) {
-        case Op::Add: rhs = operand(n.a) + " + " + operand(n.b); break;
-        case Op::Sub: rhs = operand(n.a) + " - " + operand(n.b); break;
-        case Op::Mul: rhs = operand(n.a) + " * " + operand(n.b); break;
-        case Op::Div: rhs = operand(n.a) + " / " + operand(n.b); break;
-        case Op::Neg: rhs = "-" + operand(n.a); break;
         case Op::Sin: rhs = call("sin"); break;
         case Op::Cos: rhs = call("cos"); break;
         case Op::Sqrt: rhs = call("sqrt"); break;
@@ -144,11 +151,11 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
     const LaneKernel& K = f.lane_kernels[static_cast<std::size_t>(G.kernel)];
     const std::size_t n = G.columns.size(), rows = K.rows.size(), no = L.out.size(), nc = L.jac.size() / std::max<std::size_t>(no, 1);
     const std::vector<bool> dep = lane_dependent(P);
-    const std::vector<bool> live = P.live_nodes(K.outputs);
+    const KernelProgram kp = kernel_program(P, K, dep);
     std::string cols;
     for (int j : G.columns) cols += fmt::format("{}{}", cols.empty() ? "" : ", ", j);
     bool any_input = false, any_output = false;  // (a kernel none of whose outputs reads its inputs is left out)
-    for (Id x : K.inputs) any_input = any_input || live[x];
+    for (bool r : kp.row_read) any_input = any_input || r;
     for (Id x : K.outputs) any_output = any_output || dep[x];
     if (!any_input || !any_output) {
         std::string t;
@@ -179,19 +186,11 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
     };
     s += fmt::format("{}for (int c = 0; c < {}; c += W) {{\n", in, n);
     for (std::size_t i = 0; i < rows; ++i)
-        if (live[K.inputs[i]]) s += fmt::format("{0}    V l{1};\n{0}    std::memcpy(&l{1}, r + {1} * S + c, sizeof(V));\n", in, i);
-    for (int i = 0; i < P.size(); ++i) {
-        if (!live[i] || !dep[i] || P.node(i).op == Op::Input) continue;
+        if (kp.row_read[i]) s += fmt::format("{0}    V l{1};\n{0}    std::memcpy(&l{1}, r + {1} * S + c, sizeof(V));\n", in, i);
+    for (Id i : kp.statements) {
         const ir::Node& nd = P.node(i);
-        std::string rhs;
-        switch (nd.op) {
-            case Op::Add: rhs = kernel_operand(nd.a) + " + " + kernel_operand(nd.b); break;
-            case Op::Sub: rhs = kernel_operand(nd.a) + " - " + kernel_operand(nd.b); break;
-            case Op::Mul: rhs = kernel_operand(nd.a) + " * " + kernel_operand(nd.b); break;
-            case Op::Div: rhs = kernel_operand(nd.a) + " / " + kernel_operand(nd.b); break;
-            case Op::Neg: rhs = "-" + kernel_operand(nd.a); break;
-            default: throw std::logic_error("a lane kernel computes more than a solve");
-        }
+        const std::string rhs = arithmetic(nd.op, kernel_operand(nd.a), nd.b >= 0 ? kernel_operand(nd.b) : std::string());
+        if (rhs.empty()) throw std::logic_error("a lane kernel computes more than a solve");
         s += fmt::format("{}    const V k{} = {};\n", in, i, rhs);
     }
     for (std::size_t o = 0; o < no; ++o)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -663,17 +664,11 @@ void count_lanes(const ir::Program& P, const std::vector<Id>& roots, Factorizati
             if (!in_lanes[j]) scalar.push_back(out.jacobian[o * nc + j]);
     std::vector<long> kernel_ops;
     for (const LaneKernel& K : out.lane_kernels) {
-        std::vector<bool> live = P.live_nodes(K.outputs);
-        for (int i = 0; i < P.size(); ++i) {
-            if (!live[i]) continue;
-            if (!dep[i]) {
-                live[i] = false;
-                continue;
-            }
-            for (Id o : {P.node(i).a, P.node(i).b})  // a value the kernel reads
-                if (o >= 0 && !dep[o]) scalar.push_back(o);
-        }
-        kernel_ops.push_back(P.count(live).total());
+        const KernelProgram kp = kernel_program(P, K, dep);
+        scalar.insert(scalar.end(), kp.reads.begin(), kp.reads.end());
+        std::vector<bool> statements(static_cast<std::size_t>(P.size()), false);
+        for (Id i : kp.statements) statements[i] = true;
+        kernel_ops.push_back(P.count(statements).total());
     }
     const long scalar_ops = P.count(P.live_nodes(scalar)).total();
     for (int k = 0; k < 4; ++k) {
@@ -803,6 +798,21 @@ std::vector<bool> lane_dependent(const ir::Program& P) {
         dep[i] = (n.op == ir::Op::Input && n.source == ir::Source::Lane) || (n.a >= 0 && dep[n.a]) || (n.b >= 0 && dep[n.b]);
     }
     return dep;
+}
+
+KernelProgram kernel_program(const ir::Program& P, const LaneKernel& K, const std::vector<bool>& dep) {
+    KernelProgram kp;
+    const std::vector<bool> live = P.live_nodes(K.outputs);
+    std::set<Id> reads;
+    for (int i = 0; i < P.size(); ++i) {
+        if (!live[i] || !dep[i] || P.node(i).op == ir::Op::Input) continue;
+        kp.statements.push_back(i);
+        for (Id o : {P.node(i).a, P.node(i).b})
+            if (o >= 0 && !dep[o] && !P.is_const(o)) reads.insert(o);
+    }
+    kp.reads.assign(reads.begin(), reads.end());
+    for (Id x : K.inputs) kp.row_read.push_back(live[x]);
+    return kp;
 }
 
 const char* jacobian_form_name(JacobianForm form) {

@@ -123,6 +123,16 @@ struct LaneGroup {
 /// kernel computes it; the other nodes a kernel reads are values of the scalar program.
 std::vector<bool> lane_dependent(const ir::Program& P);
 
+/// A kernel's own program, as every pass that counts, runs or prints it reads it: its statements
+/// (the nodes its outputs need that depend on its inputs, in order, the inputs left out), the
+/// values of the scalar program they read (each once, ascending, no constants), and per row of
+/// its pattern whether its outputs need that row's input. `dep` is lane_dependent(P).
+struct KernelProgram {
+    std::vector<ir::Id> statements, reads;
+    std::vector<bool> row_read;
+};
+KernelProgram kernel_program(const ir::Program& P, const LaneKernel& K, const std::vector<bool>& dep);
+
 struct Factorization {
     std::string ordering;  ///< name of the candidate order
     ir::Program prog;      ///< the system's program extended with factorization and solve

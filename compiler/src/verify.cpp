@@ -863,16 +863,11 @@ DerivativeReport verify_derivatives(const Model& m, const Problem& p, const Syst
     // the lanes (LaneGroup): each group's right-hand sides and extras, and each kernel's statements
     // in order, run column by column on the program's values
     const std::vector<bool> dep = lane_dependent(f.prog);
-    std::vector<std::vector<ir::Id>> kernel_nodes(f.lane_kernels.size());
-    for (std::size_t k = 0; k < f.lane_kernels.size(); ++k) {
-        const std::vector<bool> live = f.prog.live_nodes(f.lane_kernels[k].outputs);
-        for (int i = 0; i < f.prog.size(); ++i) {
-            if (!live[i] || !dep[i]) continue;
-            const ir::Node& n = f.prog.node(i);
-            if (n.op != ir::Op::Input) kernel_nodes[k].push_back(i);
-            for (ir::Id o : {n.a, n.b})
-                if (o >= 0 && !dep[o]) all.push_back(o);
-        }
+    std::vector<std::vector<ir::Id>> kernel_nodes;
+    for (const LaneKernel& K : f.lane_kernels) {
+        KernelProgram kp = kernel_program(f.prog, K, dep);
+        all.insert(all.end(), kp.reads.begin(), kp.reads.end());
+        kernel_nodes.push_back(std::move(kp.statements));
     }
     for (const LaneGroup& G : f.lane_groups) {
         all.insert(all.end(), G.rhs.begin(), G.rhs.end());
