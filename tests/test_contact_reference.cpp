@@ -503,3 +503,24 @@ TEST_CASE("log3 and log6 invert the exponential") {
     std::printf("log6(exp6(xi)) - xi: worst %.3e (200 twists, angles 1e-9 to pi - 1e-9)\n", worst);
     CHECK(worst < 1e-13);
 }
+
+TEST_CASE("world_pose inverts world_placement: x y z and a unit quaternion with qw >= 0, near 0 and pi alike") {
+    std::mt19937_64 rng(0x706f7365);
+    double worst = 0;
+    for (int n = 0; n < 200; ++n) {
+        const double angle = n == 0 ? 0.0 : n == 1 ? M_PI : n == 2 ? M_PI - 1e-9 : nelu::uniform(rng, 0, M_PI);
+        Vec3<double> u{{nelu::uniform(rng, -1, 1), nelu::uniform(rng, -1, 1), nelu::uniform(rng, -1, 1)}};
+        u = (1 / std::sqrt(nelu::dot(u, u))) * u;
+        nelu::Xform<double> X{nelu::rot_axis(u, std::cos(angle), std::sin(angle)), {{nelu::uniform(rng, -1, 1), 0.5, -2.0}}};
+        double pose[7];
+        nelu::world_pose(X, pose);
+        CHECK(pose[6] >= 0);
+        CHECK(std::abs(pose[3] * pose[3] + pose[4] * pose[4] + pose[5] * pose[5] + pose[6] * pose[6] - 1) < 1e-15);
+        const nelu::Xform<double> Y = nelu::world_placement(pose);
+        for (int i = 0; i < 3; ++i) {
+            worst = std::max(worst, std::abs(Y.r[i] - X.r[i]));
+            for (int j = 0; j < 3; ++j) worst = std::max(worst, std::abs(Y.E(i, j) - X.E(i, j)));
+        }
+    }
+    CHECK(worst < 4e-15);  // a few units in the last place of entries up to 1
+}

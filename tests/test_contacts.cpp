@@ -145,10 +145,10 @@ SpecCase make_case(Robot r, Frames frames, Gains gains, double mu, bool impulse,
         if (g == Gains::Mixed) g = i % 3 == 0 ? Gains::PerComponent : i % 3 == 1 ? Gains::Scalar : Gains::None;
         if (g == Gains::Scalar) {
             c.kd = {2.5};
-            if (!c.six) c.kp = {10};  // a 6-D contact's kp is not supported (exit 2)
+            c.kp = {10};
         } else if (g == Gains::PerComponent) {
             c.kd = c.six ? std::vector<double>{1, 2, 3, 4, 5, 6} : std::vector<double>{1, 2, 3};
-            if (!c.six) c.kp = {10, 20, 30};
+            c.kp = c.six ? std::vector<double>{10, 20, 30, 40, 50, 60} : std::vector<double>{10, 20, 30};
         }
     }
     static const char* fl[] = {"local", "local_world_aligned", "mixed frames"};
@@ -225,7 +225,7 @@ struct Evaluated {
     std::vector<double> x, lambda;   ///< qdd (impulse: v+) and the contact forces (impulses), as output
     std::vector<double> tau;         ///< the torques given (zero where no slot)
     std::vector<nelu::SVec<double>> fext;  ///< the external wrenches given, per body
-    std::vector<nelu::Xform<double>> refs; ///< the Baumgarte references given (a point's position; identity rotation)
+    std::vector<nelu::Xform<double>> refs; ///< the Baumgarte references given (placements near the contact frames')
 };
 
 /// The world placement (world -> contact frame) of contact c at q.
@@ -234,8 +234,9 @@ nelu::Xform<double> placement_at(const nelu::Model& m, const nelu::Contact& c, c
     return nelu::compose(c.placement, k.X_world[c.body]);
 }
 
-/// Inputs from `st` (torques, the wrenches of bodies' own links, references 5 cm off the contact
-/// points), the program run, its outputs sorted into qdd (v+) and lambda by their slots.
+/// Inputs from `st` (torques, the wrenches of bodies' own links, references up to 5 cm off the
+/// contact points and turned by up to 2.5 rad about a random axis), the program run, its outputs
+/// sorted into qdd (v+) and lambda by their slots.
 Evaluated evaluate(const nelu::CompileResult& r, const std::vector<nelu::Contact>& contacts, const nelu::State& st, std::mt19937_64& rng) {
     const nelu::Model& m = r.load.model;
     const nelu::System& sys = r.system;
@@ -244,8 +245,11 @@ Evaluated evaluate(const nelu::CompileResult& r, const std::vector<nelu::Contact
     e.tau.assign(m.nv, 0.0), e.fext.assign(m.num_bodies(), nelu::zero6<double>());
     for (const nelu::Contact& c : contacts) {
         nelu::Xform<double> X = placement_at(m, c, st.q);
-        X.E = nelu::identity3<double>();
         for (int k = 0; k < 3; ++k) X.r[k] += nelu::uniform(rng, -0.05, 0.05);
+        nelu::Vec3<double> axis{{nelu::uniform(rng, -1.0, 1.0), nelu::uniform(rng, -1.0, 1.0), nelu::uniform(rng, -1.0, 1.0)}};
+        axis = (1 / std::sqrt(nelu::dot(axis, axis))) * axis;
+        const double angle = nelu::uniform(rng, 0.0, 2.5);
+        X.E = nelu::rot_axis(axis, std::cos(angle), std::sin(angle)) * X.E;
         e.refs.push_back(X);
     }
     for (const nelu::Slot& s : sys.in) {
@@ -255,7 +259,12 @@ Evaluated evaluate(const nelu::CompileResult& r, const std::vector<nelu::Contact
             case nelu::Quantity::ExternalWrench:  // a merged link's slot: zero (its frame is the compiler's business)
                 if (s.link.empty()) v = e.fext[s.body][s.comp] = st.fext[s.body][s.comp];
                 break;
-            case nelu::Quantity::ContactReference: v = e.refs[s.contact].r[s.comp]; break;
+            case nelu::Quantity::ContactReference: {  // x y z [qx qy qz qw]
+                double pose[7];
+                nelu::world_pose(e.refs[s.contact], pose);
+                v = pose[s.comp];
+                break;
+            }
             default: FAIL("unexpected input slot of quantity " << nelu::quantity_name(s.quantity));
         }
         e.in.push_back(v);

@@ -219,12 +219,15 @@ void check_exact_consistency(const Model& model, const System& sys) {
         lu.setThreshold(1e-10);
         const Eigen::MatrixXd N = lu.kernel();  // y with y^T E = 0
         if (lu.rank() == me || N.cols() == 0 || N.norm() == 0) return;
-        const std::vector<double> b = sys.prog.evaluate(q.data(), qd.data(), in.data(), sys.prog.live_nodes(sys.b.constant));
+        // b at the inputs 0 (b.value there when b is not affine: a 6-D contact's placement error
+        // against the reference at the origin, taken as fixed)
+        const std::vector<ir::Id>& b_zero = sys.b.affine ? sys.b.constant : sys.b.value;
+        const std::vector<double> b = sys.prog.evaluate(q.data(), qd.data(), in.data(), sys.prog.live_nodes(b_zero));
         Eigen::VectorXd b0(me);
         Eigen::MatrixXd B = Eigen::MatrixXd::Zero(me, std::max<long>(1, nin));
         for (long k = 0; k < me; ++k) {
             const int r = exact[static_cast<std::size_t>(k)];
-            b0(k) = b[sys.b.constant[r]];
+            b0(k) = b[b_zero[r]];
             for (const auto& [slot, coef] : sys.b.input[r]) B(k, slot) += coef;
         }
         const Eigen::MatrixXd M = N.transpose() * B;

@@ -93,6 +93,12 @@ ir::Id Differentiator::d(ir::Id root) {
             case ir::Op::Sin: r = P_.mul(P_.cos(n.a), da); break;
             case ir::Op::Cos: r = P_.neg(P_.mul(P_.sin(n.a), da)); break;
             case ir::Op::Sqrt: r = da == P_.zero() ? P_.zero() : P_.div(da, P_.mul(P_.constant(2), x)); break;
+            case ir::Op::Log3Ratio:  // f_x dx + f_c dc, f_c = -1 / (x + c^2)
+                r = P_.sub(P_.mul(P_.log3_ratio_dx(n.a, n.b), da), P_.div(db, P_.add(n.a, P_.mul(n.b, n.b))));
+                break;
+            case ir::Op::Log6Beta: r = P_.mul(P_.log6_beta_dt(n.a), da); break;
+            case ir::Op::Log3RatioDx:
+            case ir::Op::Log6BetaDt: throw std::logic_error("ir: second derivatives of the rotation-log functions are not implemented");
         }
         memo_[x] = r;
     }

@@ -68,7 +68,8 @@ std::string mimic_comment(const EmitInput& in, const char* prefix) {
 }
 
 std::string ops_line(const ir::OpCount& c) {
-    return fmt::format("mul {}, add {}, div {}, sqrt {}, sincos {} (total {})", c.mul, c.add, c.div, c.sqrt, c.sincos, c.total());
+    return fmt::format("mul {}, add {}, div {}, sqrt {}, sincos {}{} (total {})", c.mul, c.add, c.div, c.sqrt, c.sincos,
+                       c.log ? fmt::format(", rotation log {}", c.log) : std::string(), c.total());
 }
 
 std::string banner(const EmitInput& in, const std::string& file) {
@@ -122,7 +123,7 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
             const ContactSpec& cs = p.contacts[static_cast<std::size_t>(s.contact)];
             const char* what = s.quantity == Quantity::ContactForce ? "force on the robot" : s.quantity == Quantity::ContactImpulse ? "impulse on the robot" : "Baumgarte reference, world";
             return fmt::format("{}.{} (contact on {}, {}, {})", cs.contact.name, contact_component_name(cs.contact, s.quantity, s.comp), cs.link, what,
-                               s.quantity == Quantity::ContactReference ? "position" : cs.contact.frame == ContactFrame::Local ? "local frame" : "local_world_aligned frame");
+                               s.quantity == Quantity::ContactReference ? (s.comp < 3 ? "position" : "unit quaternion") : cs.contact.frame == ContactFrame::Local ? "local frame" : "local_world_aligned frame");
         }
         case Quantity::Measurement: {
             const Sensor& sn = p.sensors[s.sensor];

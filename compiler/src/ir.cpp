@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <stdexcept>
 
+#include "nelu/trig.hpp"
+
 namespace nelu::ir {
 
 Program::Program() {
@@ -112,6 +114,14 @@ Id Program::div(Id a, Id b) {
 Id Program::sin(Id a) { return is_const(a) ? constant(std::sin(value(a))) : make(Op::Sin, a, -1); }
 Id Program::cos(Id a) { return is_const(a) ? constant(std::cos(value(a))) : make(Op::Cos, a, -1); }
 Id Program::sqrt(Id a) { return is_const(a) ? constant(std::sqrt(value(a))) : make(Op::Sqrt, a, -1); }
+Id Program::log3_ratio(Id x, Id c) {
+    return is_const(x) && is_const(c) ? constant(nelu::log3_ratio(value(x), value(c))) : make(Op::Log3Ratio, x, c);
+}
+Id Program::log3_ratio_dx(Id x, Id c) {
+    return is_const(x) && is_const(c) ? constant(nelu::log3_ratio_dx(value(x), value(c))) : make(Op::Log3RatioDx, x, c);
+}
+Id Program::log6_beta(Id t) { return is_const(t) ? constant(nelu::log6_beta(value(t))) : make(Op::Log6Beta, t, -1); }
+Id Program::log6_beta_dt(Id t) { return is_const(t) ? constant(nelu::log6_beta_dt(value(t))) : make(Op::Log6BetaDt, t, -1); }
 
 Id Program::dot(const std::vector<Id>& a, const std::vector<Id>& b) {
     Id s = zero_;
@@ -143,6 +153,10 @@ OpCount Program::count(const std::vector<bool>& live) const {
             case Op::Div: ++c.div; break;
             case Op::Sqrt: ++c.sqrt; break;
             case Op::Neg: ++c.neg; break;
+            case Op::Log3Ratio:
+            case Op::Log3RatioDx:
+            case Op::Log6Beta:
+            case Op::Log6BetaDt: ++c.log; break;
             case Op::Sin:
             case Op::Cos: angles.insert(nodes_[i].a); break;
             default: break;
@@ -191,6 +205,35 @@ std::vector<double> Program::evaluate(const double* q, const double* qd, const d
     return evaluate_as<double>(q, qd, in, live);
 }
 
+namespace {
+
+/// A rotation-log function (Op::Log3Ratio ...) of double operands.
+double log_function(Op op, double a, double b) {
+    switch (op) {
+        case Op::Log3Ratio: return nelu::log3_ratio(a, b);
+        case Op::Log3RatioDx: return nelu::log3_ratio_dx(a, b);
+        case Op::Log6Beta: return nelu::log6_beta(a);
+        case Op::Log6BetaDt: return nelu::log6_beta_dt(a);
+        default: return NAN;
+    }
+}
+
+/// The same of complex-step operands a + i h a', b + i h b': f + i h (f_a a' + f_b b'), exact to
+/// first order in h as complex-step differentiation needs. The derivative functions themselves
+/// have no second derivative here (value programs, which complex steps differentiate, do not call
+/// them): their imaginary part is NaN, so that a use shows.
+std::complex<double> log_function(Op op, std::complex<double> a, std::complex<double> b) {
+    const double x = a.real(), y = b.real();
+    switch (op) {
+        case Op::Log3Ratio:
+            return {nelu::log3_ratio(x, y), nelu::log3_ratio_dx(x, y) * a.imag() - b.imag() / (x + y * y)};
+        case Op::Log6Beta: return {nelu::log6_beta(x), nelu::log6_beta_dt(x) * a.imag()};
+        default: return {log_function(op, x, y), NAN};
+    }
+}
+
+}  // namespace
+
 template <class S>
 std::vector<S> Program::evaluate_as(const S* q, const S* qd, const S* in, const std::vector<bool>& live) const {
     using std::cos, std::sin, std::sqrt;
@@ -209,6 +252,7 @@ std::vector<S> Program::evaluate_as(const S* q, const S* qd, const S* in, const 
             case Op::Sin: v[i] = sin(v[n.a]); break;
             case Op::Cos: v[i] = cos(v[n.a]); break;
             case Op::Sqrt: v[i] = sqrt(v[n.a]); break;
+            default: v[i] = log_function(n.op, v[n.a], n.b >= 0 ? v[n.b] : S(0)); break;
         }
     }
     return v;
@@ -234,6 +278,7 @@ double PointValues::at(const Program& P, Id x) {
             case Op::Sin: v = sin(v_[n.a]); break;
             case Op::Cos: v = cos(v_[n.a]); break;
             case Op::Sqrt: v = sqrt(v_[n.a]); break;
+            default: v = log_function(n.op, v_[n.a], n.b >= 0 ? v_[n.b] : 0.0); break;
         }
         v_.push_back(v);
     }
@@ -252,6 +297,10 @@ Id Program::rebuild(const Node& x, Id a, Id b) {
         case Op::Sin: return sin(a);
         case Op::Cos: return cos(a);
         case Op::Sqrt: return sqrt(a);
+        case Op::Log3Ratio: return log3_ratio(a, b);
+        case Op::Log3RatioDx: return log3_ratio_dx(a, b);
+        case Op::Log6Beta: return log6_beta(a);
+        case Op::Log6BetaDt: return log6_beta_dt(a);
     }
     return -1;
 }
@@ -302,7 +351,7 @@ struct SampledValues {
     std::mt19937_64 rng;
     std::map<std::pair<int, int>, Sample> inputs;
     std::map<double, Sample> constants;                     // by |value|
-    std::map<std::pair<int, Sample>, Sample> transcendental;  // (op, operand value) -> value
+    std::map<std::tuple<int, Sample, Sample>, Sample> transcendental;  // (op, operand values) -> value
     std::vector<Sample> v;
     Sample fresh() {
         Sample x;
@@ -342,11 +391,15 @@ struct SampledValues {
                 }
                 case Op::Sin:
                 case Op::Cos:
-                case Op::Sqrt: {
-                    auto key = std::make_pair(static_cast<int>(n.op), a);
+                case Op::Sqrt:
+                case Op::Log3Ratio:
+                case Op::Log3RatioDx:
+                case Op::Log6Beta:
+                case Op::Log6BetaDt: {
+                    auto key = std::make_tuple(static_cast<int>(n.op), a, b);
                     auto it = transcendental.find(key);
-                    x = a.opaque ? fresh() : it != transcendental.end() ? it->second : (transcendental[key] = fresh());
-                    x.opaque = a.opaque;
+                    x = x.opaque ? fresh() : it != transcendental.end() ? it->second : (transcendental[key] = fresh());
+                    x.opaque = a.opaque || b.opaque;
                     break;
                 }
                 default:

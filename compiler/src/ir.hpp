@@ -18,7 +18,10 @@
 
 namespace nelu::ir {
 
-enum class Op : std::uint8_t { Const, Input, Add, Sub, Mul, Div, Neg, Sin, Cos, Sqrt };
+/// Log3Ratio(x, c), Log3RatioDx(x, c), Log6Beta(t), Log6BetaDt(t): the functions of a rotation's
+/// logarithm of runtime trig.hpp (nelu::log3_ratio, ...), for a 6-D contact's Baumgarte placement
+/// error; the *Dx, *Dt ones are the derivatives that the generated derivatives call.
+enum class Op : std::uint8_t { Const, Input, Add, Sub, Mul, Div, Neg, Sin, Cos, Sqrt, Log3Ratio, Log3RatioDx, Log6Beta, Log6BetaDt };
 
 /// Where an input node reads from: q[index], qd[index] or in[index]; Lane: an entry of a lane
 /// kernel's right-hand side (schedule.hpp, LaneKernel), which the evaluators take as 0.
@@ -36,9 +39,10 @@ using Id = int;
 
 struct OpCount {
     long mul = 0, add = 0, div = 0, sqrt = 0, sincos = 0, neg = 0;
+    long log = 0;  ///< calls of the rotation-log functions (Log3Ratio ...), not in total() as sincos is not
     long total() const { return mul + add + div + sqrt; }
     OpCount& operator+=(const OpCount& o) {
-        mul += o.mul, add += o.add, div += o.div, sqrt += o.sqrt, sincos += o.sincos, neg += o.neg;
+        mul += o.mul, add += o.add, div += o.div, sqrt += o.sqrt, sincos += o.sincos, neg += o.neg, log += o.log;
         return *this;
     }
 };
@@ -64,6 +68,11 @@ class Program {
     Id sin(Id a);
     Id cos(Id a);
     Id sqrt(Id a);
+    /// nelu::log3_ratio(x, c) and the rest of Op's rotation-log functions (runtime trig.hpp).
+    Id log3_ratio(Id x, Id c);
+    Id log3_ratio_dx(Id x, Id c);
+    Id log6_beta(Id t);
+    Id log6_beta_dt(Id t);
     /// sum_k a_k * b_k, folded.
     Id dot(const std::vector<Id>& a, const std::vector<Id>& b);
 

@@ -31,7 +31,9 @@ const std::vector<std::pair<const char*, int>> kLaneTargets = {
 
 
 nlohmann::ordered_json ops_json(const ir::OpCount& c) {
-    return {{"mul", c.mul}, {"add", c.add}, {"div", c.div}, {"sqrt", c.sqrt}, {"sincos", c.sincos}, {"neg", c.neg}};
+    nlohmann::ordered_json j{{"mul", c.mul}, {"add", c.add}, {"div", c.div}, {"sqrt", c.sqrt}, {"sincos", c.sincos}, {"neg", c.neg}};
+    if (c.log) j["rotation_log"] = c.log;  // calls of the rotation-log functions (a 6-D contact's Baumgarte Kp)
+    return j;
 }
 
 nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s) {

@@ -117,6 +117,16 @@ std::string Form::statement(std::size_t k) const {
         case Op::Sin: rhs = call("sin"); break;
         case Op::Cos: rhs = call("cos"); break;
         case Op::Sqrt: rhs = call("sqrt"); break;
+        case Op::Log3Ratio:
+        case Op::Log3RatioDx:
+        case Op::Log6Beta:
+        case Op::Log6BetaDt: {  // runtime trig.hpp (scalar) or lanes.hpp (lanes)
+            static const std::map<Op, const char*> fn = {{Op::Log3Ratio, "log3_ratio"}, {Op::Log3RatioDx, "log3_ratio_dx"},
+                                                         {Op::Log6Beta, "log6_beta"}, {Op::Log6BetaDt, "log6_beta_dt"}};
+            const std::string ns = std::string(math()) == "std::" ? "nelu::" : math();
+            rhs = fmt::format("{}{}({}{})", ns, fn.at(n.op), operand(n.a), n.b >= 0 ? ", " + operand(n.b) : std::string());
+            break;
+        }
         default: break;
     }
     return assign(L.stmts[k], rhs);

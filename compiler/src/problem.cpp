@@ -585,11 +585,6 @@ void read_contacts(const YAML::Node& list, const std::string& file, const LoadRe
                 }
             }
             if (p.impulse()) fail(g, "'baumgarte' does not apply to problem impulse (an impulse sets velocities, not accelerations)");
-            if (c.type == ContactType::SixD)
-                for (int k = 0; k < 6; ++k)
-                    if (c.kp[k] != 0)
-                        fail(g, "baumgarte.kp of a 6d contact (Pinocchio's -log6 of the placement error) is not supported yet; kd is, "
-                                "and kp is for point contacts");
         }
         p.contacts.push_back(cs);
     }

@@ -340,13 +340,13 @@ struct Site {
 /// elsewhere: the known joint quantities in velocity-slot order (qdd before tau at each degree of
 /// freedom; a mimic joint has none of its own), then the input wrenches site by site ([n f], link
 /// frame), then each read sensor's components in the order it lists them, then the Baumgarte
-/// references of the contacts that read one (x y z each).
+/// references of the contacts that read one (x y z for a point, x y z qx qy qz qw for a 6-D contact).
 struct InputLayout {
     std::vector<Slot> slots;
     std::vector<std::vector<int>> qdd, tau;  ///< per body and degree of freedom
     std::vector<std::vector<int>> wrench;    ///< per site: its 6 slots (none unless an input)
     std::vector<std::vector<int>> reading;   ///< per sensor and listed component (none unless read)
-    std::vector<std::vector<int>> reference; ///< per contact: its reference's x y z (none unless it reads one)
+    std::vector<std::vector<int>> reference; ///< per contact: its reference's x y z [qx qy qz qw] (none unless it reads one)
 
     int add(Quantity q, int body, int comp) {
         slots.push_back({q, body, comp, -1, {}, -1, -1});
@@ -385,7 +385,7 @@ InputLayout input_layout(const Model& m, const Problem& p, const std::vector<Sit
     for (std::size_t ci = 0; ci < p.contacts.size(); ++ci) {
         L.reference.emplace_back();
         if (!p.contacts[ci].reads_reference()) continue;
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < (p.contacts[ci].contact.type == ContactType::Point ? 3 : 7); ++k) {
             L.reference.back().push_back(L.add(Quantity::ContactReference, p.contacts[ci].contact.body, k));
             L.slots.back().contact = static_cast<int>(ci);
         }
@@ -442,6 +442,12 @@ class Builder {
     void add_b(int row, const LinearForm& f) {
         s_.b.value[row] = s_.prog.add(s_.b.value[row], f.value);
         s_.b.input[row].insert(s_.b.input[row].end(), f.coef.begin(), f.coef.end());
+    }
+    /// A part that is not affine in the inputs (a 6-D contact's placement error, through the log of
+    /// its reference's rotation): in b.value only (RightHandSide::affine).
+    void add_b_nonlinear(int row, Id part) {
+        s_.b.value[row] = s_.prog.add(s_.b.value[row], part);
+        s_.b.affine = false;
     }
 
     void kinematics();
@@ -955,6 +961,40 @@ static std::array<std::array<Id, 3>, 3> contact_orientation(ir::Program& P, cons
     return E;
 }
 
+/// -log6(M_c^-1 M_ref) [angular; linear] (Pinocchio's placement error of a 6-D contact, runtime
+/// contact.hpp baumgarte_corrector), from the contact frame's orientation E_c (world -> contact),
+/// its world position p_c and the reference x y z qx qy qz qw (unit quaternion): the rotation
+/// R = E_c R_ref and translation p = E_c (p_ref - p_c) of M_c^-1 M_ref, log3 R = A(x, c) v with
+/// v = vee(R - R^T) / 2, x = |v|^2, c = (tr R - 1) / 2 and log6's translation
+/// alpha p - w x p / 2 + beta (w . p) w (runtime trig.hpp: the functions A, beta, alpha = 1 - t beta).
+static std::array<Id, 6> placement_error(ir::Program& P, const std::array<std::array<Id, 3>, 3>& Ec, const std::array<Id, 3>& pc,
+                                         const std::array<Id, 7>& ref) {
+    const auto Rref = quaternion_rotation(P, ref[3], ref[4], ref[5], ref[6]);  // reference -> world
+    std::array<std::array<Id, 3>, 3> R;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) R[a][b] = P.dot({Ec[a][0], Ec[a][1], Ec[a][2]}, {Rref[0][b], Rref[1][b], Rref[2][b]});
+    std::array<Id, 3> p;
+    const std::array<Id, 3> d{P.sub(ref[0], pc[0]), P.sub(ref[1], pc[1]), P.sub(ref[2], pc[2])};
+    for (int a = 0; a < 3; ++a) p[a] = P.dot({Ec[a][0], Ec[a][1], Ec[a][2]}, {d[0], d[1], d[2]});
+    const Id half = P.constant(0.5);
+    const std::array<Id, 3> v{P.mul(half, P.sub(R[2][1], R[1][2])), P.mul(half, P.sub(R[0][2], R[2][0])),
+                              P.mul(half, P.sub(R[1][0], R[0][1]))};
+    const Id x = P.dot({v[0], v[1], v[2]}, {v[0], v[1], v[2]});
+    const Id c = P.mul(half, P.sub(P.add(P.add(R[0][0], R[1][1]), R[2][2]), P.one()));
+    const Id A = P.log3_ratio(x, c);
+    const std::array<Id, 3> w{P.mul(A, v[0]), P.mul(A, v[1]), P.mul(A, v[2])};
+    const Id t = P.mul(P.mul(A, A), x);  // theta^2
+    const Id beta = P.log6_beta(t), alpha = P.sub(P.one(), P.mul(t, beta));
+    const Id bwp = P.mul(beta, P.dot({w[0], w[1], w[2]}, {p[0], p[1], p[2]}));
+    const std::array<Id, 3> wxp = cross3(P, w.data(), p.data());
+    std::array<Id, 6> e;
+    for (int k = 0; k < 3; ++k) {
+        e[k] = P.neg(w[k]);
+        e[3 + k] = P.neg(P.add(P.sub(P.mul(alpha, p[k]), P.mul(half, wxp[k])), P.mul(bwp, w[k])));
+    }
+    return e;
+}
+
 void Builder::contact_columns() {
     for (std::size_t ci = 0; ci < p_.contacts.size(); ++ci) {
         const ContactSpec& cs = p_.contacts[ci];
@@ -967,7 +1007,7 @@ void Builder::contact_columns() {
             cb.force.push_back(new_column(q, c.body, k, fmt::format("{}[{}].{}", impulse_ ? "Lambda" : "lambda", c.name, component_name(Quantity::JointWrench, comp))));
             s_.cols.back().comp = k;
         }
-        if (cs.reads_reference())
+        if (cs.reads_reference() && c.type == ContactType::Point)
             for (int k = 0; k < 3; ++k) cb.reference.push_back(new_column(Quantity::Auxiliary, c.body, k, fmt::format("ref[{}].{}", c.name, "xyz"[k])));
         s_.contacts.push_back(cb);
     }
@@ -1001,10 +1041,12 @@ void Builder::contact_rows(int ci) {
     const V6 g = impulse_ ? V6{} : gravity_in_body(i);
     std::array<Id, 3> wxv{};  // a point's classical acceleration adds w_c x v_c
     if (point && !impulse_) wxv = cross3(P, vc.data(), vc.data() + 3);
-    // Baumgarte, a point: Kp E_c (p_c - p_ref) + Kd v_c, with p_ref = u (reference unknowns)
+    // Baumgarte, a point: Kp E_c (p_c - p_ref) + Kd v_c, with p_ref = u (reference unknowns); a
+    // 6-D contact: Kp e_p + Kd v_c, e_p = -log6(M_c^-1 M_ref) (placement_error)
     std::array<std::array<Id, 3>, 3> Ec{};
     std::array<Id, 3> Ep{};  // E_c p_c
-    if (!cb.reference.empty()) {
+    V6 ep6{};
+    if (cs.reads_reference()) {
         const Xform<double> Xq = compose(c.placement, inverse(im_.frames[i].T));
         const Pose& pose = world_pose(i);
         Ec = contact_orientation(P, Xq, pose.E);
@@ -1016,7 +1058,12 @@ void Builder::contact_rows(int ci) {
             pc[a] = P.add(pose.p[a], P.dot(cs_, xs));
         }
         for (int a = 0; a < 3; ++a) Ep[a] = P.dot({Ec[a][0], Ec[a][1], Ec[a][2]}, {pc[0], pc[1], pc[2]});
-        for (int k = 0; k < 3; ++k) {
+        if (!point) {
+            std::array<Id, 7> ref;
+            for (int k = 0; k < 7; ++k) ref[k] = P.input(ir::Source::In, inputs_.reference[ci][k]);
+            ep6 = placement_error(P, Ec, pc, ref);
+        }
+        for (int k = 0; k < static_cast<int>(cb.reference.size()); ++k) {
             const int r = new_row(RowKind::Condition, i, k, fmt::format("(reference) {}.{}", c.name, "xyz"[k]));
             put(r, cb.reference[k], P.one());
             add_b(r, scaled_input(P, inputs_.reference[ci][k], -1.0));
@@ -1037,9 +1084,11 @@ void Builder::contact_rows(int ci) {
         add_b(r, dot_constant(P, Q[comp], g));
         if (point) add_b(r, wxv[k]);
         if (c.kd[k] != 0) add_b(r, P.mul(cst(P, c.kd[k]), vc[comp]));
-        if (c.kp[k] != 0) {  // point: Kp (E_c p_c - E_c u)
+        if (c.kp[k] != 0 && point) {  // Kp (E_c p_c - E_c u)
             add_b(r, P.mul(cst(P, c.kp[k]), Ep[k]));
             for (int j = 0; j < 3; ++j) put(r, cb.reference[j], P.mul(cst(P, -c.kp[k]), Ec[k][j]));
+        } else if (c.kp[k] != 0) {
+            add_b_nonlinear(r, P.mul(cst(P, c.kp[k]), ep6[comp]));
         }
     }
 }
@@ -1252,8 +1301,8 @@ const char* component_name(Quantity q, int comp) {
 }
 
 const char* contact_component_name(const Contact& c, Quantity q, int k) {
-    static const char* xyz[3] = {"x", "y", "z"};
-    if (q == Quantity::ContactReference) return k >= 0 && k < 3 ? xyz[k] : "?";
+    static const char* pose[7] = {"x", "y", "z", "qx", "qy", "qz", "qw"};
+    if (q == Quantity::ContactReference) return k >= 0 && k < (c.type == ContactType::Point ? 3 : 7) ? pose[k] : "?";
     return component_name(Quantity::JointWrench, c.type == ContactType::Point ? 3 + k : k);
 }
 

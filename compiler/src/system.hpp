@@ -41,7 +41,7 @@ enum class Quantity {
     Measurement,  ///< a sensor reading (input slots)
     ContactForce,      ///< a contact's force on the robot, constraint frame (Pinocchio's lambda_c)
     ContactImpulse,    ///< problem impulse: a contact's impulse on the robot, constraint frame
-    ContactReference,  ///< a Baumgarte reference (input slots): a point's world position x y z
+    ContactReference,  ///< a Baumgarte reference (input slots): a point's world position x y z, a 6-D contact's x y z qx qy qz qw
     JointVelocity,     ///< problem impulse: a post-impact joint velocity v+ (outputs)
 };
 const char* quantity_name(Quantity q);
@@ -147,8 +147,12 @@ struct BodyBlock {
 /// what the osim/iwim responses solve for (`input`) and what the analyzer evaluates agree.
 struct RightHandSide {
     std::vector<ir::Id> value;     ///< per row: b as IR, the inputs as In nodes
-    std::vector<ir::Id> constant;  ///< per row: b with the inputs at zero
-    std::vector<std::vector<std::pair<int, double>>> input;  ///< per row: (slot, coefficient) of each input term
+    std::vector<ir::Id> constant;  ///< per row: b with the inputs at zero (when affine)
+    std::vector<std::vector<std::pair<int, double>>> input;  ///< per row: (slot, coefficient) of each input term (when affine)
+    /// Whether b is constant + input terms. Not with a 6-D contact's Baumgarte Kp, whose placement
+    /// error is a function of its reference's quaternion (in value only); constant and input serve
+    /// the responses (osim, iwim) and the sensors' consistency analysis, which have no contacts.
+    bool affine = true;
 };
 
 struct System {

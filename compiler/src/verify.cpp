@@ -220,15 +220,18 @@ std::vector<Contact> runtime_contacts(const Problem& p) {
 }
 
 /// The Baumgarte reference of each contact at a state: the contact frame's own world placement,
-/// moved by a few centimetres (a fixed offset per contact, so that the corrector acts).
+/// moved by a few centimetres and turned by 0.2 (i + 1) rad about a fixed axis (offsets per contact,
+/// so that the corrector acts).
 std::vector<Xform<double>> contact_references(const Model& m, const Problem& p, const State& st) {
     const Kinematics<double> k = forward_kinematics(m, st.q.data(), st.qd.data());
     std::vector<Xform<double>> refs;
+    const Vec3<double> axis{{2 / 3.0, -1 / 3.0, 2 / 3.0}};
     for (std::size_t i = 0; i < p.contacts.size(); ++i) {
         const Contact& c = p.contacts[i].contact;
         Xform<double> X = compose(c.placement, k.X_world[c.body]);
-        const double s = 0.01 * static_cast<double>(i + 1);
+        const double s = 0.01 * static_cast<double>(i + 1), angle = 0.2 * static_cast<double>(i + 1);
         X.r = X.r + Vec3<double>{{s, -0.7 * s, 0.4 * s}};
+        X.E = rot_axis(axis, std::cos(angle), std::sin(angle)) * X.E;
         refs.push_back(X);
     }
     return refs;
@@ -242,7 +245,11 @@ std::vector<double> solver_inputs(const System& sys, const Model& m, const Probl
         const std::vector<Xform<double>> refs = p.contacts.empty() ? std::vector<Xform<double>>() : contact_references(m, p, st);
         for (std::size_t k = 0; k < sys.in.size(); ++k) {
             const Slot& s = sys.in[k];
-            if (s.quantity == Quantity::ContactReference) in[k] = refs[static_cast<std::size_t>(s.contact)].r[s.comp];
+            if (s.quantity == Quantity::ContactReference) {
+                double pose[7];
+                world_pose(refs[static_cast<std::size_t>(s.contact)], pose);
+                in[k] = pose[s.comp];
+            }
             if (s.quantity != Quantity::ExternalWrench || s.link.empty()) continue;
             const int w = wrench_index(m, p, s.link, s.body) - m.num_bodies();
             in[k] = comp(apply_force(p.link_wrenches[static_cast<std::size_t>(w)].X_link_body, st.fext[s.body]), s.comp);

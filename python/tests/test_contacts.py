@@ -23,7 +23,7 @@ import pytest
 
 import nelu
 from conftest import REPO, bitwise_equal
-from kinematics import Kinematics
+from kinematics import Kinematics, rot_axis, rot_rpy
 
 URDF = "quadruped_minicheetah.urdf"
 FEET = {"fr": "FR_foot", "fl": "FL_foot", "rr": "RR_foot", "rl": "RL_foot"}
@@ -338,6 +338,53 @@ def test_six_d_contacts(build):
     assert "PASS" in tool.check(states=20)
 
 
+def quaternion_of(R: np.ndarray) -> np.ndarray:
+    """The unit quaternion (x, y, z, w), w >= 0, of a rotation matrix (Shepperd's largest pivot)."""
+    tr = np.trace(R)
+    if tr >= R.diagonal().max():
+        w = 0.5 * np.sqrt(1 + tr)
+        q = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1], 0]) / (4 * w)
+        q[3] = w
+    else:
+        i = int(np.argmax(R.diagonal()))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        t = np.sqrt(1 + R[i, i] - R[j, j] - R[k, k])
+        q = np.zeros(4)
+        q[i], q[j], q[k], q[3] = 0.5 * t, (R[j, i] + R[i, j]) / (2 * t), (R[k, i] + R[i, k]) / (2 * t), (R[k, j] - R[j, k]) / (2 * t)
+    return q if q[3] >= 0 else -q
+
+
+def test_six_d_baumgarte_kp_reads_a_reference_placement(build):
+    """A 6-D contact's Kp (Pinocchio's -log6 placement error) reads its reference as x y z qx qy qz
+    qw in the world. With the reference at the contact frame's own placement (from a NumPy forward
+    kinematics of the URDF) the error is zero: the same accelerations and forces as without Kp;
+    -q is the same rotation as q; a reference turned by 0.3 rad moves the solution."""
+    contact = {"name": "tool", "link": "tool0", "type": "6d", "origin": {"xyz": [0, 0, 0.05], "rpy": [0.4, 0, 0.2]}}
+    spec = {"version": 2, "problem": "fd", "damping": 1e-4, "external_wrenches": "zero", "outputs": ["joint_accelerations", "contact_forces"]}
+    held = build("ur5e.urdf", problem={**spec, "contacts": [{**contact, "baumgarte": {"kp": [10, 20, 30, 40, 50, 60], "kd": 5}}]}, **DOUBLE)
+    plain = build("ur5e.urdf", problem={**spec, "contacts": [{**contact, "baumgarte": {"kd": 5}}]}, **DOUBLE)
+    nv = held.nv
+    assert held.inputs[nv:] == tuple(f"tool.{x}" for x in ("x", "y", "z", "qx", "qy", "qz", "qw"))
+    assert {held.input_slots[k]["frame"] for k in range(nv, held.nin)} == {"world"}
+    kin = Kinematics(REPO / "robots" / "ur5e.urdf", held.q_names, held.qd_names)
+    rng = np.random.default_rng(35)
+    n = 6
+    Q, QD, TAU = rng.uniform(-2, 2, (n, held.nq)), rng.normal(size=(n, nv)), rng.normal(scale=10, size=(n, nv))
+    IN, turned = np.zeros((n, held.nin)), np.zeros((n, held.nin))
+    IN[:, :nv] = turned[:, :nv] = TAU
+    for row in range(n):
+        R, p = kin.pose(Q[row], "tool0")
+        Rc, pc = R @ rot_rpy([0.4, 0, 0.2]), p + R @ np.array([0, 0, 0.05])
+        IN[row, nv:] = np.concatenate([pc, quaternion_of(Rc)])
+        turned[row, nv:] = np.concatenate([pc, quaternion_of(Rc @ rot_axis(np.array([0.6, 0, 0.8]), 0.3))])
+    expected = plain(Q, QD, TAU)
+    assert relative(held(Q, QD, IN), expected) < 1e-9
+    flipped = IN.copy()
+    flipped[:, nv + 3:] *= -1
+    assert relative(held(Q, QD, flipped), expected) < 1e-9
+    assert relative(held(Q, QD, turned), expected) > 1e-3
+
+
 # -- errors -------------------------------------------------------------------------------------------
 
 
@@ -354,8 +401,6 @@ def test_bad_contact_specs_raise_the_cli_errors(build, tmp_path):
     assert err.value.exit_code == 2 and err.value.stderr.startswith("error: ")
     with pytest.raises(nelu.InputError, match=r"feet.yaml:5: contact 'fr': type 'line': expected point or 6d"):
         compile_text(head + "  - {name: fr, link: FR_foot, type: line}\n")
-    with pytest.raises(nelu.InputError, match=r"feet.yaml:5: contact 'l': baumgarte.kp of a 6d contact .* is not supported yet"):
-        compile_text(head + "  - {name: l, link: l_foot, type: 6d, baumgarte: {kp: 10}}\n", "humanoid_winter.urdf")
     with pytest.raises(nelu.InputError, match=r"feet.yaml:6: outputs: 'link_accelerations' with 'contacts:' is not supported yet"):
         compile_text(head + "  - {name: fr, link: FR_foot, type: point}\noutputs: [link_accelerations]\n")
     with pytest.raises(nelu.InputError, match=r"'restitution' must be a finite number in \[0, 1\] \(here 1.5\)"):

@@ -108,6 +108,30 @@ template <class S> Xform<S> world_placement(const S* pose) {
     return joint_transform(free, pose);
 }
 
+/// The inverse of world_placement: pose = x y z qx qy qz qw of the transform X (world -> frame),
+/// the quaternion of R = E^T by Shepperd's choice of the largest pivot, with qw >= 0.
+template <class S> void world_pose(const Xform<S>& X, S* pose) {
+    using std::sqrt;
+    const Mat3<S> R = transpose(X.E);
+    for (int k = 0; k < 3; ++k) pose[k] = X.r[k];
+    const S tr = R(0, 0) + R(1, 1) + R(2, 2);
+    S q[4];  // x y z w
+    if (tr >= R(0, 0) && tr >= R(1, 1) && tr >= R(2, 2)) {
+        const S t = sqrt(S(1) + tr);
+        q[3] = S(0.5) * t;
+        q[0] = (R(2, 1) - R(1, 2)) / (S(2) * t), q[1] = (R(0, 2) - R(2, 0)) / (S(2) * t), q[2] = (R(1, 0) - R(0, 1)) / (S(2) * t);
+    } else {
+        const int i = R(0, 0) >= R(1, 1) && R(0, 0) >= R(2, 2) ? 0 : R(1, 1) >= R(2, 2) ? 1 : 2;
+        const int j = (i + 1) % 3, k = (i + 2) % 3;
+        const S t = sqrt(S(1) + R(i, i) - R(j, j) - R(k, k));
+        q[i] = S(0.5) * t;
+        q[j] = (R(j, i) + R(i, j)) / (S(2) * t), q[k] = (R(k, i) + R(i, k)) / (S(2) * t);
+        q[3] = (R(k, j) - R(j, k)) / (S(2) * t);
+    }
+    const S sign = q[3] < S(0) ? S(-1) : S(1);
+    for (int k = 0; k < 4; ++k) pose[3 + k] = sign * q[k];
+}
+
 /// X_{c<-l} of a frame given as an origin in frame l, URDF style: position xyz, and the rotation
 /// R = Rz(yaw) Ry(pitch) Rx(roll) of rpy = (roll, pitch, yaw) from l's axes to c's.
 template <class S> Xform<S> origin_xform(const Vec3<S>& xyz, const Vec3<S>& rpy) {

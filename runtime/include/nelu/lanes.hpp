@@ -150,6 +150,15 @@ inline void sincos(const double* x, SinCos<double>* out, int n) noexcept {
 inline void sincos(const float* x, SinCos<float>* out, int n) noexcept {
     for (int k = 0; k < n; ++k) out[k] = nelu::sincos(x[k]);
 }
+/// The rotation-log functions of trig.hpp (a 6-D contact's Baumgarte placement error).
+inline double log3_ratio(double x, double c) noexcept { return nelu::log3_ratio(x, c); }
+inline float log3_ratio(float x, float c) noexcept { return nelu::log3_ratio(x, c); }
+inline double log3_ratio_dx(double x, double c) noexcept { return nelu::log3_ratio_dx(x, c); }
+inline float log3_ratio_dx(float x, float c) noexcept { return nelu::log3_ratio_dx(x, c); }
+inline double log6_beta(double t) noexcept { return nelu::log6_beta(t); }
+inline float log6_beta(float t) noexcept { return nelu::log6_beta(t); }
+inline double log6_beta_dt(double t) noexcept { return nelu::log6_beta_dt(t); }
+inline float log6_beta_dt(float t) noexcept { return nelu::log6_beta_dt(t); }
 
 // ---------------------------------------------------------------------------------------------
 // Vectors: masks, and the lanes' sqrt, sin, cos and sincos.
@@ -207,6 +216,21 @@ inline V each(V x, F f) noexcept {
 }
 inline VecD sqrt(VecD x) noexcept { return each(x, [](double v) { return std::sqrt(v); }); }
 inline VecF sqrt(VecF x) noexcept { return each(x, [](float v) { return std::sqrt(v); }); }
+/// f of every lane of x and y.
+template <class V, class F>
+inline V each(V x, V y, F f) noexcept {
+    for (int l = 0; l < static_cast<int>(sizeof(V) / sizeof(x[0])); ++l) x[l] = f(x[l], y[l]);
+    return x;
+}
+/// The rotation-log functions (trig.hpp) lane by lane: one call per 6-D contact with Baumgarte Kp.
+inline VecD log3_ratio(VecD x, VecD c) noexcept { return each(x, c, [](double a, double b) { return nelu::log3_ratio(a, b); }); }
+inline VecF log3_ratio(VecF x, VecF c) noexcept { return each(x, c, [](float a, float b) { return nelu::log3_ratio(a, b); }); }
+inline VecD log3_ratio_dx(VecD x, VecD c) noexcept { return each(x, c, [](double a, double b) { return nelu::log3_ratio_dx(a, b); }); }
+inline VecF log3_ratio_dx(VecF x, VecF c) noexcept { return each(x, c, [](float a, float b) { return nelu::log3_ratio_dx(a, b); }); }
+inline VecD log6_beta(VecD t) noexcept { return each(t, [](double v) { return nelu::log6_beta(v); }); }
+inline VecF log6_beta(VecF t) noexcept { return each(t, [](float v) { return nelu::log6_beta(v); }); }
+inline VecD log6_beta_dt(VecD t) noexcept { return each(t, [](double v) { return nelu::log6_beta_dt(v); }); }
+inline VecF log6_beta_dt(VecF t) noexcept { return each(t, [](float v) { return nelu::log6_beta_dt(v); }); }
 
 /// nelu::sincos (trig.hpp) in every lane, the same arithmetic: Cody-Waite reduction by pi/2 in up to
 /// three rounds (a round is computed for every lane when any lane needs it, and kept where it is

@@ -118,6 +118,83 @@ NELU_TRIG_NOINLINE inline SinCos<double> sincos(double x) noexcept {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The scalar functions of a rotation's logarithm, for the Baumgarte placement error of a 6-D
+// contact (-log6 of M_c^-1 M_ref; docs/contacts.md). A rotation R of angle theta in [0, pi] gives
+// x = sin^2 theta = |vee(R - R^T)|^2 / 4 and c = cos theta = (tr R - 1) / 2; then
+//
+//   log3 R = log3_ratio(x, c) vee(R - R^T) / 2,      log3_ratio(x, c) = atan2(sqrt x, c) / sqrt x,
+//   log6's translation  alpha p - w x p / 2 + log6_beta(t) (w . p) w,  alpha = 1 - t log6_beta(t),
+//                       log6_beta(t) = (1 - (theta / 2) cot(theta / 2)) / theta^2,  t = theta^2 = |w|^2.
+//
+// Written in x (not sin theta) and t (not theta), both are smooth through theta = 0, where the
+// generated derivatives need them and their derivatives log3_ratio_dx and log6_beta_dt: no square
+// root of a vanishing number is differentiated. log3_ratio takes a series in u = x / c^2 = tan^2
+// theta below u = 0.1 (theta < 17.5 degrees; 17 terms, the direct form's cancellation avoided), the
+// direct form above; log6_beta is its power series, whose coefficients |B_2k| / (2k)! are all
+// positive and decrease as (2 pi)^-2k: 32 terms are exact to rounding up to t = pi^2. At theta = pi
+// exactly (x = 0 with c < 0) the axis is not defined by R - R^T: log3_ratio is infinite and the
+// solver reports NELU_STATUS_NOT_FINITE; within d of pi, the axis carries a relative error of
+// about 1e-16 / d.
+
+namespace log_detail {
+/// |B_2k| / (2k)!, k = 1 .. 32 (B: the Bernoulli numbers): (1 - (s/2) cot(s/2)) / s^2 = sum_k c_k s^(2k-2).
+constexpr double bernoulli_series[32] = {
+    0.083333333333333329, 0.0013888888888888889, 3.3068783068783071e-05, 8.2671957671957675e-07,
+    2.08767569878681e-08, 5.2841901386874932e-10, 1.3382536530684679e-11, 3.3896802963225827e-13,
+    8.5860620562778452e-15, 2.1748686985580619e-16, 5.5090028283602295e-18, 1.3954464685812522e-19,
+    3.5347070396294673e-21, 8.9535174270375463e-23, 2.2679524523376829e-24, 5.7447906688722025e-26,
+    1.455172475614865e-27, 3.6859949406653103e-29, 9.3367342570950451e-31, 2.36502241570063e-32,
+    5.9906717624821341e-34, 1.5174548844682903e-35, 3.8437581254541886e-37, 9.7363530726466913e-39,
+    2.4662470442006811e-40, 6.2470767418207434e-42, 1.5824030244644914e-43, 4.0082736859489357e-45,
+    1.0153075855569557e-46, 2.5718041582418717e-48, 6.5144560352338152e-50, 1.6501309906896525e-51,
+};
+}  // namespace log_detail
+
+/// atan2(sqrt x, c) / sqrt x (theta / sin theta of a rotation with sin^2 theta = x, cos theta = c).
+template <class T>
+inline T log3_ratio(T x, T c) noexcept {
+    using std::atan2;
+    using std::sqrt;
+    if (c > T(0) && x < T(0.1) * c * c) {  // (1 / c) sum_k (-u)^k / (2k + 1), u = x / c^2 < 0.1
+        const T u = x / (c * c);
+        T s = T(1) / T(33);
+        for (int k = 15; k >= 0; --k) s = T(1) / T(2 * k + 1) - u * s;
+        return s / c;
+    }
+    const T r = sqrt(x);
+    return atan2(r, c) / r;
+}
+
+/// The derivative of log3_ratio(x, c) in x: (c / (x + c^2) - log3_ratio(x, c)) / (2 x). (In c it
+/// is -1 / (x + c^2).)
+template <class T>
+inline T log3_ratio_dx(T x, T c) noexcept {
+    if (c > T(0) && x < T(0.1) * c * c) {  // (1 / c^3) sum_{k >= 1} (-1)^k k u^(k-1) / (2k + 1)
+        const T u = x / (c * c);
+        T s = T(18) / T(37);  // k = 18
+        for (int k = 17; k >= 1; --k) s = T(k % 2 ? -k : k) / T(2 * k + 1) + u * s;
+        return s / (c * c * c);
+    }
+    return (c / (x + c * c) - log3_ratio(x, c)) / (T(2) * x);
+}
+
+/// (1 - (theta / 2) cot(theta / 2)) / theta^2 at t = theta^2, 0 <= t <= pi^2.
+template <class T>
+inline T log6_beta(T t) noexcept {
+    T s = T(log_detail::bernoulli_series[31]);
+    for (int k = 30; k >= 0; --k) s = T(log_detail::bernoulli_series[k]) + t * s;
+    return s;
+}
+
+/// The derivative of log6_beta in t.
+template <class T>
+inline T log6_beta_dt(T t) noexcept {
+    T s = T(31) * T(log_detail::bernoulli_series[31]);
+    for (int k = 30; k >= 1; --k) s = T(k) * T(log_detail::bernoulli_series[k]) + t * s;
+    return s;
+}
+
 }  // namespace nelu
 
 #endif
