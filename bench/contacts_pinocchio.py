@@ -72,20 +72,26 @@ def feet(frame, baumgarte=False):
     return out
 
 
-def soles(frame, kd=False):
-    """The humanoid's two 6-D soles (origins as issue 27's example); with kd, damping per component."""
+def soles(frame, kd=False, kp=False):
+    """The humanoid's two 6-D soles (origins as issue 27's example); with kd, damping per component;
+    with kp, stiffness per component (the placement error -log6 against a reference placement)."""
     out = [{"name": "l_sole", "link": "l_foot", "type": "6d", "frame": frame, "origin": {"xyz": [0.05, 0, -0.08], "rpy": [0, 0, 0]}},
            {"name": "r_sole", "link": "r_foot", "type": "6d", "frame": frame, "origin": {"xyz": [0.04, 0.01, -0.08], "rpy": [0.1, 0.2, -0.7]}}]
     if kd:
         out[0]["kd"] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
         out[1]["kd"] = [2.0] * 6
+    if kp:
+        out[0]["kp"] = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+        out[1]["kp"] = [25.0] * 6
     return out
 
 
-def tool(frame, kd=False):
+def tool(frame, kd=False, kp=False):
     c = {"name": "tool", "link": "tool0", "type": "6d", "frame": frame, "origin": {"xyz": [0, 0, 0.05], "rpy": [0.4, 0, 0.2]}}
     if kd:
         c["kd"] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    if kp:
+        c["kp"] = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
     return [c]
 
 
@@ -107,11 +113,13 @@ CASES = [
     case("humanoid_soles_lwa", H, HUMANOID, True, "fd", soles("local_world_aligned"), "2 soles 6-D, LWA"),
     case("humanoid_soles_local_kd", H, HUMANOID, True, "fd", soles("local", True), "2 soles 6-D, LOCAL, Baumgarte kd"),
     case("humanoid_soles_lwa_kd", H, HUMANOID, True, "fd", soles("local_world_aligned", True), "2 soles 6-D, LWA, Baumgarte kd"),
+    case("humanoid_soles_local_kpkd", H, HUMANOID, True, "fd", soles("local", True, True), "2 soles 6-D, LOCAL, Baumgarte kp, kd"),
     case("humanoid_impulse_local", H, HUMANOID, True, "impulse", soles("local"), "2 soles 6-D, LOCAL, impulse r = 0.3", 0.3),
     case("ur5e_tool_local", U, UR5E, False, "fd", tool("local"), "6-D tool, LOCAL"),
     case("ur5e_tool_lwa", U, UR5E, False, "fd", tool("local_world_aligned"), "6-D tool, LWA"),
     case("ur5e_tool_local_kd", U, UR5E, False, "fd", tool("local", True), "6-D tool, LOCAL, Baumgarte kd"),
     case("ur5e_tool_lwa_kd", U, UR5E, False, "fd", tool("local_world_aligned", True), "6-D tool, LWA, Baumgarte kd"),
+    case("ur5e_tool_local_kpkd", U, UR5E, False, "fd", tool("local", True, True), "6-D tool, LOCAL, Baumgarte kp, kd"),
 ]
 
 
@@ -126,7 +134,7 @@ def mixed_feet():
 
 
 def mixed_soles():
-    s = soles("local", True)
+    s = soles("local", True, True)
     s[1]["frame"] = "local_world_aligned"
     return s
 
@@ -138,9 +146,9 @@ SMOKE = [
     case("smoke_minicheetah_impulse_mixed", Q, QUAD, True, "impulse",
          [dict(c, frame="local_world_aligned" if i % 2 else "local") for i, c in enumerate(feet("local"))], "impulse", 0.3,
          derivatives=False),
-    case("smoke_humanoid_mixed_kd", H, HUMANOID, True, "fd", mixed_soles(), "2 soles, both frames, kd", derivatives=False),
+    case("smoke_humanoid_mixed_kpkd", H, HUMANOID, True, "fd", mixed_soles(), "2 soles, both frames, kp, kd", derivatives=False),
     case("smoke_ur5e_tool_lwa", U, UR5E, False, "fd", tool("local_world_aligned"), "6-D tool, LWA"),
-    case("smoke_ur5e_tool_local_kd", U, UR5E, False, "fd", tool("local", True), "6-D tool, LOCAL, kd"),
+    case("smoke_ur5e_tool_local_kpkd", U, UR5E, False, "fd", tool("local", True, True), "6-D tool, LOCAL, kp, kd"),
     case("smoke_ur5e_tool_impulse", U, UR5E, False, "impulse", tool("local_world_aligned"), "6-D tool, LWA, impulse", 0.3),
 ]
 

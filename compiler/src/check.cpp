@@ -141,8 +141,11 @@ CheckReport run_check(const CheckOptions& o) {
     const std::vector<Tangent> cols = co.derivatives ? jacobian_columns(m, static_cast<int>(r.system.in.size())) : std::vector<Tangent>();
     std::vector<ir::Id> jroots = r.order.best.jacobian;
     const std::vector<bool> jlive = r.order.best.prog.live_nodes(jroots);
+    // e, e_float: the value solvers' forward errors at this state (CheckReport::derivatives)
     auto check_derivatives = [&](const State& st, const std::vector<double>& q, const std::vector<double>& qd,
-                                 const std::vector<double>& in, const std::vector<double>& out) {
+                                 const std::vector<double>& in, const std::vector<double>& out, double e, double e_float) {
+        const double tol_ir = std::max(1e-10, 10 * e), tol_fd = std::max(1e-5, 10 * e / 1e-6), tol_f = std::max(1e-4, 10 * e_float);
+        if (tol_ir > 1e-10 || tol_fd > 1e-5 || tol_f > 1e-4) ++rep.conditioned_states;
         const std::size_t nc = cols.size();
         std::vector<double> o2(nout), J(nout * nc);
         if (call(fjac, Arguments<double>(q, qd, in), o2, J) != NELU_STATUS_OK) { ++rep.failed_status; return; }
@@ -150,7 +153,9 @@ CheckReport run_check(const CheckOptions& o) {
         const std::vector<double> val = r.order.best.prog.evaluate(st.q.data(), st.qd.data(), in.data(), jlive);
         std::vector<double> Jir(J.size()), Jfd(J.size());
         for (std::size_t e = 0; e < J.size(); ++e) Jir[e] = val[r.order.best.jacobian[e]];
-        rep.jac_vs_ir = std::max(rep.jac_vs_ir, forward_error(J, Jir));
+        const double e_ir = forward_error(J, Jir);
+        rep.jac_vs_ir = std::max(rep.jac_vs_ir, e_ir);
+        rep.jac_vs_ir_judged = std::max(rep.jac_vs_ir_judged, e_ir / tol_ir);
         for (std::size_t c = 0; c < nc; ++c) {
             std::vector<double> side[2];
             for (int sgn = 0; sgn < 2; ++sgn) {
@@ -161,11 +166,26 @@ CheckReport run_check(const CheckOptions& o) {
             }
             for (std::size_t k = 0; k < nout; ++k) Jfd[k * nc + c] = (side[0][k] - side[1][k]) / 2e-6;
         }
-        rep.jac_vs_differences = std::max(rep.jac_vs_differences, forward_error(J, Jfd));
+        const double e_fd = forward_error(J, Jfd);
+        rep.jac_vs_differences = std::max(rep.jac_vs_differences, e_fd);
+        rep.jac_vs_differences_judged = std::max(rep.jac_vs_differences_judged, e_fd / tol_fd);
         if (fjac_f) {  // float: the same Jacobian to float's accuracy, relative to its largest entry
             std::vector<double> of(nout), Jf(J.size());
             if (call(fjac_f, Arguments<float>(q, qd, in), of, Jf) != NELU_STATUS_OK) ++rep.failed_status;
-            else rep.jac_float = std::max(rep.jac_float, forward_error(Jf, J));
+            else {
+                // what rounding the arguments to float alone does to the double Jacobian (as for
+                // sensor problems' values, CheckReport::tolerance_float): 100 times it, when larger
+                std::vector<double> or_(nout), Jr(J.size());
+                const Arguments<float> rounded(q, qd, in);
+                double tol = tol_f;
+                if (call(fjac, Arguments<double>(rounded), or_, Jr) == NELU_STATUS_OK) {
+                    const double e_round = forward_error(Jr, J);
+                    if (100 * e_round > tol) tol = 100 * e_round, rep.conditioned_states += tol_f == 1e-4;
+                }
+                const double e_f = forward_error(Jf, J);
+                rep.jac_float = std::max(rep.jac_float, e_f);
+                rep.jac_float_judged = std::max(rep.jac_float_judged, e_f / tol);
+            }
         }
         ++rep.derivative_states;
     };
@@ -188,18 +208,22 @@ CheckReport run_check(const CheckOptions& o) {
         };
         std::vector<double> out(nout);
         const int status = call(fd, Arguments<double>(q, qd, in), out);
+        double e = 0, e_float = 0;  // this state's forward errors
         judge(status, out, false, rep.forward_double, rep.backward_double);
+        if (status == NELU_STATUS_OK && !reference_refused(ref)) e = response_forward_error(r.system, out, ref);
         if (ff) {
             const Arguments<float> rounded(q, qd, in);
             std::vector<double> outf(nout);
-            judge(call(ff, rounded, outf), outf, true, rep.forward_float, rep.backward_float);
+            const int status_f = call(ff, rounded, outf);
+            judge(status_f, outf, true, rep.forward_float, rep.backward_float);
+            if (status_f == NELU_STATUS_OK && !reference_refused(ref)) e_float = response_forward_error(r.system, outf, ref);
             if (rep.sensor && status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
                 std::vector<double> outr(nout);
                 if (call(fd, Arguments<double>(rounded), outr) == NELU_STATUS_OK && !reference_refused(ref))
                     rep.rounding = std::max(rep.rounding, response_forward_error(r.system, outr, ref));
             }
         }
-        if (fjac && status == NELU_STATUS_OK) check_derivatives(st, q, qd, in, out);
+        if (fjac && status == NELU_STATUS_OK) check_derivatives(st, q, qd, in, out, e, e_float);
         ++rep.states;
     }
     if (co.batch) {  // the batch forms against the scalar ones; rows that are not bitwise, as the scalar ones are judged
