@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -209,7 +210,7 @@ std::string extern_c(const std::string& declarations) {
     return "#ifdef __cplusplus\nextern \"C\" {\n#endif\n" + declarations + "#ifdef __cplusplus\n}\n#endif\n";
 }
 
-std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
+std::string header(const EmitInput& in, const std::vector<Layout>& layouts, const Layout* lanes) {
     const Layout& L = layouts.front();
     const std::string& N = in.name;
     const Model& m = in.load->model;
@@ -248,13 +249,12 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
         s += fmt::format("#define {}_NJAC {}\n", in.name, cols.size());
         s += fmt::format("/* Jacobian formed by: {} ({} operations with the outputs). */\n", jacobian_form_name(in.factorization->derivative_form),
                          in.factorization->ops_derivatives.total());
-        if (emit::has_lanes(in)) {
+        if (lanes) {
             const Factorization& f = *in.factorization;
             // its stack: the lane variant's values, and a group's rows and results in lanes of up to 8
-            const Layout lanes = emit::plan_layout(in, D.fn, D.jac, true);
             std::size_t rows = 0;
             for (const LaneGroup& G : f.lane_groups) rows = std::max(rows, f.lane_kernels[static_cast<std::size_t>(G.kernel)].rows.size());
-            const long stack = lanes.stack(sizeof(double)) + static_cast<long>((rows + f.outputs.size()) * 8 * sizeof(double));
+            const long stack = lanes->stack(sizeof(double)) + static_cast<long>((rows + f.outputs.size()) * 8 * sizeof(double));
             s += fmt::format("/* Columns in lanes (docs/derivatives.md): where nelu/lanes.hpp finds vector lanes (NELU_LANE_BYTES),\n"
                              " * {0} solves the Jacobian's columns in {1} groups of up to {2}, W columns per instruction:\n"
                              " * {3} operations per call with W = 2, {4} with W = 4 (W = 1: {5}); elsewhere column by\n"
@@ -273,7 +273,7 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts) {
 
 /// NAME.cpp: each entry point in the ordinary form, and in the workspace form when its stack
 /// estimate exceeds the budget; the extern "C" entry points that call them.
-std::string source(const EmitInput& in, const std::vector<Layout>& layouts, const Notes& notes) {
+std::string source(const EmitInput& in, const std::vector<Layout>& layouts, const Layout* lanes, const Notes& notes) {
     std::vector<std::unique_ptr<Form>> forms;
     for (const Layout& L : layouts) {
         forms.push_back(std::make_unique<emit::ScalarForm>(L, in, notes));
@@ -281,12 +281,8 @@ std::string source(const EmitInput& in, const std::vector<Layout>& layouts, cons
     }
     // NAME_derivatives with its columns in lanes (docs/derivatives.md, "Columns in lanes"): for
     // targets with vector lanes, in place of the ordinary form's column-by-column program
-    std::unique_ptr<Layout> lanes;
     std::vector<std::unique_ptr<Form>> lane_forms;
-    if (emit::has_lanes(in)) {
-        lanes = std::make_unique<Layout>(emit::plan_layout(in, layouts[1].fn, layouts[1].jac, true));
-        lane_forms.push_back(std::make_unique<emit::ScalarForm>(*lanes, in, notes));
-    }
+    if (lanes) lane_forms.push_back(std::make_unique<emit::ScalarForm>(*lanes, in, notes));
     std::string s = banner(in, in.name + ".cpp") + fmt::format("#include \"{}.hpp\"\n\n", in.name);
     {
         std::vector<std::unique_ptr<Form>> both;  // (for the includes only)
@@ -395,8 +391,12 @@ std::string c_identifier(const std::string& s) {
 
 Emitted run_emit(const EmitInput& in) {
     const std::vector<Layout> layouts = emit::plan_layouts(in);
+    // NAME_derivatives with its columns in lanes, planned once for the header's comment and the source
+    const std::optional<Layout> lanes =
+        emit::has_lanes(in) ? std::optional<Layout>(emit::plan_layout(in, layouts[1].fn, layouts[1].jac, true)) : std::nullopt;
     const Notes notes = annotations(in);
-    Emitted e{header(in, layouts), source(in, layouts, notes), emit::manifest(in, layouts), "", ""};
+    const Layout* lane_layout = lanes ? &*lanes : nullptr;
+    Emitted e{header(in, layouts, lane_layout), source(in, layouts, lane_layout, notes), emit::manifest(in, layouts), "", ""};
     if (in.batch) e.batch_header = batch_header(in, layouts), e.batch_source = batch_source(in, layouts, notes);
     return e;
 }
