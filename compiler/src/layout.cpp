@@ -142,7 +142,8 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
         L.lanes = true;
         const std::size_t no = f.outputs.size(), nc = jac.size() / std::max<std::size_t>(no, 1);
         L.jac_in_lanes.assign(jac.size(), false);
-        const std::vector<bool> dep = lane_dependent(P);
+        L.lane_dep = lane_dependent(P);
+        const std::vector<bool>& dep = L.lane_dep;
         std::set<Id> reads;
         auto read = [&](Id x) {
             if (!P.is_const(x) && !dep[x]) reads.insert(x);
@@ -155,9 +156,11 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
             for (Id x : G.extra) read(x);
             used[static_cast<std::size_t>(G.kernel)] = true;
         }
+        L.lane_programs.resize(f.lane_kernels.size());
         for (std::size_t k = 0; k < f.lane_kernels.size(); ++k) {
             if (!used[k]) continue;
-            for (Id o : kernel_program(P, f.lane_kernels[k], dep).reads) read(o);
+            L.lane_programs[k] = kernel_program(P, f.lane_kernels[k], dep);
+            for (Id o : L.lane_programs[k].reads) read(o);
             for (Id o : f.lane_kernels[k].outputs) read(o);
         }
         L.lane_reads.assign(reads.begin(), reads.end());

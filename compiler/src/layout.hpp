@@ -55,6 +55,8 @@ struct Layout {
     bool lanes = false;
     std::vector<bool> jac_in_lanes;
     std::vector<ir::Id> lane_reads;
+    std::vector<bool> lane_dep;                 ///< lane_dependent(program), for the printer
+    std::vector<KernelProgram> lane_programs;   ///< per kernel, its reading (kernel_program; empty if no group uses it)
     /// What the program must leave for the end of the entry point: out, the entries of jac not in
     /// lanes, and lane_reads.
     std::vector<ir::Id> kept() const;

@@ -160,8 +160,8 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
     const LaneGroup& G = f.lane_groups[g];
     const LaneKernel& K = f.lane_kernels[static_cast<std::size_t>(G.kernel)];
     const std::size_t n = G.columns.size(), rows = K.rows.size(), no = L.out.size(), nc = L.jac.size() / std::max<std::size_t>(no, 1);
-    const std::vector<bool> dep = lane_dependent(P);
-    const KernelProgram kp = kernel_program(P, K, dep);
+    const std::vector<bool>& dep = L.lane_dep;
+    const KernelProgram& kp = L.lane_programs[static_cast<std::size_t>(G.kernel)];
     std::string cols;
     for (int j : G.columns) cols += fmt::format("{}{}", cols.empty() ? "" : ", ", j);
     bool any_input = false, any_output = false;  // (a kernel none of whose outputs reads its inputs is left out)
