@@ -15,8 +15,11 @@
 namespace nelu {
 
 std::array<std::array<ir::Id, 3>, 3> quaternion_rotation(ir::Program& P, ir::Id x, ir::Id y, ir::Id z, ir::Id w) {
+    return quaternion_rotation(P, x, y, z, w, P.constant(2));
+}
+
+std::array<std::array<ir::Id, 3>, 3> quaternion_rotation(ir::Program& P, ir::Id x, ir::Id y, ir::Id z, ir::Id w, ir::Id two) {
     using ir::Id;
-    const Id two = P.constant(2);
     const Id xx = P.mul(x, x), yy = P.mul(y, y), zz = P.mul(z, z), xy = P.mul(x, y), xz = P.mul(x, z),
              yz = P.mul(y, z), wx = P.mul(w, x), wy = P.mul(w, y), wz = P.mul(w, z);
     return {{{P.sub(P.one(), P.mul(two, P.add(yy, zz))), P.mul(two, P.sub(xy, wz)), P.mul(two, P.add(xz, wy))},
@@ -963,13 +966,17 @@ static std::array<std::array<Id, 3>, 3> contact_orientation(ir::Program& P, cons
 
 /// -log6(M_c^-1 M_ref) [angular; linear] (Pinocchio's placement error of a 6-D contact, runtime
 /// contact.hpp baumgarte_corrector), from the contact frame's orientation E_c (world -> contact),
-/// its world position p_c and the reference x y z qx qy qz qw (unit quaternion): the rotation
+/// its world position p_c and the reference x y z qx qy qz qw (the rotation of q / |q|): the rotation
 /// R = E_c R_ref and translation p = E_c (p_ref - p_c) of M_c^-1 M_ref, log3 R = A(x, c) v with
 /// v = vee(R - R^T) / 2, x = |v|^2, c = (tr R - 1) / 2 and log6's translation
 /// alpha p - w x p / 2 + beta (w . p) w (runtime trig.hpp: the functions A, beta, alpha = 1 - t beta).
 static std::array<Id, 6> placement_error(ir::Program& P, const std::array<std::array<Id, 3>, 3>& Ec, const std::array<Id, 3>& pc,
                                          const std::array<Id, 7>& ref) {
-    const auto Rref = quaternion_rotation(P, ref[3], ref[4], ref[5], ref[6]);  // reference -> world
+    // reference -> world, the rotation of q / |q|: 2 / |q|^2 in place of the unit quaternion's 2, so
+    // that the function of the seven inputs does not change along q (its Jacobian columns for qx ..
+    // qw have no radial part) and a quaternion rounded off the unit sphere is still a rotation
+    const Id n2 = P.dot({ref[3], ref[4], ref[5], ref[6]}, {ref[3], ref[4], ref[5], ref[6]});
+    const auto Rref = quaternion_rotation(P, ref[3], ref[4], ref[5], ref[6], P.div(P.constant(2), n2));
     std::array<std::array<Id, 3>, 3> R;
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) R[a][b] = P.dot({Ec[a][0], Ec[a][1], Ec[a][2]}, {Rref[0][b], Rref[1][b], Rref[2][b]});

@@ -199,6 +199,8 @@ System run_system(const Model& model, const Problem& problem);
 /// The rotation (body to parent) R[i][j] of a floating joint's unit quaternion inputs (x, y, z, w)
 /// as nodes of P; built the same way wherever it is needed, so hash-consing makes them one.
 std::array<std::array<ir::Id, 3>, 3> quaternion_rotation(ir::Program& P, ir::Id x, ir::Id y, ir::Id z, ir::Id w);
+/// The same with `two` in place of the constant 2: 2 / |q|^2 gives the rotation of q / |q|.
+std::array<std::array<ir::Id, 3>, 3> quaternion_rotation(ir::Program& P, ir::Id x, ir::Id y, ir::Id z, ir::Id w, ir::Id two);
 
 
 
