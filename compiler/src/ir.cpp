@@ -437,7 +437,7 @@ bool ZeroTest::is_zero(const Program& P, Id x) {
 }
 
 Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries, bool merge,
-                           std::uint64_t seed) {
+                           std::uint64_t seed, const std::vector<bool>* apart) {
     std::vector<bool> live = P.live_nodes(roots);
     Rewrite out;
     out.map.assign(P.size(), -1);
@@ -446,11 +446,12 @@ Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::
     // the hash order)
     std::unordered_map<Sample, Id, SampleHash> first;
     first.reserve(static_cast<std::size_t>(P.size()));
-    auto register_new = [&]() {
+    auto register_new = [&](bool target = true) {
         const int before = static_cast<int>(sv.v.size());
         sv.extend(out.prog);
-        for (int id = before; id < out.prog.size(); ++id)
-            if (!sv.v[id].opaque) first.emplace(sv.v[id], id);
+        if (target)
+            for (int id = before; id < out.prog.size(); ++id)
+                if (!sv.v[id].opaque) first.emplace(sv.v[id], id);
     };
     register_new();
     std::vector<int> old_bounds = boundaries;
@@ -460,10 +461,11 @@ Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::
         if (!live[i]) continue;
         const Node& n = P.node(i);
         Id id = out.prog.rebuild(n, n.a >= 0 ? out.map[n.a] : -1, n.b >= 0 ? out.map[n.b] : -1);
-        register_new();
-        auto it = !merge || sv.v[id].opaque ? first.end() : first.find(sv.v[id]);
+        const bool kept_apart = apart && (*apart)[static_cast<std::size_t>(i)];
+        register_new(!kept_apart);
+        auto it = !merge || kept_apart || sv.v[id].opaque ? first.end() : first.find(sv.v[id]);
         out.map[i] = it != first.end() && it->second < id ? it->second : id;
-        if (out.map[i] == id && merge && !sv.v[id].opaque && !out.prog.is_const(id) &&
+        if (out.map[i] == id && merge && !kept_apart && !sv.v[id].opaque && !out.prog.is_const(id) &&
             out.prog.node(id).op != Op::Neg) {
             // A node whose value is the negation of an earlier one (a - b beside b - a, or a
             // Schur complement entry built with the opposite sign) becomes -earlier: negation is

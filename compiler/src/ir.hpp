@@ -155,9 +155,12 @@ struct Rewrite {
 /// degree / 2^61). Identities that folding and hash-consing cannot see, such as the two halves of a
 /// symmetric Schur complement computed in different orders, then cost nothing. `boundaries` (old
 /// node indices splitting the program into phases) are translated in place into new indices.
-/// With `merge` false the live part is only rebuilt (compacted), for comparison.
+/// With `merge` false the live part is only rebuilt (compacted), for comparison. Nodes marked in
+/// `apart` (by old index; null: none) neither merge nor take others' merges: values equal only
+/// up to the equivalence of nearby constants, whose inputs differ (a lane kernel's from another
+/// kernel's, or from the scalar program's; schedule.cpp), are kept apart so.
 Rewrite merge_equal_values(const Program& P, const std::vector<Id>& roots, std::vector<int>& boundaries,
-                           bool merge = true, std::uint64_t seed = 1);
+                           bool merge = true, std::uint64_t seed = 1, const std::vector<bool>* apart = nullptr);
 
 /// Whether a node is identically zero as a rational function of the inputs, sines, cosines, square
 /// roots and model constants taken as independent variables (constants within 1e-13 relative are

@@ -192,6 +192,8 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
     auto kernel_operand = [&](Id x) {
         if (!dep[x]) return operand(x);
         auto it = row_of.find(x);
+        if (it == row_of.end() && P.node(x).op == Op::Input)  // (schedule.cpp lanes_kept_apart)
+            throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", G.kernel, P.node(x).index));
         return it != row_of.end() ? fmt::format("l{}", it->second) : fmt::format("k{}", x);
     };
     s += fmt::format("{}for (int c = 0; c < {}; c += W) {{\n", in, n);

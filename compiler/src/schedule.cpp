@@ -679,6 +679,34 @@ void count_lanes(const ir::Program& P, const std::vector<Id>& roots, Factorizati
     }
 }
 
+/// Whether the merged program `rw` of `out` keeps every lane kernel on its own inputs (what it
+/// computes reads no other row's lane input) and the scalar values (outputs, Jacobian, pivots, the
+/// groups' right-hand sides and extras) off every lane input.
+bool lanes_kept_apart(const ir::Rewrite& rw, const Factorization& out) {
+    const ir::Program& Q = rw.prog;
+    const std::vector<bool> dep = lane_dependent(Q);
+    std::vector<Id> scalar;
+    for (Id x : out.outputs) scalar.push_back(rw.map[x]);
+    for (Id x : out.jacobian) scalar.push_back(rw.map[x]);
+    for (const ScheduledPivot& pv : out.pivots) scalar.push_back(rw.map[pv.value]);
+    for (const LaneGroup& G : out.lane_groups) {
+        for (Id x : G.rhs) scalar.push_back(rw.map[x]);
+        for (Id x : G.extra) scalar.push_back(rw.map[x]);
+    }
+    for (Id x : scalar)
+        if (dep[x]) return false;
+    for (const LaneKernel& K : out.lane_kernels) {
+        std::vector<Id> outs;
+        for (Id x : K.outputs) outs.push_back(rw.map[x]);
+        std::set<Id> inputs;
+        for (Id x : K.inputs) inputs.insert(rw.map[x]);
+        const std::vector<bool> live = Q.live_nodes(outs);
+        for (int i = 0; i < Q.size(); ++i)
+            if (live[i] && Q.node(i).op == ir::Op::Input && Q.node(i).source == ir::Source::Lane && !inputs.count(i)) return false;
+    }
+    return true;
+}
+
 /// Merges equal values (symmetric halves of the Schur complements, among others) when that makes
 /// the program cheaper, then counts what the outputs, the pivot checks and the Jacobian need,
 /// split by phase (Factorization::ops*).
@@ -704,6 +732,14 @@ void merge_and_count_once(const System& sys, bool derivatives, Factorization& ou
     };
     std::vector<int> bounds{out.first_factor_node, out.first_solve_node};
     ir::Rewrite rw = ir::merge_equal_values(P, roots, bounds, true);
+    if (!out.lane_kernels.empty() && !lanes_kept_apart(rw, out)) {
+        // a kernel's value merged with one of another kernel's or the scalar program's, equal only
+        // up to nearby constants (and so negligible there) but reading other inputs: merged again
+        // with the kernels' values kept apart
+        const std::vector<bool> apart = lane_dependent(P);
+        bounds = {out.first_factor_node, out.first_solve_node};
+        rw = ir::merge_equal_values(P, roots, bounds, true, 1, &apart);
+    }
     if (P.count(P.live_nodes(roots)).total() <= cost(rw)) {  // keep the program as it is
         rw.prog = P, rw.map.resize(P.size());
         for (int i = 0; i < P.size(); ++i) rw.map[i] = i;
