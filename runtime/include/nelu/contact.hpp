@@ -108,28 +108,32 @@ template <class S> Xform<S> world_placement(const S* pose) {
     return joint_transform(free, pose);
 }
 
-/// The inverse of world_placement: pose = x y z qx qy qz qw of the transform X (world -> frame),
-/// the quaternion of R = E^T by Shepperd's choice of the largest pivot, with qw >= 0.
-template <class S> void world_pose(const Xform<S>& X, S* pose) {
+/// The unit quaternion q = x y z w of a rotation matrix R (q and -q are one rotation: the one with
+/// w >= 0), by Shepperd's choice of the largest pivot: accurate near angles 0 and pi alike.
+template <class S> void rotation_quaternion(const Mat3<S>& R, S* q) {
     using std::sqrt;
-    const Mat3<S> R = transpose(X.E);
-    for (int k = 0; k < 3; ++k) pose[k] = X.r[k];
     const S tr = R(0, 0) + R(1, 1) + R(2, 2);
-    S q[4];  // x y z w
     if (tr >= R(0, 0) && tr >= R(1, 1) && tr >= R(2, 2)) {
-        const S t = sqrt(S(1) + tr);
+        const S t = sqrt(S(1) + tr);  // 2 |w|
         q[3] = S(0.5) * t;
         q[0] = (R(2, 1) - R(1, 2)) / (S(2) * t), q[1] = (R(0, 2) - R(2, 0)) / (S(2) * t), q[2] = (R(1, 0) - R(0, 1)) / (S(2) * t);
     } else {
         const int i = R(0, 0) >= R(1, 1) && R(0, 0) >= R(2, 2) ? 0 : R(1, 1) >= R(2, 2) ? 1 : 2;
         const int j = (i + 1) % 3, k = (i + 2) % 3;
-        const S t = sqrt(S(1) + R(i, i) - R(j, j) - R(k, k));
+        const S t = sqrt(S(1) + R(i, i) - R(j, j) - R(k, k));  // 2 |q_i|
         q[i] = S(0.5) * t;
         q[j] = (R(j, i) + R(i, j)) / (S(2) * t), q[k] = (R(k, i) + R(i, k)) / (S(2) * t);
         q[3] = (R(k, j) - R(j, k)) / (S(2) * t);
     }
-    const S sign = q[3] < S(0) ? S(-1) : S(1);
-    for (int k = 0; k < 4; ++k) pose[3 + k] = sign * q[k];
+    if (q[3] < S(0))
+        for (int k = 0; k < 4; ++k) q[k] = -q[k];
+}
+
+/// The inverse of world_placement: pose = x y z qx qy qz qw of the transform X (world -> frame),
+/// the quaternion of R = E^T with qw >= 0.
+template <class S> void world_pose(const Xform<S>& X, S* pose) {
+    for (int k = 0; k < 3; ++k) pose[k] = X.r[k];
+    rotation_quaternion(transpose(X.E), pose + 3);
 }
 
 /// X_{c<-l} of a frame given as an origin in frame l, URDF style: position xyz, and the rotation
@@ -145,30 +149,19 @@ template <class S> Xform<S> origin_xform(const Vec3<S>& xyz, const Vec3<S>& rpy)
 // Rotations and rigid motions: Pinocchio's log3 and log6 (spatial/log.hxx), angular first.
 
 /// log3(R): the rotation vector w (|w| in [0, pi]) with exp(wx) = R, R a rotation matrix, through
-/// its unit quaternion (Shepperd's choice of the largest pivot; accurate near 0 and pi alike).
+/// its unit quaternion (rotation_quaternion: accurate near 0 and pi alike).
 template <class S> Vec3<S> log3(const Mat3<S>& R) {
     using std::atan2;
     using std::sqrt;
-    const S tr = R(0, 0) + R(1, 1) + R(2, 2);
-    S w, v[3];
-    if (tr >= R(0, 0) && tr >= R(1, 1) && tr >= R(2, 2)) {
-        const S t = sqrt(S(1) + tr);  // 2 |w|
-        w = S(0.5) * t;
-        v[0] = (R(2, 1) - R(1, 2)) / (S(2) * t), v[1] = (R(0, 2) - R(2, 0)) / (S(2) * t), v[2] = (R(1, 0) - R(0, 1)) / (S(2) * t);
-    } else {
-        int i = R(0, 0) >= R(1, 1) && R(0, 0) >= R(2, 2) ? 0 : R(1, 1) >= R(2, 2) ? 1 : 2;
-        const int j = (i + 1) % 3, k = (i + 2) % 3;
-        const S t = sqrt(S(1) + R(i, i) - R(j, j) - R(k, k));  // 2 |v_i|
-        v[i] = S(0.5) * t;
-        v[j] = (R(j, i) + R(i, j)) / (S(2) * t), v[k] = (R(k, i) + R(i, k)) / (S(2) * t);
-        w = (R(k, j) - R(j, k)) / (S(2) * t);
-    }
-    if (w < S(0)) w = -w, v[0] = -v[0], v[1] = -v[1], v[2] = -v[2];  // the rotation angle in [0, pi]
-    const S s = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);  // sin(theta / 2)
+    S q[4];
+    rotation_quaternion(R, q);  // the rotation angle theta in [0, pi]: q[3] = cos(theta / 2) >= 0
+    const S w = q[3];
+    const S s = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);  // sin(theta / 2)
     // theta / sin(theta / 2) = 2 atan2(s, w) / s; its series (2 / w)(1 - s^2 / (3 w^2)) near 0
     const S f = s < S(1e-6) ? (S(2) / w) * (S(1) - s * s / (S(3) * w * w)) : S(2) * atan2(s, w) / s;
-    return {{f * v[0], f * v[1], f * v[2]}};
+    return {{f * q[0], f * q[1], f * q[2]}};
 }
+
 
 /// log6 of the rigid motion (R, p) (rotation, then translation p): the twist [w; v] with
 /// exp6 = (R, p), w = log3(R), v = alpha p - w x p / 2 + beta (w . p) w,
