@@ -144,8 +144,8 @@ CheckReport run_check(const CheckOptions& o) {
     // e, e_float: the value solvers' forward errors at this state (CheckReport::derivatives)
     auto check_derivatives = [&](const State& st, const std::vector<double>& q, const std::vector<double>& qd,
                                  const std::vector<double>& in, const std::vector<double>& out, double e, double e_float) {
-        const double tol_ir = std::max(1e-10, 10 * e), tol_fd = std::max(1e-5, 10 * e / 1e-6), tol_f = std::max(1e-4, 10 * e_float);
-        if (tol_ir > 1e-10 || tol_fd > 1e-5 || tol_f > 1e-4) ++rep.conditioned_states;
+        const double tol_ir = std::max(1e-10, 10 * e), tol_fd = std::max(1e-5, 10 * e / 1e-6);
+        double tol_f = std::max(1e-4, 10 * e_float);  // (raised below by the arguments' rounding)
         const std::size_t nc = cols.size();
         std::vector<double> o2(nout), J(nout * nc);
         if (call(fjac, Arguments<double>(q, qd, in), o2, J) != NELU_STATUS_OK) { ++rep.failed_status; return; }
@@ -176,17 +176,14 @@ CheckReport run_check(const CheckOptions& o) {
                 // what rounding the arguments to float alone does to the double Jacobian (as for
                 // sensor problems' values, CheckReport::tolerance_float): 100 times it, when larger
                 std::vector<double> or_(nout), Jr(J.size());
-                const Arguments<float> rounded(q, qd, in);
-                double tol = tol_f;
-                if (call(fjac, Arguments<double>(rounded), or_, Jr) == NELU_STATUS_OK) {
-                    const double e_round = forward_error(Jr, J);
-                    if (100 * e_round > tol) tol = 100 * e_round, rep.conditioned_states += tol_f == 1e-4;
-                }
+                if (call(fjac, Arguments<double>(Arguments<float>(q, qd, in)), or_, Jr) == NELU_STATUS_OK)
+                    tol_f = std::max(tol_f, 100 * forward_error(Jr, J));
                 const double e_f = forward_error(Jf, J);
                 rep.jac_float = std::max(rep.jac_float, e_f);
-                rep.jac_float_judged = std::max(rep.jac_float_judged, e_f / tol);
+                rep.jac_float_judged = std::max(rep.jac_float_judged, e_f / tol_f);
             }
         }
+        rep.conditioned_states += tol_ir > 1e-10 || tol_fd > 1e-5 || tol_f > 1e-4;  // each state once
         ++rep.derivative_states;
     };
     BatchStates batch_states;  // every state's arguments, and its reference outputs, for the batch forms

@@ -123,8 +123,7 @@ std::string Form::statement(std::size_t k) const {
         case Op::Log6BetaDt: {  // runtime trig.hpp (scalar) or lanes.hpp (lanes)
             static const std::map<Op, const char*> fn = {{Op::Log3Ratio, "log3_ratio"}, {Op::Log3RatioDx, "log3_ratio_dx"},
                                                          {Op::Log6Beta, "log6_beta"}, {Op::Log6BetaDt, "log6_beta_dt"}};
-            const std::string ns = std::string(math()) == "std::" ? "nelu::" : math();
-            rhs = fmt::format("{}{}({}{})", ns, fn.at(n.op), operand(n.a), n.b >= 0 ? ", " + operand(n.b) : std::string());
+            rhs = fmt::format("{}{}({}{})", runtime_math(), fn.at(n.op), operand(n.a), n.b >= 0 ? ", " + operand(n.b) : std::string());
             break;
         }
         default: break;

@@ -56,6 +56,9 @@ protected:
     virtual std::string output(ir::Id x) const { return operand(x); }
     /// The namespace of sin, cos and sqrt.
     virtual const char* math() const = 0;
+    /// The namespace of the runtime's own functions (the rotation-log functions of trig.hpp, or
+    /// their lane overloads in lanes.hpp).
+    virtual const char* runtime_math() const = 0;
 
     // --- statements
     /// The statement at position k of the layout (with its comment).
@@ -115,6 +118,7 @@ public:
 protected:
     const char* value_type() const override { return "T"; }
     const char* math() const override { return "std::"; }
+    const char* runtime_math() const override { return "nelu::"; }
     std::string statement(std::size_t k) const override;
     std::string pivot_test(ir::Id x, const ScheduledPivot& pv) const override;
     std::string on_pivot_test(const std::string& test) const override;
@@ -164,6 +168,7 @@ protected:
     std::string output(ir::Id x) const override;
     const char* value_type() const override { return "V"; }
     const char* math() const override { return "nelu::lanes::"; }
+    const char* runtime_math() const override { return "nelu::lanes::"; }
     std::string pivot_test(ir::Id x, const ScheduledPivot& pv) const override;
     std::string on_pivot_test(const std::string& test) const override { return "    bad |= " + test + ";\n"; }
     bool defer(std::size_t k) override;
