@@ -197,22 +197,25 @@ TEST_CASE("derivatives: the manifest lists the columns and the structural zeros;
 }
 
 TEST_CASE("derivatives: columns in lanes, with and without vector lanes, agree with the derivative program") {
-    // the UR5e's hybrid problem: 18 columns, 5 groups, small enough for several builds; the build
+    // the UR5e's hybrid problem: 18 columns, 4 groups, small enough for several builds; the build
     // without lanes (NELU_LANES_SCALAR) runs the column-by-column program of the #else branch
     const std::string dir = nelu::test::scratch_dir("derivatives_lanes"), spec_file = spec("ur5e_hybrid.yaml");
     const nelu::test::CliResult c =
         run_nelu("compile '" + robot("ur5e.urdf") + "' --problem '" + spec_file + "' --derivatives --name h -o '" + dir + "' --verify 20");
     INFO(c.out << c.err);
     REQUIRE(c.exit_code == 0);
-    CHECK(c.out.find("columns in lanes: 5 groups of up to 4 columns") != std::string::npos);
+    CHECK(c.out.find("columns in lanes: 4 groups of up to 4 columns") != std::string::npos);
     CHECK(c.out.find("kernels against the program") != std::string::npos);
     std::ifstream mf(dir + "/h.json"), sf(dir + "/h.cpp");
     const nlohmann::json m = nlohmann::json::parse(mf);
     std::stringstream source;
     source << sf.rdbuf();
     const nlohmann::json& lanes = m.at("derivatives").at("lanes");
-    CHECK(lanes.at("columns") == 17);  // the 18th's right-hand side is structurally zero: a zero column of the program
-    CHECK(lanes.at("groups") == 5);
+    // 17 columns have a right-hand side (the 18th's is structurally zero: a zero column of the
+    // program); 4 of them, whose kernel costs more with two columns per instruction than they cost
+    // in the program, are left to it (schedule.cpp prune_lanes)
+    CHECK(lanes.at("columns") == 13);
+    CHECK(lanes.at("groups") == 4);
     // fewer instructions per call with wider lanes, each below the program's column by column from W = 2
     const long w1 = lanes.at("ops_per_call").at("W1"), w2 = lanes.at("ops_per_call").at("W2"), w4 = lanes.at("ops_per_call").at("W4");
     CHECK(w4 < w2);

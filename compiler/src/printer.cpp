@@ -177,17 +177,20 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
             }
         return t;
     }
-    std::string s = fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, W at a time\n"
-                                "{0}using V = nelu::lanes::Vec<T>;\n"
-                                "{0}constexpr int W = nelu::lanes::Lane<T>::W, S = ({2} + W - 1) / W * W;  // lanes per row: the columns, then zeros\n"
-                                "{0}T r[{4} * S], x[{5} * S];\n",
-                                in, cols, n, n == 1 ? "" : "s", rows, no);
-    s += fmt::format("{0}for (int i = 0; i < {1}; ++i)\n{0}    for (int c = {2}; c < S; ++c) r[i * S + c] = T(0);\n", in, rows, n);
-    for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t c = 0; c < n; ++c) s += fmt::format("{}r[{} * S + {}] = {};\n", in, i, c, operand(G.rhs[i * n + c]));
-    // the kernel: its inputs loaded from r, its statements over V (a scalar operand is broadcast)
+    // the kernel over Cols<T, n> (nelu/lanes.hpp: a vector of n columns): its inputs the right-hand
+    // sides' rows, its statements straight-line code (a scalar operand is broadcast), its outputs
+    // into jac
+    std::string s = fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, in lanes\n"
+                                "{0}using C = nelu::lanes::Cols<T, {2}>;\n",
+                                in, cols, n, n == 1 ? "" : "s", rows);
     std::map<Id, std::size_t> row_of;
     for (std::size_t i = 0; i < rows; ++i) row_of[K.inputs[i]] = i;
+    for (std::size_t i = 0; i < rows; ++i) {
+        if (!kp.row_read[i]) continue;
+        std::string values;
+        for (std::size_t c = 0; c < n; ++c) values += (c ? ", " : "") + operand(G.rhs[i * n + c]);
+        s += fmt::format("{}const C l{} = {{{}}};\n", in, i, values);
+    }
     auto kernel_operand = [&](Id x) {
         if (!dep[x]) return operand(x);
         auto it = row_of.find(x);
@@ -195,27 +198,34 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
             throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", G.kernel, P.node(x).index));
         return it != row_of.end() ? fmt::format("l{}", it->second) : fmt::format("k{}", x);
     };
-    s += fmt::format("{}for (int c = 0; c < {}; c += W) {{\n", in, n);
-    for (std::size_t i = 0; i < rows; ++i)
-        if (kp.row_read[i]) s += fmt::format("{0}    V l{1};\n{0}    std::memcpy(&l{1}, r + {1} * S + c, sizeof(V));\n", in, i);
     for (Id i : kp.statements) {
         const ir::Node& nd = P.node(i);
         const std::string rhs = arithmetic(nd.op, kernel_operand(nd.a), nd.b >= 0 ? kernel_operand(nd.b) : std::string());
         if (rhs.empty()) throw std::logic_error("a lane kernel computes more than a solve");
-        s += fmt::format("{}    const V k{} = {};\n", in, i, rhs);
+        s += fmt::format("{}const C k{} = {};\n", in, i, rhs);
     }
-    for (std::size_t o = 0; o < no; ++o)
-        if (dep[K.outputs[o]]) s += fmt::format("{}    std::memcpy(x + {} * S + c, &{}, sizeof(V));\n", in, o, kernel_operand(K.outputs[o]));
-    s += fmt::format("{}}}\n", in);
-    for (std::size_t o = 0; o < no; ++o)
+    // the outputs into jac, their finiteness in lanes: z sums x - x over them (0 where every one is
+    // finite, NaN else); what a column adds beyond the kernel (a combination's terms free of dx) after
+    std::string z, after;
+    for (std::size_t o = 0; o < no; ++o) {
+        const Id ko = K.outputs[o];
+        std::string to;
         for (std::size_t c = 0; c < n; ++c) {
-            const Id ko = K.outputs[o], extra = G.extra[o * n + c];
-            std::string v = dep[ko] ? fmt::format("x[{} * S + {}]", o, c) : operand(ko);
-            if (extra != P.zero()) v += " + " + operand(extra);
+            const Id extra = G.extra[o * n + c];
             const std::size_t e = o * nc + static_cast<std::size_t>(G.columns[c]);
-            s += fmt::format("{}jac[{}] = {};\n{}ok = ok && std::isfinite(jac[{}]);\n", in, e, v, in, e);
+            to += fmt::format(", jac + {}", e);
+            if (dep[ko] && extra == P.zero()) continue;
+            const std::string v = dep[ko] ? fmt::format("jac[{}]", e) : operand(ko);
+            after += fmt::format("{0}jac[{1}] = {2}{3};\n{0}ok = ok && std::isfinite(jac[{1}]);\n", in, e, v,
+                                 extra == P.zero() ? "" : " + " + operand(extra));
         }
-    return s;
+        if (!dep[ko]) continue;
+        const std::string k = kernel_operand(ko);
+        s += fmt::format("{}nelu::lanes::put({}{});\n", in, k, to);
+        z += fmt::format("{}({} - {})", z.empty() ? "" : " + ", k, k);
+    }
+    if (!z.empty()) s += fmt::format("{}ok = ok && nelu::lanes::finite_cols({});\n", in, z);
+    return s + after;
 }
 
 // --- ScalarForm

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -526,6 +527,57 @@ class ColumnSearch {
 /// count of the whole (ColumnSearch). Every form is built in P (dead code is removed later) and the
 /// one with the fewest operations is kept; each form's count is recorded
 /// (Factorization::derivative_forms). `x` is the solution for b; `factors_only`: no trailing block.
+/// The groups of kLaneGroup columns (each ascending, the groups in order of their first column) whose
+/// kernels cost least together: a kernel solves its group's union pattern, so columns of one
+/// pattern go together (a leg's joints, a contact's components), and the rest are joined greedily,
+/// the column of the largest pattern first with those that widen it least. Deterministic.
+std::vector<std::vector<int>> group_lane_columns(const ir::Program& P, const std::vector<std::vector<Id>>& rhs, const std::vector<int>& columns) {
+    std::map<std::vector<int>, std::vector<int>> of_pattern;  // pattern -> its columns, ascending
+    for (int j : columns) {
+        std::vector<int> rows;
+        for (std::size_t r = 0; r < rhs[static_cast<std::size_t>(j)].size(); ++r)
+            if (rhs[static_cast<std::size_t>(j)][r] != P.zero()) rows.push_back(static_cast<int>(r));
+        of_pattern[rows].push_back(j);
+    }
+    std::vector<std::vector<int>> groups;
+    std::vector<std::pair<std::vector<int>, int>> left;  // (pattern, column) of the columns not in a full group
+    for (const auto& [rows, cols] : of_pattern) {
+        std::size_t k = 0;
+        for (; k + kLaneGroup <= cols.size(); k += kLaneGroup) groups.emplace_back(cols.begin() + static_cast<long>(k), cols.begin() + static_cast<long>(k + kLaneGroup));
+        for (; k < cols.size(); ++k) left.emplace_back(rows, cols[k]);
+    }
+    auto widened = [](const std::vector<int>& into, const std::vector<int>& rows) {  // rows of `rows` not in `into`
+        std::vector<int> d;
+        std::set_difference(rows.begin(), rows.end(), into.begin(), into.end(), std::back_inserter(d));
+        return d;
+    };
+    std::sort(left.begin(), left.end(), [](const auto& a, const auto& b) {
+        return a.first.size() != b.first.size() ? a.first.size() > b.first.size() : a.second < b.second;
+    });
+    std::vector<bool> used(left.size(), false);
+    for (std::size_t s = 0; s < left.size(); ++s) {
+        if (used[s]) continue;
+        used[s] = true;
+        std::vector<int> group{left[s].second}, rows = left[s].first;
+        while (group.size() < static_cast<std::size_t>(kLaneGroup)) {
+            std::size_t pick = left.size(), cost = 0;
+            for (std::size_t t = s + 1; t < left.size(); ++t)
+                if (!used[t])
+                    if (const std::size_t c = widened(rows, left[t].first).size(); pick == left.size() || c < cost) pick = t, cost = c;
+            if (pick == left.size()) break;
+            used[pick] = true;
+            group.push_back(left[pick].second);
+            const std::vector<int> more = widened(rows, left[pick].first);
+            rows.insert(rows.end(), more.begin(), more.end());
+            std::sort(rows.begin(), rows.end());
+        }
+        std::sort(group.begin(), group.end());
+        groups.push_back(std::move(group));
+    }
+    std::sort(groups.begin(), groups.end());
+    return groups;
+}
+
 /// The columns of a Jacobian solved by the factors, in lanes (LaneGroup): per column its right-hand
 /// side `rhs` (empty: the column stays in the scalar program), kernels shared by the groups of one
 /// pattern.
@@ -534,39 +586,59 @@ void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const
     std::vector<int> lane_cols;  // a column whose right-hand side is structurally zero is zero: left to the program
     for (std::size_t j = 0; j < cols.size(); ++j)
         if (std::any_of(rhs[j].begin(), rhs[j].end(), [&](Id v) { return v != P.zero(); })) lane_cols.push_back(static_cast<int>(j));
-    std::map<std::vector<int>, int> kernel_of;  // pattern -> kernel
-    for (std::size_t g = 0; g < lane_cols.size(); g += kLaneGroup) {
-        LaneGroup G;
-        G.columns.assign(lane_cols.begin() + static_cast<long>(g), lane_cols.begin() + static_cast<long>(std::min(lane_cols.size(), g + kLaneGroup)));
+    auto pattern = [&](const std::vector<int>& group) {  // the rows where a column of the group has a nonzero
         std::vector<int> rows;
         for (int r = 0; r < sys.m(); ++r)
-            if (std::any_of(G.columns.begin(), G.columns.end(), [&](int j) { return rhs[j][r] != P.zero(); })) rows.push_back(r);
-        const auto [it, fresh] = kernel_of.emplace(rows, static_cast<int>(out.lane_kernels.size()));
-        if (fresh) {
-            LaneKernel K;
-            K.rows = rows;
-            std::vector<Id> b(static_cast<std::size_t>(sys.m()), P.zero());
-            for (int r : rows) K.inputs.push_back(b[r] = P.input(ir::Source::Lane, r));
-            // back substitution plainly or with subtree transfers: the kernel with fewer operations
-            const std::vector<bool> dep = lane_dependent(P);  // (before either: both are new nodes)
-            long best = -1;
-            for (BackSubstitution how : {BackSubstitution::Plain, BackSubstitution::Transfers}) {
-                const std::vector<Id> dx = solve(b, how);
-                std::vector<Id> outs;
-                for (const Slot& s : sys.out) {
-                    Id v = P.zero();
-                    if (s.column >= 0) v = dx[static_cast<std::size_t>(s.column)];
-                    else
-                        for (const auto& [col, coef] : s.terms) v = P.add(v, P.mul(coef, dx[static_cast<std::size_t>(col)]));
-                    outs.push_back(v);
-                }
-                std::vector<bool> live = P.live_nodes(outs);
-                for (int i = 0; i < P.size(); ++i) live[i] = live[i] && (i >= static_cast<int>(dep.size()) || dep[i]);
-                const long ops = P.count(live).total();
-                if (best < 0 || ops < best) best = ops, K.outputs = outs;
+            if (std::any_of(group.begin(), group.end(), [&](int j) { return rhs[j][r] != P.zero(); })) rows.push_back(r);
+        return rows;
+    };
+    std::map<std::vector<int>, std::pair<LaneKernel, long>> built;  // pattern -> its kernel and the kernel's operations
+    auto kernel = [&](const std::vector<int>& rows) -> const std::pair<LaneKernel, long>& {
+        if (auto it = built.find(rows); it != built.end()) return it->second;
+        LaneKernel K;
+        K.rows = rows;
+        std::vector<Id> b(static_cast<std::size_t>(sys.m()), P.zero());
+        for (int r : rows) K.inputs.push_back(b[r] = P.input(ir::Source::Lane, r));
+        // back substitution plainly or with subtree transfers: the kernel with fewer operations
+        const std::vector<bool> dep = lane_dependent(P);  // (before either: both are new nodes)
+        long best = -1;
+        for (BackSubstitution how : {BackSubstitution::Plain, BackSubstitution::Transfers}) {
+            const std::vector<Id> dx = solve(b, how);
+            std::vector<Id> outs;
+            for (const Slot& s : sys.out) {
+                Id v = P.zero();
+                if (s.column >= 0) v = dx[static_cast<std::size_t>(s.column)];
+                else
+                    for (const auto& [col, coef] : s.terms) v = P.add(v, P.mul(coef, dx[static_cast<std::size_t>(col)]));
+                outs.push_back(v);
             }
-            out.lane_kernels.push_back(std::move(K));
+            std::vector<bool> live = P.live_nodes(outs);
+            for (int i = 0; i < P.size(); ++i) live[i] = live[i] && (i >= static_cast<int>(dep.size()) || dep[i]);
+            const long ops = P.count(live).total();
+            if (best < 0 || ops < best) best = ops, K.outputs = outs;
         }
+        return built.emplace(rows, std::make_pair(std::move(K), best)).first->second;
+    };
+    // the columns in order, kLaneGroup at a time, or grouped by pattern: whichever costs fewer
+    // operations per call with two columns per instruction (the generic x86-64 build's lanes)
+    std::vector<std::vector<std::vector<int>>> groupings(2);
+    for (std::size_t g = 0; g < lane_cols.size(); g += kLaneGroup)
+        groupings[0].emplace_back(lane_cols.begin() + static_cast<long>(g), lane_cols.begin() + static_cast<long>(std::min(lane_cols.size(), g + kLaneGroup)));
+    groupings[1] = group_lane_columns(P, rhs, lane_cols);
+    std::size_t pick = 0;
+    long least = -1;
+    for (std::size_t k = 0; k < groupings.size(); ++k) {
+        long ops = 0;
+        for (const std::vector<int>& group : groupings[k]) ops += kernel(pattern(group)).second * static_cast<long>((group.size() + 1) / 2);
+        if (least < 0 || ops < least) least = ops, pick = k;
+    }
+    std::map<std::vector<int>, int> kernel_of;  // pattern -> kernel
+    for (std::vector<int>& columns : groupings[pick]) {
+        LaneGroup G;
+        G.columns = std::move(columns);
+        const std::vector<int> rows = pattern(G.columns);
+        const auto [it, fresh] = kernel_of.emplace(rows, static_cast<int>(out.lane_kernels.size()));
+        if (fresh) out.lane_kernels.push_back(kernel(rows).first);
         G.kernel = it->second;
         for (int r : rows)
             for (int j : G.columns) G.rhs.push_back(rhs[j][r]);
@@ -785,6 +857,76 @@ void merge_and_count_once(const System& sys, bool derivatives, Factorization& ou
     }
 }
 
+/// Leaves to the scalar program the lane groups that do not pay: a group whose kernel, run with two
+/// columns per instruction (the generic x86-64 build's lanes), costs more operations than its
+/// columns add to the scalar program beside the rest (unit right-hand sides, such as the input
+/// torques' columns, cost less there than a kernel over their union), and those whose kernel has no
+/// arithmetic (a solve that copies its right-hand side). Counted on the numbered program, one group
+/// at a time in order; then Factorization::lane_ops again.
+void prune_lanes(Factorization& out) {
+    const ir::Program& P = out.prog;
+    std::vector<Id> roots = out.outputs;
+    for (const ScheduledPivot& pv : out.pivots)
+        if (pv.kind != PivotKind::Constant) roots.push_back(pv.value);
+    const std::size_t no = out.outputs.size(), nc = out.jacobian.size() / std::max<std::size_t>(no, 1);
+    const std::vector<bool> dep = lane_dependent(P);
+    std::vector<KernelProgram> kp;
+    std::vector<long> kernel_ops;
+    std::vector<int> users(out.lane_kernels.size(), 0);
+    for (const LaneKernel& K : out.lane_kernels) {
+        kp.push_back(kernel_program(P, K, dep));
+        std::vector<bool> statements(static_cast<std::size_t>(P.size()), false);
+        for (Id i : kp.back().statements) statements[i] = true;
+        kernel_ops.push_back(P.count(statements).total());
+    }
+    std::vector<bool> in_lanes(nc, false);
+    ir::LiveCount live(P);
+    for (Id r : roots) live.add(r);
+    for (const LaneGroup& G : out.lane_groups) {
+        ++users[static_cast<std::size_t>(G.kernel)];
+        for (int j : G.columns) in_lanes[static_cast<std::size_t>(j)] = true;
+        for (Id v : G.rhs) live.add(v);
+        for (Id v : G.extra) live.add(v);
+    }
+    for (const KernelProgram& k : kp)
+        for (Id v : k.reads) live.add(v);
+    for (std::size_t o = 0; o < no; ++o)
+        for (std::size_t j = 0; j < nc; ++j)
+            if (!in_lanes[j]) live.add(out.jacobian[o * nc + j]);
+    std::vector<LaneGroup> kept;
+    for (LaneGroup& G : out.lane_groups) {
+        const std::size_t k = static_cast<std::size_t>(G.kernel);
+        const long before = live.total();
+        auto move = [&](bool to_scalar) {  // the group's columns into the scalar program, or back
+            auto give = [&](Id v) { to_scalar ? live.add(v) : live.remove(v); };
+            auto take = [&](Id v) { to_scalar ? live.remove(v) : live.add(v); };
+            for (int j : G.columns)
+                for (std::size_t o = 0; o < no; ++o) give(out.jacobian[o * nc + static_cast<std::size_t>(j)]);
+            for (Id v : G.rhs) take(v);
+            for (Id v : G.extra) take(v);
+            if (users[k] == 1)
+                for (Id v : kp[k].reads) take(v);
+        };
+        move(true);
+        if (kernel_ops[k] == 0 || live.total() - before < kernel_ops[k] * static_cast<long>((G.columns.size() + 1) / 2)) {
+            --users[k];
+            continue;
+        }
+        move(false);
+        kept.push_back(std::move(G));
+    }
+    // the kernels still used, renumbered in order
+    std::vector<int> renumber(out.lane_kernels.size(), -1);
+    std::vector<LaneKernel> kernels;
+    for (LaneGroup& G : kept) {
+        int& r = renumber[static_cast<std::size_t>(G.kernel)];
+        if (r < 0) r = static_cast<int>(kernels.size()), kernels.push_back(out.lane_kernels[static_cast<std::size_t>(G.kernel)]);
+        G.kernel = r;
+    }
+    out.lane_groups = std::move(kept), out.lane_kernels = std::move(kernels);
+    count_lanes(P, roots, out);
+}
+
 /// merge_and_count_once, with the lanes kept where two columns per instruction cost fewer operations
 /// than the columns one by one (both counted after value numbering); else the program is numbered
 /// without them, as it would have been.
@@ -793,7 +935,8 @@ void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
         Factorization without = out;
         without.lane_groups.clear(), without.lane_kernels.clear();
         merge_and_count_once(sys, derivatives, out);
-        if (out.lane_ops[1] < out.ops_derivatives.total()) return;
+        prune_lanes(out);
+        if (!out.lane_groups.empty() && out.lane_ops[1] < out.ops_derivatives.total()) return;
         out = std::move(without);
     }
     merge_and_count_once(sys, derivatives, out);

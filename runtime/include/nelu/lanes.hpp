@@ -343,6 +343,56 @@ inline M status(M small_pivot, M finite_outputs) noexcept {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The Jacobian's columns in lanes (nelu compile --derivatives, docs/derivatives.md "Columns in
+// lanes"): a kernel solves N right-hand sides at once, printed once as straight-line code over
+// Cols<T, N>, a GCC/Clang vector of the N columns' values of one quantity (N rounded up to a power
+// of two, and to at least W lanes; the lanes beyond N zero). Where it is wider than the target's
+// vectors (four double columns with SSE2 or NEON) the compiler splits every operation into
+// operations of the target's width, and a scalar operand is broadcast once for all of them. A
+// kernel's operations are those of a linear solve: sums and differences of columns, columns times,
+// or divided by, a scalar. Every lane computes what the scalar program computes for its column,
+// bit for bit. A row's columns are a braced list (`const C l0 = {a, b, c, d};`); no function takes
+// or returns Cols by value (wider than the target's vectors, that would change the calling
+// convention: g++ -Wpsabi).
+
+#if NELU_LANE_BYTES
+/// The lanes of Cols<T, N>: N rounded up to a power of two, at least w.
+constexpr int cols_lanes(int n, int w) {
+    int p = 1;
+    while (p < n) p *= 2;
+    return p < w ? w : p;
+}
+template <class T, int N>
+struct ColsOf {
+    typedef T type __attribute__((vector_size(sizeof(T) * cols_lanes(N, Lane<T>::W))));
+};
+template <class T, int N>
+using Cols = typename ColsOf<T, N>::type;
+
+/// *d[j] = column j of x, for each destination d[j].
+template <class C, class T, class... D>
+inline void put(const C& x, T* d0, D*... d) noexcept {
+    T* to[] = {d0, d...};
+#if defined(__GNUC__)
+#pragma GCC unroll 16
+#endif
+    for (std::size_t j = 0; j < 1 + sizeof...(D); ++j) *to[j] = x[j];
+}
+
+/// Whether every lane of z is finite, where z is the sum of every output's x - x (0 where all are
+/// finite, NaN where one is infinite or NaN): the sum of its lanes is 0 or NaN.
+template <class C>
+inline bool finite_cols(const C& z) noexcept {
+    auto sum = z[0];
+#if defined(__GNUC__)
+#pragma GCC unroll 16
+#endif
+    for (std::size_t l = 1; l < sizeof(C) / sizeof(z[0]); ++l) sum += z[l];
+    return sum == sum;
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
 // The batch entry points: state-major arrays to lanes and back.
 
 #if NELU_LANE_BYTES && defined(__has_builtin)
