@@ -346,9 +346,10 @@ inline M status(M small_pivot, M finite_outputs) noexcept {
 // The Jacobian's columns in lanes (nelu compile --derivatives, docs/derivatives.md "Columns in
 // lanes"): a kernel solves N right-hand sides at once, printed once as straight-line code over
 // Cols<T, N>, a GCC/Clang vector of the N columns' values of one quantity (N rounded up to a power
-// of two, and to at least W lanes; the lanes beyond N zero). Where it is wider than the target's
-// vectors (four double columns with SSE2 or NEON) the compiler splits every operation into
-// operations of the target's width, and a scalar operand is broadcast once for all of them. A
+// of two, at least 16 bytes; the lanes beyond N zero). Where it is wider than the target's vectors
+// (four double columns with SSE2 or NEON) the compiler splits every operation into operations of
+// the target's width, and a scalar operand is broadcast once for all of them; where it is narrower
+// (AVX-512) the compiler uses the narrower registers the target also has, no lane wasted. A
 // kernel's operations are those of a linear solve: sums and differences of columns, columns times,
 // or divided by, a scalar. Every lane computes what the scalar program computes for its column,
 // bit for bit. A row's columns are a braced list (`const C l0 = {a, b, c, d};`); no function takes
@@ -356,15 +357,15 @@ inline M status(M small_pivot, M finite_outputs) noexcept {
 // convention: g++ -Wpsabi).
 
 #if NELU_LANE_BYTES
-/// The lanes of Cols<T, N>: N rounded up to a power of two, at least w.
-constexpr int cols_lanes(int n, int w) {
+/// The lanes of Cols<T, N>: N rounded up to a power of two, at least `least`.
+constexpr int cols_lanes(int n, int least) {
     int p = 1;
     while (p < n) p *= 2;
-    return p < w ? w : p;
+    return p < least ? least : p;
 }
 template <class T, int N>
 struct ColsOf {
-    typedef T type __attribute__((vector_size(sizeof(T) * cols_lanes(N, Lane<T>::W))));
+    typedef T type __attribute__((vector_size(sizeof(T) * cols_lanes(N, 16 / sizeof(T)))));
 };
 template <class T, int N>
 using Cols = typename ColsOf<T, N>::type;
