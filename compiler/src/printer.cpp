@@ -85,10 +85,11 @@ std::string Form::functions() {
         s += split() ? close_part() : outputs() + "}\n\n";
     }
     if (split()) {
-        for (std::size_t g = 0; L.lanes && g < f.lane_groups.size(); ++g)  // each group a function of its own, reading the work struct
+        const std::vector<std::vector<std::size_t>> blocks = L.lanes ? lane_blocks() : std::vector<std::vector<std::size_t>>{};
+        for (std::size_t b = 0; b < blocks.size(); ++b)  // each block a function of its own, reading the work struct
             s += fmt::format("template <class T>\nbool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w, T* jac) {{\n"
                              "    (void)q, (void)qd, (void)in, (void)w;\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
-                             L.fn, g, lane_block(g, "    "));
+                             L.fn, b, lane_block(blocks[b], "    "));
         s += open_caller();
         for (std::size_t p = 0; p < L.parts; ++p) s += call_part(p);
         s += outputs() + "}\n\n";
@@ -145,8 +146,9 @@ std::string Form::outputs() const {
     if (L.lanes) {
         s += "    // --- the Jacobian's columns in lanes, W at a time: a column that overflows returns NELU_STATUS_NOT_FINITE\n"
              "    //     with out untouched and jac partly written (docs/derivatives.md, \"Columns in lanes\")\n    bool ok = true;\n";
-        for (std::size_t g = 0; g < f.lane_groups.size(); ++g)
-            s += split() ? fmt::format("    ok = {}_lanes{}<T>(q, qd, in, w, jac) && ok;\n", L.fn, g) : "    {\n" + lane_block(g, "        ") + "    }\n";
+        const std::vector<std::vector<std::size_t>> blocks = lane_blocks();
+        for (std::size_t b = 0; b < blocks.size(); ++b)
+            s += split() ? fmt::format("    ok = {}_lanes{}<T>(q, qd, in, w, jac) && ok;\n", L.fn, b) : "    {\n" + lane_block(blocks[b], "        ") + "    }\n";
         s += "    if (!ok) return NELU_STATUS_NOT_FINITE;\n";
     }
     for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, output(L.out[k]));
@@ -155,24 +157,50 @@ std::string Form::outputs() const {
     return s + give_status();
 }
 
-std::string Form::lane_block(std::size_t g, const char* in) const {
-    const LaneGroup& G = f.lane_groups[g];
-    const LaneKernel& K = f.lane_kernels[static_cast<std::size_t>(G.kernel)];
-    const std::size_t n = G.columns.size(), rows = K.rows.size(), no = L.out.size(), nc = L.jac.size() / std::max<std::size_t>(no, 1);
+std::vector<std::vector<std::size_t>> Form::lane_blocks() const {
+    std::vector<std::vector<std::size_t>> blocks;
+    std::map<int, std::size_t> open;  // kernel -> its last block
+    std::vector<std::size_t> columns;  // per block
+    for (std::size_t g = 0; g < f.lane_groups.size(); ++g) {
+        const LaneGroup& G = f.lane_groups[g];
+        auto it = open.find(G.kernel);
+        if (it != open.end() && columns[it->second] + G.columns.size() <= static_cast<std::size_t>(kLaneBlock)) {
+            blocks[it->second].push_back(g), columns[it->second] += G.columns.size();
+            continue;
+        }
+        open[G.kernel] = blocks.size();
+        blocks.push_back({g}), columns.push_back(G.columns.size());
+    }
+    return blocks;
+}
+
+std::string Form::lane_block(const std::vector<std::size_t>& block, const char* in) const {
+    const LaneKernel& K = f.lane_kernels[static_cast<std::size_t>(f.lane_groups[block.front()].kernel)];
+    const KernelProgram& kp = L.lane_programs[static_cast<std::size_t>(f.lane_groups[block.front()].kernel)];
+    struct Column {
+        const LaneGroup* G;
+        std::size_t c;  // its place in G
+        std::size_t jac(std::size_t o, std::size_t nc) const { return o * nc + static_cast<std::size_t>(G->columns[c]); }
+        Id rhs(std::size_t row) const { return G->rhs[row * G->columns.size() + c]; }
+        Id extra(std::size_t o) const { return G->extra[o * G->columns.size() + c]; }
+    };
+    std::vector<Column> columns;  // the block's, group after group
+    for (std::size_t g : block)
+        for (std::size_t c = 0; c < f.lane_groups[g].columns.size(); ++c) columns.push_back({&f.lane_groups[g], c});
+    const std::size_t n = columns.size(), rows = K.rows.size(), no = L.out.size(), nc = L.jac.size() / std::max<std::size_t>(no, 1);
     const std::vector<bool>& dep = L.lane_dep;
-    const KernelProgram& kp = L.lane_programs[static_cast<std::size_t>(G.kernel)];
     std::string cols;
-    for (int j : G.columns) cols += fmt::format("{}{}", cols.empty() ? "" : ", ", j);
+    for (const Column& c : columns) cols += fmt::format("{}{}", cols.empty() ? "" : ", ", c.G->columns[c.c]);
     bool any_input = false, any_output = false;  // (a kernel none of whose outputs reads its inputs is left out)
     for (bool r : kp.row_read) any_input = any_input || r;
     for (Id x : K.outputs) any_output = any_output || dep[x];
     if (!any_input || !any_output) {
         std::string t;
         for (std::size_t o = 0; o < no; ++o)
-            for (std::size_t c = 0; c < n; ++c) {
-                const std::size_t e = o * nc + static_cast<std::size_t>(G.columns[c]);
+            for (const Column& c : columns) {
+                const std::size_t e = c.jac(o, nc);
                 std::string v = operand(K.outputs[o]);
-                if (G.extra[o * n + c] != P.zero()) v += " + " + operand(G.extra[o * n + c]);
+                if (c.extra(o) != P.zero()) v += " + " + operand(c.extra(o));
                 t += fmt::format("{}jac[{}] = {};\n{}ok = ok && std::isfinite(jac[{}]);\n", in, e, v, in, e);
             }
         return t;
@@ -188,14 +216,14 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
     for (std::size_t i = 0; i < rows; ++i) {
         if (!kp.row_read[i]) continue;
         std::string values;
-        for (std::size_t c = 0; c < n; ++c) values += (c ? ", " : "") + operand(G.rhs[i * n + c]);
+        for (std::size_t c = 0; c < n; ++c) values += (c ? ", " : "") + operand(columns[c].rhs(i));
         s += fmt::format("{}const C l{} = {{{}}};\n", in, i, values);
     }
     auto kernel_operand = [&](Id x) {
         if (!dep[x]) return operand(x);
         auto it = row_of.find(x);
         if (it == row_of.end() && P.node(x).op == Op::Input)  // (schedule.cpp lanes_kept_apart)
-            throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", G.kernel, P.node(x).index));
+            throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", f.lane_groups[block.front()].kernel, P.node(x).index));
         return it != row_of.end() ? fmt::format("l{}", it->second) : fmt::format("k{}", x);
     };
     for (Id i : kp.statements) {
@@ -210,9 +238,9 @@ std::string Form::lane_block(std::size_t g, const char* in) const {
     for (std::size_t o = 0; o < no; ++o) {
         const Id ko = K.outputs[o];
         std::string to;
-        for (std::size_t c = 0; c < n; ++c) {
-            const Id extra = G.extra[o * n + c];
-            const std::size_t e = o * nc + static_cast<std::size_t>(G.columns[c]);
+        for (const Column& c : columns) {
+            const Id extra = c.extra(o);
+            const std::size_t e = c.jac(o, nc);
             to += fmt::format(", jac + {}", e);
             if (dep[ko] && extra == P.zero()) continue;
             const std::string v = dep[ko] ? fmt::format("jac[{}]", e) : operand(ko);

@@ -28,6 +28,10 @@ std::string number(double v);
 using Notes = std::map<ir::Id, std::string>;
 
 /// How one form prints the program of one entry point (its Layout).
+/// At most this many Jacobian columns in one lane block (Form::lane_blocks): two groups of four,
+/// a full AVX-512 register of doubles, two of AVX2, four of SSE2 or NEON.
+constexpr int kLaneBlock = 8;
+
 class Form {
 public:
     Form(const Layout& L, const EmitInput& in, const Notes& notes);
@@ -96,7 +100,11 @@ protected:
     std::string outputs() const;
     /// A lane layout's group g (Layout::lanes): its right-hand sides into lanes, its kernel run
     /// ceil(columns / W) times, its entries of jac written; `ok` cleared when one is not finite.
-    std::string lane_block(std::size_t g, const char* indent) const;
+    /// The lane groups printed together: the groups of one kernel, in order, up to kLaneBlock
+    /// columns a block (one kernel over a vector of all of their columns, so that each scalar
+    /// operand is broadcast once for them all).
+    std::vector<std::vector<std::size_t>> lane_blocks() const;
+    std::string lane_block(const std::vector<std::size_t>& groups, const char* indent) const;
 
     const Layout& L;
     const Factorization& f;
