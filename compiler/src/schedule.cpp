@@ -521,16 +521,11 @@ class ColumnSearch {
     std::size_t no_;
 };
 
-/// The Jacobian of the outputs (Factorization::jacobian), in the cheapest form this problem allows
-/// (JacobianForm). Each column can take several forms (ColumnForm); a form of the whole starts
-/// from its natural choice per column and moves a column to another choice while that lowers the
-/// count of the whole (ColumnSearch). Every form is built in P (dead code is removed later) and the
-/// one with the fewest operations is kept; each form's count is recorded
-/// (Factorization::derivative_forms). `x` is the solution for b; `factors_only`: no trailing block.
-/// The groups of kLaneGroup columns (each ascending, the groups in order of their first column) whose
-/// kernels cost least together: a kernel solves its group's union pattern, so columns of one
-/// pattern go together (a leg's joints, a contact's components), and the rest are joined greedily,
-/// the column of the largest pattern first with those that widen it least. Deterministic.
+/// The columns in groups of kLaneGroup by pattern (each group ascending, the groups in order of their
+/// first column): a kernel solves its group's union pattern, so columns of one pattern go together
+/// (a leg's joints, a contact's components), and the rest are joined greedily, the column of the
+/// largest pattern first with those that widen it least. A heuristic: schedule_lanes keeps it where
+/// its kernels cost fewer operations than the columns' in order. Deterministic.
 std::vector<std::vector<int>> group_lane_columns(const ir::Program& P, const std::vector<std::vector<Id>>& rhs, const std::vector<int>& columns) {
     std::map<std::vector<int>, std::vector<int>> of_pattern;  // pattern -> its columns, ascending
     for (int j : columns) {
@@ -657,6 +652,12 @@ void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const
     }
 }
 
+/// The Jacobian of the outputs (Factorization::jacobian), in the cheapest form this problem allows
+/// (JacobianForm). Each column can take several forms (ColumnForm); a form of the whole starts
+/// from its natural choice per column and moves a column to another choice while that lowers the
+/// count of the whole (ColumnSearch). Every form is built in P (dead code is removed later) and the
+/// one with the fewest operations is kept; each form's count is recorded
+/// (Factorization::derivative_forms). `x` is the solution for b; `factors_only`: no trailing block.
 void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, const std::vector<Id>& x, FactorSolve& solve,
                        bool factors_only, StructuredTerm omit, bool lanes, Factorization& out) {
     const std::vector<Tangent> cols = jacobian_columns(model, static_cast<int>(sys.in.size()));
