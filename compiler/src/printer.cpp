@@ -175,8 +175,9 @@ std::vector<std::vector<std::size_t>> Form::lane_blocks() const {
 }
 
 std::string Form::lane_block(const std::vector<std::size_t>& block, const char* in) const {
-    const LaneKernel& K = f.lane_kernels[static_cast<std::size_t>(f.lane_groups[block.front()].kernel)];
-    const KernelProgram& kp = L.lane_programs[static_cast<std::size_t>(f.lane_groups[block.front()].kernel)];
+    const int kernel = f.lane_groups[block.front()].kernel;  // (every group of the block has it)
+    const LaneKernel& K = f.lane_kernels[static_cast<std::size_t>(kernel)];
+    const KernelProgram& kp = L.lane_programs[static_cast<std::size_t>(kernel)];
     struct Column {
         const LaneGroup* G;
         std::size_t c;  // its place in G
@@ -223,7 +224,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
         if (!dep[x]) return operand(x);
         auto it = row_of.find(x);
         if (it == row_of.end() && P.node(x).op == Op::Input)  // (schedule.cpp lanes_kept_apart)
-            throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", f.lane_groups[block.front()].kernel, P.node(x).index));
+            throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", kernel, P.node(x).index));
         return it != row_of.end() ? fmt::format("l{}", it->second) : fmt::format("k{}", x);
     };
     for (Id i : kp.statements) {

@@ -98,12 +98,12 @@ protected:
     virtual std::string give_status() const = 0;
     /// The finiteness check (never a silent NaN), the writes of out (and jac), and the return.
     std::string outputs() const;
-    /// A lane layout's group g (Layout::lanes): its right-hand sides into lanes, its kernel run
-    /// ceil(columns / W) times, its entries of jac written; `ok` cleared when one is not finite.
     /// The lane groups printed together: the groups of one kernel, in order, up to kLaneBlock
     /// columns a block (one kernel over a vector of all of their columns, so that each scalar
     /// operand is broadcast once for them all).
     std::vector<std::vector<std::size_t>> lane_blocks() const;
+    /// A block of lane groups (Layout::lanes): their right-hand sides' rows as Cols vectors, the
+    /// kernel once over them, their entries of jac written; `ok` cleared when one is not finite.
     std::string lane_block(const std::vector<std::size_t>& groups, const char* indent) const;
 
     const Layout& L;

@@ -720,13 +720,29 @@ void form_outputs(ir::Program& P, const System& sys, const std::vector<std::vect
     }
 }
 
-/// Factorization::lane_ops of the lane groups, from the values' roots (outputs and pivots).
-void count_lanes(const ir::Program& P, const std::vector<Id>& roots, Factorization& out) {
-    if (out.lane_groups.empty()) return;
-    const std::size_t no = out.outputs.size(), nc = out.jacobian.size() / std::max<std::size_t>(no, 1);
+/// The lane kernels' programs (kernel_program) on the numbered program P, and each one's operations.
+struct KernelCounts {
+    std::vector<KernelProgram> programs;
+    std::vector<long> ops;
+};
+KernelCounts count_kernels(const ir::Program& P, const Factorization& out) {
     const std::vector<bool> dep = lane_dependent(P);
+    KernelCounts k;
+    for (const LaneKernel& K : out.lane_kernels) {
+        k.programs.push_back(kernel_program(P, K, dep));
+        std::vector<bool> statements(static_cast<std::size_t>(P.size()), false);
+        for (Id i : k.programs.back().statements) statements[i] = true;
+        k.ops.push_back(P.count(statements).total());
+    }
+    return k;
+}
+
+/// The roots of the scalar program beside the lane groups: the values' roots (outputs and pivots),
+/// the groups' right-hand sides and extras, the Jacobian's columns not in lanes, what the kernels read.
+std::vector<Id> lane_scalar_roots(const Factorization& out, const std::vector<Id>& roots, const KernelCounts& kernels) {
+    const std::size_t no = out.outputs.size(), nc = out.jacobian.size() / std::max<std::size_t>(no, 1);
     std::vector<bool> in_lanes(nc, false);
-    std::vector<Id> scalar = roots;  // the scalar program beside the kernels
+    std::vector<Id> scalar = roots;
     for (const LaneGroup& G : out.lane_groups) {
         for (int j : G.columns) in_lanes[static_cast<std::size_t>(j)] = true;
         scalar.insert(scalar.end(), G.rhs.begin(), G.rhs.end());
@@ -735,14 +751,16 @@ void count_lanes(const ir::Program& P, const std::vector<Id>& roots, Factorizati
     for (std::size_t o = 0; o < no; ++o)
         for (std::size_t j = 0; j < nc; ++j)
             if (!in_lanes[j]) scalar.push_back(out.jacobian[o * nc + j]);
-    std::vector<long> kernel_ops;
-    for (const LaneKernel& K : out.lane_kernels) {
-        const KernelProgram kp = kernel_program(P, K, dep);
-        scalar.insert(scalar.end(), kp.reads.begin(), kp.reads.end());
-        std::vector<bool> statements(static_cast<std::size_t>(P.size()), false);
-        for (Id i : kp.statements) statements[i] = true;
-        kernel_ops.push_back(P.count(statements).total());
-    }
+    for (const KernelProgram& kp : kernels.programs) scalar.insert(scalar.end(), kp.reads.begin(), kp.reads.end());
+    return scalar;
+}
+
+/// Factorization::lane_ops of the lane groups, from the values' roots (outputs and pivots).
+void count_lanes(const ir::Program& P, const std::vector<Id>& roots, Factorization& out) {
+    if (out.lane_groups.empty()) return;
+    const KernelCounts kernels = count_kernels(P, out);
+    const std::vector<long>& kernel_ops = kernels.ops;
+    const std::vector<Id> scalar = lane_scalar_roots(out, roots, kernels);
     const long scalar_ops = P.count(P.live_nodes(scalar)).total();
     for (int k = 0; k < 4; ++k) {
         const long w = 1L << k;
@@ -853,8 +871,7 @@ void merge_and_count_once(const System& sys, bool derivatives, Factorization& ou
     if (derivatives) {
         std::vector<Id> all = roots;
         all.insert(all.end(), out.jacobian.begin(), out.jacobian.end());
-        out.ops_derivatives = P.count(P.live_nodes(all));
-        count_lanes(P, roots, out);
+        out.ops_derivatives = P.count(P.live_nodes(all));  // (the lanes: prune_lanes counts them)
     }
 }
 
@@ -870,30 +887,13 @@ void prune_lanes(Factorization& out) {
     for (const ScheduledPivot& pv : out.pivots)
         if (pv.kind != PivotKind::Constant) roots.push_back(pv.value);
     const std::size_t no = out.outputs.size(), nc = out.jacobian.size() / std::max<std::size_t>(no, 1);
-    const std::vector<bool> dep = lane_dependent(P);
-    std::vector<KernelProgram> kp;
-    std::vector<long> kernel_ops;
+    const KernelCounts counts = count_kernels(P, out);
+    const std::vector<KernelProgram>& kp = counts.programs;
+    const std::vector<long>& kernel_ops = counts.ops;
     std::vector<int> users(out.lane_kernels.size(), 0);
-    for (const LaneKernel& K : out.lane_kernels) {
-        kp.push_back(kernel_program(P, K, dep));
-        std::vector<bool> statements(static_cast<std::size_t>(P.size()), false);
-        for (Id i : kp.back().statements) statements[i] = true;
-        kernel_ops.push_back(P.count(statements).total());
-    }
-    std::vector<bool> in_lanes(nc, false);
+    for (const LaneGroup& G : out.lane_groups) ++users[static_cast<std::size_t>(G.kernel)];
     ir::LiveCount live(P);
-    for (Id r : roots) live.add(r);
-    for (const LaneGroup& G : out.lane_groups) {
-        ++users[static_cast<std::size_t>(G.kernel)];
-        for (int j : G.columns) in_lanes[static_cast<std::size_t>(j)] = true;
-        for (Id v : G.rhs) live.add(v);
-        for (Id v : G.extra) live.add(v);
-    }
-    for (const KernelProgram& k : kp)
-        for (Id v : k.reads) live.add(v);
-    for (std::size_t o = 0; o < no; ++o)
-        for (std::size_t j = 0; j < nc; ++j)
-            if (!in_lanes[j]) live.add(out.jacobian[o * nc + j]);
+    for (Id v : lane_scalar_roots(out, roots, counts)) live.add(v);
     std::vector<LaneGroup> kept;
     for (LaneGroup& G : out.lane_groups) {
         const std::size_t k = static_cast<std::size_t>(G.kernel);

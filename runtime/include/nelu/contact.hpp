@@ -162,7 +162,6 @@ template <class S> Vec3<S> log3(const Mat3<S>& R) {
     return {{f * q[0], f * q[1], f * q[2]}};
 }
 
-
 /// log6 of the rigid motion (R, p) (rotation, then translation p): the twist [w; v] with
 /// exp6 = (R, p), w = log3(R), v = alpha p - w x p / 2 + beta (w . p) w,
 /// alpha = (theta / 2) cot(theta / 2), beta = (1 - alpha) / theta^2 (series below theta^2 = 1e-6).
