@@ -91,25 +91,14 @@ int ur5e_fd_derivatives_f(const float* q, const float* qd, const float* in, floa
  * output and derivative is finite. Reentrant, no heap. docs/derivatives.md. */
 #define ur5e_fd_derivatives_NJAC 54
 /* Jacobian formed by: structured, local frames (5273 operations with the outputs). */
-/* Code of ur5e_fd_derivatives_derivatives: straight-line, 5358 statements in 11 functions of at most 500 statements sharing 805 values in ur5e_fd_derivatives_derivatives_work, 5 sine-cosine pairs by nelu::sincos. */
-/* Stack, estimated by nelu as 2 x 1051 values x sizeof(T) + 512 bytes: ur5e_fd_derivatives_derivatives about 17328 bytes, ur5e_fd_derivatives_derivatives_f about 8920 bytes.
- * Over the budget of 16384 bytes (nelu compile --max-stack), so the workspace form is emitted too:
- * ur5e_fd_derivatives_derivatives_ws and ur5e_fd_derivatives_derivatives_f_ws compute what the entry points above do, with every intermediate value in `work`,
- * memory the caller provides: ur5e_fd_derivatives_derivatives_WORK_BYTES bytes aligned to ur5e_fd_derivatives_derivatives_WORK_ALIGN (ur5e_fd_derivatives_derivatives_F_WORK_BYTES
- * and ur5e_fd_derivatives_derivatives_F_WORK_ALIGN for float).
- * Their own frames hold no intermediate values. One workspace per concurrent call; its contents
- * do not matter on entry and are unspecified on return. */
-#define ur5e_fd_derivatives_derivatives_WORK_BYTES 2888
-#define ur5e_fd_derivatives_derivatives_WORK_ALIGN 8
-#define ur5e_fd_derivatives_derivatives_F_WORK_BYTES 1444
-#define ur5e_fd_derivatives_derivatives_F_WORK_ALIGN 4
+/* Code of ur5e_fd_derivatives_derivatives: straight-line, 5358 statements in 11 functions of at most 500 statements sharing 739 values in ur5e_fd_derivatives_derivatives_work, 5 sine-cosine pairs by nelu::sincos. */
+/* Stack, estimated by nelu as 2 x 913 values x sizeof(T) + 512 bytes: ur5e_fd_derivatives_derivatives about 15120 bytes, ur5e_fd_derivatives_derivatives_f about 7816 bytes.
+ * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {
 #endif
 int ur5e_fd_derivatives_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
 int ur5e_fd_derivatives_derivatives_f(const float* q, const float* qd, const float* in, float* out, float* jac);
-int ur5e_fd_derivatives_derivatives_ws(const double* q, const double* qd, const double* in, double* out, double* jac, void* work);
-int ur5e_fd_derivatives_derivatives_f_ws(const float* q, const float* qd, const float* in, float* out, float* jac, void* work);
 #ifdef __cplusplus
 }
 #endif

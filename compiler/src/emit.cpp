@@ -352,7 +352,7 @@ std::string batch_header(const EmitInput& in, const std::vector<Layout>& layouts
     return s + line + " */\n" + extern_c(decl) + "\n#endif\n";
 }
 
-/// NAME_batch.cpp: the lane programs (the same statements as NAME.cpp, printed over lanes) and the
+/// NAME_batch.cpp: the lane programs (the same statements as NAME.cpp, in their own order, printed over lanes) and the
 /// batch entry points, which move state-major rows into lanes and back (nelu::lanes::batch).
 std::string batch_source(const EmitInput& in, const std::vector<Layout>& layouts, const Notes& notes) {
     const std::string& N = in.name;
@@ -390,14 +390,16 @@ std::string c_identifier(const std::string& s) {
 }
 
 Emitted run_emit(const EmitInput& in) {
-    const std::vector<Layout> layouts = emit::plan_layouts(in);
+    const std::vector<Layout> layouts = emit::plan_scalar_layouts(in);
     // NAME_derivatives with its columns in lanes, planned once for the header's comment and the source
-    const std::optional<Layout> lanes =
-        emit::has_lanes(in) ? std::optional<Layout>(emit::plan_layout(in, layouts[1].fn, layouts[1].jac, true)) : std::nullopt;
+    const std::optional<Layout> lanes = emit::has_lanes(in) ? std::optional<Layout>(emit::plan_layout(in, layouts[1].fn, layouts[1].jac, true,
+                                                                                                      emit::Order::depth_first))
+                                                            : std::nullopt;
+    const std::vector<Layout> batch_layouts = in.batch ? emit::plan_batch_layouts(in) : std::vector<Layout>();
     const Notes notes = annotations(in);
     const Layout* lane_layout = lanes ? &*lanes : nullptr;
-    Emitted e{header(in, layouts, lane_layout), source(in, layouts, lane_layout, notes), emit::manifest(in, layouts), "", ""};
-    if (in.batch) e.batch_header = batch_header(in, layouts), e.batch_source = batch_source(in, layouts, notes);
+    Emitted e{header(in, layouts, lane_layout), source(in, layouts, lane_layout, notes), emit::manifest(in, layouts, batch_layouts), "", ""};
+    if (in.batch) e.batch_header = batch_header(in, batch_layouts), e.batch_source = batch_source(in, batch_layouts, notes);
     return e;
 }
 

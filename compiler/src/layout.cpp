@@ -16,18 +16,43 @@ using ir::Op;
 
 bool is_trig(const ir::Node& n) { return n.op == Op::Sin || n.op == Op::Cos; }
 
-/// The live statements in emission order. Every sine and cosine (with the joint-angle sums they
-/// read) first: a call to sin/cos clobbers every vector register, so a call in the middle of the
-/// solver spills whatever is live across it; at the top nothing else is live yet. Measured on the
-/// shipped solvers (g++ -O3): the floating Mini Cheetah's float ID 318 -> 287 ns, the Panda's
-/// 150 -> 141 ns; no solver slower. A stable partition: the order stays topological and
+/// The live statements in emission order: `order` (Order, layout.hpp), then every sine and cosine
+/// (with the joint-angle sums they read) first: a call to sin/cos clobbers every vector register, so a
+/// call in the middle of the solver spills whatever is live across it; at the top nothing else is live
+/// yet. Measured on the shipped solvers (g++ -O3): the floating Mini Cheetah's float ID 318 -> 287 ns,
+/// the Panda's 150 -> 141 ns; no solver slower. A stable partition: the order stays topological and
 /// deterministic. Then the sine and cosine of one angle side by side, so that the source computes
 /// them in one nelu::sincos (runtime trig.hpp): no libm call (docs/large-robots.md).
-std::vector<Id> statements(const ir::Program& P, const std::vector<Id>& roots) {
+std::vector<Id> statements(const ir::Program& P, const std::vector<Id>& roots, Order order) {
     std::vector<Id> stmts;
-    std::vector<bool> live = P.live_nodes(roots);
-    for (int i = 0; i < P.size(); ++i)
-        if (live[i] && P.node(i).op != Op::Const && P.node(i).op != Op::Input) stmts.push_back(i);
+    const std::vector<bool> live = P.live_nodes(roots);
+    auto statement = [&](Id i) { return live[i] && P.node(i).op != Op::Const && P.node(i).op != Op::Input; };
+    if (order == Order::program) {
+        for (int i = 0; i < P.size(); ++i)
+            if (statement(i)) stmts.push_back(i);
+    } else {  // depth first from the roots in program order, each value's operands (a, then b) before it
+        std::vector<Id> from = roots;
+        std::sort(from.begin(), from.end());
+        std::vector<bool> placed(P.size(), false);
+        std::vector<std::pair<Id, int>> stack;  // (node, operands visited)
+        for (Id r : from) {
+            if (r < 0 || placed[r]) continue;
+            stack.push_back({r, 0});
+            while (!stack.empty()) {
+                const Id x = stack.back().first;
+                const int k = stack.back().second++;
+                if (k < 2) {
+                    const Id o = k == 0 ? P.node(x).a : P.node(x).b;
+                    if (o >= 0 && !placed[o] && statement(o)) stack.push_back({o, 0});
+                    continue;
+                }
+                stack.pop_back();
+                if (placed[x]) continue;  // reached twice before it was placed
+                placed[x] = true;
+                if (statement(x)) stmts.push_back(x);
+            }
+        }
+    }
     std::vector<bool> trig(P.size(), false);
     for (int i = P.size() - 1; i >= 0; --i) {
         const ir::Node& n = P.node(i);
@@ -133,7 +158,7 @@ bool has_lanes(const EmitInput& in) { return !in.factorization->jacobian.empty()
 
 std::size_t Layout::part_end(std::size_t p) const { return std::min(stmts.size(), part_begin(p) + per_part); }
 
-Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac, bool lanes) {
+Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac, bool lanes, Order order) {
     const Factorization& f = *in.factorization;
     const ir::Program& P = f.prog;
     Layout L;
@@ -168,15 +193,25 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
     std::vector<Id> roots = L.kept();
     for (const ScheduledPivot& p : f.pivots)
         if (!P.is_const(p.value)) roots.push_back(p.value), L.checks[p.value].push_back(&p);
-    L.stmts = statements(P, roots);
+    L.stmts = statements(P, roots, order);
     allocate(L, P, split(L, P));
     L.workspace = L.stack(in.scalar_double ? sizeof(double) : sizeof(float)) > in.max_stack;
     return L;
 }
 
-std::vector<Layout> plan_layouts(const EmitInput& in) {
-    std::vector<Layout> layouts{plan_layout(in, in.name, {})};  // (the lane variant of NAME_derivatives: emit.cpp)
-    if (!in.factorization->jacobian.empty()) layouts.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian));
+std::vector<Layout> plan_scalar_layouts(const EmitInput& in) {
+    std::vector<Layout> layouts = plan_layouts(in, Order::program, Order::depth_first);
+    Layout depth_first = plan_layout(in, in.name, {}, false, Order::depth_first);
+    if (4 * depth_first.values <= 3 * layouts.front().values) layouts.front() = std::move(depth_first);
+    return layouts;
+}
+
+std::vector<Layout> plan_batch_layouts(const EmitInput& in) { return plan_layouts(in, Order::depth_first, Order::depth_first); }
+
+std::vector<Layout> plan_layouts(const EmitInput& in, Order values, Order derivatives) {
+    std::vector<Layout> layouts{plan_layout(in, in.name, {}, false, values)};  // (the lane variant of NAME_derivatives: emit.cpp)
+    if (!in.factorization->jacobian.empty())
+        layouts.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, false, derivatives));
     return layouts;
 }
 

@@ -262,14 +262,14 @@ void add_code(nlohmann::ordered_json& j, const EmitInput& in, const Layout& L) {
 
 }  // namespace
 
-std::string manifest(const EmitInput& in, const std::vector<Layout>& layouts) {
+std::string manifest(const EmitInput& in, const std::vector<Layout>& layouts, const std::vector<Layout>& batch_layouts) {
     nlohmann::ordered_json j;
     add_arguments(j, in);
     add_costs(j, in);
     add_code(j, in, layouts.front());
     if (in.verified_error >= 0) j["verified"] = {{"states", in.verified_states}, {"tolerance", 1e-9}};
     if (layouts.size() > 1) j["derivatives"] = derivatives_json(in, layouts[1]);
-    if (in.batch) j["batch"] = batch_json(in, layouts);
+    if (in.batch) j["batch"] = batch_json(in, batch_layouts);
     return j.dump(2) + "\n";
 }
 

@@ -12,8 +12,9 @@
 
 namespace nelu::emit {
 
-/// The manifest of the entry points laid out in `layouts` (NAME, then NAME_derivatives).
-std::string manifest(const EmitInput& in, const std::vector<Layout>& layouts);
+/// The manifest of the entry points laid out in `layouts` (NAME, then NAME_derivatives) and, with
+/// --batch, of their batch forms laid out in `batch_layouts`.
+std::string manifest(const EmitInput& in, const std::vector<Layout>& layouts, const std::vector<Layout>& batch_layouts);
 
 /// The spec's file name ("" without a spec): outputs must not depend on where the sources are
 /// checked out.
