@@ -352,8 +352,9 @@ std::string batch_header(const EmitInput& in, const std::vector<Layout>& layouts
     return s + line + " */\n" + extern_c(decl) + "\n#endif\n";
 }
 
-/// NAME_batch.cpp: the lane programs (the same statements as NAME.cpp, in their own order, printed over lanes) and the
-/// batch entry points, which move state-major rows into lanes and back (nelu::lanes::batch).
+/// NAME_batch.cpp: the lane programs (the same statements as NAME.cpp, in their own order, printed
+/// over lanes) and the batch entry points, which move state-major rows into lanes and back
+/// (nelu::lanes::batch).
 std::string batch_source(const EmitInput& in, const std::vector<Layout>& layouts, const Notes& notes) {
     const std::string& N = in.name;
     std::vector<std::unique_ptr<Form>> forms;
