@@ -391,12 +391,13 @@ std::string c_identifier(const std::string& s) {
 }
 
 Emitted run_emit(const EmitInput& in) {
-    const std::vector<Layout> layouts = emit::plan_scalar_layouts(in);
+    const emit::Layouts planned = emit::plan_layouts(in);
+    const std::vector<Layout>& layouts = planned.scalar;
+    const std::vector<Layout>& batch_layouts = planned.batch;
     // NAME_derivatives with its columns in lanes, planned once for the header's comment and the source
     const std::optional<Layout> lanes = emit::has_lanes(in) ? std::optional<Layout>(emit::plan_layout(in, layouts[1].fn, layouts[1].jac, true,
                                                                                                       emit::Order::depth_first))
                                                             : std::nullopt;
-    const std::vector<Layout> batch_layouts = in.batch ? emit::plan_batch_layouts(in) : std::vector<Layout>();
     const Notes notes = annotations(in);
     const Layout* lane_layout = lanes ? &*lanes : nullptr;
     Emitted e{header(in, layouts, lane_layout), source(in, layouts, lane_layout, notes), emit::manifest(in, layouts, batch_layouts), "", ""};

@@ -46,8 +46,7 @@ std::vector<Id> statements(const ir::Program& P, const std::vector<Id>& roots, O
                     if (o >= 0 && !placed[o] && statement(o)) stack.push_back({o, 0});
                     continue;
                 }
-                stack.pop_back();
-                if (placed[x]) continue;  // reached twice before it was placed
+                stack.pop_back();  // (pushed only while unplaced, and no node is its own operand: placed once)
                 placed[x] = true;
                 if (statement(x)) stmts.push_back(x);
             }
@@ -199,20 +198,18 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
     return L;
 }
 
-std::vector<Layout> plan_scalar_layouts(const EmitInput& in) {
-    std::vector<Layout> layouts = plan_layouts(in, Order::program, Order::depth_first);
+Layouts plan_layouts(const EmitInput& in) {
+    Layouts l;
     Layout depth_first = plan_layout(in, in.name, {}, false, Order::depth_first);
-    if (4 * depth_first.values <= 3 * layouts.front().values) layouts.front() = std::move(depth_first);
-    return layouts;
-}
-
-std::vector<Layout> plan_batch_layouts(const EmitInput& in) { return plan_layouts(in, Order::depth_first, Order::depth_first); }
-
-std::vector<Layout> plan_layouts(const EmitInput& in, Order values, Order derivatives) {
-    std::vector<Layout> layouts{plan_layout(in, in.name, {}, false, values)};  // (the lane variant of NAME_derivatives: emit.cpp)
-    if (!in.factorization->jacobian.empty())
-        layouts.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, false, derivatives));
-    return layouts;
+    Layout program = plan_layout(in, in.name, {}, false, Order::program);
+    const bool take = 4 * depth_first.values <= 3 * program.values;
+    if (in.batch) l.batch.push_back(depth_first);
+    l.scalar.push_back(take ? std::move(depth_first) : std::move(program));  // (the lane variant of NAME_derivatives: emit.cpp)
+    if (!in.factorization->jacobian.empty()) {
+        l.scalar.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, false, Order::depth_first));
+        if (in.batch) l.batch.push_back(l.scalar.back());
+    }
+    return l;
 }
 
 long BatchEntry::scalar_size() const { return scalar == std::string("double") ? sizeof(double) : sizeof(float); }

@@ -107,16 +107,16 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
 /// NAME_derivatives with its columns in lanes, when the factorization has lane groups.
 bool has_lanes(const EmitInput& in);
 
-/// The layouts of a compile: NAME, and NAME_derivatives when the factorization has a Jacobian, each
-/// with its statements in the given order.
-std::vector<Layout> plan_layouts(const EmitInput& in, Order values, Order derivatives);
-
-/// The layouts of the scalar entry points: NAME in the program's order unless depth first lowers
-/// its values live at once by a quarter or more, NAME_derivatives depth first (Order).
-std::vector<Layout> plan_scalar_layouts(const EmitInput& in);
-
-/// The layouts of the batch forms: depth first (Order).
-std::vector<Layout> plan_batch_layouts(const EmitInput& in);
+/// The layouts of a compile, each entry point's planned once: NAME, and NAME_derivatives when the
+/// factorization has a Jacobian.
+struct Layouts {
+    /// The scalar entry points: NAME in the program's order unless depth first lowers its values
+    /// live at once by a quarter or more, NAME_derivatives depth first (Order).
+    std::vector<Layout> scalar;
+    /// With --batch, their batch forms: both depth first (Order); empty without.
+    std::vector<Layout> batch;
+};
+Layouts plan_layouts(const EmitInput& in);
 
 /// A batch entry point (--batch): NAME_batch for NAME, NAME_f_batch for NAME_f, ...
 struct BatchEntry {
