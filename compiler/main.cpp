@@ -205,7 +205,7 @@ int run_check_command(const nelu::CheckOptions& o) {
                                  r.derivative_states, r.jac_vs_ir, r.jac_vs_differences, r.out_vs_value, r.jac_float,
                                  r.conditioned_states == 0 ? std::string()
                                  : fmt::format("; at {} states the values' own forward error e set larger tolerances (10 e, 10 e / 1e-6, "
-                                               "float: 10 e_float or 100 x the double jac's change on the arguments rounded to float): worst error over tolerance {:.2g}, {:.2g}, {:.2g}",
+                                               "float: 100 e_float or 100 x the double jac's change on the arguments rounded to float): worst error over tolerance {:.2g}, {:.2g}, {:.2g}",
                                                r.conditioned_states, r.jac_vs_ir_judged, r.jac_vs_differences_judged, r.jac_float_judged));
     if (r.batch) {
         std::cout << fmt::format("  batch forms, each against its scalar entry point on every state in calls of n = 1 .. 3W + 1 states and all "

@@ -734,7 +734,8 @@ TEST_CASE("contacts: random contact sets on random trees compile (verified) or e
 TEST_CASE("contacts (extended): random contact sets on random trees, more cases" * doctest::skip()) { run_property(6, 300); }
 
 // The shipped contact specs (robots/specs) through `nelu compile` and `nelu check` (the generated
-// C++ built and compared with the reference on 1000 states, double and float): about a minute,
+// C++ built and compared with the reference on 1000 states, double and float; the held UR5e's
+// derivatives too): about two minutes,
 // run as test_contacts_check (label slow; not in the sanitizer build).
 TEST_CASE("contacts (nelu check): the shipped contact specs, generated C++ in double and float" * doctest::skip()) {
     const std::string robots = source_dir() + "/robots/";
@@ -747,4 +748,9 @@ TEST_CASE("contacts (nelu check): the shipped contact specs, generated C++ in do
         const nelu::test::CliResult k = nelu::test::compile_and_check(robots + s.robot, robots + "specs/" + s.spec + ".yaml", s.spec);
         CHECK(k.out.find("float:") != std::string::npos);  // both precisions were compared
     }
+    // The held arm's derivatives: near its singular poses the float Jacobian carries the float
+    // values' error once more (its right-hand sides read them), which the check's float tolerance
+    // models (CheckReport::derivatives)
+    const nelu::test::CliResult k = nelu::test::compile_and_check(robots + "ur5e.urdf", robots + "specs/ur5e_tool_contact.yaml", "ur5e_tool_derivatives", "--derivatives");
+    CHECK(k.out.find("float jac against double") != std::string::npos);
 }

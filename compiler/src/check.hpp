@@ -38,8 +38,10 @@ struct CheckReport {
     /// values the problem's conditioning makes less accurate (the value solvers' forward error e
     /// against the reference at that state, double and float) cannot have a more accurate
     /// Jacobian: there the tolerances are 10 e (program), 10 e / 1e-6 (differences: the rounding of
-    /// the values divided by the step) and for float the larger of 10 e_float and 100 times the
-    /// change that rounding the arguments to float makes in the double Jacobian, when larger
+    /// the values divided by the step) and for float the larger of 100 e_float (the Jacobian's
+    /// right-hand sides read the float values, and its columns go through the same float factors:
+    /// the values' error enters it once more, amplified) and 100 times the change that rounding
+    /// the arguments to float makes in the double Jacobian, when larger
     /// (`*_judged`: the worst error over its state's tolerance; at most 1 passes).
     bool derivatives = false;
     double jac_vs_ir = 0, jac_vs_differences = 0, out_vs_value = 0;
