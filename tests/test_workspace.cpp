@@ -4,7 +4,9 @@
 // before the call, and with two workspaces used in turn (reentrancy). The solvers come from
 // nelu_add_solver() in tests/CMakeLists.txt with MAX_STACK 0: the UR5e's FD (one function) and
 // the floating Mini Cheetah's FD (parts sharing a work struct); the UR5e's ID with the default
-// budget gets no workspace form.
+// budget gets no workspace form. With a budget their parts fit, the workspace form runs the
+// ordinary form's parts on the caller's memory (the floating Mini Cheetah's FD, and the held
+// UR5e's contact derivatives with their columns in lanes).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,10 +16,16 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "minicheetah_floating_fd_ws0.hpp"
+#include "minicheetah_floating_fd_ws8k.hpp"
 #include "test_support.hpp"
 #include "ur5e_fd_ws0.hpp"
 #include "ur5e_id_default.hpp"
+#include "ur5e_tool_ws8k.hpp"
 
 namespace {
 
@@ -25,6 +33,10 @@ template <class T>
 using Solver = int (*)(const T*, const T*, const T*, T*);
 template <class T>
 using WsSolver = int (*)(const T*, const T*, const T*, T*, void*);
+template <class T>
+using DerivativesSolver = int (*)(const T*, const T*, const T*, T*, T*);
+template <class T>
+using WsDerivativesSolver = int (*)(const T*, const T*, const T*, T*, T*, void*);
 
 struct Dims {
     int nq, nv, nin, nout;
@@ -64,6 +76,44 @@ void check_identical(const char* name, Solver<T> plain, WsSolver<T> ws, const Di
     CHECK(differing == 0);
 }
 
+/// The same for a derivatives entry point: out and jac bit for bit.
+template <class T>
+void check_identical_derivatives(const char* name, DerivativesSolver<T> plain, WsDerivativesSolver<T> ws, const Dims& d, int njac) {
+    std::vector<T> out_a(d.nout), out_b(d.nout), jac_a(static_cast<std::size_t>(d.nout * njac)), jac_b(jac_a.size());
+    // random states (no floating base here) and workspace garbage as in check_identical
+    std::mt19937_64 rng(20261127);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<T> q(d.nq), qd(d.nv), in(d.nin);
+    std::vector<double> work1(static_cast<std::size_t>(d.work_bytes) / sizeof(double) + 1), work2(work1.size());
+    int ok_status = 0, differing = 0;
+    for (int k = 0; k < 100; ++k) {
+        for (T& x : q) x = T(3 * u(rng));
+        for (T& x : qd) x = T(2 * u(rng));
+        for (T& x : in) x = T(5 * u(rng));
+        std::vector<double>& work = k % 2 ? work1 : work2;
+        for (double& w : work) w = k % 3 ? std::numeric_limits<double>::quiet_NaN() : 1e300 * u(rng);
+        std::fill(out_a.begin(), out_a.end(), T(0)), std::fill(out_b.begin(), out_b.end(), T(0));
+        std::fill(jac_a.begin(), jac_a.end(), T(0)), std::fill(jac_b.begin(), jac_b.end(), T(0));
+        const int sa = plain(q.data(), qd.data(), in.data(), out_a.data(), jac_a.data());
+        const int sb = ws(q.data(), qd.data(), in.data(), out_b.data(), jac_b.data(), work.data());
+        CHECK(sa == sb);
+        ok_status += sa == 0;
+        differing += std::memcmp(out_a.data(), out_b.data(), sizeof(T) * out_a.size()) != 0 ||
+                     std::memcmp(jac_a.data(), jac_b.data(), sizeof(T) * jac_a.size()) != 0;
+    }
+    MESSAGE(std::string(name) << ": 100 states, " << ok_status << " with status OK, " << differing << " differing bit patterns");
+    CHECK(ok_status > 90);
+    CHECK(differing == 0);
+}
+
+/// NAME.json of a solver of this test, and its stack account (the value solver's, or with
+/// `derivatives` NAME_derivatives').
+nlohmann::json manifest(const std::string& name) {
+    std::ifstream f(std::string(NELU_WORKSPACE_MANIFESTS) + "/" + name + ".json");
+    REQUIRE(f.good());
+    return nlohmann::json::parse(f);
+}
+
 }  // namespace
 
 TEST_CASE("workspace form: identical to the ordinary entry points, one function (UR5e FD), double and float") {
@@ -83,6 +133,36 @@ TEST_CASE("workspace form: identical to the ordinary entry points, several parts
     Dims df = d;
     df.work_bytes = minicheetah_floating_fd_ws0_F_WORK_BYTES;
     check_identical<float>("minicheetah_floating_fd_f_ws", minicheetah_floating_fd_ws0_f, minicheetah_floating_fd_ws0_f_ws, df);
+}
+
+TEST_CASE("workspace form on the ordinary form's parts: identical to the ordinary entry points (floating Mini Cheetah FD, 8 KiB budget)") {
+    const nlohmann::json m = manifest("minicheetah_floating_fd_ws8k");
+    INFO(m["workspace"].dump());
+    CHECK(m["stack"]["form"] == "ordinary+workspace");  // over the budget,
+    CHECK(m["workspace"]["values"].get<std::string>().rfind("those crossing its functions", 0) == 0);  // and the parts fit it
+    const Dims d{minicheetah_floating_fd_ws8k_NQ, minicheetah_floating_fd_ws8k_NV, minicheetah_floating_fd_ws8k_NIN,
+                 minicheetah_floating_fd_ws8k_NOUT, minicheetah_floating_fd_ws8k_WORK_BYTES};
+    check_identical<double>("minicheetah_floating_fd_ws8k_ws", minicheetah_floating_fd_ws8k, minicheetah_floating_fd_ws8k_ws, d);
+    Dims df = d;
+    df.work_bytes = minicheetah_floating_fd_ws8k_F_WORK_BYTES;
+    check_identical<float>("minicheetah_floating_fd_ws8k_f_ws", minicheetah_floating_fd_ws8k_f, minicheetah_floating_fd_ws8k_f_ws, df);
+    // the work struct holds the values crossing parts only: fewer than the program of its own keeps
+    const nlohmann::json m0 = manifest("minicheetah_floating_fd_ws0");
+    CHECK(m0["workspace"]["values"].get<std::string>().rfind("every intermediate value", 0) == 0);
+}
+
+TEST_CASE("workspace form on the ordinary form's parts: derivatives with columns in lanes (held UR5e, 8 KiB budget)") {
+    const nlohmann::json m = manifest("ur5e_tool_ws8k");
+    INFO(m["derivatives"]["workspace"].dump());
+    REQUIRE(m["derivatives"].contains("lanes"));
+    CHECK(m["derivatives"]["workspace"]["values"].get<std::string>().rfind("those crossing its functions", 0) == 0);
+    const Dims d{ur5e_tool_ws8k_NQ, ur5e_tool_ws8k_NV, ur5e_tool_ws8k_NIN, ur5e_tool_ws8k_NOUT, ur5e_tool_ws8k_derivatives_WORK_BYTES};
+    check_identical_derivatives<double>("ur5e_tool_ws8k_derivatives_ws", ur5e_tool_ws8k_derivatives, ur5e_tool_ws8k_derivatives_ws, d,
+                                        ur5e_tool_ws8k_NJAC);
+    Dims df = d;
+    df.work_bytes = ur5e_tool_ws8k_derivatives_F_WORK_BYTES;
+    check_identical_derivatives<float>("ur5e_tool_ws8k_derivatives_f_ws", ur5e_tool_ws8k_derivatives_f, ur5e_tool_ws8k_derivatives_f_ws, df,
+                                       ur5e_tool_ws8k_NJAC);
 }
 
 TEST_CASE("workspace form: a NaN input gives NELU_STATUS_NOT_FINITE and leaves out untouched, as the ordinary form") {

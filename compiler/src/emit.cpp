@@ -164,7 +164,7 @@ std::vector<EntryPoint> entry_points(const EmitInput& in, const Layout& L) {
 }
 
 /// The header's paragraph on stack use: the estimate, the budget, and the workspace form when emitted.
-std::string stack_comment(const EmitInput& in, const Layout& L) {  // for the entry point L.fn
+std::string stack_comment(const EmitInput& in, const Layout& L, const Layout* lanes = nullptr) {  // for the entry point L.fn (lanes: its lane variant)
     const std::string& N = L.fn;
     std::string est;
     if (in.scalar_double) est = fmt::format("{} about {} bytes", N, L.stack(sizeof(double)));
@@ -178,10 +178,20 @@ std::string stack_comment(const EmitInput& in, const Layout& L) {  // for the en
     std::string sizes = in.scalar_double && in.scalar_float ? fmt::format("{0}_WORK_BYTES bytes aligned to {0}_WORK_ALIGN ({0}_F_WORK_BYTES\n * and {0}_F_WORK_ALIGN for float)", N)
                         : in.scalar_double ? fmt::format("{0}_WORK_BYTES bytes aligned to {0}_WORK_ALIGN", N)
                                            : fmt::format("{0}_F_WORK_BYTES bytes aligned to {0}_F_WORK_ALIGN", N);
-    s += fmt::format(" * {} compute what the entry points above do, with every intermediate value in `work`,\n"
-                     " * memory the caller provides: {}.\n"
-                     " * Their own frames hold no intermediate values. One workspace per concurrent call; its contents\n"
-                     " * do not matter on entry and are unspecified on return. */\n", names, sizes);
+    if (L.work_in_caller) {
+        const long size = in.scalar_double ? sizeof(double) : sizeof(float);
+        const long frame = std::max({L.frame(size), lanes ? lanes->frame(size) : 0L, lanes ? lanes->lane_block_frame(size) : 0L});
+        s += fmt::format(" * {} compute what the entry points above do, by the same code, with the {} values that cross\n"
+                         " * its functions in `work`, memory the caller provides: {}.\n"
+                         " * Their stack holds one of those functions' frames at a time: the largest about {} bytes{}\n"
+                         " * (estimated as the ordinary form's, per function). One workspace per concurrent call; its\n"
+                         " * contents do not matter on entry and are unspecified on return. */\n",
+                         names, L.caller_work_values, sizes, frame, in.scalar_double ? "" : " (float)");
+    } else
+        s += fmt::format(" * {} compute what the entry points above do, with every intermediate value in `work`,\n"
+                         " * memory the caller provides: {}.\n"
+                         " * Their own frames hold no intermediate values. One workspace per concurrent call; its contents\n"
+                         " * do not matter on entry and are unspecified on return. */\n", names, sizes);
     if (in.scalar_double)
         s += fmt::format("#define {0}_WORK_BYTES {1}\n#define {0}_WORK_ALIGN {2}\n", N, L.work_bytes(sizeof(double)), alignof(double));
     if (in.scalar_float)
@@ -254,17 +264,20 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts, cons
             // its stack: the lane variant's values, and a group's rows and results in lanes of up to 8
             std::size_t rows = 0;
             for (const LaneGroup& G : f.lane_groups) rows = std::max(rows, f.lane_kernels[static_cast<std::size_t>(G.kernel)].rows.size());
-            const long stack = lanes->stack(sizeof(double)) + static_cast<long>((rows + f.outputs.size()) * 8 * sizeof(double));
+            const long stack = lanes->stack(sizeof(double)) + static_cast<long>((rows + f.outputs.size()) * emit::kLaneBlockColumns * sizeof(double));
             s += fmt::format("/* Columns in lanes (docs/derivatives.md): where nelu/lanes.hpp finds vector lanes (NELU_LANE_BYTES),\n"
                              " * {0} solves the Jacobian's columns in {1} groups of up to {2}, W columns per instruction:\n"
                              " * {3} operations per call with W = 2, {4} with W = 4 (W = 1: {5}); elsewhere column by\n"
                              " * column, as counted above. With lanes, a derivative that overflows returns NELU_STATUS_NOT_FINITE\n"
                              " * with jac partly written (out untouched). Its stack, estimated as below: about {6} bytes in\n"
-                             " * double (lanes of up to 8); the workspace form {0}_ws is column by column. */\n",
-                             D.fn, f.lane_groups.size(), kLaneGroup, f.lane_ops[1], f.lane_ops[2], f.lane_ops[0], stack);
+                             " * double (lanes of up to {7}); {8}. */\n",
+                             D.fn, f.lane_groups.size(), kLaneGroup, f.lane_ops[1], f.lane_ops[2], f.lane_ops[0], stack, emit::kLaneBlockColumns,
+                             !D.workspace        ? "no workspace form"
+                             : D.work_in_caller ? fmt::format("the workspace form {}_ws runs the same code, lanes included", D.fn)
+                                                : fmt::format("the workspace form {}_ws is column by column", D.fn));
         }
         s += code_comment(D);
-        s += stack_comment(in, D);
+        s += stack_comment(in, D, lanes);
         s += extern_c(declarations(in, D));
     }
     s += "\n#endif\n";
@@ -277,7 +290,7 @@ std::string source(const EmitInput& in, const std::vector<Layout>& layouts, cons
     std::vector<std::unique_ptr<Form>> forms;
     for (const Layout& L : layouts) {
         forms.push_back(std::make_unique<emit::ScalarForm>(L, in, notes));
-        if (L.workspace) forms.push_back(std::make_unique<emit::WorkspaceForm>(L, in, notes));
+        if (L.workspace && !L.work_in_caller) forms.push_back(std::make_unique<emit::WorkspaceForm>(L, in, notes));
     }
     // NAME_derivatives with its columns in lanes (docs/derivatives.md, "Columns in lanes"): for
     // targets with vector lanes, in place of the ordinary form's column-by-column program
@@ -303,6 +316,8 @@ std::string source(const EmitInput& in, const std::vector<Layout>& layouts, cons
                                 emit::work_struct(*lanes), lane_forms.front()->functions(), piece);
         text += piece;
     }
+    for (const Layout& L : layouts)  // the workspace form that runs the ordinary form's parts on the caller's memory
+        if (L.work_in_caller) text += emit::caller_work_impl(L);
     s += "namespace {\n\n" + text + "}  // namespace\n";
     for (const Layout& L : layouts)
         for (const EntryPoint& e : entry_points(in, L))
@@ -394,12 +409,8 @@ Emitted run_emit(const EmitInput& in) {
     const emit::Layouts planned = emit::plan_layouts(in);
     const std::vector<Layout>& layouts = planned.scalar;
     const std::vector<Layout>& batch_layouts = planned.batch;
-    // NAME_derivatives with its columns in lanes, planned once for the header's comment and the source
-    const std::optional<Layout> lanes = emit::has_lanes(in) ? std::optional<Layout>(emit::plan_layout(in, layouts[1].fn, layouts[1].jac, true,
-                                                                                                      emit::Order::depth_first))
-                                                            : std::nullopt;
     const Notes notes = annotations(in);
-    const Layout* lane_layout = lanes ? &*lanes : nullptr;
+    const Layout* lane_layout = planned.lanes ? &*planned.lanes : nullptr;  // NAME_derivatives with its columns in lanes
     Emitted e{header(in, layouts, lane_layout), source(in, layouts, lane_layout, notes), emit::manifest(in, layouts, batch_layouts), "", ""};
     if (in.batch) e.batch_header = batch_header(in, batch_layouts), e.batch_source = batch_source(in, batch_layouts, notes);
     return e;

@@ -110,6 +110,48 @@ void allocate(Layout& L, const ir::Program& P, const std::vector<int>& part) {
     // most locals live in each part, summed
     L.values = shared;
     for (long m : max_locals) L.values += m;
+    // the largest part's frame: its locals, and what it reads from the work struct and the arguments
+    std::vector<std::set<Id>> reads(L.parts);
+    for (std::size_t k = 0; k < end; ++k)
+        for (Id o : {P.node(L.stmts[k]).a, P.node(L.stmts[k]).b})
+            if (o >= 0 && (P.node(o).op == Op::Input || (part[o] >= 0 && L.shared[o]))) reads[static_cast<std::size_t>(part[L.stmts[k]])].insert(o);
+    for (std::size_t p = 0; p < L.parts; ++p)
+        L.part_values = std::max(L.part_values, kSpillFactor * max_locals[p] + static_cast<long>(reads[p].size()));
+}
+
+/// The most values live at once in lane kernel K's function (printer.cpp Form::lane_block): the
+/// right-hand-side rows it reads, from its start, and its statements, each until its last reader
+/// (its outputs to its end). Scalar operands, read from the work struct, are counted apart
+/// (kernel_reads).
+long kernel_live(const ir::Program& P, const LaneKernel& K, const KernelProgram& kp, const std::vector<bool>& dep) {
+    std::map<Id, std::size_t> last;  // lane value -> position of its last reader (past the end: kept)
+    const std::size_t end = kp.statements.size();
+    for (std::size_t k = 0; k < end; ++k)
+        for (Id o : {P.node(kp.statements[k]).a, P.node(kp.statements[k]).b})
+            if (o >= 0 && dep[o]) last[o] = k;
+    for (Id o : K.outputs)
+        if (dep[o]) last[o] = end;
+    long live = 0;
+    for (std::size_t i = 0; i < K.inputs.size(); ++i) live += kp.row_read[i] && last.count(K.inputs[i]);
+    long most = live;
+    for (std::size_t k = 0; k < end; ++k) {
+        const Id x = kp.statements[k];
+        most = std::max(most, ++live);
+        std::set<Id> read;
+        for (Id o : {P.node(x).a, P.node(x).b})
+            if (o >= 0 && dep[o] && read.insert(o).second && last[o] == k) --live;
+        if (!last.count(x)) --live;  // (read by no one: dead at once)
+    }
+    return most;
+}
+
+/// The scalar operands lane kernel K's statements read (broadcast from the work struct).
+long kernel_reads(const ir::Program& P, const KernelProgram& kp, const std::vector<bool>& dep) {
+    std::set<Id> r;
+    for (Id x : kp.statements)
+        for (Id o : {P.node(x).a, P.node(x).b})
+            if (o >= 0 && !dep[o] && !P.is_const(o)) r.insert(o);
+    return static_cast<long>(r.size());
 }
 
 /// The split into parts: the part of each statement (-1 for other nodes), the sine-cosine pairs
@@ -155,6 +197,34 @@ std::vector<Id> Layout::kept() const {
 
 bool has_lanes(const EmitInput& in) { return !in.factorization->jacobian.empty() && !in.factorization->lane_groups.empty(); }
 
+long Layout::lane_block_frame(long size) const {
+    long most = 0;
+    for (const LaneBlockCost& c : lane_block_costs) {
+        long lanes = 1;
+        while (lanes < c.columns) lanes *= 2;
+        const long width = std::max(lanes * size, 16L);
+        most = std::max(most, kSpillFactor * c.live * width + c.reads * size + kStackAllowance);
+    }
+    return most;
+}
+
+std::vector<std::vector<std::size_t>> lane_blocks(const Factorization& f) {
+    std::vector<std::vector<std::size_t>> blocks;
+    std::map<int, std::size_t> open;  // kernel -> its last block
+    std::vector<std::size_t> columns;  // per block
+    for (std::size_t g = 0; g < f.lane_groups.size(); ++g) {
+        const LaneGroup& G = f.lane_groups[g];
+        auto it = open.find(G.kernel);
+        if (it != open.end() && columns[it->second] + G.columns.size() <= static_cast<std::size_t>(kLaneBlockColumns)) {
+            blocks[it->second].push_back(g), columns[it->second] += G.columns.size();
+            continue;
+        }
+        open[G.kernel] = blocks.size();
+        blocks.push_back({g}), columns.push_back(G.columns.size());
+    }
+    return blocks;
+}
+
 std::size_t Layout::part_end(std::size_t p) const { return std::min(stmts.size(), part_begin(p) + per_part); }
 
 Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac, bool lanes, Order order) {
@@ -188,6 +258,14 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
             for (Id o : f.lane_kernels[k].outputs) read(o);
         }
         L.lane_reads.assign(reads.begin(), reads.end());
+        for (const std::vector<std::size_t>& block : lane_blocks(f)) {
+            const std::size_t k = static_cast<std::size_t>(f.lane_groups[block.front()].kernel);
+            Layout::LaneBlockCost c;
+            for (std::size_t g : block) c.columns += static_cast<long>(f.lane_groups[g].columns.size());
+            c.live = kernel_live(P, f.lane_kernels[k], L.lane_programs[k], dep);
+            c.reads = kernel_reads(P, L.lane_programs[k], dep);
+            L.lane_block_costs.push_back(c);
+        }
     }
     std::vector<Id> roots = L.kept();
     for (const ScheduledPivot& p : f.pivots)
@@ -197,6 +275,22 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
     L.workspace = L.stack(in.scalar_double ? sizeof(double) : sizeof(float)) > in.max_stack;
     return L;
 }
+
+namespace {
+
+/// Layout::work_in_caller for L (and its lane variant): L over budget and in parts, and the
+/// largest frame of any function its workspace form calls within the budget.
+void settle_workspace(const EmitInput& in, Layout& L, Layout* lanes) {
+    if (!L.workspace) return;
+    const long size = in.scalar_double ? sizeof(double) : sizeof(float);
+    auto fits = [&](const Layout& X) { return X.parts > 1 && X.frame(size) <= in.max_stack && X.lane_block_frame(size) <= in.max_stack; };
+    L.work_in_caller = fits(L) && (!lanes || fits(*lanes));
+    if (!L.work_in_caller) return;
+    L.caller_work_values = std::max(L.work_values, lanes ? lanes->work_values : 0L);
+    if (lanes) lanes->work_in_caller = true, lanes->caller_work_values = L.caller_work_values;
+}
+
+}  // namespace
 
 Layouts plan_layouts(const EmitInput& in) {
     Layouts l;
@@ -208,7 +302,10 @@ Layouts plan_layouts(const EmitInput& in) {
     if (!in.factorization->jacobian.empty()) {
         l.scalar.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, false, Order::depth_first));
         if (in.batch) l.batch.push_back(l.scalar.back());
+        if (has_lanes(in)) l.lanes = plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, true, Order::depth_first);
     }
+    settle_workspace(in, l.scalar.front(), nullptr);
+    if (l.scalar.size() > 1) settle_workspace(in, l.scalar[1], l.lanes ? &*l.lanes : nullptr);
     return l;
 }
 

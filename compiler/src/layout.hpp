@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ constexpr std::size_t kStatementsPerPart = 500;
 /// worst ratio measured (GCC 12 -O2, Cortex-M7 and aarch64, the shipped robots: docs/firmware.md)
 /// was 1.5, for solvers in several parts; 2 leaves a margin.
 constexpr long kSpillFactor = 2;
+
+/// At most this many Jacobian columns in one lane block (lane_blocks): two groups
+/// of four, a full AVX-512 register of doubles, two of AVX2, four of SSE2 or NEON.
+constexpr long kLaneBlockColumns = 8;
 
 /// Bytes the stack estimate adds to the values it counts, for what it does not model: registers
 /// saved by the entry point and the parts, their call frames, and the sine and cosine of the math
@@ -70,10 +75,37 @@ struct Layout {
     std::set<ir::Id> sincos_first;  ///< the first of a sine and cosine of one angle that follow each other in one part: one nelu::sincos
     long work_values = 0;      ///< ordinary form: values in the NAME_work struct (0 for one function)
     long values = 0;           ///< ordinary form: values on the stack at once (the work struct, plus the most locals live in each part)
+    /// Ordinary form: the largest part's frame in values, kSpillFactor times its most locals live
+    /// at once plus the values it reads from the work struct and the arguments (a compiler may load
+    /// those early and spill them). Measured (g++ 12 -O2 -fstack-usage, the humanoid's two soles
+    /// with derivatives, 88 parts): every frame within 0.56 of this estimate's values.
+    long part_values = 0;
+    /// With lanes, per lane block (lane_blocks): its columns, its kernel's values and
+    /// right-hand-side rows live at once (vectors of the block's columns), and the scalars it reads.
+    struct LaneBlockCost {
+        long columns = 0, live = 0, reads = 0;
+    };
+    std::vector<LaneBlockCost> lane_block_costs;
     bool workspace = false;    ///< the estimate exceeds the budget: the _ws entry points are emitted too
+    /// The workspace form runs the ordinary form's parts on the caller's memory: NAME_ws_impl
+    /// places the NAME_work struct there and calls the same NAME_run as NAME_impl, so each value
+    /// crossing parts lives in `work` and the stack holds one part's frame at a time (the parts
+    /// are out of line, NELU_PART). Chosen when the entry point is in parts and that frame
+    /// (frame(), and every lane block's with lanes) is within the budget; otherwise every value
+    /// lives in the caller's array (slot), a program of its own. The shared form adds no code:
+    /// the C++ compiler builds one program for both entry points.
+    bool work_in_caller = false;
+    long caller_work_values = 0;  ///< with work_in_caller: the NAME_work struct's values (the larger of the lane and scalar variants')
     /// Conservative stack estimate of the ordinary form for a scalar of `size` bytes.
     long stack(long size) const { return kSpillFactor * values * size + kStackAllowance; }
-    long work_bytes(long size) const { return slots * size; }
+    /// Conservative estimate of the largest part's frame, for a scalar of `size` bytes.
+    long frame(long size) const { return part_values * size + kStackAllowance; }
+    /// Conservative estimate of the largest lane block's frame (0 without lanes): kSpillFactor
+    /// times its live vectors (nelu::lanes::Cols, the block's columns rounded up to a power of two
+    /// and to 16 bytes), plus its scalar reads.
+    long lane_block_frame(long size) const;
+    /// The workspace form's bytes for a scalar of `size` bytes.
+    long work_bytes(long size) const { return (work_in_caller ? caller_work_values : slots) * size; }
     /// Statements [first, end) of part p.
     std::size_t part_begin(std::size_t p) const { return p * per_part; }
     std::size_t part_end(std::size_t p) const;
@@ -107,6 +139,11 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
 /// NAME_derivatives with its columns in lanes, when the factorization has lane groups.
 bool has_lanes(const EmitInput& in);
 
+/// The lane groups printed together, each block a function of the printed solver: the groups of
+/// one kernel, in order, up to kLaneBlockColumns columns a block (one kernel over a vector of all
+/// of their columns, so that each scalar operand is broadcast once for them all).
+std::vector<std::vector<std::size_t>> lane_blocks(const Factorization& f);
+
 /// The layouts of a compile, each entry point's planned once: NAME, and NAME_derivatives when the
 /// factorization has a Jacobian.
 struct Layouts {
@@ -115,6 +152,9 @@ struct Layouts {
     std::vector<Layout> scalar;
     /// With --batch, their batch forms: both depth first (Order); empty without.
     std::vector<Layout> batch;
+    /// NAME_derivatives with its columns in lanes (has_lanes): the variant for targets with vector
+    /// lanes, in place of scalar[1]'s program there.
+    std::optional<Layout> lanes;
 };
 Layouts plan_layouts(const EmitInput& in);
 

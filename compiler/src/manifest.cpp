@@ -30,6 +30,12 @@ const std::vector<std::pair<const char*, int>> kLaneTargets = {
     {"neon (aarch64)", 2}, {"other targets and compilers, or NELU_LANES_SCALAR", 1}};
 
 
+/// What the workspace form keeps in `work` (Layout::work_in_caller).
+const char* workspace_values(const Layout& L) {
+    return L.work_in_caller ? "those crossing its functions (the ordinary form's code, one function's frame on the stack at a time)"
+                            : "every intermediate value (a program of its own)";
+}
+
 nlohmann::ordered_json ops_json(const ir::OpCount& c) {
     nlohmann::ordered_json j{{"mul", c.mul}, {"add", c.add}, {"div", c.div}, {"sqrt", c.sqrt}, {"sincos", c.sincos}, {"neg", c.neg}};
     if (c.log) j["rotation_log"] = c.log;  // calls of the rotation-log functions (a 6-D contact's Baumgarte Kp)
@@ -132,8 +138,11 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     j["code"] = code_json(D);
     j["stack"] = {{"values_live", D.values}, {"estimate_double", D.stack(sizeof(double))}, {"estimate_float", D.stack(sizeof(float))},
                   {"form", D.workspace ? "ordinary+workspace" : "ordinary"}};
-    if (D.workspace) j["workspace"] = {{"double", {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}}},
-                                       {"float", {{"entry", D.fn + "_f_ws"}, {"bytes", D.work_bytes(sizeof(float))}}}};
+    if (D.workspace) {
+        j["workspace"] = {{"double", {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}}},
+                          {"float", {{"entry", D.fn + "_f_ws"}, {"bytes", D.work_bytes(sizeof(float))}}}};
+        j["workspace"]["values"] = workspace_values(D);
+    }
     return j;
 }
 
@@ -257,7 +266,7 @@ void add_code(nlohmann::ordered_json& j, const EmitInput& in, const Layout& L) {
     j["stack"] = {{"budget", in.max_stack}, {"values_live", L.values}, {"estimate", estimate},
                   {"form", L.workspace ? "ordinary+workspace" : "ordinary"},
                   {"reason", L.workspace ? "the estimate exceeds the budget (nelu compile --max-stack)" : "the estimate is within the budget"}};
-    if (L.workspace) j["workspace"] = work;
+    if (L.workspace) j["workspace"] = work, j["workspace"]["values"] = workspace_values(L);
 }
 
 }  // namespace

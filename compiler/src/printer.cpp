@@ -85,14 +85,14 @@ std::string Form::functions() {
         s += split() ? close_part() : outputs() + "}\n\n";
     }
     if (split()) {
-        const std::vector<std::vector<std::size_t>> blocks = L.lanes ? lane_blocks() : std::vector<std::vector<std::size_t>>{};
+        const std::vector<std::vector<std::size_t>> blocks = L.lanes ? lane_blocks(f) : std::vector<std::vector<std::size_t>>{};
         for (std::size_t b = 0; b < blocks.size(); ++b)  // each block a function of its own, reading the work struct
-            s += fmt::format("template <class T>\nbool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w, T* jac) {{\n"
+            s += fmt::format("template <class T>\n{3}bool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w, T* jac) {{\n"
                              "    (void)q, (void)qd, (void)in, (void)w;\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
-                             L.fn, b, lane_block(blocks[b], "    "));
+                             L.fn, b, lane_block(blocks[b], "    "), part_attributes());
         s += open_caller();
         for (std::size_t p = 0; p < L.parts; ++p) s += call_part(p);
-        s += outputs() + "}\n\n";
+        s += outputs() + "}\n\n" + close_caller();
     }
     return s;
 }
@@ -146,7 +146,7 @@ std::string Form::outputs() const {
     if (L.lanes) {
         s += "    // --- the Jacobian's columns in lanes, W at a time: a column that overflows returns NELU_STATUS_NOT_FINITE\n"
              "    //     with out untouched and jac partly written (docs/derivatives.md, \"Columns in lanes\")\n    bool ok = true;\n";
-        const std::vector<std::vector<std::size_t>> blocks = lane_blocks();
+        const std::vector<std::vector<std::size_t>> blocks = lane_blocks(f);
         for (std::size_t b = 0; b < blocks.size(); ++b)
             s += split() ? fmt::format("    ok = {}_lanes{}<T>(q, qd, in, w, jac) && ok;\n", L.fn, b) : "    {\n" + lane_block(blocks[b], "        ") + "    }\n";
         s += "    if (!ok) return NELU_STATUS_NOT_FINITE;\n";
@@ -155,23 +155,6 @@ std::string Form::outputs() const {
     for (std::size_t k = 0; k < L.jac.size(); ++k)
         if (!L.lanes || !L.jac_in_lanes[k]) s += fmt::format("    jac[{}] = {};\n", k, output(L.jac[k]));
     return s + give_status();
-}
-
-std::vector<std::vector<std::size_t>> Form::lane_blocks() const {
-    std::vector<std::vector<std::size_t>> blocks;
-    std::map<int, std::size_t> open;  // kernel -> its last block
-    std::vector<std::size_t> columns;  // per block
-    for (std::size_t g = 0; g < f.lane_groups.size(); ++g) {
-        const LaneGroup& G = f.lane_groups[g];
-        auto it = open.find(G.kernel);
-        if (it != open.end() && columns[it->second] + G.columns.size() <= static_cast<std::size_t>(kLaneBlock)) {
-            blocks[it->second].push_back(g), columns[it->second] += G.columns.size();
-            continue;
-        }
-        open[G.kernel] = blocks.size();
-        blocks.push_back({g}), columns.push_back(G.columns.size());
-    }
-    return blocks;
 }
 
 std::string Form::lane_block(const std::vector<std::size_t>& block, const char* in) const {
@@ -285,16 +268,36 @@ std::string ScalarForm::open_whole() const {
 }
 
 std::string ScalarForm::open_part(std::size_t p) const {
-    return fmt::format("template <class T>\nint {}_part{}(const T* q, const T* qd, const T* in, {}) {{\n"
+    return fmt::format("template <class T>\n{}int {}_part{}(const T* q, const T* qd, const T* in, {}) {{\n"
                        "    (void)q, (void)qd, (void)in, (void)w;\n    int status = NELU_STATUS_OK;\n",
-                       function(), p, work_parameter());
+                       part_attributes(), function(), p, work_parameter());
 }
 
 std::string ScalarForm::close_part() const { return "    return status;\n}\n\n"; }
 
 std::string ScalarForm::open_caller() const {
+    if (L.work_in_caller)  // NAME_run, on a work struct that NAME_impl keeps on its stack and NAME_ws_impl in the caller's memory
+        return fmt::format("template <class T>\nint {0}_run(const T* q, const T* qd, const T* in, T* out{1}, {0}_work<T>& w) {{\n"
+                           "    int status = NELU_STATUS_OK;\n",
+                           L.fn, L.jac.empty() ? "" : ", T* jac");
     return fmt::format("template <class T>\nint {}_impl(const T* q, const T* qd, const T* in, T* out{}{}) {{\n{}    int status = NELU_STATUS_OK;\n",
                        function(), L.jac.empty() ? "" : ", T* jac", caller_parameter(), caller_work());
+}
+
+std::string ScalarForm::close_caller() const {
+    if (!L.work_in_caller) return "";
+    return fmt::format("template <class T>\nint {0}_impl(const T* q, const T* qd, const T* in, T* out{1}) {{\n"
+                       "    {0}_work<T> w;\n    return {0}_run(q, qd, in, out{2}, w);\n}}\n\n",
+                       L.fn, L.jac.empty() ? "" : ", T* jac", L.jac.empty() ? "" : ", jac");
+}
+
+std::string caller_work_impl(const Layout& L) {
+    const char* jac = L.jac.empty() ? "" : ", jac";
+    return fmt::format("/// {0}_ws: {0}_run on the caller's memory (its size checked against the header's).\n"
+                       "template <class T>\nint {0}_ws_impl(const T* q, const T* qd, const T* in, T* out{1}, T* work) {{\n"
+                       "    static_assert(sizeof({0}_work<T>) <= {2} * sizeof(T) && alignof({0}_work<T>) <= alignof(T), \"{0}_WORK_BYTES\");\n"
+                       "    return {0}_run(q, qd, in, out{3}, *::new (static_cast<void*>(work)) {0}_work<T>);\n}}\n\n",
+                       L.fn, L.jac.empty() ? "" : ", T* jac", L.caller_work_values, jac);
 }
 
 std::string ScalarForm::call_part(std::size_t p) const {

@@ -2,7 +2,9 @@
 // the statements (parts, phase dividers, pivot tests, the outputs) is written once, in
 // Form::functions; each form says how a value is declared, stored and read, how an operation and a
 // pivot test are printed, and what opens and closes its functions:
-//   ScalarForm     values in locals, and in the NAME_work struct when they cross parts;
+//   ScalarForm     values in locals, and in the NAME_work struct when they cross parts (with
+//                  Layout::work_in_caller its parts run from NAME_run, which NAME_impl calls on a
+//                  struct of its own and NAME_ws_impl on the caller's memory: caller_work_impl);
 //   WorkspaceForm  every value in the caller's array w (NAME_ws: a stack that holds no values);
 //   LaneForm       the scalar form over nelu::lanes::Vec<T>, W independent evaluations at once
 //                  (runtime lanes.hpp), every lane run to its end with its own status.
@@ -28,9 +30,6 @@ std::string number(double v);
 using Notes = std::map<ir::Id, std::string>;
 
 /// How one form prints the program of one entry point (its Layout).
-/// At most this many Jacobian columns in one lane block (Form::lane_blocks): two groups of four,
-/// a full AVX-512 register of doubles, two of AVX2, four of SSE2 or NEON.
-constexpr int kLaneBlock = 8;
 
 class Form {
 public:
@@ -89,6 +88,9 @@ protected:
     virtual std::string open_part(std::size_t p) const = 0;
     virtual std::string close_part() const = 0;
     virtual std::string open_caller() const = 0;       ///< the impl that calls the parts, through its prologue
+    virtual std::string close_caller() const { return ""; }  ///< what follows the impl that calls the parts
+    /// What precedes the return type of a part (and of a lane block's function).
+    std::string part_attributes() const { return L.work_in_caller ? "NELU_PART " : ""; }
     virtual std::string call_part(std::size_t p) const = 0;
 
     // --- outputs
@@ -98,10 +100,6 @@ protected:
     virtual std::string give_status() const = 0;
     /// The finiteness check (never a silent NaN), the writes of out (and jac), and the return.
     std::string outputs() const;
-    /// The lane groups printed together: the groups of one kernel, in order, up to kLaneBlock
-    /// columns a block (one kernel over a vector of all of their columns, so that each scalar
-    /// operand is broadcast once for them all).
-    std::vector<std::vector<std::size_t>> lane_blocks() const;
     /// A block of lane groups (Layout::lanes): their right-hand sides' rows as Cols vectors, the
     /// kernel once over them, their entries of jac written; `ok` cleared when one is not finite.
     std::string lane_block(const std::vector<std::size_t>& groups, const char* indent) const;
@@ -119,8 +117,10 @@ class ScalarForm : public Form {
 public:
     using Form::Form;
     std::vector<std::string> includes() const override {
-        if (L.lanes) return {"<cmath>", "<cstring>", "nelu/lanes.hpp", "nelu/trig.hpp"};
-        return {"<cmath>", "nelu/trig.hpp"};
+        std::vector<std::string> h = {"<cmath>", "nelu/trig.hpp"};
+        if (L.lanes) h.push_back("<cstring>"), h.push_back("nelu/lanes.hpp");
+        if (L.work_in_caller) h.push_back("<new>");
+        return h;
     }
 
 protected:
@@ -134,6 +134,7 @@ protected:
     std::string open_part(std::size_t p) const override;
     std::string close_part() const override;
     std::string open_caller() const override;
+    std::string close_caller() const override;
     std::string call_part(std::size_t p) const override;
     std::string finite_check(const std::vector<ir::Id>& values) const override;
     std::string give_status() const override;
@@ -197,6 +198,9 @@ private:
 /// The NAME_work struct of an entry point in several parts, for every form that keeps values in it
 /// (none for one function).
 std::string work_struct(const Layout& L);
+/// With Layout::work_in_caller: NAME_ws_impl, which places the NAME_work struct in the caller's
+/// memory and runs NAME_run (the ordinary form's parts) on it.
+std::string caller_work_impl(const Layout& L);
 
 /// The #include lines for `forms`: system headers, then nelu's, each sorted and once.
 std::string include_lines(const std::vector<std::unique_ptr<Form>>& forms);

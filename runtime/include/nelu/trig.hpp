@@ -84,6 +84,16 @@ inline D kernel_cos(D x, D y) noexcept {
 #define NELU_TRIG_NOINLINE
 #endif
 
+// The functions of a generated solver whose workspace form runs them on the caller's memory
+// (NAME_ws calling NAME_run): out of line, so that the stack holds one function's frame at a time
+// (compiler/src/layout.hpp, Layout::work_in_caller). With a compiler that does not take the GCC
+// attribute the bound is the compiler's to keep.
+#if defined(__GNUC__)
+#define NELU_PART __attribute__((noinline))
+#else
+#define NELU_PART
+#endif
+
 /// sin x and cos x in double, without libm (see the top of this file).
 NELU_TRIG_NOINLINE inline SinCos<double> sincos(double x) noexcept {
     using namespace trig_detail;
