@@ -219,6 +219,17 @@ int run_check_command(const nelu::CheckOptions& o) {
             for (const std::string& why : e.errors) std::cout << "      " << why << "\n";
         }
     }
+    if (!r.workspace_entries.empty()) {
+        std::string names;
+        for (const std::string& n : r.workspace_entries) names += (names.empty() ? "" : ", ") + n;
+        std::cout << fmt::format("  workspace forms ({}), each against its ordinary entry point on every state, the workspace full of NaN "
+                                 "or huge values first: {} calls, {} {}{}\n",
+                                 names, r.workspace_calls, r.workspace_calls - r.workspace_differing,
+                                 r.workspace_jac_judged ? "agree (status and out bit for bit; jac, column by column beside the ordinary form's "
+                                                          "lanes, within twice the state's Jacobian tolerance)"
+                                                        : "bit for bit",
+                                 r.workspace_differing ? ": FAIL" : "");
+    }
     const bool ok = r.pass();
     std::cout << fmt::format("  {} (tolerances: double {:.0e}, float {:.1e}; {} error{})\n", ok ? "PASS" : "FAIL", r.tolerance_double(), r.tolerance_float(),
                              r.seeks_qdd ? "backward" : "relative", r.failed_status ? fmt::format("; {} calls returned a non-zero status", r.failed_status) : "");

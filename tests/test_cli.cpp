@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -324,6 +325,17 @@ TEST_CASE("cli: --max-stack: bad values exit 2 naming the option; the budget dec
     CHECK(contains(header, "#define ur5e_id_WORK_BYTES "));
     CHECK(contains(header, "Over the budget of " + std::to_string(estimate - 1) + " bytes"));
     CHECK(contains(read_text(dir.path / "ur5e_id.json"), "\"form\": \"ordinary+workspace\""));
+    // one function: every value in the workspace; nelu check compares both workspace forms with
+    // the ordinary entry points, bit for bit
+    CHECK(contains(read_text(dir.path / "ur5e_id.json"), "\"values\": \"every intermediate value"));
+    const nelu::test::CliResult k = run_nelu("check " + quoted(urdf) + " " + quoted((dir.path / "ur5e_id.json").string()) + " --states 20");
+    INFO(k.out << k.err);
+    CHECK(k.exit_code == 0);
+    CHECK(contains(k.out, "workspace forms (ur5e_id_ws, ur5e_id_f_ws), each against its ordinary entry point"));
+    std::smatch m;  // every call bit for bit, two per state (double and float)
+    REQUIRE(std::regex_search(k.out, m, std::regex("first: ([0-9]+) calls, ([0-9]+) bit for bit\n")));
+    CHECK(m[1] == m[2]);
+    CHECK(std::stoi(m[1]) >= 2 * 20);
 }
 
 TEST_CASE("cli: `nelu model --json`: the summary as data, the URDF's total mass, each body's inertia as loaded") {

@@ -753,4 +753,15 @@ TEST_CASE("contacts (nelu check): the shipped contact specs, generated C++ in do
     // models (CheckReport::derivatives)
     const nelu::test::CliResult k = nelu::test::compile_and_check(robots + "ur5e.urdf", robots + "specs/ur5e_tool_contact.yaml", "ur5e_tool_derivatives", "--derivatives");
     CHECK(k.out.find("float jac against double") != std::string::npos);
+    // its derivatives over the default stack budget: their workspace forms run the ordinary form's
+    // parts on the caller's memory, and nelu check compares them with the ordinary ones bit for bit
+    CHECK(k.out.find("workspace forms (ur5e_tool_derivatives_derivatives_ws, ur5e_tool_derivatives_derivatives_f_ws)") != std::string::npos);
+    CHECK(k.out.find("bit for bit: FAIL") == std::string::npos);
+    // with --max-stack 0 every value is in the workspace, column by column beside the ordinary form's
+    // lanes: nelu check judges that jac, and the rest bit for bit
+    const nelu::test::CliResult k0 = nelu::test::compile_and_check(robots + "ur5e.urdf", robots + "specs/ur5e_tool_contact.yaml", "ur5e_tool_ws0",
+                                                                   "--derivatives --max-stack 0", "--states 100");
+    CHECK(k0.out.find("workspace forms (ur5e_tool_ws0_ws, ur5e_tool_ws0_f_ws, ur5e_tool_ws0_derivatives_ws, ur5e_tool_ws0_derivatives_f_ws)") !=
+          std::string::npos);
+    CHECK(k0.out.find("agree (status and out bit for bit; jac, column by column") != std::string::npos);
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -39,6 +40,55 @@ int call(DerivativesFn<S> f, const Arguments<S>& a, std::vector<double>& out, st
     const int status = f(a.q.data(), a.qd.data(), a.in.data(), o.data(), J.data());
     out.assign(o.begin(), o.end()), jac.assign(J.begin(), J.end());
     return status;
+}
+
+/// A workspace for a workspace form of `bytes`, its contents garbage: NaN, or huge values (call k).
+std::vector<double> garbage_workspace(long bytes, long k) {
+    std::vector<double> w(static_cast<std::size_t>(bytes) / sizeof(double) + 1);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = k % 2 ? NAN : (i % 2 ? 1e300 : -1e300);
+    return w;
+}
+
+/// A workspace form of a value entry point against the ordinary one's status and outputs (`out`,
+/// from call()): whether it differs in any bit.
+template <class S>
+bool workspace_differs(WsValueFn<S> f, long bytes, long k, const Arguments<S>& a, int status, const std::vector<double>& out) {
+    std::vector<S> o(out.size(), S(NAN));
+    std::vector<double> w = garbage_workspace(bytes, k);
+    const int st = f(a.q.data(), a.qd.data(), a.in.data(), o.data(), w.data());
+    const std::vector<double> od(o.begin(), o.end());
+    return st != status || std::memcmp(od.data(), out.data(), sizeof(double) * out.size()) != 0;
+}
+
+/// The same for a derivatives entry point (out and jac). jac_tolerance < 0: jac bit for bit; else
+/// jac within it of the ordinary one's (forward_error): the every-value workspace form is column by
+/// column, and rounds the Jacobian otherwise than an ordinary form with its columns in lanes.
+template <class S>
+bool workspace_differs(WsDerivativesFn<S> f, long bytes, long k, const Arguments<S>& a, int status, const std::vector<double>& out,
+                       const std::vector<double>& jac, double jac_tolerance) {
+    std::vector<S> o(out.size(), S(NAN)), J(jac.size(), S(NAN));
+    std::vector<double> w = garbage_workspace(bytes, k);
+    const int st = f(a.q.data(), a.qd.data(), a.in.data(), o.data(), J.data(), w.data());
+    const std::vector<double> od(o.begin(), o.end()), Jd(J.begin(), J.end());
+    if (st != status || std::memcmp(od.data(), out.data(), sizeof(double) * out.size()) != 0) return true;
+    if (jac_tolerance < 0 || status != NELU_STATUS_OK) return std::memcmp(Jd.data(), jac.data(), sizeof(double) * jac.size()) != 0;
+    return !(forward_error(Jd, jac) <= jac_tolerance);
+}
+
+/// The workspace form of one entry point in scalar S that the manifest section `stack_owner` lists
+/// ("workspace": {"double": {"entry", "bytes"}, "float": ...}), or null.
+template <class F>
+struct Workspace {
+    F fn = nullptr;
+    long bytes = 0;
+};
+template <class F>
+Workspace<F> workspace_form(const SolverLibrary& lib, const nlohmann::json& stack_owner, const char* scalar, CheckReport& rep) {
+    if (!stack_owner.contains("workspace") || !stack_owner["workspace"].contains(scalar)) return {};
+    const nlohmann::json& w = stack_owner["workspace"][scalar];
+    Workspace<F> ws{lib.find<F>(w.at("entry").get<std::string>()), w.at("bytes").get<long>()};
+    if (ws.fn) rep.workspace_entries.push_back(w.at("entry").get<std::string>());
+    return ws;
 }
 
 /// The independent coordinates moved along one Jacobian column by `h`: a joint's own coordinate, a
@@ -128,6 +178,21 @@ CheckReport run_check(const CheckOptions& o) {
     const auto fjac_f = co.derivatives ? lib.find<DerivativesFn<float>>(derivatives + scalar_suffix<float>()) : nullptr;
     CheckReport rep;
     rep.name = r.name;
+    // the workspace forms (docs/firmware.md, "Stack"), each against its ordinary entry point
+    const auto ws_d = workspace_form<WsValueFn<double>>(lib, man, "double", rep);
+    const auto ws_f = workspace_form<WsValueFn<float>>(lib, man, "float", rep);
+    const nlohmann::json no_derivatives = nlohmann::json::object();
+    const nlohmann::json& man_derivatives = man.contains("derivatives") ? man["derivatives"] : no_derivatives;
+    const auto ws_jac_d = workspace_form<WsDerivativesFn<double>>(lib, man_derivatives, "double", rep);
+    const auto ws_jac_f = workspace_form<WsDerivativesFn<float>>(lib, man_derivatives, "float", rep);
+    // the every-value shape of NAME_derivatives_ws is column by column: beside columns in lanes, its
+    // jac is judged, not bitwise: both within the state's tolerance of the exact Jacobian, so within
+    // twice it of each other
+    const bool ws_jac_bitwise = !(man_derivatives.contains("lanes") && man_derivatives.contains("workspace") &&
+                                  man_derivatives["workspace"].value("values", "").rfind("every", 0) == 0);
+    rep.workspace_jac_judged = !ws_jac_bitwise && ws_jac_d.fn;
+    long ws_call = 0;  // which garbage the next workspace gets
+    auto judge_workspace = [&](bool differs) { ++rep.workspace_calls, rep.workspace_differing += differs; };
     const Model& m = r.load.model;
     rep.seeks_qdd = judged_by_backward_error(r.system, r.problem);
     // sensor problems, and contact problems with only some of their unknowns as outputs, are judged
@@ -152,7 +217,11 @@ CheckReport run_check(const CheckOptions& o) {
         double tol_f = std::max(1e-4, 100 * e_float);  // (raised below by the arguments' rounding)
         const std::size_t nc = cols.size();
         std::vector<double> o2(nout), J(nout * nc);
-        if (call(fjac, Arguments<double>(q, qd, in), o2, J) != NELU_STATUS_OK) { ++rep.failed_status; return; }
+        const int jac_status = call(fjac, Arguments<double>(q, qd, in), o2, J);
+        if (ws_jac_d.fn)
+            judge_workspace(workspace_differs(ws_jac_d.fn, ws_jac_d.bytes, ws_call++, Arguments<double>(q, qd, in), jac_status, o2, J,
+                                              ws_jac_bitwise ? -1 : 2 * tol_ir));
+        if (jac_status != NELU_STATUS_OK) { ++rep.failed_status; return; }
         rep.out_vs_value = std::max(rep.out_vs_value, forward_error(o2, out));
         const std::vector<double> val = r.order.best.prog.evaluate(st.q.data(), st.qd.data(), in.data(), jlive);
         std::vector<double> Jir(J.size()), Jfd(J.size());
@@ -175,7 +244,11 @@ CheckReport run_check(const CheckOptions& o) {
         rep.jac_vs_differences_judged = std::max(rep.jac_vs_differences_judged, e_fd / tol_fd);
         if (fjac_f) {  // float: the same Jacobian to float's accuracy, relative to its largest entry
             std::vector<double> of(nout), Jf(J.size());
-            if (call(fjac_f, Arguments<float>(q, qd, in), of, Jf) != NELU_STATUS_OK) ++rep.failed_status;
+            const int jac_status_f = call(fjac_f, Arguments<float>(q, qd, in), of, Jf);
+            if (ws_jac_f.fn)
+                judge_workspace(workspace_differs(ws_jac_f.fn, ws_jac_f.bytes, ws_call++, Arguments<float>(q, qd, in), jac_status_f, of, Jf,
+                                                  ws_jac_bitwise ? -1 : 2 * tol_f));
+            if (jac_status_f != NELU_STATUS_OK) ++rep.failed_status;
             else {
                 // what rounding the arguments to float alone does to the double Jacobian (as for
                 // sensor problems' values, CheckReport::tolerance_float): 100 times it, when larger
@@ -209,6 +282,7 @@ CheckReport run_check(const CheckOptions& o) {
         };
         std::vector<double> out(nout);
         const int status = call(fd, Arguments<double>(q, qd, in), out);
+        if (ws_d.fn) judge_workspace(workspace_differs(ws_d.fn, ws_d.bytes, ws_call++, Arguments<double>(q, qd, in), status, out));
         double e = 0, e_float = 0;  // this state's forward errors
         judge(status, out, false, rep.forward_double, rep.backward_double);
         if (status == NELU_STATUS_OK && !reference_refused(ref)) e = response_forward_error(r.system, out, ref);
@@ -216,6 +290,7 @@ CheckReport run_check(const CheckOptions& o) {
             const Arguments<float> rounded(q, qd, in);
             std::vector<double> outf(nout);
             const int status_f = call(ff, rounded, outf);
+            if (ws_f.fn) judge_workspace(workspace_differs(ws_f.fn, ws_f.bytes, ws_call++, rounded, status_f, outf));
             judge(status_f, outf, true, rep.forward_float, rep.backward_float);
             if (status_f == NELU_STATUS_OK && !reference_refused(ref)) e_float = response_forward_error(r.system, outf, ref);
             if (rep.sensor && status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs

@@ -58,6 +58,14 @@ struct CheckReport {
             if (!e.errors.empty()) return false;
         return true;
     }
+    /// The workspace forms the manifest lists (NAME_ws, NAME_f_ws, NAME_derivatives_ws, ...): each
+    /// called at every state, its workspace filled with NaN or huge values first, and compared with
+    /// its ordinary entry point bit for bit, status, out and jac.
+    std::vector<std::string> workspace_entries;
+    long workspace_calls = 0, workspace_differing = 0;
+    /// NAME_derivatives_ws in its every-value shape (column by column) beside columns in lanes: its
+    /// jac judged within twice the state's Jacobian tolerance (both are within it of the exact one).
+    bool workspace_jac_judged = false;
     double decisive_double() const { return seeks_qdd ? backward_double : forward_double; }
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }
     /// Sensor problems: the largest forward error of the double solver on the float solver's
@@ -76,7 +84,7 @@ struct CheckReport {
     bool pass() const {
         return decisive_double() <= tolerance_double() && decisive_float() <= tolerance_float() && failed_status == 0 &&
                (!derivatives || (jac_vs_ir_judged <= 1 && jac_vs_differences_judged <= 1 && out_vs_value <= 1e-13 && jac_float_judged <= 1)) &&
-               (!batch || batch_pass());
+               (!batch || batch_pass()) && workspace_differing == 0;
     }
 };
 

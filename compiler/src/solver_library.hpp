@@ -22,6 +22,11 @@ using ValueBatchFn = int (*)(int n, const S* q, const S* qd, const S* in, S* out
 template <class S>
 using DerivativesBatchFn = int (*)(int n, const S* q, const S* qd, const S* in, S* out, S* jac, int* status);
 using BatchWidthFn = int (*)();
+/// The workspace forms (NAME_ws, NAME_derivatives_ws: docs/firmware.md, "Stack").
+template <class S>
+using WsValueFn = int (*)(const S* q, const S* qd, const S* in, S* out, void* work);
+template <class S>
+using WsDerivativesFn = int (*)(const S* q, const S* qd, const S* in, S* out, S* jac, void* work);
 
 /// A solver's arguments in scalar S: the independent coordinates q and qd and the inputs, rounded
 /// from double (or from another scalar).
