@@ -521,7 +521,9 @@ def section_lines(data):
       f"{', '.join(f'{x:.1f}' for x in data['load_avg'])} at the end), {data['cxx']}." +
       "".join(f" The rows of {', '.join(p['cases'])} are from a later run of those cases alone (`NELU_CONTACTS_CASES`), "
               f"{p['date']}, {p['copies']} copies of {p['rounds']} rounds (load average "
-              f"{', '.join(f'{x:.1f}' for x in p['load_avg'])} at the end)." for p in data.get("partial_runs", [])))
+              f"{', '.join(f'{x:.1f}' for x in p['load_avg'])} at the end)" +
+              (f", on another machine ({p['cpu']}: ratios from different machines are not comparable)"
+               if p.get('cpu', data.get('cpu')) != data.get('cpu') else "") + "." for p in data.get("partial_runs", [])))
     w("")
     w("Per case, the problem spec (in the records) is compiled by `nelu compile ROBOT --problem SPEC --derivatives "
       "--scalar double` twice, under the names `nelu_c` (built `g++ -O2`, generic x86-64: the \"-O2\" columns) and "
