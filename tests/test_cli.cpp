@@ -327,7 +327,7 @@ TEST_CASE("cli: --max-stack: bad values exit 2 naming the option; the budget dec
     CHECK(contains(read_text(dir.path / "ur5e_id.json"), "\"form\": \"ordinary+workspace\""));
     // one function: every value in the workspace; nelu check compares both workspace forms with
     // the ordinary entry points, bit for bit
-    CHECK(contains(read_text(dir.path / "ur5e_id.json"), "\"values\": \"every intermediate value"));
+    CHECK(contains(read_text(dir.path / "ur5e_id.json"), "\"shape\": \"every_value\""));
     const nelu::test::CliResult k = run_nelu("check " + quoted(urdf) + " " + quoted((dir.path / "ur5e_id.json").string()) + " --states 20");
     INFO(k.out << k.err);
     CHECK(k.exit_code == 0);

@@ -49,30 +49,33 @@ std::vector<double> garbage_workspace(long bytes, long k) {
     return w;
 }
 
-/// A workspace form of a value entry point against the ordinary one's status and outputs (`out`,
-/// from call()): whether it differs in any bit.
-template <class S>
-bool workspace_differs(WsValueFn<S> f, long bytes, long k, const Arguments<S>& a, int status, const std::vector<double>& out) {
-    std::vector<S> o(out.size(), S(NAN));
-    std::vector<double> w = garbage_workspace(bytes, k);
-    const int st = f(a.q.data(), a.qd.data(), a.in.data(), o.data(), w.data());
-    const std::vector<double> od(o.begin(), o.end());
-    return st != status || std::memcmp(od.data(), out.data(), sizeof(double) * out.size()) != 0;
-}
-
-/// The same for a derivatives entry point (out and jac). jac_tolerance < 0: jac bit for bit; else
-/// jac within it of the ordinary one's (forward_error): the every-value workspace form is column by
+/// One call of a workspace form, `run(out, jac, work)` in scalar S, against its ordinary entry
+/// point's status, out and jac (from call(); jac empty for a value entry point), the workspace
+/// garbage first: whether it differs. Status and out bit for bit; jac bit for bit when
+/// jac_tolerance < 0, else within it (forward_error): the every-value workspace form is column by
 /// column, and rounds the Jacobian otherwise than an ordinary form with its columns in lanes.
-template <class S>
-bool workspace_differs(WsDerivativesFn<S> f, long bytes, long k, const Arguments<S>& a, int status, const std::vector<double>& out,
-                       const std::vector<double>& jac, double jac_tolerance) {
+template <class S, class Run>
+bool workspace_differs(Run run, long bytes, long k, int status, const std::vector<double>& out, const std::vector<double>& jac,
+                       double jac_tolerance = -1) {
     std::vector<S> o(out.size(), S(NAN)), J(jac.size(), S(NAN));
     std::vector<double> w = garbage_workspace(bytes, k);
-    const int st = f(a.q.data(), a.qd.data(), a.in.data(), o.data(), J.data(), w.data());
+    const int st = run(o.data(), J.data(), w.data());
     const std::vector<double> od(o.begin(), o.end()), Jd(J.begin(), J.end());
     if (st != status || std::memcmp(od.data(), out.data(), sizeof(double) * out.size()) != 0) return true;
     if (jac_tolerance < 0 || status != NELU_STATUS_OK) return std::memcmp(Jd.data(), jac.data(), sizeof(double) * jac.size()) != 0;
     return !(forward_error(Jd, jac) <= jac_tolerance);
+}
+
+/// workspace_differs for a value and a derivatives entry point's workspace form.
+template <class S>
+bool workspace_differs(WsValueFn<S> f, long bytes, long k, const Arguments<S>& a, int status, const std::vector<double>& out) {
+    return workspace_differs<S>([&](S* o, S*, void* w) { return f(a.q.data(), a.qd.data(), a.in.data(), o, w); }, bytes, k, status, out, {});
+}
+template <class S>
+bool workspace_differs(WsDerivativesFn<S> f, long bytes, long k, const Arguments<S>& a, int status, const std::vector<double>& out,
+                       const std::vector<double>& jac, double jac_tolerance) {
+    return workspace_differs<S>([&](S* o, S* J, void* w) { return f(a.q.data(), a.qd.data(), a.in.data(), o, J, w); }, bytes, k, status, out,
+                                jac, jac_tolerance);
 }
 
 /// The workspace form of one entry point in scalar S that the manifest section `stack_owner` lists
@@ -189,7 +192,7 @@ CheckReport run_check(const CheckOptions& o) {
     // jac is judged, not bitwise: both within the state's tolerance of the exact Jacobian, so within
     // twice it of each other
     const bool ws_jac_bitwise = !(man_derivatives.contains("lanes") && man_derivatives.contains("workspace") &&
-                                  man_derivatives["workspace"].value("values", "").rfind("every", 0) == 0);
+                                  man_derivatives["workspace"].value("shape", "") == "every_value");
     rep.workspace_jac_judged = !ws_jac_bitwise && ws_jac_d.fn;
     long ws_call = 0;  // which garbage the next workspace gets
     auto judge_workspace = [&](bool differs) { ++rep.workspace_calls, rep.workspace_differing += differs; };

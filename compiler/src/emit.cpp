@@ -164,7 +164,7 @@ std::vector<EntryPoint> entry_points(const EmitInput& in, const Layout& L) {
 }
 
 /// The header's paragraph on stack use: the estimate, the budget, and the workspace form when emitted.
-std::string stack_comment(const EmitInput& in, const Layout& L, const Layout* lanes = nullptr) {  // for the entry point L.fn (lanes: its lane variant)
+std::string stack_comment(const EmitInput& in, const Layout& L) {  // for the entry point L.fn
     const std::string& N = L.fn;
     std::string est;
     if (in.scalar_double) est = fmt::format("{} about {} bytes", N, L.stack(sizeof(double)));
@@ -179,14 +179,12 @@ std::string stack_comment(const EmitInput& in, const Layout& L, const Layout* la
                         : in.scalar_double ? fmt::format("{0}_WORK_BYTES bytes aligned to {0}_WORK_ALIGN", N)
                                            : fmt::format("{0}_F_WORK_BYTES bytes aligned to {0}_F_WORK_ALIGN", N);
     if (L.work_in_caller) {
-        const long size = in.scalar_double ? sizeof(double) : sizeof(float);
-        const long frame = std::max({L.frame(size), lanes ? lanes->frame(size) : 0L, lanes ? lanes->lane_block_frame(size) : 0L});
         s += fmt::format(" * {} compute what the entry points above do, by the same code, with the {} values that cross\n"
                          " * its functions in `work`, memory the caller provides: {}.\n"
                          " * Their stack holds one of those functions' frames at a time: the largest about {} bytes{}\n"
                          " * (estimated as the ordinary form's, per function). One workspace per concurrent call; its\n"
                          " * contents do not matter on entry and are unspecified on return. */\n",
-                         names, L.caller_work_values, sizes, frame, in.scalar_double ? "" : " (float)");
+                         names, L.caller_work_values, sizes, L.caller_frame, in.scalar_double ? "" : " (float)");
     } else
         s += fmt::format(" * {} compute what the entry points above do, with every intermediate value in `work`,\n"
                          " * memory the caller provides: {}.\n"
@@ -277,7 +275,7 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts, cons
                                                 : fmt::format("the workspace form {}_ws is column by column", D.fn));
         }
         s += code_comment(D);
-        s += stack_comment(in, D, lanes);
+        s += stack_comment(in, D);
         s += extern_c(declarations(in, D));
     }
     s += "\n#endif\n";

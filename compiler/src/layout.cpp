@@ -258,12 +258,12 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
             for (Id o : f.lane_kernels[k].outputs) read(o);
         }
         L.lane_reads.assign(reads.begin(), reads.end());
+        std::vector<Layout::LaneBlockCost> kernel_cost(f.lane_kernels.size());  // (live and reads, per used kernel)
+        for (std::size_t k = 0; k < f.lane_kernels.size(); ++k)
+            if (used[k]) kernel_cost[k].live = kernel_live(P, f.lane_kernels[k], L.lane_programs[k], dep), kernel_cost[k].reads = kernel_reads(P, L.lane_programs[k], dep);
         for (const std::vector<std::size_t>& block : lane_blocks(f)) {
-            const std::size_t k = static_cast<std::size_t>(f.lane_groups[block.front()].kernel);
-            Layout::LaneBlockCost c;
+            Layout::LaneBlockCost c = kernel_cost[static_cast<std::size_t>(f.lane_groups[block.front()].kernel)];
             for (std::size_t g : block) c.columns += static_cast<long>(f.lane_groups[g].columns.size());
-            c.live = kernel_live(P, f.lane_kernels[k], L.lane_programs[k], dep);
-            c.reads = kernel_reads(P, L.lane_programs[k], dep);
             L.lane_block_costs.push_back(c);
         }
     }
@@ -283,11 +283,12 @@ namespace {
 void settle_workspace(const EmitInput& in, Layout& L, Layout* lanes) {
     if (!L.workspace) return;
     const long size = in.scalar_double ? sizeof(double) : sizeof(float);
-    auto fits = [&](const Layout& X) { return X.parts > 1 && X.frame(size) <= in.max_stack && X.lane_block_frame(size) <= in.max_stack; };
-    L.work_in_caller = fits(L) && (!lanes || fits(*lanes));
+    const long frame = std::max({L.frame(size), lanes ? lanes->frame(size) : 0L, lanes ? lanes->lane_block_frame(size) : 0L});
+    L.work_in_caller = L.parts > 1 && (!lanes || lanes->parts > 1) && frame <= in.max_stack;
     if (!L.work_in_caller) return;
     L.caller_work_values = std::max(L.work_values, lanes ? lanes->work_values : 0L);
-    if (lanes) lanes->work_in_caller = true, lanes->caller_work_values = L.caller_work_values;
+    L.caller_frame = frame;
+    if (lanes) lanes->work_in_caller = true, lanes->caller_work_values = L.caller_work_values, lanes->caller_frame = frame;
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ struct Layout {
     /// the C++ compiler builds one program for both entry points.
     bool work_in_caller = false;
     long caller_work_values = 0;  ///< with work_in_caller: the NAME_work struct's values (the larger of the lane and scalar variants')
+    long caller_frame = 0;        ///< with work_in_caller: the largest frame estimate of the functions it calls (bytes, the widest scalar)
     /// Conservative stack estimate of the ordinary form for a scalar of `size` bytes.
     long stack(long size) const { return kSpillFactor * values * size + kStackAllowance; }
     /// Conservative estimate of the largest part's frame, for a scalar of `size` bytes.

@@ -30,10 +30,12 @@ const std::vector<std::pair<const char*, int>> kLaneTargets = {
     {"neon (aarch64)", 2}, {"other targets and compilers, or NELU_LANES_SCALAR", 1}};
 
 
-/// What the workspace form keeps in `work` (Layout::work_in_caller).
-const char* workspace_values(const Layout& L) {
-    return L.work_in_caller ? "those crossing its functions (the ordinary form's code, one function's frame on the stack at a time)"
-                            : "every intermediate value (a program of its own)";
+/// The workspace form's shape (Layout::work_in_caller): "shape" for programs (nelu check), "values"
+/// for readers.
+void add_workspace_shape(nlohmann::ordered_json& w, const Layout& L) {
+    w["shape"] = L.work_in_caller ? "ordinary_parts" : "every_value";
+    w["values"] = L.work_in_caller ? "those crossing its functions (the ordinary form's code, one function's frame on the stack at a time)"
+                                   : "every intermediate value (a program of its own)";
 }
 
 nlohmann::ordered_json ops_json(const ir::OpCount& c) {
@@ -141,7 +143,7 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     if (D.workspace) {
         j["workspace"] = {{"double", {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}}},
                           {"float", {{"entry", D.fn + "_f_ws"}, {"bytes", D.work_bytes(sizeof(float))}}}};
-        j["workspace"]["values"] = workspace_values(D);
+        add_workspace_shape(j["workspace"], D);
     }
     return j;
 }
@@ -266,7 +268,7 @@ void add_code(nlohmann::ordered_json& j, const EmitInput& in, const Layout& L) {
     j["stack"] = {{"budget", in.max_stack}, {"values_live", L.values}, {"estimate", estimate},
                   {"form", L.workspace ? "ordinary+workspace" : "ordinary"},
                   {"reason", L.workspace ? "the estimate exceeds the budget (nelu compile --max-stack)" : "the estimate is within the budget"}};
-    if (L.workspace) j["workspace"] = work, j["workspace"]["values"] = workspace_values(L);
+    if (L.workspace) j["workspace"] = work, add_workspace_shape(j["workspace"], L);
 }
 
 }  // namespace
