@@ -49,6 +49,11 @@ std::vector<double> garbage_workspace(long bytes, long k) {
     return w;
 }
 
+/// Whether a and b hold the same bits (memcmp, which must not see the null data() of an empty vector).
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
+}
+
 /// One call of a workspace form, `run(out, jac, work)` in scalar S, against its ordinary entry
 /// point's status, out and jac (from call(); jac empty for a value entry point), the workspace
 /// garbage first: whether it differs. Status and out bit for bit; jac bit for bit when
@@ -61,8 +66,8 @@ bool workspace_differs(Run run, long bytes, long k, int status, const std::vecto
     std::vector<double> w = garbage_workspace(bytes, k);
     const int st = run(o.data(), J.data(), w.data());
     const std::vector<double> od(o.begin(), o.end()), Jd(J.begin(), J.end());
-    if (st != status || std::memcmp(od.data(), out.data(), sizeof(double) * out.size()) != 0) return true;
-    if (jac_tolerance < 0 || status != NELU_STATUS_OK) return std::memcmp(Jd.data(), jac.data(), sizeof(double) * jac.size()) != 0;
+    if (st != status || !same_bits(od, out)) return true;
+    if (jac_tolerance < 0 || status != NELU_STATUS_OK) return !same_bits(Jd, jac);
     return !(forward_error(Jd, jac) <= jac_tolerance);
 }
 
