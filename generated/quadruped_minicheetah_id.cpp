@@ -13,6 +13,9 @@
 
 #include "nelu/trig.hpp"
 
+// GCC: no basic-block vectorization of this file's scalar straight-line code (nelu/trig.hpp)
+NELU_STRAIGHT_LINE_CODE
+
 namespace {
 
 template <class T>

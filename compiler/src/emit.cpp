@@ -301,6 +301,7 @@ std::string source(const EmitInput& in, const std::vector<Layout>& layouts, cons
         if (lanes) both.push_back(std::make_unique<emit::ScalarForm>(*lanes, in, notes));
         s += emit::include_lines(both);
     }
+    s += "// GCC: no basic-block vectorization of this file's scalar straight-line code (nelu/trig.hpp)\nNELU_STRAIGHT_LINE_CODE\n\n";
     std::string text;
     const Layout* last = nullptr;
     for (const auto& form : forms) {

@@ -94,6 +94,21 @@ inline D kernel_cos(D x, D y) noexcept {
 #define NELU_PART
 #endif
 
+// GCC's basic-block (SLP) vectorizer, on by default at -O2 since GCC 12, packs pairs of a
+// generated solver's scalar statements whose results are stored side by side (the values in the
+// NAME_work struct, out[]) into vector registers, and pays for it in the shuffles that build and
+// split the pairs and in the registers they hold: on the shipped solvers it costs instructions and
+// time (g++ 12 -O2, docs/large-robots.md "Vectorizing straight-line code": the humanoid's soles
+// 7.5 % of their instructions and of their time). A generated NAME.cpp turns it off for its own
+// functions, after its #includes, by NELU_STRAIGHT_LINE_CODE; the lane kernels and batch forms
+// are written over vector types and do not depend on it. Define NELU_ALLOW_SLP_VECTORIZE to keep
+// the compiler's default; other compilers are not affected.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(NELU_ALLOW_SLP_VECTORIZE)
+#define NELU_STRAIGHT_LINE_CODE _Pragma("GCC optimize(\"no-tree-slp-vectorize\")")
+#else
+#define NELU_STRAIGHT_LINE_CODE
+#endif
+
 /// sin x and cos x in double, without libm (see the top of this file).
 NELU_TRIG_NOINLINE inline SinCos<double> sincos(double x) noexcept {
     using namespace trig_detail;
