@@ -54,8 +54,13 @@ struct quadruped_minicheetah_floating_fd_work {
     T t53;
     T t56;
     T t59;
+    T t67;
+    T t68;
+    T t69;
+    T t70;
     T t71;
     T t72;
+    T t73;
     T t88;
     T t89;
     T t90;
@@ -76,6 +81,7 @@ struct quadruped_minicheetah_floating_fd_work {
     T t229;
     T t230;
     T t231;
+    T t243;
     T t254;
     T t255;
     T t256;
@@ -83,7 +89,10 @@ struct quadruped_minicheetah_floating_fd_work {
     T t275;
     T t276;
     T t277;
+    T t279;
+    T t283;
     T t286;
+    T t287;
     T t292;
     T t293;
     T t299;
@@ -134,32 +143,56 @@ struct quadruped_minicheetah_floating_fd_work {
     T t548;
     T t556;
     T t557;
+    T t559;
     T t565;
     T t566;
     T t590;
     T t591;
     T t592;
     T t593;
+    T t615;
+    T t617;
+    T t618;
+    T t649;
+    T t650;
     T t651;
     T t674;
     T t675;
     T t676;
     T t677;
     T t696;
+    T t698;
     T t700;
+    T t709;
     T t716;
+    T t717;
+    T t734;
     T t736;
     T t737;
     T t738;
     T t739;
+    T t753;
+    T t754;
     T t755;
+    T t776;
     T t782;
     T t783;
+    T t796;
+    T t799;
+    T t802;
+    T t805;
+    T t806;
     T t807;
     T t808;
     T t809;
     T t810;
+    T t833;
+    T t835;
     T t837;
+    T t842;
+    T t847;
+    T t848;
+    T t849;
     T t872;
     T t896;
     T t897;
@@ -285,8 +318,29 @@ struct quadruped_minicheetah_floating_fd_work {
     T t1404;
     T t1417;
     T t1431;
+    T t1440;
+    T t1442;
     T t1443;
+    T t1455;
     T t1456;
+    T t1491;
+    T t1499;
+    T t1501;
+    T t1503;
+    T t1508;
+    T t1510;
+    T t1516;
+    T t1518;
+    T t1520;
+    T t1536;
+    T t1540;
+    T t1542;
+    T t1547;
+    T t1549;
+    T t1551;
+    T t1553;
+    T t1559;
+    T t1563;
     T t1564;
     T t1565;
     T t1566;
@@ -301,18 +355,28 @@ struct quadruped_minicheetah_floating_fd_work {
     T t1616;
     T t1617;
     T t1623;
+    T t1625;
     T t1627;
+    T t1628;
     T t1632;
+    T t1634;
     T t1636;
+    T t1637;
     T t1638;
     T t1640;
     T t1642;
     T t1644;
+    T t1646;
+    T t1647;
+    T t1650;
     T t1652;
+    T t1653;
     T t1655;
     T t1656;
     T t1658;
     T t1661;
+    T t1662;
+    T t1663;
     T t1670;
     T t1683;
     T t1688;
@@ -435,10 +499,31 @@ struct quadruped_minicheetah_floating_fd_work {
     T t2337;
     T t2378;
     T t2379;
+    T t2387;
     T t2392;
+    T t2396;
+    T t2400;
+    T t2403;
     T t2406;
+    T t2413;
+    T t2415;
+    T t2417;
     T t2418;
+    T t2429;
+    T t2431;
     T t2432;
+    T t2436;
+    T t2443;
+    T t2444;
+    T t2470;
+    T t2477;
+    T t2480;
+    T t2482;
+    T t2483;
+    T t2484;
+    T t2486;
+    T t2487;
+    T t2489;
     T t2513;
     T t2517;
     T t2520;
@@ -585,6 +670,12 @@ struct quadruped_minicheetah_floating_fd_work {
     T t3205;
     T t3206;
     T t3210;
+    T t3211;
+    T t3212;
+    T t3213;
+    T t3214;
+    T t3215;
+    T t3216;
     T t3217;
     T t3218;
     T t3219;
@@ -605,6 +696,20 @@ struct quadruped_minicheetah_floating_fd_work {
     T t3238;
     T t3239;
     T t3240;
+    T t3241;
+    T t3242;
+    T t3245;
+    T t3246;
+    T t3247;
+    T t3248;
+    T t3249;
+    T t3250;
+    T t3251;
+    T t3255;
+    T t3256;
+    T t3260;
+    T t3262;
+    T t3263;
     T t3279;
     T t3362;
     T t3445;
@@ -624,8 +729,20 @@ struct quadruped_minicheetah_floating_fd_work {
     T t3550;
     T t3592;
     T t3678;
+    T t3710;
+    T t3713;
+    T t3714;
+    T t3716;
+    T t3718;
+    T t3719;
     T t3742;
+    T t3812;
     T t3825;
+    T t3832;
+    T t3834;
+    T t3836;
+    T t3838;
+    T t3841;
     T t3908;
     T t3940;
     T t3943;
@@ -648,10 +765,23 @@ struct quadruped_minicheetah_floating_fd_work {
     T t4286;
     T t4295;
     T t4306;
+    T t4307;
+    T t4308;
+    T t4312;
+    T t4314;
+    T t4317;
     T t4332;
     T t4360;
     T t4378;
+    T t4379;
+    T t4381;
     T t4396;
+    T t4400;
+    T t4401;
+    T t4405;
+    T t4409;
+    T t4411;
+    T t4412;
     T t4424;
     T t4442;
     T t4461;
@@ -740,25 +870,25 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t57 = qd[1] * t48;
     const T t58 = qd[0] * t49;
     w.t59 = t58 - t57;
-    const T t67 = qd[2] * T(0.049000000000000002);
-    const T t68 = qd[2] * T(0.19);
-    const T t69 = qd[0] * T(0.049000000000000002);
-    const T t70 = qd[1] * T(0.19);
-    w.t71 = t69 + t70;
-    w.t72 = qd[3] + t67;  // v[FR_abad_link].vz
-    const T t73 = qd[4] + t68;
+    w.t67 = qd[2] * T(0.049000000000000002);
+    w.t68 = qd[2] * T(0.19);
+    w.t69 = qd[0] * T(0.049000000000000002);
+    w.t70 = qd[1] * T(0.19);
+    w.t71 = w.t69 + w.t70;
+    w.t72 = qd[3] + w.t67;  // v[FR_abad_link].vz
+    w.t73 = qd[4] + w.t68;
     const T t74 = qd[5] - w.t71;
     const T t75 = qd[2] * w.t63;
     const T t76 = qd[1] * w.t64;
     const T t77 = t75 - t76;  // v[FR_abad_link].wx
     const T t78 = w.t63 * t74;
-    const T t79 = w.t64 * t73;
+    const T t79 = w.t64 * w.t73;
     const T t80 = t78 - t79;  // v[FR_abad_link].vx
     const T t81 = qd[2] * w.t64;
     const T t82 = qd[1] * w.t63;
     const T t83 = t81 + t82;
     const T t84 = w.t64 * t74;
-    const T t85 = w.t63 * t73;
+    const T t85 = w.t63 * w.t73;
     const T t86 = t84 + t85;  // v[FR_thigh_link].vz
     const T t87 = qd[0] + qd[6];  // v[FR_abad_link].wz
     w.t88 = qd[6] * t83;
@@ -888,7 +1018,7 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t240 = t86 - t238;  // v[FR_shank_link].vz
     const T t241 = t155 * w.t235;
     const T t242 = t161 * w.t234;
-    const T t243 = t241 + t242;
+    w.t243 = t241 + t242;
     const T t244 = t158 * w.t235;
     const T t245 = w.t234 * t239;
     const T t246 = t244 + t245;
@@ -900,55 +1030,63 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t252 = t251 - t250;  // v[FR_shank_link].vy
     const T t253 = t165 + qd[8];  // v[FR_shank_link].wz
     w.t254 = qd[8] * t249;
-    w.t255 = qd[8] * t243;
+    w.t255 = qd[8] * w.t243;
     w.t256 = qd[8] * t252;
     w.t257 = qd[8] * t246;
     const T t261 = t253 * T(0.060999999999999999);
-    const T t262 = t243 * T(0.060999999999999999);
+    const T t262 = w.t243 * T(0.060999999999999999);
     const T t263 = t246 + t261;
     const T t264 = t240 - t262;
     const T t265 = t252 * t253;
     const T t266 = t249 * t264;
     const T t267 = t266 - t265;
-    const T t268 = t243 * t264;
+    const T t268 = w.t243 * t264;
     const T t269 = t253 * t263;
     const T t270 = t268 - t269;
     const T t271 = t249 * t263;
-    const T t272 = t243 * t252;
+    const T t272 = w.t243 * t252;
     const T t273 = t271 - t272;
     w.t275 = t267 * T(0.064000000000000001);
     w.t276 = t270 * T(0.064000000000000001);
     w.t277 = t273 * T(0.064000000000000001);
-    const T t278 = T(0.00024499999999999999) * t243;
-    const T t279 = t249 * T(6.0000000000000002e-06);
+    const T t278 = T(0.00024499999999999999) * w.t243;
+    w.t279 = t249 * T(6.0000000000000002e-06);
     const T t280 = t253 * T(0.00024799999999999996);
-    const T t281 = t253 * t279;
+    const T t281 = t253 * w.t279;
     const T t282 = t249 * t280;
-    const T t283 = t282 - t281;
-    const T t284 = t243 * t280;
+    w.t283 = t282 - t281;
+    const T t284 = w.t243 * t280;
     const T t285 = t253 * t278;
     w.t286 = t284 - t285;
-    const T t287 = t249 * t278;
-    const T t288 = t243 * t279;
-    const T t289 = t287 - t288;
+    w.t287 = t249 * t278;
+    return status;
+}
+
+template <class T>
+int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- kinematics: transforms, velocities, bias terms b
+    const T t288 = w.t243 * w.t279;
+    const T t289 = w.t287 - t288;
     const T t290 = T(0.060999999999999999) * w.t277;
     const T t291 = T(0.060999999999999999) * w.t275;
-    w.t292 = t283 + t290;
+    w.t292 = w.t283 + t290;
     w.t293 = t289 - t291;
-    const T t298 = t70 - t69;
-    w.t299 = qd[3] - t67;  // v[FL_abad_link].vz
+    const T t298 = w.t70 - w.t69;
+    w.t299 = qd[3] - w.t67;  // v[FL_abad_link].vz
     const T t300 = qd[5] - t298;
     const T t301 = qd[2] * w.t295;
     const T t302 = qd[1] * w.t296;
     const T t303 = t301 - t302;  // v[FL_abad_link].wx
     const T t304 = w.t295 * t300;
-    const T t305 = t73 * w.t296;
+    const T t305 = w.t73 * w.t296;
     const T t306 = t304 - t305;  // v[FL_abad_link].vx
     const T t307 = qd[2] * w.t296;
     const T t308 = qd[1] * w.t295;
     const T t309 = t307 + t308;
     const T t310 = w.t296 * t300;
-    const T t311 = t73 * w.t295;
+    const T t311 = w.t73 * w.t295;
     const T t312 = t310 + t311;  // v[FL_thigh_link].vz
     const T t313 = qd[0] + qd[9];  // v[FL_abad_link].wz
     w.t314 = qd[9] * t309;
@@ -1126,7 +1264,7 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     w.t496 = t487 + t494;
     w.t497 = t493 - t495;
     const T t504 = qd[5] + t298;
-    w.t505 = t68 - qd[4];
+    w.t505 = w.t68 - qd[4];
     const T t506 = qd[2] * w.t499;
     const T t507 = qd[1] * w.t500;
     w.t508 = t506 - t507;  // v[RR_abad_link].wx
@@ -1183,12 +1321,12 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
 }
 
 template <class T>
-int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- kinematics: transforms, velocities, bias terms b
     const T t558 = w.t518 * w.t543;
-    const T t559 = t558 - w.t557;
+    w.t559 = t558 - w.t557;
     const T t560 = w.t514 * w.t543;
     const T t561 = w.t508 * w.t548;
     const T t562 = t560 + t561;
@@ -1234,9 +1372,9 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t612 = t585 * t599;
     const T t613 = t579 * t600;
     const T t614 = t612 + t613;
-    const T t615 = T(0.68900000000000006) * t606;
-    const T t617 = T(0.68900000000000006) * t611;
-    const T t618 = T(0.68900000000000006) * t614;
+    w.t615 = T(0.68900000000000006) * t606;
+    w.t617 = T(0.68900000000000006) * t611;
+    w.t618 = T(0.68900000000000006) * t614;
     const T t619 = T(0.00059595605224963726) * t579;
     const T t620 = T(1.2999999999999999e-05) * t585;
     const T t621 = t619 + t620;
@@ -1261,13 +1399,13 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t640 = t585 * t623;
     const T t641 = t579 * t628;
     const T t642 = t640 - t641;
-    const T t643 = T(0.014722786647314948) * t617;
-    const T t644 = T(0.018403483309143685) * t618;
-    const T t645 = T(0.014722786647314948) * t615;
+    const T t643 = T(0.014722786647314948) * w.t617;
+    const T t644 = T(0.018403483309143685) * w.t618;
+    const T t645 = T(0.014722786647314948) * w.t615;
     const T t647 = t644 - t645;
-    const T t648 = T(0.018403483309143685) * t617;
-    const T t649 = t636 - t643;
-    const T t650 = t639 + t647;
+    const T t648 = T(0.018403483309143685) * w.t617;
+    w.t649 = t636 - t643;
+    w.t650 = t639 + t647;
     w.t651 = t642 + t648;
     const T t656 = T(0.20899999999999999) * t589;
     const T t657 = T(0.20899999999999999) * t585;
@@ -1304,7 +1442,7 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t694 = t663 * t672;
     const T t695 = t693 - t694;
     w.t696 = T(0.064000000000000001) * t686;
-    const T t698 = T(0.064000000000000001) * t691;
+    w.t698 = T(0.064000000000000001) * t691;
     w.t700 = T(0.064000000000000001) * t695;
     const T t701 = T(0.00024499999999999999) * t663;
     const T t702 = T(6.0000000000000002e-06) * t669;
@@ -1314,14 +1452,14 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t706 = t705 - t704;
     const T t707 = t663 * t703;
     const T t708 = t673 * t701;
-    const T t709 = t707 - t708;
+    w.t709 = t707 - t708;
     const T t710 = t669 * t701;
     const T t711 = t663 * t702;
     const T t712 = t710 - t711;
     const T t713 = T(0.060999999999999999) * w.t700;
     const T t714 = T(0.060999999999999999) * w.t696;
     w.t716 = t706 + t713;
-    const T t717 = t712 + t714;
+    w.t717 = t712 + t714;
     const T t722 = qd[5] + w.t71;
     const T t723 = qd[2] * w.t719;
     const T t724 = qd[1] * w.t720;
@@ -1334,27 +1472,27 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t731 = t729 + t730;
     const T t732 = w.t720 * t722;
     const T t733 = w.t505 * w.t719;
-    const T t734 = t733 - t732;  // v[RL_abad_link].vy
+    w.t734 = t733 - t732;  // v[RL_abad_link].vy
     const T t735 = qd[0] + qd[15];  // v[RL_abad_link].wz
     w.t736 = qd[15] * t731;
     w.t737 = qd[15] * t725;
-    w.t738 = qd[15] * t734;
+    w.t738 = qd[15] * w.t734;
     w.t739 = qd[15] * t728;
     const T t740 = T(0.036369747899159657) * t735;
     const T t741 = T(0.036369747899159657) * t725;
     const T t742 = t728 + t740;
     const T t743 = w.t299 - t741;
-    const T t744 = t734 * t735;
+    const T t744 = w.t734 * t735;
     const T t745 = t731 * t743;
     const T t746 = t744 + t745;
     const T t747 = t725 * t743;
     const T t748 = t735 * t742;
     const T t749 = t748 - t747;
     const T t750 = t731 * t742;
-    const T t751 = t725 * t734;
+    const T t751 = t725 * w.t734;
     const T t752 = t750 + t751;
-    const T t753 = T(0.59500000000000008) * t746;
-    const T t754 = T(0.59500000000000008) * t749;
+    w.t753 = T(0.59500000000000008) * t746;
+    w.t754 = T(0.59500000000000008) * t749;
     w.t755 = T(0.59500000000000008) * t752;
     const T t756 = T(0.00047779865546218505) * t725;
     const T t757 = T(9.5000000000000001e-07) * t731;
@@ -1376,12 +1514,12 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t773 = t771 - t772;
     const T t774 = t725 * t770;
     const T t775 = t735 * t760;
-    const T t776 = t775 - t774;
+    w.t776 = t775 - t774;
     const T t777 = t731 * t760;
     const T t778 = t725 * t765;
     const T t779 = t777 - t778;
     const T t780 = T(0.036369747899159657) * w.t755;
-    const T t781 = T(0.036369747899159657) * t753;
+    const T t781 = T(0.036369747899159657) * w.t753;
     w.t782 = t773 - t780;
     w.t783 = t779 - t781;
     const T t790 = T(0.062) * t735;
@@ -1390,90 +1528,98 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t793 = w.t299 - t791;
     const T t794 = t725 * w.t785;
     const T t795 = t735 * w.t786;
-    const T t796 = t794 + t795;
+    w.t796 = t794 + t795;
     const T t797 = w.t785 * t792;
     const T t798 = w.t786 * t793;
-    const T t799 = t797 + t798;
+    w.t799 = t797 + t798;
     const T t800 = t725 * w.t786;
     const T t801 = t735 * w.t785;
-    const T t802 = t800 - t801;  // v[RL_thigh_link].wy
+    w.t802 = t800 - t801;  // v[RL_thigh_link].wy
     const T t803 = w.t786 * t792;
     const T t804 = w.t785 * t793;
-    const T t805 = t803 - t804;  // v[RL_thigh_link].vy
-    const T t806 = t731 + qd[16];  // v[RL_thigh_link].wz
-    w.t807 = qd[16] * t802;
-    w.t808 = qd[16] * t796;
-    w.t809 = qd[16] * t805;
-    w.t810 = qd[16] * t799;
-    const T t811 = T(0.014722786647314948) * t802;
-    const T t812 = T(0.014722786647314948) * t796;
-    const T t813 = T(0.018403483309143685) * t806;
+    w.t805 = t803 - t804;  // v[RL_thigh_link].vy
+    w.t806 = t731 + qd[16];  // v[RL_thigh_link].wz
+    w.t807 = qd[16] * w.t802;
+    w.t808 = qd[16] * w.t796;
+    w.t809 = qd[16] * w.t805;
+    w.t810 = qd[16] * w.t799;
+    const T t811 = T(0.014722786647314948) * w.t802;
+    const T t812 = T(0.014722786647314948) * w.t796;
+    const T t813 = T(0.018403483309143685) * w.t806;
     const T t814 = t813 - t812;
-    const T t815 = T(0.018403483309143685) * t802;
-    const T t816 = t799 + t811;
-    const T t817 = t805 + t814;
-    const T t818 = t734 + t815;
-    const T t820 = t806 * t817;
-    const T t821 = t802 * t818;
+    const T t815 = T(0.018403483309143685) * w.t802;
+    const T t816 = w.t799 + t811;
+    const T t817 = w.t805 + t814;
+    const T t818 = w.t734 + t815;
+    const T t820 = w.t806 * t817;
+    const T t821 = w.t802 * t818;
     const T t823 = t820 + t821;
-    const T t825 = t796 * t818;
-    const T t827 = t806 * t816;
+    const T t825 = w.t796 * t818;
+    const T t827 = w.t806 * t816;
     const T t828 = t825 + t827;
-    const T t830 = t802 * t816;
-    const T t831 = t796 * t817;
+    const T t830 = w.t802 * t816;
+    const T t831 = w.t796 * t817;
     const T t832 = t830 - t831;
-    const T t833 = T(0.68900000000000006) * t823;
-    const T t835 = T(0.68900000000000006) * t828;
+    w.t833 = T(0.68900000000000006) * t823;
+    w.t835 = T(0.68900000000000006) * t828;
     w.t837 = T(0.68900000000000006) * t832;
-    const T t838 = T(0.00059595605224963726) * t796;
-    const T t839 = T(1.2999999999999999e-05) * t802;
+    const T t838 = T(0.00059595605224963726) * w.t796;
+    const T t839 = T(1.2999999999999999e-05) * w.t802;
     const T t840 = t838 + t839;
-    const T t841 = T(1.7695065312046487e-05) * t806;
-    const T t842 = t841 - t840;
-    const T t843 = T(1.2999999999999999e-05) * t796;
-    const T t844 = T(0.0020491998838896952) * t802;
+    const T t841 = T(1.7695065312046487e-05) * w.t806;
+    w.t842 = t841 - t840;
+    const T t843 = T(1.2999999999999999e-05) * w.t796;
+    const T t844 = T(0.0020491998838896952) * w.t802;
     const T t845 = t843 + t844;
-    const T t846 = T(0.00024499999999999999) * t806;
-    const T t847 = t845 - t846;
-    const T t848 = T(1.7695065312046487e-05) * t796;
-    const T t849 = T(0.00024499999999999999) * t802;
-    const T t850 = t848 + t849;
-    const T t851 = T(0.0021862438316400581) * t806;
+    const T t846 = T(0.00024499999999999999) * w.t806;
+    w.t847 = t845 - t846;
+    w.t848 = T(1.7695065312046487e-05) * w.t796;
+    w.t849 = T(0.00024499999999999999) * w.t802;
+    return status;
+}
+
+template <class T>
+int quadruped_minicheetah_floating_fd_part3(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- kinematics: transforms, velocities, bias terms b
+    const T t850 = w.t848 + w.t849;
+    const T t851 = T(0.0021862438316400581) * w.t806;
     const T t852 = t851 - t850;
-    const T t853 = t806 * t847;
-    const T t854 = t802 * t852;
+    const T t853 = w.t806 * w.t847;
+    const T t854 = w.t802 * t852;
     const T t855 = t854 - t853;
-    const T t856 = t796 * t852;
-    const T t857 = t806 * t842;
+    const T t856 = w.t796 * t852;
+    const T t857 = w.t806 * w.t842;
     const T t858 = t856 + t857;
-    const T t859 = t802 * t842;
-    const T t860 = t796 * t847;
+    const T t859 = w.t802 * w.t842;
+    const T t860 = w.t796 * w.t847;
     const T t861 = t859 + t860;
-    const T t862 = T(0.014722786647314948) * t835;
+    const T t862 = T(0.014722786647314948) * w.t835;
     const T t864 = T(0.018403483309143685) * w.t837;
-    const T t865 = T(0.014722786647314948) * t833;
+    const T t865 = T(0.014722786647314948) * w.t833;
     const T t867 = t864 - t865;
-    const T t868 = T(0.018403483309143685) * t835;
+    const T t868 = T(0.018403483309143685) * w.t835;
     const T t870 = t855 - t862;
     const T t871 = t858 - t867;
     w.t872 = t861 + t868;
-    const T t878 = T(0.20899999999999999) * t806;
-    const T t879 = T(0.20899999999999999) * t802;
-    const T t880 = t805 + t878;
-    const T t881 = t734 + t879;
-    const T t883 = t796 * w.t876;
-    const T t884 = t802 * w.t875;
+    const T t878 = T(0.20899999999999999) * w.t806;
+    const T t879 = T(0.20899999999999999) * w.t802;
+    const T t880 = w.t805 + t878;
+    const T t881 = w.t734 + t879;
+    const T t883 = w.t796 * w.t876;
+    const T t884 = w.t802 * w.t875;
     const T t885 = t883 + t884;
-    const T t886 = t799 * w.t876;
+    const T t886 = w.t799 * w.t876;
     const T t887 = w.t875 * t880;
     const T t888 = t886 + t887;
-    const T t889 = t796 * w.t875;
-    const T t890 = t802 * w.t876;
+    const T t889 = w.t796 * w.t875;
+    const T t890 = w.t802 * w.t876;
     const T t891 = t890 - t889;  // v[RL_shank_link].wy
-    const T t892 = t799 * w.t875;
+    const T t892 = w.t799 * w.t875;
     const T t893 = w.t876 * t880;
     const T t894 = t893 - t892;  // v[RL_shank_link].vy
-    const T t895 = t806 + qd[17];  // v[RL_shank_link].wz
+    const T t895 = w.t806 + qd[17];  // v[RL_shank_link].wz
     w.t896 = qd[17] * t891;
     w.t897 = qd[17] * t885;
     w.t898 = qd[17] * t894;
@@ -1532,24 +1678,24 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     w.t1027 = w.t490 + in[56];
     w.t1028 = w.t497 - in[55];
     w.t1029 = w.t480 + in[59];
-    w.t1037 = t559 + in[61];
+    w.t1037 = w.t559 + in[61];
     w.t1038 = w.t536 + in[65];
     w.t1039 = w.t537 + in[64];
-    w.t1047 = t649 + in[68];
-    w.t1048 = t650 + in[66];
-    w.t1049 = in[71] - t615;
-    w.t1050 = t617 + in[69];
-    w.t1051 = t618 + in[70];
-    w.t1059 = t709 + in[74];
-    w.t1060 = t717 - in[73];
-    w.t1061 = in[77] - t698;
-    w.t1069 = t776 + in[79];
-    w.t1070 = t753 + in[83];
-    w.t1071 = t754 + in[82];
+    w.t1047 = w.t649 + in[68];
+    w.t1048 = w.t650 + in[66];
+    w.t1049 = in[71] - w.t615;
+    w.t1050 = w.t617 + in[69];
+    w.t1051 = w.t618 + in[70];
+    w.t1059 = w.t709 + in[74];
+    w.t1060 = w.t717 - in[73];
+    w.t1061 = in[77] - w.t698;
+    w.t1069 = w.t776 + in[79];
+    w.t1070 = w.t753 + in[83];
+    w.t1071 = w.t754 + in[82];
     w.t1079 = t870 + in[86];
     w.t1080 = t871 + in[84];
-    w.t1081 = in[89] - t833;
-    w.t1082 = in[87] - t835;
+    w.t1081 = in[89] - w.t833;
+    w.t1082 = in[87] - w.t835;
     w.t1090 = t931 + in[92];
     w.t1091 = t939 - in[91];
     w.t1092 = in[95] - t920;
@@ -1693,7 +1839,7 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
 }
 
 template <class T>
-int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- factorization of P D Q = L U
@@ -1798,14 +1944,14 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t1436 = w.t1339 * w.t1431;
     const T t1438 = t1397 - t1436;
     const T t1439 = w.t1343 * w.t1431;
-    const T t1440 = t1399 - t1439;
+    w.t1440 = t1399 - t1439;
     const T t1441 = w.t1268 * w.t1431;
-    const T t1442 = t1334 - t1441;
+    w.t1442 = t1334 - t1441;
     w.t1443 = w.t1343 * w.t1403;
     const T t1452 = w.t1343 * w.t1443;
     const T t1453 = t1402 - t1452;
     const T t1454 = w.t1268 * w.t1443;
-    const T t1455 = t1337 - t1454;
+    w.t1455 = t1337 - t1454;
     w.t1456 = w.t1268 * w.t1403;
     const T t1458 = w.t1328 * w.t1456;
     const T t1460 = t1318 - t1458;
@@ -1817,54 +1963,54 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t1485 = t1406 - t1484;
     const T t1486 = T(0.049000000000000002) * t1467;
     const T t1487 = t1416 - t1486;
-    const T t1488 = T(0.049000000000000002) * t1455;
+    const T t1488 = T(0.049000000000000002) * w.t1455;
     const T t1490 = t1469 + t1488;
-    const T t1491 = T(0.049000000000000002) * t1442;
-    const T t1492 = t1412 + t1491;
+    w.t1491 = T(0.049000000000000002) * w.t1442;
+    const T t1492 = t1412 + w.t1491;
     const T t1496 = T(0.19) * t1469;
-    const T t1497 = T(0.19) * t1455;
-    const T t1499 = t1487 + t1497;
+    const T t1497 = T(0.19) * w.t1455;
+    w.t1499 = t1487 + t1497;
     const T t1500 = T(0.19) * t1453;
-    const T t1501 = t1490 - t1500;
-    const T t1502 = T(0.19) * t1440;
-    const T t1503 = t1502 - t1492;
+    w.t1501 = t1490 - t1500;
+    const T t1502 = T(0.19) * w.t1440;
+    w.t1503 = t1502 - t1492;
     const T t1504 = T(0.049000000000000002) * t1425;
     const T t1506 = T(0.049000000000000002) * t1412;
-    const T t1508 = T(0.049000000000000002) * t1440;
-    const T t1510 = T(0.049000000000000002) * t1438;
+    w.t1508 = T(0.049000000000000002) * w.t1440;
+    w.t1510 = T(0.049000000000000002) * t1438;
     const T t1511 = T(0.19) * t1425;
     const T t1513 = T(0.19) * t1412;
     const T t1514 = t1468 - t1513;
-    const T t1515 = T(0.19) * t1442;
-    const T t1516 = t1515 - t1460;
-    const T t1518 = t1428 - t1502;
+    const T t1515 = T(0.19) * w.t1442;
+    w.t1516 = t1515 - t1460;
+    w.t1518 = t1428 - t1502;
     const T t1519 = T(0.19) * t1438;
-    const T t1520 = t1425 + t1519;
+    w.t1520 = t1425 + t1519;
     const T t1521 = t1421 + t1511;
     const T t1523 = T(0.039772500000000002) + t1521;
     const T t1524 = t1496 - t1485;
     const T t1525 = T(0.046770720000000002) - t1524;
-    const T t1526 = T(0.049000000000000002) * t1491;
+    const T t1526 = T(0.049000000000000002) * w.t1491;
     const T t1527 = t1506 + t1526;
-    const T t1529 = T(0.049000000000000002) * t1516;
+    const T t1529 = T(0.049000000000000002) * w.t1516;
     const T t1530 = t1514 - t1529;
-    const T t1532 = T(0.049000000000000002) * t1499;
+    const T t1532 = T(0.049000000000000002) * w.t1499;
     const T t1534 = t1525 - t1532;
-    const T t1536 = T(3.5200000000000005) + t1467;
-    const T t1538 = T(0.19) * t1508;
-    const T t1540 = t1538 - t1527;
-    const T t1541 = T(0.19) * t1518;
-    const T t1542 = t1530 - t1541;
-    const T t1545 = T(0.19) * t1501;
-    const T t1547 = t1534 - t1545;
-    const T t1549 = T(3.5200000000000005) + t1453;
-    const T t1550 = T(0.049000000000000002) * t1510;
-    const T t1551 = T(0.012033219999999999) + t1550;
-    const T t1552 = T(0.19) * t1510;
-    const T t1553 = t1504 + t1552;
-    const T t1557 = T(0.19) * t1520;
-    const T t1559 = t1523 + t1557;
-    const T t1563 = T(3.5200000000000005) + t1438;
+    w.t1536 = T(3.5200000000000005) + t1467;
+    const T t1538 = T(0.19) * w.t1508;
+    w.t1540 = t1538 - t1527;
+    const T t1541 = T(0.19) * w.t1518;
+    w.t1542 = t1530 - t1541;
+    const T t1545 = T(0.19) * w.t1501;
+    w.t1547 = t1534 - t1545;
+    w.t1549 = T(3.5200000000000005) + t1453;
+    const T t1550 = T(0.049000000000000002) * w.t1510;
+    w.t1551 = T(0.012033219999999999) + t1550;
+    const T t1552 = T(0.19) * w.t1510;
+    w.t1553 = t1504 + t1552;
+    const T t1557 = T(0.19) * w.t1520;
+    w.t1559 = t1523 + t1557;
+    w.t1563 = T(3.5200000000000005) + t1438;
     w.t1564 = w.t654 * T(0.00048314400000000002);
     w.t1565 = w.t654 * T(0.0039039999999999999);
     w.t1566 = w.t653 * T(0.00048314400000000002);
@@ -1912,20 +2058,20 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t1622 = t1612 + t1621;
     w.t1623 = T(-0.01268) - t1607;
     const T t1624 = w.t568 * t1608;
-    const T t1625 = w.t568 * t1610;
+    w.t1625 = w.t568 * t1610;
     const T t1626 = w.t568 * T(0.00020438000000000002);
     w.t1627 = w.t568 * T(0.010144);
-    const T t1628 = w.t568 * w.t1565;
+    w.t1628 = w.t568 * w.t1565;
     const T t1629 = w.t569 * t1608;
     const T t1630 = w.t569 * t1610;
     const T t1631 = w.t569 * T(0.00020438000000000002);
     w.t1632 = w.t569 * T(0.010144);
     const T t1633 = w.t569 * w.t1565;
-    const T t1634 = w.t569 * t1622;
+    w.t1634 = w.t569 * t1622;
     const T t1635 = T(0.00024499999999999999) * w.t569;
     w.t1636 = t1626 + t1635;
-    const T t1637 = w.t569 * w.t1623;
-    w.t1638 = t1625 + t1629;
+    w.t1637 = w.t569 * w.t1623;
+    w.t1638 = w.t1625 + t1629;
     const T t1639 = w.t568 * t1622;
     w.t1640 = t1630 + t1639;
     const T t1641 = T(0.00024499999999999999) * w.t568;
@@ -1933,39 +2079,47 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t1643 = w.t568 * w.t1623;
     w.t1644 = t1633 + t1643;
     const T t1645 = w.t568 * w.t1600;
-    const T t1646 = w.t568 * t1614;
-    const T t1647 = w.t568 * t1591;
+    w.t1646 = w.t568 * t1614;
+    w.t1647 = w.t568 * t1591;
     const T t1648 = w.t569 * w.t1600;
     const T t1649 = w.t569 * t1614;
-    const T t1650 = w.t569 * t1591;
+    w.t1650 = w.t569 * t1591;
     const T t1651 = w.t569 * w.t1617;
     w.t1652 = t1651 - t1645;
-    const T t1653 = w.t569 * t1619;
+    w.t1653 = w.t569 * t1619;
     const T t1654 = w.t568 * w.t1617;
     w.t1655 = t1648 + t1654;
-    w.t1656 = t1647 + t1649;
+    w.t1656 = w.t1647 + t1649;
     const T t1657 = w.t568 * t1619;
-    w.t1658 = t1650 + t1657;
+    w.t1658 = w.t1650 + t1657;
     w.t1661 = t1624 - t1630;
-    const T t1662 = w.t568 * w.t1661;
-    const T t1663 = w.t569 * w.t1661;
+    w.t1662 = w.t568 * w.t1661;
+    w.t1663 = w.t569 * w.t1661;
+    return status;
+}
+
+template <class T>
+int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- factorization of P D Q = L U
     const T t1665 = w.t569 * w.t1638;
     const T t1667 = w.t569 * w.t1632;
     const T t1668 = w.t568 * w.t1627;
-    w.t1670 = t1625 - t1634;
+    w.t1670 = w.t1625 - w.t1634;
     const T t1671 = w.t569 * w.t1670;
-    const T t1672 = t1662 - t1671;
+    const T t1672 = w.t1662 - t1671;
     const T t1673 = w.t568 * w.t1670;
-    const T t1674 = t1663 + t1673;
+    const T t1674 = w.t1663 + t1673;
     const T t1677 = w.t568 * w.t1640;
     const T t1678 = t1665 + t1677;
     const T t1679 = t1667 + t1668;
-    const T t1681 = t1628 - t1637;
-    w.t1683 = t1646 - t1650;
+    const T t1681 = w.t1628 - w.t1637;
+    w.t1683 = w.t1646 - w.t1650;
     const T t1684 = w.t568 * w.t1683;
     const T t1685 = w.t569 * w.t1683;
     const T t1687 = w.t569 * w.t1656;
-    w.t1688 = t1647 - t1653;
+    w.t1688 = w.t1647 - w.t1653;
     const T t1689 = w.t569 * w.t1688;
     const T t1690 = t1684 - t1689;
     const T t1691 = w.t568 * w.t1688;
@@ -2137,52 +2291,52 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t1987 = t1986 - t1930;
     const T t1989 = t1897 - t1975;
     const T t1990 = T(0.19) * t1907;
-    const T t1991 = t1553 - t1977;
+    const T t1991 = w.t1553 - t1977;
     const T t1992 = t1890 + t1983;
-    const T t1994 = t1559 + t1992;
-    const T t2000 = t1540 + t1979;
+    const T t1994 = w.t1559 + t1992;
+    const T t2000 = w.t1540 + t1979;
     const T t2001 = t1985 - t1938;
-    const T t2002 = t1542 - t2001;
+    const T t2002 = w.t1542 - t2001;
     const T t2003 = t1960 + t1970;
-    const T t2005 = t1547 + t2003;
-    const T t2008 = t1503 - t1881;
+    const T t2005 = w.t1547 + t2003;
+    const T t2008 = w.t1503 - t1881;
     const T t2009 = T(0.049000000000000002) * t1967;
     const T t2010 = t2000 - t2009;
-    w.t2011 = t1491 - t1967;
+    w.t2011 = w.t1491 - t1967;
     const T t2012 = T(0.049000000000000002) * t1987;
     const T t2013 = t2002 + t2012;
-    w.t2014 = t1516 + t1987;
+    w.t2014 = w.t1516 + t1987;
     const T t2015 = t1962 + t1972;
     const T t2017 = T(0.049000000000000002) * t2015;
     const T t2019 = t2005 + t2017;
-    w.t2020 = t1499 + t2015;
-    w.t2023 = t1536 + t1937;
-    w.t2025 = t1455 + t1925;
+    w.t2020 = w.t1499 + t2015;
+    w.t2023 = w.t1536 + t1937;
+    w.t2025 = w.t1455 + t1925;
     const T t2028 = t1967 + t2008;
-    w.t2029 = t1442 + t1911;
+    w.t2029 = w.t1442 + t1911;
     const T t2030 = T(0.19) * t1980;
     w.t2032 = t2010 - t2030;
-    w.t2033 = t1980 - t1508;
+    w.t2033 = t1980 - w.t1508;
     const T t2034 = T(0.19) * t1989;
     w.t2035 = t2013 - t2034;
-    w.t2036 = t1518 + t1989;
+    w.t2036 = w.t1518 + t1989;
     const T t2037 = t1965 + t1974;
     const T t2038 = T(0.19) * t2037;
     w.t2039 = t2019 + t2038;
-    w.t2040 = t1501 - t2037;
-    w.t2044 = t1549 + t1923;
+    w.t2040 = w.t1501 - t2037;
+    w.t2044 = w.t1549 + t1923;
     w.t2045 = t1975 + t2028;
-    w.t2046 = t1440 + t1909;
+    w.t2046 = w.t1440 + t1909;
     const T t2048 = T(0.049000000000000002) * t1982;
-    w.t2049 = t1551 + t2048;
+    w.t2049 = w.t1551 + t2048;
     const T t2050 = T(0.19) * t1982;
     w.t2051 = t1991 - t2050;
-    w.t2052 = t1510 - t1982;
+    w.t2052 = w.t1510 - t1982;
     const T t2053 = t1894 + t1990;
     const T t2058 = T(0.19) * t2053;
     w.t2060 = t1994 + t2058;
-    w.t2061 = t1520 + t2053;
-    w.t2070 = t1563 + t1907;
+    w.t2061 = w.t1520 + t2053;
+    w.t2070 = w.t1563 + t1907;
     w.t2071 = w.t443 * T(0.00048314400000000002);
     w.t2072 = w.t443 * T(0.0039039999999999999);
     w.t2073 = w.t442 * T(0.00048314400000000002);
@@ -2204,7 +2358,7 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
 }
 
 template <class T>
-int quadruped_minicheetah_floating_fd_part3(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- factorization of P D Q = L U
@@ -2412,103 +2566,111 @@ int quadruped_minicheetah_floating_fd_part3(const T* q, const T* qd, const T* in
     const T t2381 = t2339 - t2380;
     const T t2382 = w.t2303 * w.t2379;
     const T t2385 = w.t2314 * w.t2379;
-    const T t2387 = t2331 + t2385;
+    w.t2387 = t2331 + t2385;
     const T t2389 = w.t2318 * w.t2379;
     const T t2390 = w.t2244 * w.t2379;
     const T t2391 = t2286 - t2390;
     w.t2392 = w.t2303 * w.t2378;
     const T t2394 = w.t2303 * w.t2392;
-    const T t2396 = t2346 - t2394;
+    w.t2396 = t2346 - t2394;
     const T t2398 = w.t2314 * w.t2392;
-    const T t2400 = t2332 + t2398;
+    w.t2400 = t2332 + t2398;
     const T t2402 = w.t2318 * w.t2392;
-    const T t2403 = t2334 - t2402;
+    w.t2403 = t2334 - t2402;
     w.t2406 = w.t2314 * w.t2378;
     const T t2411 = w.t2314 * w.t2406;
-    const T t2413 = t2372 - t2411;
+    w.t2413 = t2372 - t2411;
     const T t2414 = w.t2318 * w.t2406;
-    const T t2415 = t2374 - t2414;
+    w.t2415 = t2374 - t2414;
     const T t2416 = w.t2244 * w.t2406;
-    const T t2417 = t2309 - t2416;
+    w.t2417 = t2309 - t2416;
     w.t2418 = w.t2318 * w.t2378;
     const T t2420 = t2333 - t2389;
     const T t2428 = w.t2318 * w.t2418;
-    const T t2429 = t2377 - t2428;
+    w.t2429 = t2377 - t2428;
     const T t2430 = w.t2244 * w.t2418;
-    const T t2431 = t2312 - t2430;
+    w.t2431 = t2312 - t2430;
     w.t2432 = w.t2244 * w.t2378;
     const T t2434 = w.t2303 * w.t2432;
-    const T t2436 = t2293 - t2434;
+    w.t2436 = t2293 - t2434;
     const T t2442 = w.t2244 * w.t2432;
-    const T t2443 = t2279 - t2442;
-    const T t2444 = t2341 + t2382;
+    w.t2443 = t2279 - t2442;
+    w.t2444 = t2341 + t2382;
     const T t2463 = T(0.049000000000000002) * t2391;
     const T t2464 = t2381 - t2463;
-    const T t2465 = T(0.049000000000000002) * t2443;
+    const T t2465 = T(0.049000000000000002) * w.t2443;
     const T t2466 = t2391 - t2465;
-    const T t2467 = T(0.049000000000000002) * t2431;
+    const T t2467 = T(0.049000000000000002) * w.t2431;
     const T t2469 = t2467 - t2420;
-    const T t2470 = T(0.049000000000000002) * t2417;
+    w.t2470 = T(0.049000000000000002) * w.t2417;
     const T t2475 = T(0.19) * t2420;
-    const T t2477 = t2464 - t2475;
-    const T t2478 = T(0.19) * t2431;
-    const T t2480 = t2466 - t2478;
-    const T t2481 = T(0.19) * t2429;
-    const T t2482 = t2469 + t2481;
-    const T t2483 = T(0.19) * t2415;
-    const T t2484 = T(0.049000000000000002) * t2400;
-    const T t2486 = T(0.049000000000000002) * t2387;
-    const T t2487 = T(0.049000000000000002) * t2415;
-    const T t2489 = T(0.049000000000000002) * t2413;
-    const T t2490 = T(0.19) * t2400;
-    const T t2492 = t2396 - t2490;
-    const T t2493 = T(0.19) * t2387;
-    const T t2494 = t2444 + t2493;
-    const T t2495 = T(0.19) * t2417;
-    const T t2497 = T(0.19) * t2413;
-    const T t2498 = t2497 - t2400;
-    const T t2499 = w.t2051 + t2484;
+    w.t2477 = t2464 - t2475;
+    const T t2478 = T(0.19) * w.t2431;
+    w.t2480 = t2466 - t2478;
+    const T t2481 = T(0.19) * w.t2429;
+    w.t2482 = t2469 + t2481;
+    w.t2483 = T(0.19) * w.t2415;
+    w.t2484 = T(0.049000000000000002) * w.t2400;
+    w.t2486 = T(0.049000000000000002) * w.t2387;
+    w.t2487 = T(0.049000000000000002) * w.t2415;
+    w.t2489 = T(0.049000000000000002) * w.t2413;
+    return status;
+}
+
+template <class T>
+int quadruped_minicheetah_floating_fd_part7(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- factorization of P D Q = L U
+    const T t2490 = T(0.19) * w.t2400;
+    const T t2492 = w.t2396 - t2490;
+    const T t2493 = T(0.19) * w.t2387;
+    const T t2494 = w.t2444 + t2493;
+    const T t2495 = T(0.19) * w.t2417;
+    const T t2497 = T(0.19) * w.t2413;
+    const T t2498 = t2497 - w.t2400;
+    const T t2499 = w.t2051 + w.t2484;
     const T t2500 = w.t2060 + t2492;
-    const T t2505 = w.t2032 - t2486;
+    const T t2505 = w.t2032 - w.t2486;
     const T t2506 = w.t2035 + t2494;
-    const T t2507 = w.t2039 + t2477;
-    const T t2510 = w.t2045 - t2387;
-    const T t2511 = T(0.049000000000000002) * t2470;
+    const T t2507 = w.t2039 + w.t2477;
+    const T t2510 = w.t2045 - w.t2387;
+    const T t2511 = T(0.049000000000000002) * w.t2470;
     const T t2512 = t2505 - t2511;
-    w.t2513 = w.t2011 + t2470;
-    const T t2514 = t2436 + t2495;
+    w.t2513 = w.t2011 + w.t2470;
+    const T t2514 = w.t2436 + t2495;
     const T t2515 = T(0.049000000000000002) * t2514;
     const T t2516 = t2506 + t2515;
     w.t2517 = w.t2014 - t2514;
-    const T t2518 = T(0.049000000000000002) * t2480;
+    const T t2518 = T(0.049000000000000002) * w.t2480;
     const T t2519 = t2507 - t2518;
-    w.t2520 = w.t2020 + t2480;
-    w.t2523 = w.t2023 + t2443;
-    w.t2525 = w.t2025 + t2431;
-    const T t2528 = t2510 - t2470;
-    w.t2529 = w.t2029 + t2417;
-    const T t2530 = T(0.19) * t2487;
+    w.t2520 = w.t2020 + w.t2480;
+    w.t2523 = w.t2023 + w.t2443;
+    w.t2525 = w.t2025 + w.t2431;
+    const T t2528 = t2510 - w.t2470;
+    w.t2529 = w.t2029 + w.t2417;
+    const T t2530 = T(0.19) * w.t2487;
     w.t2532 = t2512 - t2530;
-    w.t2533 = w.t2033 - t2487;
-    const T t2534 = t2403 + t2483;
+    w.t2533 = w.t2033 - w.t2487;
+    const T t2534 = w.t2403 + w.t2483;
     const T t2536 = T(0.19) * t2534;
     w.t2538 = t2516 + t2536;
     w.t2539 = w.t2036 + t2534;
-    const T t2540 = T(0.19) * t2482;
+    const T t2540 = T(0.19) * w.t2482;
     w.t2541 = t2519 + t2540;
-    w.t2542 = w.t2040 + t2482;
-    w.t2546 = w.t2044 + t2429;
-    w.t2547 = t2528 - t2483;
-    w.t2548 = w.t2046 + t2415;
-    const T t2550 = T(0.049000000000000002) * t2489;
+    w.t2542 = w.t2040 + w.t2482;
+    w.t2546 = w.t2044 + w.t2429;
+    w.t2547 = t2528 - w.t2483;
+    w.t2548 = w.t2046 + w.t2415;
+    const T t2550 = T(0.049000000000000002) * w.t2489;
     w.t2551 = w.t2049 + t2550;
-    const T t2552 = T(0.19) * t2489;
+    const T t2552 = T(0.19) * w.t2489;
     w.t2553 = t2499 - t2552;
-    w.t2554 = w.t2052 + t2489;
+    w.t2554 = w.t2052 + w.t2489;
     const T t2557 = T(0.19) * t2498;
     w.t2558 = t2500 + t2557;
     w.t2559 = w.t2061 - t2498;
-    w.t2569 = w.t2070 + t2413;
+    w.t2569 = w.t2070 + w.t2413;
     w.t2570 = w.t235 * T(0.00048314400000000002);
     w.t2571 = w.t235 * T(0.0039039999999999999);
     w.t2572 = w.t234 * T(0.00048314400000000002);
@@ -2716,7 +2878,7 @@ int quadruped_minicheetah_floating_fd_part3(const T* q, const T* qd, const T* in
 }
 
 template <class T>
-int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+int quadruped_minicheetah_floating_fd_part8(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- factorization of P D Q = L U
@@ -2932,12 +3094,12 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
     w.t3210 = t3204 - t3208;  // pivot 413: ((3tau) root_joint 5, qdd[root_joint].5)
     if (!(std::fabs(w.t3210) >= T(9.9999999999999995e-07))) status = NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
-    const T t3211 = in[18] - w.t53;
-    const T t3212 = in[19] - w.t56;
-    const T t3213 = in[20] - w.t59;
-    const T t3214 = in[21] - w.t45;
-    const T t3215 = in[22] - w.t46;
-    const T t3216 = in[23] - w.t47;
+    w.t3211 = in[18] - w.t53;
+    w.t3212 = in[19] - w.t56;
+    w.t3213 = in[20] - w.t59;
+    w.t3214 = in[21] - w.t45;
+    w.t3215 = in[22] - w.t46;
+    w.t3216 = in[23] - w.t47;
     w.t3217 = in[26] - w.t142;
     w.t3218 = in[24] - w.t143;
     w.t3219 = in[29] - w.t113;
@@ -2958,41 +3120,49 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
     w.t3238 = in[62] - w.t565;
     w.t3239 = in[60] - w.t566;
     w.t3240 = in[63] - w.t538;
-    const T t3241 = in[67] - w.t651;
-    const T t3242 = in[72] - w.t716;
-    const T t3245 = w.t696 + in[75];
-    const T t3246 = in[76] - w.t700;
-    const T t3247 = in[80] - w.t782;
-    const T t3248 = in[78] - w.t783;
-    const T t3249 = in[81] - w.t755;
-    const T t3250 = w.t872 + in[85];
-    const T t3251 = in[88] - w.t837;
+    w.t3241 = in[67] - w.t651;
+    w.t3242 = in[72] - w.t716;
+    w.t3245 = w.t696 + in[75];
+    w.t3246 = in[76] - w.t700;
+    w.t3247 = in[80] - w.t782;
+    w.t3248 = in[78] - w.t783;
+    w.t3249 = in[81] - w.t755;
+    w.t3250 = w.t872 + in[85];
+    w.t3251 = in[88] - w.t837;
     const T t3252 = in[90] - w.t938;
-    const T t3255 = w.t918 + in[93];
-    const T t3256 = in[94] - w.t922;
+    w.t3255 = w.t918 + in[93];
+    w.t3256 = in[94] - w.t922;
     const T t3257 = w.t876 * t3252;
     const T t3258 = w.t875 * t3252;
     const T t3259 = w.t875 * w.t1090;
-    const T t3260 = t3257 - t3259;
+    w.t3260 = t3257 - t3259;
     const T t3261 = w.t876 * w.t1090;
-    const T t3262 = t3258 + t3261;
-    const T t3263 = in[17] - w.t1091;
-    const T t3264 = w.t876 * t3255;
-    const T t3265 = w.t875 * t3255;
+    w.t3262 = t3258 + t3261;
+    w.t3263 = in[17] - w.t1091;
+    return status;
+}
+
+template <class T>
+int quadruped_minicheetah_floating_fd_part9(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t3264 = w.t876 * w.t3255;
+    const T t3265 = w.t875 * w.t3255;
     const T t3266 = w.t875 * w.t1092;
     const T t3267 = t3264 - t3266;
     const T t3268 = w.t876 * w.t1092;
     const T t3269 = t3265 + t3268;
     const T t3270 = w.t896 * w.t1094;
-    const T t3271 = t3260 - t3270;
+    const T t3271 = w.t3260 - t3270;
     const T t3272 = w.t896 * w.t1096;
-    const T t3273 = t3272 - t3262;
+    const T t3273 = t3272 - w.t3262;
     const T t3274 = w.t896 * T(0.0039039999999999999);
-    const T t3275 = t3256 - t3274;
+    const T t3275 = w.t3256 - t3274;
     const T t3276 = w.t897 * w.t1098;
     const T t3277 = w.t897 * w.t1099;
     const T t3278 = w.t898 * T(0.0039039999999999999);
-    w.t3279 = t3263 + t3278;
+    w.t3279 = w.t3263 + t3278;
     const T t3281 = w.t898 * w.t1100;
     const T t3282 = t3267 - t3281;
     const T t3283 = w.t898 * w.t1101;
@@ -3009,14 +3179,14 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
     const T t3294 = w.t1079 + t3293;
     const T t3295 = t3277 - t3273;
     const T t3296 = w.t1080 + t3295;
-    const T t3298 = t3250 - in[17];
+    const T t3298 = w.t3250 - in[17];
     const T t3299 = t3290 - w.t1081;
     const T t3300 = T(0.20899999999999999) * t3292;
     const T t3301 = t3298 + t3300;
     const T t3304 = w.t1082 - t3292;
     const T t3305 = T(0.20899999999999999) * t3275;
     const T t3306 = t3296 + t3305;
-    const T t3309 = t3251 + t3275;
+    const T t3309 = w.t3251 + t3275;
     const T t3310 = w.t785 * t3294;
     const T t3311 = w.t786 * t3294;
     const T t3312 = w.t786 * t3306;
@@ -3086,11 +3256,11 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
     const T t3383 = t3375 + t3382;
     const T t3386 = T(0.062) * t3381;
     const T t3387 = t3386 - t3373;
-    const T t3388 = t3247 - t3387;
-    const T t3389 = t3248 + t3383;
+    const T t3388 = w.t3247 - t3387;
+    const T t3389 = w.t3248 + t3383;
     const T t3390 = w.t1069 - in[16];
     const T t3391 = w.t1070 + t3379;
-    const T t3392 = t3249 + t3381;
+    const T t3392 = w.t3249 + t3381;
     const T t3393 = w.t1071 + t3349;
     const T t3394 = w.t719 * t3388;
     const T t3395 = w.t720 * t3388;
@@ -3155,29 +3325,29 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
     const T t3462 = w.t1456 * w.t3445;
     const T t3463 = t3443 - t3462;
     const T t3464 = t3455 - t3447;
-    const T t3472 = t3211 - in[15];
-    const T t3473 = t3212 - t3457;
-    const T t3474 = t3213 - t3464;
+    const T t3472 = w.t3211 - in[15];
+    const T t3473 = w.t3212 - t3457;
+    const T t3474 = w.t3213 - t3464;
     const T t3475 = T(0.049000000000000002) * t3463;
     const T t3476 = t3474 - t3475;
-    w.t3477 = t3214 + t3463;
+    w.t3477 = w.t3214 + t3463;
     const T t3478 = T(0.19) * t3461;
     w.t3480 = t3476 + t3478;
-    w.t3481 = t3215 - t3461;
+    w.t3481 = w.t3215 - t3461;
     const T t3482 = T(0.049000000000000002) * t3459;
     w.t3483 = t3472 + t3482;
     const T t3484 = T(0.19) * t3459;
     w.t3485 = t3473 + t3484;
-    w.t3486 = t3216 + t3459;
-    const T t3487 = w.t654 * t3242;
-    const T t3488 = w.t653 * t3242;
+    w.t3486 = w.t3216 + t3459;
+    const T t3487 = w.t654 * w.t3242;
+    const T t3488 = w.t653 * w.t3242;
     const T t3489 = w.t653 * w.t1059;
     const T t3490 = t3487 - t3489;
     const T t3491 = w.t654 * w.t1059;
     const T t3492 = t3488 + t3491;
     const T t3493 = in[14] - w.t1060;
-    const T t3494 = w.t654 * t3245;
-    const T t3495 = w.t653 * t3245;
+    const T t3494 = w.t654 * w.t3245;
+    const T t3495 = w.t653 * w.t3245;
     const T t3496 = w.t653 * w.t1061;
     const T t3497 = t3494 - t3496;
     const T t3498 = w.t654 * w.t1061;
@@ -3187,7 +3357,7 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
     const T t3502 = w.t674 * w.t1566;
     const T t3503 = t3502 - t3492;
     const T t3504 = w.t674 * T(0.0039039999999999999);
-    const T t3505 = t3246 - t3504;
+    const T t3505 = w.t3246 - t3504;
     const T t3506 = w.t675 * w.t1568;
     const T t3507 = w.t675 * w.t1569;
     const T t3508 = w.t676 * T(0.0039039999999999999);
@@ -3208,7 +3378,7 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
     const T t3524 = w.t1047 + t3523;
     const T t3525 = t3507 - t3503;
     const T t3526 = w.t1048 + t3525;
-    const T t3528 = t3241 - in[14];
+    const T t3528 = w.t3241 - in[14];
     const T t3529 = t3520 - w.t1049;
     const T t3530 = T(0.20899999999999999) * t3522;
     const T t3531 = t3528 + t3530;
@@ -3231,7 +3401,7 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
 }
 
 template <class T>
-int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+int quadruped_minicheetah_floating_fd_part10(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -3367,15 +3537,15 @@ int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in
     const T t3707 = w.t3480 - t3697;
     const T t3708 = T(0.049000000000000002) * t3696;
     const T t3709 = t3707 + t3708;
-    const T t3710 = w.t3477 + t3696;
+    w.t3710 = w.t3477 + t3696;
     const T t3711 = T(0.19) * t3694;
-    const T t3713 = t3709 + t3711;
-    const T t3714 = w.t3481 - t3694;
+    w.t3713 = t3709 + t3711;
+    w.t3714 = w.t3481 - t3694;
     const T t3715 = T(0.049000000000000002) * t3692;
-    const T t3716 = t3705 - t3715;
+    w.t3716 = t3705 - t3715;
     const T t3717 = T(0.19) * t3692;
-    const T t3718 = t3706 + t3717;
-    const T t3719 = w.t3486 + t3692;
+    w.t3718 = t3706 + t3717;
+    w.t3719 = w.t3486 + t3692;
     const T t3720 = w.t443 * w.t3233;
     const T t3721 = w.t442 * w.t3233;
     const T t3722 = w.t442 * w.t1027;
@@ -3459,7 +3629,7 @@ int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in
     const T t3808 = w.t386 * w.t2139;
     const T t3809 = t3796 - t3808;
     const T t3810 = w.t386 * w.t2130;
-    const T t3812 = t3798 - t3810;
+    w.t3812 = t3798 - t3810;
     const T t3813 = w.t387 * w.t2107;
     const T t3814 = t3800 - t3813;
     const T t3815 = w.t387 * w.t2139;
@@ -3477,27 +3647,35 @@ int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in
     const T t3828 = w.t388 * w.t2139;
     const T t3829 = t3818 + t3828;
     const T t3831 = w.t388 * w.t2195;
-    const T t3832 = t3821 + t3831;
+    w.t3832 = t3821 + t3831;
     const T t3833 = w.t388 * w.t2165;
-    const T t3834 = t3823 + t3833;
+    w.t3834 = t3823 + t3833;
     const T t3835 = w.t2205 * w.t3825;
-    const T t3836 = t3827 + t3835;
+    w.t3836 = t3827 + t3835;
     const T t3837 = w.t2214 * w.t3825;
-    const T t3838 = t3829 - t3837;
-    const T t3841 = w.t2223 * w.t3825;
-    const T t3842 = t3832 - t3841;
+    w.t3838 = t3829 - t3837;
+    w.t3841 = w.t2223 * w.t3825;
+    return status;
+}
+
+template <class T>
+int quadruped_minicheetah_floating_fd_part11(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t3842 = w.t3832 - w.t3841;
     const T t3843 = w.t2231 * w.t3825;
-    const T t3844 = t3834 + t3843;
+    const T t3844 = w.t3834 + t3843;
     const T t3845 = T(0.062) * t3842;
-    const T t3846 = t3838 + t3845;
+    const T t3846 = w.t3838 + t3845;
     const T t3849 = T(0.062) * t3844;
-    const T t3850 = t3849 - t3836;
+    const T t3850 = t3849 - w.t3836;
     const T t3851 = w.t3227 - t3850;
     const T t3852 = w.t3228 + t3846;
     const T t3853 = w.t1006 - in[10];
     const T t3854 = w.t3229 + t3842;
     const T t3855 = w.t3230 + t3844;
-    const T t3856 = w.t1007 + t3812;
+    const T t3856 = w.t1007 + w.t3812;
     const T t3857 = w.t295 * t3851;
     const T t3858 = w.t296 * t3851;
     const T t3859 = w.t296 * t3853;
@@ -3561,20 +3739,20 @@ int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in
     const T t3925 = w.t2432 * w.t3908;
     const T t3926 = t3906 - t3925;
     const T t3927 = t3918 - t3910;
-    const T t3935 = t3716 - in[9];
-    const T t3936 = t3718 - t3920;
-    const T t3937 = t3713 - t3927;
+    const T t3935 = w.t3716 - in[9];
+    const T t3936 = w.t3718 - t3920;
+    const T t3937 = w.t3713 - t3927;
     const T t3938 = T(0.049000000000000002) * t3926;
     const T t3939 = t3937 - t3938;
-    w.t3940 = t3710 + t3926;
+    w.t3940 = w.t3710 + t3926;
     const T t3941 = T(0.19) * t3924;
     w.t3943 = t3939 - t3941;
-    w.t3944 = t3714 - t3924;
+    w.t3944 = w.t3714 - t3924;
     const T t3945 = T(0.049000000000000002) * t3922;
     w.t3946 = t3935 + t3945;
     const T t3947 = T(0.19) * t3922;
     w.t3948 = t3936 - t3947;
-    w.t3949 = t3719 + t3922;
+    w.t3949 = w.t3719 + t3922;
     const T t3950 = w.t235 * w.t3222;
     const T t3951 = w.t234 * w.t3222;
     const T t3952 = w.t234 * w.t996;
@@ -3739,7 +3917,7 @@ int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in
 }
 
 template <class T>
-int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -3891,17 +4069,17 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4304 = w.t3056 * w.t4270;
     const T t4305 = t4303 - t4304;
     w.t4306 = w.t3087 * t4305;  // x: y2[RL_abad_link].wz
-    const T t4307 = w.t943 + w.t4270;  // x: a[body].vz
-    const T t4308 = w.t942 + w.t4273;  // x: a[body].vy
+    w.t4307 = w.t943 + w.t4270;  // x: a[body].vz
+    w.t4308 = w.t942 + w.t4273;  // x: a[body].vy
     const T t4309 = w.t941 + w.t4279;  // x: a[body].vx
     const T t4310 = T(0.049000000000000002) * w.t4306;
     const T t4311 = T(0.19) * w.t4295;
-    const T t4312 = t4310 + t4311;
-    const T t4313 = t4307 - t4312;  // x: y2[FR_abad_link].vx
-    const T t4314 = T(0.19) * w.t4286;
-    const T t4315 = t4308 + t4314;  // x: y1[FL_abad_link].vy
+    w.t4312 = t4310 + t4311;
+    const T t4313 = w.t4307 - w.t4312;  // x: y2[FR_abad_link].vx
+    w.t4314 = T(0.19) * w.t4286;
+    const T t4315 = w.t4308 + w.t4314;  // x: y1[FL_abad_link].vy
     const T t4316 = T(0.049000000000000002) * w.t4286;
-    const T t4317 = t4309 + t4316;  // x: y1[RR_thigh_link].vy
+    w.t4317 = t4309 + t4316;  // x: y1[RR_thigh_link].vy
     const T t4318 = w.t2796 * w.t4286;
     const T t4319 = t4141 - t4318;
     const T t4320 = w.t2801 * w.t4295;
@@ -3912,7 +4090,7 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4327 = t4324 - t4325;
     const T t4328 = w.t2817 * t4315;
     const T t4329 = t4327 + t4328;
-    const T t4330 = w.t2745 * t4317;
+    const T t4330 = w.t2745 * w.t4317;
     const T t4331 = t4329 - t4330;
     w.t4332 = w.t2878 * t4331;  // x: qdd[FR_abad_joint]
     const T t4333 = w.t63 * t4313;
@@ -3929,7 +4107,7 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4344 = w.t64 * w.t4295;
     const T t4345 = t4343 + t4344;
     const T t4346 = T(0.062) * t4345;
-    const T t4347 = t4317 - t4346;  // x: y2[FR_thigh_link].vy
+    const T t4347 = w.t4317 - t4346;  // x: y2[FR_thigh_link].vy
     const T t4348 = T(0.062) * t4337;
     const T t4349 = t4336 + t4348;
     const T t4350 = w.t2642 * t4345;
@@ -3961,9 +4139,9 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4376 = w.t2573 * t4371;
     const T t4377 = t4375 - t4376;
     w.t4378 = t4377 / T(0.00048614399999999999);  // x: qdd[FR_knee_joint]
-    const T t4379 = t4311 - t4310;
-    const T t4380 = t4307 - t4379;  // x: y2[FL_abad_link].vx
-    const T t4381 = t4309 - t4316;  // x: y1[RL_thigh_link].vy
+    w.t4379 = t4311 - t4310;
+    const T t4380 = w.t4307 - w.t4379;  // x: y2[FL_abad_link].vx
+    w.t4381 = t4309 - t4316;  // x: y1[RL_thigh_link].vy
     const T t4382 = w.t2297 * w.t4286;
     const T t4383 = w.t3908 - t4382;
     const T t4384 = w.t2303 * w.t4295;
@@ -3974,46 +4152,54 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4391 = t4388 - t4389;
     const T t4392 = w.t2318 * t4315;
     const T t4393 = t4391 + t4392;
-    const T t4394 = w.t2244 * t4381;
+    const T t4394 = w.t2244 * w.t4381;
     const T t4395 = t4393 - t4394;
     w.t4396 = w.t2378 * t4395;  // x: qdd[FL_abad_joint]
     const T t4397 = w.t295 * t4380;
     const T t4398 = w.t316 - t4397;
     const T t4399 = w.t296 * t4315;
-    const T t4400 = t4398 + t4399;
-    const T t4401 = w.t4306 + w.t4396;  // x: y2[FL_thigh_link].wy
+    w.t4400 = t4398 + t4399;
+    w.t4401 = w.t4306 + w.t4396;  // x: y2[FL_thigh_link].wy
     const T t4402 = w.t296 * w.t4286;
     const T t4403 = w.t315 + t4402;
     const T t4404 = w.t295 * w.t4295;
-    const T t4405 = t4403 + t4404;  // x: y2[FL_thigh_link].wz
+    w.t4405 = t4403 + t4404;  // x: y2[FL_thigh_link].wz
     const T t4406 = w.t295 * w.t4286;
     const T t4407 = w.t314 - t4406;
     const T t4408 = w.t296 * w.t4295;
-    const T t4409 = t4407 + t4408;
-    const T t4410 = T(0.062) * t4409;
-    const T t4411 = t4381 + t4410;  // x: y2[FL_thigh_link].vy
-    const T t4412 = T(0.062) * t4401;
-    const T t4413 = t4412 - t4400;  // x: y2[FL_thigh_link].vx
-    const T t4414 = w.t2143 * t4409;
+    w.t4409 = t4407 + t4408;
+    const T t4410 = T(0.062) * w.t4409;
+    w.t4411 = w.t4381 + t4410;  // x: y2[FL_thigh_link].vy
+    w.t4412 = T(0.062) * w.t4401;
+    return status;
+}
+
+template <class T>
+int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t4413 = w.t4412 - w.t4400;  // x: y2[FL_thigh_link].vx
+    const T t4414 = w.t2143 * w.t4409;
     const T t4415 = w.t3825 - t4414;
-    const T t4416 = w.t2149 * t4401;
+    const T t4416 = w.t2149 * w.t4401;
     const T t4417 = t4415 - t4416;
-    const T t4418 = w.t2123 * t4405;
+    const T t4418 = w.t2123 * w.t4405;
     const T t4419 = t4417 - t4418;
     const T t4420 = w.t2159 * t4413;
     const T t4421 = t4419 - t4420;
-    const T t4422 = w.t2162 * t4411;
+    const T t4422 = w.t2162 * w.t4411;
     const T t4423 = t4421 + t4422;
     w.t4424 = w.t2204 * t4423;  // x: qdd[FL_hip_joint]
     const T t4425 = w.t366 * t4413;
     const T t4426 = w.t388 + t4425;
-    const T t4427 = w.t365 * t4411;
+    const T t4427 = w.t365 * w.t4411;
     const T t4428 = t4426 - t4427;  // x: a[FL_thigh_link].vy
     const T t4429 = w.t365 * t4413;
     const T t4430 = t4429 - w.t387;
-    const T t4431 = w.t366 * t4411;
+    const T t4431 = w.t366 * w.t4411;
     const T t4432 = t4430 + t4431;
-    const T t4433 = t4405 + w.t4424;  // x: y1[FL_shank_link].wz
+    const T t4433 = w.t4405 + w.t4424;  // x: y1[FL_shank_link].wz
     const T t4434 = T(0.20899999999999999) * t4433;
     const T t4435 = t4428 + t4434;  // x: y1[FL_shank_link].vy
     const T t4436 = T(0.00048614399999999999) * t4433;
@@ -4023,8 +4209,8 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4440 = w.t2074 * t4435;
     const T t4441 = t4439 - t4440;
     w.t4442 = t4441 / T(0.00048614399999999999);  // x: qdd[FL_knee_joint]
-    const T t4445 = t4307 + t4379;  // x: y2[RR_abad_link].vx
-    const T t4446 = t4314 - t4308;  // x: y2[RL_abad_link].vy
+    const T t4445 = w.t4307 + w.t4379;  // x: y2[RR_abad_link].vx
+    const T t4446 = w.t4314 - w.t4308;  // x: y2[RL_abad_link].vy
     const T t4447 = w.t1790 * w.t4286;
     const T t4448 = w.t3678 - t4447;
     const T t4449 = w.t1795 * w.t4295;
@@ -4035,7 +4221,7 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4456 = t4453 - t4454;
     const T t4457 = w.t1811 * t4446;
     const T t4458 = t4456 - t4457;
-    const T t4459 = w.t1739 * t4317;
+    const T t4459 = w.t1739 * w.t4317;
     const T t4460 = t4458 - t4459;
     w.t4461 = w.t1872 * t4460;  // x: qdd[RR_abad_joint]
     const T t4462 = w.t499 * t4445;
@@ -4052,7 +4238,7 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4473 = w.t500 * w.t4295;
     const T t4474 = t4472 + t4473;
     const T t4475 = T(0.062) * t4474;
-    const T t4476 = t4317 - t4475;  // x: y2[RR_thigh_link].vy
+    const T t4476 = w.t4317 - t4475;  // x: y2[RR_thigh_link].vy
     const T t4477 = T(0.062) * t4466;
     const T t4478 = t4465 - t4477;  // x: y2[RR_thigh_link].vx
     const T t4479 = w.t1636 * t4474;
@@ -4084,7 +4270,7 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4505 = w.t1567 * t4500;
     const T t4506 = t4504 - t4505;
     w.t4507 = t4506 / T(0.00048614399999999999);  // x: qdd[RR_knee_joint]
-    const T t4508 = t4307 + t4312;  // x: y2[RL_abad_link].vx
+    const T t4508 = w.t4307 + w.t4312;  // x: y2[RL_abad_link].vx
     const T t4509 = w.t1322 * w.t4286;
     const T t4510 = w.t3445 - t4509;
     const T t4511 = w.t1328 * w.t4295;
@@ -4095,7 +4281,7 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4518 = t4515 - t4516;
     const T t4519 = w.t1343 * t4446;
     const T t4520 = t4518 - t4519;
-    const T t4521 = w.t1268 * t4381;
+    const T t4521 = w.t1268 * w.t4381;
     const T t4522 = t4520 - t4521;
     w.t4523 = w.t1403 * t4522;  // x: qdd[RL_abad_joint]
     const T t4524 = w.t719 * t4508;
@@ -4112,7 +4298,7 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t4535 = w.t720 * w.t4295;
     const T t4536 = t4534 + t4535;
     const T t4537 = T(0.062) * t4536;
-    const T t4538 = t4381 + t4537;  // x: y2[RL_thigh_link].vy
+    const T t4538 = w.t4381 + t4537;  // x: y2[RL_thigh_link].vy
     const T t4539 = T(0.062) * t4528;
     const T t4540 = t4527 + t4539;  // x: y2[RL_thigh_link].vx
     const T t4541 = w.t1167 * t4536;
@@ -4158,6 +4344,13 @@ int quadruped_minicheetah_floating_fd_impl(const T* q, const T* qd, const T* in,
     if ((status = quadruped_minicheetah_floating_fd_part4(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = quadruped_minicheetah_floating_fd_part5(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = quadruped_minicheetah_floating_fd_part6(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = quadruped_minicheetah_floating_fd_part7(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = quadruped_minicheetah_floating_fd_part8(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = quadruped_minicheetah_floating_fd_part9(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = quadruped_minicheetah_floating_fd_part10(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = quadruped_minicheetah_floating_fd_part11(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = quadruped_minicheetah_floating_fd_part12(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = quadruped_minicheetah_floating_fd_part13(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs: written only when every one is finite
     if (!(std::isfinite(w.t4306) && std::isfinite(w.t4295) && std::isfinite(w.t4286) && std::isfinite(w.t4279) &&
           std::isfinite(w.t4273) && std::isfinite(w.t4270) && std::isfinite(w.t4332) && std::isfinite(w.t4360) &&

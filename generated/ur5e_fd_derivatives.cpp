@@ -10,6 +10,7 @@
 #include "ur5e_fd_derivatives.hpp"
 
 #include <cmath>
+#include <new>
 
 #include "nelu/trig.hpp"
 
@@ -1192,6 +1193,7 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t530;
     T t586;
     T t588;
+    T t625;
     T t591;
     T t634;
     T t587;
@@ -1215,6 +1217,7 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t983;
     T t1007;
     T t1039;
+    T t1060;
     T t585;
     T t596;
     T t545;
@@ -1229,16 +1232,22 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t576;
     T t608;
     T t714;
+    T t729;
+    T t826;
     T t852;
     T t617;
+    T t664;
     T t616;
     T t733;
+    T t745;
+    T t799;
     T t776;
     T t841;
     T t847;
     T t864;
     T t896;
     T t984;
+    T t985;
     T t467;
     T t469;
     T t546;
@@ -1250,7 +1259,12 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t594;
     T t602;
     T t643;
+    T t798;
+    T t855;
     T t777;
+    T t792;
+    T t873;
+    T t874;
     T t875;
     T t592;
     T t604;
@@ -1362,12 +1376,21 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1170;
     T t1172;
     T t1314;
+    T t1333;
     T t69;
     T t70;
     T t71;
     T t72;
     T t1400;
+    T t1411;
+    T t1367;
+    T t363;
+    T t1341;
     T t1250;
+    T t1256;
+    T t172;
+    T t1107;
+    T t1211;
     T t1248;
     T t1345;
     T t1353;
@@ -1439,11 +1462,23 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1862;
     T t1863;
     T t1864;
+    T t1926;
     T t2014;
     T t1771;
     T t1984;
     T t1986;
     T t1772;
+    T t1995;
+    T t2018;
+    T t1869;
+    T t1867;
+    T t1868;
+    T t1865;
+    T t1885;
+    T t1930;
+    T t1928;
+    T t1948;
+    T t2017;
     T t2019;
     T t1891;
     T t1954;
@@ -1505,12 +1540,21 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t2546;
     T t2550;
     T t2551;
+    T t2618;
     T t2619;
+    T t2620;
     T t2621;
+    T t2622;
     T t2623;
     T t2645;
+    T t2655;
     T t2656;
+    T t2650;
+    T t2658;
     T t2659;
+    T t2624;
+    T t2664;
+    T t2666;
     T t2687;
     T t2691;
     T t2700;
@@ -1554,6 +1598,7 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t3651;
     T t3681;
     T t3687;
+    T t1830;
     T t3713;
     T t3714;
     T t3719;
@@ -1600,7 +1645,13 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t4382;
     T t4428;
     T t4432;
+    T t4436;
+    T t4435;
     T t4447;
+    T t4453;
+    T t4456;
+    T t4471;
+    T t4450;
     T t4482;
     T t4511;
     T t4518;
@@ -1632,12 +1683,15 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t4867;
     T t4897;
     T t4904;
+    T t1785;
+    T t1784;
     T t4973;
     T t4977;
     T t4992;
     T t5026;
     T t5056;
     T t5063;
+    T t5072;
     T t5153;
     T t5157;
     T t5172;
@@ -1696,38 +1750,59 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t5515;
     T t5751;
     T t5736;
+    T t5482;
+    T t5510;
+    T t5641;
     T t5652;
     T t5711;
+    T t5712;
     T t5707;
     T t5651;
+    T t5709;
     T t5750;
     T t5900;
     T t5886;
+    T t5706;
     T t5749;
     T t5902;
     T t5332;
     T t5899;
     T t6011;
+    T t5982;
+    T t5979;
     T t6015;
+    T t6048;
     T t5667;
     T t5770;
     T t5833;
     T t5773;
     T t5918;
     T t5920;
+    T t5953;
+    T t5958;
+    T t5826;
     T t5668;
     T t5696;
+    T t5808;
     T t5610;
     T t5698;
     T t5688;
     T t5774;
+    T t5670;
     T t5608;
+    T t5669;
     T t5697;
     T t5780;
+    T t5823;
     T t5837;
     T t5827;
+    T t5924;
     T t5835;
+    T t5928;
+    T t5955;
     T t5969;
+    T t6061;
+    T t5925;
     T t5921;
     T t5959;
     T t5249;
@@ -1770,14 +1845,20 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6039;
     T t6098;
     T t6097;
+    T t5294;
+    T t5295;
+    T t6151;
+    T t6710;
     T t6225;
     T t6224;
+    T t6652;
     T t6856;
     T t6855;
     T t6867;
     T t6863;
     T t6954;
     T t6948;
+    T t6868;
     T t6380;
     T t6379;
     T t6797;
@@ -1796,6 +1877,18 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t7239;
     T t7248;
     T t7260;
+    T t5296;
+    T t5291;
+    T t5281;
+    T t6182;
+    T t6605;
+    T t6109;
+    T t6126;
+    T t1554;
+    T t5297;
+    T t6131;
+    T t6140;
+    T t6139;
     T t7273;
     T t7296;
     T t7303;
@@ -1820,6 +1913,16 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t7383;
     T t7392;
     T t7404;
+    T t1669;
+    T t5476;
+    T t5460;
+    T t1682;
+    T t5475;
+    T t6451;
+    T t6885;
+    T t6450;
+    T t6808;
+    T t6381;
     T t7419;
     T t7444;
     T t7452;
@@ -1843,11 +1946,19 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t7528;
     T t7538;
     T t7552;
+    T t6582;
+    T t6037;
+    T t6642;
+    T t6784;
+    T t7013;
     T t7185;
     T t7563;
     T t7565;
     T t7588;
     T t7595;
+    T t7579;
+    T t7578;
+    T t7601;
     T t7603;
     T t7612;
     T t7623;
@@ -1885,6 +1996,13 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t7804;
     T t7813;
     T t7825;
+    T t6474;
+    T t7019;
+    T t6833;
+    T t6915;
+    T t6990;
+    T t7835;
+    T t7055;
     T t7838;
     T t7861;
     T t7868;
@@ -1900,7 +2018,7 @@ struct ur5e_fd_derivatives_derivatives_work {
 };
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- kinematics: transforms, velocities, bias terms b
@@ -1981,8 +2099,8 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t586 = T(0.002703346472) + t578;  // pivot 86: ((3tau) wrist_1_joint, qdd[wrist_1_joint])
     if (!(std::fabs(w.t586) >= T(1e-08))) status = NELU_STATUS_SMALL_PIVOT;
     w.t588 = T(1.3700000000000001) + t542;
-    const T t625 = w.t121 * w.t588;
-    const T t687 = w.t121 * t625;
+    w.t625 = w.t121 * w.t588;
+    const T t687 = w.t121 * w.t625;
     w.t591 = T(1.3700000000000001) + w.t450;
     w.t634 = w.t120 * w.t591;
     const T t710 = w.t120 * w.t634;
@@ -2038,8 +2156,8 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t1016 = t975 - t1015;
     w.t1039 = T(0.42499999999999999) * t1016;
     const T t1059 = T(0.42499999999999999) * w.t1039;
-    const T t1060 = T(0.49241094949999997) + t1059;  // pivot 148: ((3tau) shoulder_lift_joint, qdd[shoulder_lift_joint])
-    if (!(std::fabs(t1060) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
+    w.t1060 = T(0.49241094949999997) + t1059;  // pivot 148: ((3tau) shoulder_lift_joint, qdd[shoulder_lift_joint])
+    if (!(std::fabs(w.t1060) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
     const T t810 = T(0.1333) * t774;
     w.t585 = T(0.0024660000000000003) + w.t454;
     w.t596 = w.t120 * w.t585;
@@ -2075,23 +2193,23 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t608 = t593 + t606;
     w.t714 = w.t608 * w.t713;
     const T t727 = w.t633 * w.t714;
-    const T t729 = t673 - t727;
-    const T t826 = t810 - t729;
-    const T t836 = T(0.39219999999999999) * t826;
+    w.t729 = t673 - t727;
+    w.t826 = t810 - w.t729;
+    const T t836 = T(0.39219999999999999) * w.t826;
     w.t852 = T(-0.018266481800000001) - t836;
     const T t884 = w.t55 * w.t852;
     const T t650 = w.t121 * w.t631;
     w.t617 = w.t120 * T(0.0024660000000000003);
-    const T t664 = w.t121 * w.t617;
-    const T t676 = t650 - t664;
+    w.t664 = w.t121 * w.t617;
+    const T t676 = t650 - w.t664;
     const T t599 = w.t121 * w.t576;
     const T t614 = w.t120 * T(4.0294440000000001e-05);
     w.t616 = t599 - t614;
     w.t733 = w.t616 * w.t713;
     const T t743 = w.t633 * w.t733;
-    const T t745 = t676 - t743;
-    const T t799 = T(0.1333) * w.t760;
-    const T t800 = t745 + t799;
+    w.t745 = t676 - t743;
+    w.t799 = T(0.1333) * w.t760;
+    const T t800 = w.t745 + w.t799;
     const T t775 = w.t567 * w.t764;
     const T t626 = w.t121 * w.t545;
     w.t776 = t775 - t626;
@@ -2101,7 +2219,7 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t895 = w.t56 * w.t864;
     w.t896 = t884 - t895;
     w.t984 = w.t896 * w.t983;
-    const T t985 = w.t896 * w.t984;
+    w.t985 = w.t896 * w.t984;
     const T t746 = w.t567 * w.t733;
     w.t467 = w.t194 * w.t450;
     const T t498 = w.t194 * w.t467;
@@ -2152,19 +2270,27 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t795 = T(0.1333) * t742;
     const T t796 = t738 + t795;
     const T t797 = T(0.1333) * t757;
-    const T t798 = t742 + t797;
-    const T t823 = T(0.1333) * t798;
+    w.t798 = t742 + t797;
+    const T t823 = T(0.1333) * w.t798;
     const T t824 = t796 + t823;
     const T t854 = t844 - t824;
-    const T t855 = T(0.20683212034000001) - t854;
+    w.t855 = T(0.20683212034000001) - t854;
     const T t590 = T(1.3700000000000001) + t558;
     w.t777 = w.t567 * w.t713;
     const T t791 = w.t567 * w.t777;
-    const T t792 = t590 - t791;
-    const T t848 = T(0.39219999999999999) * t792;
-    const T t873 = t848 - t803;
-    const T t874 = T(0.39219999999999999) * t873;
-    w.t875 = t855 + t874;
+    w.t792 = t590 - t791;
+    const T t848 = T(0.39219999999999999) * w.t792;
+    w.t873 = t848 - t803;
+    w.t874 = T(0.39219999999999999) * w.t873;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- factorization of P D Q = L U
+    w.t875 = w.t855 + w.t874;
     const T t894 = w.t56 * w.t875;
     w.t592 = w.t120 * w.t584;
     const T t640 = w.t121 * w.t592;
@@ -2173,13 +2299,13 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t660 = t640 - t658;
     const T t719 = w.t616 * w.t714;
     const T t721 = t660 - t719;
-    const T t807 = T(0.1333) * t745;
+    const T t807 = T(0.1333) * w.t745;
     const T t808 = t721 - t807;
     const T t645 = w.t120 * w.t643;
-    const T t666 = t664 - t645;
+    const T t666 = w.t664 - t645;
     const T t724 = w.t628 * w.t714;
     const T t726 = t666 + t724;
-    w.t809 = t726 - t799;
+    w.t809 = t726 - w.t799;
     const T t820 = T(0.1333) * w.t809;
     const T t822 = t808 + t820;
     const T t730 = w.t567 * w.t714;
@@ -2198,16 +2324,16 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t657 = t639 + t655;
     const T t716 = w.t608 * w.t714;
     const T t718 = t657 - t716;
-    const T t805 = T(0.1333) * t729;
+    const T t805 = T(0.1333) * w.t729;
     const T t806 = t718 - t805;
-    const T t827 = T(0.1333) * t826;
+    const T t827 = T(0.1333) * w.t826;
     const T t828 = t806 + t827;
     w.t851 = T(0.0048801785000000004) + t828;
     const T t882 = w.t55 * w.t851;
     w.t928 = t889 - t882;
     const T t929 = w.t55 * w.t928;
     const T t939 = t938 - t929;
-    const T t1032 = t985 - t939;
+    const T t1032 = w.t985 - t939;
     w.t1050 = T(0.11805364519680001) - t1032;
     const T t1067 = w.t6 * w.t1050;
     const T t930 = w.t56 * w.t928;
@@ -2219,7 +2345,7 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t986 = w.t905 * w.t984;
     const T t987 = t941 + t986;
     const T t887 = w.t55 * w.t812;
-    w.t876 = T(-0.68930120000000006) - t873;
+    w.t876 = T(-0.68930120000000006) - w.t873;
     const T t899 = w.t56 * w.t876;
     const T t900 = t887 - t899;
     const T t993 = w.t841 * w.t984;
@@ -2247,7 +2373,7 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t998 = t946 - t997;
     const T t1052 = t1044 - t998;
     const T t1053 = T(0.59596019469679995) - t1052;
-    const T t881 = T(2.8460000000000001) + t792;
+    const T t881 = T(2.8460000000000001) + w.t792;
     w.t1019 = w.t841 * w.t983;
     const T t1030 = w.t841 * w.t1019;
     const T t1031 = t881 - t1030;
@@ -2261,13 +2387,13 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t1089 = w.t5 * w.t1077;
     const T t1090 = t1086 + t1089;
     const T t991 = w.t921 * w.t984;
-    w.t853 = T(-0.075419) - t826;
+    w.t853 = T(-0.075419) - w.t826;
     w.t886 = w.t55 * w.t853;
     w.t891 = w.t56 * w.t809;
     w.t918 = w.t886 + w.t891;
     const T t933 = w.t55 * w.t918;
     const T t845 = T(0.39219999999999999) * w.t762;
-    const T t858 = t798 + t845;
+    const T t858 = w.t798 + t845;
     w.t860 = T(0.075419) + t858;
     w.t897 = w.t56 * w.t860;
     w.t908 = w.t55 * w.t847;
@@ -2293,7 +2419,7 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t1058 = T(0.42499999999999999) * w.t1048;
     const T t1078 = w.t5 * w.t1058;
     w.t1079 = t1070 + t1078;
-    w.t1097 = T(1) / t1060;
+    w.t1097 = T(1) / w.t1060;
     w.t1098 = w.t1079 * w.t1097;
     const T t1099 = w.t1079 * w.t1098;
     const T t1101 = t1090 - t1099;
@@ -2353,7 +2479,7 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t142 = t140 - t141;  // v[wrist_1_link].vy
     w.t146 = qd[3] * w.t142;
     // --- solve: forward and back substitution
-    w.t1308 = w.t146 * t625;
+    w.t1308 = w.t146 * w.t625;
     // --- kinematics: transforms, velocities, bias terms b
     w.t143 = w.t68 + qd[3];  // v[wrist_1_link].wz
     const T t131 = w.t62 * w.t120;
@@ -2425,7 +2551,7 @@ int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- kinematics: transforms, velocities, bias terms b
@@ -2677,8 +2803,8 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t1312 = w.t147 * w.t457;
     w.t1314 = t1298 - t1312;
     const T t1332 = w.t764 * w.t1314;
-    const T t1333 = t1324 + t1332;
-    const T t1349 = T(0.39219999999999999) * t1333;
+    w.t1333 = t1324 + t1332;
+    const T t1349 = T(0.39219999999999999) * w.t1333;
     const T t1350 = w.t1347 + t1349;
     const T t1361 = in[2] + t1350;
     // --- kinematics: transforms, velocities, bias terms b
@@ -2701,19 +2827,19 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     // --- solve: forward and back substitution
     const T t1399 = w.t72 * w.t868;
     w.t1400 = t1389 + t1399;
-    const T t1411 = w.t984 * w.t1400;
-    const T t1367 = w.t69 * w.t928;
+    w.t1411 = w.t984 * w.t1400;
+    w.t1367 = w.t69 * w.t928;
     // --- kinematics: transforms, velocities, bias terms b
     const T t109 = T(0.026499999999999999) * w.t96;
-    const T t363 = in[18] - t109;
+    w.t363 = in[18] - t109;
     // --- solve: forward and back substitution
-    const T t1341 = T(0.1333) * t1333;
+    w.t1341 = T(0.1333) * w.t1333;
     // --- kinematics: transforms, velocities, bias terms b
     const T t187 = T(0.0018000000000000002) * w.t170;
     // --- solve: forward and back substitution
     const T t1108 = in[25] - t187;
     w.t1250 = in[4] + t1108;
-    const T t1256 = w.t121 * w.t1250;
+    w.t1256 = w.t121 * w.t1250;
     // --- kinematics: transforms, velocities, bias terms b
     const T t176 = w.t143 * t174;
     const T t175 = w.t143 * T(0.0023375624999999998);
@@ -2723,21 +2849,29 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t166 = w.t139 * t157;
     const T t167 = w.t133 * w.t158;
     const T t168 = t166 + t167;
-    const T t172 = t168 * T(1.3700000000000001);
-    const T t185 = T(0.01634) * t172;
+    w.t172 = t168 * T(1.3700000000000001);
+    const T t185 = T(0.01634) * w.t172;
     const T t186 = t184 - t185;
     const T t189 = t178 + t186;
     // --- solve: forward and back substitution
-    const T t1107 = in[24] - t189;
+    w.t1107 = in[24] - t189;
     const T t1184 = w.t194 * w.t1173;
     const T t1187 = w.t193 * w.t1175;
     const T t1188 = t1184 + t1187;
     const T t1196 = w.t215 * w.t453;
     const T t1197 = t1188 + t1196;
     const T t1210 = w.t216 * w.t456;
-    const T t1211 = t1197 - t1210;
+    w.t1211 = t1197 - t1210;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
     const T t1222 = w.t217 * w.t467;
-    const T t1223 = t1211 + t1222;
+    const T t1223 = w.t1211 + t1222;
     const T t1230 = w.t218 * w.t469;
     const T t1231 = t1223 + t1230;
     const T t1241 = w.t546 * w.t1213;
@@ -2757,9 +2891,9 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t1232 = w.t507 * w.t1213;
     const T t1233 = t1225 + t1232;
     const T t1247 = t1246 - t1233;
-    w.t1248 = t1107 - t1247;
+    w.t1248 = w.t1107 - t1247;
     const T t1254 = w.t120 * w.t1248;
-    const T t1257 = t1256 - t1254;
+    const T t1257 = w.t1256 - t1254;
     const T t1270 = w.t144 * w.t592;
     const T t1271 = t1257 - t1270;
     const T t1285 = w.t145 * w.t604;
@@ -2773,8 +2907,8 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t1316 = t1300 + t1315;
     const T t1325 = w.t714 * w.t1314;
     const T t1327 = t1316 + t1325;
-    const T t1344 = t1341 - t1327;
-    w.t1345 = t363 + t1344;
+    const T t1344 = w.t1341 - t1327;
+    w.t1345 = w.t363 + t1344;
     const T t1355 = w.t55 * w.t1345;
     const T t1317 = w.t147 * w.t602;
     const T t1255 = w.t121 * w.t1248;
@@ -2831,7 +2965,7 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t364 = t115 + in[19];
     // --- solve: forward and back substitution
     const T t1346 = t1338 - t364;
-    const T t1111 = in[29] - t172;
+    const T t1111 = in[29] - w.t172;
     const T t1252 = t1111 + t1243;
     const T t1280 = w.t144 * w.t589;
     const T t1282 = t1252 + t1280;
@@ -2843,7 +2977,7 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     w.t1353 = t1346 - t1352;
     const T t1357 = w.t56 * w.t1353;
     const T t1358 = t1355 + t1357;
-    const T t1368 = t1367 - t1358;
+    const T t1368 = w.t1367 - t1358;
     const T t1379 = w.t70 * w.t937;
     const T t1380 = t1368 + t1379;
     // --- factorization of P D Q = L U
@@ -2858,7 +2992,7 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     // --- solve: forward and back substitution
     const T t1401 = w.t72 * t962;
     const T t1402 = t1391 - t1401;
-    const T t1417 = t1411 - t1402;
+    const T t1417 = w.t1411 - t1402;
     w.t1418 = w.t346 + t1417;
     const T t1427 = w.t6 * w.t1418;
     // --- kinematics: transforms, velocities, bias terms b
@@ -2947,7 +3081,7 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     // --- kinematics: transforms, velocities, bias terms b
     const T t366 = w.t96 + in[22];
     // --- solve: forward and back substitution
-    w.t1351 = t1333 - t366;
+    w.t1351 = w.t1333 - t366;
     const T t1363 = w.t55 * w.t1351;
     // --- kinematics: transforms, velocities, bias terms b
     const T t365 = t95 + in[21];
@@ -3019,7 +3153,7 @@ int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- factorization of P D Q = L U
@@ -3218,8 +3352,8 @@ int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t2010 = w.t984 * w.t1864;
     const T t1924 = T(0.42499999999999999) * w.t841;
     const T t1925 = t1924 - w.t905;
-    const T t1926 = w.t983 * t1925;
-    const T t2011 = w.t1863 * t1926;
+    w.t1926 = w.t983 * t1925;
+    const T t2011 = w.t1863 * w.t1926;
     const T t2012 = t2010 - t2011;
     const T t1981 = T(0.42499999999999999) * w.t921;
     const T t1982 = w.t867 + t1981;
@@ -3236,45 +3370,53 @@ int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1988 = w.t628 * w.t1772;
     const T t1990 = t1987 + t1988;
     const T t1994 = t1992 - t1990;
-    const T t1995 = w.t713 * t1994;
-    const T t2018 = w.t1862 * t1995;
+    w.t1995 = w.t713 * t1994;
+    w.t2018 = w.t1862 * w.t1995;
     const T t1870 = w.t55 * w.t608;
     const T t1872 = w.t56 * w.t616;
     const T t1874 = t1870 - t1872;
     const T t1875 = w.t586 * w.t984;
     const T t1876 = t1874 + t1875;
-    const T t1869 = w.t56 * T(0.1333);
-    const T t1877 = w.t628 * t1869;
+    w.t1869 = w.t56 * T(0.1333);
+    const T t1877 = w.t628 * w.t1869;
     const T t1879 = t1876 + t1877;
     const T t1866 = T(0.39219999999999999) * w.t984;
-    const T t1867 = w.t55 * T(0.1333);
-    const T t1868 = t1866 + t1867;
-    const T t1880 = w.t633 * t1868;
+    w.t1867 = w.t55 * T(0.1333);
+    w.t1868 = t1866 + w.t1867;
+    const T t1880 = w.t633 * w.t1868;
     const T t1882 = t1879 - t1880;
-    const T t1865 = w.t56 * T(0.39219999999999999);
-    const T t1883 = w.t567 * t1865;
+    w.t1865 = w.t56 * T(0.39219999999999999);
+    const T t1883 = w.t567 * w.t1865;
     const T t1884 = t1882 - t1883;
-    const T t1885 = w.t713 * t1884;
-    const T t2015 = w.t1864 * t1885;
-    const T t1929 = T(0.39219999999999999) * t1926;
-    const T t1930 = t1929 - t1869;
-    const T t1943 = w.t633 * t1930;
-    const T t1937 = w.t586 * t1926;
+    w.t1885 = w.t713 * t1884;
+    const T t2015 = w.t1864 * w.t1885;
+    const T t1929 = T(0.39219999999999999) * w.t1926;
+    w.t1930 = t1929 - w.t1869;
+    const T t1943 = w.t633 * w.t1930;
+    const T t1937 = w.t586 * w.t1926;
     const T t1931 = w.t56 * w.t608;
     const T t1933 = w.t55 * w.t616;
     const T t1935 = t1931 + t1933;
     const T t1938 = t1937 - t1935;
-    const T t1939 = w.t628 * t1867;
+    const T t1939 = w.t628 * w.t1867;
     const T t1941 = t1938 + t1939;
     const T t1945 = t1943 - t1941;
     const T t1927 = w.t55 * T(0.39219999999999999);
-    const T t1928 = T(-0.42499999999999999) - t1927;
-    const T t1946 = w.t567 * t1928;
+    w.t1928 = T(-0.42499999999999999) - t1927;
+    const T t1946 = w.t567 * w.t1928;
     const T t1947 = t1945 - t1946;
-    const T t1948 = w.t713 * t1947;
-    const T t2016 = w.t1863 * t1948;
-    const T t2017 = t2015 + t2016;
-    w.t2019 = t2018 - t2017;
+    w.t1948 = w.t713 * t1947;
+    const T t2016 = w.t1863 * w.t1948;
+    w.t2017 = t2015 + t2016;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    w.t2019 = w.t2018 - w.t2017;
     const T t1893 = w.t55 * w.t121;
     const T t1894 = w.t56 * w.t120;
     const T t1895 = t1893 + t1894;
@@ -3283,44 +3425,44 @@ int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1897 = w.t56 * w.t121;
     const T t1898 = t1896 - t1897;
     const T t1906 = w.t460 * t1898;
-    const T t1892 = t1885 - w.t984;
+    const T t1892 = w.t1885 - w.t984;
     const T t1908 = w.t462 * t1892;
     const T t1909 = t1906 + t1908;
     const T t1911 = t1910 - t1909;
-    const T t1889 = w.t120 * t1869;
-    const T t1890 = w.t121 * t1868;
+    const T t1889 = w.t120 * w.t1869;
+    const T t1890 = w.t121 * w.t1868;
     w.t1891 = t1889 + t1890;
     const T t1904 = T(0.099699999999999997) * t1892;
     const T t1905 = w.t1891 + t1904;
     const T t1912 = w.t454 * t1905;
     const T t1913 = t1911 - t1912;
     const T t1901 = T(0.099699999999999997) * t1898;
-    const T t1903 = t1865 + t1901;
+    const T t1903 = w.t1865 + t1901;
     const T t1914 = w.t457 * t1903;
     const T t1915 = t1913 - t1914;
     const T t1916 = w.t506 * t1915;
     const T t2020 = w.t1864 * t1916;
     const T t1960 = w.t460 * t1895;
-    const T t1955 = t1926 + t1948;
+    const T t1955 = w.t1926 + w.t1948;
     const T t1962 = w.t462 * t1955;
     const T t1963 = t1960 + t1962;
     const T t1965 = w.t447 * t1898;
     const T t1966 = t1963 + t1965;
     const T t1958 = T(0.099699999999999997) * t1955;
-    const T t1952 = w.t120 * t1867;
-    const T t1953 = w.t121 * t1930;
+    const T t1952 = w.t120 * w.t1867;
+    const T t1953 = w.t121 * w.t1930;
     w.t1954 = t1952 + t1953;
     const T t1959 = t1958 - w.t1954;
     const T t1968 = w.t454 * t1959;
     const T t1969 = t1966 + t1968;
     const T t1956 = T(0.099699999999999997) * t1895;
-    const T t1957 = t1928 + t1956;
+    const T t1957 = w.t1928 + t1956;
     const T t1971 = w.t457 * t1957;
     const T t1972 = t1969 + t1971;
     const T t1974 = w.t506 * t1972;
     const T t2021 = w.t1863 * t1974;
     const T t2023 = t2020 - t2021;
-    w.t2000 = w.t1984 + t1995;
+    w.t2000 = w.t1984 + w.t1995;
     const T t2003 = w.t462 * w.t2000;
     const T t2001 = T(0.099699999999999997) * w.t2000;
     const T t1774 = w.t120 * w.t1772;
@@ -3528,7 +3670,7 @@ int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -3611,38 +3753,38 @@ int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2549 = w.t193 * w.t2520;
     w.t2550 = t2547 + t2549;
     w.t2551 = -w.t2550;
-    const T t2618 = w.t5 * w.t1857;
-    w.t2619 = -t2618;
-    const T t2620 = w.t6 * w.t1857;
-    w.t2621 = -t2620;
-    const T t2622 = T(0.42499999999999999) * t2618;
-    w.t2623 = -t2622;
+    w.t2618 = w.t5 * w.t1857;
+    w.t2619 = -w.t2618;
+    w.t2620 = w.t6 * w.t1857;
+    w.t2621 = -w.t2620;
+    w.t2622 = T(0.42499999999999999) * w.t2618;
+    w.t2623 = -w.t2622;
     w.t2645 = w.t2031 + w.t2226;
-    const T t2651 = w.t55 * t2620;
-    const T t2653 = w.t56 * t2618;
-    const T t2655 = t2651 + t2653;
-    w.t2656 = -t2655;
-    const T t2648 = w.t55 * t2618;
-    const T t2646 = w.t56 * t2620;
-    const T t2650 = t2648 - t2646;
-    const T t2657 = T(0.39219999999999999) * t2650;
-    const T t2658 = t2622 + t2657;
-    w.t2659 = -t2658;
-    const T t2624 = T(0.42499999999999999) * w.t2031;
-    const T t2643 = w.t55 * t2624;
+    const T t2651 = w.t55 * w.t2620;
+    const T t2653 = w.t56 * w.t2618;
+    w.t2655 = t2651 + t2653;
+    w.t2656 = -w.t2655;
+    const T t2648 = w.t55 * w.t2618;
+    const T t2646 = w.t56 * w.t2620;
+    w.t2650 = t2648 - t2646;
+    const T t2657 = T(0.39219999999999999) * w.t2650;
+    w.t2658 = w.t2622 + t2657;
+    w.t2659 = -w.t2658;
+    w.t2624 = T(0.42499999999999999) * w.t2031;
+    const T t2643 = w.t55 * w.t2624;
     const T t2660 = T(0.39219999999999999) * w.t2645;
     const T t2661 = t2643 + t2660;
-    const T t2662 = T(0.1333) * t2655;
-    const T t2664 = t2661 - t2662;
-    const T t2686 = w.t120 * t2664;
-    const T t2644 = w.t56 * t2624;
-    const T t2665 = T(0.1333) * t2650;
-    const T t2666 = t2644 + t2665;
-    const T t2685 = w.t121 * t2666;
+    const T t2662 = T(0.1333) * w.t2655;
+    w.t2664 = t2661 - t2662;
+    const T t2686 = w.t120 * w.t2664;
+    const T t2644 = w.t56 * w.t2624;
+    const T t2665 = T(0.1333) * w.t2650;
+    w.t2666 = t2644 + t2665;
+    const T t2685 = w.t121 * w.t2666;
     w.t2687 = t2686 - t2685;
     w.t2691 = w.t2358 + w.t2645;
-    const T t2696 = w.t120 * t2655;
-    const T t2698 = w.t121 * t2650;
+    const T t2696 = w.t120 * w.t2655;
+    const T t2698 = w.t121 * w.t2650;
     const T t2699 = t2696 + t2698;
     w.t2700 = -t2699;
     const T t2717 = w.t194 * t2699;
@@ -3662,7 +3804,7 @@ int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     w.t2892 = -w.t2072;
     w.t2923 = -w.t2295;
     w.t2939 = -t2479;
-    w.t2956 = -t2650;
+    w.t2956 = -w.t2650;
     w.t2959 = w.t1446 * w.t1807;
     const T t2960 = w.t1079 * w.t2959;
     const T t2962 = w.t1984 + t2960;
@@ -3724,8 +3866,8 @@ int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     w.t3384 = w.t983 * t3383;
     w.t3422 = -t2333;
     w.t3444 = -t2524;
-    const T t2694 = w.t120 * t2650;
-    const T t2692 = w.t121 * t2655;
+    const T t2694 = w.t120 * w.t2650;
+    const T t2692 = w.t121 * w.t2655;
     const T t2695 = t2694 - t2692;
     w.t3449 = -t2695;
     w.t3469 = w.t1446 * w.t1834;
@@ -3775,14 +3917,22 @@ int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     w.t3607 = w.t983 * t3606;
     w.t3651 = -t2329;
     w.t3681 = -t2519;
-    const T t2688 = w.t120 * t2666;
-    const T t2689 = w.t121 * t2664;
+    const T t2688 = w.t120 * w.t2666;
+    const T t2689 = w.t121 * w.t2664;
     const T t2690 = t2688 + t2689;
     w.t3687 = -t2690;
     const T t1829 = w.t120 * w.t1810;
     const T t1828 = w.t121 * w.t1811;
-    const T t1830 = t1829 - t1828;
-    w.t3713 = w.t1446 * t1830;
+    w.t1830 = t1829 - t1828;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    w.t3713 = w.t1446 * w.t1830;
     w.t3714 = -w.t3713;
     const T t1996 = w.t120 * w.t1986;
     const T t1773 = w.t121 * w.t1772;
@@ -3945,29 +4095,29 @@ int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t4035 = w.t193 * t4011;
     w.t4036 = t4034 - t4035;
     w.t4050 = -w.t2031;
-    const T t2639 = w.t841 * t2622;
-    const T t2625 = w.t896 * t2620;
+    const T t2639 = w.t841 * w.t2622;
+    const T t2625 = w.t896 * w.t2620;
     const T t2627 = w.t2146 + t2625;
-    const T t2629 = w.t905 * t2618;
+    const T t2629 = w.t905 * w.t2618;
     const T t2631 = t2627 + t2629;
     const T t2633 = w.t867 * w.t2031;
     const T t2634 = t2631 + t2633;
-    const T t2636 = w.t921 * t2624;
+    const T t2636 = w.t921 * w.t2624;
     const T t2637 = t2634 + t2636;
     const T t2641 = t2639 - t2637;
     const T t2642 = w.t983 * t2641;
     w.t4056 = -t2642;
-    const T t2667 = w.t608 * t2655;
+    const T t2667 = w.t608 * w.t2655;
     const T t2669 = t2667 - w.t193;
-    const T t2670 = w.t616 * t2650;
+    const T t2670 = w.t616 * w.t2650;
     const T t2672 = t2669 + t2670;
     const T t2673 = w.t586 * w.t2645;
     const T t2674 = t2672 - t2673;
-    const T t2675 = w.t628 * t2666;
+    const T t2675 = w.t628 * w.t2666;
     const T t2677 = t2674 - t2675;
-    const T t2678 = w.t633 * t2664;
+    const T t2678 = w.t633 * w.t2664;
     const T t2680 = t2677 + t2678;
-    const T t2681 = w.t567 * t2658;
+    const T t2681 = w.t567 * w.t2658;
     const T t2683 = t2680 + t2681;
     const T t2684 = w.t713 * t2683;
     w.t4080 = -t2684;
@@ -4036,7 +4186,7 @@ int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -4272,52 +4422,60 @@ int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t4440 = t4438 + t4439;
     const T t4441 = w.t867 * w.t4432;
     const T t4442 = t4440 - t4441;
-    const T t4436 = T(0.42499999999999999) * w.t4432;
-    const T t4443 = w.t921 * t4436;
+    w.t4436 = T(0.42499999999999999) * w.t4432;
+    const T t4443 = w.t921 * w.t4436;
     const T t4444 = t4442 - t4443;
-    const T t4435 = T(0.42499999999999999) * t4433;
-    const T t4445 = w.t841 * t4435;
+    w.t4435 = T(0.42499999999999999) * t4433;
+    const T t4445 = w.t841 * w.t4435;
     const T t4446 = t4444 - t4445;
     w.t4447 = w.t983 * t4446;
     const T t4451 = w.t56 * t4434;
     const T t4452 = w.t55 * t4433;
-    const T t4453 = t4451 - t4452;
-    const T t4469 = w.t616 * t4453;
+    w.t4453 = t4451 - t4452;
+    const T t4469 = w.t616 * w.t4453;
     const T t4454 = w.t55 * t4434;
     const T t4455 = w.t56 * t4433;
-    const T t4456 = t4454 + t4455;
-    const T t4465 = w.t608 * t4456;
+    w.t4456 = t4454 + t4455;
+    const T t4465 = w.t608 * w.t4456;
     const T t4467 = t1782 + t4465;
-    const T t4471 = t4469 - t4467;
-    const T t4450 = w.t4432 + w.t4447;
-    const T t4472 = w.t586 * t4450;
-    const T t4473 = t4471 - t4472;
-    const T t4449 = w.t56 * t4436;
-    const T t4463 = T(0.1333) * t4453;
+    w.t4471 = t4469 - t4467;
+    w.t4450 = w.t4432 + w.t4447;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t4472 = w.t586 * w.t4450;
+    const T t4473 = w.t4471 - t4472;
+    const T t4449 = w.t56 * w.t4436;
+    const T t4463 = T(0.1333) * w.t4453;
     const T t4464 = t4449 + t4463;
     const T t4474 = w.t628 * t4464;
     const T t4476 = t4473 - t4474;
-    const T t4448 = w.t55 * t4436;
-    const T t4459 = T(0.39219999999999999) * t4450;
+    const T t4448 = w.t55 * w.t4436;
+    const T t4459 = T(0.39219999999999999) * w.t4450;
     const T t4460 = t4448 + t4459;
-    const T t4461 = T(0.1333) * t4456;
+    const T t4461 = T(0.1333) * w.t4456;
     const T t4462 = t4460 + t4461;
     const T t4477 = w.t633 * t4462;
     const T t4479 = t4476 + t4477;
-    const T t4457 = T(0.39219999999999999) * t4453;
-    const T t4458 = t4435 - t4457;
+    const T t4457 = T(0.39219999999999999) * w.t4453;
+    const T t4458 = w.t4435 - t4457;
     const T t4480 = w.t567 * t4458;
     const T t4481 = t4479 - t4480;
     w.t4482 = w.t713 * t4481;
-    const T t4489 = t4450 + w.t4482;
+    const T t4489 = w.t4450 + w.t4482;
     const T t4502 = w.t462 * t4489;
-    const T t4493 = w.t120 * t4456;
-    const T t4494 = w.t121 * t4453;
+    const T t4493 = w.t120 * w.t4456;
+    const T t4494 = w.t121 * w.t4453;
     const T t4495 = t4493 - t4494;
     const T t4500 = w.t460 * t4495;
     const T t4503 = t4502 - t4500;
-    const T t4490 = w.t121 * t4456;
-    const T t4491 = w.t120 * t4453;
+    const T t4490 = w.t121 * w.t4456;
+    const T t4491 = w.t120 * w.t4453;
     const T t4492 = t4490 + t4491;
     const T t4504 = w.t447 * t4492;
     const T t4505 = t4503 + t4504;
@@ -4544,7 +4702,7 @@ int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -4652,14 +4810,14 @@ int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t4900 = t4899 - t4898;
     w.t4904 = -t4900;
     const T t4926 = w.t121 * w.t266;
-    const T t1785 = T(0.099599999999999994) * w.t265;
-    const T t4912 = w.t530 * t1785;
+    w.t1785 = T(0.099599999999999994) * w.t265;
+    const T t4912 = w.t530 * w.t1785;
     const T t4914 = w.t2343 + t4912;
     const T t4924 = w.t120 * t4914;
     const T t4927 = t4926 - t4924;
-    const T t4910 = w.t517 * t1785;
-    const T t1784 = T(0.099599999999999994) * w.t266;
-    const T t4907 = w.t194 * t1784;
+    const T t4910 = w.t517 * w.t1785;
+    w.t1784 = T(0.099599999999999994) * w.t266;
+    const T t4907 = w.t194 * w.t1784;
     const T t4911 = t4910 - t4907;
     const T t4918 = T(0.099699999999999997) * t4914;
     const T t4919 = t4911 + t4918;
@@ -4678,10 +4836,10 @@ int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t4962 = t4956 - t4961;
     const T t4965 = T(0.42499999999999999) * t4962;
     const T t4971 = w.t1098 * t4965;
-    const T t4906 = w.t193 * t1784;
-    const T t4908 = w.t507 * t1785;
+    const T t4906 = w.t193 * w.t1784;
+    const T t4908 = w.t507 * w.t1785;
     const T t4909 = t4906 + t4908;
-    const T t4915 = w.t546 * t1785;
+    const T t4915 = w.t546 * w.t1785;
     const T t4917 = w.t1776 + t4915;
     const T t4920 = T(0.099699999999999997) * t4917;
     const T t4921 = t4909 + t4920;
@@ -4770,7 +4928,7 @@ int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t5038 = w.t121 * t4998;
     const T t5039 = t5037 - t5038;
     const T t5044 = w.t460 * t5039;
-    const T t5046 = t1785 - t5044;
+    const T t5046 = w.t1785 - t5044;
     const T t5033 = t4995 + w.t5026;
     const T t5047 = w.t462 * t5033;
     const T t5048 = t5046 + t5047;
@@ -4796,21 +4954,29 @@ int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t5057 = w.t194 * t5039;
     const T t5059 = t5058 - t5057;
     w.t5063 = -t5059;
-    const T t5070 = w.t530 * t1784;
-    const T t5072 = w.t2342 + t5070;
-    const T t5088 = w.t120 * t5072;
+    const T t5070 = w.t530 * w.t1784;
+    w.t5072 = w.t2342 + t5070;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t5088 = w.t120 * w.t5072;
     const T t5092 = w.t121 * w.t265;
     const T t5093 = t5088 + t5092;
-    const T t5065 = w.t194 * t1785;
-    const T t5068 = w.t517 * t1784;
+    const T t5065 = w.t194 * w.t1785;
+    const T t5068 = w.t517 * w.t1784;
     const T t5069 = t5065 + t5068;
-    const T t5078 = T(0.099699999999999997) * t5072;
+    const T t5078 = T(0.099699999999999997) * w.t5072;
     const T t5080 = t5069 + t5078;
     const T t5104 = w.t749 * t5080;
     const T t5106 = t5093 + t5104;
     const T t5129 = w.t56 * t5106;
     const T t5094 = w.t120 * w.t265;
-    const T t5090 = w.t121 * t5072;
+    const T t5090 = w.t121 * w.t5072;
     const T t5095 = t5094 - t5090;
     const T t5107 = w.t764 * t5080;
     const T t5109 = t5095 + t5107;
@@ -4822,10 +4988,10 @@ int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t5145 = T(0.42499999999999999) * t5141;
     const T t5151 = w.t1098 * t5145;
     const T t5116 = T(0.1333) * t5109;
-    const T t5066 = w.t507 * t1784;
-    const T t5064 = w.t193 * t1785;
+    const T t5066 = w.t507 * w.t1784;
+    const T t5064 = w.t193 * w.t1785;
     const T t5067 = t5066 - t5064;
-    const T t5074 = w.t546 * t1784;
+    const T t5074 = w.t546 * w.t1784;
     const T t5076 = w.t1775 + t5074;
     const T t5082 = T(0.099699999999999997) * t5076;
     const T t5084 = t5067 + t5082;
@@ -4913,7 +5079,7 @@ int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t5219 = w.t121 * t5178;
     const T t5220 = t5218 - t5219;
     const T t5225 = w.t460 * t5220;
-    const T t5227 = t1784 + t5225;
+    const T t5227 = w.t1784 + t5225;
     const T t5214 = t5175 + w.t5207;
     const T t5228 = w.t462 * t5214;
     const T t5229 = t5227 - t5228;
@@ -5052,7 +5218,7 @@ int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -5133,26 +5299,26 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     w.t5736 = T(0.099699999999999997) * w.t5650;
     const T t5710 = w.t194 * w.t5519;
     const T t5488 = w.t214 * T(0.0025694312800000002);
-    const T t5482 = w.t210 * T(3.8235599999999997e-05);
+    w.t5482 = w.t210 * T(3.8235599999999997e-05);
     const T t5483 = w.t214 * T(0.0013204619999999999);
-    const T t5484 = t5482 + t5483;
+    const T t5484 = w.t5482 + t5483;
     const T t5511 = t5488 - t5484;
-    const T t5510 = w.t207 * T(0.021242);
-    const T t5512 = t5511 - t5510;
+    w.t5510 = w.t207 * T(0.021242);
+    const T t5512 = t5511 - w.t5510;
     const T t5621 = w.t266 * t5599;
     const T t5622 = w.t265 * t5596;
     const T t5623 = t5621 - t5622;
-    const T t5641 = T(0.099599999999999994) * w.t5613;
-    const T t5646 = t5623 - t5641;
+    w.t5641 = T(0.099599999999999994) * w.t5613;
+    const T t5646 = t5623 - w.t5641;
     w.t5652 = t5512 - t5646;
     w.t5711 = w.t193 * w.t5652;
-    const T t5712 = t5710 - w.t5711;
-    const T t5723 = w.t194 * t5712;
+    w.t5712 = t5710 - w.t5711;
+    const T t5723 = w.t194 * w.t5712;
     w.t5707 = w.t194 * w.t5652;
     w.t5651 = t5645 - t5509;
     const T t5708 = w.t193 * w.t5651;
-    const T t5709 = w.t5707 - t5708;
-    const T t5724 = w.t193 * t5709;
+    w.t5709 = w.t5707 - t5708;
+    const T t5724 = w.t193 * w.t5709;
     const T t5725 = t5723 - t5724;
     const T t5741 = t5725 + w.t5736;
     const T t5742 = w.t5736 + t5741;
@@ -5174,8 +5340,8 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5420 = t5412 - t5417;
     const T t5704 = w.t193 * w.t5649;
     const T t5705 = w.t194 * w.t5648;
-    const T t5706 = t5704 + t5705;
-    w.t5749 = t5420 - t5706;
+    w.t5706 = t5704 + t5705;
+    w.t5749 = t5420 - w.t5706;
     const T t5874 = T(0.1333) * w.t5749;
     const T t5856 = w.t120 * w.t5753;
     const T t5857 = t5845 + t5856;
@@ -5216,16 +5382,16 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5255 = qd[1] * T(0.59596019469679995);
     const T t5266 = t5259 - t5255;
     const T t5980 = w.t56 * w.t5902;
-    const T t5982 = t5981 - t5980;
-    const T t5996 = w.t55 * t5982;
+    w.t5982 = t5981 - t5980;
+    const T t5996 = w.t55 * w.t5982;
     const T t5978 = w.t55 * w.t5899;
-    const T t5979 = t5978 - t5977;
-    const T t5997 = w.t56 * t5979;
+    w.t5979 = t5978 - t5977;
+    const T t5997 = w.t56 * w.t5979;
     const T t5998 = t5996 + t5997;
     const T t6008 = t5998 - w.t6004;
     w.t6015 = t5266 + t6008;
     const T t6047 = w.t9 * w.t6015;
-    const T t6048 = t6046 - t6047;
+    w.t6048 = t6046 - t6047;
     w.t5667 = w.t194 * T(0.057172964999999992);
     const T t5769 = w.t120 * w.t5667;
     const T t5768 = w.t121 * T(0.1860463);
@@ -5238,13 +5404,13 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     w.t5773 = t5771 + t5772;
     w.t5918 = w.t56 * w.t5773;
     w.t5920 = t5919 - w.t5918;
-    const T t5953 = w.t5920 + T(2.499425);
-    const T t5958 = T(0.42499999999999999) * t5953;
-    const T t5826 = T(0.39219999999999999) * t5821;
+    w.t5953 = w.t5920 + T(2.499425);
+    w.t5958 = T(0.42499999999999999) * w.t5953;
+    w.t5826 = T(0.39219999999999999) * t5821;
     w.t5668 = w.t193 * T(0.057172964999999992);
     w.t5696 = T(-0.0024660000000000003) + w.t5668;
-    const T t5808 = w.t5696 + T(0.40456550000000002);
-    const T t5813 = T(0.1333) * t5808;
+    w.t5808 = w.t5696 + T(0.40456550000000002);
+    const T t5813 = T(0.1333) * w.t5808;
     const T t5606 = w.t428 - T(4.2134286000000003e-05);
     const T t5607 = t5606 - T(-0.0035787241139999993);
     w.t5610 = T(0.0025652192800000003) + t5607;
@@ -5255,11 +5421,11 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     w.t5774 = w.t121 * w.t5688;
     const T t5789 = t5788 - w.t5774;
     const T t5801 = w.t120 * t5789;
-    const T t5670 = w.t194 * T(0.0016900244999999998);
-    const T t5673 = w.t194 * t5670;
+    w.t5670 = w.t194 * T(0.0016900244999999998);
+    const T t5673 = w.t194 * w.t5670;
     w.t5608 = T(0.0025694312800000002) + t5607;
-    const T t5669 = w.t193 * w.t5608;
-    const T t5674 = w.t193 * t5669;
+    w.t5669 = w.t193 * w.t5608;
+    const T t5674 = w.t193 * w.t5669;
     const T t5675 = t5673 + t5674;
     const T t5686 = t5675 - T(0.000233298);
     const T t5687 = t5686 - T(-0.016316951849999997);
@@ -5272,9 +5438,9 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5809 = T(0.1333) * w.t5696;
     const T t5817 = t5803 + t5809;
     const T t5818 = t5813 + t5817;
-    const T t5823 = T(0.39219999999999999) * w.t5770;
-    const T t5829 = t5818 + t5823;
-    const T t5830 = t5826 + t5829;
+    w.t5823 = T(0.39219999999999999) * w.t5770;
+    const T t5829 = t5818 + w.t5823;
+    const T t5830 = w.t5826 + t5829;
     w.t5837 = T(0.20683212034000001) + t5830;
     const T t5935 = w.t55 * w.t5837;
     const T t5779 = w.t121 * w.t5698;
@@ -5286,8 +5452,8 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5800 = t5797 - t5798;
     const T t5822 = T(0.39219999999999999) * w.t5773;
     w.t5827 = t5800 + t5822;
-    const T t5924 = w.t56 * w.t5827;
-    const T t5936 = t5935 - t5924;
+    w.t5924 = w.t56 * w.t5827;
+    const T t5936 = t5935 - w.t5924;
     const T t5946 = w.t55 * t5936;
     const T t5793 = w.t121 * t5782;
     const T t5794 = w.t120 * t5777;
@@ -5296,20 +5462,28 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5815 = t5813 + t5814;
     w.t5835 = T(0.0048801785000000004) + t5815;
     const T t5933 = w.t56 * w.t5835;
-    const T t5928 = w.t55 * w.t5827;
-    const T t5934 = t5933 - t5928;
+    w.t5928 = w.t55 * w.t5827;
+    const T t5934 = t5933 - w.t5928;
     const T t5947 = w.t56 * t5934;
     const T t5948 = t5946 + t5947;
-    const T t5955 = T(0.42499999999999999) * w.t5920;
-    const T t5961 = t5948 + t5955;
-    const T t5962 = t5958 + t5961;
+    w.t5955 = T(0.42499999999999999) * w.t5920;
+    const T t5961 = t5948 + w.t5955;
+    const T t5962 = w.t5958 + t5961;
     w.t5969 = T(0.59596019469679995) + t5962;
-    const T t6061 = w.t1458 * w.t5969;
-    const T t5925 = w.t55 * w.t5835;
-    const T t5926 = t5924 + t5925;
+    w.t6061 = w.t1458 * w.t5969;
+    w.t5925 = w.t55 * w.t5835;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t5926 = w.t5924 + w.t5925;
     const T t5944 = w.t56 * t5926;
     const T t5927 = w.t56 * w.t5837;
-    const T t5929 = t5927 + t5928;
+    const T t5929 = t5927 + w.t5928;
     const T t5943 = w.t55 * t5929;
     const T t5945 = t5944 - t5943;
     w.t5921 = w.t55 * w.t5773;
@@ -5318,7 +5492,7 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5954 = T(0.42499999999999999) * t5923;
     w.t5959 = t5945 - t5954;
     const T t6062 = w.t1456 * w.t5959;
-    const T t6064 = t6061 - t6062;
+    const T t6064 = w.t6061 - t6062;
     const T t5247 = w.t9 * w.t9;
     const T t5248 = w.t8 * w.t8;
     w.t5249 = t5247 + t5248;
@@ -5326,14 +5500,14 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     w.t5691 = w.t462 - t5684;
     w.t5699 = T(-4.0294440000000001e-05) - w.t5691;
     const T t5783 = w.t121 * w.t5699;
-    const T t5677 = w.t194 * t5669;
-    const T t5676 = w.t193 * t5670;
+    const T t5677 = w.t194 * w.t5669;
+    const T t5676 = w.t193 * w.t5670;
     w.t5678 = t5677 - t5676;
     const T t5784 = w.t120 * w.t5678;
     const T t5785 = t5783 - t5784;
     const T t5810 = T(0.1333) * w.t5770;
     w.t5816 = t5785 - t5810;
-    const T t5824 = T(0.39219999999999999) * t5808;
+    const T t5824 = T(0.39219999999999999) * w.t5808;
     const T t5828 = w.t5816 - t5824;
     w.t5836 = T(-0.018266481800000001) + t5828;
     const T t5938 = w.t56 * w.t5836;
@@ -5346,7 +5520,7 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     w.t5939 = t5938 - t5937;
     const T t6060 = w.t5249 * w.t5939;
     const T t6065 = t6064 - t6060;
-    w.t5834 = T(0.075419) + t5808;
+    w.t5834 = T(0.075419) + w.t5808;
     const T t5966 = T(0.91345487999999997) + w.t5834;
     const T t6050 = w.t1454 * t5966;
     const T t6073 = t6065 - t6050;
@@ -5361,15 +5535,15 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1483 = w.t1057 * w.t1454;
     const T t1484 = t1482 + t1483;
     const T t6076 = t6073 - t1484;
-    const T t6078 = t6048 + t6076;
+    const T t6078 = w.t6048 + t6076;
     const T t6080 = w.t6042 + t6078;
     const T t6583 = w.t5 * t6080;
     const T t6041 = w.t8 * w.t6028;
     const T t6043 = w.t8 * w.t6015;
     const T t5254 = w.t9 * T(0.194109162);
     w.t5265 = t5254 + t5254;
-    const T t5994 = w.t55 * t5979;
-    const T t5993 = w.t56 * t5982;
+    const T t5994 = w.t55 * w.t5979;
+    const T t5993 = w.t56 * w.t5982;
     const T t5995 = t5994 - t5993;
     w.t6014 = w.t5265 + t5995;
     const T t6044 = w.t9 * w.t6014;
@@ -5408,7 +5582,7 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     w.t6585 = t6583 + t6584;
     w.t7189 = w.t1446 * w.t6585;
     w.t6051 = w.t1454 * t5923;
-    const T t5965 = T(1.7123249999999999) + t5953;
+    const T t5965 = T(1.7123249999999999) + w.t5953;
     const T t6052 = w.t1455 * t5965;
     const T t6053 = w.t6051 + t6052;
     const T t6067 = w.t1458 * w.t5939;
@@ -5422,11 +5596,11 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5689 = t5681 - T(0.000233298);
     const T t5690 = t5689 - T(-0.016316951849999997);
     w.t5700 = T(0.002703346472) + t5690;
-    w.t5831 = w.t5700 + t5823;
-    const T t5832 = t5826 + w.t5831;
+    w.t5831 = w.t5700 + w.t5823;
+    const T t5832 = w.t5826 + w.t5831;
     w.t5838 = T(0.20483351684000001) + t5832;
-    w.t5963 = w.t5838 + t5955;
-    const T t5964 = t5958 + w.t5963;
+    w.t5963 = w.t5838 + w.t5955;
+    const T t5964 = w.t5958 + w.t5963;
     const T t5970 = T(0.49241094949999997) + t5964;
     const T t6066 = w.t5249 * t5970;
     const T t6071 = t6070 - t6066;
@@ -5454,7 +5628,7 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5720 = w.t193 * w.t5653;
     const T t5721 = w.t194 * w.t5515;
     const T t5722 = t5720 + t5721;
-    const T t5740 = T(0.099699999999999997) * t5706;
+    const T t5740 = T(0.099699999999999997) * w.t5706;
     const T t5746 = t5722 - t5740;
     w.t5754 = t5437 + t5746;
     const T t5858 = w.t120 * w.t5754;
@@ -5465,8 +5639,8 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5426 = t5399 + t5405;
     const T t5425 = w.t136 * T(0.0024660000000000003);
     const T t5427 = t5426 - t5425;
-    const T t5726 = w.t193 * t5712;
-    const T t5727 = w.t194 * t5709;
+    const T t5726 = w.t193 * w.t5712;
+    const T t5727 = w.t194 * w.t5709;
     const T t5728 = t5726 + t5727;
     w.t5752 = t5427 - t5728;
     const T t5859 = w.t121 * w.t5752;
@@ -5496,12 +5670,12 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t5446 = t5398 + t5445;
     const T t5450 = t5425 - t5446;
     const T t5536 = w.t214 * T(0.0025652192800000003);
-    const T t5537 = t5536 - t5482;
-    const T t5540 = t5537 - t5510;
+    const T t5537 = t5536 - w.t5482;
+    const T t5540 = t5537 - w.t5510;
     const T t5658 = w.t265 * w.t5603;
     const T t5659 = w.t266 * w.t5602;
     const T t5660 = t5658 + t5659;
-    const T t5662 = t5641 - t5660;
+    const T t5662 = w.t5641 - t5660;
     w.t5665 = t5540 + t5662;
     w.t5765 = t5450 - w.t5665;
     const T t5905 = w.t121 * w.t5765;
@@ -5560,7 +5734,7 @@ int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -5579,15 +5753,15 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t6629 = w.t6051 + t6628;
     const T t5274 = w.t1513 - w.t70;
     const T t5277 = qd[1] * w.t62;
-    const T t5294 = t5274 - t5277;
-    const T t6150 = t5294 * w.t5836;
+    w.t5294 = t5274 - t5277;
+    const T t6150 = w.t5294 * w.t5836;
     const T t5278 = qd[1] * w.t66;
     const T t5292 = w.t69 - w.t1517;
-    const T t5295 = t5278 + t5292;
-    const T t6149 = t5295 * w.t5819;
-    const T t6151 = t6150 - t6149;
+    w.t5295 = t5278 + t5292;
+    const T t6149 = w.t5295 * w.t5819;
+    w.t6151 = t6150 - t6149;
     const T t6630 = w.t5249 * w.t5963;
-    const T t6634 = t6151 - t6630;
+    const T t6634 = w.t6151 - t6630;
     const T t6635 = t6629 + t6634;
     const T t6636 = t6591 + t6635;
     const T t7192 = w.t1853 * t6636;
@@ -5599,19 +5773,19 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t6721 = w.t5921 + t6720;
     const T t6768 = w.t1454 * t6721;
     const T t6769 = t6767 + t6768;
-    const T t6709 = t5294 * w.t5816;
-    const T t6710 = t6709 - t6149;
+    const T t6709 = w.t5294 * w.t5816;
+    w.t6710 = t6709 - t6149;
     const T t6728 = T(0.42499999999999999) * t6723;
     const T t6729 = w.t5831 + t6728;
     const T t6770 = w.t5249 * t6729;
-    const T t6775 = t6710 - t6770;
+    const T t6775 = w.t6710 - t6770;
     const T t6776 = t6769 + t6775;
     w.t6225 = w.t5754 - w.t5764;
     const T t6649 = w.t133 * w.t6225;
     w.t6224 = w.t5752 + w.t5765;
     const T t6651 = w.t139 * w.t6224;
-    const T t6652 = t6649 + t6651;
-    const T t6777 = t6776 - t6652;
+    w.t6652 = t6649 + t6651;
+    const T t6777 = t6776 - w.t6652;
     const T t7194 = w.t1854 * t6777;
     const T t7195 = t7193 - t7194;
     w.t6856 = w.t121 * w.t5668;
@@ -5647,9 +5821,9 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t7000 = w.t1456 * w.t6948;
     const T t7002 = t6999 + t7000;
     const T t6866 = T(0.39219999999999999) * w.t6856;
-    const T t6868 = w.t5691 + t6866;
+    w.t6868 = w.t5691 + t6866;
     const T t6953 = T(0.42499999999999999) * t6945;
-    const T t6955 = t6868 + t6953;
+    const T t6955 = w.t6868 + t6953;
     const T t6998 = w.t5249 * t6955;
     const T t7003 = t7002 - t6998;
     const T t7004 = t6997 + t7003;
@@ -5762,20 +5936,20 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t5287 = qd[1] * w.t63;
     const T t5282 = w.t59 * w.t62;
     const T t5289 = t5287 - t5282;
-    const T t5296 = t5275 + t5289;
-    const T t6133 = t5296 * w.t5834;
+    w.t5296 = t5275 + t5289;
+    const T t6133 = w.t5296 * w.t5834;
     const T t5285 = w.t62 * w.t63;
     const T t5284 = w.t66 * w.t67;
     const T t5286 = t5285 - t5284;
-    const T t5291 = t5286 + t5286;
-    const T t6132 = t5291 * w.t5833;
+    w.t5291 = t5286 + t5286;
+    const T t6132 = w.t5291 * w.t5833;
     const T t6134 = t6133 - t6132;
     const T t5279 = w.t66 * w.t66;
     const T t5280 = w.t62 * w.t62;
-    const T t5281 = t5279 + t5280;
-    const T t6143 = t5281 * w.t5819;
-    const T t6144 = t5295 * w.t5837;
-    const T t6145 = t5294 * w.t5827;
+    w.t5281 = t5279 + t5280;
+    const T t6143 = w.t5281 * w.t5819;
+    const T t6144 = w.t5295 * w.t5837;
+    const T t6145 = w.t5294 * w.t5827;
     const T t6146 = t6144 - t6145;
     const T t6147 = t6143 + t6146;
     const T t6154 = t6134 + t6147;
@@ -5783,15 +5957,15 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t6176 = t6127 + t6172;
     const T t6105 = w.t66 * w.t5917;
     const T t6110 = t6100 + t6105;
-    const T t6182 = t6176 - t6110;
-    const T t6605 = w.t55 * t6182;
+    w.t6182 = t6176 - t6110;
+    w.t6605 = w.t55 * w.t6182;
     const T t6104 = w.t62 * w.t5917;
     const T t6099 = w.t63 * w.t5898;
-    const T t6109 = t6104 - t6099;
+    w.t6109 = t6104 - t6099;
     const T t6117 = w.t62 * w.t5900;
     const T t6118 = w.t66 * w.t5899;
     const T t6119 = t6117 + t6118;
-    const T t6126 = t6099 + t6119;
+    w.t6126 = t6099 + t6119;
     const T t1543 = w.t843 * w.t1517;
     const T t1544 = w.t1353 - t1543;
     const T t1545 = w.t875 * w.t1513;
@@ -5803,32 +5977,40 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t1551 = w.t847 * w.t1504;
     const T t1552 = t1550 - t1551;
     const T t1553 = w.t876 * w.t1485;
-    const T t1554 = t1552 + t1553;
-    const T t6130 = t5291 * w.t5773;
+    w.t1554 = t1552 + t1553;
+    const T t6130 = w.t5291 * w.t5773;
     const T t5283 = w.t59 * w.t66;
     const T t5288 = qd[1] * w.t67;
     const T t5290 = t5283 + t5288;
     const T t5293 = w.t71 - w.t1508;
-    const T t5297 = t5290 + t5293;
-    const T t6129 = t5297 * w.t5834;
-    const T t6131 = t6130 - t6129;
-    const T t6140 = t5294 * w.t5835;
-    const T t6139 = t5295 * w.t5827;
-    const T t6141 = t6140 - t6139;
-    const T t6138 = t5281 * w.t5836;
+    w.t5297 = t5290 + t5293;
+    const T t6129 = w.t5297 * w.t5834;
+    w.t6131 = t6130 - t6129;
+    w.t6140 = w.t5294 * w.t5835;
+    w.t6139 = w.t5295 * w.t5827;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t6141 = w.t6140 - w.t6139;
+    const T t6138 = w.t5281 * w.t5836;
     const T t6142 = t6141 - t6138;
-    const T t6153 = t6131 + t6142;
-    const T t6171 = t1554 + t6153;
-    const T t6175 = t6126 + t6171;
-    const T t6181 = t6109 + t6175;
+    const T t6153 = w.t6131 + t6142;
+    const T t6171 = w.t1554 + t6153;
+    const T t6175 = w.t6126 + t6171;
+    const T t6181 = w.t6109 + t6175;
     const T t6606 = w.t56 * t6181;
-    const T t6607 = t6605 + t6606;
+    const T t6607 = w.t6605 + t6606;
     const T t6115 = w.t66 * w.t5897;
     const T t6114 = w.t62 * w.t5896;
     const T t6116 = t6115 - t6114;
-    const T t6167 = t5291 * T(5.8810000000000002);
-    const T t6163 = t5295 * w.t5833;
-    const T t6162 = t5294 * w.t5773;
+    const T t6167 = w.t5291 * T(5.8810000000000002);
+    const T t6163 = w.t5295 * w.t5833;
+    const T t6162 = w.t5294 * w.t5773;
     const T t6164 = t6163 - t6162;
     const T t6170 = t6167 - t6164;
     const T t6180 = t6116 + t6170;
@@ -5837,7 +6019,7 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t6610 = t6607 - t6608;
     const T t6643 = w.t5 * t6610;
     const T t6603 = w.t55 * t6181;
-    const T t6602 = w.t56 * t6182;
+    const T t6602 = w.t56 * w.t6182;
     const T t6604 = t6603 - t6602;
     const T t6644 = w.t6 * t6604;
     const T t6645 = t6643 + t6644;
@@ -5853,11 +6035,11 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t6124 = w.t66 * w.t5901;
     const T t6125 = t6123 + t6124;
     const T t6128 = t6125 - t6103;
-    const T t6136 = t5297 * w.t5833;
-    const T t6135 = t5296 * w.t5773;
+    const T t6136 = w.t5297 * w.t5833;
+    const T t6135 = w.t5296 * w.t5773;
     const T t6137 = t6136 - t6135;
-    const T t6148 = t5281 * w.t5838;
-    const T t6152 = t6151 - t6148;
+    const T t6148 = w.t5281 * w.t5838;
+    const T t6152 = w.t6151 - t6148;
     const T t6155 = t6137 + t6152;
     const T t6177 = t6128 + t6155;
     const T t6183 = t6111 + t6177;
@@ -5873,9 +6055,9 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t1539 = t1537 + t1538;
     const T t1540 = w.t762 * w.t1485;
     const T t1542 = t1539 + t1540;  // x: f[forearm_link].fx
-    const T t6166 = t5297 * T(5.8810000000000002);
-    const T t6159 = t5281 * w.t5833;
-    const T t6160 = t5294 * w.t5834;
+    const T t6166 = w.t5297 * T(5.8810000000000002);
+    const T t6159 = w.t5281 * w.t5833;
+    const T t6160 = w.t5294 * w.t5834;
     const T t6161 = t6159 + t6160;
     const T t6169 = t6166 - t6161;
     const T t6174 = t1542 + t6169;
@@ -5896,10 +6078,10 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t1527 = t1525 - t1526;
     const T t1528 = w.t776 * w.t1485;
     const T t1529 = t1527 + t1528;
-    const T t6156 = t5295 * w.t5834;
-    const T t6157 = t5281 * w.t5773;
+    const T t6156 = w.t5295 * w.t5834;
+    const T t6157 = w.t5281 * w.t5773;
     const T t6158 = t6156 + t6157;
-    const T t6165 = t5296 * T(5.8810000000000002);
+    const T t6165 = w.t5296 * T(5.8810000000000002);
     const T t6168 = t6158 + t6165;
     const T t6173 = t1529 + t6168;
     const T t6178 = t6112 + t6173;
@@ -5912,29 +6094,29 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t7263 = t7261 - t7262;
     const T t7264 = w.t1853 * t6183;
     const T t7265 = t7263 - t7264;
-    const T t6706 = t5297 * w.t5770;
+    const T t6706 = w.t5297 * w.t5770;
     const T t6707 = t6706 - t6135;
-    const T t6708 = t5281 * w.t5831;
-    const T t6711 = t6710 - t6708;
+    const T t6708 = w.t5281 * w.t5831;
+    const T t6711 = w.t6710 - t6708;
     const T t6712 = t6707 + t6711;
-    const T t6713 = t6712 - t6652;
+    const T t6713 = t6712 - w.t6652;
     const T t7266 = w.t1854 * t6713;
     const T t7267 = t7265 - t7266;
-    const T t6921 = t5297 * w.t6856;
-    const T t6922 = t5296 * w.t6855;
+    const T t6921 = w.t5297 * w.t6856;
+    const T t6922 = w.t5296 * w.t6855;
     const T t6923 = t6921 + t6922;
-    const T t6920 = t5291 * w.t5667;
+    const T t6920 = w.t5291 * w.t5667;
     const T t6924 = t6923 - t6920;
-    const T t6926 = t5295 * w.t6867;
-    const T t6927 = t5294 * w.t6863;
+    const T t6926 = w.t5295 * w.t6867;
+    const T t6927 = w.t5294 * w.t6863;
     const T t6928 = t6926 - t6927;
-    const T t6925 = t5281 * t6868;
+    const T t6925 = w.t5281 * w.t6868;
     const T t6929 = t6928 - t6925;
     const T t6930 = t6924 + t6929;
     const T t6931 = t6930 - w.t6837;
     const T t7268 = w.t1855 * t6931;
     const T t7270 = t7267 + t7268;
-    const T t7131 = w.t1777 * t5281;
+    const T t7131 = w.t1777 * w.t5281;
     const T t7136 = w.t7081 + t7131;
     const T t7138 = w.t7078 - t7136;
     const T t7271 = w.t1857 * t7138;
@@ -6068,7 +6250,7 @@ int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -6275,59 +6457,67 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t1666 = w.t194 * w.t1653;
     const T t1667 = w.t218 + t1666;
     const T t1668 = w.t193 * w.t1651;
-    const T t1669 = t1667 - t1668;  // x: a[wrist_2_link].vy
-    const T t5454 = t1669 - w.t218;
+    w.t1669 = t1667 - t1668;  // x: a[wrist_2_link].vy
+    const T t5454 = w.t1669 - w.t218;
     const T t5468 = w.t139 * w.t207;
     const T t5461 = w.t142 * w.t204;
     const T t5470 = t5468 - t5461;
-    const T t5476 = t5454 - t5470;
-    const T t6417 = t5476 * T(0.057172964999999992);
+    w.t5476 = t5454 - t5470;
+    const T t6417 = w.t5476 * T(0.057172964999999992);
     const T t5458 = w.t210 * w.t210;
     const T t5459 = w.t204 * w.t204;
-    const T t5460 = t5458 + t5459;
-    const T t6422 = t5460 * w.t5610;
+    w.t5460 = t5458 + t5459;
+    const T t6422 = w.t5460 * w.t5610;
     const T t5457 = w.t139 * w.t210;
     const T t1679 = w.t193 * w.t1610;
     const T t1680 = w.t215 + t1679;
     const T t1681 = w.t194 * w.t1602;
-    const T t1682 = t1680 - t1681;  // x: y2[wrist_3_link].wx
-    const T t5473 = w.t215 - t1682;
-    const T t5475 = t5457 + t5473;
-    const T t6423 = T(3.8235599999999997e-05) * t5475;
+    w.t1682 = t1680 - t1681;  // x: y2[wrist_3_link].wx
+    const T t5473 = w.t215 - w.t1682;
+    w.t5475 = t5457 + t5473;
+    const T t6423 = T(3.8235599999999997e-05) * w.t5475;
     const T t6424 = t6422 + t6423;
     const T t6427 = t6417 - t6424;
     const T t6445 = t6412 + t6427;
-    const T t6451 = t6393 + t6445;
-    const T t6885 = w.t120 * t6451;
+    w.t6451 = t6393 + t6445;
+    w.t6885 = w.t120 * w.t6451;
     const T t6382 = w.t213 * w.t5650;
     const T t6404 = w.t204 * w.t5519;
     const T t6405 = w.t210 * w.t5652;
     const T t6406 = t6404 + t6405;
     const T t6411 = t6382 + t6406;
-    const T t1702 = w.t445 * t1682;
+    const T t1702 = w.t445 * w.t1682;
     const T t1703 = w.t1170 + t1702;
-    const T t1705 = T(0.0023400000000000001) * t1669;
+    const T t1705 = T(0.0023400000000000001) * w.t1669;
     const T t1706 = t1703 + t1705;
     const T t1708 = w.t446 * w.t1595;
     const T t1709 = t1706 + t1708;  // x: f[wrist_2_link].nx
-    const T t6419 = T(3.8235599999999997e-05) * t5460;
-    const T t6420 = t5475 * T(0.0016900244999999998);
+    const T t6419 = T(3.8235599999999997e-05) * w.t5460;
+    const T t6420 = w.t5475 * T(0.0016900244999999998);
     const T t6421 = t6419 + t6420;
-    const T t6416 = T(0.0023400000000000001) * t5476;
+    const T t6416 = T(0.0023400000000000001) * w.t5476;
     const T t6426 = t6421 - t6416;
     const T t6440 = t1709 + t6426;
     const T t6444 = t6411 + t6440;
     const T t6387 = w.t210 * w.t5665;
     const T t6392 = t6382 + t6387;
-    const T t6450 = t6444 - t6392;
-    const T t6808 = w.t194 * t6450;
-    const T t6381 = w.t207 * w.t5650;
+    w.t6450 = t6444 - t6392;
+    w.t6808 = w.t194 * w.t6450;
+    w.t6381 = w.t207 * w.t5650;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
     const T t6386 = w.t204 * w.t5665;
-    const T t6391 = t6381 + t6386;
+    const T t6391 = w.t6381 + t6386;
     const T t6401 = w.t204 * w.t5652;
     const T t6402 = w.t210 * w.t5651;
     const T t6403 = t6401 + t6402;
-    const T t6410 = t6403 - t6381;
+    const T t6410 = t6403 - w.t6381;
     const T t1696 = T(0.0013204619999999999) * w.t1678;
     const T t1697 = t1696 - w.t1172;
     const T t1674 = w.t1606 + w.t1665;  // x: y2[wrist_3_link].wy
@@ -6360,7 +6550,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t6443 = t6410 + t6439;
     const T t6449 = t6391 + t6443;
     const T t6809 = w.t193 * t6449;
-    const T t6810 = t6808 - t6809;
+    const T t6810 = w.t6808 - t6809;
     const T t6434 = T(1.665) * t5477;
     const T t6431 = T(0.0023400000000000001) * t5474;
     const T t6437 = t6434 - t6431;
@@ -6376,14 +6566,14 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t6453 = t6447 - t6395;
     const T t6805 = w.t193 * t6453;
     const T t6394 = w.t204 * w.t5650;
-    const T t6433 = T(1.665) * t5476;
-    const T t6428 = T(0.0023400000000000001) * t5475;
-    const T t6429 = t5460 * T(0.057172964999999992);
+    const T t6433 = T(1.665) * w.t5476;
+    const T t6428 = T(0.0023400000000000001) * w.t5475;
+    const T t6429 = w.t5460 * T(0.057172964999999992);
     const T t6430 = t6428 + t6429;
     const T t6436 = t6433 - t6430;
-    const T t1683 = T(0.0023400000000000001) * t1682;
+    const T t1683 = T(0.0023400000000000001) * w.t1682;
     const T t1684 = w.t1175 + t1683;
-    const T t1685 = T(1.665) * t1669;
+    const T t1685 = T(1.665) * w.t1669;
     const T t1686 = t1684 + t1685;  // x: f[wrist_2_link].fy
     const T t6441 = t6436 - t1686;
     const T t6446 = t6394 + t6441;
@@ -6393,7 +6583,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t6814 = T(0.099699999999999997) * t6807;
     const T t6816 = t6810 + t6814;
     const T t6886 = w.t121 * t6816;
-    const T t6887 = t6885 - t6886;
+    const T t6887 = w.t6885 - t6886;
     const T t6397 = w.t210 * w.t5649;
     const T t6396 = w.t204 * w.t5648;
     const T t6398 = t6397 - t6396;
@@ -6413,7 +6603,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t6892 = T(0.39219999999999999) * t6807;
     const T t6894 = t6891 + t6892;
     const T t6968 = w.t56 * t6894;
-    const T t6882 = w.t121 * t6451;
+    const T t6882 = w.t121 * w.t6451;
     const T t6883 = w.t120 * t6816;
     const T t6884 = t6882 + t6883;
     const T t6879 = w.t120 * t6454;
@@ -6433,7 +6623,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t7016 = t7015 - t7014;
     const T t7405 = w.t1446 * t7016;
     const T t6815 = T(0.099699999999999997) * t6804;
-    const T t6811 = w.t193 * t6450;
+    const T t6811 = w.t193 * w.t6450;
     const T t6812 = w.t194 * t6449;
     const T t6813 = t6811 + t6812;
     const T t6817 = t6815 - t6813;
@@ -6450,15 +6640,15 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t7409 = t7407 + t7408;
     const T t7410 = w.t1854 * t6817;
     const T t7411 = t7409 + t7410;
-    const T t7412 = w.t1855 * t6451;
+    const T t7412 = w.t1855 * w.t6451;
     const T t7414 = t7411 - t7412;
     const T t7052 = w.t210 * w.t7029;
-    const T t7053 = T(0.00036956249999999999) * t5475;
+    const T t7053 = T(0.00036956249999999999) * w.t5475;
     const T t7054 = t7052 - t7053;
     const T t7415 = w.t1857 * t7054;
     const T t7417 = t7414 - t7415;
     w.t7419 = -t7417;
-    const T t7424 = w.t2025 * t6451;
+    const T t7424 = w.t2025 * w.t6451;
     const T t7423 = w.t2019 * t6817;
     const T t7421 = w.t2014 * t6895;
     const T t7420 = w.t1862 * t6977;
@@ -6470,7 +6660,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t7426 = w.t2031 * t7054;
     w.t7444 = t7443 - t7426;
     const T t7430 = w.t2226 * t7054;
-    const T t7429 = w.t2213 * t6451;
+    const T t7429 = w.t2213 * w.t6451;
     const T t7428 = w.t2197 * t6817;
     const T t7427 = w.t2064 * t6895;
     const T t7445 = w.t1853 * t7016;
@@ -6482,7 +6672,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t7451 = t7430 + t7450;
     w.t7452 = -t7451;
     const T t7433 = w.t2358 * t7054;
-    const T t7432 = w.t2355 * t6451;
+    const T t7432 = w.t2355 * w.t6451;
     const T t7431 = w.t2323 * t6817;
     const T t7453 = w.t1854 * t7016;
     const T t7454 = w.t2019 * t6977;
@@ -6501,7 +6691,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t7466 = t7464 - t7465;
     const T t7467 = w.t2355 * t6817;
     const T t7468 = t7466 - t7467;
-    const T t7434 = w.t2546 * t6451;
+    const T t7434 = w.t2546 * w.t6451;
     const T t7469 = t7468 - t7434;
     w.t7470 = t7435 + t7469;
     const T t7471 = w.t1857 * t7016;
@@ -6511,11 +6701,11 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t7475 = t7473 - t7474;
     const T t7476 = w.t2358 * t6817;
     const T t7477 = t7475 - t7476;
-    const T t7478 = w.t2550 * t6451;
+    const T t7478 = w.t2550 * w.t6451;
     const T t7480 = t7477 + t7478;
     const T t7436 = w.t2723 * t7054;
     w.t7481 = t7480 - t7436;
-    const T t1725 = w.t266 * t1682;
+    const T t1725 = w.t266 * w.t1682;
     const T t1726 = w.t290 - t1725;
     const T t1727 = w.t265 * t1674;
     w.t1728 = t1726 + t1727;
@@ -6527,7 +6717,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t1713 = t1712 - t1673;  // x: y2[wrist_3_link].vx
     const T t1721 = w.t265 * t1713;
     const T t1722 = t1721 - w.t291;
-    const T t1710 = T(0.099599999999999994) * t1682;
+    const T t1710 = T(0.099599999999999994) * w.t1682;
     const T t1711 = w.t1595 - t1710;  // x: y2[wrist_3_link].vy
     const T t1723 = w.t266 * t1711;
     w.t1724 = t1722 + t1723;
@@ -6547,7 +6737,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     w.t6556 = t6550 - t6504;
     w.t7039 = w.t265 * w.t6556;
     const T t6502 = w.t278 * w.t5586;
-    const T t1729 = w.t265 * t1682;
+    const T t1729 = w.t265 * w.t1682;
     const T t1730 = w.t289 + t1729;
     const T t1731 = w.t266 * t1674;
     w.t1732 = t1730 + t1731;
@@ -6576,7 +6766,7 @@ int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -6724,8 +6914,8 @@ int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     w.t7552 = -t7550;
     const T t6580 = w.t5 * w.t6040;
     const T t6581 = w.t6 * w.t6039;
-    const T t6582 = t6580 + t6581;
-    const T t7554 = w.t1852 * t6582;
+    w.t6582 = t6580 + t6581;
+    const T t7554 = w.t1852 * w.t6582;
     const T t6029 = w.t6 * w.t6015;
     const T t6033 = w.t5 * w.t6011;
     const T t6034 = t6029 + t6033;
@@ -6734,8 +6924,8 @@ int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t6031 = w.t6 * w.t6014;
     const T t6032 = t6030 + t6031;
     const T t6036 = w.t6 * t6032;
-    const T t6037 = t6035 + t6036;
-    const T t7553 = w.t1446 * t6037;
+    w.t6037 = t6035 + t6036;
+    const T t7553 = w.t1446 * w.t6037;
     const T t7555 = t7554 - t7553;
     const T t6596 = w.t55 * w.t6098;
     const T t6597 = w.t56 * w.t6097;
@@ -6745,8 +6935,8 @@ int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t6593 = w.t56 * w.t6098;
     const T t6595 = t6594 - t6593;
     const T t6641 = w.t6 * t6595;
-    const T t6642 = t6640 + t6641;
-    const T t7556 = w.t1853 * t6642;
+    w.t6642 = t6640 + t6641;
+    const T t7556 = w.t1853 * w.t6642;
     const T t7557 = t7555 + t7556;
     const T t6655 = w.t121 * w.t6225;
     const T t6656 = w.t120 * w.t6224;
@@ -6762,8 +6952,8 @@ int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t6732 = w.t55 * t6657;
     const T t6733 = t6730 + t6732;
     const T t6783 = w.t6 * t6733;
-    const T t6784 = t6782 + t6783;
-    const T t7558 = w.t1854 * t6784;
+    w.t6784 = t6782 + t6783;
+    const T t7558 = w.t1854 * w.t6784;
     const T t7559 = t7557 + t7558;
     const T t6872 = w.t120 * w.t5654;
     const T t6873 = w.t121 * w.t6797;
@@ -6779,8 +6969,8 @@ int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t6957 = w.t55 * t6871;
     const T t6959 = t6956 + t6957;
     const T t7011 = w.t6 * t6959;
-    const T t7013 = t7010 - t7011;
-    const T t7560 = w.t1855 * t7013;
+    w.t7013 = t7010 - t7011;
+    const T t7560 = w.t1855 * w.t7013;
     const T t7562 = t7559 - t7560;
     const T t7094 = w.t120 * w.t7034;
     const T t7096 = w.t121 * w.t7057;
@@ -6800,58 +6990,66 @@ int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     w.t7563 = w.t1857 * w.t7185;
     w.t7565 = t7562 - w.t7563;
     const T t7572 = w.t2031 * w.t7185;
-    const T t7569 = w.t2019 * t6784;
-    const T t7567 = w.t2014 * t6642;
-    const T t7566 = w.t1862 * t6582;
-    const T t7583 = w.t1852 * t6037;
+    const T t7569 = w.t2019 * w.t6784;
+    const T t7567 = w.t2014 * w.t6642;
+    const T t7566 = w.t1862 * w.t6582;
+    const T t7583 = w.t1852 * w.t6037;
     const T t7584 = t7566 - t7583;
     const T t7585 = t7567 + t7584;
     const T t7586 = t7569 + t7585;
-    const T t7570 = w.t2025 * t7013;
+    const T t7570 = w.t2025 * w.t7013;
     const T t7587 = t7586 - t7570;
     w.t7588 = t7572 + t7587;
     const T t7576 = w.t2226 * w.t7185;
-    const T t7575 = w.t2213 * t7013;
-    const T t7574 = w.t2197 * t6784;
-    const T t7573 = w.t2064 * t6642;
-    const T t7590 = w.t2014 * t6582;
-    const T t7589 = w.t1853 * t6037;
+    const T t7575 = w.t2213 * w.t7013;
+    const T t7574 = w.t2197 * w.t6784;
+    const T t7573 = w.t2064 * w.t6642;
+    const T t7590 = w.t2014 * w.t6582;
+    const T t7589 = w.t1853 * w.t6037;
     const T t7591 = t7590 - t7589;
     const T t7592 = t7573 + t7591;
     const T t7593 = t7574 + t7592;
     const T t7594 = t7575 + t7593;
     w.t7595 = t7576 + t7594;
-    const T t7579 = w.t2358 * w.t7185;
-    const T t7578 = w.t2355 * t7013;
-    const T t7577 = w.t2323 * t6784;
-    const T t7597 = w.t2019 * t6582;
-    const T t7596 = w.t1854 * t6037;
+    w.t7579 = w.t2358 * w.t7185;
+    w.t7578 = w.t2355 * w.t7013;
+    const T t7577 = w.t2323 * w.t6784;
+    const T t7597 = w.t2019 * w.t6582;
+    const T t7596 = w.t1854 * w.t6037;
     const T t7598 = t7597 - t7596;
-    const T t7599 = w.t2197 * t6642;
+    const T t7599 = w.t2197 * w.t6642;
     const T t7600 = t7598 + t7599;
-    const T t7601 = t7577 + t7600;
-    const T t7602 = t7578 + t7601;
-    w.t7603 = t7579 + t7602;
-    const T t7580 = w.t2546 * t7013;
-    const T t7604 = w.t1855 * t6037;
-    const T t7605 = w.t2025 * t6582;
+    w.t7601 = t7577 + t7600;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t7602 = w.t7578 + w.t7601;
+    w.t7603 = w.t7579 + t7602;
+    const T t7580 = w.t2546 * w.t7013;
+    const T t7604 = w.t1855 * w.t6037;
+    const T t7605 = w.t2025 * w.t6582;
     const T t7606 = t7604 - t7605;
-    const T t7607 = w.t2213 * t6642;
+    const T t7607 = w.t2213 * w.t6642;
     const T t7608 = t7606 + t7607;
-    const T t7609 = w.t2355 * t6784;
+    const T t7609 = w.t2355 * w.t6784;
     const T t7610 = t7608 + t7609;
     const T t7611 = t7580 + t7610;
     const T t7581 = w.t2550 * w.t7185;
     w.t7612 = t7611 - t7581;
     const T t7582 = w.t2723 * w.t7185;
-    const T t7613 = w.t1857 * t6037;
-    const T t7614 = w.t2031 * t6582;
+    const T t7613 = w.t1857 * w.t6037;
+    const T t7614 = w.t2031 * w.t6582;
     const T t7615 = t7613 + t7614;
-    const T t7616 = w.t2226 * t6642;
+    const T t7616 = w.t2226 * w.t6642;
     const T t7617 = t7615 + t7616;
-    const T t7618 = w.t2358 * t6784;
+    const T t7618 = w.t2358 * w.t6784;
     const T t7619 = t7617 + t7618;
-    const T t7620 = w.t2550 * t7013;
+    const T t7620 = w.t2550 * w.t7013;
     const T t7622 = t7619 - t7620;
     w.t7623 = t7582 + t7622;
     const T t5251 = w.t8 + w.t8;
@@ -7084,7 +7282,7 @@ int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+NELU_PART int ur5e_fd_derivatives_derivatives_part20(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -7251,8 +7449,8 @@ int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, const T* in,
     const T t5481 = w.t213 + w.t213;
     const T t6457 = t5481 * T(0.057172964999999992);
     const T t6464 = t6457 - w.t5517;
-    const T t6474 = w.t5654 + t6464;
-    const T t6905 = w.t120 * t6474;
+    w.t6474 = w.t5654 + t6464;
+    const T t6905 = w.t120 * w.t6474;
     const T t5478 = w.t204 + w.t204;
     const T t6459 = t5478 * T(0.0016900244999999998);
     const T t6456 = T(0.0023400000000000001) * t5481;
@@ -7302,7 +7500,7 @@ int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, const T* in,
     const T t6900 = w.t121 * t6820;
     const T t6901 = t6899 + t6900;
     const T t6908 = T(0.1333) * t6901;
-    const T t6902 = w.t121 * t6474;
+    const T t6902 = w.t121 * w.t6474;
     const T t6903 = w.t120 * t6832;
     const T t6904 = t6902 + t6903;
     const T t6910 = t6908 - t6904;
@@ -7315,85 +7513,93 @@ int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, const T* in,
     const T t6981 = w.t56 * t6914;
     const T t6983 = t6982 - t6981;
     const T t7018 = w.t6 * t6983;
-    const T t7019 = t7017 + t7018;
-    const T t7826 = w.t1446 * t7019;
+    w.t7019 = t7017 + t7018;
+    const T t7826 = w.t1446 * w.t7019;
     const T t6831 = T(0.099699999999999997) * t6820;
     const T t6827 = w.t193 * t6478;
     const T t6828 = w.t194 * t6477;
     const T t6829 = t6827 + t6828;
-    const T t6833 = t6831 - t6829;
+    w.t6833 = t6831 - t6829;
     const T t6913 = T(0.39219999999999999) * t6901;
-    const T t6915 = t6833 - t6913;
+    w.t6915 = w.t6833 - t6913;
     const T t6979 = w.t56 * t6898;
     const T t6978 = w.t55 * t6901;
     const T t6980 = t6979 - t6978;
     const T t6988 = T(0.42499999999999999) * t6980;
-    const T t6990 = t6915 + t6988;
-    const T t7827 = w.t1852 * t6990;
+    w.t6990 = w.t6915 + t6988;
+    const T t7827 = w.t1852 * w.t6990;
     const T t7828 = t7826 - t7827;
-    const T t7829 = w.t1853 * t6915;
+    const T t7829 = w.t1853 * w.t6915;
     const T t7830 = t7828 - t7829;
-    const T t7831 = w.t1854 * t6833;
+    const T t7831 = w.t1854 * w.t6833;
     const T t7832 = t7830 - t7831;
-    const T t7833 = w.t1855 * t6474;
-    const T t7835 = t7832 + t7833;
-    const T t7055 = T(0.00036956249999999999) * t5478;
-    const T t7056 = t7055 - w.t7034;
+    const T t7833 = w.t1855 * w.t6474;
+    w.t7835 = t7832 + t7833;
+    w.t7055 = T(0.00036956249999999999) * t5478;
+    return status;
+}
+
+template <class T>
+NELU_PART int ur5e_fd_derivatives_derivatives_part21(const T* q, const T* qd, const T* in, ur5e_fd_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t7056 = w.t7055 - w.t7034;
     const T t7836 = w.t1857 * t7056;
-    w.t7838 = t7835 - t7836;
+    w.t7838 = w.t7835 - t7836;
     const T t7845 = w.t2031 * t7056;
-    const T t7843 = w.t2025 * t6474;
-    const T t7856 = w.t1852 * t7019;
-    const T t7839 = w.t1862 * t6990;
+    const T t7843 = w.t2025 * w.t6474;
+    const T t7856 = w.t1852 * w.t7019;
+    const T t7839 = w.t1862 * w.t6990;
     const T t7857 = t7856 - t7839;
-    const T t7840 = w.t2014 * t6915;
+    const T t7840 = w.t2014 * w.t6915;
     const T t7858 = t7857 - t7840;
-    const T t7842 = w.t2019 * t6833;
+    const T t7842 = w.t2019 * w.t6833;
     const T t7859 = t7858 - t7842;
     const T t7860 = t7843 + t7859;
     w.t7861 = t7845 + t7860;
     const T t7849 = w.t2226 * t7056;
-    const T t7862 = w.t1853 * t7019;
-    const T t7863 = w.t2014 * t6990;
+    const T t7862 = w.t1853 * w.t7019;
+    const T t7863 = w.t2014 * w.t6990;
     const T t7864 = t7862 - t7863;
-    const T t7846 = w.t2064 * t6915;
+    const T t7846 = w.t2064 * w.t6915;
     const T t7865 = t7864 - t7846;
-    const T t7847 = w.t2197 * t6833;
+    const T t7847 = w.t2197 * w.t6833;
     const T t7866 = t7865 - t7847;
-    const T t7848 = w.t2213 * t6474;
+    const T t7848 = w.t2213 * w.t6474;
     const T t7867 = t7866 - t7848;
     w.t7868 = t7849 + t7867;
     const T t7852 = w.t2358 * t7056;
-    const T t7869 = w.t1854 * t7019;
-    const T t7870 = w.t2019 * t6990;
+    const T t7869 = w.t1854 * w.t7019;
+    const T t7870 = w.t2019 * w.t6990;
     const T t7871 = t7869 - t7870;
-    const T t7872 = w.t2197 * t6915;
+    const T t7872 = w.t2197 * w.t6915;
     const T t7873 = t7871 - t7872;
-    const T t7850 = w.t2323 * t6833;
+    const T t7850 = w.t2323 * w.t6833;
     const T t7874 = t7873 - t7850;
-    const T t7851 = w.t2355 * t6474;
+    const T t7851 = w.t2355 * w.t6474;
     const T t7875 = t7874 - t7851;
     w.t7876 = t7852 + t7875;
-    const T t7878 = w.t2025 * t6990;
-    const T t7877 = w.t1855 * t7019;
+    const T t7878 = w.t2025 * w.t6990;
+    const T t7877 = w.t1855 * w.t7019;
     const T t7879 = t7878 - t7877;
-    const T t7880 = w.t2213 * t6915;
+    const T t7880 = w.t2213 * w.t6915;
     const T t7881 = t7879 - t7880;
-    const T t7882 = w.t2355 * t6833;
+    const T t7882 = w.t2355 * w.t6833;
     const T t7883 = t7881 - t7882;
-    const T t7853 = w.t2546 * t6474;
+    const T t7853 = w.t2546 * w.t6474;
     const T t7884 = t7883 - t7853;
     const T t7854 = w.t2550 * t7056;
     w.t7885 = t7884 - t7854;
     const T t7855 = w.t2723 * t7056;
-    const T t7886 = w.t1857 * t7019;
-    const T t7887 = w.t2031 * t6990;
+    const T t7886 = w.t1857 * w.t7019;
+    const T t7887 = w.t2031 * w.t6990;
     const T t7888 = t7886 + t7887;
-    const T t7889 = w.t2226 * t6915;
+    const T t7889 = w.t2226 * w.t6915;
     const T t7890 = t7888 + t7889;
-    const T t7891 = w.t2358 * t6833;
+    const T t7891 = w.t2358 * w.t6833;
     const T t7892 = t7890 + t7891;
-    const T t7893 = w.t2550 * t6474;
+    const T t7893 = w.t2550 * w.t6474;
     const T t7895 = t7892 - t7893;
     w.t7896 = t7855 - t7895;
     const T t7897 = w.t1446 * w.t7185;
@@ -7450,8 +7656,7 @@ int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, const T* in,
 }
 
 template <class T>
-int ur5e_fd_derivatives_derivatives_impl(const T* q, const T* qd, const T* in, T* out, T* jac) {
-    ur5e_fd_derivatives_derivatives_work<T> w;
+int ur5e_fd_derivatives_derivatives_run(const T* q, const T* qd, const T* in, T* out, T* jac, ur5e_fd_derivatives_derivatives_work<T>& w) {
     int status = NELU_STATUS_OK;
     if ((status = ur5e_fd_derivatives_derivatives_part0(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_fd_derivatives_derivatives_part1(q, qd, in, w)) != NELU_STATUS_OK) return status;
@@ -7464,6 +7669,17 @@ int ur5e_fd_derivatives_derivatives_impl(const T* q, const T* qd, const T* in, T
     if ((status = ur5e_fd_derivatives_derivatives_part8(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_fd_derivatives_derivatives_part9(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_fd_derivatives_derivatives_part10(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part11(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part12(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part13(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part14(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part15(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part16(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part17(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part18(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part19(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part20(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_fd_derivatives_derivatives_part21(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs and their Jacobian: written only when every one is finite
     if (!(std::isfinite(w.t1447) && std::isfinite(w.t1453) && std::isfinite(w.t1500) && std::isfinite(w.t1591) &&
           std::isfinite(w.t1665) && std::isfinite(w.t1716) && std::isfinite(w.t7201) && std::isfinite(w.t7273) &&
@@ -7858,6 +8074,19 @@ int ur5e_fd_derivatives_derivatives_impl(const T* q, const T* qd, const T* in, T
     return NELU_STATUS_OK;
 }
 
+template <class T>
+int ur5e_fd_derivatives_derivatives_impl(const T* q, const T* qd, const T* in, T* out, T* jac) {
+    ur5e_fd_derivatives_derivatives_work<T> w;
+    return ur5e_fd_derivatives_derivatives_run(q, qd, in, out, jac, w);
+}
+
+/// ur5e_fd_derivatives_derivatives_ws: ur5e_fd_derivatives_derivatives_run on the caller's memory (its size checked against the header's).
+template <class T>
+int ur5e_fd_derivatives_derivatives_ws_impl(const T* q, const T* qd, const T* in, T* out, T* jac, T* work) {
+    static_assert(sizeof(ur5e_fd_derivatives_derivatives_work<T>) <= 856 * sizeof(T) && alignof(ur5e_fd_derivatives_derivatives_work<T>) <= alignof(T), "ur5e_fd_derivatives_derivatives_WORK_BYTES");
+    return ur5e_fd_derivatives_derivatives_run(q, qd, in, out, jac, *::new (static_cast<void*>(work)) ur5e_fd_derivatives_derivatives_work<T>);
+}
+
 }  // namespace
 
 extern "C" int ur5e_fd_derivatives(const double* q, const double* qd, const double* in, double* out) {
@@ -7874,4 +8103,12 @@ extern "C" int ur5e_fd_derivatives_derivatives(const double* q, const double* qd
 
 extern "C" int ur5e_fd_derivatives_derivatives_f(const float* q, const float* qd, const float* in, float* out, float* jac) {
     return ur5e_fd_derivatives_derivatives_impl<float>(q, qd, in, out, jac);
+}
+
+extern "C" int ur5e_fd_derivatives_derivatives_ws(const double* q, const double* qd, const double* in, double* out, double* jac, void* work) {
+    return ur5e_fd_derivatives_derivatives_ws_impl<double>(q, qd, in, out, jac, static_cast<double*>(work));
+}
+
+extern "C" int ur5e_fd_derivatives_derivatives_f_ws(const float* q, const float* qd, const float* in, float* out, float* jac, void* work) {
+    return ur5e_fd_derivatives_derivatives_ws_impl<float>(q, qd, in, out, jac, static_cast<float*>(work));
 }

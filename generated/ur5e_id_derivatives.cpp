@@ -676,6 +676,7 @@ struct ur5e_id_derivatives_derivatives_work {
     T t141;
     T t146;
     T t428;
+    T t429;
     T t71;
     T t13;
     T t431;
@@ -691,18 +692,24 @@ struct ur5e_id_derivatives_derivatives_work {
     T t463;
     T t522;
     T t580;
+    T t656;
     T t675;
     T t214;
+    T t249;
     T t65;
     T t69;
     T t144;
+    T t234;
     T t218;
     T t138;
     T t61;
     T t128;
     T t217;
+    T t233;
+    T t245;
     T t147;
     T t521;
+    T t581;
     T t74;
     T t432;
     T t433;
@@ -711,10 +718,13 @@ struct ur5e_id_derivatives_derivatives_work {
     T t73;
     T t469;
     T t528;
+    T t571;
     T t221;
     T t440;
     T t504;
+    T t572;
     T t587;
+    T t613;
     T t288;
     T t320;
     T t321;
@@ -726,17 +736,25 @@ struct ur5e_id_derivatives_derivatives_work {
     T t332;
     T t219;
     T t578;
+    T t635;
     T t647;
     T t149;
     T t530;
+    T t646;
     T t661;
+    T t662;
+    T t669;
     T t319;
     T t291;
     T t303;
     T t316;
     T t333;
+    T t637;
     T t651;
+    T t644;
     T t657;
+    T t658;
+    T t672;
     T t673;
     T t649;
     T t663;
@@ -796,6 +814,7 @@ struct ur5e_id_derivatives_derivatives_work {
     T t927;
     T t928;
     T t936;
+    T t937;
     T t938;
     T t947;
     T t967;
@@ -808,7 +827,13 @@ struct ur5e_id_derivatives_derivatives_work {
     T t983;
     T t973;
     T t978;
+    T t994;
     T t1000;
+    T t996;
+    T t999;
+    T t1002;
+    T t1003;
+    T t1005;
     T t1006;
     T t1036;
     T t1046;
@@ -894,15 +919,25 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1953;
     T t2028;
     T t1304;
+    T t1311;
     T t1351;
     T t1372;
+    T t1374;
+    T t1601;
     T t1635;
     T t1734;
     T t1634;
+    T t1598;
     T t1633;
+    T t1689;
     T t1733;
     T t1830;
     T t1871;
+    T t1448;
+    T t1458;
+    T t1630;
+    T t1532;
+    T t1538;
     T t1539;
     T t1541;
     T t1639;
@@ -951,8 +986,12 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1750;
     T t1898;
     T t1874;
+    T t1902;
+    T t1901;
     T t1740;
     T t1738;
+    T t1889;
+    T t1887;
     T t1344;
     T t1343;
     T t2135;
@@ -960,10 +999,12 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1342;
     T t2153;
     T t1340;
+    T t2156;
     T t2192;
     T t1346;
     T t1345;
     T t2207;
+    T t2209;
     T t1348;
     T t2198;
     T t1347;
@@ -985,10 +1026,18 @@ struct ur5e_id_derivatives_derivatives_work {
     T t2463;
     T t1509;
     T t2486;
+    T t2051;
     T t1294;
     T t1298;
+    T t2003;
+    T t2013;
+    T t1884;
+    T t2002;
+    T t2038;
     T t2501;
     T t2505;
+    T t1318;
+    T t1389;
     T t1752;
     T t2509;
     T t2513;
@@ -1018,8 +1067,22 @@ struct ur5e_id_derivatives_derivatives_work {
     T t2717;
     T t2721;
     T t2725;
+    T t2282;
+    T t2298;
     T t2729;
+    T t2356;
     T t2733;
+    T t1501;
+    T t2465;
+    T t2464;
+    T t2747;
+    T t2758;
+    T t2462;
+    T t2754;
+    T t2398;
+    T t2417;
+    T t2420;
+    T t1494;
     T t2760;
     T t1506;
     T t2776;
@@ -1089,8 +1152,8 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t12 = qd[1] * w.t11;
     // --- solve: forward and back substitution
     w.t428 = w.t6 * in[0];
-    const T t429 = t12 + w.t428;
-    const T t455 = w.t57 * t429;
+    w.t429 = t12 + w.t428;
+    const T t455 = w.t57 * w.t429;
     // --- kinematics: transforms, velocities, bias terms b
     w.t71 = qd[2] * w.t68;
     // --- solve: forward and back substitution
@@ -1108,7 +1171,7 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     // --- kinematics: transforms, velocities, bias terms b
     w.t72 = qd[2] * w.t64;
     // --- solve: forward and back substitution
-    const T t457 = w.t58 * t429;
+    const T t457 = w.t58 * w.t429;
     const T t458 = w.t72 + t457;
     w.t462 = t461 - t458;
     const T t518 = w.t123 * w.t462;
@@ -1132,16 +1195,16 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t580 = t576 + t579;  // x: y2[wrist_3_link].wz
     const T t638 = in[5] + w.t580;  // x: a[wrist_3_link].wz
     const T t655 = T(0.00036956249999999999) * t638;
-    const T t656 = in[38] - t655;
-    w.t675 = -t656;  // x: z2[wrist_3_link].nz
+    w.t656 = in[38] - t655;
+    w.t675 = -w.t656;  // x: z2[wrist_3_link].nz
     // --- kinematics: transforms, velocities, bias terms b
     const T t212 = w.t135 * w.t196;
     const T t213 = w.t145 * w.t195;
     w.t214 = t212 - t213;  // v[wrist_2_link].wy
     const T t248 = w.t208 * T(0.002218125);
     const T t256 = w.t214 * t248;
-    const T t249 = w.t214 * T(0.0013162499999999999);
-    const T t257 = w.t208 * t249;
+    w.t249 = w.t214 * T(0.0013162499999999999);
+    const T t257 = w.t208 * w.t249;
     const T t258 = t256 - t257;
     const T t231 = T(0.01634) * w.t208;
     const T t60 = qd[1] * T(0.42499999999999999);
@@ -1156,8 +1219,8 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t132 = t127 + t130;
     const T t143 = w.t122 * t132;
     w.t144 = t142 - t143;  // v[wrist_1_link].vy
-    const T t234 = t231 - w.t144;
-    const T t236 = w.t214 * t234;
+    w.t234 = t231 - w.t144;
+    const T t236 = w.t214 * w.t234;
     w.t218 = w.t141 + qd[4];  // v[wrist_2_link].wz
     const T t202 = w.t145 * T(0.099699999999999997);
     const T t136 = w.t122 * t131;
@@ -1173,11 +1236,11 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t216 = w.t195 * t205;
     w.t217 = t215 - t216;  // v[wrist_2_link].vy
     const T t230 = T(0.0018000000000000002) * w.t208;
-    const T t233 = w.t217 - t230;
-    const T t235 = w.t218 * t233;
+    w.t233 = w.t217 - t230;
+    const T t235 = w.t218 * w.t233;
     const T t237 = t236 - t235;
-    const T t245 = t237 * T(1.3);
-    const T t263 = T(0.01634) * t245;
+    w.t245 = t237 * T(1.3);
+    const T t263 = T(0.01634) * w.t245;
     const T t266 = t258 + t263;
     // --- solve: forward and back substitution
     const T t421 = in[32] - t266;
@@ -1190,8 +1253,8 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t517 = w.t147 + t516;
     const T t520 = w.t122 * w.t462;
     w.t521 = t517 - t520;  // x: y2[wrist_2_link].wz
-    const T t581 = in[4] + w.t521;  // x: y2[wrist_3_link].wy
-    const T t606 = T(0.0025652192800000003) * t581;
+    w.t581 = in[4] + w.t521;  // x: y2[wrist_3_link].wy
+    const T t606 = T(0.0025652192800000003) * w.t581;
     const T t607 = t601 - t606;
     const T t570 = T(0.099699999999999997) * w.t522;
     const T t509 = T(0.1333) * w.t460;
@@ -1225,8 +1288,8 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t523 = w.t122 * t511;
     const T t524 = w.t148 + t523;
     w.t528 = t527 - t524;
-    const T t571 = t570 - w.t528;  // x: y2[wrist_2_link].vx
-    const T t582 = w.t195 * t571;
+    w.t571 = t570 - w.t528;  // x: y2[wrist_2_link].vx
+    const T t582 = w.t195 * w.t571;
     // --- kinematics: transforms, velocities, bias terms b
     w.t221 = qd[4] * w.t217;
     // --- solve: forward and back substitution
@@ -1235,11 +1298,11 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t480 = T(0.39219999999999999) * w.t462;
     w.t504 = w.t440 + t480;  // x: y1[wrist_2_link].vy
     const T t569 = T(0.099699999999999997) * w.t519;
-    const T t572 = w.t504 + t569;  // x: y2[wrist_2_link].vy
-    const T t586 = w.t196 * t572;
+    w.t572 = w.t504 + t569;  // x: y2[wrist_2_link].vy
+    const T t586 = w.t196 * w.t572;
     w.t587 = t583 + t586;
     const T t612 = T(0.021242) * w.t587;
-    const T t613 = t607 + t612;
+    w.t613 = t607 + t612;
     // --- kinematics: transforms, velocities, bias terms b
     const T t292 = qd[5] - w.t214;  // v[wrist_3_link].wz
     const T t286 = w.t208 * w.t270;
@@ -1285,11 +1348,11 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t578 = t577 - t574;
     const T t630 = w.t269 * w.t578;
     const T t631 = t293 - t630;
-    const T t634 = w.t270 * t581;
-    const T t635 = t631 + t634;
-    w.t647 = T(0.00023393821456500001) * t635;
+    const T t634 = w.t270 * w.t581;
+    w.t635 = t631 + t634;
+    w.t647 = T(0.00023393821456500001) * w.t635;
     const T t648 = t422 + w.t647;
-    const T t627 = T(0.099599999999999994) * t581;
+    const T t627 = T(0.099599999999999994) * w.t581;
     const T t628 = w.t587 - t627;
     const T t641 = w.t270 * t628;
     // --- kinematics: transforms, velocities, bias terms b
@@ -1306,10 +1369,10 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t626 = T(0.099599999999999994) * w.t578;
     const T t629 = w.t530 + t626;  // x: y2[wrist_3_link].vy
     const T t645 = w.t269 * t629;
-    const T t646 = t642 + t645;
-    w.t661 = T(0.00042303500000000005) * t646;
-    const T t662 = t648 + w.t661;
-    const T t669 = w.t270 * t662;
+    w.t646 = t642 + t645;
+    w.t661 = T(0.00042303500000000005) * w.t646;
+    w.t662 = t648 + w.t661;
+    w.t669 = w.t270 * w.t662;
     // --- kinematics: transforms, velocities, bias terms b
     w.t319 = w.t282 * T(0.00023344791700000001);
     const T t326 = t292 * w.t319;
@@ -1333,9 +1396,9 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     // --- solve: forward and back substitution
     const T t632 = w.t270 * w.t578;
     const T t633 = t294 + t632;
-    const T t636 = w.t269 * t581;
-    const T t637 = t633 + t636;
-    w.t651 = T(0.00023393821456500001) * t637;
+    const T t636 = w.t269 * w.t581;
+    w.t637 = t633 + t636;
+    w.t651 = T(0.00023393821456500001) * w.t637;
     const T t652 = t423 + w.t651;
     const T t643 = w.t270 * t629;
     // --- kinematics: transforms, velocities, bias terms b
@@ -1343,37 +1406,45 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     // --- solve: forward and back substitution
     const T t639 = w.t269 * t628;
     const T t640 = t295 + t639;
-    const T t644 = t643 - t640;
-    w.t657 = T(0.00042303500000000005) * t644;
-    const T t658 = t652 - w.t657;
-    const T t672 = w.t269 * t658;
-    w.t673 = t669 + t672;  // x: z1[wrist_3_link].ny
+    w.t644 = t643 - t640;
+    w.t657 = T(0.00042303500000000005) * w.t644;
+    w.t658 = t652 - w.t657;
+    w.t672 = w.t269 * w.t658;
+    return status;
+}
+
+template <class T>
+int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    w.t673 = w.t669 + w.t672;  // x: z1[wrist_3_link].ny
     const T t424 = in[40] - w.t317;
-    w.t649 = T(0.00042303500000000005) * t635;
+    w.t649 = T(0.00042303500000000005) * w.t635;
     const T t650 = t424 + w.t649;
-    w.t663 = T(0.36499999999999999) * t646;
+    w.t663 = T(0.36499999999999999) * w.t646;
     const T t664 = t650 + w.t663;
     const T t678 = w.t270 * t664;
     // --- kinematics: transforms, velocities, bias terms b
     const T t409 = w.t316 + in[39];
     // --- solve: forward and back substitution
-    w.t653 = T(0.00042303500000000005) * t637;
+    w.t653 = T(0.00042303500000000005) * w.t637;
     const T t654 = t409 - w.t653;
-    w.t659 = T(0.36499999999999999) * t644;
+    w.t659 = T(0.36499999999999999) * w.t644;
     const T t660 = t654 + w.t659;
     const T t676 = w.t269 * t660;
     w.t679 = t678 - t676;
     const T t682 = T(0.099599999999999994) * w.t679;
     const T t688 = w.t673 - t682;  // x: z2[wrist_3_link].ny
-    w.t689 = t613 - t688;
+    w.t689 = w.t613 - t688;
     w.t701 = -w.t689;  // x: z2[wrist_2_link].nz
     const T t592 = T(0.0025694312800000002) * w.t578;
     // --- kinematics: transforms, velocities, bias terms b
     const T t250 = w.t218 * T(0.002218125);
     const T t252 = w.t214 * t250;
-    const T t251 = w.t218 * t249;
+    const T t251 = w.t218 * w.t249;
     const T t253 = t252 - t251;
-    const T t238 = w.t208 * t234;
+    const T t238 = w.t208 * w.t234;
     const T t226 = T(0.01634) * w.t218;
     const T t228 = T(0.0018000000000000002) * w.t214;
     const T t229 = t226 - t228;
@@ -1383,7 +1454,7 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t246 = t240 * T(1.3);
     const T t259 = T(0.0018000000000000002) * t246;
     const T t241 = w.t214 * t232;
-    const T t242 = w.t208 * t233;
+    const T t242 = w.t208 * w.t233;
     const T t243 = t241 + t242;
     const T t247 = t243 * T(1.3);
     const T t260 = T(0.01634) * t247;
@@ -1392,19 +1463,19 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t396 = t264 + in[30];
     // --- solve: forward and back substitution
     const T t593 = t592 - t396;
-    const T t588 = w.t195 * t572;
+    const T t588 = w.t195 * w.t572;
     // --- kinematics: transforms, velocities, bias terms b
     w.t222 = qd[4] * w.t211;
     // --- solve: forward and back substitution
-    const T t584 = w.t196 * t571;
+    const T t584 = w.t196 * w.t571;
     const T t585 = w.t222 + t584;
     w.t589 = t588 - t585;  // x: y2[wrist_3_link].vz
     const T t618 = T(0.0023400000000000001) * w.t589;
     const T t619 = t593 + t618;
     const T t622 = T(0.021242) * w.t530;
     const T t623 = t619 + t622;
-    const T t670 = w.t270 * t658;
-    const T t668 = w.t269 * t662;
+    const T t670 = w.t270 * w.t658;
+    const T t668 = w.t269 * w.t662;
     w.t671 = t670 - t668;
     const T t677 = w.t270 * t660;
     const T t680 = w.t269 * t664;
@@ -1415,15 +1486,15 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t695 = w.t196 * w.t687;
     const T t598 = T(0.0013204619999999999) * w.t580;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t262 = T(0.0018000000000000002) * t245;
+    const T t262 = T(0.0018000000000000002) * w.t245;
     const T t397 = in[31] - t262;
     // --- solve: forward and back substitution
     const T t599 = t598 - t397;
-    const T t604 = T(3.8235599999999997e-05) * t581;
+    const T t604 = T(3.8235599999999997e-05) * w.t581;
     const T t605 = t599 + t604;
     const T t610 = T(0.0023400000000000001) * w.t587;
     const T t611 = t605 - t610;
-    w.t690 = t611 - t656;
+    w.t690 = t611 - w.t656;
     const T t698 = w.t195 * w.t690;
     const T t699 = t695 + t698;  // x: z1[wrist_2_link].ny
     const T t594 = T(0.0023400000000000001) * w.t578;
@@ -1446,11 +1517,11 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t704 = w.t196 * w.t693;
     const T t614 = T(1.3) * w.t587;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t398 = t245 + in[33];
+    const T t398 = w.t245 + in[33];
     // --- solve: forward and back substitution
     const T t602 = T(0.0023400000000000001) * w.t580;
     const T t603 = t398 + t602;
-    const T t608 = T(0.021242) * t581;
+    const T t608 = T(0.021242) * w.t581;
     const T t609 = t603 + t608;
     const T t615 = t614 - t609;
     w.t691 = t615 + w.t679;
@@ -1563,7 +1634,7 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t54 = t46 + t51;
     // --- solve: forward and back substitution
     const T t414 = in[14] - t54;
-    const T t436 = T(0.194109162) * t429;
+    const T t436 = T(0.194109162) * w.t429;
     const T t437 = t414 - t436;
     const T t446 = in[1] * T(0.49241094949999997);
     const T t447 = t437 - t446;
@@ -1605,7 +1676,7 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t762 = T(0.42499999999999999) * t757;
     const T t763 = t761 + t762;
     w.t769 = -t763;  // x: z1[upper_arm_link].nz
-    const T t434 = T(0.11805364519680001) * t429;
+    const T t434 = T(0.11805364519680001) * w.t429;
     // --- kinematics: transforms, velocities, bias terms b
     const T t47 = T(0.11336) * t34;
     const T t352 = in[12] - t47;
@@ -1634,7 +1705,7 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -1850,8 +1921,8 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     w.t927 = -w.t926;
     w.t928 = T(0.39219999999999999) * w.t123;
     w.t936 = T(0.099699999999999997) * w.t196;
-    const T t937 = T(0.099699999999999997) * w.t195;
-    w.t938 = -t937;
+    w.t937 = T(0.099699999999999997) * w.t195;
+    w.t938 = -w.t937;
     w.t947 = T(0.099599999999999994) * w.t269;
     w.t967 = w.t288 * T(0.00023393821456500001);
     const T t957 = w.t302 * T(0.36499999999999999);
@@ -1884,39 +1955,47 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     w.t978 = w.t291 * T(0.36499999999999999);
     const T t980 = t974 - w.t978;
     const T t991 = w.t269 * t980;
-    const T t994 = t993 - t991;
-    const T t997 = T(0.099599999999999994) * t994;
+    w.t994 = t993 - t991;
+    const T t997 = T(0.099599999999999994) * w.t994;
     w.t1000 = t990 - t997;
     const T t987 = w.t270 * t977;
     const T t985 = w.t269 * t982;
     const T t988 = t987 - t985;
     const T t992 = w.t270 * t980;
     const T t995 = w.t269 * t984;
-    const T t996 = t992 + t995;
-    const T t998 = T(0.099599999999999994) * t996;
-    const T t999 = t988 + t998;
-    const T t1002 = w.t196 * t999;
-    const T t1003 = w.t195 * t994;
-    const T t1005 = T(0.099699999999999997) * t1003;
-    w.t1006 = t1002 + t1005;
-    const T t1016 = w.t123 * t1003;
-    const T t1019 = w.t122 * t996;
+    w.t996 = t992 + t995;
+    const T t998 = T(0.099599999999999994) * w.t996;
+    w.t999 = t988 + t998;
+    w.t1002 = w.t196 * w.t999;
+    w.t1003 = w.t195 * w.t994;
+    w.t1005 = T(0.099699999999999997) * w.t1003;
+    return status;
+}
+
+template <class T>
+int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    w.t1006 = w.t1002 + w.t1005;
+    const T t1016 = w.t123 * w.t1003;
+    const T t1019 = w.t122 * w.t996;
     const T t1020 = t1016 - t1019;
     const T t1025 = T(0.39219999999999999) * t1020;
     const T t1026 = t1025 - w.t1006;
     w.t1036 = -t1026;
     const T t1011 = w.t123 * w.t1000;
-    const T t1004 = w.t196 * t994;
+    const T t1004 = w.t196 * w.t994;
     const T t1007 = T(0.099699999999999997) * t1004;
-    const T t1001 = w.t195 * t999;
+    const T t1001 = w.t195 * w.t999;
     const T t1008 = t1007 - t1001;
     const T t1009 = w.t122 * t1008;
     const T t1012 = t1011 - t1009;
     const T t1023 = T(0.1333) * t1020;
     const T t1024 = t1012 - t1023;
     const T t1029 = w.t57 * t1024;
-    const T t1015 = w.t122 * t1003;
-    const T t1017 = w.t123 * t996;
+    const T t1015 = w.t122 * w.t1003;
+    const T t1017 = w.t123 * w.t996;
     const T t1018 = t1015 + t1017;
     const T t1021 = T(0.1333) * t1018;
     const T t1010 = w.t123 * t1008;
@@ -2012,7 +2091,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     w.t1130 = t1128 + t1129;
     w.t1132 = -w.t1077;
     const T t1139 = T(0.39219999999999999) * t1110;
-    const T t1140 = t937 - t1139;
+    const T t1140 = w.t937 - t1139;
     w.t1150 = -t1140;
     const T t1133 = w.t122 * w.t936;
     const T t1137 = T(0.1333) * t1110;
@@ -2038,11 +2117,11 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t1164 = T(0.39219999999999999) * t1121;
     const T t1165 = t1164 - w.t936;
     w.t1175 = -t1165;
-    const T t1158 = w.t122 * t937;
+    const T t1158 = w.t122 * w.t937;
     const T t1162 = T(0.1333) * t1121;
     const T t1163 = t1158 - t1162;
     const T t1168 = w.t57 * t1163;
-    const T t1159 = w.t123 * t937;
+    const T t1159 = w.t123 * w.t937;
     const T t1160 = T(0.1333) * t1120;
     const T t1161 = t1159 + t1160;
     const T t1166 = T(0.39219999999999999) * w.t195;
@@ -2152,7 +2231,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -2334,14 +2413,14 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     w.t1304 = w.t10 * T(0.194109162);
     const T t1306 = t1305 - w.t1304;
     const T t1302 = qd[1] * T(0.59596019469679995);
-    const T t1311 = t1306 - t1302;
+    w.t1311 = t1306 - t1302;
     const T t1352 = w.t70 * T(0.0048801785000000004);
     w.t1351 = w.t64 * T(0.018266481800000001);
     const T t1353 = t1352 - w.t1351;
     const T t1349 = w.t70 * T(0.20683212034000001);
     const T t1373 = t1353 - t1349;
     w.t1372 = w.t69 * T(0.68930120000000006);
-    const T t1374 = t1373 - w.t1372;
+    w.t1374 = t1373 - w.t1372;
     const T t943 = w.t135 * T(0.0024660000000000003);
     const T t1440 = w.t144 * T(1.3700000000000001);
     const T t1446 = t943 + t1440;
@@ -2352,8 +2431,8 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1599 = w.t269 * t1573;
     const T t1572 = w.t969 - w.t983;
     const T t1600 = w.t270 * t1572;
-    const T t1601 = t1599 + t1600;
-    w.t1635 = t1531 - t1601;
+    w.t1601 = t1599 + t1600;
+    w.t1635 = t1531 - w.t1601;
     w.t1734 = t1446 - w.t1635;
     const T t1828 = w.t122 * w.t1734;
     const T t940 = w.t141 * T(0.0024660000000000003);
@@ -2374,11 +2453,11 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1529 = t1527 - t954;
     const T t1596 = w.t270 * t1573;
     const T t1597 = w.t269 * t1572;
-    const T t1598 = t1596 - t1597;
-    w.t1633 = t1529 + t1598;
+    w.t1598 = t1596 - t1597;
+    w.t1633 = t1529 + w.t1598;
     const T t1688 = w.t195 * w.t1633;
-    const T t1689 = t1687 - t1688;
-    w.t1733 = t1445 + t1689;
+    w.t1689 = t1687 - t1688;
+    w.t1733 = t1445 + w.t1689;
     const T t1829 = w.t123 * w.t1733;
     w.t1830 = t1828 + t1829;
     w.t1871 = T(0.39219999999999999) * w.t1830;
@@ -2389,8 +2468,8 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1457 = t1454 + t1455;
     const T t1437 = w.t128 * T(0.0024660000000000003);
     const T t1439 = t1437 + t1438;
-    const T t1448 = T(2) * t1439;
-    const T t1458 = t1457 - t1448;
+    w.t1448 = T(2) * t1439;
+    w.t1458 = t1457 - w.t1448;
     const T t1568 = w.t217 * T(0.00042303500000000005);
     const T t1574 = T(2) * t1568;
     const T t1604 = w.t270 * t1574;
@@ -2400,19 +2479,27 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1616 = t1612 + t1614;
     const T t1624 = T(0.099599999999999994) * t1570;
     const T t1629 = t1616 - t1624;
-    const T t1630 = t1629 - t1624;
+    w.t1630 = t1629 - t1624;
     const T t1520 = w.t217 * T(0.021242);
     const T t1518 = w.t144 * T(0.0023400000000000001);
     const T t1521 = t1520 - t1518;
-    const T t1532 = T(2) * t1521;
-    const T t1538 = t1520 + t1520;
+    w.t1532 = T(2) * t1521;
+    w.t1538 = t1520 + t1520;
+    return status;
+}
+
+template <class T>
+int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
     const T t951 = w.t208 * T(3.8235599999999997e-05);
     w.t1539 = t951 + t951;
-    const T t1540 = t1538 - w.t1539;
-    w.t1541 = t1540 - t1532;
-    const T t1552 = t1532 + w.t1541;
-    w.t1639 = t1630 - t1552;
-    w.t1739 = t1458 + w.t1639;
+    const T t1540 = w.t1538 - w.t1539;
+    w.t1541 = t1540 - w.t1532;
+    const T t1552 = w.t1532 + w.t1541;
+    w.t1639 = w.t1630 - t1552;
+    w.t1739 = w.t1458 + w.t1639;
     const T t1834 = w.t123 * w.t1739;
     w.t1427 = w.t141 * T(4.0294440000000001e-05);
     const T t1428 = w.t145 * T(0.0013915637999999998);
@@ -2435,7 +2522,7 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1577 = t1576 - w.t981;
     const T t1610 = w.t270 * t1577;
     const T t1611 = t1609 + t1610;
-    const T t1628 = T(0.099599999999999994) * t1601;
+    const T t1628 = T(0.099599999999999994) * w.t1601;
     const T t1632 = t1611 - t1628;
     w.t1638 = t1547 + t1632;
     const T t1699 = w.t196 * w.t1638;
@@ -2448,7 +2535,7 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     w.t1537 = t1536 - t953;
     const T t1700 = w.t195 * w.t1537;
     const T t1701 = t1699 - t1700;
-    w.t1723 = T(0.099699999999999997) * t1689;
+    w.t1723 = T(0.099699999999999997) * w.t1689;
     const T t1729 = t1701 - w.t1723;
     w.t1737 = t1451 - t1729;
     const T t1835 = w.t122 * w.t1737;
@@ -2467,27 +2554,27 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1606 = w.t270 * t1579;
     const T t1607 = w.t269 * t1577;
     const T t1608 = t1606 - t1607;
-    const T t1626 = T(0.099599999999999994) * t1598;
+    const T t1626 = T(0.099599999999999994) * w.t1598;
     const T t1631 = t1608 - t1626;
     w.t1637 = t1535 - t1631;
     const T t1697 = w.t195 * w.t1637;
     w.t1698 = t1696 - t1697;
     const T t1709 = w.t196 * w.t1698;
     const T t1693 = w.t196 * w.t1637;
-    w.t1636 = t1630 - t1532;
+    w.t1636 = w.t1630 - w.t1532;
     const T t1694 = w.t195 * w.t1636;
     w.t1695 = t1693 - t1694;
     const T t1710 = w.t195 * w.t1695;
     const T t1711 = t1709 - t1710;
     const T t1727 = t1711 + t1722;
     const T t1728 = t1722 + t1727;
-    w.t1736 = t1728 - t1448;
+    w.t1736 = t1728 - w.t1448;
     const T t1832 = w.t122 * w.t1736;
     const T t1833 = t1831 - t1832;
     const T t1851 = w.t123 * t1833;
     const T t1852 = t1850 + t1851;
     const T t1876 = w.t1871 - t1852;
-    w.t1886 = t1374 + t1876;
+    w.t1886 = w.t1374 + t1876;
     const T t1967 = w.t57 * w.t1886;
     const T t932 = w.t65 * T(0.68930120000000006);
     const T t1357 = w.t61 * T(0.075419);
@@ -2551,7 +2638,7 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1962 = t1960 + t1961;
     w.t1990 = T(0.42499999999999999) * t1962;
     const T t1994 = t1984 - w.t1990;
-    w.t2001 = t1311 + t1994;
+    w.t2001 = w.t1311 + t1994;
     const T t2029 = w.t6 * w.t2001;
     const T t1958 = w.t57 * w.t1882;
     const T t1957 = w.t58 * w.t1883;
@@ -2589,7 +2676,7 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t1717 = t1715 + t1716;
     const T t1730 = t1717 + t1722;
     const T t1731 = t1722 + t1730;
-    const T t1467 = t1448 + t1458;
+    const T t1467 = w.t1448 + w.t1458;
     w.t1741 = t1731 - t1467;
     const T t1880 = w.t1741 + t1872;
     const T t1881 = t1872 + t1880;
@@ -2660,13 +2747,13 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
     const T t1899 = w.t1898 - w.t1874;
-    const T t1902 = w.t1392 + t1899;
-    const T t2107 = w.t68 * t1902;
+    w.t1902 = w.t1392 + t1899;
+    const T t2107 = w.t68 * w.t1902;
     const T t1864 = T(0.1333) * w.t1830;
     const T t1891 = w.t123 * w.t1751;
     const T t1892 = w.t122 * w.t1750;
@@ -2677,8 +2764,8 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1386 = w.t64 * T(0.0048801785000000004);
     const T t1387 = t1355 + t1386;
     const T t1391 = t929 + t1387;
-    const T t1901 = t1897 - t1391;
-    const T t2106 = w.t64 * t1901;
+    w.t1901 = t1897 - t1391;
+    const T t2106 = w.t64 * w.t1901;
     const T t2108 = t2107 - t2106;
     const T t2111 = w.t2103 + t2108;
     const T t1354 = w.t64 * T(0.20483351684000001);
@@ -2709,8 +2796,8 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1845 = w.t123 * w.t1738;
     const T t1846 = t1844 + t1845;
     const T t1870 = t1864 - t1846;
-    const T t1889 = t1380 + t1870;
-    const T t2123 = w.t64 * t1889;
+    w.t1889 = t1380 + t1870;
+    const T t2123 = w.t64 * w.t1889;
     const T t1350 = w.t68 * T(0.20483351684000001);
     const T t920 = w.t68 * T(0.0048801785000000004);
     const T t1377 = t1350 - t920;
@@ -2721,8 +2808,8 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1839 = t1837 - t1838;
     const T t1867 = t1839 - w.t1861;
     const T t1877 = t1867 - w.t1874;
-    const T t1887 = t1378 + t1877;
-    const T t2124 = w.t68 * t1887;
+    w.t1887 = t1378 + t1877;
+    const T t2124 = w.t68 * w.t1887;
     const T t2125 = t2123 + t2124;
     const T t2128 = t2125 - w.t2103;
     const T t1322 = w.t73 + w.t469;
@@ -2750,8 +2837,8 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1325 = qd[1] * w.t64;
     w.t1340 = t1320 + t1325;
     const T t2154 = w.t1340 * w.t1822;
-    const T t2156 = w.t2153 + t2154;
-    const T t2158 = t2152 + t2156;
+    w.t2156 = w.t2153 + t2154;
+    const T t2158 = t2152 + w.t2156;
     const T t2162 = t2137 - t2158;
     const T t2186 = t2128 + t2162;
     w.t2192 = t2111 + t2186;
@@ -2759,13 +2846,13 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2208 = w.t1346 * w.t1822;
     w.t1345 = w.t64 + w.t64;
     w.t2207 = w.t1345 * w.t1805;
-    const T t2209 = t2208 - w.t2207;
+    w.t2209 = t2208 - w.t2207;
     w.t1348 = w.t69 + w.t69;
     w.t2198 = w.t1348 * w.t1759;
     w.t1347 = w.t65 + w.t65;
     const T t2199 = w.t1347 * w.t1819;
     const T t2200 = w.t2198 + t2199;
-    const T t2212 = t2209 - t2200;
+    const T t2212 = w.t2209 - t2200;
     w.t2224 = w.t1890 + t2212;
     const T t2238 = w.t144 * w.t1734;
     const T t2237 = w.t138 * w.t1733;
@@ -2853,10 +2940,10 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2469 = w.t1509 * T(0.057172964999999992);
     const T t2476 = t2469 - w.t1539;
     w.t2486 = w.t1639 + t2476;
-    const T t2051 = w.t433 * w.t1909;
+    w.t2051 = w.t433 * w.t1909;
     const T t1951 = T(1.7123249999999999) + w.t1939;
     const T t2052 = w.t432 * t1951;
-    const T t2053 = t2051 + t2052;
+    const T t2053 = w.t2051 + t2052;
     const T t2067 = w.t428 * w.t1925;
     w.t1294 = w.t13 + w.t431;
     const T t2068 = w.t1294 * w.t1954;
@@ -2872,38 +2959,38 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1309 = t1307 - t1308;
     const T t919 = w.t10 * T(0.59596019469679995);
     const T t1313 = t1309 - t919;
-    const T t1976 = w.t57 * t1889;
-    const T t1977 = w.t58 * t1887;
+    const T t1976 = w.t57 * w.t1889;
+    const T t1977 = w.t58 * w.t1887;
     const T t1978 = t1976 + t1977;
-    const T t2003 = t1313 + t1978;
-    const T t2006 = w.t57 * t1901;
-    const T t2005 = w.t58 * t1902;
+    w.t2003 = t1313 + t1978;
+    const T t2006 = w.t57 * w.t1901;
+    const T t2005 = w.t58 * w.t1902;
     const T t2007 = t2006 - t2005;
     const T t1314 = w.t10 * T(0.11805364519680001);
     const T t1315 = t1308 + t1314;
-    const T t2013 = t2007 - t1315;
-    const T t2040 = t2003 - t2013;
+    w.t2013 = t2007 - t1315;
+    const T t2040 = w.t2003 - w.t2013;
     const T t2498 = w.t10 * t2040;
     const T t917 = w.t11 * T(0.11805364519680001);
     const T t1303 = w.t11 * T(0.49241094949999997);
     const T t1312 = t917 - t1303;
-    const T t1970 = w.t57 * t1887;
-    const T t1969 = w.t58 * t1889;
+    const T t1970 = w.t57 * w.t1887;
+    const T t1969 = w.t58 * w.t1889;
     const T t1971 = t1970 - t1969;
     const T t1359 = w.t61 * T(2.8460000000000001);
     const T t1363 = w.t68 * T(0.68930120000000006);
     const T t1366 = t1359 - t1363;
-    const T t1884 = t1366 + w.t1735;
-    const T t1992 = T(0.42499999999999999) * t1884;
+    w.t1884 = t1366 + w.t1735;
+    const T t1992 = T(0.42499999999999999) * w.t1884;
     const T t1995 = t1971 - t1992;
-    const T t2002 = t1312 + t1995;
+    w.t2002 = t1312 + t1995;
     const T t1316 = w.t11 * T(0.59596019469679995);
-    const T t2008 = w.t57 * t1902;
-    const T t2009 = w.t58 * t1901;
+    const T t2008 = w.t57 * w.t1902;
+    const T t2009 = w.t58 * w.t1901;
     const T t2010 = t2008 + t2009;
     const T t2011 = t2010 - t1992;
-    const T t2038 = t1316 - t2011;
-    const T t2039 = t2002 - t2038;
+    w.t2038 = t1316 - t2011;
+    const T t2039 = w.t2002 - w.t2038;
     const T t2499 = w.t11 * t2039;
     const T t2500 = t2498 - t2499;
     w.t2501 = t2074 + t2500;
@@ -2912,9 +2999,17 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2504 = t2502 + t2503;
     w.t2505 = -t2504;
     const T t1317 = qd[1] * T(0.49241094949999997);
-    const T t1318 = w.t1304 + t1317;
-    const T t1389 = w.t70 * T(0.20483351684000001);
-    const T t1390 = w.t1351 + t1389;
+    w.t1318 = w.t1304 + t1317;
+    w.t1389 = w.t70 * T(0.20483351684000001);
+    return status;
+}
+
+template <class T>
+int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t1390 = w.t1351 + w.t1389;
     const T t1393 = w.t1372 + t1390;
     const T t1473 = w.t145 * T(0.002703346472);
     const T t1474 = w.t1427 + t1473;
@@ -2927,7 +3022,7 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1900 = w.t1752 - w.t1871;
     const T t1903 = t1393 + t1900;
     const T t2012 = t1903 + w.t1990;
-    const T t2014 = t1318 + t2012;
+    const T t2014 = w.t1318 + t2012;
     const T t2042 = w.t11 * t2014;
     const T t2046 = w.t10 * w.t1997;
     const T t2047 = w.t11 * w.t2001;
@@ -2964,14 +3059,14 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2084 = w.t1300 * w.t1955;
     const T t2085 = w.t1301 * w.t1945;
     const T t2086 = t2084 - t2085;
-    const T t2091 = t2003 + t2086;
-    const T t2094 = t2013 + t2091;
+    const T t2091 = w.t2003 + t2086;
+    const T t2094 = w.t2013 + t2091;
     const T t2510 = w.t5 * t2094;
     const T t2081 = w.t1300 * w.t1945;
     const T t2082 = w.t1301 * w.t1953;
     const T t2083 = t2081 - t2082;
-    const T t2090 = t2002 + t2083;
-    const T t2093 = t2038 + t2090;
+    const T t2090 = w.t2002 + t2083;
+    const T t2093 = w.t2038 + t2090;
     const T t2511 = w.t6 * t2093;
     const T t2512 = t2510 + t2511;
     w.t2513 = -t2512;
@@ -2981,11 +3076,11 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2169 = t2166 - t2167;
     const T t2178 = t2175 - t2169;
     const T t2183 = t2178 - w.t743;
-    const T t2113 = w.t68 * t1884;
+    const T t2113 = w.t68 * w.t1884;
     const T t2188 = t2183 - t2113;
     const T t2194 = t2188 - t2113;
     const T t2524 = w.t57 * t2194;
-    const T t2112 = w.t64 * t1884;
+    const T t2112 = w.t64 * w.t1884;
     const T t2163 = w.t1342 * w.t1820;
     const T t2164 = w.t1329 * w.t1759;
     const T t2165 = t2163 + t2164;
@@ -3013,18 +3108,18 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2539 = t2537 + t2538;
     const T t2547 = T(0.42499999999999999) * t2539;
     w.t2549 = w.t2224 + t2547;
-    const T t2098 = t1889 - t1901;
+    const T t2098 = w.t1889 - w.t1901;
     const T t2514 = w.t64 * t2098;
-    const T t2097 = t1887 + t1902;
+    const T t2097 = w.t1887 + w.t1902;
     const T t2515 = w.t68 * t2097;
     const T t2516 = t2514 + t2515;
     const T t2553 = w.t432 * w.t1906;
-    const T t2554 = t2051 + t2553;
+    const T t2554 = w.t2051 + t2553;
     const T t2555 = w.t1298 * w.t1949;
-    const T t2559 = t2156 + t2555;
+    const T t2559 = w.t2156 + t2555;
     const T t2561 = t2554 - t2559;
     w.t2562 = t2516 + t2561;
-    w.t2565 = w.t1890 + t2209;
+    w.t2565 = w.t1890 + w.t2209;
     const T t2566 = w.t6 * w.t1918;
     const T t2567 = w.t2021 + t2566;
     w.t2568 = -t2567;
@@ -3038,7 +3133,7 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2570 = w.t6 * t2520;
     const T t2571 = t2569 + t2570;
     w.t2572 = -t2571;
-    const T t2100 = w.t69 * t1884;
+    const T t2100 = w.t69 * w.t1884;
     const T t2120 = w.t64 * w.t1888;
     const T t2121 = w.t68 * w.t1886;
     const T t2122 = t2120 + t2121;
@@ -3063,7 +3158,7 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2191 = t2185 - t2110;
     const T t2530 = w.t57 * t2191;
     const T t2104 = w.t64 * t1903;
-    const T t2099 = w.t65 * t1884;
+    const T t2099 = w.t65 * w.t1884;
     const T t2109 = t2104 - t2099;
     const T t2117 = w.t64 * w.t1886;
     const T t2118 = w.t68 * w.t1885;
@@ -3107,16 +3202,16 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t2205 = w.t1346 * w.t1813;
     const T t2206 = t2204 - t2205;
     const T t2211 = t2197 + t2206;
-    const T t2223 = t1889 + t2211;
-    const T t2228 = t1901 + t2223;
+    const T t2223 = w.t1889 + t2211;
+    const T t2228 = w.t1901 + t2223;
     const T t2543 = w.t57 * t2228;
     const T t2196 = w.t1347 * w.t1820;
     const T t2202 = w.t1346 * w.t1821;
     const T t2201 = w.t1345 * w.t1813;
     const T t2203 = t2202 - t2201;
     const T t2210 = t2196 + t2203;
-    const T t2222 = t1887 + t2210;
-    const T t2227 = t2222 - t1902;
+    const T t2222 = w.t1887 + t2210;
+    const T t2227 = t2222 - w.t1902;
     const T t2544 = w.t58 * t2227;
     const T t2545 = t2543 + t2544;
     const T t2215 = w.t1346 * w.t1759;
@@ -3168,7 +3263,7 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -3262,13 +3357,13 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1410 = w.t135 * w.t138;
     const T t1412 = t1409 + t1410;
     const T t1417 = t1412 + t1412;
-    const T t2282 = t1417 * w.t1652;
+    w.t2282 = t1417 * w.t1652;
     const T t2283 = w.t1421 * w.t1682;
-    const T t2284 = t2282 - t2283;
+    const T t2284 = w.t2282 - t2283;
     const T t2295 = w.t1404 * w.t1685;
     const T t2297 = w.t1420 * w.t1684;
-    const T t2298 = w.t1419 * w.t1674;
-    const T t2300 = t2297 + t2298;
+    w.t2298 = w.t1419 * w.t1674;
+    const T t2300 = t2297 + w.t2298;
     const T t2302 = t2295 + t2300;
     const T t2311 = t2284 - t2302;
     const T t2331 = t2311 - w.t713;
@@ -3329,8 +3424,8 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2627 = T(0.1333) * t2616;
     const T t2347 = w.t1426 * w.t1682;
     const T t2355 = w.t1423 * w.t1684;
-    const T t2356 = w.t1424 * w.t1674;
-    const T t2358 = t2355 - t2356;
+    w.t2356 = w.t1424 * w.t1674;
+    const T t2358 = t2355 - w.t2356;
     const T t2363 = t2347 - t2358;
     const T t2375 = w.t1740 + t2363;
     const T t2380 = w.t1750 + t2375;
@@ -3375,14 +3470,14 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2445 = t1505 * T(1.665);
     const T t1478 = w.t220 + w.t580;
     const T t1483 = w.t141 * w.t208;
-    const T t1501 = t1478 + t1483;
-    const T t2441 = T(0.0023400000000000001) * t1501;
+    w.t1501 = t1478 + t1483;
+    const T t2441 = T(0.0023400000000000001) * w.t1501;
     const T t2449 = t2445 - t2441;
     const T t2454 = t2449 - w.t691;
     const T t2402 = w.t214 * w.t1635;
     const T t2459 = t2454 - t2402;
-    const T t2465 = t2459 - t2402;
-    const T t2745 = w.t196 * t2465;
+    w.t2465 = t2459 - t2402;
+    const T t2745 = w.t196 * w.t2465;
     const T t2401 = w.t208 * w.t1635;
     const T t2438 = T(0.0023400000000000001) * w.t1502;
     const T t2439 = w.t1487 * T(0.057172964999999992);
@@ -3391,10 +3486,10 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2447 = t2440 + t2443;
     const T t2453 = w.t693 - t2447;
     const T t2458 = t2401 + t2453;
-    const T t2464 = t2401 + t2458;
-    const T t2746 = w.t195 * t2464;
-    const T t2747 = t2745 - t2746;
-    const T t2758 = T(0.099699999999999997) * t2747;
+    w.t2464 = t2401 + t2458;
+    const T t2746 = w.t195 * w.t2464;
+    w.t2747 = t2745 - t2746;
+    w.t2758 = T(0.099699999999999997) * w.t2747;
     const T t2389 = w.t217 * w.t1635;
     const T t2411 = w.t208 * w.t1541;
     const T t2412 = w.t214 * w.t1637;
@@ -3409,30 +3504,38 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2456 = t2418 + t2452;
     const T t2394 = w.t214 * w.t1650;
     const T t2399 = t2389 + t2394;
-    const T t2462 = t2456 - t2399;
-    const T t2754 = w.t195 * t2462;
+    w.t2462 = t2456 - t2399;
+    w.t2754 = w.t195 * w.t2462;
     const T t2388 = w.t211 * w.t1635;
     const T t2393 = w.t208 * w.t1650;
-    const T t2398 = t2388 + t2393;
+    w.t2398 = t2388 + t2393;
     const T t2408 = w.t208 * w.t1637;
     const T t2409 = w.t214 * w.t1636;
     const T t2410 = t2408 + t2409;
-    const T t2417 = t2410 - t2388;
-    const T t2420 = T(0.0023400000000000001) * t1505;
+    w.t2417 = t2410 - t2388;
+    w.t2420 = T(0.0023400000000000001) * t1505;
     const T t1492 = w.t214 * w.t217;
     const T t1493 = w.t208 * w.t211;
-    const T t1494 = t1492 + t1493;
-    const T t1499 = t1494 + t1494;
+    w.t1494 = t1492 + t1493;
+    return status;
+}
+
+template <class T>
+int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+    (void)q, (void)qd, (void)in, (void)w;
+    int status = NELU_STATUS_OK;
+    // --- solve: forward and back substitution
+    const T t1499 = w.t1494 + w.t1494;
     const T t2421 = t1499 * T(0.057172964999999992);
-    const T t2422 = t2420 + t2421;
-    const T t2427 = t1501 * w.t1593;
+    const T t2422 = w.t2420 + t2421;
+    const T t2427 = w.t1501 * w.t1593;
     const T t2434 = t2422 - t2427;
     const T t2451 = w.t690 + t2434;
-    const T t2455 = t2417 + t2451;
-    const T t2461 = t2398 + t2455;
+    const T t2455 = w.t2417 + t2451;
+    const T t2461 = w.t2398 + t2455;
     const T t2755 = w.t196 * t2461;
-    const T t2756 = t2754 + t2755;
-    w.t2760 = t2758 - t2756;
+    const T t2756 = w.t2754 + t2755;
+    w.t2760 = w.t2758 - t2756;
     const T t1507 = w.t214 + w.t214;
     const T t2478 = T(0.0023400000000000001) * t1507;
     const T t1508 = w.t211 + w.t211;
@@ -3465,9 +3568,9 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2772 = t2770 + t2771;
     w.t2776 = t2774 - t2772;
     const T t2783 = w.t1421 * w.t1653;
-    const T t2784 = t2783 - t2282;
+    const T t2784 = t2783 - w.t2282;
     const T t2787 = w.t1420 * w.t1595;
-    const T t2788 = t2298 + t2787;
+    const T t2788 = w.t2298 + t2787;
     const T t2785 = w.t1404 * w.t1677;
     const T t2789 = t2788 - t2785;
     const T t2790 = t2784 + t2789;
@@ -3481,7 +3584,7 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2780 = t2779 - t2777;
     w.t2791 = t2790 - t2780;
     const T t2793 = w.t1423 * w.t1595;
-    const T t2794 = t2793 - t2356;
+    const T t2794 = t2793 - w.t2356;
     const T t2792 = w.t1426 * w.t1653;
     const T t2795 = t2794 - t2792;
     const T t2741 = w.t195 * t2387;
@@ -3494,13 +3597,13 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2404 = w.t214 * w.t1634;
     const T t2403 = w.t208 * w.t1633;
     const T t2405 = t2404 - t2403;
-    const T t2442 = t1501 * T(0.057172964999999992);
+    const T t2442 = w.t1501 * T(0.057172964999999992);
     const T t2446 = t1499 * T(1.665);
     const T t2450 = t2442 - t2446;
     const T t2460 = t2405 + t2450;
     const T t2466 = t2405 + t2460;
     const T t2821 = w.t122 * t2466;
-    const T t2822 = w.t123 * t2747;
+    const T t2822 = w.t123 * w.t2747;
     const T t2823 = t2821 - t2822;
     const T t2835 = T(0.39219999999999999) * t2823;
     w.t2837 = w.t2760 + t2835;
@@ -3548,7 +3651,7 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     w.t2898 = w.t2810 + t2896;
     const T t2908 = w.t57 * t2823;
     const T t2818 = w.t123 * t2466;
-    const T t2819 = w.t122 * t2747;
+    const T t2819 = w.t122 * w.t2747;
     const T t2820 = t2818 + t2819;
     const T t2909 = w.t58 * t2820;
     const T t2910 = t2908 - t2909;
@@ -3607,11 +3710,11 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2959 = t2956 - t2957;
     w.t2961 = -t2959;
     const T t2827 = w.t122 * w.t2463;
-    const T t2751 = w.t196 * t2462;
+    const T t2751 = w.t196 * w.t2462;
     const T t2752 = w.t195 * t2461;
     const T t2753 = t2751 - t2752;
-    const T t2748 = w.t195 * t2465;
-    const T t2749 = w.t196 * t2464;
+    const T t2748 = w.t195 * w.t2465;
+    const T t2749 = w.t196 * w.t2464;
     const T t2750 = t2748 + t2749;
     const T t2757 = T(0.099699999999999997) * t2750;
     const T t2759 = t2753 + t2757;
@@ -3676,7 +3779,7 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
+int ur5e_id_derivatives_derivatives_part10(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
@@ -3748,6 +3851,11 @@ int ur5e_id_derivatives_derivatives_impl(const T* q, const T* qd, const T* in, T
     if ((status = ur5e_id_derivatives_derivatives_part3(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_id_derivatives_derivatives_part4(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_id_derivatives_derivatives_part5(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_id_derivatives_derivatives_part6(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_id_derivatives_derivatives_part7(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_id_derivatives_derivatives_part8(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_id_derivatives_derivatives_part9(q, qd, in, w)) != NELU_STATUS_OK) return status;
+    if ((status = ur5e_id_derivatives_derivatives_part10(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs and their Jacobian: written only when every one is finite
     if (!(std::isfinite(w.t770) && std::isfinite(w.t769) && std::isfinite(w.t754) && std::isfinite(w.t725) &&
           std::isfinite(w.t701) && std::isfinite(w.t675) && std::isfinite(w.t2509) && std::isfinite(w.t2576) &&

@@ -91,8 +91,8 @@ int ur5e_id_derivatives_f(const float* q, const float* qd, const float* in, floa
  * output and derivative is finite. Reentrant, no heap. docs/derivatives.md. */
 #define ur5e_id_derivatives_NJAC 54
 /* Jacobian formed by: structured, local frames (2499 operations with the outputs). */
-/* Code of ur5e_id_derivatives_derivatives: straight-line, 2555 statements in 6 functions of at most 500 statements sharing 393 values in ur5e_id_derivatives_derivatives_work, 5 sine-cosine pairs by nelu::sincos. */
-/* Stack, estimated by nelu as 2 x 501 values x sizeof(T) + 512 bytes: ur5e_id_derivatives_derivatives about 8528 bytes, ur5e_id_derivatives_derivatives_f about 4520 bytes.
+/* Code of ur5e_id_derivatives_derivatives: straight-line, 2555 statements in 11 functions of at most 250 statements sharing 456 values in ur5e_id_derivatives_derivatives_work, 5 sine-cosine pairs by nelu::sincos. */
+/* Stack, estimated by nelu as 2 x 583 values x sizeof(T) + 512 bytes: ur5e_id_derivatives_derivatives about 9840 bytes, ur5e_id_derivatives_derivatives_f about 5176 bytes.
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {
