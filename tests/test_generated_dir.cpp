@@ -167,6 +167,7 @@ TEST_CASE("generated: every solver file in generated/ belongs to a manifest entr
 // fewer). Read from the committed sources, whose statements are counted here, against the
 // manifest's "code" block.
 TEST_CASE("generated: solvers over 2000 statements are split into parts of 250, smaller ones stay whole") {
+    constexpr long kPart = 250;  // compiler/src/layout.hpp, kStatementsPerPart
     const std::regex stmt(R"(^    (const T |w\.)t[0-9]+ = )");
     bool some_split = false, some_whole = false;
     for (const Entry& e : read_manifest()) {
@@ -200,12 +201,12 @@ TEST_CASE("generated: solvers over 2000 statements are split into parts of 250, 
             CHECK(counts.size() == 1);
         } else {
             some_split = true;
-            CHECK(per == 250);
-            CHECK(functions == (statements + 249) / 250);
+            CHECK(per == kPart);
+            CHECK(functions == (statements + kPart - 1) / kPart);
             CHECK(!impl_has_statements);
             REQUIRE(static_cast<long>(counts.size()) == functions);
-            for (std::size_t k = 0; k + 1 < counts.size(); ++k) CHECK(counts[k] == 250);
-            CHECK(counts.back() == statements - 250 * (functions - 1));
+            for (std::size_t k = 0; k + 1 < counts.size(); ++k) CHECK(counts[k] == kPart);
+            CHECK(counts.back() == statements - kPart * (functions - 1));
         }
     }
     CHECK_MESSAGE(some_split, "no solver in generated/ is split: the rule's second half is not covered");

@@ -98,7 +98,7 @@ inline D kernel_cos(D x, D y) noexcept {
 // generated solver's scalar statements whose results are stored side by side (the values in the
 // NAME_work struct, out[]) into vector registers, and pays for it in the shuffles that build and
 // split the pairs and in the registers they hold: on the shipped solvers it costs instructions and
-// time (g++ 12 -O2, docs/large-robots.md "Vectorizing straight-line code": the humanoid's soles
+// time (g++ 12 -O2, docs/large-robots.md "No basic-block vectorization": the humanoid's soles
 // 7.5 % of their instructions and of their time). A generated NAME.cpp turns it off for its own
 // functions, after its #includes, by NELU_STRAIGHT_LINE_CODE; the lane kernels and batch forms
 // are written over vector types and do not depend on it. Define NELU_ALLOW_SLP_VECTORIZE to keep
