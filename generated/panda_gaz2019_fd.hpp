@@ -2,10 +2,10 @@
 // robot: panda_gaz2019 (panda_gaz2019.urdf, fnv1a64 8a33b59e65e936d0)
 // problem: fd
 // base: fixed; gravity [0 0 -9.8100000000000005]
-// ordering: tree-aba; D 223x223, nnz(D) 666, nnz(L) 807, nnz(U) 1009, fill 1150
-// Total ops: mul 966, add 799, div 11, sqrt 0, sincos 6 (total 1776)
+// ordering: tree-aba/symmetric; D 223x223, nnz(D) 666, nnz(L) 798, nnz(U) 1001, fill 1133
+// Total ops: mul 966, add 797, div 11, sqrt 0, sincos 6 (total 1774)
 //   kinematics: mul 290, add 181, div 0, sqrt 0, sincos 6 (total 471)
-//   factorization: mul 402, add 313, div 9, sqrt 0, sincos 0 (total 724)
+//   factorization: mul 402, add 311, div 9, sqrt 0, sincos 0 (total 722)
 //   solve: mul 274, add 305, div 2, sqrt 0, sincos 0 (total 581)
 #ifndef NELU_GENERATED_panda_gaz2019_fd_HPP
 #define NELU_GENERATED_panda_gaz2019_fd_HPP
@@ -79,7 +79,7 @@
  *   out[6]  qdd panda_joint7
  * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
-/* Code of panda_gaz2019_fd: straight-line, 1788 statements in one function, 6 sine-cosine pairs by nelu::sincos. */
+/* Code of panda_gaz2019_fd: straight-line, 1786 statements in one function, 6 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 233 values x sizeof(T) + 512 bytes: panda_gaz2019_fd about 4240 bytes, panda_gaz2019_fd_f about 2376 bytes.
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus

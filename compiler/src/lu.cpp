@@ -1,6 +1,8 @@
 // lu.cpp: see lu.hpp.
 #include "lu.hpp"
 
+#include <algorithm>
+
 namespace nelu {
 
 using ir::Id;
@@ -32,6 +34,7 @@ Id SparseLu::factor() {
             if (j == c) continue;
             auto e = A_[i].find(j);
             const Id now = P_.sub(e == A_[i].end() ? P_.zero() : e->second, P_.mul(l, u));
+            if (symmetric_) touched_.push_back({i, j});
             if (now == P_.zero() || (prune_ && zt_.is_zero(P_, now))) {
                 if (e != A_[i].end()) A_[i].erase(e), col_rows_[j].erase(i);
             } else {
@@ -44,7 +47,81 @@ Id SparseLu::factor() {
     A_[r].clear();
     nnz_L_ += static_cast<long>(L_[k].size());
     nnz_U_ += static_cast<long>(U_[k].size());
+    mirror_updates(r, c);
     return p;
+}
+
+bool SparseLu::keep_symmetry(const Pairing& pairing, Pivot& unmirrored) {
+    const int m = static_cast<int>(A_.size()), n = static_cast<int>(col_rows_.size());
+    if (factored() > 0 || static_cast<int>(pairing.col_of_row.size()) != m || static_cast<int>(pairing.row_of_col.size()) != n) return false;
+    pairing_ = pairing;
+    // The row signs S, component by component of the graph whose edges are the entries: a mirror
+    // pair with D(mirror) = sigma D(i, j) needs s_mirror_row = sigma s_i.
+    sign_.assign(static_cast<std::size_t>(m), 0);
+    for (int start = 0; start < m; ++start) {
+        if (sign_[start] != 0) continue;
+        sign_[start] = 1;
+        std::vector<int> stack{start};
+        while (!stack.empty()) {
+            const int i = stack.back();
+            stack.pop_back();
+            const int mj = pairing_.col_of_row[i];
+            for (const auto& [j, v] : A_[i]) {
+                const int mi = pairing_.row_of_col[j];
+                if (mi < 0 || mj < 0) continue;
+                unmirrored = {i, j};
+                const auto w = A_[mi].find(mj);
+                if (w == A_[mi].end()) return false;
+                const int sigma = w->second == v ? 1 : w->second == P_.neg(v) ? -1 : 0;
+                if (sigma == 0) return false;
+                if (sign_[mi] == 0) {
+                    sign_[mi] = sigma * sign_[i];
+                    stack.push_back(mi);
+                } else if (sign_[mi] != sigma * sign_[i]) {
+                    return false;
+                }
+            }
+        }
+    }
+    symmetric_ = true;
+    return true;
+}
+
+void SparseLu::mirror_updates(int r, int c) {
+    if (!symmetric_) return;
+    auto paired = [&](int i, int j) { return pairing_.col_of_row[i] >= 0 && pairing_.row_of_col[j] >= 0; };
+    const int mr = pairing_.row_of_col[c], mc = pairing_.col_of_row[r];
+    if (mr < 0 || mc < 0) {  // outside the pairing: harmless while it updates no entry between paired rows and columns
+        if (mr >= 0 || mc >= 0 || std::any_of(touched_.begin(), touched_.end(), [&](const auto& e) { return paired(e.first, e.second); }))
+            symmetric_ = false, touched_.clear();
+        return;
+    }
+    if (mr != r || mc != c) {
+        if (unmatched_.erase({r, c}) == 0) unmatched_.insert({mr, mc});
+    }
+    if (!unmatched_.empty()) return;
+    // Closed under the pairing: the Schur complement is symmetric, each entry the mirror of its mirror.
+    for (const auto& [i, j] : touched_) {
+        if (row_done_[i] || col_done_[j] || !paired(i, j)) continue;
+        const int mi = pairing_.row_of_col[j], mj = pairing_.col_of_row[i];
+        if (mi == i && mj == j) continue;
+        // The value created first stays (its mirror's updates go dead): what the value numbering of
+        // the elimination before shared with the L and U entries is kept.
+        const bool first = entry(i, j) < entry(mi, mj);
+        const int si = first ? mi : i, sj = first ? mj : j;  // the mirror computed second takes the first's value
+        const Id v = entry(first ? i : mi, first ? j : mj);
+        const Id want = sign_[i] == sign_[mi] || v == P_.zero() ? v : P_.neg(v);
+        if (want == entry(si, sj)) continue;
+        ++mirrored_;
+        if (want == P_.zero()) {
+            A_[si].erase(sj);
+            col_rows_[sj].erase(si);
+        } else {
+            A_[si][sj] = want;
+            col_rows_[sj].insert(si);
+        }
+    }
+    touched_.clear();
 }
 
 Id SparseLu::entry(int row, int col) const {

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "ir.hpp"
@@ -18,12 +19,32 @@ struct Pivot {
     int row, col;
 };
 
+/// Rows paired with columns (System: acceleration equation <-> f_i, force balance <-> a_i, tau_i
+/// <-> qdd_i, yK <-> z(m-K), a contact's constraint rows <-> its force): Nori's system is the KKT
+/// system of Gauss's principle, and under such a pairing D is symmetric up to the sign of rows,
+/// S D P = (S D P)^T with S = diag(+-1) and P the pairing's column permutation. -1: unpaired.
+struct Pairing {
+    std::vector<int> col_of_row, row_of_col;
+};
+
 class SparseLu {
   public:
     /// The m x n matrix whose rows are `rows` (column -> entry, a node of `P`), to be factored by
     /// `order`. With `prune`, fill that cancels for every q (`zt`) is dropped as no structure.
     SparseLu(ir::Program& P, ir::ZeroTest& zt, const std::vector<std::map<int, ir::Id>>& rows, int n, const std::vector<Pivot>& order,
              bool prune);
+
+    /// Keeps the active matrix symmetric under `pairing` where the elimination allows: whenever the
+    /// pivots factored so far are closed under the pairing (each pivot (r, c) with its mirror
+    /// (row_of_col[c], col_of_row[r])), the Schur complement left is symmetric again, and each
+    /// entry updated since the last such point is computed once: its mirror becomes the same
+    /// value, signed, and the mirror's own updates are left dead (a symmetric elimination's half
+    /// of every Schur block). Only once the pairing is proven on D itself: every entry between
+    /// paired rows and columns has its mirror, the same IR node up to the sign S gives it. Before
+    /// the first factor(); false (with the first entry whose mirror differs) leaves the elimination a plain LU.
+    bool keep_symmetry(const Pairing& pairing, Pivot& unmirrored);
+    /// Entries set from their mirror so far.
+    long mirrored() const { return mirrored_; }
 
     /// Eliminates the next pivot of the order: its entry, or -1 when it is structurally zero at its turn.
     ir::Id factor();
@@ -47,6 +68,10 @@ class SparseLu {
     void back(const std::vector<ir::Id>& y, std::vector<ir::Id>& x, const std::vector<bool>& skip = {});
 
   private:
+    /// After pivot (r, c): the pairing's bookkeeping, and the mirrors of the entries updated since
+    /// the last symmetric point once the pivots are closed under the pairing again.
+    void mirror_updates(int r, int c);
+
     /// a / p for pivot k: folds for +-1 pivots, multiplies by the shared inverse otherwise.
     ir::Id divide(int k, ir::Id a);
 
@@ -62,6 +87,14 @@ class SparseLu {
     std::vector<ir::Id> inv_;                   ///< per pivot: 1/p once needed, else -1
     std::vector<bool> row_done_, col_done_;
     long nnz_L_ = 0, nnz_U_ = 0;
+    // keep_symmetry: the pairing, the row signs S, the mirrors of the pivots factored but not yet
+    // matched, and the entries updated since the last symmetric point
+    Pairing pairing_;
+    std::vector<int> sign_;
+    bool symmetric_ = false;
+    std::set<std::pair<int, int>> unmatched_;
+    std::vector<std::pair<int, int>> touched_;
+    long mirrored_ = 0;
 };
 
 }  // namespace nelu

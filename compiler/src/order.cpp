@@ -642,7 +642,15 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
     std::vector<Candidate> cands;
     OrderResult res;
     if (!seeks_qdd && sys.classical) cands.push_back(tree_rnea(sys));
-    if (sys.classical) cands.push_back(tree_aba(sys));
+    // The tree orders again, eliminating symmetrically (PivotOrder::symmetric): where the system is
+    // proven symmetric under its pairing each mirrored Schur entry is computed once; the value
+    // numbering of the plain elimination sometimes shares more, so both are costed.
+    auto push_symmetric = [&](const Candidate& c) {
+        Candidate s = c;
+        s.name += "/symmetric", s.order.symmetric = true;
+        cands.push_back(s);
+    };
+    if (sys.classical) cands.push_back(tree_aba(sys)), push_symmetric(cands.back());
     if (an.triangular && sys.m() == sys.n()) cands.push_back(btf_triangular(an));
     Candidate um;
     std::string why;
@@ -661,7 +669,7 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         };
         if (!sys.contacts.empty()) {
             Candidate tc;
-            if (tree_contact(sys, tc, why)) cands.push_back(tc);
+            if (tree_contact(sys, tc, why)) cands.push_back(tc), push_symmetric(tc);
             else res.candidates.push_back({"tree-contact", false, why, {}, 0});
         }
         Candidate tg = tree_aba_gram(sys);

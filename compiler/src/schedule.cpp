@@ -943,6 +943,34 @@ void merge_and_count(const System& sys, bool derivatives, Factorization& out) {
     merge_and_count_once(sys, derivatives, out);
 }
 
+/// The pairing of rows with columns under which D is symmetric up to row signs (lu.hpp, Pairing):
+/// a body's acceleration equations with its force, its force balance with its acceleration, its
+/// (3tau) rows with its joint's unknown, the motion auxiliaries' rows of step K with the force
+/// auxiliaries of step m - K (the force side applies the transposed factors in reverse order) and
+/// back, a contact's constraint rows with its force. Component k with component k (angular first
+/// on both sides). Everything else (a Baumgarte reference's auxiliaries) is unpaired.
+Pairing pairing(const System& sys) {
+    Pairing p{std::vector<int>(static_cast<std::size_t>(sys.m()), -1), std::vector<int>(static_cast<std::size_t>(sys.n()), -1)};
+    auto pair = [&](const std::vector<int>& rows, const std::vector<int>& cols) {
+        if (rows.size() != cols.size()) return;
+        for (std::size_t k = 0; k < rows.size(); ++k)
+            if (rows[k] >= 0 && cols[k] >= 0) p.col_of_row[rows[k]] = cols[k], p.row_of_col[cols[k]] = rows[k];
+    };
+    for (const BodyBlock& B : sys.blocks) {
+        pair(B.row_a, B.f);
+        pair(B.row_f, B.a);
+        pair(B.row_tau, B.joint);
+        const std::size_t steps = B.row_y.size();
+        if (B.row_z.size() != steps || B.y.size() != steps || B.z.size() != steps) continue;
+        for (std::size_t s = 0; s < steps; ++s) {
+            pair(B.row_y[s], B.z[steps - 1 - s]);
+            pair(B.row_z[s], B.y[steps - 1 - s]);
+        }
+    }
+    for (const ContactBlock& C : sys.contacts) pair(C.rows, C.force);
+    return p;
+}
+
 /// The numeric factorization of the order's pivots by `lu`, each recorded with why it is safe
 /// (Factorization::pivots); false (with `why`) when a pivot is structurally zero at its turn or
 /// the factors outgrow the bound of `opt`.
@@ -1024,6 +1052,15 @@ bool run_schedule(const Model& model, const System& sys, const std::string& name
     // Sensor problems: fill that cancels for every q is no structure (classical problems leave it
     // to merge_equal_values, which finds it and more).
     SparseLu lu(P, zt, sys.entries, sys.n(), order.pivots, !sys.classical);
+    if (order.symmetric) {
+        Pivot unmirrored{-1, -1};
+        if (!lu.keep_symmetry(pairing(sys), unmirrored)) {
+            why = unmirrored.row < 0 ? std::string("the system has no pairing of its rows with its unknowns")
+                                     : fmt::format("D is not symmetric under the pairing of rows with unknowns at ({}, {})",
+                                                   sys.rows[unmirrored.row].label, sys.cols[unmirrored.col].label);
+            return false;
+        }
+    }
     if (!factor_pivots(sys, order, opt, lu, out, why)) return false;
     TailFactors tf;
     if (!tail.cols.empty() && !factor_tail(P, zt, sys, lu, tail, tf, out, why)) return false;

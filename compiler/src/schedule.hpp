@@ -74,6 +74,10 @@ struct PivotOrder {
     std::vector<Pivot> pivots;
     std::vector<bool> articulated;  ///< per pivot: proved safe by the caller (tree orders); empty: none
     Tail tail;
+    /// Eliminate keeping the system's pairing of rows with unknowns (lu.hpp, Pairing and
+    /// SparseLu::keep_symmetry): each mirrored Schur entry is computed once. The schedule refuses the
+    /// order where D is not proven symmetric under the pairing.
+    bool symmetric = false;
 };
 
 struct ScheduledPivot {
