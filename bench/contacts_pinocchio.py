@@ -198,8 +198,11 @@ def compile_solver(nelu, c, name, work, derivatives, batch=False):
     new = os.path.join(d, "new")
     os.makedirs(new, exist_ok=True)
     spec = os.path.join(d, "spec.yaml")
-    with open(spec, "w") as f:
+    # both targets of a case write the same spec, maybe at once: each its own file, renamed into place
+    # (a reader never sees a half-written one)
+    with open(f"{spec}.{name}", "w") as f:
         f.write(spec_yaml(c))
+    os.replace(f"{spec}.{name}", spec)
     cmd = [nelu, "compile", os.path.join(ROOT, c["urdf"]), "--problem", spec, "--scalar", "double", "--name", name, "-o", new]
     if derivatives:
         cmd.append("--derivatives")
