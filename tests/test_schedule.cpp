@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <random>
@@ -265,6 +266,49 @@ TEST_CASE("schedule: the symmetric elimination is refused where an entry's mirro
     CHECK(named);
     for (int k = 0; k < 8; ++k) REQUIRE(lu.factor() >= 0);
     CHECK(lu.mirrored() == 0);
+
+    // A row and a column outside the pairing (as a Baumgarte reference's): eliminated first, their
+    // pivot updates entries between paired rows and columns, and the mirroring ends there; eliminated
+    // last, they update nothing paired and the mirroring goes on. Both solve as a dense LU does.
+    for (bool outside_first : {true, false}) {
+        CAPTURE(outside_first);
+        nelu::ir::Program Q;
+        std::mt19937_64 rng2(37);
+        SymmetricCase e = symmetric_case(Q, 16, 0, rng2);
+        const int n = 17, a = 16;
+        e.rows.emplace_back();
+        e.D.conservativeResize(n, n);
+        e.D.row(a).setZero(), e.D.col(a).setZero();
+        auto put = [&](int row, int col, double v) {
+            e.rows[row][col] = Q.input(nelu::ir::Source::In, static_cast<int>(e.values.size()));
+            e.values.push_back(v), e.D(row, col) = v;
+        };
+        put(a, a, 3.0), put(a, e.pairing.col_of_row[2], 0.7), put(5, a, -0.4);
+        e.pairing.col_of_row.push_back(-1), e.pairing.row_of_col.push_back(-1);
+        std::vector<nelu::Pivot> ord;
+        for (int r = 0; r < 16; ++r) ord.push_back({r, e.pairing.col_of_row[r]});
+        ord.insert(outside_first ? ord.begin() : ord.end(), nelu::Pivot{a, a});
+        nelu::SparseLu slu(Q, zt, e.rows, n, ord, false);
+        REQUIRE(slu.keep_symmetry(e.pairing, unmirrored));
+        for (int k = 0; k < n; ++k) REQUIRE(slu.factor() >= 0);
+        CHECK((slu.mirrored() == 0) == outside_first);
+        std::vector<double> values = e.values;
+        std::vector<Id> y;
+        Eigen::VectorXd bv(n);
+        for (int r = 0; r < n; ++r) {
+            bv(r) = std::sin(1.0 + r);
+            y.push_back(Q.neg(Q.input(nelu::ir::Source::In, static_cast<int>(values.size()))));
+            values.push_back(bv(r));
+        }
+        slu.forward(y);
+        std::vector<Id> x(static_cast<std::size_t>(n), -1);
+        slu.back(y, x);
+        const std::vector<double> val = Q.evaluate(nullptr, nullptr, values.data());
+        const Eigen::VectorXd ref = e.D.fullPivLu().solve(-bv);
+        std::vector<double> got, want;
+        for (int r = 0; r < n; ++r) got.push_back(val[x[r]]), want.push_back(ref(r));
+        CHECK(nelu::test::rel_error(got, want) < 1e-11);
+    }
 }
 
 TEST_CASE("schedule: the contact systems' elimination keeps the pairing: fewer operations, the same outputs") {
