@@ -203,7 +203,7 @@ long Layout::lane_block_frame(long size) const {
         long lanes = 1;
         while (lanes < c.columns) lanes *= 2;
         const long width = std::max(lanes * size, 16L);
-        most = std::max(most, kSpillFactor * c.live * width + c.reads * size + kStackAllowance);
+        most = std::max(most, (c.arrays + kSpillFactor * c.live) * width + c.reads * size + kStackAllowance);
     }
     return most;
 }
@@ -260,7 +260,12 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
         L.lane_reads.assign(reads.begin(), reads.end());
         std::vector<Layout::LaneBlockCost> kernel_cost(f.lane_kernels.size());  // (live and reads, per used kernel)
         for (std::size_t k = 0; k < f.lane_kernels.size(); ++k)
-            if (used[k]) kernel_cost[k].live = kernel_live(P, f.lane_kernels[k], L.lane_programs[k], dep), kernel_cost[k].reads = kernel_reads(P, L.lane_programs[k], dep);
+            if (used[k]) {
+                Layout::LaneBlockCost& c = kernel_cost[k];
+                c.live = kernel_live(P, f.lane_kernels[k], L.lane_programs[k], dep), c.reads = kernel_reads(P, L.lane_programs[k], dep);
+                for (bool r : L.lane_programs[k].row_read) c.arrays += r;
+                for (Id o : f.lane_kernels[k].outputs) c.arrays += dep[o];
+            }
         for (const std::vector<std::size_t>& block : lane_blocks(f)) {
             Layout::LaneBlockCost c = kernel_cost[static_cast<std::size_t>(f.lane_groups[block.front()].kernel)];
             for (std::size_t g : block) c.columns += static_cast<long>(f.lane_groups[g].columns.size());

@@ -89,6 +89,7 @@ struct Layout {
     /// right-hand-side rows live at once (vectors of the block's columns), and the scalars it reads.
     struct LaneBlockCost {
         long columns = 0, live = 0, reads = 0;
+        long arrays = 0;  ///< rows of its right-hand sides and results (printer.cpp Form::lane_block)
     };
     std::vector<LaneBlockCost> lane_block_costs;
     bool workspace = false;    ///< the estimate exceeds the budget: the _ws entry points are emitted too
@@ -106,9 +107,10 @@ struct Layout {
     long stack(long size) const { return kSpillFactor * values * size + kStackAllowance; }
     /// Conservative estimate of the largest part's frame, for a scalar of `size` bytes.
     long frame(long size) const { return part_values * size + kStackAllowance; }
-    /// Conservative estimate of the largest lane block's frame (0 without lanes): kSpillFactor
-    /// times its live vectors (nelu::lanes::Cols, the block's columns rounded up to a power of two
-    /// and to 16 bytes), plus its scalar reads.
+    /// Conservative estimate of the largest lane block's frame (0 without lanes): its arrays of
+    /// right-hand sides and results and kSpillFactor times its live vectors, each row or vector
+    /// counted as the block's lanes (nelu::lanes::Block: its columns rounded up to a power of two and
+    /// to 16 bytes; the kernel's vectors are that wide or narrower), plus its scalar reads.
     long lane_block_frame(long size) const;
     /// The workspace form's bytes for a scalar of `size` bytes.
     long work_bytes(long size) const { return (work_in_caller ? caller_work_values : slots) * size; }

@@ -189,19 +189,20 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
             }
         return t;
     }
-    // the kernel over Cols<T, n> (nelu/lanes.hpp: a vector of n columns): its inputs the right-hand
-    // sides' rows, its statements straight-line code (a scalar operand is broadcast), its outputs
-    // into jac
-    std::string s = fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, in lanes\n"
-                                "{0}using C = nelu::lanes::Cols<T, {2}>;\n",
-                                in, cols, n, n == 1 ? "" : "s", rows);
+    // the kernel over the block's columns (nelu/lanes.hpp, Block): its inputs the right-hand sides'
+    // rows (an array of rows of the block's lanes), its statements straight-line code over one
+    // vector of the target's lanes (a scalar operand is broadcast), run in a loop over the block's
+    // lanes, its outputs to an array of rows and from there into jac
     std::map<Id, std::size_t> row_of;
     for (std::size_t i = 0; i < rows; ++i) row_of[K.inputs[i]] = i;
+    std::string rhs_rows;
+    std::size_t read = 0;
     for (std::size_t i = 0; i < rows; ++i) {
         if (!kp.row_read[i]) continue;
         std::string values;
         for (std::size_t c = 0; c < n; ++c) values += (c ? ", " : "") + operand(columns[c].rhs(i));
-        s += fmt::format("{}const C l{} = {{{}}};\n", in, i, values);
+        rhs_rows += fmt::format("{}    {{{}}},  // l{}\n", in, values, i);
+        ++read;
     }
     auto kernel_operand = [&](Id x) {
         if (!dep[x]) return operand(x);
@@ -210,34 +211,67 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
             throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", kernel, P.node(x).index));
         return it != row_of.end() ? fmt::format("l{}", it->second) : fmt::format("k{}", x);
     };
+    // each row loaded just before its first reader (what is live is then what the kernel computes)
+    std::string body;
+    std::vector<std::size_t> rhs_row(rows, 0);
+    for (std::size_t i = 0, r = 0; i < rows; ++i) rhs_row[i] = kp.row_read[i] ? r++ : 0;
+    std::vector<bool> loaded(rows, false);
+    auto load_rows = [&](std::initializer_list<Id> xs) {
+        for (Id x : xs) {
+            auto it = x >= 0 && dep[x] ? row_of.find(x) : row_of.end();
+            if (it == row_of.end() || loaded[it->second]) continue;
+            loaded[it->second] = true;
+            body += fmt::format("{}    const C l{} = nelu::lanes::load_cols<C>(rhs[{}] + h);\n", in, it->second, rhs_row[it->second]);
+        }
+    };
     for (Id i : kp.statements) {
         const ir::Node& nd = P.node(i);
+        load_rows({nd.a, nd.b});
         const std::string rhs = arithmetic(nd.op, kernel_operand(nd.a), nd.b >= 0 ? kernel_operand(nd.b) : std::string());
         if (rhs.empty()) throw std::logic_error("a lane kernel computes more than a solve");
-        s += fmt::format("{}const C k{} = {};\n", in, i, rhs);
+        body += fmt::format("{}    const C k{} = {};\n", in, i, rhs);
     }
-    // the outputs into jac, their finiteness in lanes: z sums x - x over them (0 where every one is
-    // finite, NaN else); what a column adds beyond the kernel (a combination's terms free of dx) after
-    std::string z, after;
+    // the outputs to res, their finiteness in lanes: z sums x - x over them (0 where every one is
+    // finite, NaN else); then into jac, and what a column adds beyond the kernel (a combination's
+    // terms free of dx)
+    std::string z, to_jac, after;
+    std::size_t results = 0;
     for (std::size_t o = 0; o < no; ++o) {
         const Id ko = K.outputs[o];
-        std::string to;
-        for (const Column& c : columns) {
-            const Id extra = c.extra(o);
-            const std::size_t e = c.jac(o, nc);
-            to += fmt::format(", jac + {}", e);
+        if (dep[ko]) {
+            load_rows({ko});
+            const std::string k = kernel_operand(ko);
+            body += fmt::format("{}    nelu::lanes::store_cols(res[{}] + h, {});\n", in, results, k);
+            z += fmt::format("{}({} - {})", z.empty() ? "" : " + ", k, k);
+        }
+        for (std::size_t c = 0; c < n; ++c) {
+            const Id extra = columns[c].extra(o);
+            const std::size_t e = columns[c].jac(o, nc);
+            if (dep[ko]) to_jac += fmt::format("{}jac[{}] = res[{}][{}];\n", in, e, results, c);
             if (dep[ko] && extra == P.zero()) continue;
             const std::string v = dep[ko] ? fmt::format("jac[{}]", e) : operand(ko);
             after += fmt::format("{0}jac[{1}] = {2}{3};\n{0}ok = ok && std::isfinite(jac[{1}]);\n", in, e, v,
                                  extra == P.zero() ? "" : " + " + operand(extra));
         }
-        if (!dep[ko]) continue;
-        const std::string k = kernel_operand(ko);
-        s += fmt::format("{}nelu::lanes::put({}{});\n", in, k, to);
-        z += fmt::format("{}({} - {})", z.empty() ? "" : " + ", k, k);
+        results += dep[ko];
     }
-    if (!z.empty()) s += fmt::format("{}ok = ok && nelu::lanes::finite_cols({});\n", in, z);
-    return s + after;
+    if (!z.empty()) body += fmt::format("{}    finite = finite && nelu::lanes::finite_cols({});\n", in, z);
+    return fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, in lanes\n"
+                       "{0}using B = nelu::lanes::Block<T, {2}>;\n"
+                       "{0}using C = typename B::V;\n"
+                       "{0}const T rhs[{5}][B::lanes] = {{\n{6}{0}}};\n"
+                       "{0}T res[{7}][B::lanes];\n"
+                       "{0}bool finite = true;\n"
+                       "{0}const auto* const work = &w;\n"
+                       "{0}for (int h = 0; h < B::lanes; h += B::step) {{  // (once with lanes as wide as the block)\n"
+                       "{0}    nelu::lanes::opaque(h);\n"
+                       "{0}    const auto& w = *nelu::lanes::opaque(work);\n"
+                       "{8}"
+                       "{0}}}\n"
+                       "{0}ok = ok && finite;\n"
+                       "{9}{10}",
+                       in, cols, n, n == 1 ? "" : "s", rows, std::max<std::size_t>(read, 1), rhs_rows, std::max<std::size_t>(results, 1), body,
+                       to_jac, after);
 }
 
 // --- ScalarForm

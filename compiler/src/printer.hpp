@@ -100,8 +100,9 @@ protected:
     virtual std::string give_status() const = 0;
     /// The finiteness check (never a silent NaN), the writes of out (and jac), and the return.
     std::string outputs() const;
-    /// A block of lane groups (Layout::lanes): their right-hand sides' rows as Cols vectors, the
-    /// kernel once over them, their entries of jac written; `ok` cleared when one is not finite.
+    /// A block of lane groups (Layout::lanes): their right-hand sides' rows in an array of the
+    /// block's lanes, the kernel in a loop over them, a vector of the target's lanes a pass
+    /// (nelu::lanes::Block), their entries of jac written; `ok` cleared when one is not finite.
     std::string lane_block(const std::vector<std::size_t>& groups, const char* indent) const;
 
     const Layout& L;

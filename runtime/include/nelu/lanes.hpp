@@ -344,40 +344,59 @@ inline M status(M small_pivot, M finite_outputs) noexcept {
 
 // ---------------------------------------------------------------------------------------------
 // The Jacobian's columns in lanes (nelu compile --derivatives, docs/derivatives.md "Columns in
-// lanes"): a kernel solves N right-hand sides at once, printed once as straight-line code over
-// Cols<T, N>, a GCC/Clang vector of the N columns' values of one quantity (N rounded up to a power
-// of two, at least 16 bytes; the lanes beyond N zero). Where it is wider than the target's vectors
-// (four double columns with SSE2 or NEON) the compiler splits every operation into operations of
-// the target's width, and a scalar operand is broadcast once for all of them; where it is narrower
-// (AVX-512) the compiler uses the narrower registers the target also has, no lane wasted. A
+// lanes"): a kernel solves the N right-hand sides of a block at once. Its right-hand sides are an
+// array of rows of Block<T, N>::lanes columns (N rounded up to a power of two, at least 16 bytes;
+// the columns beyond N zero), and its straight-line code, printed once over Block<T, N>::V, a
+// vector of the target's width (or narrower, where the block has fewer columns), runs in a loop over
+// them, `step` columns a pass: once with AVX2 for four double columns, twice with SSE2 or NEON. A
 // kernel's operations are those of a linear solve: sums and differences of columns, columns times,
-// or divided by, a scalar. Every lane computes what the scalar program computes for its column,
-// bit for bit. A row's columns are a braced list (`const C l0 = {a, b, c, d};`); no function takes
-// or returns Cols by value (wider than the target's vectors, that would change the calling
-// convention: g++ -Wpsabi).
+// or divided by, a scalar (broadcast). Every lane computes what the scalar program computes for its
+// column, bit for bit.
+//
+// The loop stays a loop (`opaque`): a kernel printed for four columns and split by the compiler
+// into two halves (what a vector wider than the target's does) is twice the code, and the large
+// derivative solvers run from beyond the instruction cache (docs/derivatives.md, "Columns in lanes").
 
 #if NELU_LANE_BYTES
-/// The lanes of Cols<T, N>: N rounded up to a power of two, at least `least`.
+/// The lanes of a block of n columns: n rounded up to a power of two, at least `least`.
 constexpr int cols_lanes(int n, int least) {
     int p = 1;
     while (p < n) p *= 2;
     return p < least ? least : p;
 }
+/// A block of N columns of T: its rows' lanes (`lanes`), the columns of one pass of its kernel
+/// (`step`, which divides `lanes`) and the vector V of one pass.
 template <class T, int N>
-struct ColsOf {
-    typedef T type __attribute__((vector_size(sizeof(T) * cols_lanes(N, 16 / sizeof(T)))));
+struct Block {
+    static constexpr int lanes = cols_lanes(N, static_cast<int>(16 / sizeof(T)));
+    static constexpr int step = lanes < Lane<T>::W ? lanes : Lane<T>::W;
+    typedef T V __attribute__((vector_size(sizeof(T) * step)));
 };
-template <class T, int N>
-using Cols = typename ColsOf<T, N>::type;
 
-/// *d[j] = column j of x, for each destination d[j].
-template <class C, class T, class... D>
-inline void put(const C& x, T* d0, D*... d) noexcept {
-    T* to[] = {d0, d...};
-#if defined(__GNUC__)
-#pragma GCC unroll 16
-#endif
-    for (std::size_t j = 0; j < 1 + sizeof...(D); ++j) *to[j] = x[j];
+/// The vector of the values at p, p + 1, ...: element by element, each load from its own store
+/// (a vector load of values just stored one by one would wait for them: no store forwarding).
+template <class V, class T, std::size_t... L>
+inline V load_cols(const T* p, std::index_sequence<L...>) noexcept {
+    return V{p[L]...};
+}
+template <class V, class T>
+inline V load_cols(const T* p) noexcept {
+    return load_cols<V>(p, std::make_index_sequence<sizeof(V) / sizeof(T)>());
+}
+/// x to p (any alignment).
+template <class V, class T>
+inline void store_cols(T* p, const V& x) noexcept {
+    std::memcpy(p, &x, sizeof x);
+}
+/// Hides the loop counter's value from the optimizer, so that a kernel's loop over its block is not
+/// unrolled into copies of the kernel.
+inline void opaque(int& h) noexcept { __asm__("" : "+r"(h)); }
+/// p, hidden from the optimizer: read through it in the loop, the kernel's scalar operands are not
+/// hoisted out of the loop (where hundreds of broadcasts would wait on the stack for their use).
+template <class P>
+inline const P* opaque(const P* p) noexcept {
+    __asm__("" : "+r"(p));
+    return p;
 }
 
 /// Whether every lane of z is finite, where z is the sum of every output's x - x (0 where all are
