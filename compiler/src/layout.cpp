@@ -119,29 +119,34 @@ void allocate(Layout& L, const ir::Program& P, const std::vector<int>& part) {
         L.part_values = std::max(L.part_values, kSpillFactor * max_locals[p] + static_cast<long>(reads[p].size()));
 }
 
-/// The most values live at once in lane kernel K's function (printer.cpp Form::lane_block): the
-/// right-hand-side rows it reads, from its start, and its statements, each until its last reader
-/// (its outputs to its end). Scalar operands, read from the work struct, are counted apart
-/// (kernel_reads).
+/// The most values live at once in lane kernel K's loop (printer.cpp Form::lane_block): the
+/// right-hand-side rows it reads, each from its first reader (where the printer loads it), and its
+/// statements, each until its last reader (its outputs to its end). Scalar operands, read from the
+/// work struct, are counted apart (kernel_reads).
 long kernel_live(const ir::Program& P, const LaneKernel& K, const KernelProgram& kp, const std::vector<bool>& dep) {
     std::map<Id, std::size_t> last;  // lane value -> position of its last reader (past the end: kept)
+    std::set<Id> rows;               // the rows not loaded yet
+    for (std::size_t i = 0; i < K.inputs.size(); ++i)
+        if (kp.row_read[i]) rows.insert(K.inputs[i]);
     const std::size_t end = kp.statements.size();
     for (std::size_t k = 0; k < end; ++k)
         for (Id o : {P.node(kp.statements[k]).a, P.node(kp.statements[k]).b})
             if (o >= 0 && dep[o]) last[o] = k;
     for (Id o : K.outputs)
         if (dep[o]) last[o] = end;
-    long live = 0;
-    for (std::size_t i = 0; i < K.inputs.size(); ++i) live += kp.row_read[i] && last.count(K.inputs[i]);
-    long most = live;
+    long live = 0, most = 0;
     for (std::size_t k = 0; k < end; ++k) {
         const Id x = kp.statements[k];
+        for (Id o : {P.node(x).a, P.node(x).b})
+            if (o >= 0 && rows.erase(o)) ++live;
         most = std::max(most, ++live);
         std::set<Id> read;
         for (Id o : {P.node(x).a, P.node(x).b})
             if (o >= 0 && dep[o] && read.insert(o).second && last[o] == k) --live;
         if (!last.count(x)) --live;  // (read by no one: dead at once)
     }
+    for (Id o : K.outputs)  // (a row that is an output itself, loaded at the end)
+        if (dep[o] && rows.erase(o)) most = std::max(most, ++live);
     return most;
 }
 
@@ -203,7 +208,7 @@ long Layout::lane_block_frame(long size) const {
         long lanes = 1;
         while (lanes < c.columns) lanes *= 2;
         const long width = std::max(lanes * size, 16L);
-        most = std::max(most, (c.arrays + kSpillFactor * c.live) * width + c.reads * size + kStackAllowance);
+        most = std::max(most, (c.arrays + c.live) * width + c.reads * size + kStackAllowance);
     }
     return most;
 }

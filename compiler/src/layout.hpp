@@ -108,9 +108,12 @@ struct Layout {
     /// Conservative estimate of the largest part's frame, for a scalar of `size` bytes.
     long frame(long size) const { return part_values * size + kStackAllowance; }
     /// Conservative estimate of the largest lane block's frame (0 without lanes): its arrays of
-    /// right-hand sides and results and kSpillFactor times its live vectors, each row or vector
-    /// counted as the block's lanes (nelu::lanes::Block: its columns rounded up to a power of two and
-    /// to 16 bytes; the kernel's vectors are that wide or narrower), plus its scalar reads.
+    /// right-hand sides and results and its live vectors, each row or vector counted as wide as the
+    /// block's lanes (nelu::lanes::Block: its columns rounded up to a power of two and to 16 bytes;
+    /// the kernel's vectors are that wide or narrower), plus its scalar reads. No spill factor on
+    /// the vectors: the largest loop frame measured 42 % (the Mini Cheetah's point feet) and 58 %
+    /// (the humanoid's soles) of the largest estimate (g++ 12 -O2 -fstack-usage; generic, x86-64-v3
+    /// and v4), where the straight-line form's kernel kept every row live from its start.
     long lane_block_frame(long size) const;
     /// The workspace form's bytes for a scalar of `size` bytes.
     long work_bytes(long size) const { return (work_in_caller ? caller_work_values : slots) * size; }

@@ -264,7 +264,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
                        "{0}bool finite = true;\n"
                        "{0}const auto* const work = &w;\n"
                        "{0}for (int h = 0; h < B::lanes; h += B::step) {{  // (once with lanes as wide as the block)\n"
-                       "{0}    nelu::lanes::opaque(h);\n"
+                       "{0}    nelu::lanes::keep_loop<B>(h);\n"
                        "{0}    const auto& w = *nelu::lanes::opaque(work);\n"
                        "{8}"
                        "{0}}}\n"

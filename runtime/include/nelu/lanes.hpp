@@ -391,6 +391,13 @@ inline void store_cols(T* p, const V& x) noexcept {
 /// Hides the loop counter's value from the optimizer, so that a kernel's loop over its block is not
 /// unrolled into copies of the kernel.
 inline void opaque(int& h) noexcept { __asm__("" : "+r"(h)); }
+/// The loop over block B's lanes kept a loop where it takes more than one pass; where it takes one
+/// (four double columns with AVX2), the optimizer sees that it does and keeps the right-hand sides
+/// in registers, as straight-line code would.
+template <class B>
+inline void keep_loop(int& h) noexcept {
+    if constexpr (B::step < B::lanes) opaque(h);
+}
 /// p, hidden from the optimizer: read through it in the loop, the kernel's scalar operands are not
 /// hoisted out of the loop (where hundreds of broadcasts would wait on the stack for their use).
 template <class P>
