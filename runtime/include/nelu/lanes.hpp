@@ -353,9 +353,10 @@ inline M status(M small_pivot, M finite_outputs) noexcept {
 // or divided by, a scalar (broadcast). Every lane computes what the scalar program computes for its
 // column, bit for bit.
 //
-// The loop stays a loop (`opaque`): a kernel printed for four columns and split by the compiler
-// into two halves (what a vector wider than the target's does) is twice the code, and the large
-// derivative solvers run from beyond the instruction cache (docs/derivatives.md, "Columns in lanes").
+// Where the loop takes more than one pass it stays a loop (`keep_loop`): a kernel printed for four
+// columns over a vector wider than the target's is split by the compiler into two copies of its
+// code, and the large derivative solvers then ran from beyond the cache (docs/derivatives.md,
+// "Columns in lanes").
 
 #if NELU_LANE_BYTES
 /// The lanes of a block of n columns: n rounded up to a power of two, at least `least`.
@@ -373,8 +374,9 @@ struct Block {
     typedef T V __attribute__((vector_size(sizeof(T) * step)));
 };
 
-/// The vector of the values at p, p + 1, ...: element by element, each load from its own store
-/// (a vector load of values just stored one by one would wait for them: no store forwarding).
+/// The vector of the values at p, p + 1, ...: element by element, each load the size of the store
+/// that wrote it (the rows are written one value at a time just before the loop; a wider load over
+/// several such stores is not forwarded from them).
 template <class V, class T, std::size_t... L>
 inline V load_cols(const T* p, std::index_sequence<L...>) noexcept {
     return V{p[L]...};

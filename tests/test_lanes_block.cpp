@@ -1,0 +1,81 @@
+// The blocks of the Jacobian's columns in lanes (runtime lanes.hpp, Block; docs/derivatives.md
+// "Columns in lanes"): for every block of 1 to 8 columns, double and float, on the target this
+// test is built for, the block's lanes and the columns of one pass are what the printer's loop
+// assumes (a power of two at least 16 bytes wide, divided into passes of at most the target's
+// vector), and a kernel written as the printer writes it (rows loaded from an array, a scalar
+// operand read through the hidden work pointer, results stored to an array, the loop kept a loop
+// where it takes more than one pass) reaches every column once, computes what scalar code
+// computes for each, and reports a column that is not finite.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "nelu/lanes.hpp"
+
+#if NELU_LANE_BYTES
+namespace {
+
+template <class T, int N>
+void check_block() {
+    using B = nelu::lanes::Block<T, N>;
+    using C = typename B::V;
+    CAPTURE(N);
+    CAPTURE(sizeof(T));
+    CHECK(B::lanes >= N);
+    CHECK((B::lanes & (B::lanes - 1)) == 0);
+    CHECK(B::lanes * sizeof(T) >= 16);
+    CHECK(B::step <= nelu::lanes::Lane<T>::W);
+    CHECK(B::lanes % B::step == 0);
+    CHECK(sizeof(C) == B::step * sizeof(T));
+
+    for (bool overflow : {false, true}) {
+        CAPTURE(overflow);
+        T rhs[2][B::lanes] = {};  // the columns beyond N zero, as the printer's braced rows leave them
+        for (int c = 0; c < N; ++c) rhs[0][c] = T(0.37) * T(c + 1), rhs[1][c] = T(1) / T(c + 3);
+        if (overflow) rhs[1][N - 1] = std::numeric_limits<T>::infinity();
+        const T scalar = T(1.7);
+        T res[2][B::lanes];
+        bool finite = true;
+        int passes = 0;
+        const T* const work = &scalar;
+        for (int h = 0; h < B::lanes; h += B::step) {
+            nelu::lanes::keep_loop<B>(h);
+            const T& w = *nelu::lanes::opaque(work);
+            const C l0 = nelu::lanes::load_cols<C>(rhs[0] + h);
+            const C l1 = nelu::lanes::load_cols<C>(rhs[1] + h);
+            const C k0 = w * l0 - l1;
+            const C k1 = k0 / w + l0;
+            nelu::lanes::store_cols(res[0] + h, k0);
+            nelu::lanes::store_cols(res[1] + h, k1);
+            finite = finite && nelu::lanes::finite_cols((k0 - k0) + (k1 - k1));
+            ++passes;
+        }
+        CHECK(passes == B::lanes / B::step);
+        CHECK(finite == !overflow);
+        for (int c = 0; c < (overflow ? N - 1 : N); ++c) {
+            CAPTURE(c);
+            const T k0 = scalar * rhs[0][c] - rhs[1][c], k1 = k0 / scalar + rhs[0][c];
+            // (bit for bit unless the build fuses a multiply and an add in one form and not the other)
+            const T tol = 4 * std::numeric_limits<T>::epsilon();
+            CHECK(std::fabs(res[0][c] - k0) <= tol * std::fabs(k0));
+            CHECK(std::fabs(res[1][c] - k1) <= tol * std::fabs(k1));
+        }
+        for (int c = N; c < B::lanes; ++c) CHECK((res[0][c] == 0 && res[1][c] == 0));  // padding stays zero
+    }
+}
+
+template <class T, int... N>
+void check_blocks(std::integer_sequence<int, N...>) {
+    (check_block<T, N + 1>(), ...);
+}
+
+}  // namespace
+
+TEST_CASE("lanes: a kernel's loop over a block of 1 to 8 columns covers each column once, as scalar code computes it") {
+    MESSAGE("lanes of this build: " << nelu::lanes::Lane<double>::W << " double, " << nelu::lanes::Lane<float>::W << " float");
+    check_blocks<double>(std::make_integer_sequence<int, 8>());
+    check_blocks<float>(std::make_integer_sequence<int, 8>());
+}
+#endif
