@@ -196,13 +196,14 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     std::map<Id, std::size_t> row_of;
     for (std::size_t i = 0; i < rows; ++i) row_of[K.inputs[i]] = i;
     std::string rhs_rows;
+    std::vector<std::size_t> rhs_row(rows, 0);  // per row of the pattern that the kernel reads: its row of rhs
     std::size_t read = 0;
     for (std::size_t i = 0; i < rows; ++i) {
         if (!kp.row_read[i]) continue;
         std::string values;
         for (std::size_t c = 0; c < n; ++c) values += (c ? ", " : "") + operand(columns[c].rhs(i));
         rhs_rows += fmt::format("{}    {{{}}},  // l{}\n", in, values, i);
-        ++read;
+        rhs_row[i] = read++;
     }
     auto kernel_operand = [&](Id x) {
         if (!dep[x]) return operand(x);
@@ -213,8 +214,6 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     };
     // each row loaded just before its first reader (what is live is then what the kernel computes)
     std::string body;
-    std::vector<std::size_t> rhs_row(rows, 0);
-    for (std::size_t i = 0, r = 0; i < rows; ++i) rhs_row[i] = kp.row_read[i] ? r++ : 0;
     std::vector<bool> loaded(rows, false);
     auto load_rows = [&](std::initializer_list<Id> xs) {
         for (Id x : xs) {
