@@ -252,3 +252,38 @@ TEST_CASE("derivatives: columns in lanes, with and without vector lanes, agree w
     CHECK(off.str().find("NELU_LANE_BYTES") == std::string::npos);
     CHECK(!nlohmann::json::parse(om).at("derivatives").contains("lanes"));
 }
+
+TEST_CASE("derivatives: columns in lanes in a solver of one function (a two-link chain), with and without vector lanes") {
+    // below kOneFunction statements the lane blocks are printed inside NAME_derivatives_impl, with
+    // no work struct: the kernels read the program's locals, and the table of broadcast operands is
+    // a local too
+    const std::string dir = nelu::test::scratch_dir("derivatives_lanes_one_function");
+    const std::string urdf = dir + "/chain2.urdf", spec_file = dir + "/hybrid.yaml";
+    REQUIRE(run_nelu("robot gen chain --links 2 --seed 1 -o '" + urdf + "'").exit_code == 0);
+    {
+        std::ofstream y(spec_file);
+        y << "version: 1\nproblem: hybrid\njoints:\n  default: tau\n  qdd: [joint2]\nexternal_wrenches: zero\n";
+    }
+    const nelu::test::CliResult c = run_nelu("compile '" + urdf + "' --problem '" + spec_file + "' --derivatives --name c -o '" + dir + "'");
+    INFO(c.out << c.err);
+    REQUIRE(c.exit_code == 0);
+    CHECK(c.out.find("columns in lanes") != std::string::npos);
+    std::ifstream sf(dir + "/c.cpp");
+    std::stringstream source;
+    source << sf.rdbuf();
+    CHECK(source.str().find("nelu::lanes::Block") != std::string::npos);
+    CHECK(source.str().find("c_derivatives_part") == std::string::npos);  // one function
+    const std::string check = "check '" + urdf + "' '" + dir + "/c.json' --problem '" + spec_file + "' --states 100";
+    std::vector<std::pair<std::string, std::string>> builds{{"SSE2 / NEON lanes", ""}, {"no lanes", "-DNELU_LANES_SCALAR"}};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) builds.push_back({"AVX2 lanes", "-march=x86-64-v3"});
+    else MESSAGE("no AVX2 on this machine: the -march=x86-64-v3 build of the lanes is not run");
+#endif
+    for (const auto& [what, flags] : builds) {
+        CAPTURE(what);
+        const nelu::test::CliResult k = run_nelu(check + (flags.empty() ? "" : " --cxx '" + nelu::test::cxx_with(flags) + "'"));
+        INFO(k.out << k.err);
+        CHECK(k.exit_code == 0);
+        CHECK(k.out.find("jac against the compiler's derivative program") != std::string::npos);
+    }
+}

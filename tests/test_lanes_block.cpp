@@ -3,9 +3,10 @@
 // test is built for, the block's lanes and the columns of one pass are what the printer's loop
 // assumes (a power of two at least 16 bytes wide, divided into passes of at most the target's
 // vector), and a kernel written as the printer writes it (rows loaded from an array, a scalar
-// operand read through the hidden work pointer, results stored to an array, the loop kept a loop
-// where it takes more than one pass) reaches every column once, computes what scalar code
-// computes for each, and reports a column that is not finite.
+// operand read through the hidden work pointer and the table of broadcast operands (Splats), results
+// stored to an array, the loop kept a loop where it takes more than one pass) reaches every column
+// once, computes what scalar code computes for each, and reports a column that is not finite. The
+// table holds what was put, in every lane and bit for bit (-0 included), wherever its storage starts.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -36,19 +37,29 @@ void check_block() {
         for (int c = 0; c < N; ++c) rhs[0][c] = T(0.37) * T(c + 1), rhs[1][c] = T(1) / T(c + 3);
         if (overflow) rhs[1][N - 1] = std::numeric_limits<T>::infinity();
         const T scalar = T(1.7);
-        T res[2][B::lanes];
+        const T minus_zero = -T(0);
+        struct Work {  // the table after one T, as in a work struct: its storage 16-byte aligned or not
+            T value;
+            nelu::lanes::Splats<T, 2> splats;
+        } work_struct{scalar, {}};
+        work_struct.splats.put(0, scalar), work_struct.splats.put(1, minus_zero);
+        T res[3][B::lanes];
         bool finite = true;
         int passes = 0;
-        const T* const work = &scalar;
+        const Work* const work = &work_struct;
+        const auto* const table = &work_struct.splats;
         for (int h = 0; h < B::lanes; h += B::step) {
             nelu::lanes::keep_loop<B>(h);
-            const T& w = *nelu::lanes::opaque(work);
+            const Work& w = *nelu::lanes::opaque(work);
+            const auto& s = *nelu::lanes::opaque(table);
             const C l0 = nelu::lanes::load_cols<C>(rhs[0] + h);
             const C l1 = nelu::lanes::load_cols<C>(rhs[1] + h);
-            const C k0 = w * l0 - l1;
-            const C k1 = k0 / w + l0;
+            const C k0 = nelu::lanes::splat<C>(s, 0, w.value) * l0 - l1;
+            const C k1 = k0 / nelu::lanes::splat<C>(s, 0, w.value) + l0;
+            const C k2 = nelu::lanes::splat<C>(s, 1, minus_zero) * l0;
             nelu::lanes::store_cols(res[0] + h, k0);
             nelu::lanes::store_cols(res[1] + h, k1);
+            nelu::lanes::store_cols(res[2] + h, k2);
             finite = finite && nelu::lanes::finite_cols((k0 - k0) + (k1 - k1));
             ++passes;
         }
@@ -61,6 +72,7 @@ void check_block() {
             const T tol = 4 * std::numeric_limits<T>::epsilon();
             CHECK(std::fabs(res[0][c] - k0) <= tol * std::fabs(k0));
             CHECK(std::fabs(res[1][c] - k1) <= tol * std::fabs(k1));
+            CHECK((res[2][c] == 0 && std::signbit(res[2][c])));  // -0 times a positive column
         }
         for (int c = N; c < B::lanes; ++c) CHECK((res[0][c] == 0 && res[1][c] == 0));  // padding stays zero
     }

@@ -272,7 +272,12 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
                 for (Id o : f.lane_kernels[k].outputs) c.arrays += dep[o];
             }
         for (const std::vector<std::size_t>& block : lane_blocks(f)) {
-            Layout::LaneBlockCost c = kernel_cost[static_cast<std::size_t>(f.lane_groups[block.front()].kernel)];
+            const std::size_t kernel = static_cast<std::size_t>(f.lane_groups[block.front()].kernel);
+            for (Id x : L.lane_programs[kernel].statements)
+                for (Id o : {P.node(x).a, P.node(x).b})
+                    if (o >= 0 && !dep[o] && !P.is_const(o) && L.splat_of.emplace(o, static_cast<int>(L.splats.size())).second)
+                        L.splats.push_back(o);
+            Layout::LaneBlockCost c = kernel_cost[kernel];
             for (std::size_t g : block) c.columns += static_cast<long>(f.lane_groups[g].columns.size());
             L.lane_block_costs.push_back(c);
         }
@@ -298,7 +303,10 @@ void settle_workspace(const EmitInput& in, Layout& L, Layout* lanes) {
     if (!L.work_in_caller) return;
     L.caller_work_values = std::max(L.work_values, lanes ? lanes->work_values : 0L);
     L.caller_frame = frame;
-    if (lanes) lanes->work_in_caller = true, lanes->caller_work_values = L.caller_work_values, lanes->caller_frame = frame;
+    L.caller_splat_bytes = lanes ? lanes->splat_bytes() : 0;
+    if (lanes)
+        lanes->work_in_caller = true, lanes->caller_work_values = L.caller_work_values, lanes->caller_frame = frame,
+        lanes->caller_splat_bytes = L.caller_splat_bytes;
 }
 
 }  // namespace

@@ -67,6 +67,14 @@ struct Layout {
     std::vector<ir::Id> lane_reads;
     std::vector<bool> lane_dep;                 ///< lane_dependent(program), for the printer
     std::vector<KernelProgram> lane_programs;   ///< per kernel, its reading (kernel_program; empty if no group uses it)
+    /// With lanes: the kernels' scalar operands (not constants), each once, in the order of their
+    /// first reader (blocks in lane_blocks' order, each kernel's statements in order): the entries
+    /// of the call's nelu::lanes::Splats table, which the targets without AVX fill with broadcasts
+    /// once a call (nelu/lanes.hpp), and their places in it.
+    std::vector<ir::Id> splats;
+    std::map<ir::Id, int> splat_of;
+    /// The table's bytes, whatever the target (16 per entry and 16 to align them; 0 without lanes).
+    long splat_bytes() const { return lanes ? 16 * (static_cast<long>(splats.size()) + 1) : 0; }
     /// What the program must leave for the end of the entry point: out, the entries of jac not in
     /// lanes, and lane_reads.
     std::vector<ir::Id> kept() const;
@@ -103,8 +111,9 @@ struct Layout {
     bool work_in_caller = false;
     long caller_work_values = 0;  ///< with work_in_caller: the NAME_work struct's values (the larger of the lane and scalar variants')
     long caller_frame = 0;        ///< with work_in_caller: the largest frame estimate of the functions it calls (bytes, the widest scalar)
+    long caller_splat_bytes = 0;  ///< with work_in_caller: the lane variant's splat_bytes (in its NAME_work struct)
     /// Conservative stack estimate of the ordinary form for a scalar of `size` bytes.
-    long stack(long size) const { return kSpillFactor * values * size + kStackAllowance; }
+    long stack(long size) const { return kSpillFactor * values * size + splat_bytes() + kStackAllowance; }
     /// Conservative estimate of the largest part's frame, for a scalar of `size` bytes.
     long frame(long size) const { return part_values * size + kStackAllowance; }
     /// Conservative estimate of the largest lane block's frame (0 without lanes): its arrays of
@@ -116,7 +125,7 @@ struct Layout {
     /// and v4), where the straight-line form's kernel kept every row live from its start.
     long lane_block_frame(long size) const;
     /// The workspace form's bytes for a scalar of `size` bytes.
-    long work_bytes(long size) const { return (work_in_caller ? caller_work_values : slots) * size; }
+    long work_bytes(long size) const { return work_in_caller ? caller_work_values * size + caller_splat_bytes : slots * size; }
     /// Statements [first, end) of part p.
     std::size_t part_begin(std::size_t p) const { return p * per_part; }
     std::size_t part_end(std::size_t p) const;

@@ -87,9 +87,11 @@ std::string Form::functions() {
     if (split()) {
         const std::vector<std::vector<std::size_t>> blocks = L.lanes ? lane_blocks(f) : std::vector<std::vector<std::size_t>>{};
         for (std::size_t b = 0; b < blocks.size(); ++b)  // each block a function of its own, reading the work struct
-            s += fmt::format("template <class T>\n{3}bool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w, T* jac) {{\n"
+            s += fmt::format("template <class T>\n{3}bool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w,\n"
+                             "{5:{4}}const {6}& splats, T* jac) {{\n"
                              "    (void)q, (void)qd, (void)in, (void)w;\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
-                             L.fn, b, lane_block(blocks[b], "    "), part_attributes());
+                             L.fn, b, lane_block(blocks[b], "    "), part_attributes(),
+                             fmt::format("bool {}_lanes{}(", L.fn, b).size(), "", splats_type());
         s += open_caller();
         for (std::size_t p = 0; p < L.parts; ++p) s += call_part(p);
         s += outputs() + "}\n\n" + close_caller();
@@ -146,9 +148,14 @@ std::string Form::outputs() const {
     if (L.lanes) {
         s += "    // --- the Jacobian's columns in lanes, W at a time: a column that overflows returns NELU_STATUS_NOT_FINITE\n"
              "    //     with out untouched and jac partly written (docs/derivatives.md, \"Columns in lanes\")\n    bool ok = true;\n";
+        // the kernels' scalar operands, broadcast once for all of them where the target wants it
+        // (nelu/lanes.hpp, Splats): in the work struct when there is one
+        s += split() ? fmt::format("    {}& splats = w.splats;\n", splats_type()) : fmt::format("    {} splats;\n", splats_type());
+        for (std::size_t e = 0; e < L.splats.size(); ++e) s += fmt::format("    splats.put({}, {});\n", e, operand(L.splats[e]));
         const std::vector<std::vector<std::size_t>> blocks = lane_blocks(f);
         for (std::size_t b = 0; b < blocks.size(); ++b)
-            s += split() ? fmt::format("    ok = {}_lanes{}<T>(q, qd, in, w, jac) && ok;\n", L.fn, b) : "    {\n" + lane_block(blocks[b], "        ") + "    }\n";
+            s += split() ? fmt::format("    ok = {}_lanes{}<T>(q, qd, in, w, splats, jac) && ok;\n", L.fn, b)
+                         : "    {\n" + lane_block(blocks[b], "        ") + "    }\n";
         s += "    if (!ok) return NELU_STATUS_NOT_FINITE;\n";
     }
     for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, output(L.out[k]));
@@ -206,7 +213,8 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
         rhs_row[i] = read++;
     }
     auto kernel_operand = [&](Id x) {
-        if (!dep[x]) return operand(x);
+        if (!dep[x] && P.is_const(x)) return operand(x);
+        if (!dep[x]) return fmt::format("nelu::lanes::splat<C>(s, {}, {})", L.splat_of.at(x), operand(x));
         auto it = row_of.find(x);
         if (it == row_of.end() && P.node(x).op == Op::Input)  // (schedule.cpp lanes_kept_apart)
             throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", kernel, P.node(x).index));
@@ -261,16 +269,21 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
                        "{0}const T rhs[{5}][B::lanes] = {{\n{6}{0}}};\n"
                        "{0}T res[{7}][B::lanes];\n"
                        "{0}bool finite = true;\n"
-                       "{0}const auto* const work = &w;\n"
+                       "{11}"
+                       "{0}const auto* const table = &splats;\n"
                        "{0}for (int h = 0; h < B::lanes; h += B::step) {{  // (once with lanes as wide as the block)\n"
                        "{0}    nelu::lanes::keep_loop<B>(h);\n"
-                       "{0}    const auto& w = *nelu::lanes::opaque(work);\n"
+                       "{12}"
+                       "{0}    const auto& s = *nelu::lanes::opaque(table);\n"
                        "{8}"
                        "{0}}}\n"
                        "{0}ok = ok && finite;\n"
                        "{9}{10}",
                        in, cols, n, n == 1 ? "" : "s", rows, std::max<std::size_t>(read, 1), rhs_rows, std::max<std::size_t>(results, 1), body,
-                       to_jac, after);
+                       to_jac, after,
+                       // in parts, the work struct's pointer hidden too (its values are not locals)
+                       split() ? fmt::format("{}const auto* const work = &w;\n", in) : std::string(),
+                       split() ? fmt::format("{}    const auto& w = *nelu::lanes::opaque(work);\n", in) : std::string());
 }
 
 // --- ScalarForm
@@ -328,9 +341,10 @@ std::string caller_work_impl(const Layout& L) {
     const char* jac = L.jac.empty() ? "" : ", jac";
     return fmt::format("/// {0}_ws: {0}_run on the caller's memory (its size checked against the header's).\n"
                        "template <class T>\nint {0}_ws_impl(const T* q, const T* qd, const T* in, T* out{1}, T* work) {{\n"
-                       "    static_assert(sizeof({0}_work<T>) <= {2} * sizeof(T) && alignof({0}_work<T>) <= alignof(T), \"{0}_WORK_BYTES\");\n"
+                       "    static_assert(sizeof({0}_work<T>) <= {2} * sizeof(T){4} && alignof({0}_work<T>) <= alignof(T), \"{0}_WORK_BYTES\");\n"
                        "    return {0}_run(q, qd, in, out{3}, *::new (static_cast<void*>(work)) {0}_work<T>);\n}}\n\n",
-                       L.fn, L.jac.empty() ? "" : ", T* jac", L.caller_work_values, jac);
+                       L.fn, L.jac.empty() ? "" : ", T* jac", L.caller_work_values, jac,
+                       L.caller_splat_bytes ? fmt::format(" + {}", L.caller_splat_bytes) : std::string());
 }
 
 std::string ScalarForm::call_part(std::size_t p) const {
@@ -440,6 +454,8 @@ std::string work_struct(const Layout& L) {
     std::string s = fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
     for (Id x : L.stmts)
         if (L.shared[x]) s += fmt::format("    T t{};\n", x);
+    if (L.lanes)  // (Form::splats_type)
+        s += fmt::format("    nelu::lanes::Splats<T, {}> splats;  // the lane kernels' scalar operands, broadcast (nelu/lanes.hpp)\n", L.splats.size());
     return s + "};\n\n";
 }
 

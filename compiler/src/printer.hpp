@@ -104,6 +104,8 @@ protected:
     /// block's lanes, the kernel in a loop over them, a vector of the target's lanes a pass
     /// (nelu::lanes::Block), their entries of jac written; `ok` cleared when one is not finite.
     std::string lane_block(const std::vector<std::size_t>& groups, const char* indent) const;
+    /// The type of the call's table of the kernels' broadcast operands (Layout::splats).
+    std::string splats_type() const { return "nelu::lanes::Splats<T, " + std::to_string(L.splats.size()) + ">"; }
 
     const Layout& L;
     const Factorization& f;

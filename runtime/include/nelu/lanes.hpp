@@ -408,6 +408,59 @@ inline const P* opaque(const P* p) noexcept {
     return p;
 }
 
+/// The kernels' scalar operands (factor entries, coefficients of the right-hand sides), broadcast
+/// once per call into a table that every kernel of the call reads. A kernel multiplies a column by a
+/// scalar of the work struct in almost every statement, and where the target broadcasts from memory
+/// in the multiplication itself (AVX-512) or in one load (AVX, NEON's by-element multiply) the table
+/// holds nothing and `splat` gives the scalar. x86-64 without AVX (SSE2, the generic build) has
+/// neither: each use, in each pass of each kernel, was a load and an unpack before the multiply,
+/// where a 16-byte entry of the table is one memory operand. Measured on the humanoid's two soles
+/// (g++ 12 -O2, generic): 228,100 -> 193,100 instructions per call, 34.2 -> 29.3 us; with AVX2 a
+/// table of 32-byte entries did not pay (docs/derivatives.md, "Columns in lanes").
+///
+/// Its storage is an array of T (16 (N + 1) bytes whatever the target, so that the work struct
+/// holding it has one size and T's alignment, as NAME_WORK_BYTES and NAME_WORK_ALIGN say), the
+/// entries starting at its first 16-byte boundary.
+#if defined(__SSE2__) && !defined(__AVX__)
+#define NELU_LANES_SPLATS 1
+#endif
+template <class T, int N>
+struct Splats {
+    T raw[(N + 1) * 16 / sizeof(T)];
+#ifdef NELU_LANES_SPLATS
+    typedef T V __attribute__((vector_size(16)));
+    /// The entries, from the first 16-byte boundary in raw.
+    const V* table() const noexcept {
+        return static_cast<const V*>(__builtin_assume_aligned(reinterpret_cast<const unsigned char*>(raw) + skip(), 16));
+    }
+    /// Entry i <- x in every lane.
+    void put(int i, T x) noexcept {
+        // (16, not sizeof(V): g++ 12 takes sizeof of this dependent vector typedef, in a template
+        // argument, as the size of T)
+        const V v = fill(x, std::make_index_sequence<16 / sizeof(T)>());
+        std::memcpy(reinterpret_cast<unsigned char*>(raw) + skip() + 16 * static_cast<std::size_t>(i), &v, 16);
+    }
+    /// Bytes from raw to the first 16-byte boundary.
+    std::size_t skip() const noexcept { return (16 - reinterpret_cast<std::size_t>(raw) % 16) % 16; }
+    template <std::size_t... L>
+    static V fill(T x, std::index_sequence<L...>) noexcept { return V{(static_cast<void>(L), x)...}; }
+#else
+    void put(int, T) noexcept {}
+#endif
+};
+/// Operand i of a kernel, x: entry i of the table where the target keeps one (a vector of the
+/// kernel's width C, read from memory by the operation), else x itself (broadcast by the operation).
+#ifdef NELU_LANES_SPLATS
+template <class C, class T, int N>
+inline const C& splat(const Splats<T, N>& s, int i, T) noexcept {
+    static_assert(sizeof(C) == 16, "without AVX a kernel's vectors are 16 bytes (Block)");
+    return *reinterpret_cast<const C*>(s.table() + i);
+}
+#else
+template <class C, class T, int N>
+inline T splat(const Splats<T, N>&, int, T x) noexcept { return x; }
+#endif
+
 /// Whether every lane of z is finite, where z is the sum of every output's x - x (0 where all are
 /// finite, NaN where one is infinite or NaN): the sum of its lanes is 0 or NaN.
 template <class C>
