@@ -196,6 +196,32 @@ TEST_CASE("derivatives: the manifest lists the columns and the structural zeros;
     CHECK(header.str().find("#define d_NJAC ") != std::string::npos);
 }
 
+namespace {
+
+/// `check` (a nelu check command line of a solver with columns in lanes) run on builds of the
+/// generated file: the generic build's lanes (SSE2 or NEON), none (NELU_LANES_SCALAR), and where this
+/// machine has them, AVX2 and AVX-512; each passes and compares jac with the compiler's derivative
+/// program.
+void check_lane_builds(const std::string& check) {
+    std::vector<std::pair<std::string, std::string>> builds{{"SSE2 / NEON lanes", ""}, {"no lanes", "-DNELU_LANES_SCALAR"}};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) builds.push_back({"AVX2 lanes", "-march=x86-64-v3"});
+    else MESSAGE("no AVX2 on this machine: the -march=x86-64-v3 build of the lanes is not run");
+    if (__builtin_cpu_supports("avx512f")) builds.push_back({"AVX-512 lanes", "-march=x86-64-v4"});
+    else MESSAGE("no AVX-512 on this machine: the -march=x86-64-v4 build of the lanes is not run");
+#endif
+    for (const auto& [what, flags] : builds) {
+        CAPTURE(what);
+        const nelu::test::CliResult k = run_nelu(check + (flags.empty() ? "" : " --cxx '" + nelu::test::cxx_with(flags) + "'"));
+        INFO(k.out << k.err);
+        CHECK(k.exit_code == 0);
+        CHECK(k.out.find("PASS") != std::string::npos);
+        CHECK(k.out.find("jac against the compiler's derivative program") != std::string::npos);
+    }
+}
+
+}  // namespace
+
 TEST_CASE("derivatives: columns in lanes, with and without vector lanes, agree with the derivative program") {
     // the UR5e's hybrid problem: 18 columns, 4 groups, small enough for several builds; the build
     // without lanes (NELU_LANES_SCALAR) runs the column-by-column program of the #else branch
@@ -225,21 +251,7 @@ TEST_CASE("derivatives: columns in lanes, with and without vector lanes, agree w
     CHECK(source.str().find("#if NELU_LANE_BYTES") != std::string::npos);
     const std::string check = "check '" + robot("ur5e.urdf") + "' '" + dir + "/h.json' --problem '" + spec_file + "' --states " +
                               (nelu::test::sanitized() ? "20" : "200");
-    std::vector<std::pair<std::string, std::string>> builds{{"SSE2 / NEON lanes", ""}, {"no lanes", "-DNELU_LANES_SCALAR"}};
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) builds.push_back({"AVX2 lanes", "-march=x86-64-v3"});
-    else MESSAGE("no AVX2 on this machine: the -march=x86-64-v3 build of the lanes is not run");
-    if (__builtin_cpu_supports("avx512f")) builds.push_back({"AVX-512 lanes", "-march=x86-64-v4"});
-    else MESSAGE("no AVX-512 on this machine: the -march=x86-64-v4 build of the lanes is not run");
-#endif
-    for (const auto& [what, flags] : builds) {
-        CAPTURE(what);
-        const nelu::test::CliResult k = run_nelu(check + (flags.empty() ? "" : " --cxx '" + nelu::test::cxx_with(flags) + "'"));
-        INFO(k.out << k.err);
-        CHECK(k.exit_code == 0);
-        CHECK(k.out.find("PASS") != std::string::npos);
-        CHECK(k.out.find("jac against the compiler's derivative program") != std::string::npos);
-    }
+    check_lane_builds(check);
     // --no-lanes: the column-by-column program only
     const nelu::test::CliResult n = run_nelu("compile '" + robot("ur5e.urdf") + "' --problem '" + spec_file +
                                              "' --derivatives --no-lanes --name h -o '" + dir + "/off' --verify 2");
@@ -274,16 +286,5 @@ TEST_CASE("derivatives: columns in lanes in a solver of one function (a two-link
     CHECK(source.str().find("nelu::lanes::Block") != std::string::npos);
     CHECK(source.str().find("c_derivatives_part") == std::string::npos);  // one function
     const std::string check = "check '" + urdf + "' '" + dir + "/c.json' --problem '" + spec_file + "' --states 100";
-    std::vector<std::pair<std::string, std::string>> builds{{"SSE2 / NEON lanes", ""}, {"no lanes", "-DNELU_LANES_SCALAR"}};
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) builds.push_back({"AVX2 lanes", "-march=x86-64-v3"});
-    else MESSAGE("no AVX2 on this machine: the -march=x86-64-v3 build of the lanes is not run");
-#endif
-    for (const auto& [what, flags] : builds) {
-        CAPTURE(what);
-        const nelu::test::CliResult k = run_nelu(check + (flags.empty() ? "" : " --cxx '" + nelu::test::cxx_with(flags) + "'"));
-        INFO(k.out << k.err);
-        CHECK(k.exit_code == 0);
-        CHECK(k.out.find("jac against the compiler's derivative program") != std::string::npos);
-    }
+    check_lane_builds(check);
 }

@@ -180,11 +180,14 @@ std::string stack_comment(const EmitInput& in, const Layout& L) {  // for the en
                                            : fmt::format("{0}_F_WORK_BYTES bytes aligned to {0}_F_WORK_ALIGN", N);
     if (L.work_in_caller) {
         s += fmt::format(" * {} compute what the entry points above do, by the same code, with the {} values that cross\n"
-                         " * its functions in `work`, memory the caller provides: {}.\n"
+                         " * its functions{} in `work`, memory the caller provides: {}.\n"
                          " * Their stack holds one of those functions' frames at a time: the largest about {} bytes{}\n"
                          " * (estimated as the ordinary form's, per function). One workspace per concurrent call; its\n"
                          " * contents do not matter on entry and are unspecified on return. */\n",
-                         names, L.caller_work_values, sizes, L.caller_frame, in.scalar_double ? "" : " (float)");
+                         names, L.caller_work_values,
+                         L.caller_splat_bytes ? fmt::format(", and the lane kernels' table of broadcast operands ({} bytes),", L.caller_splat_bytes)
+                                              : std::string(),
+                         sizes, L.caller_frame, in.scalar_double ? "" : " (float)");
     } else
         s += fmt::format(" * {} compute what the entry points above do, with every intermediate value in `work`,\n"
                          " * memory the caller provides: {}.\n"
