@@ -36,6 +36,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -411,8 +412,9 @@ inline const P* opaque(const P* p) noexcept {
 /// The kernels' scalar operands (factor entries, coefficients of the right-hand sides), broadcast
 /// once per call into a table that every kernel of the call reads. A kernel multiplies a column by a
 /// scalar of the work struct in almost every statement, and where the target broadcasts from memory
-/// in the multiplication itself (AVX-512) or in one load (AVX, NEON's by-element multiply) the table
-/// holds nothing and `splat` gives the scalar. x86-64 without AVX (SSE2, the generic build) has
+/// in the multiplication itself (AVX-512) or in one load (AVX) the table holds nothing and `splat`
+/// gives the scalar; so on NEON too, whose multiply by element takes the scalar from a register (not
+/// measured). x86-64 without AVX (SSE2, the generic build) has
 /// neither: each use, in each pass of each kernel, was a load and an unpack before the multiply,
 /// where a 16-byte entry of the table is one memory operand. Measured on the humanoid's two soles
 /// (g++ 12 -O2, generic): 228,100 -> 193,100 instructions per call, 34.2 -> 29.3 us; with AVX2 a
@@ -441,7 +443,7 @@ struct Splats {
         std::memcpy(reinterpret_cast<unsigned char*>(raw) + skip() + 16 * static_cast<std::size_t>(i), &v, 16);
     }
     /// Bytes from raw to the first 16-byte boundary.
-    std::size_t skip() const noexcept { return (16 - reinterpret_cast<std::size_t>(raw) % 16) % 16; }
+    std::size_t skip() const noexcept { return (16 - reinterpret_cast<std::uintptr_t>(raw) % 16) % 16; }
     template <std::size_t... L>
     static V fill(T x, std::index_sequence<L...>) noexcept { return V{(static_cast<void>(L), x)...}; }
 #else
