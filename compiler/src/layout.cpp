@@ -122,7 +122,7 @@ void allocate(Layout& L, const ir::Program& P, const std::vector<int>& part) {
 /// The most values live at once in lane kernel K's loop (printer.cpp Form::lane_block): the
 /// right-hand-side rows it reads, each from its first reader (where the printer loads it), and its
 /// statements, each until its last reader (its outputs to its end). Scalar operands, read from the
-/// work struct, are counted apart (kernel_reads).
+/// work struct, are counted apart (kernel_operands).
 long kernel_live(const ir::Program& P, const LaneKernel& K, const KernelProgram& kp, const std::vector<bool>& dep) {
     std::map<Id, std::size_t> last;  // lane value -> position of its last reader (past the end: kept)
     std::set<Id> rows;               // the rows not loaded yet
@@ -150,13 +150,16 @@ long kernel_live(const ir::Program& P, const LaneKernel& K, const KernelProgram&
     return most;
 }
 
-/// The scalar operands lane kernel K's statements read (broadcast from the work struct).
-long kernel_reads(const ir::Program& P, const KernelProgram& kp, const std::vector<bool>& dep) {
-    std::set<Id> r;
+/// The scalar operands (not constants) lane kernel K's statements read, each once, in the order of
+/// their first reader: broadcast from the work struct, or read from the table of broadcasts
+/// (Layout::splats).
+std::vector<Id> kernel_operands(const ir::Program& P, const KernelProgram& kp, const std::vector<bool>& dep) {
+    std::vector<Id> operands;
+    std::set<Id> seen;
     for (Id x : kp.statements)
         for (Id o : {P.node(x).a, P.node(x).b})
-            if (o >= 0 && !dep[o] && !P.is_const(o)) r.insert(o);
-    return static_cast<long>(r.size());
+            if (o >= 0 && !dep[o] && !P.is_const(o) && seen.insert(o).second) operands.push_back(o);
+    return operands;
 }
 
 /// The split into parts: the part of each statement (-1 for other nodes), the sine-cosine pairs
@@ -267,16 +270,15 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
         for (std::size_t k = 0; k < f.lane_kernels.size(); ++k)
             if (used[k]) {
                 Layout::LaneBlockCost& c = kernel_cost[k];
-                c.live = kernel_live(P, f.lane_kernels[k], L.lane_programs[k], dep), c.reads = kernel_reads(P, L.lane_programs[k], dep);
+                c.live = kernel_live(P, f.lane_kernels[k], L.lane_programs[k], dep);
+                c.reads = static_cast<long>(kernel_operands(P, L.lane_programs[k], dep).size());
                 for (bool r : L.lane_programs[k].row_read) c.arrays += r;
                 for (Id o : f.lane_kernels[k].outputs) c.arrays += dep[o];
             }
         for (const std::vector<std::size_t>& block : lane_blocks(f)) {
             const std::size_t kernel = static_cast<std::size_t>(f.lane_groups[block.front()].kernel);
-            for (Id x : L.lane_programs[kernel].statements)
-                for (Id o : {P.node(x).a, P.node(x).b})
-                    if (o >= 0 && !dep[o] && !P.is_const(o) && L.splat_of.emplace(o, static_cast<int>(L.splats.size())).second)
-                        L.splats.push_back(o);
+            for (Id o : kernel_operands(P, L.lane_programs[kernel], dep))
+                if (L.splat_of.emplace(o, static_cast<int>(L.splats.size())).second) L.splats.push_back(o);
             Layout::LaneBlockCost c = kernel_cost[kernel];
             for (std::size_t g : block) c.columns += static_cast<long>(f.lane_groups[g].columns.size());
             L.lane_block_costs.push_back(c);
