@@ -13,9 +13,13 @@ the last two fixed and floating):
      earlier build time is kept and marked);
   3. per robot, its two objects linked with the driver (bench/pinocchio_derivatives_driver.cpp,
      compiled once by CMake with Pinocchio at -O3; BUILD/bench/pinocchio_derivatives_link.txt), then
-     run alone, one robot after the other, after every build has finished: it checks values and
+     run alone, one robot after the other, after every build has finished: --copies fresh copies of
+     the linked binary (cp), run one after the other (straight-line code times differently with
+     where its pages land, so one binary is one sample of that), each of which checks values and
      Jacobians against Pinocchio's and times alternating batches. A robot whose check fails is
      recorded with the driver's message and not timed; the script then exits 1 after writing.
+     Each time is the median over the copies of each copy's median (the per-copy times are kept,
+     "copies_ns", for the report's ratios and spreads).
 Writes one JSON file (--out) with, per robot, the driver's times and check errors, the manifests'
 operation counts (value solver: `ops`; derivative solver: `derivatives.ops`; mul + add + div), the
 generated C++ size and the nelu compile and g++ times (wall and CPU: user + sys); bench/report.py
@@ -23,6 +27,7 @@ turns it into tables.
 
 usage: derivatives_pinocchio.py --nelu NELU --bench-dir BUILD/bench --out JSON
                                 [--shared-robots DIR] [--robots REGEX] [--jobs N] [--work DIR] [--rounds R]
+                                [--copies K]
 """
 import argparse
 import concurrent.futures
@@ -31,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -99,6 +105,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--work", help="where the generated solvers and objects are kept (default BENCH_DIR/derivatives_pinocchio)")
     ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--copies", type=int, default=3, help="fresh copies of each robot's driver, run one after the other")
     ap.add_argument("--cxx", default="g++")
     args = ap.parse_args()
     args.nelu = os.path.abspath(args.nelu)
@@ -148,25 +155,38 @@ def main():
         d = os.path.join(work, name)
         exe = os.path.join(d, "driver")
         run(["g++", "-o", exe, os.path.join(d, "nelu_id.o"), os.path.join(d, "nelu_fd.o")] + link)
-        out = os.path.join(d, "result.json")
-        cmd = [exe, urdf, os.path.join(d, "nelu_id.json"), os.path.join(d, "nelu_fd.json"), "--rounds", str(args.rounds),
-               "--json", out] + (["--floating-base"] if floating else [])
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         r = {"robot": name, "class": cls, "urdf": os.path.relpath(urdf, ROOT), "floating": floating, "flags": flags,
              "id": rec[(name, "id")], "fd": rec[(name, "fd")]}
-        if p.returncode != 0:  # a disagreement (or a failure): the row says so, nothing of it is timed
-            sys.stderr.write(p.stdout + p.stderr)
-            r["error"] = " ".join((p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1].split())
+        copies, error = [], None
+        for k in range(max(1, args.copies)):
+            copy, out = f"{exe}.copy{k}", os.path.join(d, f"result{k}.json")
+            shutil.copyfile(exe, copy)
+            shutil.copymode(exe, copy)
+            cmd = [copy, urdf, os.path.join(d, "nelu_id.json"), os.path.join(d, "nelu_fd.json"), "--rounds", str(args.rounds),
+                   "--json", out] + (["--floating-base"] if floating else [])
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            os.remove(copy)
+            if p.returncode != 0:  # a disagreement (or a failure): the row says so, nothing of it is timed
+                sys.stderr.write(p.stdout + p.stderr)
+                error = " ".join((p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1].split())
+                break
+            with open(out) as f:
+                copies.append(json.load(f))
+        if error:
+            r["error"] = error
             failed.append(name)
             records.append(r)
             continue
-        with open(out) as f:
-            res = json.load(f)
-        r.update(nv=res["nv"], rounds=res["rounds"])
-        for k, v in res.items():
-            if k.endswith("_ns") or k.endswith("_check"):
-                r[k] = v
+        res = copies[0]
+        r.update(nv=res["nv"], rounds=res["rounds"], copies=len(copies), copies_ns={})
+        for k in res:
+            if k.endswith("_check"):  # the worst of the copies (every copy checks the same 16 states)
+                r[k] = {b: max(c[k][b] for c in copies) for b in res[k]}
+            elif k.endswith("_ns"):
+                r["copies_ns"][k] = [c[k] for c in copies]
+                r[k] = statistics.median(r["copies_ns"][k])
         records.append(r)
+        res = r
         print(f"derivatives_pinocchio: {name:32s} id {res['id_value_ns']:8.1f} / {res['pinocchio_rnea_ns']:8.1f} ns,"
               f" derivatives {res['id_derivatives_ns']:9.1f} / {res['pinocchio_rnea_derivatives_ns']:9.1f} ns;"
               f" fd {res['fd_value_ns']:8.1f} / {res['pinocchio_aba_ns']:8.1f} ns,"

@@ -26,6 +26,8 @@
 #   NELU_DERIV_ROBOTS      only the rows matching this regular expression (e.g. 'ur5e|iiwa')
 #   NELU_DERIV_JOBS        parallel nelu compile and g++ jobs (default: nproc)
 #   NELU_DERIV_ROUNDS      rounds of alternating batches (default 21)
+#   NELU_DERIV_COPIES      fresh copies (cp) of each robot's driver, run one after the other; every time
+#                          is the median over them, every ratio the median of the copies' ratios (default 3)
 #   NELU_PINOCCHIO_DIR     Pinocchio's folder (default ../shared/peers/pinocchio-3.7.0)
 #   NELU_BENCH_SHARED_ROBOTS  the public robots (default ../shared/robots); absent ones are skipped
 set -euo pipefail
@@ -56,7 +58,7 @@ if [ "${1:-run}" = run ]; then
   echo "== nelu compile, g++ -O2, check and time"
   python3 bench/derivatives_pinocchio.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" --out "$json" \
     --shared-robots "${NELU_BENCH_SHARED_ROBOTS:-../shared/robots}" --jobs "${NELU_DERIV_JOBS:-$(nproc)}" \
-    --rounds "${NELU_DERIV_ROUNDS:-21}" ${NELU_DERIV_ROBOTS:+--robots "$NELU_DERIV_ROBOTS"}
+    --rounds "${NELU_DERIV_ROUNDS:-21}" --copies "${NELU_DERIV_COPIES:-3}" ${NELU_DERIV_ROBOTS:+--robots "$NELU_DERIV_ROBOTS"}
 fi
 
 echo "== report"
