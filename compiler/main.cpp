@@ -204,7 +204,8 @@ int run_check_command(const nelu::CheckOptions& o) {
                                  "float jac against double {:.2e} (1e-4){}\n",
                                  r.derivative_states, r.jac_vs_ir, r.jac_vs_differences, r.out_vs_value, r.jac_float,
                                  r.conditioned_states == 0 ? std::string()
-                                 : fmt::format("; at {} states the values' own forward error e set larger tolerances (10 e, 10 e / 1e-6, "
+                                 : fmt::format("; at {} states the values' own forward error e set larger tolerances (10 e or 10 x the "
+                                               "program's rounding error in double, 10 e / 1e-6, "
                                                "float: 100 e_float or 100 x the double jac's change on the arguments rounded to float): worst error over tolerance {:.2g}, {:.2g}, {:.2g}",
                                                r.conditioned_states, r.jac_vs_ir_judged, r.jac_vs_differences_judged, r.jac_float_judged));
     if (r.batch) {

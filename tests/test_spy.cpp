@@ -30,7 +30,7 @@ Compiled compile_chain(int links, const std::string& problem, Transforms tr) {
     Compiled c;
     c.sys = nelu::run_system(model, nelu::run_problem({problem}, model));
     nelu::Analysis an = nelu::run_analyze(model, c.sys);
-    c.order = nelu::run_order(model, c.sys, an, nelu::OrderOptions{200, false});
+    c.order = nelu::run_order(model, c.sys, an, nelu::OrderOptions{200, false, {}});
     return c;
 }
 

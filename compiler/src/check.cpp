@@ -217,7 +217,8 @@ CheckReport run_check(const CheckOptions& o) {
     // e, e_float: the value solvers' forward errors at this state (CheckReport::derivatives)
     auto check_derivatives = [&](const State& st, const std::vector<double>& q, const std::vector<double>& qd,
                                  const std::vector<double>& in, const std::vector<double>& out, double e, double e_float) {
-        const double tol_ir = std::max(1e-10, 10 * e), tol_fd = std::max(1e-5, 10 * e / 1e-6);
+        double tol_ir = std::max(1e-10, 10 * e);
+        const double tol_fd = std::max(1e-5, 10 * e / 1e-6);
         // float: the Jacobian's right-hand sides read the float values (dD/dx d) and go through the
         // same float factors, so the values' error enters it once more, amplified by the solve:
         // 100 e_float (measured up to 16 e_float where e_float >= 1e-5, 83 e_float at one milder
@@ -226,14 +227,26 @@ CheckReport run_check(const CheckOptions& o) {
         const std::size_t nc = cols.size();
         std::vector<double> o2(nout), J(nout * nc);
         const int jac_status = call(fjac, Arguments<double>(q, qd, in), o2, J);
+        const std::vector<double> val = r.order.best.prog.evaluate(st.q.data(), st.qd.data(), in.data(), jlive);
+        std::vector<double> Jir(J.size()), Jfd(J.size());
+        for (std::size_t e = 0; e < J.size(); ++e) Jir[e] = val[r.order.best.jacobian[e]];
+        {
+            // the program's own rounding error at this state: its double evaluation against its long
+            // double one. The generated code rounds where the program does not quite alike (the
+            // runtime's sine and cosine are within an ulp of the library's), and a Jacobian can
+            // amplify rounding more than the values do (the derivatives of an ill-conditioned contact
+            // set go through its solve twice): 10 times that error, when larger
+            std::vector<long double> ql(st.q.begin(), st.q.end()), qdl(st.qd.begin(), st.qd.end()), inl(in.begin(), in.end());
+            const std::vector<long double> vl = r.order.best.prog.evaluate_as<long double>(ql.data(), qdl.data(), inl.data(), jlive);
+            std::vector<double> Jl(J.size());
+            for (std::size_t e = 0; e < J.size(); ++e) Jl[e] = static_cast<double>(vl[r.order.best.jacobian[e]]);
+            tol_ir = std::max(tol_ir, 10 * forward_error(Jir, Jl));
+        }
         if (ws_jac_d.fn)
             judge_workspace(workspace_differs(ws_jac_d.fn, ws_jac_d.bytes, ws_call++, Arguments<double>(q, qd, in), jac_status, o2, J,
                                               ws_jac_bitwise ? -1 : 2 * tol_ir));
         if (jac_status != NELU_STATUS_OK) { ++rep.failed_status; return; }
         rep.out_vs_value = std::max(rep.out_vs_value, forward_error(o2, out));
-        const std::vector<double> val = r.order.best.prog.evaluate(st.q.data(), st.qd.data(), in.data(), jlive);
-        std::vector<double> Jir(J.size()), Jfd(J.size());
-        for (std::size_t e = 0; e < J.size(); ++e) Jir[e] = val[r.order.best.jacobian[e]];
         const double e_ir = forward_error(J, Jir);
         rep.jac_vs_ir = std::max(rep.jac_vs_ir, e_ir);
         rep.jac_vs_ir_judged = std::max(rep.jac_vs_ir_judged, e_ir / tol_ir);

@@ -37,8 +37,10 @@ struct CheckReport {
     /// NAME_derivatives_f's jac against the double one to 1e-4 of its largest entry. A state whose
     /// values the problem's conditioning makes less accurate (the value solvers' forward error e
     /// against the reference at that state, double and float) cannot have a more accurate
-    /// Jacobian: there the tolerances are 10 e (program), 10 e / 1e-6 (differences: the rounding of
-    /// the values divided by the step) and for float the larger of 100 e_float (the Jacobian's
+    /// Jacobian: there the tolerances are 10 e (program; or 10 times the program's own rounding
+    /// error there, its double evaluation against its long double one, where the Jacobian amplifies
+    /// rounding more than the values), 10 e / 1e-6 (differences: the rounding of the values divided
+    /// by the step) and for float the larger of 100 e_float (the Jacobian's
     /// right-hand sides read the float values, and its columns go through the same float factors:
     /// the values' error enters it once more, amplified) and 100 times the change that rounding
     /// the arguments to float makes in the double Jacobian, when larger

@@ -218,6 +218,12 @@ double log_function(Op op, double a, double b) {
     }
 }
 
+/// The same in long double (the program's rounding error estimated against double, check.cpp): the
+/// functions themselves in double.
+long double log_function(Op op, long double a, long double b) {
+    return log_function(op, static_cast<double>(a), static_cast<double>(b));
+}
+
 /// The same of complex-step operands a + i h a', b + i h b': f + i h (f_a a' + f_b b'), exact to
 /// first order in h as complex-step differentiation needs. The derivative functions themselves
 /// have no second derivative here (value programs, which complex steps differentiate, do not call
@@ -259,6 +265,8 @@ std::vector<S> Program::evaluate_as(const S* q, const S* qd, const S* in, const 
 }
 
 template std::vector<double> Program::evaluate_as(const double*, const double*, const double*, const std::vector<bool>&) const;
+template std::vector<long double> Program::evaluate_as(const long double*, const long double*, const long double*,
+                                                       const std::vector<bool>&) const;
 template std::vector<std::complex<double>> Program::evaluate_as(const std::complex<double>*, const std::complex<double>*,
                                                                 const std::complex<double>*, const std::vector<bool>&) const;
 

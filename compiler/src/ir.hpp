@@ -94,8 +94,9 @@ class Program {
     /// Evaluate only the live nodes (others are left 0).
     std::vector<double> evaluate(const double* q, const double* qd, const double* in,
                                  const std::vector<bool>& live) const;
-    /// The same in another scalar type: double, or std::complex<double> (complex-step
-    /// differentiation of the program, verify.cpp).
+    /// The same in another scalar type: double, long double (the rounding error of the double
+    /// evaluation, check.cpp), or std::complex<double> (complex-step differentiation of the
+    /// program, verify.cpp).
     template <class S>
     std::vector<S> evaluate_as(const S* q, const S* qd, const S* in, const std::vector<bool>& live) const;
 
