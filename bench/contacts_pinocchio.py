@@ -48,6 +48,7 @@ import shutil
 import subprocess
 import sys
 import time
+from statistics import median
 
 from common import ROOT, arithmetic_ops, run
 
@@ -250,12 +251,6 @@ def build_object(c, name, flags, work, cxx, staged=False):
     with open(stamp, "w") as f:
         json.dump(rec, f)
     return dict(rec, reused=False)
-
-
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
 def cpu_model():

@@ -687,6 +687,19 @@ Drawn draw(std::uint64_t seed) {
     return d;
 }
 
+/// `nelu compile` of a random case's spec into dir/out (name p), pivots validated on 2000
+/// configurations and the program verified on 8 states.
+nelu::test::CliResult compile_random(const std::string& urdf, const std::string& spec, const fs::path& dir, bool derivatives) {
+    return run_nelu(fmt::format("compile '{}' --problem '{}' --name p -o '{}' --validate 2000 --verify 8{}", urdf, spec,
+                                (dir / "out").string(), derivatives ? " --derivatives" : ""));
+}
+
+/// `nelu check` of that solver on 10 states, built with clang++ -O0 where present.
+nelu::test::CliResult check_random(const std::string& urdf, const std::string& spec, const fs::path& dir) {
+    static const std::string cxx = nelu::test::cxx_with("-O0", nelu::test::have_clang() ? "clang++" : "c++");
+    return run_nelu(fmt::format("check '{}' '{}' --problem '{}' --states 10 --cxx '{}'", urdf, (dir / "out" / "p.json").string(), spec, cxx));
+}
+
 /// Cases `first`..`first + count - 1` through `nelu robot gen` and `nelu compile`: each exits 0
 /// (its program verified) or 1 with a diagnosis; never 2 (the specs are valid), 3 or a crash. A
 /// compiled solver with derivatives is built and run too (nelu check: clang++ -O0 where present,
@@ -703,15 +716,10 @@ void run_property(int first, int count) {
         const nelu::test::CliResult g = run_nelu(d.gen_args + " -o '" + urdf + "'");
         REQUIRE_MESSAGE(g.exit_code == 0, g.err);
         write(spec, d.spec);
-        const nelu::test::CliResult r = run_nelu(fmt::format("compile '{}' --problem '{}' --name p -o '{}' --validate 2000 --verify 8{}", urdf,
-                                                             spec, (dir / "out").string(), d.derivatives ? " --derivatives" : ""));
+        const nelu::test::CliResult r = compile_random(urdf, spec, dir, d.derivatives);
         nelu::test::CliResult built;  // nelu check of a compiled solver with derivatives
         const bool build = d.derivatives && !nelu::test::sanitized();  // (the sanitizer build: its nelu only, not the C++ it emits)
-        if (r.exit_code == 0 && build) {
-            static const std::string cxx = nelu::test::cxx_with("-O0", nelu::test::have_clang() ? "clang++" : "c++");
-            built = run_nelu(fmt::format("check '{}' '{}' --problem '{}' --states 10 --cxx '{}'", urdf, (dir / "out" / "p.json").string(),
-                                         spec, cxx));
-        }
+        if (r.exit_code == 0 && build) built = check_random(urdf, spec, dir);
         {  // (the context only for the checks: MESSAGE below would print it too)
             const std::string what = fmt::format("case {}: nelu {}\n{}", k, d.gen_args, d.spec);
             INFO(what);
@@ -785,19 +793,17 @@ contacts:
   - {name: c3, link: link2, type: 6d, origin: {xyz: [0.083, -0.021, 0.057], rpy: [0.864, 0.495, 0.805]}, frame: local_world_aligned}
 outputs: [joint_velocities, contact_impulses]
 )");
-    const nelu::test::CliResult r = run_nelu(fmt::format("compile '{}' --problem '{}' --name p -o '{}' --validate 2000 --verify 8 --derivatives", urdf,
-                                                         spec, (dir / "out").string()));
+    const nelu::test::CliResult r = compile_random(urdf, spec, dir, true);
     REQUIRE_MESSAGE(r.exit_code == 0, r.out << r.err);
-    static const std::string cxx = nelu::test::cxx_with("-O0", nelu::test::have_clang() ? "clang++" : "c++");
-    const nelu::test::CliResult c =
-        run_nelu(fmt::format("check '{}' '{}' --problem '{}' --states 10 --cxx '{}'", urdf, (dir / "out" / "p.json").string(), spec, cxx));
+    const nelu::test::CliResult c = check_random(urdf, spec, dir);
     INFO(c.out << c.err);
     CHECK(c.exit_code == 0);
     // the states where rounding set the tolerance are reported, and jac is within it
     CHECK(c.out.find("program's rounding error in double") != std::string::npos);
-    const std::size_t at = c.out.find("worst error over tolerance ");
+    const std::string worst = "worst error over tolerance ";
+    const std::size_t at = c.out.find(worst);
     REQUIRE(at != std::string::npos);
-    CHECK(std::stod(c.out.substr(at + 27)) <= 1.0);
+    CHECK(std::stod(c.out.substr(at + worst.size())) <= 1.0);
     fs::remove_all(dir);
 }
 
