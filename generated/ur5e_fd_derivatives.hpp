@@ -91,18 +91,24 @@ int ur5e_fd_derivatives_f(const float* q, const float* qd, const float* in, floa
  * output and derivative is finite. Reentrant, no heap. docs/derivatives.md. */
 #define ur5e_fd_derivatives_NJAC 54
 /* Jacobian formed by: structured, local frames (5273 operations with the outputs). */
+/* Columns in lanes (docs/derivatives.md): where nelu/lanes.hpp finds vector lanes (NELU_LANE_BYTES),
+ * ur5e_fd_derivatives_derivatives solves the Jacobian's columns in 2 groups of up to 4, W columns per instruction:
+ * 5019 operations per call with W = 2, 4870 with W = 4 (W = 1: 5468); elsewhere column by
+ * column, as counted above. With lanes, a derivative that overflows returns NELU_STATUS_NOT_FINITE
+ * with jac partly written (out untouched). Its stack, estimated as below: about 17904 bytes in
+ * double (lanes of up to 8); the workspace form ur5e_fd_derivatives_derivatives_ws runs the same code, lanes included. */
 /* Code of ur5e_fd_derivatives_derivatives: straight-line, 5358 statements in 22 functions of at most 250 statements sharing 856 values in ur5e_fd_derivatives_derivatives_work, 5 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 1087 values x sizeof(T) + 512 bytes: ur5e_fd_derivatives_derivatives about 17904 bytes, ur5e_fd_derivatives_derivatives_f about 9208 bytes.
  * Over the budget of 16384 bytes (nelu compile --max-stack), so the workspace form is emitted too:
  * ur5e_fd_derivatives_derivatives_ws and ur5e_fd_derivatives_derivatives_f_ws compute what the entry points above do, by the same code, with the 856 values that cross
- * its functions in `work`, memory the caller provides: ur5e_fd_derivatives_derivatives_WORK_BYTES bytes aligned to ur5e_fd_derivatives_derivatives_WORK_ALIGN (ur5e_fd_derivatives_derivatives_F_WORK_BYTES
+ * its functions, and the lane kernels' table of broadcast operands (752 bytes), in `work`, memory the caller provides: ur5e_fd_derivatives_derivatives_WORK_BYTES bytes aligned to ur5e_fd_derivatives_derivatives_WORK_ALIGN (ur5e_fd_derivatives_derivatives_F_WORK_BYTES
  * and ur5e_fd_derivatives_derivatives_F_WORK_ALIGN for float).
  * Their stack holds one of those functions' frames at a time: the largest about 1856 bytes
  * (estimated as the ordinary form's, per function). One workspace per concurrent call; its
  * contents do not matter on entry and are unspecified on return. */
-#define ur5e_fd_derivatives_derivatives_WORK_BYTES 6848
+#define ur5e_fd_derivatives_derivatives_WORK_BYTES 7600
 #define ur5e_fd_derivatives_derivatives_WORK_ALIGN 8
-#define ur5e_fd_derivatives_derivatives_F_WORK_BYTES 3424
+#define ur5e_fd_derivatives_derivatives_F_WORK_BYTES 4176
 #define ur5e_fd_derivatives_derivatives_F_WORK_ALIGN 4
 #ifdef __cplusplus
 extern "C" {

@@ -193,7 +193,7 @@ StructuredTerm structured_term(const std::string& name) {
     throw std::invalid_argument("no structured derivative term '" + name + "'");
 }
 
-IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, PairFrame frame,
+IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, const std::vector<bool>& frames,
                                         StructuredTerm omit) {
     // a term, or nothing when it is the one omitted
     auto term = [omit](StructuredTerm t, const V6s& v) { return t == omit ? zero6<Sym>() : v; };
@@ -271,45 +271,65 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
                 at(D.M, c, r) = at(D.M, r, c);
             }
     };
-    if (frame == PairFrame::Local) {
-        for (int i = 0; i < nb; ++i) {
-            if (dofs[i].empty()) continue;
-            std::vector<Dof> mine = dofs[i];
-            for (int j = i;;) {
-                if (!dofs[j].empty()) pair(i, mine, j, dofs[j]);
-                const int p = sys.kinematics[j].parent;
-                if (p < 0) break;
-                for (Dof& o : mine)
-                    for (V6s* w : {&o.alpha, &o.beta, &o.G, &o.H}) *w = force_to_parent(X[j], *w);
-                j = p;
-            }
-        }
-        return D;
-    }
-    // Root: one frame for every pair, that of the root body when the tree has one (a floating base's
-    // own frame: its pose never enters), else the world's. W[i] = i_X_root.
-    int roots = 0;
-    for (const BodyKinematics& k : sys.kinematics) roots += k.parent < 0;
+    // The pairing frames: a body of `frames` pairs in its own frame; any other body in that of its
+    // nearest ancestor in `frames` (the world's, above the roots). W[i] = i_X_frame(i).
+    std::vector<int> frame_of(static_cast<std::size_t>(nb), -1);
     std::vector<Xform<Sym>> W(nb, identity_xform<Sym>());
+    std::vector<bool> moved(static_cast<std::size_t>(nb), false);  // W[i] is not the identity
     for (int i = 0; i < nb; ++i) {
         const int p = sys.kinematics[i].parent;
-        if (p < 0 && roots == 1) continue;
-        Xform<Sym> w = p < 0 ? identity_xform<Sym>() : W[p];
+        if (frames[static_cast<std::size_t>(i)]) {
+            frame_of[i] = i;
+            continue;
+        }
+        frame_of[i] = p < 0 ? -1 : frame_of[p];
+        Xform<Sym> w = p < 0 || !moved[p] ? identity_xform<Sym>() : W[p];
         for (const Xform<Sym>& F : X[i]) w = compose(F, w);
-        W[i] = w;
+        W[i] = w, moved[i] = true;
     }
-    std::vector<std::vector<Dof>> root(nb);
+    std::vector<std::vector<Dof>> framed(nb);  // each body's vectors in its pairing frame
     for (int i = 0; i < nb; ++i)
         for (const Dof& o : dofs[i]) {
+            if (!moved[i]) {
+                framed[i].push_back(o);
+                continue;
+            }
             Dof r;
             for (auto [from, to] : {std::pair{&o.S, &r.S}, {&o.psi, &r.psi}, {&o.u, &r.u}, {&o.phi, &r.phi}}) *to = apply_inverse(W[i], *from);
             for (auto [from, to] : {std::pair{&o.alpha, &r.alpha}, {&o.beta, &r.beta}, {&o.G, &r.G}, {&o.H, &r.H}}) *to = apply_transpose(W[i], *from);
-            root[i].push_back(r);
+            framed[i].push_back(r);
         }
-    for (int i = 0; i < nb; ++i)
-        for (int j = i; j >= 0; j = sys.kinematics[j].parent)
-            if (!root[i].empty() && !root[j].empty()) pair(i, root[i], j, root[j]);
+    for (int i = 0; i < nb; ++i) {
+        if (framed[i].empty()) continue;
+        std::vector<Dof> mine = framed[i];  // in the frame of body `cur` (the world's: -1)
+        int cur = frame_of[i];
+        for (int j = i; j >= 0;) {
+            if (frame_of[j] != cur) {  // up from frame body `cur` into its parent j's pairing frame
+                for (Dof& o : mine)
+                    for (V6s* w : {&o.alpha, &o.beta, &o.G, &o.H}) {
+                        *w = force_to_parent(X[cur], *w);
+                        if (moved[j]) *w = apply_transpose(W[j], *w);
+                    }
+                cur = frame_of[j];
+            }
+            if (!framed[j].empty()) pair(i, mine, j, framed[j]);
+            j = sys.kinematics[j].parent;
+        }
+    }
     return D;
+}
+
+std::vector<bool> pairing_frames(const System& sys, PairFrame frame) {
+    const std::size_t nb = sys.kinematics.size();
+    if (frame == PairFrame::Local) return std::vector<bool>(nb, true);
+    // Root: one frame for every pair, that of the root body when the tree has one (a floating base's
+    // own frame: its pose never enters), else the world's
+    std::vector<bool> f(nb, false);
+    int roots = 0;
+    for (const BodyKinematics& k : sys.kinematics) roots += k.parent < 0;
+    if (roots == 1)
+        for (std::size_t i = 0; i < nb; ++i) f[i] = sys.kinematics[i].parent < 0;
+    return f;
 }
 
 std::vector<ir::Id> contact_row_partials(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, Differentiator& dt) {

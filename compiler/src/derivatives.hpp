@@ -104,8 +104,11 @@ enum class StructuredTerm {
 /// The term named `name` (as in the enumeration, e.g. "GForce"), or throws std::invalid_argument.
 StructuredTerm structured_term(const std::string& name);
 
-IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, PairFrame frame,
+IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const std::vector<ir::Id>& x, const std::vector<bool>& frames,
                                         StructuredTerm omit = StructuredTerm::None);
+/// The pairing frames of a PairFrame: every body (Local), or the root body alone (Root; none, the
+/// world's frame, when the tree has several roots).
+std::vector<bool> pairing_frames(const System& sys, PairFrame frame);
 
 /// The contact rows' share of a structured Jacobian column (forward dynamics with contacts,
 /// System::contact_tree). With the structured inverse-dynamics derivatives in the (3tau) rows, a

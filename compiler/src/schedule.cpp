@@ -574,13 +574,30 @@ std::vector<std::vector<int>> group_lane_columns(const ir::Program& P, const std
 }
 
 /// The columns of a Jacobian solved by the factors, in lanes (LaneGroup): per column its right-hand
-/// side `rhs` (empty: the column stays in the scalar program), kernels shared by the groups of one
-/// pattern.
+/// side `rhs`, or `alternative` (forward mode's; empty: none) where that one's solve is cheaper,
+/// kernels shared by the groups of one pattern. A column stays in the scalar program when its
+/// right-hand side is empty or structurally zero, or when its entries cost the scalar program less
+/// than half its kernel (its share of a kernel run two columns at a time).
 void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const std::vector<Tangent>& cols, const std::vector<Id>& x,
-                    const std::vector<std::vector<Id>>& rhs, FactorSolve& solve, Factorization& out) {
-    std::vector<int> lane_cols;  // a column whose right-hand side is structurally zero is zero: left to the program
-    for (std::size_t j = 0; j < cols.size(); ++j)
-        if (std::any_of(rhs[j].begin(), rhs[j].end(), [&](Id v) { return v != P.zero(); })) lane_cols.push_back(static_cast<int>(j));
+                    std::vector<std::vector<Id>> rhs, const std::vector<std::vector<Id>>& alternative, FactorSolve& solve,
+                    Factorization& out) {
+    // Per column, what its entries cost the scalar program beside every other column's (nothing when
+    // other columns read them, as the forms -M^-1 d ID / dx read M^-1's); counted before any kernel
+    // is built (ir::LiveCount counts the program as it is).
+    const std::size_t no = sys.out.size(), nc = cols.size();
+    std::vector<long> scalar_cost(nc, 0);
+    {
+        ir::LiveCount live(P);
+        for (Id v : out.outputs) live.add(v);
+        for (const ScheduledPivot& pv : out.pivots) live.add(pv.value);
+        for (Id v : out.jacobian) live.add(v);
+        for (std::size_t j = 0; j < nc; ++j) {
+            const long all = live.total();
+            for (std::size_t o = 0; o < no; ++o) live.remove(out.jacobian[o * nc + j]);
+            scalar_cost[j] = all - live.total();
+            for (std::size_t o = 0; o < no; ++o) live.add(out.jacobian[o * nc + j]);
+        }
+    }
     auto pattern = [&](const std::vector<int>& group) {  // the rows where a column of the group has a nonzero
         std::vector<int> rows;
         for (int r = 0; r < sys.m(); ++r)
@@ -614,6 +631,26 @@ void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const
         }
         return built.emplace(rows, std::make_pair(std::move(K), best)).first->second;
     };
+    // Per column, of its two right-hand sides (the structured one and forward mode's, whose solutions
+    // give the same outputs), the one whose own solve costs fewer operations: a kernel solves the
+    // union of its group's patterns, and a narrower pattern (the gravity's rows alone, for a floating
+    // base's rotation) can be much cheaper than the other. A column stays in the scalar program when
+    // its right-hand side is structurally zero, or when its entries cost the program less than half
+    // its kernel (its share of a kernel run two columns at a time, the generic x86-64 build's lanes).
+    auto rows_of = [&](const std::vector<Id>& r) {
+        std::vector<int> rows;
+        for (std::size_t k = 0; k < r.size(); ++k)
+            if (r[k] != P.zero()) rows.push_back(static_cast<int>(k));
+        return rows;
+    };
+    std::vector<int> lane_cols;
+    for (std::size_t j = 0; j < nc; ++j) {
+        std::vector<int> rows = rows_of(rhs[j]);
+        if (const std::vector<int> other = rows_of(alternative[j]);
+            !rows.empty() && !other.empty() && kernel(other).second < kernel(rows).second)
+            rhs[j] = alternative[j], rows = other;
+        if (!rows.empty() && 2 * scalar_cost[j] >= kernel(rows).second) lane_cols.push_back(static_cast<int>(j));
+    }
     // the columns in order, kLaneGroup at a time, or grouped by pattern: whichever costs fewer
     // operations per call with two columns per instruction (the generic x86-64 build's lanes)
     std::vector<std::vector<std::vector<int>>> groupings(2);
@@ -685,7 +722,7 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
         const std::vector<int> tau_column = sys.contact_tree ? std::vector<int>{} : torque_columns(sys, model, cols);
         for (JacobianForm form : {JacobianForm::StructuredLocal, JacobianForm::StructuredRoot}) {
             const PairFrame frame = form == JacobianForm::StructuredLocal ? PairFrame::Local : PairFrame::Root;
-            const IdDerivatives D = structured_id_derivatives(P, sys, x, frame, omit);
+            const IdDerivatives D = structured_id_derivatives(P, sys, x, pairing_frames(sys, frame), omit);
             std::vector<ColumnForm> start;
             std::vector<std::vector<Id>> structured_rhs;
             const std::vector<ColumnOptions> options = structured_forms(P, sys, model, cols, x, D, forward, tau_column, solve, start, structured_rhs);
@@ -698,7 +735,7 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
             for (std::size_t j = 0; j < cols.size(); ++j) lane_rhs[j] = structured_rhs[j].empty() ? forward_rhs[j] : structured_rhs[j];
         }
     }
-    if (lanes) schedule_lanes(P, sys, model, cols, x, lane_rhs, solve, out);
+    if (lanes) schedule_lanes(P, sys, model, cols, x, lane_rhs, forward_rhs, solve, out);
 }
 
 /// The outputs (Factorization::outputs) from the solutions `xs`, for b and then for each extra
