@@ -574,10 +574,10 @@ std::vector<std::vector<int>> group_lane_columns(const ir::Program& P, const std
 }
 
 /// The columns of a Jacobian solved by the factors, in lanes (LaneGroup): per column its right-hand
-/// side `rhs`, or `alternative` (forward mode's; empty: none) where that one's solve is cheaper,
-/// kernels shared by the groups of one pattern. A column stays in the scalar program when its
-/// right-hand side is empty or structurally zero, or when its entries cost the scalar program less
-/// than half its kernel (its share of a kernel run two columns at a time).
+/// side `rhs`, or `alternative` (forward mode's; empty: none) where that one is narrower and its solve
+/// cheaper, kernels shared by the groups of one pattern. A column stays in the scalar program when
+/// its right-hand side is empty or structurally zero, or when its entries cost the scalar program
+/// nothing (other columns' forms read them).
 void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const std::vector<Tangent>& cols, const std::vector<Id>& x,
                     std::vector<std::vector<Id>> rhs, const std::vector<std::vector<Id>>& alternative, FactorSolve& solve,
                     Factorization& out) {
@@ -632,11 +632,12 @@ void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const
         return built.emplace(rows, std::make_pair(std::move(K), best)).first->second;
     };
     // Per column, of its two right-hand sides (the structured one and forward mode's, whose solutions
-    // give the same outputs), the one whose own solve costs fewer operations: a kernel solves the
-    // union of its group's patterns, and a narrower pattern (the gravity's rows alone, for a floating
-    // base's rotation) can be much cheaper than the other. A column stays in the scalar program when
-    // its right-hand side is structurally zero, or when its entries cost the program less than half
-    // its kernel (its share of a kernel run two columns at a time, the generic x86-64 build's lanes).
+    // give the same outputs), the narrower one where its own solve costs fewer operations: a kernel
+    // solves the union of its group's patterns, and forward mode's pattern for a floating base's
+    // rotation (the gravity's three rows) is much cheaper than the structured one. Each such try
+    // builds two kernels, so a wider pattern is not tried (nor found cheaper on the shipped robots).
+    // A column stays in the scalar program when its right-hand side is structurally zero, or when its
+    // entries cost the program nothing (other columns read them: M^-1's, where -M^-1 d ID / dx reads it).
     auto rows_of = [&](const std::vector<Id>& r) {
         std::vector<int> rows;
         for (std::size_t k = 0; k < r.size(); ++k)
@@ -647,9 +648,9 @@ void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const
     for (std::size_t j = 0; j < nc; ++j) {
         std::vector<int> rows = rows_of(rhs[j]);
         if (const std::vector<int> other = rows_of(alternative[j]);
-            !rows.empty() && !other.empty() && kernel(other).second < kernel(rows).second)
+            !other.empty() && other.size() < rows.size() && kernel(other).second < kernel(rows).second)
             rhs[j] = alternative[j], rows = other;
-        if (!rows.empty() && 2 * scalar_cost[j] >= kernel(rows).second) lane_cols.push_back(static_cast<int>(j));
+        if (!rows.empty() && scalar_cost[j] > 0) lane_cols.push_back(static_cast<int>(j));
     }
     // the columns in order, kLaneGroup at a time, or grouped by pattern: whichever costs fewer
     // operations per call with two columns per instruction (the generic x86-64 build's lanes)
