@@ -274,8 +274,7 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
     // The pairing frames: a body of `frames` pairs in its own frame; any other body in that of its
     // nearest ancestor in `frames` (the world's, above the roots). W[i] = i_X_frame(i).
     std::vector<int> frame_of(static_cast<std::size_t>(nb), -1);
-    std::vector<Xform<Sym>> W(nb, identity_xform<Sym>());
-    std::vector<bool> moved(static_cast<std::size_t>(nb), false);  // W[i] is not the identity
+    std::vector<Xform<Sym>> W(nb, identity_xform<Sym>());  // (the identity for a body of `frames`)
     for (int i = 0; i < nb; ++i) {
         const int p = sys.kinematics[i].parent;
         if (frames[static_cast<std::size_t>(i)]) {
@@ -283,14 +282,14 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
             continue;
         }
         frame_of[i] = p < 0 ? -1 : frame_of[p];
-        Xform<Sym> w = p < 0 || !moved[p] ? identity_xform<Sym>() : W[p];
+        Xform<Sym> w = p < 0 ? identity_xform<Sym>() : W[p];
         for (const Xform<Sym>& F : X[i]) w = compose(F, w);
-        W[i] = w, moved[i] = true;
+        W[i] = w;
     }
     std::vector<std::vector<Dof>> framed(nb);  // each body's vectors in its pairing frame
     for (int i = 0; i < nb; ++i)
         for (const Dof& o : dofs[i]) {
-            if (!moved[i]) {
+            if (frames[static_cast<std::size_t>(i)]) {
                 framed[i].push_back(o);
                 continue;
             }
@@ -308,7 +307,7 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
                 for (Dof& o : mine)
                     for (V6s* w : {&o.alpha, &o.beta, &o.G, &o.H}) {
                         *w = force_to_parent(X[cur], *w);
-                        if (moved[j]) *w = apply_transpose(W[j], *w);
+                        if (!frames[static_cast<std::size_t>(j)]) *w = apply_transpose(W[j], *w);
                     }
                 cur = frame_of[j];
             }

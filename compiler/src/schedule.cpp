@@ -521,6 +521,14 @@ class ColumnSearch {
     std::size_t no_;
 };
 
+/// The rows where the right-hand side `r` is not structurally zero, ascending.
+std::vector<int> nonzero_rows(const ir::Program& P, const std::vector<Id>& r) {
+    std::vector<int> rows;
+    for (std::size_t k = 0; k < r.size(); ++k)
+        if (r[k] != P.zero()) rows.push_back(static_cast<int>(k));
+    return rows;
+}
+
 /// The columns in groups of kLaneGroup by pattern (each group ascending, the groups in order of their
 /// first column): a kernel solves its group's union pattern, so columns of one pattern go together
 /// (a leg's joints, a contact's components), and the rest are joined greedily, the column of the
@@ -528,12 +536,7 @@ class ColumnSearch {
 /// its kernels cost fewer operations than the columns' in order. Deterministic.
 std::vector<std::vector<int>> group_lane_columns(const ir::Program& P, const std::vector<std::vector<Id>>& rhs, const std::vector<int>& columns) {
     std::map<std::vector<int>, std::vector<int>> of_pattern;  // pattern -> its columns, ascending
-    for (int j : columns) {
-        std::vector<int> rows;
-        for (std::size_t r = 0; r < rhs[static_cast<std::size_t>(j)].size(); ++r)
-            if (rhs[static_cast<std::size_t>(j)][r] != P.zero()) rows.push_back(static_cast<int>(r));
-        of_pattern[rows].push_back(j);
-    }
+    for (int j : columns) of_pattern[nonzero_rows(P, rhs[static_cast<std::size_t>(j)])].push_back(j);
     std::vector<std::vector<int>> groups;
     std::vector<std::pair<std::vector<int>, int>> left;  // (pattern, column) of the columns not in a full group
     for (const auto& [rows, cols] : of_pattern) {
@@ -631,23 +634,14 @@ void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const
         }
         return built.emplace(rows, std::make_pair(std::move(K), best)).first->second;
     };
-    // Per column, of its two right-hand sides (the structured one and forward mode's, whose solutions
-    // give the same outputs), the narrower one where its own solve costs fewer operations: a kernel
-    // solves the union of its group's patterns, and forward mode's pattern for a floating base's
-    // rotation (the gravity's three rows) is much cheaper than the structured one. Each such try
-    // builds two kernels, so a wider pattern is not tried (nor found cheaper on the shipped robots).
-    // A column stays in the scalar program when its right-hand side is structurally zero, or when its
-    // entries cost the program nothing (other columns read them: M^-1's, where -M^-1 d ID / dx reads it).
-    auto rows_of = [&](const std::vector<Id>& r) {
-        std::vector<int> rows;
-        for (std::size_t k = 0; k < r.size(); ++k)
-            if (r[k] != P.zero()) rows.push_back(static_cast<int>(k));
-        return rows;
-    };
+    // Per column, its right-hand side (forward mode's where narrower and cheaper: a kernel solves the
+    // union of its group's patterns, and forward mode's pattern for a floating base's rotation, the
+    // gravity's three rows, is much cheaper than the structured one; each try builds two kernels, so
+    // a wider pattern is not tried), and whether it goes into the lanes (see above).
     std::vector<int> lane_cols;
     for (std::size_t j = 0; j < nc; ++j) {
-        std::vector<int> rows = rows_of(rhs[j]);
-        if (const std::vector<int> other = rows_of(alternative[j]);
+        std::vector<int> rows = nonzero_rows(P, rhs[j]);
+        if (const std::vector<int> other = nonzero_rows(P, alternative[j]);
             !other.empty() && other.size() < rows.size() && kernel(other).second < kernel(rows).second)
             rhs[j] = alternative[j], rows = other;
         if (!rows.empty() && scalar_cost[j] > 0) lane_cols.push_back(static_cast<int>(j));
