@@ -9,6 +9,7 @@
 //                        at least 0.1 s); prints "ns X" and "min_ns Y" (the fastest repetition,
 //                        the least disturbed by other work on a shared machine)
 // Both print "status S": the bitwise or of the statuses (0: every call succeeded).
+// With -DNELU_DERIVATIVES=1 the entry point called is NAME_derivatives (outputs and Jacobian).
 // States: q in [-pi, pi], qd and in in [-1, 1]; with NELU_FLOATING the base quaternion q[3..6] is
 // normalized (nelu's floating-base layout: q = [x y z qx qy qz qw joints...]).
 #include <algorithm>
@@ -25,6 +26,9 @@
 #include "timing.hpp"
 #ifndef NELU_FLOATING
 #define NELU_FLOATING 0
+#endif
+#ifndef NELU_DERIVATIVES
+#define NELU_DERIVATIVES 0
 #endif
 
 namespace {
@@ -55,7 +59,14 @@ Inputs make_inputs() {
 }
 
 // The solver is called through a volatile pointer so that nothing of it is inlined or hoisted.
+#if NELU_DERIVATIVES
+constexpr long kJac = long(NELU_NOUT) * NELU_CAT(NELU_SOLVER, _NJAC);
+int (*volatile derivatives)(const double*, const double*, const double*, double*, double*) = &NELU_CAT(NELU_SOLVER, _derivatives);
+double jac[kJac > 0 ? kJac : 1];
+int solver(const double* q, const double* qd, const double* in, double* out) { return derivatives(q, qd, in, out, jac); }
+#else
 int (*volatile solver)(const double*, const double*, const double*, double*) = &NELU_SOLVER;
+#endif
 
 }  // namespace
 

@@ -6,7 +6,8 @@
 #
 # The first form runs `nelu compile` (with `--scalar double` unless --scalar is given) into the
 # output directory; the second profiles an already generated (or hand-edited) solver; NAME.hpp and
-# NAME.json must lie beside NAME.cpp. Only the double entry point NAME() is measured.
+# NAME.json must lie beside NAME.cpp. Only the double entry point NAME() is measured, or with
+# --derivatives NAME_derivatives().
 #
 # For each optimization level it compiles NAME.cpp with g++ LEVEL -fstack-usage, links
 # bench/profile_driver.cpp (16 fixed random states, cycled; a floating base gets unit quaternions)
@@ -36,13 +37,19 @@
 #   --ll S,A,B         cachegrind's last level (default 8388608,16,64); 1048576,16,64 makes it the
 #                      1 MiB per-core L2 of the machine of docs/large-robots.md (misses: from L3)
 #   --no-time          skip the timing
+#   --derivatives      measure NAME_derivatives (outputs and Jacobian) instead of NAME; the first form
+#                      adds --derivatives to `nelu compile`
+#   --mix              also the dynamic instruction mix (valgrind callgrind, one run of N2 calls):
+#                      instructions per call by kind (arithmetic, register copies, spills, constant
+#                      and other loads and stores, shuffles, tests) and per function group, written
+#                      to LEVEL/mix.txt and mix.json (bench/profile/instruction_mix.py)
 # Environment: NELU or NELU_BUILD_DIR, the nelu of the first form (scripts/lib.sh); CXX (default g++).
 # Needs valgrind, binutils and python3 (scripts/setup.sh installs valgrind).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 cxx="${CXX:-g++}"
-levels="-O2" extra="" label="" out="" calls="100 600" timing=1 ll="8388608,16,64"
+levels="-O2" extra="" label="" out="" calls="100 600" timing=1 ll="8388608,16,64" derivatives=0 mix=0
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -52,8 +59,10 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --calls) calls="$2"; shift 2 ;;
     --no-time) timing=0; shift ;;
+    --derivatives) derivatives=1; shift ;;
+    --mix) mix=1; shift ;;
     --ll) ll="$2"; shift 2 ;;
-    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -69,6 +78,11 @@ else
   find_nelu
   scalar=(--scalar double)
   for a in "${args[@]}"; do [ "$a" = --scalar ] && scalar=(); done
+  if [ "$derivatives" = 1 ]; then
+    has=0
+    for a in "${args[@]}"; do [ "$a" = --derivatives ] && has=1; done
+    [ "$has" = 1 ] || scalar+=(--derivatives)
+  fi
   tmpname="$(basename "${args[0]}" .urdf)"
   out="${out:-/tmp/nelu-profile/${label:-$tmpname}}"
   mkdir -p "$out/gen"
@@ -81,6 +95,10 @@ dir="$(dirname "$cpp")"
 manifest="$dir/$name.json"
 [ -f "$manifest" ] && [ -f "$dir/$name.hpp" ] || { echo "profile: $dir/$name.hpp or .json missing" >&2; exit 2; }
 floating=$(python3 -c "import json,sys; print(1 if json.load(open(sys.argv[1])).get('floating_base') else 0)" "$manifest")
+if [ "$derivatives" = 1 ] && ! grep -q "^#define ${name}_NJAC " "$dir/$name.hpp"; then
+  echo "profile: $dir/$name.hpp has no ${name}_derivatives (compile with --derivatives)" >&2
+  exit 2
+fi
 label="${label:-$name}"
 read -r n1 n2 <<<"$calls"
 : >"$out/profile.json"
@@ -96,7 +114,7 @@ for level in $levels; do
   read -r build_s build_user build_sys < <(tail -1 "$b/build_time.txt")
   build_cpu_s=$(python3 -c "import sys; print(round(float(sys.argv[1]) + float(sys.argv[2]), 2))" "$build_user" "$build_sys")
   "$cxx" -O2 -std=c++17 -I "$root/runtime/include" -I "$dir" -DNELU_SOLVER="$name" \
-    -DNELU_SOLVER_HEADER="\"$name.hpp\"" -DNELU_FLOATING="$floating" \
+    -DNELU_SOLVER_HEADER="\"$name.hpp\"" -DNELU_FLOATING="$floating" -DNELU_DERIVATIVES="$derivatives" \
     "$root/bench/profile_driver.cpp" "$b/$name.o" -o "$b/driver"
   objdump -d --no-show-raw-insn -C "$b/$name.o" >"$b/objdump.txt"
   nm -S -C "$b/$name.o" >"$b/nm.txt"
@@ -104,6 +122,14 @@ for level in $levels; do
   "${cg[@]}" --cachegrind-out-file="$b/cg.$n1" "$b/driver" calls "$n1" >"$b/run1.txt" 2>"$b/cg1.log"
   "${cg[@]}" --cachegrind-out-file="$b/cg.$n2" "$b/driver" calls "$n2" >"$b/run2.txt" 2>"$b/cg2.log"
   cg_annotate "$b/cg.$n2" >"$b/cg_annotate.txt" 2>/dev/null || true
+  if [ "$mix" = 1 ]; then
+    valgrind --tool=callgrind --dump-instr=yes --compress-pos=no --compress-strings=no \
+      --callgrind-out-file="$b/callgrind.$n2" "$b/driver" calls "$n2" >/dev/null 2>"$b/callgrind.log"
+    objdump -d --no-show-raw-insn "$b/driver" >"$b/driver.objdump.txt"
+    # the solver's own functions (its entry points, parts and lane blocks) and the runtime's (nelu::)
+    python3 "$root/bench/profile/instruction_mix.py" --callgrind "$b/callgrind.$n2" --objdump "$b/driver.objdump.txt" \
+      --calls "$n2" --functions "^${name}(_\\w+)?\$|[0-9]${name}_|4nelu" --json "$b/mix.json" | tee "$b/mix.txt"
+  fi
   status=$(sed -n 's/^status //p' "$b/run2.txt")
   ns=()
   if [ "$timing" = 1 ]; then
