@@ -77,16 +77,16 @@ if [[ "${args[0]}" == *.cpp ]]; then
 else
   find_nelu
   scalar=(--scalar double)
-  for a in "${args[@]}"; do [ "$a" = --scalar ] && scalar=(); done
-  if [ "$derivatives" = 1 ]; then
-    has=0
-    for a in "${args[@]}"; do [ "$a" = --derivatives ] && has=1; done
-    [ "$has" = 1 ] || scalar+=(--derivatives)
-  fi
+  derivative_flag=()
+  [ "$derivatives" = 1 ] && derivative_flag=(--derivatives)
+  for a in "${args[@]}"; do
+    [ "$a" = --scalar ] && scalar=()
+    [ "$a" = --derivatives ] && derivative_flag=()
+  done
   tmpname="$(basename "${args[0]}" .urdf)"
   out="${out:-/tmp/nelu-profile/${label:-$tmpname}}"
   mkdir -p "$out/gen"
-  "$nelu" compile "${args[@]}" "${scalar[@]}" -o "$out/gen" >"$out/compile.log" 2>&1 \
+  "$nelu" compile "${args[@]}" "${scalar[@]}" "${derivative_flag[@]}" -o "$out/gen" >"$out/compile.log" 2>&1 \
     || { cat "$out/compile.log" >&2; exit 1; }
   cpp="$(ls "$out"/gen/*.cpp | head -1)"
   name="$(basename "$cpp" .cpp)"

@@ -73,19 +73,28 @@ def objdump_counts(path):
         ops = ops.split("#")[0].strip()
         if mnem.startswith("call"):
             c["calls"] += 1
-        if "(" not in ops or mnem.startswith(("lea", "nop", "call", "jmp", "j", "ret")):
-            continue
-        # AT&T: the destination is the last operand
-        operands = re.findall(r"[^,(]*\([^)]*\)|[^,]+", ops)
-        for i, o in enumerate(operands):
-            if "(" not in o:
-                continue
-            store = i == len(operands) - 1 and len(operands) > 1 and not mnem.startswith(("ucomi", "comi", "cmp", "test"))
-            where = "stack" if ("%rsp" in o or "%rbp" in o) else "const" if "%rip" in o else "other"
-            if where == "const" and store:
-                where = "other"
+        for where, store in memory_accesses(mnem, ops):
             c[f"{where}_{'stores' if store else 'loads'}"] += 1
     return out
+
+
+def memory_accesses(mnem, ops):
+    """[(where, store)] per memory operand of one instruction (AT&T syntax, comment stripped):
+    where is "stack" (off %rsp or %rbp), "const" (%rip-relative, read only) or "other"; store when
+    it is the destination (the last of two or more operands, not of a compare). Address
+    computations (lea), jumps, calls and returns access none. bench/profile/instruction_mix.py
+    sorts the executed instructions by the same rule."""
+    if "(" not in ops or mnem.startswith(("lea", "nop", "call", "jmp", "j", "ret")):
+        return []
+    operands = re.findall(r"[^,(]*\([^)]*\)|[^,]+", ops)
+    accesses = []
+    for i, o in enumerate(operands):
+        if "(" not in o:
+            continue
+        store = i == len(operands) - 1 and len(operands) > 1 and not mnem.startswith(("ucomi", "comi", "cmp", "test"))
+        where = "stack" if ("%rsp" in o or "%rbp" in o) else "const" if "%rip" in o else "other"
+        accesses.append(("other" if where == "const" and store else where, store))
+    return accesses
 
 
 def stack_usage(path):

@@ -32,8 +32,12 @@ import argparse
 import collections
 import json
 import re
+import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from profile_analyze import memory_accesses  # noqa: E402  (scripts/, beside profile.sh)
 
 ARITH = re.compile(r"^v?(add|sub|mul|div|sqrt|min|max|fmadd\w*|fmsub\w*|fnmadd\w*|fnmsub\w*)(s|p)(d|s)$")
 SIGN = re.compile(r"^v?(xor|and|andn)p(d|s)$")
@@ -76,11 +80,9 @@ def read_callgrind(path):
 
 
 def kind(mnem, ops):
-    """The kind of one instruction (see the module's docstring)."""
-    mems = re.findall(r"[^,(]*\([^)]*\)", ops)
-    operands = re.findall(r"[^,(]*\([^)]*\)|[^,]+", ops)
-    store = bool(mems) and len(operands) > 1 and "(" in operands[-1]
-    where = "" if not mems else "spill" if re.search(r"%r[sb]p", mems[0]) else "constant" if "%rip" in mems[0] else "memory"
+    """The kind of one instruction (see the module's docstring); its memory operand classified as
+    the static counts of scripts/profile.sh classify it (profile_analyze.memory_accesses)."""
+    mems = memory_accesses(mnem, ops)
     if ARITH.match(mnem) or SIGN.match(mnem):
         return "arithmetic" + (" (load folded)" if mems else "")
     if SHUFFLE.match(mnem):
@@ -88,9 +90,8 @@ def kind(mnem, ops):
     if MOVE.match(mnem):
         if not mems:
             return "register copy"
-        if where == "constant":
-            return "constant load"
-        return f"{where} {'store' if store else 'load'}"
+        where, store = mems[0]
+        return {"const": "constant", "stack": "spill", "other": "memory"}[where] + (" store" if store else " load")
     if BRANCH.match(mnem):
         return "compare/branch"
     return "other"
@@ -122,23 +123,18 @@ def main():
     ap.add_argument("--objdump", required=True, help="objdump -d --no-show-raw-insn of the profiled executable")
     ap.add_argument("--calls", type=int, required=True, help="calls of the entry point in the profiled run")
     ap.add_argument("--functions", required=True, help="regular expression of the (mangled) functions to count")
-    ap.add_argument("--object", default="", help="only addresses of objects whose path ends so (default: the largest match)")
     ap.add_argument("--json", help="write the counts per call here")
     a = ap.parse_args()
     ins = read_objdump(a.objdump)
     cost = read_callgrind(a.callgrind)
     want = re.compile(a.functions)
-    best = None
-    for ob, c in cost.items():
-        if a.object and not ob.endswith(a.object):
-            continue
-        n = sum(v for addr, v in c.items() if addr in ins and want.search(ins[addr][2] or ""))
-        if best is None or n > best[0]:
-            best = (n, ob)
-    if not best or best[0] == 0:
+    # per object of the run (the driver, libc, libm, ...): its executed instructions in the functions
+    # asked for; the addresses of objdump's listing are those of the object that has the most
+    matched = {ob: [(ins[addr], v) for addr, v in c.items() if addr in ins and want.search(ins[addr][2] or "")] for ob, c in cost.items()}
+    counted = max(matched.values(), key=lambda m: sum(v for _, v in m), default=[])
+    if not counted:
         sys.exit(f"instruction_mix: no executed instruction of {a.callgrind} lies in a function matching '{a.functions}' of {a.objdump}")
     by_kind, by_group, by_group_kind = collections.Counter(), collections.Counter(), collections.defaultdict(collections.Counter)
-    counted = [(ins[addr], v) for addr, v in cost[best[1]].items() if addr in ins and want.search(ins[addr][2] or "")]
     plain = demangle(i[2] for i, _ in counted)
     for i, v in counted:
         k, g = kind(i[0], i[1]), group(plain[i[2]])
