@@ -10,7 +10,9 @@
 #include "quadruped_minicheetah_floating_fd.hpp"
 
 #include <cmath>
+#include <cstring>
 
+#include "nelu/outputs.hpp"
 #include "nelu/trig.hpp"
 
 // GCC: no basic-block vectorization of this file's scalar straight-line code (nelu/trig.hpp)
@@ -759,37 +761,20 @@ struct quadruped_minicheetah_floating_fd_work {
     T t4130;
     T t4132;
     T t4134;
-    T t4270;
-    T t4273;
-    T t4279;
-    T t4286;
-    T t4295;
-    T t4306;
     T t4307;
     T t4308;
     T t4312;
     T t4314;
     T t4317;
-    T t4332;
-    T t4360;
-    T t4378;
     T t4379;
     T t4381;
-    T t4396;
     T t4400;
     T t4401;
     T t4405;
     T t4409;
     T t4411;
     T t4412;
-    T t4424;
-    T t4442;
-    T t4461;
-    T t4489;
-    T t4507;
-    T t4523;
-    T t4551;
-    T t4569;
+    T kept[18];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
 };
 
 template <class T>
@@ -4033,58 +4018,58 @@ int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* i
     const T t4266 = w.t3206 * t4263;
     const T t4268 = t4265 + t4266;
     const T t4269 = T(1) / w.t3210;
-    w.t4270 = t4268 * t4269;  // x: qdd[root_joint].5
-    const T t4271 = w.t3197 * w.t4270;
+    w.kept[5] = t4268 * t4269;  // t4270: x: qdd[root_joint].5
+    const T t4271 = w.t3197 * w.kept[5];
     const T t4272 = t4263 + t4271;
-    w.t4273 = w.t3205 * t4272;  // x: qdd[root_joint].4
-    const T t4274 = w.t3173 * w.t4273;
+    w.kept[4] = w.t3205 * t4272;  // t4273: x: qdd[root_joint].4
+    const T t4274 = w.t3173 * w.kept[4];
     const T t4276 = t4256 + t4274;
-    const T t4277 = w.t3176 * w.t4270;
+    const T t4277 = w.t3176 * w.kept[5];
     const T t4278 = t4276 - t4277;
-    w.t4279 = w.t3189 * t4278;  // x: qdd[root_joint].3
-    const T t4280 = w.t3140 * w.t4279;
+    w.kept[3] = w.t3189 * t4278;  // t4279: x: qdd[root_joint].3
+    const T t4280 = w.t3140 * w.kept[3];
     const T t4281 = t4248 - t4280;
-    const T t4282 = w.t3142 * w.t4273;
+    const T t4282 = w.t3142 * w.kept[4];
     const T t4283 = t4281 - t4282;
-    const T t4284 = w.t3144 * w.t4270;
+    const T t4284 = w.t3144 * w.kept[5];
     const T t4285 = t4283 - t4284;
-    w.t4286 = w.t3168 * t4285;  // x: y2[RL_abad_link].wx
-    const T t4287 = w.t3092 * w.t4286;
+    w.kept[2] = w.t3168 * t4285;  // t4286: x: y2[RL_abad_link].wx
+    const T t4287 = w.t3092 * w.kept[2];
     const T t4288 = t4238 - t4287;
-    const T t4289 = w.t3094 * w.t4279;
+    const T t4289 = w.t3094 * w.kept[3];
     const T t4290 = t4288 - t4289;
-    const T t4291 = w.t3096 * w.t4273;
+    const T t4291 = w.t3096 * w.kept[4];
     const T t4292 = t4290 - t4291;
-    const T t4293 = w.t3098 * w.t4270;
+    const T t4293 = w.t3098 * w.kept[5];
     const T t4294 = t4292 - t4293;
-    w.t4295 = w.t3135 * t4294;  // x: y1[RL_abad_link].wy
-    const T t4296 = w.t3055 * w.t4295;
+    w.kept[1] = w.t3135 * t4294;  // t4295: x: y1[RL_abad_link].wy
+    const T t4296 = w.t3055 * w.kept[1];
     const T t4297 = t4224 - t4296;
-    const T t4298 = w.t3034 * w.t4286;
+    const T t4298 = w.t3034 * w.kept[2];
     const T t4299 = t4297 - t4298;
-    const T t4300 = w.t3015 * w.t4279;
+    const T t4300 = w.t3015 * w.kept[3];
     const T t4301 = t4299 - t4300;
-    const T t4302 = w.t3035 * w.t4273;
+    const T t4302 = w.t3035 * w.kept[4];
     const T t4303 = t4301 - t4302;
-    const T t4304 = w.t3056 * w.t4270;
+    const T t4304 = w.t3056 * w.kept[5];
     const T t4305 = t4303 - t4304;
-    w.t4306 = w.t3087 * t4305;  // x: y2[RL_abad_link].wz
-    w.t4307 = w.t943 + w.t4270;  // x: a[body].vz
-    w.t4308 = w.t942 + w.t4273;  // x: a[body].vy
-    const T t4309 = w.t941 + w.t4279;  // x: a[body].vx
-    const T t4310 = T(0.049000000000000002) * w.t4306;
-    const T t4311 = T(0.19) * w.t4295;
+    w.kept[0] = w.t3087 * t4305;  // t4306: x: y2[RL_abad_link].wz
+    w.t4307 = w.t943 + w.kept[5];  // x: a[body].vz
+    w.t4308 = w.t942 + w.kept[4];  // x: a[body].vy
+    const T t4309 = w.t941 + w.kept[3];  // x: a[body].vx
+    const T t4310 = T(0.049000000000000002) * w.kept[0];
+    const T t4311 = T(0.19) * w.kept[1];
     w.t4312 = t4310 + t4311;
     const T t4313 = w.t4307 - w.t4312;  // x: y2[FR_abad_link].vx
-    w.t4314 = T(0.19) * w.t4286;
+    w.t4314 = T(0.19) * w.kept[2];
     const T t4315 = w.t4308 + w.t4314;  // x: y1[FL_abad_link].vy
-    const T t4316 = T(0.049000000000000002) * w.t4286;
+    const T t4316 = T(0.049000000000000002) * w.kept[2];
     w.t4317 = t4309 + t4316;  // x: y1[RR_thigh_link].vy
-    const T t4318 = w.t2796 * w.t4286;
+    const T t4318 = w.t2796 * w.kept[2];
     const T t4319 = t4141 - t4318;
-    const T t4320 = w.t2801 * w.t4295;
+    const T t4320 = w.t2801 * w.kept[1];
     const T t4322 = t4319 + t4320;
-    const T t4323 = w.t2777 * w.t4306;
+    const T t4323 = w.t2777 * w.kept[0];
     const T t4324 = t4322 - t4323;
     const T t4325 = w.t2813 * t4313;
     const T t4327 = t4324 - t4325;
@@ -4092,19 +4077,19 @@ int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* i
     const T t4329 = t4327 + t4328;
     const T t4330 = w.t2745 * w.t4317;
     const T t4331 = t4329 - t4330;
-    w.t4332 = w.t2878 * t4331;  // x: qdd[FR_abad_joint]
+    w.kept[6] = w.t2878 * t4331;  // t4332: x: qdd[FR_abad_joint]
     const T t4333 = w.t63 * t4313;
     const T t4334 = w.t90 - t4333;
     const T t4335 = w.t64 * t4315;
     const T t4336 = t4334 + t4335;
-    const T t4337 = w.t4306 + w.t4332;  // x: y2[FR_thigh_link].wy
-    const T t4338 = w.t64 * w.t4286;
+    const T t4337 = w.kept[0] + w.kept[6];  // x: y2[FR_thigh_link].wy
+    const T t4338 = w.t64 * w.kept[2];
     const T t4339 = w.t89 + t4338;
-    const T t4340 = w.t63 * w.t4295;
+    const T t4340 = w.t63 * w.kept[1];
     const T t4341 = t4339 + t4340;  // x: y2[FR_thigh_link].wz
-    const T t4342 = w.t63 * w.t4286;
+    const T t4342 = w.t63 * w.kept[2];
     const T t4343 = w.t88 - t4342;
-    const T t4344 = w.t64 * w.t4295;
+    const T t4344 = w.t64 * w.kept[1];
     const T t4345 = t4343 + t4344;
     const T t4346 = T(0.062) * t4345;
     const T t4347 = w.t4317 - t4346;  // x: y2[FR_thigh_link].vy
@@ -4120,7 +4105,7 @@ int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* i
     const T t4357 = t4355 + t4356;
     const T t4358 = w.t2661 * t4347;
     const T t4359 = t4357 + t4358;
-    w.t4360 = w.t2703 * t4359;  // x: qdd[FR_hip_joint]
+    w.kept[7] = w.t2703 * t4359;  // t4360: x: qdd[FR_hip_joint]
     const T t4361 = w.t146 * t4349;
     const T t4362 = t4361 - w.t169;
     const T t4363 = w.t145 * t4347;
@@ -4129,7 +4114,7 @@ int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* i
     const T t4366 = w.t168 + t4365;
     const T t4367 = w.t146 * t4347;
     const T t4368 = t4366 - t4367;  // x: y1[FR_shank_link].vx
-    const T t4369 = t4341 + w.t4360;  // x: y1[FR_shank_link].wz
+    const T t4369 = t4341 + w.kept[7];  // x: y1[FR_shank_link].wz
     const T t4370 = T(0.20899999999999999) * t4369;
     const T t4371 = t4370 - t4364;  // x: y1[FR_shank_link].vy
     const T t4372 = T(0.00048614399999999999) * t4369;
@@ -4138,15 +4123,15 @@ int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* i
     const T t4375 = t4373 + t4374;
     const T t4376 = w.t2573 * t4371;
     const T t4377 = t4375 - t4376;
-    w.t4378 = t4377 / T(0.00048614399999999999);  // x: qdd[FR_knee_joint]
+    w.kept[8] = t4377 / T(0.00048614399999999999);  // t4378: x: qdd[FR_knee_joint]
     w.t4379 = t4311 - t4310;
     const T t4380 = w.t4307 - w.t4379;  // x: y2[FL_abad_link].vx
     w.t4381 = t4309 - t4316;  // x: y1[RL_thigh_link].vy
-    const T t4382 = w.t2297 * w.t4286;
+    const T t4382 = w.t2297 * w.kept[2];
     const T t4383 = w.t3908 - t4382;
-    const T t4384 = w.t2303 * w.t4295;
+    const T t4384 = w.t2303 * w.kept[1];
     const T t4386 = t4383 + t4384;
-    const T t4387 = w.t2276 * w.t4306;
+    const T t4387 = w.t2276 * w.kept[0];
     const T t4388 = t4386 - t4387;
     const T t4389 = w.t2314 * t4380;
     const T t4391 = t4388 - t4389;
@@ -4154,19 +4139,19 @@ int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* i
     const T t4393 = t4391 + t4392;
     const T t4394 = w.t2244 * w.t4381;
     const T t4395 = t4393 - t4394;
-    w.t4396 = w.t2378 * t4395;  // x: qdd[FL_abad_joint]
+    w.kept[9] = w.t2378 * t4395;  // t4396: x: qdd[FL_abad_joint]
     const T t4397 = w.t295 * t4380;
     const T t4398 = w.t316 - t4397;
     const T t4399 = w.t296 * t4315;
     w.t4400 = t4398 + t4399;
-    w.t4401 = w.t4306 + w.t4396;  // x: y2[FL_thigh_link].wy
-    const T t4402 = w.t296 * w.t4286;
+    w.t4401 = w.kept[0] + w.kept[9];  // x: y2[FL_thigh_link].wy
+    const T t4402 = w.t296 * w.kept[2];
     const T t4403 = w.t315 + t4402;
-    const T t4404 = w.t295 * w.t4295;
+    const T t4404 = w.t295 * w.kept[1];
     w.t4405 = t4403 + t4404;  // x: y2[FL_thigh_link].wz
-    const T t4406 = w.t295 * w.t4286;
+    const T t4406 = w.t295 * w.kept[2];
     const T t4407 = w.t314 - t4406;
-    const T t4408 = w.t296 * w.t4295;
+    const T t4408 = w.t296 * w.kept[1];
     w.t4409 = t4407 + t4408;
     const T t4410 = T(0.062) * w.t4409;
     w.t4411 = w.t4381 + t4410;  // x: y2[FL_thigh_link].vy
@@ -4190,7 +4175,7 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4421 = t4419 - t4420;
     const T t4422 = w.t2162 * w.t4411;
     const T t4423 = t4421 + t4422;
-    w.t4424 = w.t2204 * t4423;  // x: qdd[FL_hip_joint]
+    w.kept[10] = w.t2204 * t4423;  // t4424: x: qdd[FL_hip_joint]
     const T t4425 = w.t366 * t4413;
     const T t4426 = w.t388 + t4425;
     const T t4427 = w.t365 * w.t4411;
@@ -4199,7 +4184,7 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4430 = t4429 - w.t387;
     const T t4431 = w.t366 * w.t4411;
     const T t4432 = t4430 + t4431;
-    const T t4433 = w.t4405 + w.t4424;  // x: y1[FL_shank_link].wz
+    const T t4433 = w.t4405 + w.kept[10];  // x: y1[FL_shank_link].wz
     const T t4434 = T(0.20899999999999999) * t4433;
     const T t4435 = t4428 + t4434;  // x: y1[FL_shank_link].vy
     const T t4436 = T(0.00048614399999999999) * t4433;
@@ -4208,14 +4193,14 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4439 = t4437 - t4438;
     const T t4440 = w.t2074 * t4435;
     const T t4441 = t4439 - t4440;
-    w.t4442 = t4441 / T(0.00048614399999999999);  // x: qdd[FL_knee_joint]
+    w.kept[11] = t4441 / T(0.00048614399999999999);  // t4442: x: qdd[FL_knee_joint]
     const T t4445 = w.t4307 + w.t4379;  // x: y2[RR_abad_link].vx
     const T t4446 = w.t4314 - w.t4308;  // x: y2[RL_abad_link].vy
-    const T t4447 = w.t1790 * w.t4286;
+    const T t4447 = w.t1790 * w.kept[2];
     const T t4448 = w.t3678 - t4447;
-    const T t4449 = w.t1795 * w.t4295;
+    const T t4449 = w.t1795 * w.kept[1];
     const T t4451 = t4448 + t4449;
-    const T t4452 = w.t1771 * w.t4306;
+    const T t4452 = w.t1771 * w.kept[0];
     const T t4453 = t4451 - t4452;
     const T t4454 = w.t1807 * t4445;
     const T t4456 = t4453 - t4454;
@@ -4223,19 +4208,19 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4458 = t4456 - t4457;
     const T t4459 = w.t1739 * w.t4317;
     const T t4460 = t4458 - t4459;
-    w.t4461 = w.t1872 * t4460;  // x: qdd[RR_abad_joint]
+    w.kept[12] = w.t1872 * t4460;  // t4461: x: qdd[RR_abad_joint]
     const T t4462 = w.t499 * t4445;
     const T t4463 = w.t521 + t4462;
     const T t4464 = w.t500 * t4446;
     const T t4465 = t4463 + t4464;  // x: y1[RR_thigh_link].vx
-    const T t4466 = w.t4306 + w.t4461;  // x: y2[RR_thigh_link].wy
-    const T t4467 = w.t500 * w.t4286;
+    const T t4466 = w.kept[0] + w.kept[12];  // x: y2[RR_thigh_link].wy
+    const T t4467 = w.t500 * w.kept[2];
     const T t4468 = w.t520 + t4467;
-    const T t4469 = w.t499 * w.t4295;
+    const T t4469 = w.t499 * w.kept[1];
     const T t4470 = t4468 + t4469;  // x: y2[RR_thigh_link].wz
-    const T t4471 = w.t499 * w.t4286;
+    const T t4471 = w.t499 * w.kept[2];
     const T t4472 = w.t519 - t4471;
-    const T t4473 = w.t500 * w.t4295;
+    const T t4473 = w.t500 * w.kept[1];
     const T t4474 = t4472 + t4473;
     const T t4475 = T(0.062) * t4474;
     const T t4476 = w.t4317 - t4475;  // x: y2[RR_thigh_link].vy
@@ -4251,7 +4236,7 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4486 = t4484 - t4485;
     const T t4487 = w.t1655 * t4476;
     const T t4488 = t4486 + t4487;
-    w.t4489 = w.t1697 * t4488;  // x: qdd[RR_hip_joint]
+    w.kept[13] = w.t1697 * t4488;  // t4489: x: qdd[RR_hip_joint]
     const T t4490 = w.t569 * t4478;
     const T t4491 = w.t593 + t4490;
     const T t4492 = w.t568 * t4476;
@@ -4260,7 +4245,7 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4495 = t4494 - w.t592;
     const T t4496 = w.t569 * t4476;
     const T t4497 = t4495 + t4496;
-    const T t4498 = t4470 + w.t4489;  // x: y1[RR_shank_link].wz
+    const T t4498 = t4470 + w.kept[13];  // x: y1[RR_shank_link].wz
     const T t4499 = T(0.20899999999999999) * t4498;
     const T t4500 = t4493 + t4499;  // x: y1[RR_shank_link].vy
     const T t4501 = T(0.00048614399999999999) * t4498;
@@ -4269,13 +4254,13 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4504 = t4502 - t4503;
     const T t4505 = w.t1567 * t4500;
     const T t4506 = t4504 - t4505;
-    w.t4507 = t4506 / T(0.00048614399999999999);  // x: qdd[RR_knee_joint]
+    w.kept[14] = t4506 / T(0.00048614399999999999);  // t4507: x: qdd[RR_knee_joint]
     const T t4508 = w.t4307 + w.t4312;  // x: y2[RL_abad_link].vx
-    const T t4509 = w.t1322 * w.t4286;
+    const T t4509 = w.t1322 * w.kept[2];
     const T t4510 = w.t3445 - t4509;
-    const T t4511 = w.t1328 * w.t4295;
+    const T t4511 = w.t1328 * w.kept[1];
     const T t4513 = t4510 + t4511;
-    const T t4514 = w.t1300 * w.t4306;
+    const T t4514 = w.t1300 * w.kept[0];
     const T t4515 = t4513 - t4514;
     const T t4516 = w.t1339 * t4508;
     const T t4518 = t4515 - t4516;
@@ -4283,19 +4268,19 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4520 = t4518 - t4519;
     const T t4521 = w.t1268 * w.t4381;
     const T t4522 = t4520 - t4521;
-    w.t4523 = w.t1403 * t4522;  // x: qdd[RL_abad_joint]
+    w.kept[15] = w.t1403 * t4522;  // t4523: x: qdd[RL_abad_joint]
     const T t4524 = w.t719 * t4508;
     const T t4525 = w.t738 + t4524;
     const T t4526 = w.t720 * t4446;
     const T t4527 = t4525 + t4526;  // x: y1[RL_thigh_link].vx
-    const T t4528 = w.t4306 + w.t4523;  // x: y2[RL_thigh_link].wy
-    const T t4529 = w.t720 * w.t4286;
+    const T t4528 = w.kept[0] + w.kept[15];  // x: y2[RL_thigh_link].wy
+    const T t4529 = w.t720 * w.kept[2];
     const T t4530 = w.t737 + t4529;
-    const T t4531 = w.t719 * w.t4295;
+    const T t4531 = w.t719 * w.kept[1];
     const T t4532 = t4530 + t4531;  // x: y2[RL_thigh_link].wz
-    const T t4533 = w.t719 * w.t4286;
+    const T t4533 = w.t719 * w.kept[2];
     const T t4534 = w.t736 - t4533;
-    const T t4535 = w.t720 * w.t4295;
+    const T t4535 = w.t720 * w.kept[1];
     const T t4536 = t4534 + t4535;
     const T t4537 = T(0.062) * t4536;
     const T t4538 = w.t4381 + t4537;  // x: y2[RL_thigh_link].vy
@@ -4311,7 +4296,7 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4548 = t4546 - t4547;
     const T t4549 = w.t1186 * t4538;
     const T t4550 = t4548 + t4549;
-    w.t4551 = w.t1228 * t4550;  // x: qdd[RL_hip_joint]
+    w.kept[16] = w.t1228 * t4550;  // t4551: x: qdd[RL_hip_joint]
     const T t4552 = w.t786 * t4540;
     const T t4553 = w.t810 + t4552;
     const T t4554 = w.t785 * t4538;
@@ -4320,7 +4305,7 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4557 = t4556 - w.t809;
     const T t4558 = w.t786 * t4538;
     const T t4559 = t4557 + t4558;
-    const T t4560 = t4532 + w.t4551;  // x: y1[RL_shank_link].wz
+    const T t4560 = t4532 + w.kept[16];  // x: y1[RL_shank_link].wz
     const T t4561 = T(0.20899999999999999) * t4560;
     const T t4562 = t4555 + t4561;  // x: y1[RL_shank_link].vy
     const T t4563 = T(0.00048614399999999999) * t4560;
@@ -4329,7 +4314,7 @@ int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* i
     const T t4566 = t4564 - t4565;
     const T t4567 = w.t1097 * t4562;
     const T t4568 = t4566 - t4567;
-    w.t4569 = t4568 / T(0.00048614399999999999);  // x: qdd[RL_knee_joint]
+    w.kept[17] = t4568 / T(0.00048614399999999999);  // t4569: x: qdd[RL_knee_joint]
     return status;
 }
 
@@ -4352,29 +4337,8 @@ int quadruped_minicheetah_floating_fd_impl(const T* q, const T* qd, const T* in,
     if ((status = quadruped_minicheetah_floating_fd_part12(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = quadruped_minicheetah_floating_fd_part13(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs: written only when every one is finite
-    if (!(std::isfinite(w.t4306) && std::isfinite(w.t4295) && std::isfinite(w.t4286) && std::isfinite(w.t4279) &&
-          std::isfinite(w.t4273) && std::isfinite(w.t4270) && std::isfinite(w.t4332) && std::isfinite(w.t4360) &&
-          std::isfinite(w.t4378) && std::isfinite(w.t4396) && std::isfinite(w.t4424) && std::isfinite(w.t4442) &&
-          std::isfinite(w.t4461) && std::isfinite(w.t4489) && std::isfinite(w.t4507) && std::isfinite(w.t4523) &&
-          std::isfinite(w.t4551) && std::isfinite(w.t4569))) return NELU_STATUS_NOT_FINITE;
-    out[0] = w.t4306;
-    out[1] = w.t4295;
-    out[2] = w.t4286;
-    out[3] = w.t4279;
-    out[4] = w.t4273;
-    out[5] = w.t4270;
-    out[6] = w.t4332;
-    out[7] = w.t4360;
-    out[8] = w.t4378;
-    out[9] = w.t4396;
-    out[10] = w.t4424;
-    out[11] = w.t4442;
-    out[12] = w.t4461;
-    out[13] = w.t4489;
-    out[14] = w.t4507;
-    out[15] = w.t4523;
-    out[16] = w.t4551;
-    out[17] = w.t4569;
+    if (!(nelu::all_finite(w.kept))) return NELU_STATUS_NOT_FINITE;
+    std::memcpy(out + 0, w.kept + 0, 18 * sizeof *out);  // out[0..17]
     return NELU_STATUS_OK;
 }
 

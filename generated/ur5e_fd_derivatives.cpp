@@ -14,6 +14,7 @@
 #include <new>
 
 #include "nelu/lanes.hpp"
+#include "nelu/outputs.hpp"
 #include "nelu/trig.hpp"
 
 // GCC: no basic-block vectorization of this file's scalar straight-line code (nelu/trig.hpp)
@@ -1162,16 +1163,6 @@ int ur5e_fd_derivatives_impl(const T* q, const T* qd, const T* in, T* out) {
 /// Values that cross from one part of the solver to a later one.
 template <class T>
 struct ur5e_fd_derivatives_derivatives_work {
-    T t5;
-    T t6;
-    T t55;
-    T t56;
-    T t120;
-    T t121;
-    T t193;
-    T t194;
-    T t265;
-    T t266;
     T t414;
     T t416;
     T t428;
@@ -1179,50 +1170,26 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t415;
     T t418;
     T t419;
-    T t447;
     T t446;
-    T t454;
-    T t457;
-    T t460;
-    T t462;
-    T t506;
-    T t507;
-    T t517;
-    T t530;
-    T t546;
     T t450;
     T t465;
     T t468;
     T t545;
-    T t567;
     T t445;
     T t455;
     T t461;
     T t456;
     T t453;
     T t490;
-    T t586;
     T t452;
     T t458;
     T t576;
-    T t608;
-    T t616;
     T t587;
-    T t628;
-    T t633;
-    T t713;
-    T t714;
-    T t733;
-    T t749;
-    T t764;
-    T t777;
     T t776;
-    T t841;
     T t588;
     T t625;
     T t591;
     T t634;
-    T t867;
     T t585;
     T t596;
     T t600;
@@ -1238,16 +1205,8 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t760;
     T t847;
     T t864;
-    T t896;
-    T t905;
     T t839;
     T t868;
-    T t921;
-    T t983;
-    T t984;
-    T t994;
-    T t1007;
-    T t1019;
     T t861;
     T t923;
     T t870;
@@ -1272,9 +1231,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1051;
     T t1048;
     T t1058;
-    T t1079;
-    T t1097;
-    T t1098;
     T t985;
     T t746;
     T t467;
@@ -1299,7 +1255,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t903;
     T t1065;
     T t1077;
-    T t1446;
     T t8;
     T t9;
     T t20;
@@ -1409,8 +1364,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1092;
     T t1057;
     T t1072;
-    T t1447;
-    T t1453;
     T t1458;
     T t1459;
     T t1456;
@@ -1418,7 +1371,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1455;
     T t1454;
     T t1485;
-    T t1500;
     T t1517;
     T t1513;
     T t1509;
@@ -1427,21 +1379,14 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1504;
     T t1572;
     T t1568;
-    T t1591;
     T t1610;
     T t1602;
     T t1606;
     T t1601;
     T t1653;
     T t1651;
-    T t1665;
     T t1678;
-    T t1716;
-    T t1790;
-    T t1791;
-    T t1852;
     T t1768;
-    T t1853;
     T t1753;
     T t1756;
     T t1807;
@@ -1450,19 +1395,11 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1805;
     T t1810;
     T t1769;
-    T t1854;
     T t1834;
     T t1762;
     T t1759;
     T t1855;
-    T t1856;
-    T t1857;
-    T t1858;
-    T t1862;
-    T t1863;
-    T t1864;
     T t1926;
-    T t2014;
     T t1771;
     T t1984;
     T t1986;
@@ -1478,164 +1415,48 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1928;
     T t1948;
     T t2017;
-    T t2019;
     T t1891;
     T t1954;
     T t2000;
     T t1999;
     T t2006;
     T t2025;
-    T t2026;
-    T t2031;
-    T t2047;
-    T t2048;
-    T t2049;
-    T t2064;
-    T t2066;
-    T t2068;
-    T t2069;
-    T t2075;
     T t2072;
-    T t2197;
     T t2160;
     T t2139;
     T t1779;
     T t2172;
     T t2181;
-    T t2213;
     T t2097;
     T t2129;
     T t2146;
-    T t2226;
-    T t2275;
-    T t2276;
-    T t2277;
-    T t2292;
-    T t2298;
     T t2295;
-    T t2300;
     T t2291;
     T t2306;
     T t2290;
     T t2304;
-    T t2323;
-    T t2326;
-    T t2330;
-    T t2336;
     T t2339;
-    T t2355;
-    T t2358;
-    T t2445;
-    T t2447;
-    T t2449;
-    T t2470;
-    T t2472;
-    T t2474;
-    T t2485;
-    T t2488;
-    T t2520;
-    T t2529;
     T t2495;
     T t2493;
-    T t2546;
-    T t2550;
-    T t2551;
     T t2618;
-    T t2619;
     T t2620;
-    T t2621;
     T t2622;
-    T t2623;
-    T t2645;
     T t2655;
-    T t2656;
     T t2650;
     T t2658;
-    T t2659;
-    T t2691;
-    T t2700;
-    T t2720;
-    T t2723;
-    T t2790;
-    T t2793;
-    T t2866;
-    T t2870;
-    T t2892;
-    T t2923;
-    T t2939;
-    T t2956;
-    T t2959;
-    T t2963;
-    T t3028;
-    T t3034;
-    T t3080;
     T t2624;
-    T t3111;
-    T t3114;
-    T t3120;
-    T t3166;
-    T t3197;
-    T t3198;
-    T t3201;
-    T t3281;
-    T t3284;
-    T t3302;
-    T t3363;
-    T t3367;
-    T t3384;
-    T t3422;
-    T t3444;
-    T t3449;
-    T t3469;
-    T t3473;
-    T t3488;
-    T t3575;
-    T t3581;
-    T t3607;
-    T t3651;
-    T t3681;
     T t2666;
     T t2664;
-    T t3687;
     T t3713;
-    T t3714;
     T t1997;
     T t3715;
-    T t3720;
-    T t3746;
-    T t3818;
-    T t3822;
-    T t3830;
-    T t3833;
-    T t3851;
-    T t3951;
-    T t3955;
-    T t3970;
-    T t4004;
-    T t4033;
-    T t4036;
-    T t4050;
-    T t4056;
-    T t4080;
-    T t4137;
     T t4142;
-    T t4143;
     T t4146;
     T t4150;
     T t4148;
-    T t4169;
     T t4184;
     T t4198;
     T t4177;
-    T t4213;
-    T t4246;
-    T t4251;
-    T t4428;
-    T t4432;
-    T t4447;
-    T t4482;
-    T t4511;
-    T t4518;
     T t5257;
     T t5273;
     T t5335;
@@ -1814,12 +1635,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t5385;
     T t7096;
     T t1777;
-    T t7217;
-    T t7240;
-    T t7247;
-    T t7255;
-    T t7264;
-    T t7276;
     T t6100;
     T t6127;
     T t1566;
@@ -1829,24 +1644,12 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t5281;
     T t6143;
     T t6146;
-    T t7289;
-    T t7312;
-    T t7319;
-    T t7327;
-    T t7336;
-    T t7348;
     T t5389;
     T t5370;
     T t6337;
     T t6668;
     T t1614;
     T t1595;
-    T t7361;
-    T t7384;
-    T t7391;
-    T t7399;
-    T t7408;
-    T t7420;
     T t6393;
     T t6412;
     T t1669;
@@ -1855,12 +1658,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t5460;
     T t1682;
     T t1674;
-    T t7435;
-    T t7460;
-    T t7468;
-    T t7477;
-    T t7486;
-    T t7497;
     T t1728;
     T t5570;
     T t6535;
@@ -1868,12 +1665,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1711;
     T t1724;
     T t5573;
-    T t7509;
-    T t7530;
-    T t7536;
-    T t7544;
-    T t7554;
-    T t7568;
     T t6582;
     T t6037;
     T t6645;
@@ -1885,28 +1676,16 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t7164;
     T t7199;
     T t7579;
-    T t7581;
-    T t7604;
-    T t7611;
-    T t7619;
-    T t7628;
-    T t7639;
     T t5755;
     T t6809;
     T t5391;
     T t7073;
     T t7650;
-    T t7652;
     T t7659;
-    T t7675;
     T t7663;
-    T t7682;
     T t7666;
-    T t7690;
     T t7668;
-    T t7699;
     T t7669;
-    T t7711;
     T t6653;
     T t6215;
     T t6627;
@@ -1915,18 +1694,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6943;
     T t6944;
     T t6945;
-    T t7722;
-    T t7740;
-    T t7747;
-    T t7755;
-    T t7764;
-    T t7776;
-    T t7787;
-    T t7805;
-    T t7812;
-    T t7820;
-    T t7829;
-    T t7841;
     T t6474;
     T t5478;
     T t6478;
@@ -1938,18 +1705,7 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6923;
     T t6993;
     T t6910;
-    T t7854;
-    T t7877;
-    T t7884;
-    T t7892;
-    T t7901;
-    T t7912;
-    T t7924;
-    T t7943;
-    T t7948;
-    T t7955;
-    T t7966;
-    T t7977;
+    T kept[246];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
     nelu::lanes::Splats<T, 46> splats;  // the lane kernels' scalar operands, broadcast (nelu/lanes.hpp)
 };
 
@@ -1959,265 +1715,265 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part0(const T* q, const T* qd, con
     int status = NELU_STATUS_OK;
     // --- kinematics: transforms, velocities, bias terms b
     const nelu::SinCos<T> sc5 = nelu::sincos(q[1]);
-    w.t5 = sc5.c;  // cos of joint shoulder_lift_joint
-    w.t6 = sc5.s;  // sin of joint shoulder_lift_joint
+    w.kept[223] = sc5.c;  // t5: cos of joint shoulder_lift_joint
+    w.kept[222] = sc5.s;  // t6: sin of joint shoulder_lift_joint
     const nelu::SinCos<T> sc55 = nelu::sincos(q[2]);
-    w.t55 = sc55.c;  // cos of joint elbow_joint
-    w.t56 = sc55.s;  // sin of joint elbow_joint
+    w.kept[216] = sc55.c;  // t55: cos of joint elbow_joint
+    w.kept[217] = sc55.s;  // t56: sin of joint elbow_joint
     const nelu::SinCos<T> sc120 = nelu::sincos(q[3]);
-    w.t120 = sc120.c;  // cos of joint wrist_1_joint
-    w.t121 = sc120.s;  // sin of joint wrist_1_joint
+    w.kept[209] = sc120.c;  // t120: cos of joint wrist_1_joint
+    w.kept[210] = sc120.s;  // t121: sin of joint wrist_1_joint
     const nelu::SinCos<T> sc193 = nelu::sincos(q[4]);
-    w.t193 = sc193.c;  // cos of joint wrist_2_joint
-    w.t194 = sc193.s;  // sin of joint wrist_2_joint
+    w.kept[203] = sc193.c;  // t193: cos of joint wrist_2_joint
+    w.kept[204] = sc193.s;  // t194: sin of joint wrist_2_joint
     const nelu::SinCos<T> sc265 = nelu::sincos(q[5]);
-    w.t265 = sc265.c;  // cos of joint wrist_3_joint
-    w.t266 = sc265.s;  // sin of joint wrist_3_joint
+    w.kept[201] = sc265.c;  // t265: cos of joint wrist_3_joint
+    w.kept[202] = sc265.s;  // t266: sin of joint wrist_3_joint
     // --- factorization of P D Q = L U
-    w.t414 = w.t265 * T(0.00023393821456500001);
-    const T t420 = w.t265 * w.t414;
-    w.t416 = w.t266 * T(0.00023393821456500001);
-    const T t423 = w.t266 * w.t416;
+    w.t414 = w.kept[201] * T(0.00023393821456500001);
+    const T t420 = w.kept[201] * w.t414;
+    w.t416 = w.kept[202] * T(0.00023393821456500001);
+    const T t423 = w.kept[202] * w.t416;
     w.t428 = t420 + t423;
-    w.t417 = w.t266 * T(0.00042303500000000005);
-    const T t425 = w.t266 * w.t417;
-    w.t415 = w.t265 * T(0.00042303500000000005);
-    const T t426 = w.t265 * w.t415;
+    w.t417 = w.kept[202] * T(0.00042303500000000005);
+    const T t425 = w.kept[202] * w.t417;
+    w.t415 = w.kept[201] * T(0.00042303500000000005);
+    const T t426 = w.kept[201] * w.t415;
     const T t429 = t425 + t426;
     const T t435 = T(0.099599999999999994) * t429;
     const T t436 = w.t428 - t435;
-    w.t418 = w.t265 * T(0.36499999999999999);
-    const T t430 = w.t265 * w.t418;
-    w.t419 = w.t266 * T(0.36499999999999999);
-    const T t433 = w.t266 * w.t419;
+    w.t418 = w.kept[201] * T(0.36499999999999999);
+    const T t430 = w.kept[201] * w.t418;
+    w.t419 = w.kept[202] * T(0.36499999999999999);
+    const T t433 = w.kept[202] * w.t419;
     const T t434 = t430 + t433;
     const T t437 = T(0.099599999999999994) * t434;
     const T t438 = t437 - t429;
     const T t441 = T(0.099599999999999994) * t438;
     const T t443 = t436 + t441;
-    w.t447 = T(0.0025652192800000003) + t443;  // pivot 49: ((3tau) wrist_2_joint, qdd[wrist_2_joint])
-    if (!(std::fabs(w.t447) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w.kept[242] = T(0.0025652192800000003) + t443;  // t447: pivot 49: ((3tau) wrist_2_joint, qdd[wrist_2_joint])
+    if (!(std::fabs(w.kept[242]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
     w.t446 = T(-0.021242) - t438;
-    w.t454 = w.t193 * w.t446;
-    w.t457 = w.t194 * w.t446;
-    w.t460 = w.t194 * T(3.8235599999999997e-05);
-    w.t462 = w.t193 * T(3.8235599999999997e-05);
-    w.t506 = T(1) / w.t447;
-    w.t507 = w.t460 * w.t506;
-    w.t517 = w.t462 * w.t506;
-    w.t530 = w.t454 * w.t506;
-    w.t546 = w.t457 * w.t506;
+    w.kept[243] = w.kept[203] * w.t446;  // t454
+    w.kept[244] = w.kept[204] * w.t446;  // t457
+    w.kept[240] = w.kept[204] * T(3.8235599999999997e-05);  // t460
+    w.kept[241] = w.kept[203] * T(3.8235599999999997e-05);  // t462
+    w.kept[245] = T(1) / w.kept[242];  // t506
+    w.kept[205] = w.kept[240] * w.kept[245];  // t507
+    w.kept[206] = w.kept[241] * w.kept[245];  // t517
+    w.kept[207] = w.kept[243] * w.kept[245];  // t530
+    w.kept[208] = w.kept[244] * w.kept[245];  // t546
     w.t450 = T(1.3) + t434;
-    w.t465 = w.t193 * w.t450;
-    const T t496 = w.t194 * w.t465;
-    w.t468 = w.t194 * T(1.665);
-    const T t501 = w.t193 * w.t468;
+    w.t465 = w.kept[203] * w.t450;
+    const T t496 = w.kept[204] * w.t465;
+    w.t468 = w.kept[204] * T(1.665);
+    const T t501 = w.kept[203] * w.t468;
     const T t502 = t496 - t501;
-    const T t543 = w.t457 * w.t530;
+    const T t543 = w.kept[244] * w.kept[207];
     w.t545 = t502 - t543;
     const T t566 = T(0.099699999999999997) * w.t545;
-    const T t514 = w.t454 * w.t507;
-    w.t567 = t566 - t514;
+    const T t514 = w.kept[243] * w.kept[205];
+    w.kept[238] = t566 - t514;  // t567
     w.t445 = T(0.0025694312800000002) + t443;
-    w.t455 = w.t194 * w.t445;
-    const T t474 = w.t194 * w.t455;
-    w.t461 = w.t193 * T(0.0013204619999999999);
-    const T t488 = w.t193 * w.t461;
+    w.t455 = w.kept[204] * w.t445;
+    const T t474 = w.kept[204] * w.t455;
+    w.t461 = w.kept[203] * T(0.0013204619999999999);
+    const T t488 = w.kept[203] * w.t461;
     const T t489 = t474 + t488;
-    const T t521 = w.t462 * w.t517;
+    const T t521 = w.kept[241] * w.kept[206];
     const T t522 = t489 - t521;
-    w.t456 = w.t194 * T(0.0023400000000000001);
-    const T t478 = w.t194 * w.t456;
-    w.t453 = w.t193 * T(0.0023400000000000001);
-    const T t480 = w.t193 * w.t453;
+    w.t456 = w.kept[204] * T(0.0023400000000000001);
+    const T t478 = w.kept[204] * w.t456;
+    w.t453 = w.kept[203] * T(0.0023400000000000001);
+    const T t480 = w.kept[203] * w.t453;
     w.t490 = t478 + t480;
-    const T t524 = w.t454 * w.t517;
+    const T t524 = w.kept[243] * w.kept[206];
     const T t525 = w.t490 + t524;
     const T t561 = T(0.099699999999999997) * t525;
     const T t563 = t522 - t561;
-    const T t495 = w.t193 * w.t465;
-    const T t499 = w.t194 * w.t468;
+    const T t495 = w.kept[203] * w.t465;
+    const T t499 = w.kept[204] * w.t468;
     const T t500 = t495 + t499;
-    const T t540 = w.t454 * w.t530;
+    const T t540 = w.kept[243] * w.kept[207];
     const T t542 = t500 - t540;
     const T t564 = T(0.099699999999999997) * t542;
     const T t565 = t564 - t525;
     const T t577 = T(0.099699999999999997) * t565;
     const T t578 = t563 + t577;
-    w.t586 = T(0.002703346472) + t578;  // pivot 86: ((3tau) wrist_1_joint, qdd[wrist_1_joint])
-    if (!(std::fabs(w.t586) >= T(1e-08))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t452 = w.t193 * w.t445;
-    const T t472 = w.t194 * w.t452;
-    w.t458 = w.t194 * T(0.0013204619999999999);
-    const T t485 = w.t193 * w.t458;
+    w.kept[235] = T(0.002703346472) + t578;  // t586: pivot 86: ((3tau) wrist_1_joint, qdd[wrist_1_joint])
+    if (!(std::fabs(w.kept[235]) >= T(1e-08))) status = NELU_STATUS_SMALL_PIVOT;
+    w.t452 = w.kept[203] * w.t445;
+    const T t472 = w.kept[204] * w.t452;
+    w.t458 = w.kept[204] * T(0.0013204619999999999);
+    const T t485 = w.kept[203] * w.t458;
     const T t486 = t472 - t485;
-    const T t511 = w.t462 * w.t507;
+    const T t511 = w.kept[241] * w.kept[205];
     const T t512 = t486 + t511;
     const T t559 = T(0.099699999999999997) * t514;
     const T t560 = t512 + t559;
-    const T t575 = T(0.099699999999999997) * w.t567;
+    const T t575 = T(0.099699999999999997) * w.kept[238];
     w.t576 = t560 - t575;
-    const T t593 = w.t120 * w.t576;
-    const T t606 = w.t121 * T(4.0294440000000001e-05);
-    w.t608 = t593 + t606;
-    const T t599 = w.t121 * w.t576;
-    const T t614 = w.t120 * T(4.0294440000000001e-05);
-    w.t616 = t599 - t614;
-    const T t627 = w.t121 * w.t457;
+    const T t593 = w.kept[209] * w.t576;
+    const T t606 = w.kept[210] * T(4.0294440000000001e-05);
+    w.kept[233] = t593 + t606;  // t608
+    const T t599 = w.kept[210] * w.t576;
+    const T t614 = w.kept[209] * T(4.0294440000000001e-05);
+    w.kept[234] = t599 - t614;  // t616
+    const T t627 = w.kept[210] * w.kept[244];
     w.t587 = T(0.022385800000000001) + t565;
-    const T t621 = w.t120 * w.t587;
-    w.t628 = t627 - t621;
-    const T t624 = w.t121 * w.t587;
-    const T t632 = w.t120 * w.t457;
-    w.t633 = t624 + t632;
-    w.t713 = T(1) / w.t586;
-    w.t714 = w.t608 * w.t713;
-    w.t733 = w.t616 * w.t713;
-    w.t749 = w.t628 * w.t713;
-    w.t764 = w.t633 * w.t713;
-    w.t777 = w.t567 * w.t713;
-    const T t775 = w.t567 * w.t764;
-    const T t626 = w.t121 * w.t545;
+    const T t621 = w.kept[209] * w.t587;
+    w.kept[236] = t627 - t621;  // t628
+    const T t624 = w.kept[210] * w.t587;
+    const T t632 = w.kept[209] * w.kept[244];
+    w.kept[237] = t624 + t632;  // t633
+    w.kept[239] = T(1) / w.kept[235];  // t713
+    w.kept[211] = w.kept[233] * w.kept[239];  // t714
+    w.kept[212] = w.kept[234] * w.kept[239];  // t733
+    w.kept[213] = w.kept[236] * w.kept[239];  // t749
+    w.kept[214] = w.kept[237] * w.kept[239];  // t764
+    w.kept[215] = w.kept[238] * w.kept[239];  // t777
+    const T t775 = w.kept[238] * w.kept[214];
+    const T t626 = w.kept[210] * w.t545;
     w.t776 = t775 - t626;
-    w.t841 = T(0.39219999999999999) * w.t776;
+    w.kept[231] = T(0.39219999999999999) * w.t776;  // t841
     w.t588 = T(1.3700000000000001) + t542;
-    w.t625 = w.t121 * w.t588;
-    const T t687 = w.t121 * w.t625;
+    w.t625 = w.kept[210] * w.t588;
+    const T t687 = w.kept[210] * w.t625;
     w.t591 = T(1.3700000000000001) + w.t450;
-    w.t634 = w.t120 * w.t591;
-    const T t710 = w.t120 * w.t634;
+    w.t634 = w.kept[209] * w.t591;
+    const T t710 = w.kept[209] * w.t634;
     const T t711 = t687 + t710;
-    const T t772 = w.t633 * w.t764;
+    const T t772 = w.kept[237] * w.kept[214];
     const T t774 = t711 - t772;
     const T t840 = T(0.39219999999999999) * t774;
     const T t866 = T(0.39219999999999999) * t840;
-    w.t867 = T(0.20483351684000001) + t866;  // pivot 123: ((3tau) elbow_joint, qdd[elbow_joint])
-    if (!(std::fabs(w.t867) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
+    w.kept[229] = T(0.20483351684000001) + t866;  // t867: pivot 123: ((3tau) elbow_joint, qdd[elbow_joint])
+    if (!(std::fabs(w.kept[229]) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
     const T t810 = T(0.1333) * t774;
-    w.t585 = T(0.0024660000000000003) + w.t454;
-    w.t596 = w.t120 * w.t585;
-    w.t600 = w.t121 * w.t567;
+    w.t585 = T(0.0024660000000000003) + w.kept[243];
+    w.t596 = w.kept[209] * w.t585;
+    w.t600 = w.kept[210] * w.kept[238];
     w.t631 = w.t596 - w.t600;
-    const T t649 = w.t120 * w.t631;
-    w.t610 = w.t121 * T(0.0024660000000000003);
-    const T t671 = w.t121 * w.t610;
+    const T t649 = w.kept[209] * w.t631;
+    w.t610 = w.kept[210] * T(0.0024660000000000003);
+    const T t671 = w.kept[210] * w.t610;
     const T t673 = t649 + t671;
-    const T t727 = w.t633 * w.t714;
+    const T t727 = w.kept[237] * w.kept[211];
     w.t729 = t673 - t727;
     w.t826 = t810 - w.t729;
     const T t836 = T(0.39219999999999999) * w.t826;
     w.t852 = T(-0.018266481800000001) - t836;
-    const T t884 = w.t55 * w.t852;
-    const T t650 = w.t121 * w.t631;
-    w.t617 = w.t120 * T(0.0024660000000000003);
-    const T t664 = w.t121 * w.t617;
+    const T t884 = w.kept[216] * w.t852;
+    const T t650 = w.kept[210] * w.t631;
+    w.t617 = w.kept[209] * T(0.0024660000000000003);
+    const T t664 = w.kept[210] * w.t617;
     const T t676 = t650 - t664;
-    const T t743 = w.t633 * w.t733;
+    const T t743 = w.kept[237] * w.kept[212];
     w.t745 = t676 - t743;
-    w.t622 = w.t120 * w.t588;
-    const T t685 = w.t121 * w.t622;
-    w.t629 = w.t121 * w.t591;
-    const T t706 = w.t120 * w.t629;
+    w.t622 = w.kept[209] * w.t588;
+    const T t685 = w.kept[210] * w.t622;
+    w.t629 = w.kept[210] * w.t591;
+    const T t706 = w.kept[209] * w.t629;
     const T t708 = t685 - t706;
-    const T t758 = w.t633 * w.t749;
+    const T t758 = w.kept[237] * w.kept[213];
     w.t760 = t708 + t758;
     const T t799 = T(0.1333) * w.t760;
     const T t800 = w.t745 + t799;
-    w.t847 = t800 - w.t841;
+    w.t847 = t800 - w.kept[231];
     w.t864 = T(0.39219999999999999) * w.t847;
-    const T t895 = w.t56 * w.t864;
-    w.t896 = t884 - t895;
-    const T t890 = w.t56 * w.t852;
-    const T t904 = w.t55 * w.t864;
-    w.t905 = t890 + t904;
+    const T t895 = w.kept[217] * w.t864;
+    w.kept[227] = t884 - t895;  // t896
+    const T t890 = w.kept[217] * w.t852;
+    const T t904 = w.kept[216] * w.t864;
+    w.kept[228] = t890 + t904;  // t905
     w.t839 = T(0.39219999999999999) * w.t760;
-    const T t913 = w.t56 * w.t839;
+    const T t913 = w.kept[217] * w.t839;
     w.t868 = T(0.68930120000000006) + t840;
-    const T t920 = w.t55 * w.t868;
-    w.t921 = t913 + t920;
-    w.t983 = T(1) / w.t867;
-    w.t984 = w.t896 * w.t983;
-    w.t994 = w.t905 * w.t983;
-    w.t1007 = w.t921 * w.t983;
-    w.t1019 = w.t841 * w.t983;
-    const T t684 = w.t120 * w.t622;
-    const T t703 = w.t121 * w.t629;
+    const T t920 = w.kept[216] * w.t868;
+    w.kept[230] = t913 + t920;  // t921
+    w.kept[232] = T(1) / w.kept[229];  // t983
+    w.kept[218] = w.kept[227] * w.kept[232];  // t984
+    w.kept[219] = w.kept[228] * w.kept[232];  // t994
+    w.kept[220] = w.kept[230] * w.kept[232];  // t1007
+    w.kept[221] = w.kept[231] * w.kept[232];  // t1019
+    const T t684 = w.kept[209] * w.t622;
+    const T t703 = w.kept[210] * w.t629;
     const T t705 = t684 + t703;
-    const T t755 = w.t628 * w.t749;
+    const T t755 = w.kept[236] * w.kept[213];
     const T t757 = t705 - t755;
     w.t861 = T(2.8460000000000001) + t757;
-    const T t914 = w.t56 * w.t861;
-    const T t922 = w.t55 * w.t760;
+    const T t914 = w.kept[217] * w.t861;
+    const T t922 = w.kept[216] * w.t760;
     w.t923 = t914 + t922;
-    const T t958 = w.t56 * w.t923;
-    const T t915 = w.t56 * w.t760;
+    const T t958 = w.kept[217] * w.t923;
+    const T t915 = w.kept[217] * w.t760;
     w.t870 = T(2.8460000000000001) + t774;
-    const T t924 = w.t55 * w.t870;
+    const T t924 = w.kept[216] * w.t870;
     w.t925 = t915 + t924;
-    const T t974 = w.t55 * w.t925;
+    const T t974 = w.kept[216] * w.t925;
     const T t975 = t958 + t974;
-    const T t1015 = w.t921 * w.t1007;
+    const T t1015 = w.kept[230] * w.kept[220];
     const T t1016 = t975 - t1015;
     w.t1039 = T(0.42499999999999999) * t1016;
     const T t1059 = T(0.42499999999999999) * w.t1039;
     const T t1060 = T(0.49241094949999997) + t1059;  // pivot 148: ((3tau) shoulder_lift_joint, qdd[shoulder_lift_joint])
     if (!(std::fabs(t1060) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
-    const T t991 = w.t921 * w.t984;
+    const T t991 = w.kept[230] * w.kept[218];
     w.t853 = T(-0.075419) - w.t826;
-    w.t886 = w.t55 * w.t853;
-    w.t594 = w.t120 * w.t567;
-    w.t602 = w.t121 * w.t585;
+    w.t886 = w.kept[216] * w.t853;
+    w.t594 = w.kept[209] * w.kept[238];
+    w.t602 = w.kept[210] * w.t585;
     w.t643 = w.t594 + w.t602;
-    const T t645 = w.t120 * w.t643;
+    const T t645 = w.kept[209] * w.t643;
     const T t666 = t664 - t645;
-    const T t724 = w.t628 * w.t714;
+    const T t724 = w.kept[236] * w.kept[211];
     const T t726 = t666 + t724;
     w.t809 = t726 - t799;
-    w.t891 = w.t56 * w.t809;
+    w.t891 = w.kept[217] * w.t809;
     w.t918 = w.t886 + w.t891;
-    const T t933 = w.t55 * w.t918;
-    const T t740 = w.t628 * w.t733;
-    const T t647 = w.t121 * w.t643;
-    const T t667 = w.t120 * w.t617;
+    const T t933 = w.kept[216] * w.t918;
+    const T t740 = w.kept[236] * w.kept[212];
+    const T t647 = w.kept[210] * w.t643;
+    const T t667 = w.kept[209] * w.t617;
     const T t669 = t647 + t667;
     w.t742 = t740 - t669;
     const T t797 = T(0.1333) * t757;
     w.t798 = w.t742 + t797;
-    const T t623 = w.t120 * w.t545;
-    const T t761 = w.t567 * w.t749;
+    const T t623 = w.kept[209] * w.t545;
+    const T t761 = w.kept[238] * w.kept[213];
     w.t762 = t623 + t761;
     const T t845 = T(0.39219999999999999) * w.t762;
     const T t858 = w.t798 + t845;
     w.t860 = T(0.075419) + t858;
-    w.t897 = w.t56 * w.t860;
-    w.t908 = w.t55 * w.t847;
+    w.t897 = w.kept[217] * w.t860;
+    w.t908 = w.kept[216] * w.t847;
     w.t919 = w.t897 + w.t908;
-    const T t947 = w.t56 * w.t919;
+    const T t947 = w.kept[217] * w.t919;
     const T t948 = t933 - t947;
     w.t992 = t991 - t948;
     const T t1035 = T(0.42499999999999999) * w.t992;
     w.t1051 = T(-0.194109162) - t1035;
-    const T t1070 = w.t6 * w.t1051;
-    const T t934 = w.t56 * w.t918;
-    const T t949 = w.t55 * w.t919;
+    const T t1070 = w.kept[222] * w.t1051;
+    const T t934 = w.kept[217] * w.t918;
+    const T t949 = w.kept[216] * w.t919;
     const T t950 = t934 + t949;
-    const T t1002 = w.t921 * w.t994;
+    const T t1002 = w.kept[230] * w.kept[219];
     const T t1003 = t950 - t1002;
-    const T t926 = w.t55 * w.t776;
-    const T t916 = w.t56 * w.t762;
+    const T t926 = w.kept[216] * w.t776;
+    const T t916 = w.kept[217] * w.t762;
     const T t927 = t926 - t916;
-    const T t1017 = w.t841 * w.t1007;
+    const T t1017 = w.kept[231] * w.kept[220];
     const T t1018 = t927 - t1017;
     const T t1040 = T(0.42499999999999999) * t1018;
     w.t1048 = t1003 - t1040;
     w.t1058 = T(0.42499999999999999) * w.t1048;
-    const T t1078 = w.t5 * w.t1058;
-    w.t1079 = t1070 + t1078;
-    w.t1097 = T(1) / t1060;
-    w.t1098 = w.t1079 * w.t1097;
-    w.t985 = w.t896 * w.t984;
-    w.t746 = w.t567 * w.t733;
-    w.t467 = w.t194 * w.t450;
+    const T t1078 = w.kept[223] * w.t1058;
+    w.kept[225] = t1070 + t1078;  // t1079
+    w.kept[226] = T(1) / t1060;  // t1097
+    w.kept[224] = w.kept[225] * w.kept[226];  // t1098
+    w.t985 = w.kept[227] * w.kept[218];
+    w.t746 = w.kept[238] * w.kept[212];
+    w.t467 = w.kept[204] * w.t450;
     return status;
 }
 
@@ -2226,38 +1982,38 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- factorization of P D Q = L U
-    const T t498 = w.t194 * w.t467;
-    w.t469 = w.t193 * T(1.665);
-    const T t504 = w.t193 * w.t469;
+    const T t498 = w.kept[204] * w.t467;
+    w.t469 = w.kept[203] * T(1.665);
+    const T t504 = w.kept[203] * w.t469;
     const T t505 = t498 + t504;
-    const T t556 = w.t457 * w.t546;
+    const T t556 = w.kept[244] * w.kept[208];
     const T t558 = t505 - t556;
     const T t573 = T(0.099699999999999997) * t558;
-    const T t515 = w.t457 * w.t507;
+    const T t515 = w.kept[244] * w.kept[205];
     const T t516 = w.t490 + t515;
     const T t579 = t573 - t516;
     w.t589 = T(-0.022385800000000001) - t579;
-    const T t603 = w.t121 * w.t589;
+    const T t603 = w.kept[210] * w.t589;
     const T t747 = w.t746 - t603;
     const T t801 = T(0.1333) * w.t762;
     const T t803 = t747 - t801;
     const T t844 = T(0.39219999999999999) * t803;
-    const T t471 = w.t193 * w.t452;
-    const T t483 = w.t194 * w.t458;
+    const T t471 = w.kept[203] * w.t452;
+    const T t483 = w.kept[204] * w.t458;
     const T t484 = t471 + t483;
-    const T t508 = w.t460 * w.t507;
+    const T t508 = w.kept[240] * w.kept[205];
     const T t510 = t484 - t508;
     const T t568 = T(0.099699999999999997) * t516;
     const T t569 = t510 - t568;
     const T t580 = T(0.099699999999999997) * t579;
     const T t581 = t569 + t580;
     w.t584 = T(0.0027077852719999997) + t581;
-    w.t598 = w.t121 * w.t584;
-    const T t642 = w.t121 * w.t598;
-    w.t613 = w.t120 * T(0.0013915637999999998);
-    const T t662 = w.t120 * w.t613;
+    w.t598 = w.kept[210] * w.t584;
+    const T t642 = w.kept[210] * w.t598;
+    w.t613 = w.kept[209] * T(0.0013915637999999998);
+    const T t662 = w.kept[209] * w.t613;
     const T t663 = t642 + t662;
-    const T t736 = w.t616 * w.t733;
+    const T t736 = w.kept[234] * w.kept[212];
     const T t738 = t663 - t736;
     const T t795 = T(0.1333) * w.t742;
     const T t796 = t738 + t795;
@@ -2266,106 +2022,106 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     const T t854 = t844 - t824;
     const T t855 = T(0.20683212034000001) - t854;
     const T t590 = T(1.3700000000000001) + t558;
-    const T t791 = w.t567 * w.t777;
+    const T t791 = w.kept[238] * w.kept[215];
     const T t792 = t590 - t791;
     const T t848 = T(0.39219999999999999) * t792;
     const T t873 = t848 - t803;
     const T t874 = T(0.39219999999999999) * t873;
     w.t875 = t855 + t874;
-    const T t894 = w.t56 * w.t875;
-    w.t592 = w.t120 * w.t584;
-    const T t640 = w.t121 * w.t592;
-    w.t604 = w.t121 * T(0.0013915637999999998);
-    const T t658 = w.t120 * w.t604;
+    const T t894 = w.kept[217] * w.t875;
+    w.t592 = w.kept[209] * w.t584;
+    const T t640 = w.kept[210] * w.t592;
+    w.t604 = w.kept[210] * T(0.0013915637999999998);
+    const T t658 = w.kept[209] * w.t604;
     const T t660 = t640 - t658;
-    const T t719 = w.t616 * w.t714;
+    const T t719 = w.kept[234] * w.kept[211];
     const T t721 = t660 - t719;
     const T t807 = T(0.1333) * w.t745;
     const T t808 = t721 - t807;
     const T t820 = T(0.1333) * w.t809;
     const T t822 = t808 + t820;
-    const T t730 = w.t567 * w.t714;
-    const T t597 = w.t120 * w.t589;
+    const T t730 = w.kept[238] * w.kept[211];
+    const T t597 = w.kept[209] * w.t589;
     const T t732 = t730 - t597;
     const T t811 = T(0.1333) * w.t776;
     w.t812 = t732 - t811;
     const T t842 = T(0.39219999999999999) * w.t812;
     w.t843 = t822 - t842;
-    const T t883 = w.t55 * w.t843;
+    const T t883 = w.kept[216] * w.t843;
     w.t937 = t894 - t883;
-    const T t938 = w.t56 * w.t937;
-    const T t889 = w.t56 * w.t843;
-    const T t639 = w.t120 * w.t592;
-    const T t655 = w.t121 * w.t604;
+    const T t938 = w.kept[217] * w.t937;
+    const T t889 = w.kept[217] * w.t843;
+    const T t639 = w.kept[209] * w.t592;
+    const T t655 = w.kept[210] * w.t604;
     const T t657 = t639 + t655;
-    const T t716 = w.t608 * w.t714;
+    const T t716 = w.kept[233] * w.kept[211];
     const T t718 = t657 - t716;
     const T t805 = T(0.1333) * w.t729;
     const T t806 = t718 - t805;
     const T t827 = T(0.1333) * w.t826;
     const T t828 = t806 + t827;
     w.t851 = T(0.0048801785000000004) + t828;
-    const T t882 = w.t55 * w.t851;
+    const T t882 = w.kept[216] * w.t851;
     w.t928 = t889 - t882;
-    const T t929 = w.t55 * w.t928;
+    const T t929 = w.kept[216] * w.t928;
     const T t939 = t938 - t929;
     const T t1032 = w.t985 - t939;
     w.t1050 = T(0.11805364519680001) - t1032;
-    const T t1067 = w.t6 * w.t1050;
-    const T t930 = w.t56 * w.t928;
-    const T t940 = w.t55 * w.t937;
+    const T t1067 = w.kept[222] * w.t1050;
+    const T t930 = w.kept[217] * w.t928;
+    const T t940 = w.kept[216] * w.t937;
     const T t941 = t930 + t940;
-    const T t986 = w.t905 * w.t984;
+    const T t986 = w.kept[228] * w.kept[218];
     const T t987 = t941 + t986;
-    const T t887 = w.t55 * w.t812;
+    const T t887 = w.kept[216] * w.t812;
     w.t876 = T(-0.68930120000000006) - t873;
-    const T t899 = w.t56 * w.t876;
+    const T t899 = w.kept[217] * w.t876;
     const T t900 = t887 - t899;
-    const T t993 = w.t841 * w.t984;
+    const T t993 = w.kept[231] * w.kept[218];
     const T t1021 = t900 - t993;
     const T t1041 = T(0.42499999999999999) * t1021;
     w.t1042 = t987 + t1041;
-    const T t1073 = w.t5 * w.t1042;
+    const T t1073 = w.kept[223] * w.t1042;
     w.t1075 = t1067 - t1073;
-    const T t1086 = w.t6 * w.t1075;
-    const T t893 = w.t56 * w.t812;
-    const T t910 = w.t55 * w.t876;
+    const T t1086 = w.kept[222] * w.t1075;
+    const T t893 = w.kept[217] * w.t812;
+    const T t910 = w.kept[216] * w.t876;
     const T t911 = t893 + t910;
-    const T t1004 = w.t841 * w.t994;
+    const T t1004 = w.kept[231] * w.kept[219];
     const T t1005 = t911 - t1004;
     const T t1044 = T(0.42499999999999999) * t1005;
-    const T t888 = w.t56 * w.t851;
+    const T t888 = w.kept[217] * w.t851;
     w.t901 = t883 + t888;
-    const T t932 = w.t56 * w.t901;
-    const T t902 = w.t55 * w.t875;
+    const T t932 = w.kept[217] * w.t901;
+    const T t902 = w.kept[216] * w.t875;
     w.t903 = t889 + t902;
-    const T t945 = w.t55 * w.t903;
+    const T t945 = w.kept[216] * w.t903;
     const T t946 = t932 + t945;
-    const T t997 = w.t905 * w.t994;
+    const T t997 = w.kept[228] * w.kept[219];
     const T t998 = t946 - t997;
     const T t1052 = t1044 - t998;
     const T t1053 = T(0.59596019469679995) - t1052;
     const T t881 = T(2.8460000000000001) + t792;
-    const T t1030 = w.t841 * w.t1019;
+    const T t1030 = w.kept[231] * w.kept[221];
     const T t1031 = t881 - t1030;
     const T t1049 = T(0.42499999999999999) * t1031;
     const T t1063 = t1049 - t1005;
     const T t1064 = T(0.42499999999999999) * t1063;
     w.t1065 = t1053 + t1064;
-    const T t1076 = w.t5 * w.t1065;
-    const T t1068 = w.t6 * w.t1042;
+    const T t1076 = w.kept[223] * w.t1065;
+    const T t1068 = w.kept[222] * w.t1042;
     w.t1077 = t1076 - t1068;
-    const T t1089 = w.t5 * w.t1077;
+    const T t1089 = w.kept[223] * w.t1077;
     const T t1090 = t1086 + t1089;
-    const T t1099 = w.t1079 * w.t1098;
+    const T t1099 = w.kept[225] * w.kept[224];
     const T t1101 = t1090 - t1099;
     const T t1104 = T(0.0095418760188999991) + t1101;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
     if (!(std::fabs(t1104) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
-    w.t1446 = T(1) / t1104;
+    w.kept[17] = T(1) / t1104;  // t1446
     // --- kinematics: transforms, velocities, bias terms b
-    w.t8 = qd[0] * w.t6;
-    w.t9 = qd[0] * w.t5;
+    w.t8 = qd[0] * w.kept[222];
+    w.t9 = qd[0] * w.kept[223];
     w.t20 = w.t9 * T(0.21249999999999999);
     const T t24 = w.t8 * w.t20;
     w.t16 = w.t9 * T(0.11336);
@@ -2374,11 +2130,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     w.t32 = t26 * T(8.0579999999999998);
     const T t45 = T(0.11336) * w.t32;
     w.t346 = in[12] - t45;
-    const T t64 = w.t8 * w.t56;
-    const T t65 = w.t9 * w.t55;
+    const T t64 = w.t8 * w.kept[217];
+    const T t65 = w.t9 * w.kept[216];
     w.t66 = t64 - t65;  // v[forearm_link].wy
-    const T t60 = w.t8 * w.t55;
-    const T t61 = w.t9 * w.t56;
+    const T t60 = w.t8 * w.kept[216];
+    const T t61 = w.t9 * w.kept[217];
     w.t62 = t60 + t61;
     w.t98 = w.t62 * T(0.002881574999999996);
     const T t106 = w.t66 * w.t98;
@@ -2391,7 +2147,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     const T t88 = w.t62 * w.t84;
     w.t68 = qd[1] + qd[2];  // v[forearm_link].wz
     const T t58 = qd[1] * T(0.42499999999999999);
-    w.t63 = w.t56 * t58;  // v[forearm_link].vx
+    w.t63 = w.kept[217] * t58;  // v[forearm_link].vx
     const T t77 = w.t66 * T(0.026499999999999999);
     w.t82 = w.t63 + t77;
     const T t89 = w.t68 * w.t82;
@@ -2405,27 +2161,27 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     // --- kinematics: transforms, velocities, bias terms b
     const T t127 = w.t66 * T(0.1333);
     const T t129 = w.t63 + t127;
-    const T t140 = w.t121 * t129;
-    w.t67 = w.t55 * t58;  // v[forearm_link].vy
+    const T t140 = w.kept[210] * t129;
+    w.t67 = w.kept[216] * t58;  // v[forearm_link].vy
     const T t123 = w.t68 * T(0.39219999999999999);
     const T t125 = w.t67 + t123;
     const T t128 = w.t62 * T(0.1333);
     const T t130 = t125 + t128;
-    const T t141 = w.t120 * t130;
+    const T t141 = w.kept[209] * t130;
     w.t142 = t140 - t141;  // v[wrist_1_link].vy
     w.t146 = qd[3] * w.t142;
     // --- solve: forward and back substitution
     w.t1308 = w.t146 * w.t625;
     // --- kinematics: transforms, velocities, bias terms b
     w.t143 = w.t68 + qd[3];  // v[wrist_1_link].wz
-    const T t131 = w.t62 * w.t120;
-    const T t132 = w.t66 * w.t121;
+    const T t131 = w.t62 * w.kept[209];
+    const T t132 = w.t66 * w.kept[210];
     w.t133 = t131 - t132;  // v[wrist_1_link].wx
     const T t155 = w.t133 * T(0.0018000000000000002);
     w.t158 = w.t142 + t155;
     const T t160 = w.t143 * w.t158;
-    const T t137 = w.t62 * w.t121;
-    const T t138 = w.t66 * w.t120;
+    const T t137 = w.t62 * w.kept[210];
+    const T t138 = w.t66 * w.kept[209];
     w.t139 = t137 + t138;
     const T t124 = w.t66 * T(0.39219999999999999);
     w.t126 = w.t59 - t124;  // v[wrist_1_link].vz
@@ -2435,25 +2191,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     const T t162 = t160 + t161;
     w.t170 = t162 * T(1.3700000000000001);
     w.t383 = w.t170 + in[27];
-    const T t208 = w.t133 * w.t194;
-    const T t209 = w.t143 * w.t193;
+    const T t208 = w.t133 * w.kept[204];
+    const T t209 = w.t143 * w.kept[203];
     w.t210 = t208 - t209;  // v[wrist_2_link].wy
-    const T t202 = w.t133 * w.t193;
-    const T t203 = w.t143 * w.t194;
+    const T t202 = w.t133 * w.kept[203];
+    const T t203 = w.t143 * w.kept[204];
     w.t204 = t202 + t203;
     const T t227 = T(0.01634) * w.t204;
     w.t230 = t227 - w.t142;
     const T t232 = w.t210 * w.t230;
     w.t214 = w.t139 + qd[4];  // v[wrist_2_link].wz
     const T t198 = w.t143 * T(0.099699999999999997);
-    const T t134 = w.t120 * t129;
-    const T t135 = w.t121 * t130;
+    const T t134 = w.kept[209] * t129;
+    const T t135 = w.kept[210] * t130;
     w.t136 = t134 + t135;
     const T t200 = t198 - w.t136;
-    const T t211 = w.t194 * t200;
+    const T t211 = w.kept[204] * t200;
     const T t199 = w.t133 * T(0.099699999999999997);
     const T t201 = w.t126 - t199;
-    const T t212 = w.t193 * t201;
+    const T t212 = w.kept[203] * t201;
     w.t213 = t211 - t212;  // v[wrist_2_link].vy
     const T t226 = T(0.0018000000000000002) * w.t204;
     w.t229 = w.t213 - t226;
@@ -2461,24 +2217,24 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     const T t233 = t232 - t231;
     w.t241 = t233 * T(1.3);
     w.t399 = w.t241 + in[33];
-    const T t276 = w.t204 * w.t265;
-    const T t277 = w.t214 * w.t266;
+    const T t276 = w.t204 * w.kept[201];
+    const T t277 = w.t214 * w.kept[202];
     w.t278 = t276 - t277;  // v[wrist_3_link].wx
     w.t304 = w.t213 * w.t278;
     w.t288 = qd[5] - w.t210;  // v[wrist_3_link].wz
-    const T t282 = w.t204 * w.t266;
-    const T t283 = w.t214 * w.t265;
+    const T t282 = w.t204 * w.kept[202];
+    const T t283 = w.t214 * w.kept[201];
     w.t284 = t282 + t283;
     const T t296 = w.t284 * T(0.0011590000000000001);
     const T t272 = w.t214 * T(0.099599999999999994);
-    const T t205 = w.t193 * t200;
-    const T t206 = w.t194 * t201;
+    const T t205 = w.kept[203] * t200;
+    const T t206 = w.kept[204] * t201;
     w.t207 = t205 + t206;
     w.t274 = t272 - w.t207;
-    const T t279 = w.t265 * w.t274;
+    const T t279 = w.kept[201] * w.t274;
     const T t273 = w.t204 * T(0.099599999999999994);
     w.t275 = t273 - w.t142;
-    const T t280 = w.t266 * w.t275;
+    const T t280 = w.kept[202] * w.t275;
     w.t281 = t279 + t280;
     w.t298 = t296 - w.t281;
     const T t306 = w.t288 * w.t298;
@@ -2494,10 +2250,10 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t313 = w.t307 * T(0.36499999999999999);
     // --- solve: forward and back substitution
     w.t1115 = in[40] - t313;
-    const T t1126 = w.t266 * w.t1115;
+    const T t1126 = w.kept[202] * w.t1115;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t285 = w.t266 * w.t274;
-    const T t286 = w.t265 * w.t275;
+    const T t285 = w.kept[202] * w.t274;
+    const T t286 = w.kept[201] * w.t275;
     w.t287 = t285 - t286;  // v[wrist_3_link].vy
     const T t297 = w.t278 * T(0.0011590000000000001);
     const T t299 = w.t287 + t297;
@@ -2507,7 +2263,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t312 = t303 * T(0.36499999999999999);
     w.t412 = t312 + in[39];
     // --- solve: forward and back substitution
-    const T t1124 = w.t265 * w.t412;
+    const T t1124 = w.kept[201] * w.t412;
     const T t1127 = t1126 - t1124;
     // --- kinematics: transforms, velocities, bias terms b
     w.t289 = qd[5] * w.t284;
@@ -2530,7 +2286,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t1158 = w.t292 * w.t419;
     const T t1159 = t1151 - t1158;
     w.t1173 = w.t399 - t1159;
-    const T t1183 = w.t193 * w.t1173;
+    const T t1183 = w.kept[203] * w.t1173;
     // --- kinematics: transforms, velocities, bias terms b
     const T t234 = w.t204 * w.t230;
     const T t222 = T(0.01634) * w.t214;
@@ -2548,7 +2304,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     // --- solve: forward and back substitution
     const T t1116 = in[41] - t314;
     w.t1175 = t400 + t1116;
-    const T t1185 = w.t194 * w.t1175;
+    const T t1185 = w.kept[204] * w.t1175;
     const T t1186 = t1183 - t1185;
     // --- kinematics: transforms, velocities, bias terms b
     w.t215 = qd[4] * w.t210;
@@ -2591,7 +2347,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t328 = t320 + t326;
     // --- solve: forward and back substitution
     w.t1113 = in[36] - t328;
-    const T t1118 = w.t266 * w.t1113;
+    const T t1118 = w.kept[202] * w.t1113;
     // --- kinematics: transforms, velocities, bias terms b
     const T t315 = w.t278 * T(0.00023344791700000001);
     const T t322 = w.t288 * t315;
@@ -2601,7 +2357,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t329 = t323 + t327;
     // --- solve: forward and back substitution
     w.t1114 = in[37] - t329;
-    const T t1121 = w.t265 * w.t1114;
+    const T t1121 = w.kept[201] * w.t1114;
     const T t1122 = t1118 + t1121;
     const T t1132 = w.t289 * w.t416;
     const T t1133 = t1122 + t1132;
@@ -2618,10 +2374,10 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t1202 = t1182 + t1201;
     const T t1212 = w.t217 * w.t446;
     w.t1213 = t1202 + t1212;
-    const T t1238 = w.t530 * w.t1213;
+    const T t1238 = w.kept[207] * w.t1213;
     const T t1240 = t1229 - t1238;
     w.t1251 = w.t383 + t1240;
-    const T t1262 = w.t121 * w.t1251;
+    const T t1262 = w.kept[210] * w.t1251;
     // --- kinematics: transforms, velocities, bias terms b
     const T t151 = w.t143 * T(0.01634);
     const T t153 = w.t139 * T(0.0018000000000000002);
@@ -2641,8 +2397,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t401 = t243 + in[35];
     // --- solve: forward and back substitution
     const T t1144 = w.t290 * w.t417;
-    const T t1125 = w.t266 * w.t412;
-    const T t1128 = w.t265 * w.t1115;
+    const T t1125 = w.kept[202] * w.t412;
+    const T t1128 = w.kept[201] * w.t1115;
     const T t1129 = t1125 + t1128;
     const T t1136 = w.t289 * w.t415;
     const T t1137 = t1129 + t1136;
@@ -2655,7 +2411,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t1198 = w.t215 * w.t446;
     const T t1200 = t1174 - t1198;
     w.t1253 = t1110 - t1200;
-    const T t1265 = w.t120 * w.t1253;
+    const T t1265 = w.kept[209] * w.t1253;
     const T t1266 = t1262 + t1265;
     // --- kinematics: transforms, velocities, bias terms b
     w.t144 = qd[3] * w.t139;
@@ -2695,8 +2451,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t397 = t260 + in[30];
     // --- solve: forward and back substitution
     const T t1168 = T(0.099599999999999994) * t1161;
-    const T t1119 = w.t266 * w.t1114;
-    const T t1117 = w.t265 * w.t1113;
+    const T t1119 = w.kept[202] * w.t1114;
+    const T t1117 = w.kept[201] * w.t1113;
     const T t1120 = t1119 - t1117;
     const T t1130 = w.t289 * w.t414;
     const T t1131 = t1120 - t1130;
@@ -2708,13 +2464,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t1155 = t1147 + t1154;
     const T t1169 = t1168 - t1155;
     w.t1170 = t397 + t1169;
-    const T t1177 = w.t194 * w.t1170;
+    const T t1177 = w.kept[204] * w.t1170;
     // --- kinematics: transforms, velocities, bias terms b
     const T t258 = T(0.0018000000000000002) * w.t241;
     const T t398 = in[31] - t258;
     // --- solve: forward and back substitution
     w.t1172 = t398 - in[5];
-    const T t1180 = w.t193 * w.t1172;
+    const T t1180 = w.kept[203] * w.t1172;
     const T t1181 = t1177 + t1180;
     const T t1191 = w.t215 * w.t455;
     const T t1192 = t1181 + t1191;
@@ -2724,7 +2480,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t1218 = t1206 - t1216;
     const T t1226 = w.t218 * w.t456;
     const T t1227 = t1218 + t1226;
-    const T t1234 = w.t517 * w.t1213;
+    const T t1234 = w.kept[206] * w.t1213;
     const T t1235 = t1227 - t1234;
     const T t1244 = T(0.099699999999999997) * t1240;
     const T t1245 = t1235 + t1244;
@@ -2736,9 +2492,9 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t1284 = t1269 - t1283;
     const T t1297 = w.t146 * w.t587;
     const T t1298 = t1284 - t1297;
-    const T t1312 = w.t147 * w.t457;
+    const T t1312 = w.t147 * w.kept[244];
     w.t1314 = t1298 - t1312;
-    const T t1332 = w.t764 * w.t1314;
+    const T t1332 = w.kept[214] * w.t1314;
     w.t1333 = t1324 + t1332;
     const T t1349 = T(0.39219999999999999) * w.t1333;
     const T t1350 = w.t1347 + t1349;
@@ -2763,7 +2519,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     // --- solve: forward and back substitution
     const T t1399 = w.t72 * w.t868;
     w.t1400 = t1389 + t1399;
-    w.t1411 = w.t984 * w.t1400;
+    w.t1411 = w.kept[218] * w.t1400;
     w.t1367 = w.t69 * w.t928;
     // --- kinematics: transforms, velocities, bias terms b
     const T t109 = T(0.026499999999999999) * w.t96;
@@ -2775,7 +2531,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     // --- solve: forward and back substitution
     const T t1108 = in[25] - t187;
     w.t1250 = in[4] + t1108;
-    w.t1256 = w.t121 * w.t1250;
+    w.t1256 = w.kept[210] * w.t1250;
     // --- kinematics: transforms, velocities, bias terms b
     const T t176 = w.t143 * t174;
     const T t175 = w.t143 * T(0.0023375624999999998);
@@ -2791,8 +2547,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part2(const T* q, const T* qd, con
     const T t189 = t178 + t186;
     // --- solve: forward and back substitution
     w.t1107 = in[24] - t189;
-    const T t1184 = w.t194 * w.t1173;
-    const T t1187 = w.t193 * w.t1175;
+    const T t1184 = w.kept[204] * w.t1173;
+    const T t1187 = w.kept[203] * w.t1175;
     const T t1188 = t1184 + t1187;
     const T t1196 = w.t215 * w.t453;
     const T t1197 = t1188 + t1196;
@@ -2810,11 +2566,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1223 = w.t1211 + t1222;
     const T t1230 = w.t218 * w.t469;
     const T t1231 = t1223 + t1230;
-    const T t1241 = w.t546 * w.t1213;
+    const T t1241 = w.kept[208] * w.t1213;
     const T t1243 = t1231 - t1241;
     const T t1246 = T(0.099699999999999997) * t1243;
-    const T t1176 = w.t193 * w.t1170;
-    const T t1178 = w.t194 * w.t1172;
+    const T t1176 = w.kept[203] * w.t1170;
+    const T t1178 = w.kept[204] * w.t1172;
     const T t1179 = t1176 - t1178;
     const T t1189 = w.t215 * w.t452;
     const T t1190 = t1179 + t1189;
@@ -2824,11 +2580,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1215 = t1204 + t1214;
     const T t1224 = w.t218 * w.t453;
     const T t1225 = t1215 + t1224;
-    const T t1232 = w.t507 * w.t1213;
+    const T t1232 = w.kept[205] * w.t1213;
     const T t1233 = t1225 + t1232;
     const T t1247 = t1246 - t1233;
     w.t1248 = w.t1107 - t1247;
-    const T t1254 = w.t120 * w.t1248;
+    const T t1254 = w.kept[209] * w.t1248;
     const T t1257 = w.t1256 - t1254;
     const T t1270 = w.t144 * w.t592;
     const T t1271 = t1257 - t1270;
@@ -2841,14 +2597,14 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1300 = t1287 + t1299;
     const T t1315 = w.t147 * w.t596;
     const T t1316 = t1300 + t1315;
-    const T t1325 = w.t714 * w.t1314;
+    const T t1325 = w.kept[211] * w.t1314;
     const T t1327 = t1316 + t1325;
     const T t1344 = w.t1341 - t1327;
     w.t1345 = w.t363 + t1344;
-    const T t1355 = w.t55 * w.t1345;
+    const T t1355 = w.kept[216] * w.t1345;
     const T t1317 = w.t147 * w.t602;
-    const T t1255 = w.t121 * w.t1248;
-    const T t1258 = w.t120 * w.t1250;
+    const T t1255 = w.kept[210] * w.t1248;
+    const T t1258 = w.kept[209] * w.t1250;
     const T t1259 = t1255 + t1258;
     const T t1272 = w.t144 * w.t598;
     const T t1273 = t1259 + t1272;
@@ -2860,10 +2616,10 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1301 = w.t146 * t619;
     const T t1303 = t1289 + t1301;
     const T t1318 = t1317 - t1303;
-    const T t1328 = w.t733 * w.t1314;
+    const T t1328 = w.kept[212] * w.t1314;
     const T t1329 = t1318 + t1328;
-    const T t1263 = w.t121 * w.t1253;
-    const T t1261 = w.t120 * w.t1251;
+    const T t1263 = w.kept[210] * w.t1253;
+    const T t1261 = w.kept[209] * w.t1251;
     const T t1264 = t1263 - t1261;
     const T t1275 = w.t144 * w.t643;
     const T t1277 = t1264 + t1275;
@@ -2873,7 +2629,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1307 = t1293 + t1306;
     const T t1320 = w.t147 * w.t629;
     const T t1322 = t1307 - t1320;
-    const T t1330 = w.t749 * w.t1314;
+    const T t1330 = w.kept[213] * w.t1314;
     const T t1331 = t1322 - t1330;
     const T t1337 = T(0.1333) * t1331;
     const T t1338 = t1329 + t1337;
@@ -2907,30 +2663,30 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1282 = t1252 + t1280;
     const T t1310 = w.t146 * w.t545;
     const T t1311 = t1282 - t1310;
-    const T t1334 = w.t777 * w.t1314;
+    const T t1334 = w.kept[215] * w.t1314;
     const T t1335 = t1311 - t1334;
     const T t1352 = T(0.39219999999999999) * t1335;
     w.t1353 = t1346 - t1352;
-    const T t1357 = w.t56 * w.t1353;
+    const T t1357 = w.kept[217] * w.t1353;
     const T t1358 = t1355 + t1357;
     const T t1368 = w.t1367 - t1358;
     const T t1379 = w.t70 * w.t937;
     const T t1380 = t1368 + t1379;
     // --- factorization of P D Q = L U
-    const T t885 = w.t55 * w.t809;
+    const T t885 = w.kept[216] * w.t809;
     const T t952 = w.t897 - t885;
     // --- solve: forward and back substitution
     const T t1390 = w.t71 * t952;
     const T t1391 = t1380 + t1390;
     // --- factorization of P D Q = L U
-    const T t898 = w.t56 * w.t847;
+    const T t898 = w.kept[217] * w.t847;
     const T t962 = t898 - w.t886;
     // --- solve: forward and back substitution
     const T t1401 = w.t72 * t962;
     const T t1402 = t1391 - t1401;
     const T t1417 = w.t1411 - t1402;
     w.t1418 = w.t346 + t1417;
-    const T t1427 = w.t6 * w.t1418;
+    const T t1427 = w.kept[222] * w.t1418;
     // --- kinematics: transforms, velocities, bias terms b
     const T t36 = qd[1] * T(0.12854188700000002);
     const T t39 = w.t8 * t36;
@@ -2954,22 +2710,22 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t51 = t41 + t48;
     const T t347 = t51 + in[13];
     // --- solve: forward and back substitution
-    const T t1412 = w.t994 * w.t1400;
-    const T t1359 = w.t55 * w.t1353;
-    const T t1356 = w.t56 * w.t1345;
+    const T t1412 = w.kept[219] * w.t1400;
+    const T t1359 = w.kept[216] * w.t1353;
+    const T t1356 = w.kept[217] * w.t1345;
     const T t1360 = t1359 - t1356;
     const T t1369 = w.t69 * w.t901;
     const T t1370 = t1360 - t1369;
     const T t1381 = w.t70 * w.t903;
     const T t1382 = t1370 - t1381;
     // --- factorization of P D Q = L U
-    const T t906 = w.t55 * w.t860;
+    const T t906 = w.kept[216] * w.t860;
     const T t907 = w.t891 + t906;
     // --- solve: forward and back substitution
     const T t1392 = w.t71 * t907;
     const T t1393 = t1382 - t1392;
     // --- factorization of P D Q = L U
-    const T t892 = w.t56 * w.t853;
+    const T t892 = w.kept[217] * w.t853;
     const T t909 = t892 + w.t908;
     // --- solve: forward and back substitution
     const T t1403 = w.t72 * t909;
@@ -2988,11 +2744,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1398 = t1387 + t1397;
     const T t1408 = w.t72 * w.t776;
     const T t1410 = t1398 + t1408;
-    const T t1415 = w.t1019 * w.t1400;
+    const T t1415 = w.kept[221] * w.t1400;
     const T t1416 = t1410 - t1415;
     const T t1425 = T(0.42499999999999999) * t1416;
     w.t1426 = t1420 + t1425;
-    const T t1428 = w.t5 * w.t1426;
+    const T t1428 = w.kept[223] * w.t1426;
     const T t1429 = t1427 + t1428;
     // --- kinematics: transforms, velocities, bias terms b
     w.t10 = qd[1] * w.t9;
@@ -3018,12 +2774,12 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t366 = w.t96 + in[22];
     // --- solve: forward and back substitution
     w.t1351 = w.t1333 - t366;
-    const T t1363 = w.t55 * w.t1351;
+    const T t1363 = w.kept[216] * w.t1351;
     // --- kinematics: transforms, velocities, bias terms b
     const T t365 = t95 + in[21];
     // --- solve: forward and back substitution
     w.t1348 = t365 - t1331;
-    const T t1362 = w.t56 * w.t1348;
+    const T t1362 = w.kept[217] * w.t1348;
     const T t1364 = t1363 - t1362;
     const T t1372 = w.t69 * w.t918;
     const T t1373 = t1364 - t1372;
@@ -3033,7 +2789,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1396 = t1385 - t1395;
     const T t1406 = w.t72 * w.t925;
     const T t1407 = t1396 + t1406;
-    const T t1413 = w.t1007 * w.t1400;
+    const T t1413 = w.kept[220] * w.t1400;
     const T t1414 = t1407 - t1413;
     const T t1423 = T(0.42499999999999999) * t1414;
     const T t1424 = t1422 + t1423;
@@ -3042,49 +2798,49 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part3(const T* q, const T* qd, con
     const T t1432 = t1430 + t1431;
     const T t1435 = w.t11 * w.t1058;
     w.t1437 = t1432 - t1435;
-    const T t1440 = w.t1098 * w.t1437;
+    const T t1440 = w.kept[224] * w.t1437;
     const T t1441 = t1439 + t1440;
     const T t1442 = in[8] + t1441;
     w.t1443 = in[0] + t1442;
     // --- factorization of P D Q = L U
-    const T t957 = w.t55 * w.t923;
-    const T t972 = w.t56 * w.t925;
+    const T t957 = w.kept[216] * w.t923;
+    const T t972 = w.kept[217] * w.t925;
     const T t973 = t957 - t972;
-    const T t951 = w.t55 * w.t839;
-    const T t960 = w.t56 * w.t868;
+    const T t951 = w.kept[216] * w.t839;
+    const T t960 = w.kept[217] * w.t868;
     w.t961 = t951 - t960;
-    const T t1013 = w.t961 * w.t1007;
+    const T t1013 = w.t961 * w.kept[220];
     const T t1014 = t973 - t1013;
     const T t1038 = T(0.42499999999999999) * t1014;
-    const T t1091 = w.t6 * t1038;
+    const T t1091 = w.kept[222] * t1038;
     const T t1061 = T(1.7123249999999999) + w.t1039;
-    const T t1093 = w.t5 * t1061;
+    const T t1093 = w.kept[223] * t1061;
     w.t1094 = t1091 + t1093;
-    w.t1102 = w.t1094 * w.t1098;
-    const T t963 = w.t56 * t962;
-    const T t953 = w.t55 * t952;
+    w.t1102 = w.t1094 * w.kept[224];
+    const T t963 = w.kept[217] * t962;
+    const T t953 = w.kept[216] * t952;
     const T t964 = t963 - t953;
-    const T t989 = w.t961 * w.t984;
+    const T t989 = w.t961 * w.kept[218];
     w.t990 = t964 - t989;
-    const T t1071 = w.t6 * w.t990;
-    const T t955 = w.t55 * t907;
-    const T t968 = w.t56 * t909;
+    const T t1071 = w.kept[222] * w.t990;
+    const T t955 = w.kept[216] * t907;
+    const T t968 = w.kept[217] * t909;
     const T t969 = t955 - t968;
-    const T t1000 = w.t961 * w.t994;
+    const T t1000 = w.t961 * w.kept[219];
     const T t1001 = t969 - t1000;
-    const T t959 = w.t55 * w.t762;
-    const T t976 = w.t56 * w.t776;
+    const T t959 = w.kept[216] * w.t762;
+    const T t976 = w.kept[217] * w.t776;
     const T t978 = t959 + t976;
-    const T t1024 = w.t961 * w.t1019;
+    const T t1024 = w.t961 * w.kept[221];
     const T t1025 = t978 + t1024;
     const T t1045 = T(0.42499999999999999) * t1025;
     const T t1054 = t1001 + t1045;
     w.t1056 = T(0.91345487999999997) + t1054;
-    const T t1080 = w.t5 * w.t1056;
+    const T t1080 = w.kept[223] * w.t1056;
     const T t1081 = t1071 + t1080;
-    w.t1092 = w.t6 * t1081;
+    w.t1092 = w.kept[222] * t1081;
     w.t1057 = T(-0.91345487999999997) - w.t992;
-    w.t1072 = w.t6 * w.t1057;
+    w.t1072 = w.kept[222] * w.t1057;
     return status;
 }
 
@@ -3093,256 +2849,256 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- factorization of P D Q = L U
-    const T t1082 = w.t5 * w.t1048;
+    const T t1082 = w.kept[223] * w.t1048;
     const T t1083 = w.t1072 + t1082;
-    const T t1095 = w.t5 * t1083;
+    const T t1095 = w.kept[223] * t1083;
     const T t1096 = w.t1092 + t1095;
     const T t1103 = w.t1102 - t1096;
     // --- solve: forward and back substitution
     const T t1444 = T(9.8100000000000005) * t1103;
     const T t1445 = w.t1443 + t1444;
-    w.t1447 = t1445 * w.t1446;  // x: y1[upper_arm_link].wy
-    const T t1448 = w.t1079 * w.t1447;
+    w.kept[0] = t1445 * w.kept[17];  // t1447: x: y1[upper_arm_link].wy
+    const T t1448 = w.kept[225] * w.kept[0];
     const T t1450 = w.t1437 + t1448;
     const T t1451 = T(9.8100000000000005) * w.t1094;
     const T t1452 = t1450 + t1451;
-    w.t1453 = w.t1097 * t1452;  // x: y1[forearm_link].wz
-    w.t1458 = w.t6 * w.t1447;
+    w.kept[1] = w.kept[226] * t1452;  // t1453: x: y1[forearm_link].wz
+    w.t1458 = w.kept[222] * w.kept[0];
     w.t1459 = w.t10 + w.t1458;
-    const T t1488 = w.t896 * w.t1459;
+    const T t1488 = w.kept[227] * w.t1459;
     const T t1489 = w.t1400 + t1488;
-    w.t1456 = w.t5 * w.t1447;
+    w.t1456 = w.kept[223] * w.kept[0];
     w.t1457 = w.t11 - w.t1456;  // x: y1[forearm_link].wy
-    const T t1490 = w.t905 * w.t1457;
+    const T t1490 = w.kept[228] * w.t1457;
     const T t1491 = t1489 - t1490;
-    const T t1492 = w.t867 * w.t1453;
+    const T t1492 = w.kept[229] * w.kept[1];
     const T t1493 = t1491 - t1492;
-    w.t1455 = w.t6 * T(9.8100000000000005);
+    w.t1455 = w.kept[222] * T(9.8100000000000005);
     const T t1494 = w.t961 * w.t1455;
     const T t1495 = t1493 + t1494;
-    const T t1486 = T(0.42499999999999999) * w.t1453;
-    w.t1454 = w.t5 * T(9.8100000000000005);
+    const T t1486 = T(0.42499999999999999) * w.kept[1];
+    w.t1454 = w.kept[223] * T(9.8100000000000005);
     const T t1487 = t1486 - w.t1454;  // x: y1[forearm_link].vy
-    const T t1496 = w.t921 * t1487;
+    const T t1496 = w.kept[230] * t1487;
     const T t1497 = t1495 - t1496;
     w.t1485 = T(0.42499999999999999) * w.t1457;
-    const T t1498 = w.t841 * w.t1485;
+    const T t1498 = w.kept[231] * w.t1485;
     const T t1499 = t1497 + t1498;
-    w.t1500 = w.t983 * t1499;  // x: qdd[elbow_joint]
-    const T t1516 = w.t56 * w.t1457;
-    const T t1514 = w.t55 * w.t1459;
+    w.kept[2] = w.kept[232] * t1499;  // t1500: x: qdd[elbow_joint]
+    const T t1516 = w.kept[217] * w.t1457;
+    const T t1514 = w.kept[216] * w.t1459;
     const T t1515 = t1514 - w.t69;
     w.t1517 = t1516 - t1515;  // x: y2[wrist_1_link].wx
-    const T t1575 = w.t608 * w.t1517;
+    const T t1575 = w.kept[233] * w.t1517;
     const T t1577 = w.t1314 + t1575;
-    const T t1510 = w.t56 * w.t1459;
+    const T t1510 = w.kept[217] * w.t1459;
     const T t1511 = w.t70 + t1510;
-    const T t1512 = w.t55 * w.t1457;
+    const T t1512 = w.kept[216] * w.t1457;
     w.t1513 = t1511 + t1512;  // x: y2[wrist_1_link].wy
-    const T t1578 = w.t616 * w.t1513;
+    const T t1578 = w.kept[234] * w.t1513;
     const T t1580 = t1577 + t1578;
-    w.t1509 = w.t1453 + w.t1500;  // x: y2[wrist_1_link].wz
-    const T t1581 = w.t586 * w.t1509;
+    w.t1509 = w.kept[1] + w.kept[2];  // x: y2[wrist_1_link].wz
+    const T t1581 = w.kept[235] * w.t1509;
     const T t1582 = t1580 - t1581;
-    const T t1507 = w.t56 * t1487;
-    const T t1505 = w.t55 * w.t1455;
+    const T t1507 = w.kept[217] * t1487;
+    const T t1505 = w.kept[216] * w.t1455;
     const T t1506 = t1505 - w.t71;
     w.t1508 = t1507 - t1506;  // x: y1[wrist_1_link].vx
     const T t1573 = T(0.1333) * w.t1513;
     w.t1574 = w.t1508 + t1573;  // x: y2[wrist_1_link].vx
-    const T t1583 = w.t628 * w.t1574;
+    const T t1583 = w.kept[236] * w.t1574;
     const T t1585 = t1582 - t1583;
-    const T t1503 = w.t55 * t1487;
-    const T t1501 = w.t56 * w.t1455;
+    const T t1503 = w.kept[216] * t1487;
+    const T t1501 = w.kept[217] * w.t1455;
     const T t1502 = w.t72 - t1501;
     w.t1504 = t1503 - t1502;  // x: a[forearm_link].vy
     const T t1569 = T(0.39219999999999999) * w.t1509;
     const T t1570 = w.t1504 + t1569;  // x: y1[wrist_1_link].vy
     const T t1571 = T(0.1333) * w.t1517;
     w.t1572 = t1570 - t1571;  // x: y2[wrist_1_link].vy
-    const T t1586 = w.t633 * w.t1572;
+    const T t1586 = w.kept[237] * w.t1572;
     const T t1588 = t1585 + t1586;
     const T t1567 = T(0.39219999999999999) * w.t1513;
     w.t1568 = w.t1485 + t1567;
-    const T t1589 = w.t567 * w.t1568;
+    const T t1589 = w.kept[238] * w.t1568;
     const T t1590 = t1588 + t1589;
-    w.t1591 = w.t713 * t1590;  // x: qdd[wrist_1_joint]
-    const T t1607 = w.t120 * w.t1517;
+    w.kept[3] = w.kept[239] * t1590;  // t1591: x: qdd[wrist_1_joint]
+    const T t1607 = w.kept[209] * w.t1517;
     const T t1608 = w.t144 + t1607;
-    const T t1609 = w.t121 * w.t1513;
+    const T t1609 = w.kept[210] * w.t1513;
     w.t1610 = t1608 + t1609;
-    const T t1654 = w.t460 * w.t1610;
+    const T t1654 = w.kept[240] * w.t1610;
     const T t1656 = w.t1213 - t1654;
-    w.t1602 = w.t1509 + w.t1591;  // x: y2[wrist_2_link].wy
-    const T t1657 = w.t462 * w.t1602;
+    w.t1602 = w.t1509 + w.kept[3];  // x: y2[wrist_2_link].wy
+    const T t1657 = w.kept[241] * w.t1602;
     const T t1658 = t1656 - t1657;
-    const T t1603 = w.t121 * w.t1517;
+    const T t1603 = w.kept[210] * w.t1517;
     const T t1604 = w.t145 - t1603;
-    const T t1605 = w.t120 * w.t1513;
+    const T t1605 = w.kept[209] * w.t1513;
     w.t1606 = t1604 + t1605;  // x: y2[wrist_2_link].wz
-    const T t1659 = w.t447 * w.t1606;
+    const T t1659 = w.kept[242] * w.t1606;
     const T t1660 = t1658 - t1659;
     const T t1652 = T(0.099699999999999997) * w.t1602;
-    const T t1598 = w.t120 * w.t1574;
+    const T t1598 = w.kept[209] * w.t1574;
     const T t1599 = t1598 - w.t146;
-    const T t1600 = w.t121 * w.t1572;
+    const T t1600 = w.kept[210] * w.t1572;
     w.t1601 = t1599 + t1600;
     w.t1653 = t1652 - w.t1601;  // x: y2[wrist_2_link].vx
-    const T t1661 = w.t454 * w.t1653;
+    const T t1661 = w.kept[243] * w.t1653;
     const T t1662 = t1660 - t1661;
     const T t1650 = T(0.099699999999999997) * w.t1610;
     w.t1651 = t1650 - w.t1568;  // x: y2[wrist_2_link].vy
-    const T t1663 = w.t457 * w.t1651;
+    const T t1663 = w.kept[244] * w.t1651;
     const T t1664 = t1662 - t1663;
-    w.t1665 = w.t506 * t1664;  // x: qdd[wrist_2_joint]
+    w.kept[4] = w.kept[245] * t1664;  // t1665: x: qdd[wrist_2_joint]
     const T t1123 = in[38] + in[5];
-    const T t1675 = w.t194 * w.t1610;
+    const T t1675 = w.kept[204] * w.t1610;
     const T t1676 = t1675 - w.t216;
-    const T t1677 = w.t193 * w.t1602;
+    const T t1677 = w.kept[203] * w.t1602;
     w.t1678 = t1676 + t1677;  // x: y2[wrist_3_link].wz
     const T t1714 = T(0.00036956249999999999) * w.t1678;
     const T t1715 = t1123 - t1714;
-    w.t1716 = t1715 / T(0.00036956249999999999);  // x: qdd[wrist_3_joint]
-    w.t1790 = w.t5 * w.t1446;
-    w.t1791 = w.t6 * w.t1446;
-    w.t1852 = w.t1098 * w.t1446;
-    const T t1795 = w.t6 * w.t896;
-    const T t1796 = w.t5 * w.t905;
+    w.kept[5] = t1715 / T(0.00036956249999999999);  // t1716: x: qdd[wrist_3_joint]
+    w.kept[24] = w.kept[223] * w.kept[17];  // t1790
+    w.kept[23] = w.kept[222] * w.kept[17];  // t1791
+    w.kept[18] = w.kept[224] * w.kept[17];  // t1852
+    const T t1795 = w.kept[222] * w.kept[227];
+    const T t1796 = w.kept[223] * w.kept[228];
     const T t1797 = t1795 + t1796;
-    const T t1798 = w.t867 * w.t1098;
+    const T t1798 = w.kept[229] * w.kept[224];
     const T t1799 = t1797 - t1798;
-    const T t1794 = T(0.42499999999999999) * w.t1098;
-    const T t1800 = w.t921 * t1794;
+    const T t1794 = T(0.42499999999999999) * w.kept[224];
+    const T t1800 = w.kept[230] * t1794;
     const T t1801 = t1799 - t1800;
-    w.t1768 = w.t5 * T(0.42499999999999999);
-    const T t1802 = w.t841 * w.t1768;
+    w.t1768 = w.kept[223] * T(0.42499999999999999);
+    const T t1802 = w.kept[231] * w.t1768;
     const T t1803 = t1801 - t1802;
-    const T t1804 = w.t983 * t1803;
-    w.t1853 = w.t1446 * t1804;
-    const T t1752 = w.t6 * w.t56;
-    const T t1751 = w.t5 * w.t55;
+    const T t1804 = w.kept[232] * t1803;
+    w.kept[19] = w.kept[17] * t1804;  // t1853
+    const T t1752 = w.kept[222] * w.kept[217];
+    const T t1751 = w.kept[223] * w.kept[216];
     w.t1753 = t1752 - t1751;
-    const T t1814 = w.t616 * w.t1753;
-    const T t1754 = w.t5 * w.t56;
-    const T t1755 = w.t6 * w.t55;
+    const T t1814 = w.kept[234] * w.t1753;
+    const T t1754 = w.kept[223] * w.kept[217];
+    const T t1755 = w.kept[222] * w.kept[216];
     w.t1756 = t1754 + t1755;
-    const T t1812 = w.t608 * w.t1756;
+    const T t1812 = w.kept[233] * w.t1756;
     const T t1816 = t1814 - t1812;
-    w.t1807 = w.t1098 + t1804;
-    const T t1817 = w.t586 * w.t1807;
+    w.t1807 = w.kept[224] + t1804;
+    const T t1817 = w.kept[235] * w.t1807;
     const T t1818 = t1816 - t1817;
     const T t1764 = T(0.1333) * w.t1753;
-    w.t1806 = w.t56 * t1794;
+    w.t1806 = w.kept[217] * t1794;
     w.t1811 = t1764 + w.t1806;
-    const T t1819 = w.t628 * w.t1811;
+    const T t1819 = w.kept[236] * w.t1811;
     const T t1821 = t1818 - t1819;
     const T t1763 = T(0.1333) * w.t1756;
-    w.t1805 = w.t55 * t1794;
+    w.t1805 = w.kept[216] * t1794;
     const T t1808 = T(0.39219999999999999) * w.t1807;
     const T t1809 = w.t1805 + t1808;
     w.t1810 = t1763 + t1809;
-    const T t1822 = w.t633 * w.t1810;
+    const T t1822 = w.kept[237] * w.t1810;
     const T t1824 = t1821 + t1822;
     const T t1767 = T(0.39219999999999999) * w.t1753;
     w.t1769 = w.t1768 - t1767;
-    const T t1825 = w.t567 * w.t1769;
+    const T t1825 = w.kept[238] * w.t1769;
     const T t1826 = t1824 - t1825;
-    const T t1827 = w.t713 * t1826;
-    w.t1854 = w.t1446 * t1827;
+    const T t1827 = w.kept[239] * t1826;
+    w.kept[20] = w.kept[17] * t1827;  // t1854
     w.t1834 = w.t1807 + t1827;
-    const T t1839 = w.t462 * w.t1834;
-    const T t1761 = w.t120 * w.t1756;
-    const T t1760 = w.t121 * w.t1753;
+    const T t1839 = w.kept[241] * w.t1834;
+    const T t1761 = w.kept[209] * w.t1756;
+    const T t1760 = w.kept[210] * w.t1753;
     w.t1762 = t1761 - t1760;
-    const T t1837 = w.t460 * w.t1762;
+    const T t1837 = w.kept[240] * w.t1762;
     const T t1840 = t1839 - t1837;
-    const T t1757 = w.t120 * w.t1753;
-    const T t1758 = w.t121 * w.t1756;
+    const T t1757 = w.kept[209] * w.t1753;
+    const T t1758 = w.kept[210] * w.t1756;
     w.t1759 = t1757 + t1758;
-    const T t1841 = w.t447 * w.t1759;
+    const T t1841 = w.kept[242] * w.t1759;
     const T t1842 = t1840 + t1841;
     const T t1835 = T(0.099699999999999997) * w.t1834;
-    const T t1831 = w.t120 * w.t1811;
-    const T t1832 = w.t121 * w.t1810;
+    const T t1831 = w.kept[209] * w.t1811;
+    const T t1832 = w.kept[210] * w.t1810;
     const T t1833 = t1831 + t1832;
     const T t1836 = t1835 - t1833;
-    const T t1843 = w.t454 * t1836;
+    const T t1843 = w.kept[243] * t1836;
     const T t1844 = t1842 + t1843;
     const T t1766 = T(0.099699999999999997) * w.t1762;
     const T t1770 = w.t1769 - t1766;
-    const T t1845 = w.t457 * t1770;
+    const T t1845 = w.kept[244] * t1770;
     const T t1846 = t1844 + t1845;
-    const T t1847 = w.t506 * t1846;
-    w.t1855 = w.t1446 * t1847;
-    w.t1856 = -w.t1855;
-    const T t1848 = w.t193 * w.t1834;
-    const T t1765 = w.t194 * w.t1762;
+    const T t1847 = w.kept[245] * t1846;
+    w.t1855 = w.kept[17] * t1847;
+    w.kept[21] = -w.t1855;  // t1856
+    const T t1848 = w.kept[203] * w.t1834;
+    const T t1765 = w.kept[204] * w.t1762;
     const T t1849 = t1848 - t1765;
-    w.t1857 = w.t1446 * t1849;
-    w.t1858 = -w.t1857;
-    const T t1859 = w.t1079 * w.t1852;
+    w.kept[38] = w.kept[17] * t1849;  // t1857
+    w.kept[22] = -w.kept[38];  // t1858
+    const T t1859 = w.kept[225] * w.kept[18];
     const T t1861 = T(1) + t1859;
-    w.t1862 = w.t1097 * t1861;
-    w.t1863 = w.t5 * w.t1852;
-    w.t1864 = w.t6 * w.t1852;
-    const T t2010 = w.t984 * w.t1864;
-    const T t1924 = T(0.42499999999999999) * w.t841;
-    const T t1925 = t1924 - w.t905;
-    w.t1926 = w.t983 * t1925;
-    const T t2011 = w.t1863 * w.t1926;
+    w.kept[52] = w.kept[226] * t1861;  // t1862
+    w.kept[58] = w.kept[223] * w.kept[18];  // t1863
+    w.kept[57] = w.kept[222] * w.kept[18];  // t1864
+    const T t2010 = w.kept[218] * w.kept[57];
+    const T t1924 = T(0.42499999999999999) * w.kept[231];
+    const T t1925 = t1924 - w.kept[228];
+    w.t1926 = w.kept[232] * t1925;
+    const T t2011 = w.kept[58] * w.t1926;
     const T t2012 = t2010 - t2011;
-    const T t1981 = T(0.42499999999999999) * w.t921;
-    const T t1982 = w.t867 + t1981;
-    const T t1983 = w.t983 * t1982;
-    const T t2013 = w.t1862 * t1983;
-    w.t2014 = t2012 - t2013;
-    w.t1771 = T(0.42499999999999999) * w.t55;
+    const T t1981 = T(0.42499999999999999) * w.kept[230];
+    const T t1982 = w.kept[229] + t1981;
+    const T t1983 = w.kept[232] * t1982;
+    const T t2013 = w.kept[52] * t1983;
+    w.kept[53] = t2012 - t2013;  // t2014
+    w.t1771 = T(0.42499999999999999) * w.kept[216];
     w.t1984 = T(1) - t1983;
     const T t1985 = T(0.39219999999999999) * w.t1984;
     w.t1986 = w.t1771 + t1985;
-    const T t1992 = w.t633 * w.t1986;
-    const T t1987 = w.t586 * w.t1984;
-    w.t1772 = T(0.42499999999999999) * w.t56;
-    const T t1988 = w.t628 * w.t1772;
+    const T t1992 = w.kept[237] * w.t1986;
+    const T t1987 = w.kept[235] * w.t1984;
+    w.t1772 = T(0.42499999999999999) * w.kept[217];
+    const T t1988 = w.kept[236] * w.t1772;
     const T t1990 = t1987 + t1988;
     const T t1994 = t1992 - t1990;
-    w.t1995 = w.t713 * t1994;
-    w.t2018 = w.t1862 * w.t1995;
-    const T t1870 = w.t55 * w.t608;
-    const T t1872 = w.t56 * w.t616;
+    w.t1995 = w.kept[239] * t1994;
+    w.t2018 = w.kept[52] * w.t1995;
+    const T t1870 = w.kept[216] * w.kept[233];
+    const T t1872 = w.kept[217] * w.kept[234];
     const T t1874 = t1870 - t1872;
-    const T t1875 = w.t586 * w.t984;
+    const T t1875 = w.kept[235] * w.kept[218];
     const T t1876 = t1874 + t1875;
-    w.t1869 = w.t56 * T(0.1333);
-    const T t1877 = w.t628 * w.t1869;
+    w.t1869 = w.kept[217] * T(0.1333);
+    const T t1877 = w.kept[236] * w.t1869;
     const T t1879 = t1876 + t1877;
-    const T t1866 = T(0.39219999999999999) * w.t984;
-    w.t1867 = w.t55 * T(0.1333);
+    const T t1866 = T(0.39219999999999999) * w.kept[218];
+    w.t1867 = w.kept[216] * T(0.1333);
     w.t1868 = t1866 + w.t1867;
-    const T t1880 = w.t633 * w.t1868;
+    const T t1880 = w.kept[237] * w.t1868;
     const T t1882 = t1879 - t1880;
-    w.t1865 = w.t56 * T(0.39219999999999999);
-    const T t1883 = w.t567 * w.t1865;
+    w.t1865 = w.kept[217] * T(0.39219999999999999);
+    const T t1883 = w.kept[238] * w.t1865;
     const T t1884 = t1882 - t1883;
-    w.t1885 = w.t713 * t1884;
-    const T t2015 = w.t1864 * w.t1885;
+    w.t1885 = w.kept[239] * t1884;
+    const T t2015 = w.kept[57] * w.t1885;
     const T t1929 = T(0.39219999999999999) * w.t1926;
     w.t1930 = t1929 - w.t1869;
-    const T t1943 = w.t633 * w.t1930;
-    const T t1937 = w.t586 * w.t1926;
-    const T t1931 = w.t56 * w.t608;
-    const T t1933 = w.t55 * w.t616;
+    const T t1943 = w.kept[237] * w.t1930;
+    const T t1937 = w.kept[235] * w.t1926;
+    const T t1931 = w.kept[217] * w.kept[233];
+    const T t1933 = w.kept[216] * w.kept[234];
     const T t1935 = t1931 + t1933;
     const T t1938 = t1937 - t1935;
-    const T t1939 = w.t628 * w.t1867;
+    const T t1939 = w.kept[236] * w.t1867;
     const T t1941 = t1938 + t1939;
     const T t1945 = t1943 - t1941;
-    const T t1927 = w.t55 * T(0.39219999999999999);
+    const T t1927 = w.kept[216] * T(0.39219999999999999);
     w.t1928 = T(-0.42499999999999999) - t1927;
-    const T t1946 = w.t567 * w.t1928;
+    const T t1946 = w.kept[238] * w.t1928;
     const T t1947 = t1945 - t1946;
-    w.t1948 = w.t713 * t1947;
-    const T t2016 = w.t1863 * w.t1948;
+    w.t1948 = w.kept[239] * t1947;
+    const T t2016 = w.kept[58] * w.t1948;
     w.t2017 = t2015 + t2016;
     return status;
 }
@@ -3352,256 +3108,256 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    w.t2019 = w.t2018 - w.t2017;
-    const T t1893 = w.t55 * w.t121;
-    const T t1894 = w.t56 * w.t120;
+    w.kept[54] = w.t2018 - w.t2017;  // t2019
+    const T t1893 = w.kept[216] * w.kept[210];
+    const T t1894 = w.kept[217] * w.kept[209];
     const T t1895 = t1893 + t1894;
-    const T t1910 = w.t447 * t1895;
-    const T t1896 = w.t55 * w.t120;
-    const T t1897 = w.t56 * w.t121;
+    const T t1910 = w.kept[242] * t1895;
+    const T t1896 = w.kept[216] * w.kept[209];
+    const T t1897 = w.kept[217] * w.kept[210];
     const T t1898 = t1896 - t1897;
-    const T t1906 = w.t460 * t1898;
-    const T t1892 = w.t1885 - w.t984;
-    const T t1908 = w.t462 * t1892;
+    const T t1906 = w.kept[240] * t1898;
+    const T t1892 = w.t1885 - w.kept[218];
+    const T t1908 = w.kept[241] * t1892;
     const T t1909 = t1906 + t1908;
     const T t1911 = t1910 - t1909;
-    const T t1889 = w.t120 * w.t1869;
-    const T t1890 = w.t121 * w.t1868;
+    const T t1889 = w.kept[209] * w.t1869;
+    const T t1890 = w.kept[210] * w.t1868;
     w.t1891 = t1889 + t1890;
     const T t1904 = T(0.099699999999999997) * t1892;
     const T t1905 = w.t1891 + t1904;
-    const T t1912 = w.t454 * t1905;
+    const T t1912 = w.kept[243] * t1905;
     const T t1913 = t1911 - t1912;
     const T t1901 = T(0.099699999999999997) * t1898;
     const T t1903 = w.t1865 + t1901;
-    const T t1914 = w.t457 * t1903;
+    const T t1914 = w.kept[244] * t1903;
     const T t1915 = t1913 - t1914;
-    const T t1916 = w.t506 * t1915;
-    const T t2020 = w.t1864 * t1916;
-    const T t1960 = w.t460 * t1895;
+    const T t1916 = w.kept[245] * t1915;
+    const T t2020 = w.kept[57] * t1916;
+    const T t1960 = w.kept[240] * t1895;
     const T t1955 = w.t1926 + w.t1948;
-    const T t1962 = w.t462 * t1955;
+    const T t1962 = w.kept[241] * t1955;
     const T t1963 = t1960 + t1962;
-    const T t1965 = w.t447 * t1898;
+    const T t1965 = w.kept[242] * t1898;
     const T t1966 = t1963 + t1965;
     const T t1958 = T(0.099699999999999997) * t1955;
-    const T t1952 = w.t120 * w.t1867;
-    const T t1953 = w.t121 * w.t1930;
+    const T t1952 = w.kept[209] * w.t1867;
+    const T t1953 = w.kept[210] * w.t1930;
     w.t1954 = t1952 + t1953;
     const T t1959 = t1958 - w.t1954;
-    const T t1968 = w.t454 * t1959;
+    const T t1968 = w.kept[243] * t1959;
     const T t1969 = t1966 + t1968;
     const T t1956 = T(0.099699999999999997) * t1895;
     const T t1957 = w.t1928 + t1956;
-    const T t1971 = w.t457 * t1957;
+    const T t1971 = w.kept[244] * t1957;
     const T t1972 = t1969 + t1971;
-    const T t1974 = w.t506 * t1972;
-    const T t2021 = w.t1863 * t1974;
+    const T t1974 = w.kept[245] * t1972;
+    const T t2021 = w.kept[58] * t1974;
     const T t2023 = t2020 - t2021;
     w.t2000 = w.t1984 + w.t1995;
-    const T t2003 = w.t462 * w.t2000;
+    const T t2003 = w.kept[241] * w.t2000;
     const T t2001 = T(0.099699999999999997) * w.t2000;
-    const T t1774 = w.t120 * w.t1772;
-    const T t1998 = w.t121 * w.t1986;
+    const T t1774 = w.kept[209] * w.t1772;
+    const T t1998 = w.kept[210] * w.t1986;
     w.t1999 = t1774 + t1998;
     const T t2002 = t2001 - w.t1999;
-    const T t2004 = w.t454 * t2002;
+    const T t2004 = w.kept[243] * t2002;
     const T t2005 = t2003 + t2004;
-    w.t2006 = w.t506 * t2005;
-    const T t2024 = w.t1862 * w.t2006;
+    w.t2006 = w.kept[245] * t2005;
+    const T t2024 = w.kept[52] * w.t2006;
     w.t2025 = t2023 + t2024;
-    w.t2026 = -w.t2025;
-    const T t1917 = w.t194 * t1898;
-    const T t1919 = w.t193 * t1892;
+    w.kept[55] = -w.t2025;  // t2026
+    const T t1917 = w.kept[204] * t1898;
+    const T t1919 = w.kept[203] * t1892;
     const T t1920 = t1917 + t1919;
-    const T t2027 = w.t1864 * t1920;
-    const T t1976 = w.t194 * t1895;
-    const T t1977 = w.t193 * t1955;
+    const T t2027 = w.kept[57] * t1920;
+    const T t1976 = w.kept[204] * t1895;
+    const T t1977 = w.kept[203] * t1955;
     const T t1978 = t1976 + t1977;
-    const T t2028 = w.t1863 * t1978;
+    const T t2028 = w.kept[58] * t1978;
     const T t2029 = t2027 + t2028;
-    const T t2007 = w.t193 * w.t2000;
-    const T t2030 = w.t1862 * t2007;
-    w.t2031 = t2029 - t2030;
-    w.t2047 = w.t5 * w.t1853;
-    w.t2048 = w.t6 * w.t1853;
-    w.t2049 = T(0.42499999999999999) * w.t2047;
-    const T t2052 = w.t896 * w.t2048;
+    const T t2007 = w.kept[203] * w.t2000;
+    const T t2030 = w.kept[52] * t2007;
+    w.kept[56] = t2029 - t2030;  // t2031
+    w.kept[91] = w.kept[223] * w.kept[19];  // t2047
+    w.kept[90] = w.kept[222] * w.kept[19];  // t2048
+    w.kept[97] = T(0.42499999999999999) * w.kept[91];  // t2049
+    const T t2052 = w.kept[227] * w.kept[90];
     const T t2053 = T(1) + t2052;
-    const T t2054 = w.t905 * w.t2047;
+    const T t2054 = w.kept[228] * w.kept[91];
     const T t2055 = t2053 + t2054;
-    const T t2056 = w.t867 * w.t2014;
+    const T t2056 = w.kept[229] * w.kept[53];
     const T t2058 = t2055 - t2056;
-    const T t2050 = T(0.42499999999999999) * w.t2014;
-    const T t2059 = w.t921 * t2050;
+    const T t2050 = T(0.42499999999999999) * w.kept[53];
+    const T t2059 = w.kept[230] * t2050;
     const T t2061 = t2058 - t2059;
-    const T t2062 = w.t841 * w.t2049;
+    const T t2062 = w.kept[231] * w.kept[97];
     const T t2063 = t2061 - t2062;
-    w.t2064 = w.t983 * t2063;
-    const T t2065 = w.t55 * t2050;
-    w.t2066 = -t2065;
-    const T t2067 = w.t56 * t2050;
-    w.t2068 = -t2067;
-    w.t2069 = w.t2014 + w.t2064;
-    const T t2073 = w.t55 * w.t2048;
-    const T t2074 = w.t56 * w.t2047;
-    w.t2075 = t2073 + t2074;
-    const T t2070 = w.t56 * w.t2048;
-    const T t2071 = w.t55 * w.t2047;
+    w.kept[86] = w.kept[232] * t2063;  // t2064
+    const T t2065 = w.kept[216] * t2050;
+    w.kept[96] = -t2065;  // t2066
+    const T t2067 = w.kept[217] * t2050;
+    w.kept[95] = -t2067;  // t2068
+    w.kept[94] = w.kept[53] + w.kept[86];  // t2069
+    const T t2073 = w.kept[216] * w.kept[90];
+    const T t2074 = w.kept[217] * w.kept[91];
+    w.kept[92] = t2073 + t2074;  // t2075
+    const T t2070 = w.kept[217] * w.kept[90];
+    const T t2071 = w.kept[216] * w.kept[91];
     w.t2072 = t2070 - t2071;
-    const T t2103 = T(0.1333) * w.t628;
-    const T t2105 = w.t616 - t2103;
-    const T t2106 = T(0.39219999999999999) * w.t567;
+    const T t2103 = T(0.1333) * w.kept[236];
+    const T t2105 = w.kept[234] - t2103;
+    const T t2106 = T(0.39219999999999999) * w.kept[238];
     const T t2107 = t2105 + t2106;
-    const T t2108 = w.t713 * t2107;
+    const T t2108 = w.kept[239] * t2107;
     const T t2186 = w.t2072 * t2108;
-    const T t2076 = T(0.1333) * w.t633;
-    const T t2078 = w.t608 - t2076;
-    const T t2079 = w.t713 * t2078;
-    const T t2185 = w.t2075 * t2079;
+    const T t2076 = T(0.1333) * w.kept[237];
+    const T t2078 = w.kept[233] - t2076;
+    const T t2079 = w.kept[239] * t2078;
+    const T t2185 = w.kept[92] * t2079;
     const T t2187 = t2186 - t2185;
-    const T t2135 = T(0.39219999999999999) * w.t633;
-    const T t2137 = w.t586 - t2135;
-    const T t2138 = w.t713 * t2137;
-    const T t2188 = w.t2069 * t2138;
+    const T t2135 = T(0.39219999999999999) * w.kept[237];
+    const T t2137 = w.kept[235] - t2135;
+    const T t2138 = w.kept[239] * t2137;
+    const T t2188 = w.kept[94] * t2138;
     const T t2189 = t2187 - t2188;
-    const T t2190 = w.t749 * t2067;
+    const T t2190 = w.kept[213] * t2067;
     const T t2192 = t2189 - t2190;
-    const T t2193 = w.t764 * t2065;
+    const T t2193 = w.kept[214] * t2065;
     const T t2195 = t2192 + t2193;
-    const T t2196 = w.t777 * w.t2049;
-    w.t2197 = t2195 - t2196;
-    const T t2154 = w.t462 * w.t749;
-    const T t2150 = T(0.099699999999999997) * w.t749;
-    const T t2152 = w.t120 + t2150;
-    const T t2156 = w.t454 * t2152;
+    const T t2196 = w.kept[215] * w.kept[97];
+    w.kept[87] = t2195 - t2196;  // t2197
+    const T t2154 = w.kept[241] * w.kept[213];
+    const T t2150 = T(0.099699999999999997) * w.kept[213];
+    const T t2152 = w.kept[209] + t2150;
+    const T t2156 = w.kept[243] * t2152;
     const T t2158 = t2154 + t2156;
-    w.t2160 = w.t506 * t2158;
+    w.t2160 = w.kept[245] * t2158;
     const T t2206 = t2067 * w.t2160;
-    const T t2090 = w.t121 * w.t447;
-    const T t2085 = w.t120 * w.t460;
-    const T t2087 = w.t462 * t2079;
+    const T t2090 = w.kept[210] * w.kept[242];
+    const T t2085 = w.kept[209] * w.kept[240];
+    const T t2087 = w.kept[241] * t2079;
     const T t2088 = t2085 + t2087;
     const T t2091 = t2090 - t2088;
-    const T t2081 = T(0.1333) * w.t121;
+    const T t2081 = T(0.1333) * w.kept[210];
     const T t2083 = T(0.099699999999999997) * t2079;
     const T t2084 = t2081 + t2083;
-    const T t2092 = w.t454 * t2084;
+    const T t2092 = w.kept[243] * t2084;
     const T t2093 = t2091 - t2092;
-    const T t2082 = w.t120 * T(0.099699999999999997);
-    const T t2094 = w.t457 * t2082;
+    const T t2082 = w.kept[209] * T(0.099699999999999997);
+    const T t2094 = w.kept[244] * t2082;
     const T t2095 = t2093 - t2094;
-    const T t2096 = w.t506 * t2095;
-    const T t2198 = w.t2075 * t2096;
-    const T t2113 = w.t121 * w.t460;
-    const T t2115 = w.t462 * t2108;
+    const T t2096 = w.kept[245] * t2095;
+    const T t2198 = w.kept[92] * t2096;
+    const T t2113 = w.kept[210] * w.kept[240];
+    const T t2115 = w.kept[241] * t2108;
     const T t2116 = t2113 + t2115;
-    const T t2118 = w.t120 * w.t447;
+    const T t2118 = w.kept[209] * w.kept[242];
     const T t2119 = t2116 + t2118;
     const T t2111 = T(0.099699999999999997) * t2108;
-    const T t2080 = T(0.1333) * w.t120;
+    const T t2080 = T(0.1333) * w.kept[209];
     const T t2112 = t2111 - t2080;
-    const T t2121 = w.t454 * t2112;
+    const T t2121 = w.kept[243] * t2112;
     const T t2122 = t2119 + t2121;
-    const T t2109 = w.t121 * T(0.099699999999999997);
+    const T t2109 = w.kept[210] * T(0.099699999999999997);
     const T t2110 = T(-0.39219999999999999) + t2109;
-    const T t2124 = w.t457 * t2110;
+    const T t2124 = w.kept[244] * t2110;
     const T t2125 = t2122 + t2124;
-    const T t2127 = w.t506 * t2125;
+    const T t2127 = w.kept[245] * t2125;
     const T t2199 = w.t2072 * t2127;
     const T t2201 = t2198 + t2199;
     w.t2139 = T(1) - t2138;
-    const T t2142 = w.t462 * w.t2139;
+    const T t2142 = w.kept[241] * w.t2139;
     const T t2140 = T(0.099699999999999997) * w.t2139;
-    w.t1779 = T(0.39219999999999999) * w.t121;
+    w.t1779 = T(0.39219999999999999) * w.kept[210];
     const T t2141 = t2140 - w.t1779;
-    const T t2143 = w.t454 * t2141;
+    const T t2143 = w.kept[243] * t2141;
     const T t2144 = t2142 + t2143;
-    const T t2145 = w.t506 * t2144;
-    const T t2203 = w.t2069 * t2145;
+    const T t2145 = w.kept[245] * t2144;
+    const T t2203 = w.kept[94] * t2145;
     const T t2204 = t2201 + t2203;
     const T t2208 = t2206 - t2204;
-    const T t2169 = w.t462 * w.t764;
-    const T t2167 = T(0.099699999999999997) * w.t764;
-    const T t2168 = t2167 - w.t121;
-    const T t2170 = w.t454 * t2168;
+    const T t2169 = w.kept[241] * w.kept[214];
+    const T t2167 = T(0.099699999999999997) * w.kept[214];
+    const T t2168 = t2167 - w.kept[210];
+    const T t2170 = w.kept[243] * t2168;
     const T t2171 = t2169 + t2170;
-    w.t2172 = w.t506 * t2171;
+    w.t2172 = w.kept[245] * t2171;
     const T t2209 = t2065 * w.t2172;
     const T t2211 = t2208 - t2209;
-    const T t2177 = w.t462 * w.t777;
-    const T t2176 = T(0.099699999999999997) * w.t777;
-    const T t2178 = w.t454 * t2176;
+    const T t2177 = w.kept[241] * w.kept[215];
+    const T t2176 = T(0.099699999999999997) * w.kept[215];
+    const T t2178 = w.kept[243] * t2176;
     const T t2179 = t2177 + t2178;
-    const T t2180 = t2179 - w.t457;
-    w.t2181 = w.t506 * t2180;
-    const T t2212 = w.t2049 * w.t2181;
-    w.t2213 = t2211 + t2212;
-    w.t2097 = w.t120 * w.t194;
-    const T t2098 = w.t193 * t2079;
+    const T t2180 = t2179 - w.kept[244];
+    w.t2181 = w.kept[245] * t2180;
+    const T t2212 = w.kept[97] * w.t2181;
+    w.kept[88] = t2211 + t2212;  // t2213
+    w.t2097 = w.kept[209] * w.kept[204];
+    const T t2098 = w.kept[203] * t2079;
     const T t2099 = w.t2097 + t2098;
-    const T t2214 = w.t2075 * t2099;
-    w.t2129 = w.t121 * w.t194;
-    const T t2130 = w.t193 * t2108;
+    const T t2214 = w.kept[92] * t2099;
+    w.t2129 = w.kept[210] * w.kept[204];
+    const T t2130 = w.kept[203] * t2108;
     const T t2131 = w.t2129 + t2130;
     const T t2215 = w.t2072 * t2131;
     const T t2216 = t2214 - t2215;
-    w.t2146 = w.t193 * w.t2139;
-    const T t2217 = w.t2069 * w.t2146;
+    w.t2146 = w.kept[203] * w.t2139;
+    const T t2217 = w.kept[94] * w.t2146;
     const T t2218 = t2216 - t2217;
-    const T t2161 = w.t193 * w.t749;
+    const T t2161 = w.kept[203] * w.kept[213];
     const T t2219 = t2067 * t2161;
     const T t2221 = t2218 + t2219;
-    const T t2173 = w.t193 * w.t764;
+    const T t2173 = w.kept[203] * w.kept[214];
     const T t2222 = t2065 * t2173;
     const T t2224 = t2221 - t2222;
-    const T t2182 = w.t193 * w.t777;
-    const T t2225 = w.t2049 * t2182;
-    w.t2226 = t2224 + t2225;
-    w.t2275 = w.t5 * w.t1854;
-    w.t2276 = w.t6 * w.t1854;
-    w.t2277 = T(0.42499999999999999) * w.t2275;
-    w.t2292 = w.t2019 + w.t2197;
-    const T t2296 = w.t55 * w.t2276;
-    const T t2297 = w.t56 * w.t2275;
-    w.t2298 = t2296 + t2297;
-    const T t2293 = w.t56 * w.t2276;
-    const T t2294 = w.t55 * w.t2275;
+    const T t2182 = w.kept[203] * w.kept[215];
+    const T t2225 = w.kept[97] * t2182;
+    w.kept[89] = t2224 + t2225;  // t2226
+    w.kept[123] = w.kept[223] * w.kept[20];  // t2275
+    w.kept[122] = w.kept[222] * w.kept[20];  // t2276
+    w.kept[129] = T(0.42499999999999999) * w.kept[123];  // t2277
+    w.kept[126] = w.kept[54] + w.kept[87];  // t2292
+    const T t2296 = w.kept[216] * w.kept[122];
+    const T t2297 = w.kept[217] * w.kept[123];
+    w.kept[124] = t2296 + t2297;  // t2298
+    const T t2293 = w.kept[217] * w.kept[122];
+    const T t2294 = w.kept[216] * w.kept[123];
     w.t2295 = t2293 - t2294;
     const T t2299 = T(0.39219999999999999) * w.t2295;
-    w.t2300 = w.t2277 - t2299;
-    const T t2307 = w.t608 * w.t2298;
+    w.kept[135] = w.kept[129] - t2299;  // t2300
+    const T t2307 = w.kept[233] * w.kept[124];
     const T t2309 = T(1) - t2307;
-    const T t2310 = w.t616 * w.t2295;
+    const T t2310 = w.kept[234] * w.t2295;
     const T t2312 = t2309 + t2310;
-    const T t2313 = w.t586 * w.t2292;
+    const T t2313 = w.kept[235] * w.kept[126];
     const T t2314 = t2312 - t2313;
-    const T t2278 = T(0.42499999999999999) * w.t2019;
-    w.t2291 = w.t56 * t2278;
+    const T t2278 = T(0.42499999999999999) * w.kept[54];
+    w.t2291 = w.kept[217] * t2278;
     const T t2305 = T(0.1333) * w.t2295;
     w.t2306 = w.t2291 + t2305;
-    const T t2315 = w.t628 * w.t2306;
+    const T t2315 = w.kept[236] * w.t2306;
     const T t2317 = t2314 - t2315;
-    w.t2290 = w.t55 * t2278;
-    const T t2301 = T(0.39219999999999999) * w.t2292;
+    w.t2290 = w.kept[216] * t2278;
+    const T t2301 = T(0.39219999999999999) * w.kept[126];
     const T t2302 = w.t2290 + t2301;
-    const T t2303 = T(0.1333) * w.t2298;
+    const T t2303 = T(0.1333) * w.kept[124];
     w.t2304 = t2302 + t2303;
-    const T t2318 = w.t633 * w.t2304;
+    const T t2318 = w.kept[237] * w.t2304;
     const T t2320 = t2317 + t2318;
-    const T t2321 = w.t567 * w.t2300;
+    const T t2321 = w.kept[238] * w.kept[135];
     const T t2322 = t2320 - t2321;
-    w.t2323 = w.t713 * t2322;
-    const T t2324 = w.t121 * w.t2306;
-    const T t2325 = w.t120 * w.t2304;
-    w.t2326 = t2324 - t2325;
-    w.t2330 = w.t2292 + w.t2323;
-    const T t2334 = w.t120 * w.t2298;
-    const T t2335 = w.t121 * w.t2295;
-    w.t2336 = t2334 - t2335;
-    const T t2337 = T(0.099699999999999997) * w.t457;
-    const T t2338 = w.t460 + t2337;
-    w.t2339 = w.t506 * t2338;
+    w.kept[119] = w.kept[239] * t2322;  // t2323
+    const T t2324 = w.kept[210] * w.t2306;
+    const T t2325 = w.kept[209] * w.t2304;
+    w.kept[134] = t2324 - t2325;  // t2326
+    w.kept[132] = w.kept[126] + w.kept[119];  // t2330
+    const T t2334 = w.kept[209] * w.kept[124];
+    const T t2335 = w.kept[210] * w.t2295;
+    w.kept[130] = t2334 - t2335;  // t2336
+    const T t2337 = T(0.099699999999999997) * w.kept[244];
+    const T t2338 = w.kept[240] + t2337;
+    w.t2339 = w.kept[245] * t2338;
     return status;
 }
 
@@ -3610,256 +3366,256 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, con
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    const T t2348 = w.t2336 * w.t2339;
-    const T t2331 = w.t121 * w.t2298;
-    const T t2332 = w.t120 * w.t2295;
+    const T t2348 = w.kept[130] * w.t2339;
+    const T t2331 = w.kept[210] * w.kept[124];
+    const T t2332 = w.kept[209] * w.t2295;
     const T t2333 = t2331 + t2332;
     const T t2349 = t2348 - t2333;
-    const T t2344 = T(0.099699999999999997) * w.t454;
-    const T t2345 = w.t462 + t2344;
-    const T t2346 = w.t506 * t2345;
-    const T t2350 = w.t2330 * t2346;
+    const T t2344 = T(0.099699999999999997) * w.kept[243];
+    const T t2345 = w.kept[241] + t2344;
+    const T t2346 = w.kept[245] * t2345;
+    const T t2350 = w.kept[132] * t2346;
     const T t2351 = t2349 - t2350;
-    const T t2327 = w.t120 * w.t2306;
-    const T t2328 = w.t121 * w.t2304;
+    const T t2327 = w.kept[209] * w.t2306;
+    const T t2328 = w.kept[210] * w.t2304;
     const T t2329 = t2327 + t2328;
-    const T t2352 = w.t530 * t2329;
+    const T t2352 = w.kept[207] * t2329;
     const T t2353 = t2351 + t2352;
-    const T t2354 = w.t546 * w.t2300;
-    w.t2355 = t2353 - t2354;
-    const T t2356 = w.t194 * w.t2336;
-    const T t2357 = w.t193 * w.t2330;
-    w.t2358 = t2356 - t2357;
-    const T t2444 = w.t5 * w.t1855;
-    w.t2445 = -t2444;
-    const T t2446 = w.t6 * w.t1855;
-    w.t2447 = -t2446;
+    const T t2354 = w.kept[208] * w.kept[135];
+    w.kept[120] = t2353 - t2354;  // t2355
+    const T t2356 = w.kept[204] * w.kept[130];
+    const T t2357 = w.kept[203] * w.kept[132];
+    w.kept[121] = t2356 - t2357;  // t2358
+    const T t2444 = w.kept[223] * w.t1855;
+    w.kept[154] = -t2444;  // t2445
+    const T t2446 = w.kept[222] * w.t1855;
+    w.kept[153] = -t2446;  // t2447
     const T t2448 = T(0.42499999999999999) * t2444;
-    w.t2449 = -t2448;
+    w.kept[160] = -t2448;  // t2449
     const T t2450 = T(0.42499999999999999) * w.t2025;
-    w.t2470 = w.t55 * t2450;
-    w.t2472 = w.t56 * t2450;
-    w.t2474 = w.t2213 - w.t2025;
-    const T t2480 = w.t55 * t2446;
-    const T t2482 = w.t56 * t2444;
+    w.kept[159] = w.kept[216] * t2450;  // t2470
+    w.kept[158] = w.kept[217] * t2450;  // t2472
+    w.kept[157] = w.kept[88] - w.t2025;  // t2474
+    const T t2480 = w.kept[216] * t2446;
+    const T t2482 = w.kept[217] * t2444;
     const T t2484 = t2480 + t2482;
-    w.t2485 = -t2484;
-    const T t2477 = w.t55 * t2444;
-    const T t2475 = w.t56 * t2446;
+    w.kept[155] = -t2484;  // t2485
+    const T t2477 = w.kept[216] * t2444;
+    const T t2475 = w.kept[217] * t2446;
     const T t2479 = t2477 - t2475;
     const T t2486 = T(0.39219999999999999) * t2479;
     const T t2487 = t2448 + t2486;
-    w.t2488 = -t2487;
-    w.t2520 = w.t2355 + w.t2474;
-    const T t2525 = w.t120 * t2484;
-    const T t2527 = w.t121 * t2479;
+    w.kept[166] = -t2487;  // t2488
+    w.kept[163] = w.kept[120] + w.kept[157];  // t2520
+    const T t2525 = w.kept[209] * t2484;
+    const T t2527 = w.kept[210] * t2479;
     const T t2528 = t2525 + t2527;
-    w.t2529 = -t2528;
-    const T t2535 = w.t460 * t2528;
+    w.kept[161] = -t2528;  // t2529
+    const T t2535 = w.kept[240] * t2528;
     const T t2537 = T(1) - t2535;
-    const T t2538 = w.t462 * w.t2520;
+    const T t2538 = w.kept[241] * w.kept[163];
     const T t2539 = t2537 - t2538;
-    const T t2523 = w.t120 * t2479;
-    const T t2521 = w.t121 * t2484;
+    const T t2523 = w.kept[209] * t2479;
+    const T t2521 = w.kept[210] * t2484;
     const T t2524 = t2523 - t2521;
-    const T t2540 = w.t447 * t2524;
+    const T t2540 = w.kept[242] * t2524;
     const T t2541 = t2539 - t2540;
-    const T t2533 = T(0.099699999999999997) * w.t2520;
+    const T t2533 = T(0.099699999999999997) * w.kept[163];
     const T t2494 = T(0.1333) * t2479;
-    w.t2495 = t2494 - w.t2472;
-    const T t2517 = w.t120 * w.t2495;
-    const T t2489 = T(0.39219999999999999) * w.t2474;
-    const T t2490 = t2489 - w.t2470;
+    w.t2495 = t2494 - w.kept[158];
+    const T t2517 = w.kept[209] * w.t2495;
+    const T t2489 = T(0.39219999999999999) * w.kept[157];
+    const T t2490 = t2489 - w.kept[159];
     const T t2491 = T(0.1333) * t2484;
     w.t2493 = t2490 - t2491;
-    const T t2518 = w.t121 * w.t2493;
+    const T t2518 = w.kept[210] * w.t2493;
     const T t2519 = t2517 + t2518;
     const T t2534 = t2533 - t2519;
-    const T t2542 = w.t454 * t2534;
+    const T t2542 = w.kept[243] * t2534;
     const T t2543 = t2541 - t2542;
     const T t2530 = T(0.099699999999999997) * t2528;
     const T t2532 = t2530 - t2487;
-    const T t2544 = w.t457 * t2532;
+    const T t2544 = w.kept[244] * t2532;
     const T t2545 = t2543 - t2544;
-    w.t2546 = w.t506 * t2545;
-    const T t2547 = w.t194 * t2528;
-    const T t2549 = w.t193 * w.t2520;
-    w.t2550 = t2547 + t2549;
-    w.t2551 = -w.t2550;
-    w.t2618 = w.t5 * w.t1857;
-    w.t2619 = -w.t2618;
-    w.t2620 = w.t6 * w.t1857;
-    w.t2621 = -w.t2620;
+    w.kept[151] = w.kept[245] * t2545;  // t2546
+    const T t2547 = w.kept[204] * t2528;
+    const T t2549 = w.kept[203] * w.kept[163];
+    w.kept[168] = t2547 + t2549;  // t2550
+    w.kept[152] = -w.kept[168];  // t2551
+    w.t2618 = w.kept[223] * w.kept[38];
+    w.kept[184] = -w.t2618;  // t2619
+    w.t2620 = w.kept[222] * w.kept[38];
+    w.kept[183] = -w.t2620;  // t2621
     w.t2622 = T(0.42499999999999999) * w.t2618;
-    w.t2623 = -w.t2622;
-    w.t2645 = w.t2031 + w.t2226;
-    const T t2651 = w.t55 * w.t2620;
-    const T t2653 = w.t56 * w.t2618;
+    w.kept[190] = -w.t2622;  // t2623
+    w.kept[187] = w.kept[56] + w.kept[89];  // t2645
+    const T t2651 = w.kept[216] * w.t2620;
+    const T t2653 = w.kept[217] * w.t2618;
     w.t2655 = t2651 + t2653;
-    w.t2656 = -w.t2655;
-    const T t2648 = w.t55 * w.t2618;
-    const T t2646 = w.t56 * w.t2620;
+    w.kept[185] = -w.t2655;  // t2656
+    const T t2648 = w.kept[216] * w.t2618;
+    const T t2646 = w.kept[217] * w.t2620;
     w.t2650 = t2648 - t2646;
     const T t2657 = T(0.39219999999999999) * w.t2650;
     w.t2658 = w.t2622 + t2657;
-    w.t2659 = -w.t2658;
-    w.t2691 = w.t2358 + w.t2645;
-    const T t2696 = w.t120 * w.t2655;
-    const T t2698 = w.t121 * w.t2650;
+    w.kept[196] = -w.t2658;  // t2659
+    w.kept[193] = w.kept[121] + w.kept[187];  // t2691
+    const T t2696 = w.kept[209] * w.t2655;
+    const T t2698 = w.kept[210] * w.t2650;
     const T t2699 = t2696 + t2698;
-    w.t2700 = -t2699;
-    const T t2717 = w.t194 * t2699;
-    const T t2719 = w.t193 * w.t2691;
-    w.t2720 = t2717 + t2719;
-    const T t2721 = T(0.00036956249999999999) * w.t2720;
+    w.kept[191] = -t2699;  // t2700
+    const T t2717 = w.kept[204] * t2699;
+    const T t2719 = w.kept[203] * w.kept[193];
+    w.kept[198] = t2717 + t2719;  // t2720
+    const T t2721 = T(0.00036956249999999999) * w.kept[198];
     const T t2722 = T(1) - t2721;
-    w.t2723 = t2722 / T(0.00036956249999999999);
-    w.t2790 = w.t1446 * w.t1756;
-    const T t2791 = w.t1079 * w.t2790;
-    w.t2793 = w.t1097 * t2791;
-    const T t2865 = w.t1446 * w.t1753;
-    w.t2866 = -t2865;
-    const T t2867 = w.t1079 * t2865;
-    const T t2869 = w.t1097 * t2867;
-    w.t2870 = -t2869;
-    w.t2892 = -w.t2072;
-    w.t2923 = -w.t2295;
-    w.t2939 = -t2479;
-    w.t2956 = -w.t2650;
-    w.t2959 = w.t1446 * w.t1807;
-    const T t2960 = w.t1079 * w.t2959;
+    w.kept[182] = t2722 / T(0.00036956249999999999);  // t2723
+    w.kept[25] = w.kept[17] * w.t1756;  // t2790
+    const T t2791 = w.kept[225] * w.kept[25];
+    w.kept[59] = w.kept[226] * t2791;  // t2793
+    const T t2865 = w.kept[17] * w.t1753;
+    w.kept[26] = -t2865;  // t2866
+    const T t2867 = w.kept[225] * t2865;
+    const T t2869 = w.kept[226] * t2867;
+    w.kept[60] = -t2869;  // t2870
+    w.kept[93] = -w.t2072;  // t2892
+    w.kept[125] = -w.t2295;  // t2923
+    w.kept[156] = -t2479;  // t2939
+    w.kept[186] = -w.t2650;  // t2956
+    w.kept[27] = w.kept[17] * w.t1807;  // t2959
+    const T t2960 = w.kept[225] * w.kept[27];
     const T t2962 = w.t1984 + t2960;
-    w.t2963 = w.t1097 * t2962;
-    const T t3027 = w.t1446 * w.t1806;
-    w.t3028 = -t3027;
-    const T t3029 = w.t1079 * t3027;
+    w.kept[61] = w.kept[226] * t2962;  // t2963
+    const T t3027 = w.kept[17] * w.t1806;
+    w.kept[28] = -t3027;  // t3028
+    const T t3029 = w.kept[225] * t3027;
     const T t3031 = w.t1772 + t3029;
-    const T t3033 = w.t1097 * t3031;
-    w.t3034 = -t3033;
-    w.t3080 = -w.t2291;
-    w.t2624 = T(0.42499999999999999) * w.t2031;
-    const T t2644 = w.t56 * w.t2624;
-    w.t3111 = -t2644;
-    const T t3113 = w.t1446 * w.t1805;
-    w.t3114 = -t3113;
-    const T t3115 = w.t1079 * t3113;
+    const T t3033 = w.kept[226] * t3031;
+    w.kept[62] = -t3033;  // t3034
+    w.kept[127] = -w.t2291;  // t3080
+    w.t2624 = T(0.42499999999999999) * w.kept[56];
+    const T t2644 = w.kept[217] * w.t2624;
+    w.kept[188] = -t2644;  // t3111
+    const T t3113 = w.kept[17] * w.t1805;
+    w.kept[29] = -t3113;  // t3114
+    const T t3115 = w.kept[225] * t3113;
     const T t3117 = w.t1771 + t3115;
-    const T t3119 = w.t1097 * t3117;
-    w.t3120 = -t3119;
-    w.t3166 = -w.t2290;
-    const T t2643 = w.t55 * w.t2624;
-    w.t3197 = -t2643;
-    w.t3198 = w.t1446 * w.t1768;
-    const T t3199 = w.t1079 * w.t3198;
-    w.t3201 = w.t1097 * t3199;
-    w.t3281 = w.t1446 * w.t1762;
-    const T t3282 = w.t1079 * w.t3281;
-    w.t3284 = w.t1097 * t3282;
-    const T t3287 = w.t6 * w.t3281;
-    const T t3291 = w.t896 * t3287;
-    const T t3286 = w.t5 * w.t3281;
-    const T t3292 = w.t905 * t3286;
+    const T t3119 = w.kept[226] * t3117;
+    w.kept[63] = -t3119;  // t3120
+    w.kept[128] = -w.t2290;  // t3166
+    const T t2643 = w.kept[216] * w.t2624;
+    w.kept[189] = -t2643;  // t3197
+    w.kept[30] = w.kept[17] * w.t1768;  // t3198
+    const T t3199 = w.kept[225] * w.kept[30];
+    w.kept[64] = w.kept[226] * t3199;  // t3201
+    w.kept[31] = w.kept[17] * w.t1762;  // t3281
+    const T t3282 = w.kept[225] * w.kept[31];
+    w.kept[65] = w.kept[226] * t3282;  // t3284
+    const T t3287 = w.kept[222] * w.kept[31];
+    const T t3291 = w.kept[227] * t3287;
+    const T t3286 = w.kept[223] * w.kept[31];
+    const T t3292 = w.kept[228] * t3286;
     const T t3293 = t3291 + t3292;
-    const T t3294 = w.t867 * w.t3284;
+    const T t3294 = w.kept[229] * w.kept[65];
     const T t3296 = t3293 - t3294;
-    const T t3289 = T(0.42499999999999999) * w.t3284;
-    const T t3297 = w.t921 * t3289;
+    const T t3289 = T(0.42499999999999999) * w.kept[65];
+    const T t3297 = w.kept[230] * t3289;
     const T t3299 = t3296 - t3297;
     const T t3288 = T(0.42499999999999999) * t3286;
-    const T t3300 = w.t841 * t3288;
+    const T t3300 = w.kept[231] * t3288;
     const T t3301 = t3299 - t3300;
-    w.t3302 = w.t983 * t3301;
-    const T t3362 = w.t1446 * w.t1759;
-    w.t3363 = -t3362;
-    const T t3364 = w.t1079 * t3362;
-    const T t3366 = w.t1097 * t3364;
-    w.t3367 = -t3366;
-    const T t3368 = w.t5 * t3362;
+    w.kept[98] = w.kept[232] * t3301;  // t3302
+    const T t3362 = w.kept[17] * w.t1759;
+    w.kept[32] = -t3362;  // t3363
+    const T t3364 = w.kept[225] * t3362;
+    const T t3366 = w.kept[226] * t3364;
+    w.kept[66] = -t3366;  // t3367
+    const T t3368 = w.kept[223] * t3362;
     const T t3370 = T(0.42499999999999999) * t3368;
-    const T t3382 = w.t841 * t3370;
-    const T t3369 = w.t6 * t3362;
-    const T t3373 = w.t896 * t3369;
-    const T t3374 = w.t905 * t3368;
+    const T t3382 = w.kept[231] * t3370;
+    const T t3369 = w.kept[222] * t3362;
+    const T t3373 = w.kept[227] * t3369;
+    const T t3374 = w.kept[228] * t3368;
     const T t3375 = t3373 + t3374;
-    const T t3376 = w.t867 * t3366;
+    const T t3376 = w.kept[229] * t3366;
     const T t3378 = t3375 - t3376;
     const T t3371 = T(0.42499999999999999) * t3366;
-    const T t3379 = w.t921 * t3371;
+    const T t3379 = w.kept[230] * t3371;
     const T t3381 = t3378 - t3379;
     const T t3383 = t3382 - t3381;
-    w.t3384 = w.t983 * t3383;
-    w.t3422 = -t2333;
-    w.t3444 = -t2524;
-    const T t2694 = w.t120 * w.t2650;
-    const T t2692 = w.t121 * w.t2655;
+    w.kept[99] = w.kept[232] * t3383;  // t3384
+    w.kept[131] = -t2333;  // t3422
+    w.kept[162] = -t2524;  // t3444
+    const T t2694 = w.kept[209] * w.t2650;
+    const T t2692 = w.kept[210] * w.t2655;
     const T t2695 = t2694 - t2692;
-    w.t3449 = -t2695;
-    w.t3469 = w.t1446 * w.t1834;
-    const T t3470 = w.t1079 * w.t3469;
+    w.kept[192] = -t2695;  // t3449
+    w.kept[33] = w.kept[17] * w.t1834;  // t3469
+    const T t3470 = w.kept[225] * w.kept[33];
     const T t3472 = w.t2000 + t3470;
-    w.t3473 = w.t1097 * t3472;
-    const T t3475 = w.t6 * w.t3469;
-    const T t3478 = w.t896 * t3475;
+    w.kept[67] = w.kept[226] * t3472;  // t3473
+    const T t3475 = w.kept[222] * w.kept[33];
+    const T t3478 = w.kept[227] * t3475;
     const T t3479 = w.t2139 + t3478;
-    const T t3474 = w.t5 * w.t3469;
-    const T t3480 = w.t905 * t3474;
+    const T t3474 = w.kept[223] * w.kept[33];
+    const T t3480 = w.kept[228] * t3474;
     const T t3481 = t3479 + t3480;
-    const T t3482 = w.t867 * w.t3473;
+    const T t3482 = w.kept[229] * w.kept[67];
     const T t3483 = t3481 - t3482;
-    const T t3477 = T(0.42499999999999999) * w.t3473;
-    const T t3484 = w.t921 * t3477;
+    const T t3477 = T(0.42499999999999999) * w.kept[67];
+    const T t3484 = w.kept[230] * t3477;
     const T t3485 = t3483 - t3484;
     const T t3476 = T(0.42499999999999999) * t3474;
-    const T t3486 = w.t841 * t3476;
+    const T t3486 = w.kept[231] * t3476;
     const T t3487 = t3485 - t3486;
-    w.t3488 = w.t983 * t3487;
-    const T t3566 = w.t6 * w.t1891;
-    const T t3567 = w.t5 * w.t1954;
+    w.kept[100] = w.kept[232] * t3487;  // t3488
+    const T t3566 = w.kept[222] * w.t1891;
+    const T t3567 = w.kept[223] * w.t1954;
     const T t3569 = t3566 - t3567;
-    const T t3570 = w.t1098 * w.t1999;
+    const T t3570 = w.kept[224] * w.t1999;
     const T t3572 = t3569 + t3570;
-    const T t3574 = w.t1446 * t3572;
-    w.t3575 = -t3574;
-    const T t3576 = w.t1079 * t3574;
+    const T t3574 = w.kept[17] * t3572;
+    w.kept[34] = -t3574;  // t3575
+    const T t3576 = w.kept[225] * t3574;
     const T t3578 = w.t1999 + t3576;
-    const T t3580 = w.t1097 * t3578;
-    w.t3581 = -t3580;
-    const T t3598 = w.t867 * t3580;
-    const T t3584 = w.t6 * t3574;
-    const T t3590 = w.t896 * t3584;
+    const T t3580 = w.kept[226] * t3578;
+    w.kept[68] = -t3580;  // t3581
+    const T t3598 = w.kept[229] * t3580;
+    const T t3584 = w.kept[222] * t3574;
+    const T t3590 = w.kept[227] * t3584;
     const T t3592 = w.t1779 + t3590;
-    const T t3582 = w.t5 * t3574;
-    const T t3594 = w.t905 * t3582;
+    const T t3582 = w.kept[223] * t3574;
+    const T t3594 = w.kept[228] * t3582;
     const T t3596 = t3592 + t3594;
     const T t3600 = t3598 - t3596;
     const T t3588 = T(0.42499999999999999) * t3580;
-    const T t3601 = w.t921 * t3588;
+    const T t3601 = w.kept[230] * t3588;
     const T t3603 = t3600 + t3601;
     const T t3586 = T(0.42499999999999999) * t3582;
-    const T t3604 = w.t841 * t3586;
+    const T t3604 = w.kept[231] * t3586;
     const T t3606 = t3603 + t3604;
-    w.t3607 = w.t983 * t3606;
-    w.t3651 = -t2329;
-    w.t3681 = -t2519;
+    w.kept[101] = w.kept[232] * t3606;  // t3607
+    w.kept[133] = -t2329;  // t3651
+    w.kept[164] = -t2519;  // t3681
     const T t2665 = T(0.1333) * w.t2650;
     w.t2666 = t2644 + t2665;
-    const T t2688 = w.t120 * w.t2666;
-    const T t2660 = T(0.39219999999999999) * w.t2645;
+    const T t2688 = w.kept[209] * w.t2666;
+    const T t2660 = T(0.39219999999999999) * w.kept[187];
     const T t2661 = t2643 + t2660;
     const T t2662 = T(0.1333) * w.t2655;
     w.t2664 = t2661 - t2662;
-    const T t2689 = w.t121 * w.t2664;
+    const T t2689 = w.kept[210] * w.t2664;
     const T t2690 = t2688 + t2689;
-    w.t3687 = -t2690;
-    const T t1829 = w.t120 * w.t1810;
-    const T t1828 = w.t121 * w.t1811;
+    w.kept[194] = -t2690;  // t3687
+    const T t1829 = w.kept[209] * w.t1810;
+    const T t1828 = w.kept[210] * w.t1811;
     const T t1830 = t1829 - t1828;
-    w.t3713 = w.t1446 * t1830;
-    w.t3714 = -w.t3713;
-    const T t1996 = w.t120 * w.t1986;
-    const T t1773 = w.t121 * w.t1772;
+    w.t3713 = w.kept[17] * t1830;
+    w.kept[35] = -w.t3713;  // t3714
+    const T t1996 = w.kept[209] * w.t1986;
+    const T t1773 = w.kept[210] * w.t1772;
     w.t1997 = t1996 - t1773;
-    w.t3715 = w.t1079 * w.t3713;
+    w.t3715 = w.kept[225] * w.t3713;
     return status;
 }
 
@@ -3869,255 +3625,255 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
     const T t3717 = w.t1997 + w.t3715;
-    const T t3719 = w.t1097 * t3717;
-    w.t3720 = -t3719;
-    const T t3737 = w.t867 * t3719;
-    const T t1778 = T(0.39219999999999999) * w.t120;
-    const T t3723 = w.t6 * w.t3713;
-    const T t3729 = w.t896 * t3723;
+    const T t3719 = w.kept[226] * t3717;
+    w.kept[69] = -t3719;  // t3720
+    const T t3737 = w.kept[229] * t3719;
+    const T t1778 = T(0.39219999999999999) * w.kept[209];
+    const T t3723 = w.kept[222] * w.t3713;
+    const T t3729 = w.kept[227] * t3723;
     const T t3731 = t1778 + t3729;
-    const T t3721 = w.t5 * w.t3713;
-    const T t3733 = w.t905 * t3721;
+    const T t3721 = w.kept[223] * w.t3713;
+    const T t3733 = w.kept[228] * t3721;
     const T t3735 = t3731 + t3733;
     const T t3739 = t3737 - t3735;
     const T t3727 = T(0.42499999999999999) * t3719;
-    const T t3740 = w.t921 * t3727;
+    const T t3740 = w.kept[230] * t3727;
     const T t3742 = t3739 + t3740;
     const T t3725 = T(0.42499999999999999) * t3721;
-    const T t3743 = w.t841 * t3725;
+    const T t3743 = w.kept[231] * t3725;
     const T t3745 = t3742 + t3743;
-    w.t3746 = w.t983 * t3745;
-    const T t2515 = w.t120 * w.t2493;
-    const T t2514 = w.t121 * w.t2495;
+    w.kept[102] = w.kept[232] * t3745;  // t3746
+    const T t2515 = w.kept[209] * w.t2493;
+    const T t2514 = w.kept[210] * w.t2495;
     const T t2516 = t2515 - t2514;
-    w.t3818 = -t2516;
-    const T t2686 = w.t120 * w.t2664;
-    const T t2685 = w.t121 * w.t2666;
+    w.kept[165] = -t2516;  // t3818
+    const T t2686 = w.kept[209] * w.t2664;
+    const T t2685 = w.kept[210] * w.t2666;
     const T t2687 = t2686 - t2685;
-    w.t3822 = -t2687;
-    w.t3830 = w.t1446 * w.t1769;
-    const T t3831 = w.t1079 * w.t3830;
-    w.t3833 = w.t1097 * t3831;
-    const T t3836 = w.t6 * w.t3830;
-    const T t3840 = w.t896 * t3836;
-    const T t3835 = w.t5 * w.t3830;
-    const T t3841 = w.t905 * t3835;
+    w.kept[195] = -t2687;  // t3822
+    w.kept[36] = w.kept[17] * w.t1769;  // t3830
+    const T t3831 = w.kept[225] * w.kept[36];
+    w.kept[70] = w.kept[226] * t3831;  // t3833
+    const T t3836 = w.kept[222] * w.kept[36];
+    const T t3840 = w.kept[227] * t3836;
+    const T t3835 = w.kept[223] * w.kept[36];
+    const T t3841 = w.kept[228] * t3835;
     const T t3842 = t3840 + t3841;
-    const T t3843 = w.t867 * w.t3833;
+    const T t3843 = w.kept[229] * w.kept[70];
     const T t3845 = t3842 - t3843;
-    const T t3838 = T(0.42499999999999999) * w.t3833;
-    const T t3846 = w.t921 * t3838;
+    const T t3838 = T(0.42499999999999999) * w.kept[70];
+    const T t3846 = w.kept[230] * t3838;
     const T t3848 = t3845 - t3846;
     const T t3837 = T(0.42499999999999999) * t3835;
-    const T t3849 = w.t841 * t3837;
+    const T t3849 = w.kept[231] * t3837;
     const T t3850 = t3848 - t3849;
-    w.t3851 = w.t983 * t3850;
-    const T t2100 = w.t120 * w.t193;
-    const T t3911 = w.t194 * w.t714;
+    w.kept[103] = w.kept[232] * t3850;  // t3851
+    const T t2100 = w.kept[209] * w.kept[203];
+    const T t3911 = w.kept[204] * w.kept[211];
     const T t3913 = t2100 - t3911;
-    const T t3917 = w.t194 * w.t764;
+    const T t3917 = w.kept[204] * w.kept[214];
     const T t3921 = T(0.1333) * t3917;
     const T t3922 = t3913 + t3921;
-    const T t3926 = w.t55 * t3922;
-    const T t3914 = w.t194 * w.t733;
-    const T t2132 = w.t121 * w.t193;
+    const T t3926 = w.kept[216] * t3922;
+    const T t3914 = w.kept[204] * w.kept[212];
+    const T t2132 = w.kept[210] * w.kept[203];
     const T t3915 = t3914 - t2132;
-    const T t3916 = w.t194 * w.t749;
+    const T t3916 = w.kept[204] * w.kept[213];
     const T t3919 = T(0.1333) * t3916;
     const T t3920 = t3915 - t3919;
-    const T t3918 = w.t194 * w.t777;
+    const T t3918 = w.kept[204] * w.kept[215];
     const T t3924 = T(0.39219999999999999) * t3918;
     const T t3925 = t3920 + t3924;
-    const T t3928 = w.t56 * t3925;
+    const T t3928 = w.kept[217] * t3925;
     const T t3929 = t3926 + t3928;
     const T t3923 = T(0.39219999999999999) * t3917;
-    const T t3935 = w.t984 * t3923;
+    const T t3935 = w.kept[218] * t3923;
     const T t3936 = t3929 + t3935;
-    const T t3946 = w.t6 * t3936;
-    const T t3930 = w.t55 * t3925;
-    const T t3927 = w.t56 * t3922;
+    const T t3946 = w.kept[222] * t3936;
+    const T t3930 = w.kept[216] * t3925;
+    const T t3927 = w.kept[217] * t3922;
     const T t3931 = t3930 - t3927;
-    const T t3937 = w.t994 * t3923;
+    const T t3937 = w.kept[219] * t3923;
     const T t3938 = t3931 - t3937;
-    const T t3941 = w.t1019 * t3923;
+    const T t3941 = w.kept[221] * t3923;
     const T t3942 = t3918 + t3941;
     const T t3944 = T(0.42499999999999999) * t3942;
     const T t3945 = t3938 + t3944;
-    const T t3947 = w.t5 * t3945;
+    const T t3947 = w.kept[223] * t3945;
     const T t3948 = t3946 - t3947;
-    const T t3933 = w.t55 * t3917;
-    const T t3932 = w.t56 * t3916;
+    const T t3933 = w.kept[216] * t3917;
+    const T t3932 = w.kept[217] * t3916;
     const T t3934 = t3933 - t3932;
-    const T t3939 = w.t1007 * t3923;
+    const T t3939 = w.kept[220] * t3923;
     const T t3940 = t3934 - t3939;
     const T t3943 = T(0.42499999999999999) * t3940;
-    const T t3949 = w.t1098 * t3943;
+    const T t3949 = w.kept[224] * t3943;
     const T t3950 = t3948 + t3949;
-    w.t3951 = w.t1446 * t3950;
-    const T t3952 = w.t1079 * w.t3951;
+    w.kept[37] = w.kept[17] * t3950;  // t3951
+    const T t3952 = w.kept[225] * w.kept[37];
     const T t3954 = t3943 + t3952;
-    w.t3955 = w.t1097 * t3954;
-    const T t3957 = w.t6 * w.t3951;
-    const T t3960 = w.t896 * t3957;
+    w.kept[71] = w.kept[226] * t3954;  // t3955
+    const T t3957 = w.kept[222] * w.kept[37];
+    const T t3960 = w.kept[227] * t3957;
     const T t3961 = t3923 + t3960;
-    const T t3956 = w.t5 * w.t3951;
-    const T t3962 = w.t905 * t3956;
+    const T t3956 = w.kept[223] * w.kept[37];
+    const T t3962 = w.kept[228] * t3956;
     const T t3963 = t3961 + t3962;
-    const T t3964 = w.t867 * w.t3955;
+    const T t3964 = w.kept[229] * w.kept[71];
     const T t3965 = t3963 - t3964;
-    const T t3959 = T(0.42499999999999999) * w.t3955;
-    const T t3966 = w.t921 * t3959;
+    const T t3959 = T(0.42499999999999999) * w.kept[71];
+    const T t3966 = w.kept[230] * t3959;
     const T t3967 = t3965 - t3966;
     const T t3958 = T(0.42499999999999999) * t3956;
-    const T t3968 = w.t841 * t3958;
+    const T t3968 = w.kept[231] * t3958;
     const T t3969 = t3967 - t3968;
-    w.t3970 = w.t983 * t3969;
-    const T t3977 = w.t55 * t3957;
-    const T t3978 = w.t56 * t3956;
+    w.kept[104] = w.kept[232] * t3969;  // t3970
+    const T t3977 = w.kept[216] * t3957;
+    const T t3978 = w.kept[217] * t3956;
     const T t3979 = t3977 + t3978;
-    const T t3988 = w.t608 * t3979;
-    const T t3990 = w.t194 - t3988;
-    const T t3974 = w.t56 * t3957;
-    const T t3975 = w.t55 * t3956;
+    const T t3988 = w.kept[233] * t3979;
+    const T t3990 = w.kept[204] - t3988;
+    const T t3974 = w.kept[217] * t3957;
+    const T t3975 = w.kept[216] * t3956;
     const T t3976 = t3974 - t3975;
-    const T t3991 = w.t616 * t3976;
+    const T t3991 = w.kept[234] * t3976;
     const T t3993 = t3990 + t3991;
-    const T t3973 = w.t3955 + w.t3970;
-    const T t3994 = w.t586 * t3973;
+    const T t3973 = w.kept[71] + w.kept[104];
+    const T t3994 = w.kept[235] * t3973;
     const T t3995 = t3993 - t3994;
-    const T t3972 = w.t56 * t3959;
+    const T t3972 = w.kept[217] * t3959;
     const T t3986 = T(0.1333) * t3976;
     const T t3987 = t3972 + t3986;
-    const T t3996 = w.t628 * t3987;
+    const T t3996 = w.kept[236] * t3987;
     const T t3998 = t3995 - t3996;
-    const T t3971 = w.t55 * t3959;
+    const T t3971 = w.kept[216] * t3959;
     const T t3982 = T(0.39219999999999999) * t3973;
     const T t3983 = t3971 + t3982;
     const T t3984 = T(0.1333) * t3979;
     const T t3985 = t3983 + t3984;
-    const T t3999 = w.t633 * t3985;
+    const T t3999 = w.kept[237] * t3985;
     const T t4001 = t3998 + t3999;
     const T t3980 = T(0.39219999999999999) * t3976;
     const T t3981 = t3958 - t3980;
-    const T t4002 = w.t567 * t3981;
+    const T t4002 = w.kept[238] * t3981;
     const T t4003 = t4001 - t4002;
-    w.t4004 = w.t713 * t4003;
-    const T t4011 = t3973 + w.t4004;
-    const T t4024 = w.t462 * t4011;
-    const T t4015 = w.t120 * t3979;
-    const T t4016 = w.t121 * t3976;
+    w.kept[136] = w.kept[239] * t4003;  // t4004
+    const T t4011 = t3973 + w.kept[136];
+    const T t4024 = w.kept[241] * t4011;
+    const T t4015 = w.kept[209] * t3979;
+    const T t4016 = w.kept[210] * t3976;
     const T t4017 = t4015 - t4016;
-    const T t4022 = w.t460 * t4017;
+    const T t4022 = w.kept[240] * t4017;
     const T t4025 = t4024 - t4022;
-    const T t4012 = w.t121 * t3979;
-    const T t4013 = w.t120 * t3976;
+    const T t4012 = w.kept[210] * t3979;
+    const T t4013 = w.kept[209] * t3976;
     const T t4014 = t4012 + t4013;
-    const T t4026 = w.t447 * t4014;
+    const T t4026 = w.kept[242] * t4014;
     const T t4027 = t4025 + t4026;
     const T t4020 = T(0.099699999999999997) * t4011;
-    const T t4008 = w.t120 * t3987;
-    const T t4009 = w.t121 * t3985;
+    const T t4008 = w.kept[209] * t3987;
+    const T t4009 = w.kept[210] * t3985;
     const T t4010 = t4008 + t4009;
     const T t4021 = t4020 - t4010;
-    const T t4028 = w.t454 * t4021;
+    const T t4028 = w.kept[243] * t4021;
     const T t4029 = t4027 + t4028;
     const T t4018 = T(0.099699999999999997) * t4017;
     const T t4019 = t3981 - t4018;
-    const T t4030 = w.t457 * t4019;
+    const T t4030 = w.kept[244] * t4019;
     const T t4031 = t4029 + t4030;
-    const T t4032 = w.t506 * t4031;
-    w.t4033 = -t4032;
-    const T t4034 = w.t194 * t4017;
-    const T t4035 = w.t193 * t4011;
-    w.t4036 = t4034 - t4035;
-    w.t4050 = -w.t2031;
-    const T t2639 = w.t841 * w.t2622;
-    const T t2625 = w.t896 * w.t2620;
+    const T t4032 = w.kept[245] * t4031;
+    w.kept[167] = -t4032;  // t4033
+    const T t4034 = w.kept[204] * t4017;
+    const T t4035 = w.kept[203] * t4011;
+    w.kept[197] = t4034 - t4035;  // t4036
+    w.kept[72] = -w.kept[56];  // t4050
+    const T t2639 = w.kept[231] * w.t2622;
+    const T t2625 = w.kept[227] * w.t2620;
     const T t2627 = w.t2146 + t2625;
-    const T t2629 = w.t905 * w.t2618;
+    const T t2629 = w.kept[228] * w.t2618;
     const T t2631 = t2627 + t2629;
-    const T t2633 = w.t867 * w.t2031;
+    const T t2633 = w.kept[229] * w.kept[56];
     const T t2634 = t2631 + t2633;
-    const T t2636 = w.t921 * w.t2624;
+    const T t2636 = w.kept[230] * w.t2624;
     const T t2637 = t2634 + t2636;
     const T t2641 = t2639 - t2637;
-    const T t2642 = w.t983 * t2641;
-    w.t4056 = -t2642;
-    const T t2667 = w.t608 * w.t2655;
-    const T t2669 = t2667 - w.t193;
-    const T t2670 = w.t616 * w.t2650;
+    const T t2642 = w.kept[232] * t2641;
+    w.kept[105] = -t2642;  // t4056
+    const T t2667 = w.kept[233] * w.t2655;
+    const T t2669 = t2667 - w.kept[203];
+    const T t2670 = w.kept[234] * w.t2650;
     const T t2672 = t2669 + t2670;
-    const T t2673 = w.t586 * w.t2645;
+    const T t2673 = w.kept[235] * w.kept[187];
     const T t2674 = t2672 - t2673;
-    const T t2675 = w.t628 * w.t2666;
+    const T t2675 = w.kept[236] * w.t2666;
     const T t2677 = t2674 - t2675;
-    const T t2678 = w.t633 * w.t2664;
+    const T t2678 = w.kept[237] * w.t2664;
     const T t2680 = t2677 + t2678;
-    const T t2681 = w.t567 * w.t2658;
+    const T t2681 = w.kept[238] * w.t2658;
     const T t2683 = t2680 + t2681;
-    const T t2684 = w.t713 * t2683;
-    w.t4080 = -t2684;
-    const T t2432 = w.t1098 * w.t2006;
+    const T t2684 = w.kept[239] * t2683;
+    w.kept[137] = -t2684;  // t4080
+    const T t2432 = w.kept[224] * w.t2006;
     const T t2396 = T(0.39219999999999999) * w.t2172;
-    const T t2412 = w.t984 * t2396;
+    const T t2412 = w.kept[218] * t2396;
     const T t2393 = T(0.1333) * w.t2172;
-    const T t2366 = w.t120 * w.t2339;
-    const T t2359 = T(0.099699999999999997) * w.t530;
-    const T t2361 = w.t517 + t2359;
-    const T t2374 = w.t714 * t2361;
+    const T t2366 = w.kept[209] * w.t2339;
+    const T t2359 = T(0.099699999999999997) * w.kept[207];
+    const T t2361 = w.kept[206] + t2359;
+    const T t2374 = w.kept[211] * t2361;
     const T t4115 = t2366 + t2374;
     const T t4120 = t2393 - t4115;
-    const T t4122 = w.t55 * t4120;
+    const T t4122 = w.kept[216] * t4120;
     const T t2391 = T(0.1333) * w.t2160;
-    const T t2367 = w.t121 * w.t2339;
-    const T t2377 = w.t733 * t2361;
+    const T t2367 = w.kept[210] * w.t2339;
+    const T t2377 = w.kept[212] * t2361;
     const T t4117 = t2367 + t2377;
     const T t4119 = t2391 - t4117;
     const T t2398 = T(0.39219999999999999) * w.t2181;
     const T t4121 = t4119 - t2398;
-    const T t4124 = w.t56 * t4121;
+    const T t4124 = w.kept[217] * t4121;
     const T t4125 = t4122 - t4124;
     const T t4128 = t2412 + t4125;
-    const T t4131 = w.t6 * t4128;
-    const T t2415 = w.t994 * t2396;
-    const T t4123 = w.t56 * t4120;
-    const T t4126 = w.t55 * t4121;
+    const T t4131 = w.kept[222] * t4128;
+    const T t2415 = w.kept[219] * t2396;
+    const T t4123 = w.kept[217] * t4120;
+    const T t4126 = w.kept[216] * t4121;
     const T t4127 = t4123 + t4126;
     const T t4129 = t2415 + t4127;
-    const T t2421 = w.t1019 * t2396;
+    const T t2421 = w.kept[221] * t2396;
     const T t2423 = w.t2181 + t2421;
     const T t2426 = T(0.42499999999999999) * t2423;
     const T t4130 = t4129 - t2426;
-    const T t4132 = w.t5 * t4130;
+    const T t4132 = w.kept[223] * t4130;
     const T t4133 = t4131 + t4132;
     const T t4134 = t2432 + t4133;
-    const T t4136 = w.t1446 * t4134;
-    w.t4137 = -t4136;
-    const T t4138 = w.t1079 * t4136;
+    const T t4136 = w.kept[17] * t4134;
+    w.kept[39] = -t4136;  // t4137
+    const T t4138 = w.kept[225] * t4136;
     const T t4140 = w.t2006 + t4138;
-    w.t4142 = w.t1097 * t4140;
-    w.t4143 = -w.t4142;
-    const T t4160 = w.t867 * w.t4142;
-    w.t4146 = w.t6 * t4136;
-    const T t4152 = w.t896 * w.t4146;
+    w.t4142 = w.kept[226] * t4140;
+    w.kept[73] = -w.t4142;  // t4143
+    const T t4160 = w.kept[229] * w.t4142;
+    w.t4146 = w.kept[222] * t4136;
+    const T t4152 = w.kept[227] * w.t4146;
     const T t4154 = t2396 + t4152;
-    const T t4144 = w.t5 * t4136;
-    const T t4156 = w.t905 * t4144;
+    const T t4144 = w.kept[223] * t4136;
+    const T t4156 = w.kept[228] * t4144;
     const T t4158 = t4154 + t4156;
     const T t4162 = t4160 - t4158;
     w.t4150 = T(0.42499999999999999) * w.t4142;
-    const T t4163 = w.t921 * w.t4150;
+    const T t4163 = w.kept[230] * w.t4150;
     const T t4165 = t4162 + t4163;
     w.t4148 = T(0.42499999999999999) * t4144;
-    const T t4166 = w.t841 * w.t4148;
+    const T t4166 = w.kept[231] * w.t4148;
     const T t4168 = t4165 + t4166;
-    w.t4169 = w.t983 * t4168;
-    const T t4180 = w.t55 * w.t4146;
-    const T t4182 = w.t56 * t4144;
+    w.kept[106] = w.kept[232] * t4168;  // t4169
+    const T t4180 = w.kept[216] * w.t4146;
+    const T t4182 = w.kept[217] * t4144;
     w.t4184 = t4180 + t4182;
-    const T t4196 = w.t608 * w.t4184;
+    const T t4196 = w.kept[233] * w.t4184;
     w.t4198 = t4196 - t2361;
-    w.t4177 = w.t55 * t4144;
+    w.t4177 = w.kept[216] * t4144;
     return status;
 }
 
@@ -4126,183 +3882,183 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    const T t4175 = w.t56 * w.t4146;
+    const T t4175 = w.kept[217] * w.t4146;
     const T t4179 = w.t4177 - t4175;
-    const T t4199 = w.t616 * t4179;
+    const T t4199 = w.kept[234] * t4179;
     const T t4201 = w.t4198 + t4199;
-    const T t4174 = w.t4169 - w.t4142;
-    const T t4202 = w.t586 * t4174;
+    const T t4174 = w.kept[106] - w.t4142;
+    const T t4202 = w.kept[235] * t4174;
     const T t4203 = t4201 - t4202;
     const T t4194 = T(0.1333) * t4179;
-    const T t4172 = w.t56 * w.t4150;
+    const T t4172 = w.kept[217] * w.t4150;
     const T t4195 = t4194 - t4172;
-    const T t4204 = w.t628 * t4195;
+    const T t4204 = w.kept[236] * t4195;
     const T t4206 = t4203 - t4204;
     const T t4189 = T(0.39219999999999999) * t4174;
-    const T t4170 = w.t55 * w.t4150;
+    const T t4170 = w.kept[216] * w.t4150;
     const T t4190 = t4189 - t4170;
     const T t4191 = T(0.1333) * w.t4184;
     const T t4193 = t4190 - t4191;
-    const T t4207 = w.t633 * t4193;
+    const T t4207 = w.kept[237] * t4193;
     const T t4209 = t4206 + t4207;
     const T t4186 = T(0.39219999999999999) * t4179;
     const T t4187 = w.t4148 + t4186;
-    const T t4210 = w.t567 * t4187;
+    const T t4210 = w.kept[238] * t4187;
     const T t4212 = t4209 + t4210;
-    w.t4213 = w.t713 * t4212;
-    const T t4225 = w.t120 * w.t4184;
-    const T t4227 = w.t121 * t4179;
+    w.kept[138] = w.kept[239] * t4212;  // t4213
+    const T t4225 = w.kept[209] * w.t4184;
+    const T t4227 = w.kept[210] * t4179;
     const T t4228 = t4225 + t4227;
-    const T t4235 = w.t460 * t4228;
+    const T t4235 = w.kept[240] * t4228;
     const T t4237 = T(1) - t4235;
-    const T t4220 = t4174 + w.t4213;
-    const T t4238 = w.t462 * t4220;
+    const T t4220 = t4174 + w.kept[138];
+    const T t4238 = w.kept[241] * t4220;
     const T t4239 = t4237 - t4238;
-    const T t4223 = w.t120 * t4179;
-    const T t4221 = w.t121 * w.t4184;
+    const T t4223 = w.kept[209] * t4179;
+    const T t4221 = w.kept[210] * w.t4184;
     const T t4224 = t4223 - t4221;
-    const T t4240 = w.t447 * t4224;
+    const T t4240 = w.kept[242] * t4224;
     const T t4241 = t4239 - t4240;
     const T t4233 = T(0.099699999999999997) * t4220;
-    const T t4217 = w.t120 * t4195;
-    const T t4218 = w.t121 * t4193;
+    const T t4217 = w.kept[209] * t4195;
+    const T t4218 = w.kept[210] * t4193;
     const T t4219 = t4217 + t4218;
     const T t4234 = t4233 - t4219;
-    const T t4242 = w.t454 * t4234;
+    const T t4242 = w.kept[243] * t4234;
     const T t4243 = t4241 - t4242;
     const T t4230 = T(0.099699999999999997) * t4228;
     const T t4232 = t4230 - t4187;
-    const T t4244 = w.t457 * t4232;
+    const T t4244 = w.kept[244] * t4232;
     const T t4245 = t4243 - t4244;
-    w.t4246 = w.t506 * t4245;
-    const T t4247 = w.t194 * t4228;
-    const T t4249 = w.t193 * t4220;
+    w.kept[169] = w.kept[245] * t4245;  // t4246
+    const T t4247 = w.kept[204] * t4228;
+    const T t4249 = w.kept[203] * t4220;
     const T t4250 = t4247 + t4249;
-    w.t4251 = -t4250;
-    const T t1782 = T(0.099699999999999997) * w.t194;
-    const T t4390 = w.t749 * t1782;
+    w.kept[199] = -t4250;  // t4251
+    const T t1782 = T(0.099699999999999997) * w.kept[204];
+    const T t4390 = w.kept[213] * t1782;
     const T t4391 = w.t2097 + t4390;
-    const T t4409 = w.t56 * t4391;
-    const T t4392 = w.t764 * t1782;
+    const T t4409 = w.kept[217] * t4391;
+    const T t4392 = w.kept[214] * t1782;
     const T t4393 = w.t2129 - t4392;
-    const T t4410 = w.t55 * t4393;
+    const T t4410 = w.kept[216] * t4393;
     const T t4411 = t4409 + t4410;
     const T t4400 = T(0.39219999999999999) * t4393;
-    const T t4416 = w.t1007 * t4400;
+    const T t4416 = w.kept[220] * t4400;
     const T t4417 = t4411 - t4416;
     const T t4420 = T(0.42499999999999999) * t4417;
-    const T t4426 = w.t1098 * t4420;
-    const T t1783 = T(0.099699999999999997) * w.t193;
-    const T t4383 = w.t120 * t1783;
-    const T t4385 = w.t714 * t1782;
+    const T t4426 = w.kept[224] * t4420;
+    const T t1783 = T(0.099699999999999997) * w.kept[203];
+    const T t4383 = w.kept[209] * t1783;
+    const T t4385 = w.kept[211] * t1782;
     const T t4387 = t4383 - t4385;
     const T t4398 = T(0.1333) * t4393;
     const T t4399 = t4387 - t4398;
-    const T t4403 = w.t55 * t4399;
-    const T t4384 = w.t121 * t1783;
-    const T t4388 = w.t733 * t1782;
+    const T t4403 = w.kept[216] * t4399;
+    const T t4384 = w.kept[210] * t1783;
+    const T t4388 = w.kept[212] * t1782;
     const T t4389 = t4384 - t4388;
     const T t4396 = T(0.1333) * t4391;
     const T t4397 = t4389 + t4396;
-    const T t4394 = w.t777 * t1782;
-    const T t4395 = w.t193 + t4394;
+    const T t4394 = w.kept[215] * t1782;
+    const T t4395 = w.kept[203] + t4394;
     const T t4401 = T(0.39219999999999999) * t4395;
     const T t4402 = t4397 - t4401;
-    const T t4405 = w.t56 * t4402;
+    const T t4405 = w.kept[217] * t4402;
     const T t4406 = t4403 - t4405;
-    const T t4412 = w.t984 * t4400;
+    const T t4412 = w.kept[218] * t4400;
     const T t4413 = t4406 - t4412;
-    const T t4423 = w.t6 * t4413;
-    const T t4404 = w.t56 * t4399;
-    const T t4407 = w.t55 * t4402;
+    const T t4423 = w.kept[222] * t4413;
+    const T t4404 = w.kept[217] * t4399;
+    const T t4407 = w.kept[216] * t4402;
     const T t4408 = t4404 + t4407;
-    const T t4414 = w.t994 * t4400;
+    const T t4414 = w.kept[219] * t4400;
     const T t4415 = t4408 - t4414;
-    const T t4418 = w.t1019 * t4400;
+    const T t4418 = w.kept[221] * t4400;
     const T t4419 = t4395 - t4418;
     const T t4421 = T(0.42499999999999999) * t4419;
     const T t4422 = t4415 - t4421;
-    const T t4424 = w.t5 * t4422;
+    const T t4424 = w.kept[223] * t4422;
     const T t4425 = t4423 + t4424;
     const T t4427 = t4426 - t4425;
-    w.t4428 = w.t1446 * t4427;
-    const T t4429 = w.t1079 * w.t4428;
+    w.kept[40] = w.kept[17] * t4427;  // t4428
+    const T t4429 = w.kept[225] * w.kept[40];
     const T t4431 = t4420 + t4429;
-    w.t4432 = w.t1097 * t4431;
-    const T t4434 = w.t6 * w.t4428;
-    const T t4437 = w.t896 * t4434;
+    w.kept[74] = w.kept[226] * t4431;  // t4432
+    const T t4434 = w.kept[222] * w.kept[40];
+    const T t4437 = w.kept[227] * t4434;
     const T t4438 = t4400 + t4437;
-    const T t4433 = w.t5 * w.t4428;
-    const T t4439 = w.t905 * t4433;
+    const T t4433 = w.kept[223] * w.kept[40];
+    const T t4439 = w.kept[228] * t4433;
     const T t4440 = t4438 + t4439;
-    const T t4441 = w.t867 * w.t4432;
+    const T t4441 = w.kept[229] * w.kept[74];
     const T t4442 = t4440 - t4441;
-    const T t4436 = T(0.42499999999999999) * w.t4432;
-    const T t4443 = w.t921 * t4436;
+    const T t4436 = T(0.42499999999999999) * w.kept[74];
+    const T t4443 = w.kept[230] * t4436;
     const T t4444 = t4442 - t4443;
     const T t4435 = T(0.42499999999999999) * t4433;
-    const T t4445 = w.t841 * t4435;
+    const T t4445 = w.kept[231] * t4435;
     const T t4446 = t4444 - t4445;
-    w.t4447 = w.t983 * t4446;
-    const T t4451 = w.t56 * t4434;
-    const T t4452 = w.t55 * t4433;
+    w.kept[107] = w.kept[232] * t4446;  // t4447
+    const T t4451 = w.kept[217] * t4434;
+    const T t4452 = w.kept[216] * t4433;
     const T t4453 = t4451 - t4452;
-    const T t4469 = w.t616 * t4453;
-    const T t4454 = w.t55 * t4434;
-    const T t4455 = w.t56 * t4433;
+    const T t4469 = w.kept[234] * t4453;
+    const T t4454 = w.kept[216] * t4434;
+    const T t4455 = w.kept[217] * t4433;
     const T t4456 = t4454 + t4455;
-    const T t4465 = w.t608 * t4456;
+    const T t4465 = w.kept[233] * t4456;
     const T t4467 = t1782 + t4465;
     const T t4471 = t4469 - t4467;
-    const T t4450 = w.t4432 + w.t4447;
-    const T t4472 = w.t586 * t4450;
+    const T t4450 = w.kept[74] + w.kept[107];
+    const T t4472 = w.kept[235] * t4450;
     const T t4473 = t4471 - t4472;
-    const T t4449 = w.t56 * t4436;
+    const T t4449 = w.kept[217] * t4436;
     const T t4463 = T(0.1333) * t4453;
     const T t4464 = t4449 + t4463;
-    const T t4474 = w.t628 * t4464;
+    const T t4474 = w.kept[236] * t4464;
     const T t4476 = t4473 - t4474;
-    const T t4448 = w.t55 * t4436;
+    const T t4448 = w.kept[216] * t4436;
     const T t4459 = T(0.39219999999999999) * t4450;
     const T t4460 = t4448 + t4459;
     const T t4461 = T(0.1333) * t4456;
     const T t4462 = t4460 + t4461;
-    const T t4477 = w.t633 * t4462;
+    const T t4477 = w.kept[237] * t4462;
     const T t4479 = t4476 + t4477;
     const T t4457 = T(0.39219999999999999) * t4453;
     const T t4458 = t4435 - t4457;
-    const T t4480 = w.t567 * t4458;
+    const T t4480 = w.kept[238] * t4458;
     const T t4481 = t4479 - t4480;
-    w.t4482 = w.t713 * t4481;
-    const T t4489 = t4450 + w.t4482;
-    const T t4502 = w.t462 * t4489;
-    const T t4493 = w.t120 * t4456;
-    const T t4494 = w.t121 * t4453;
+    w.kept[139] = w.kept[239] * t4481;  // t4482
+    const T t4489 = t4450 + w.kept[139];
+    const T t4502 = w.kept[241] * t4489;
+    const T t4493 = w.kept[209] * t4456;
+    const T t4494 = w.kept[210] * t4453;
     const T t4495 = t4493 - t4494;
-    const T t4500 = w.t460 * t4495;
+    const T t4500 = w.kept[240] * t4495;
     const T t4503 = t4502 - t4500;
-    const T t4490 = w.t121 * t4456;
-    const T t4491 = w.t120 * t4453;
+    const T t4490 = w.kept[210] * t4456;
+    const T t4491 = w.kept[209] * t4453;
     const T t4492 = t4490 + t4491;
-    const T t4504 = w.t447 * t4492;
+    const T t4504 = w.kept[242] * t4492;
     const T t4505 = t4503 + t4504;
     const T t4498 = T(0.099699999999999997) * t4489;
-    const T t4486 = w.t120 * t4464;
-    const T t4487 = w.t121 * t4462;
+    const T t4486 = w.kept[209] * t4464;
+    const T t4487 = w.kept[210] * t4462;
     const T t4488 = t4486 + t4487;
     const T t4499 = t4498 - t4488;
-    const T t4506 = w.t454 * t4499;
+    const T t4506 = w.kept[243] * t4499;
     const T t4507 = t4505 + t4506;
     const T t4496 = T(0.099699999999999997) * t4495;
     const T t4497 = t4458 - t4496;
-    const T t4508 = w.t457 * t4497;
+    const T t4508 = w.kept[244] * t4497;
     const T t4509 = t4507 + t4508;
-    const T t4510 = w.t506 * t4509;
-    w.t4511 = -t4510;
-    const T t4513 = w.t193 * t4489;
-    const T t4512 = w.t194 * t4495;
+    const T t4510 = w.kept[245] * t4509;
+    w.kept[170] = -t4510;  // t4511
+    const T t4513 = w.kept[203] * t4489;
+    const T t4512 = w.kept[204] * t4495;
     const T t4514 = t4513 - t4512;
-    w.t4518 = -t4514;
+    w.kept[200] = -t4514;  // t4518
     w.t5257 = w.t8 * T(0.194109162);
     const T t5272 = qd[1] * T(0.49241094949999997);
     w.t5273 = w.t5257 + t5272;
@@ -4321,7 +4077,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t5507 = t5498 - t5504;
     w.t5586 = w.t213 * T(0.36499999999999999);
     w.t5649 = t5507 + w.t5586;
-    const T t5701 = w.t194 * w.t5649;
+    const T t5701 = w.kept[204] * w.t5649;
     const T t5501 = w.t214 * T(0.021242);
     const T t5502 = w.t210 * T(0.0023400000000000001);
     const T t5503 = t5501 - t5502;
@@ -4330,14 +4086,14 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t5585 = w.t287 * T(0.36499999999999999);
     const T t5589 = w.t278 * T(0.00042303500000000005);
     const T t5591 = t5585 + t5589;
-    const T t5611 = w.t266 * t5591;
+    const T t5611 = w.kept[202] * t5591;
     const T t5588 = w.t284 * T(0.00042303500000000005);
     const T t5584 = w.t281 * T(0.36499999999999999);
     const T t5590 = t5588 - t5584;
-    const T t5612 = w.t265 * t5590;
+    const T t5612 = w.kept[201] * t5590;
     w.t5613 = t5611 - t5612;
     w.t5648 = t5506 + w.t5613;
-    const T t5702 = w.t193 * w.t5648;
+    const T t5702 = w.kept[203] * w.t5648;
     w.t5703 = t5701 - t5702;
     w.t5737 = T(0.099699999999999997) * w.t5703;
     w.t5513 = w.t207 * T(0.0023400000000000001);
@@ -4346,28 +4102,28 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t5535 = t5534 - w.t5486;
     const T t5539 = w.t5513 + t5535;
     w.t5664 = t5539 - w.t317;
-    const T t5759 = w.t193 * w.t5664;
+    const T t5759 = w.kept[203] * w.t5664;
     w.t5520 = w.t213 * T(0.0023400000000000001);
     w.t5521 = w.t142 * T(0.021242);
     const T t5532 = w.t5520 + w.t5521;
     const T t5533 = w.t204 * T(0.0025694312800000002);
     const T t5538 = t5532 - t5533;
-    const T t5614 = w.t265 * t5591;
-    const T t5615 = w.t266 * t5590;
+    const T t5614 = w.kept[201] * t5591;
+    const T t5615 = w.kept[202] * t5590;
     w.t5616 = t5614 + t5615;
     w.t5643 = T(0.099599999999999994) * w.t5616;
     w.t5594 = w.t281 * T(0.00042303500000000005);
     w.t5580 = w.t284 * T(0.00023393821456500001);
     w.t5603 = w.t5594 - w.t5580;
-    const T t5655 = w.t266 * w.t5603;
+    const T t5655 = w.kept[202] * w.t5603;
     w.t5581 = w.t278 * T(0.00023393821456500001);
     w.t5597 = w.t287 * T(0.00042303500000000005);
     w.t5602 = w.t5581 + w.t5597;
-    const T t5656 = w.t265 * w.t5602;
+    const T t5656 = w.kept[201] * w.t5602;
     const T t5657 = t5655 - t5656;
     const T t5661 = w.t5643 + t5657;
     w.t5663 = t5538 + t5661;
-    const T t5760 = w.t194 * w.t5663;
+    const T t5760 = w.kept[204] * w.t5663;
     const T t5761 = t5759 + t5760;
     const T t5763 = w.t5737 - t5761;
     w.t5766 = t5451 + t5763;
@@ -4387,14 +4143,14 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t5508 = w.t5505 - w.t5499;
     w.t5650 = t5508 - w.t5616;
     w.t5748 = w.t5419 - w.t5650;
-    const T t5842 = w.t120 * w.t5748;
+    const T t5842 = w.kept[209] * w.t5748;
     const T t5413 = w.t143 * T(0.022385800000000001);
     const T t5414 = w.t139 * T(0.0024660000000000003);
     const T t5415 = t5413 + t5414;
     const T t5410 = w.t136 * T(1.3700000000000001);
     const T t5418 = t5415 - t5410;
     w.t5747 = t5418 + w.t5703;
-    const T t5843 = w.t121 * w.t5747;
+    const T t5843 = w.kept[210] * w.t5747;
     w.t5844 = t5842 + t5843;
     const T t5885 = T(0.39219999999999999) * w.t5844;
     const T t5914 = w.t5766 - t5885;
@@ -4405,22 +4161,22 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t5325 = t5323 + t5324;
     const T t5328 = t5320 + t5325;
     w.t5897 = t5328 - w.t5844;
-    const T t5974 = w.t55 * w.t5897;
+    const T t5974 = w.kept[216] * w.t5897;
     const T t5319 = w.t63 * T(2.8460000000000001);
     const T t5322 = w.t66 * T(0.075419);
     const T t5327 = t5319 + t5322;
-    const T t5839 = w.t121 * w.t5748;
-    const T t5840 = w.t120 * w.t5747;
+    const T t5839 = w.kept[210] * w.t5748;
+    const T t5840 = w.kept[209] * w.t5747;
     w.t5841 = t5839 - t5840;
     w.t5896 = t5327 + w.t5841;
-    const T t5975 = w.t56 * w.t5896;
+    const T t5975 = w.kept[217] * w.t5896;
     const T t5976 = t5974 + t5975;
     const T t6004 = T(0.42499999999999999) * t5976;
     const T t6026 = w.t5917 + t6004;
     w.t6028 = w.t5273 + t6026;
     w.t6042 = w.t9 * w.t6028;
-    const T t5972 = w.t55 * w.t5896;
-    const T t5971 = w.t56 * w.t5897;
+    const T t5972 = w.kept[216] * w.t5896;
+    const T t5971 = w.kept[217] * w.t5897;
     const T t5973 = t5972 - t5971;
     w.t6005 = T(0.42499999999999999) * t5973;
     const T t5307 = w.t68 * T(0.0048801785000000004);
@@ -4439,10 +4195,10 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     w.t5432 = t5431 - w.t5421;
     const T t5582 = w.t213 * T(0.00042303500000000005);
     w.t5592 = T(2) * t5582;
-    const T t5619 = w.t266 * w.t5592;
-    const T t5627 = w.t266 * t5619;
-    const T t5617 = w.t265 * w.t5592;
-    const T t5629 = w.t265 * t5617;
+    const T t5619 = w.kept[202] * w.t5592;
+    const T t5627 = w.kept[202] * t5619;
+    const T t5617 = w.kept[201] * w.t5592;
+    const T t5629 = w.kept[201] * t5617;
     const T t5631 = t5627 + t5629;
     const T t5639 = T(0.099599999999999994) * w.t5586;
     const T t5644 = t5631 - t5639;
@@ -4459,7 +4215,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t5530 = t5509 + w.t5519;
     w.t5654 = t5645 - t5530;
     w.t5753 = w.t5432 + w.t5654;
-    const T t5848 = w.t121 * w.t5753;
+    const T t5848 = w.kept[210] * w.t5753;
     const T t5395 = w.t143 * T(0.0013915637999999998);
     const T t5396 = w.t5394 - t5395;
     const T t5400 = w.t143 * T(0.0027077852719999997);
@@ -4473,30 +4229,30 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     w.t5578 = w.t278 * T(0.00036956249999999999);
     const T t5598 = w.t5581 - w.t5578;
     const T t5599 = w.t5597 + t5598;
-    const T t5624 = w.t265 * t5599;
+    const T t5624 = w.kept[201] * t5599;
     w.t1789 = w.t284 * T(0.00036956249999999999);
     const T t5595 = w.t5580 - w.t1789;
     const T t5596 = t5595 - w.t5594;
-    const T t5625 = w.t266 * t5596;
+    const T t5625 = w.kept[202] * t5596;
     const T t5626 = t5624 + t5625;
     const T t5647 = t5626 - w.t5643;
     w.t5653 = t5525 + t5647;
-    const T t5713 = w.t194 * w.t5653;
+    const T t5713 = w.kept[204] * w.t5653;
     const T t5485 = w.t210 * T(0.0025652192800000003);
     const T t5487 = t5485 + w.t5486;
     const T t5490 = w.t210 * T(0.0025694312800000002);
     const T t5514 = t5487 - t5490;
     w.t5515 = t5514 - w.t5513;
-    const T t5714 = w.t193 * w.t5515;
+    const T t5714 = w.kept[203] * w.t5515;
     const T t5715 = t5713 - t5714;
     const T t5743 = t5715 - w.t5737;
     w.t5751 = t5424 - t5743;
-    const T t5849 = w.t120 * w.t5751;
+    const T t5849 = w.kept[209] * w.t5751;
     const T t5850 = t5848 - t5849;
-    const T t5864 = w.t120 * t5850;
-    const T t5845 = w.t121 * w.t5751;
+    const T t5864 = w.kept[209] * t5850;
+    const T t5845 = w.kept[210] * w.t5751;
     w.t5736 = T(0.099699999999999997) * w.t5650;
-    const T t5710 = w.t194 * w.t5519;
+    const T t5710 = w.kept[204] * w.t5519;
     const T t5488 = w.t214 * T(0.0025694312800000002);
     w.t5482 = w.t210 * T(3.8235599999999997e-05);
     const T t5483 = w.t214 * T(0.0013204619999999999);
@@ -4504,31 +4260,31 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t5511 = t5488 - t5484;
     w.t5510 = w.t207 * T(0.021242);
     const T t5512 = t5511 - w.t5510;
-    const T t5621 = w.t266 * t5599;
-    const T t5622 = w.t265 * t5596;
+    const T t5621 = w.kept[202] * t5599;
+    const T t5622 = w.kept[201] * t5596;
     const T t5623 = t5621 - t5622;
     w.t5641 = T(0.099599999999999994) * w.t5613;
     const T t5646 = t5623 - w.t5641;
     w.t5652 = t5512 - t5646;
-    w.t5711 = w.t193 * w.t5652;
+    w.t5711 = w.kept[203] * w.t5652;
     w.t5712 = t5710 - w.t5711;
-    const T t5723 = w.t194 * w.t5712;
-    w.t5707 = w.t194 * w.t5652;
+    const T t5723 = w.kept[204] * w.t5712;
+    w.t5707 = w.kept[204] * w.t5652;
     w.t5651 = t5645 - t5509;
-    const T t5708 = w.t193 * w.t5651;
+    const T t5708 = w.kept[203] * w.t5651;
     w.t5709 = w.t5707 - t5708;
-    const T t5724 = w.t193 * w.t5709;
+    const T t5724 = w.kept[203] * w.t5709;
     const T t5725 = t5723 - t5724;
     const T t5741 = t5725 + w.t5736;
     const T t5742 = w.t5736 + t5741;
     w.t5750 = t5742 - w.t5421;
-    const T t5846 = w.t120 * w.t5750;
+    const T t5846 = w.kept[209] * w.t5750;
     const T t5847 = t5845 - t5846;
-    const T t5865 = w.t121 * t5847;
+    const T t5865 = w.kept[210] * t5847;
     const T t5866 = t5864 + t5865;
     const T t5890 = t5885 - t5866;
     w.t5900 = t5337 + t5890;
-    const T t5977 = w.t56 * w.t5900;
+    const T t5977 = w.kept[217] * w.t5900;
     const T t5316 = w.t59 * T(0.075419);
     const T t5317 = w.t63 * T(0.68930120000000006);
     const T t5318 = t5316 + t5317;
@@ -4537,41 +4293,41 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t5412 = w.t126 * T(1.3700000000000001);
     const T t5417 = w.t133 * T(0.022385800000000001);
     const T t5420 = t5412 - t5417;
-    const T t5704 = w.t193 * w.t5649;
-    const T t5705 = w.t194 * w.t5648;
+    const T t5704 = w.kept[203] * w.t5649;
+    const T t5705 = w.kept[204] * w.t5648;
     w.t5706 = t5704 + t5705;
     w.t5749 = t5420 - w.t5706;
     const T t5874 = T(0.1333) * w.t5749;
-    const T t5856 = w.t120 * w.t5753;
+    const T t5856 = w.kept[209] * w.t5753;
     const T t5857 = t5845 + t5856;
-    const T t5867 = w.t120 * t5857;
-    const T t5854 = w.t121 * w.t5750;
+    const T t5867 = w.kept[209] * t5857;
+    const T t5854 = w.kept[210] * w.t5750;
     const T t5855 = t5849 + t5854;
-    const T t5868 = w.t121 * t5855;
+    const T t5868 = w.kept[210] * t5855;
     const T t5869 = t5867 + t5868;
     const T t5882 = t5869 + t5874;
     const T t5883 = t5874 + t5882;
     const T t5892 = t5883 + w.t5886;
     const T t5893 = w.t5886 + t5892;
     w.t5902 = t5333 + t5893;
-    const T t5988 = w.t55 * w.t5902;
+    const T t5988 = w.kept[216] * w.t5902;
     const T t5989 = t5977 + t5988;
-    const T t5999 = w.t55 * t5989;
-    const T t5981 = w.t55 * w.t5900;
+    const T t5999 = w.kept[216] * t5989;
+    const T t5981 = w.kept[216] * w.t5900;
     const T t5330 = t5317 + t5317;
     const T t5303 = w.t66 * T(0.018266481800000001);
     const T t5331 = t5303 + t5303;
     w.t5332 = t5330 + t5331;
     const T t5334 = t5333 - w.t5332;
-    const T t5861 = w.t121 * t5850;
-    const T t5862 = w.t120 * t5847;
+    const T t5861 = w.kept[210] * t5850;
+    const T t5862 = w.kept[209] * t5847;
     const T t5863 = t5861 - t5862;
     const T t5879 = t5863 + t5874;
     const T t5880 = t5874 + t5879;
     w.t5899 = t5334 + t5880;
-    const T t5986 = w.t56 * w.t5899;
+    const T t5986 = w.kept[217] * w.t5899;
     const T t5987 = t5981 + t5986;
-    const T t6000 = w.t56 * t5987;
+    const T t6000 = w.kept[217] * t5987;
     const T t6001 = t5999 + t6000;
     const T t6010 = t6001 + w.t6005;
     w.t6011 = w.t6005 + t6010;
@@ -4580,33 +4336,33 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t5259 = t5258 - w.t5257;
     const T t5255 = qd[1] * T(0.59596019469679995);
     const T t5266 = t5259 - t5255;
-    const T t5980 = w.t56 * w.t5902;
+    const T t5980 = w.kept[217] * w.t5902;
     w.t5982 = t5981 - t5980;
-    const T t5996 = w.t55 * w.t5982;
-    const T t5978 = w.t55 * w.t5899;
+    const T t5996 = w.kept[216] * w.t5982;
+    const T t5978 = w.kept[216] * w.t5899;
     w.t5979 = t5978 - t5977;
-    const T t5997 = w.t56 * w.t5979;
+    const T t5997 = w.kept[217] * w.t5979;
     const T t5998 = t5996 + t5997;
     const T t6008 = t5998 - t6004;
     w.t6015 = t5266 + t6008;
     const T t6047 = w.t9 * w.t6015;
     w.t6048 = t6046 - t6047;
-    w.t5667 = w.t194 * T(0.057172964999999992);
-    const T t5769 = w.t120 * w.t5667;
-    const T t5768 = w.t121 * T(0.1860463);
+    w.t5667 = w.kept[204] * T(0.057172964999999992);
+    const T t5769 = w.kept[209] * w.t5667;
+    const T t5768 = w.kept[210] * T(0.1860463);
     w.t5770 = t5769 - t5768;
     const T t5821 = w.t5770 + T(1.1903270000000001);
     w.t5833 = T(0.68930120000000006) + t5821;
-    const T t5919 = w.t55 * w.t5833;
-    const T t5771 = w.t120 * T(0.1860463);
-    const T t5772 = w.t121 * w.t5667;
+    const T t5919 = w.kept[216] * w.t5833;
+    const T t5771 = w.kept[209] * T(0.1860463);
+    const T t5772 = w.kept[210] * w.t5667;
     w.t5773 = t5771 + t5772;
-    w.t5918 = w.t56 * w.t5773;
+    w.t5918 = w.kept[217] * w.t5773;
     w.t5920 = t5919 - w.t5918;
     w.t5953 = w.t5920 + T(2.499425);
     w.t5958 = T(0.42499999999999999) * w.t5953;
     w.t5826 = T(0.39219999999999999) * t5821;
-    w.t5668 = w.t193 * T(0.057172964999999992);
+    w.t5668 = w.kept[203] * T(0.057172964999999992);
     w.t5696 = T(-0.0024660000000000003) + w.t5668;
     w.t5808 = w.t5696 + T(0.40456550000000002);
     w.t5813 = T(0.1333) * w.t5808;
@@ -4614,25 +4370,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t5607 = t5606 - T(-0.0035787241139999993);
     w.t5610 = T(0.0025652192800000003) + t5607;
     w.t5698 = T(0.0013915637999999998) + w.t5610;
-    const T t5788 = w.t120 * w.t5698;
+    const T t5788 = w.kept[209] * w.t5698;
     const T t5683 = T(0.099699999999999997) * w.t5667;
-    w.t5688 = t5683 - w.t460;
-    w.t5774 = w.t121 * w.t5688;
+    w.t5688 = t5683 - w.kept[240];
+    w.t5774 = w.kept[210] * w.t5688;
     const T t5789 = t5788 - w.t5774;
-    const T t5801 = w.t120 * t5789;
-    w.t5670 = w.t194 * T(0.0016900244999999998);
-    const T t5673 = w.t194 * w.t5670;
+    const T t5801 = w.kept[209] * t5789;
+    w.t5670 = w.kept[204] * T(0.0016900244999999998);
+    const T t5673 = w.kept[204] * w.t5670;
     w.t5608 = T(0.0025694312800000002) + t5607;
-    w.t5669 = w.t193 * w.t5608;
-    const T t5674 = w.t193 * w.t5669;
+    w.t5669 = w.kept[203] * w.t5608;
+    const T t5674 = w.kept[203] * w.t5669;
     const T t5675 = t5673 + t5674;
     const T t5686 = t5675 - T(0.000233298);
     const T t5687 = t5686 - T(-0.016316951849999997);
     w.t5697 = T(0.0027077852719999997) + t5687;
-    const T t5786 = w.t121 * w.t5697;
-    w.t5780 = w.t120 * w.t5688;
+    const T t5786 = w.kept[210] * w.t5697;
+    w.t5780 = w.kept[209] * w.t5688;
     const T t5787 = t5786 - w.t5780;
-    const T t5802 = w.t121 * t5787;
+    const T t5802 = w.kept[210] * t5787;
     w.t5803 = t5801 + t5802;
     return status;
 }
@@ -4649,44 +4405,44 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t5829 = t5818 + t5823;
     const T t5830 = w.t5826 + t5829;
     w.t5837 = T(0.20683212034000001) + t5830;
-    const T t5935 = w.t55 * w.t5837;
-    const T t5779 = w.t121 * w.t5698;
+    const T t5935 = w.kept[216] * w.t5837;
+    const T t5779 = w.kept[210] * w.t5698;
     const T t5782 = t5779 + w.t5780;
-    const T t5797 = w.t120 * t5782;
-    const T t5776 = w.t120 * w.t5697;
+    const T t5797 = w.kept[209] * t5782;
+    const T t5776 = w.kept[209] * w.t5697;
     const T t5777 = w.t5774 + t5776;
-    const T t5798 = w.t121 * t5777;
+    const T t5798 = w.kept[210] * t5777;
     const T t5800 = t5797 - t5798;
     const T t5822 = T(0.39219999999999999) * w.t5773;
     w.t5827 = t5800 + t5822;
-    const T t5924 = w.t56 * w.t5827;
+    const T t5924 = w.kept[217] * w.t5827;
     const T t5936 = t5935 - t5924;
-    const T t5946 = w.t55 * t5936;
-    const T t5793 = w.t121 * t5782;
-    const T t5794 = w.t120 * t5777;
+    const T t5946 = w.kept[216] * t5936;
+    const T t5793 = w.kept[210] * t5782;
+    const T t5794 = w.kept[209] * t5777;
     const T t5796 = t5793 + t5794;
     const T t5814 = t5796 + t5809;
     const T t5815 = w.t5813 + t5814;
     w.t5835 = T(0.0048801785000000004) + t5815;
-    const T t5933 = w.t56 * w.t5835;
-    const T t5928 = w.t55 * w.t5827;
+    const T t5933 = w.kept[217] * w.t5835;
+    const T t5928 = w.kept[216] * w.t5827;
     const T t5934 = t5933 - t5928;
-    const T t5947 = w.t56 * t5934;
+    const T t5947 = w.kept[217] * t5934;
     const T t5948 = t5946 + t5947;
     const T t5955 = T(0.42499999999999999) * w.t5920;
     const T t5961 = t5948 + t5955;
     const T t5962 = w.t5958 + t5961;
     w.t5969 = T(0.59596019469679995) + t5962;
     const T t6061 = w.t1458 * w.t5969;
-    const T t5925 = w.t55 * w.t5835;
+    const T t5925 = w.kept[216] * w.t5835;
     const T t5926 = t5924 + t5925;
-    const T t5944 = w.t56 * t5926;
-    const T t5927 = w.t56 * w.t5837;
+    const T t5944 = w.kept[217] * t5926;
+    const T t5927 = w.kept[217] * w.t5837;
     const T t5929 = t5927 + t5928;
-    const T t5943 = w.t55 * t5929;
+    const T t5943 = w.kept[216] * t5929;
     const T t5945 = t5944 - t5943;
-    w.t5921 = w.t55 * w.t5773;
-    const T t5922 = w.t56 * w.t5833;
+    w.t5921 = w.kept[216] * w.t5773;
+    const T t5922 = w.kept[217] * w.t5833;
     const T t5923 = w.t5921 + t5922;
     const T t5954 = T(0.42499999999999999) * t5923;
     w.t5959 = t5945 - t5954;
@@ -4696,26 +4452,26 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t5248 = w.t8 * w.t8;
     w.t5249 = t5247 + t5248;
     const T t5684 = T(0.099699999999999997) * w.t5668;
-    w.t5691 = w.t462 - t5684;
+    w.t5691 = w.kept[241] - t5684;
     w.t5699 = T(-4.0294440000000001e-05) - w.t5691;
-    const T t5783 = w.t121 * w.t5699;
-    const T t5677 = w.t194 * w.t5669;
-    const T t5676 = w.t193 * w.t5670;
+    const T t5783 = w.kept[210] * w.t5699;
+    const T t5677 = w.kept[204] * w.t5669;
+    const T t5676 = w.kept[203] * w.t5670;
     w.t5678 = t5677 - t5676;
-    const T t5784 = w.t120 * w.t5678;
+    const T t5784 = w.kept[209] * w.t5678;
     const T t5785 = t5783 - t5784;
     const T t5810 = T(0.1333) * w.t5770;
     w.t5816 = t5785 - t5810;
     const T t5824 = T(0.39219999999999999) * w.t5808;
     const T t5828 = w.t5816 - t5824;
     w.t5836 = T(-0.018266481800000001) + t5828;
-    const T t5938 = w.t56 * w.t5836;
-    const T t5790 = w.t120 * w.t5699;
-    const T t5791 = w.t121 * w.t5678;
+    const T t5938 = w.kept[217] * w.t5836;
+    const T t5790 = w.kept[209] * w.t5699;
+    const T t5791 = w.kept[210] * w.t5678;
     const T t5792 = t5790 + t5791;
     const T t5812 = T(0.1333) * w.t5773;
     w.t5819 = t5792 + t5812;
-    const T t5937 = w.t55 * w.t5819;
+    const T t5937 = w.kept[216] * w.t5819;
     w.t5939 = t5938 - t5937;
     const T t6060 = w.t5249 * w.t5939;
     const T t6065 = t6064 - t6060;
@@ -4727,7 +4483,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t1475 = t1474 - w.t1418;
     const T t1476 = w.t1042 * w.t1457;
     const T t1478 = t1475 + t1476;
-    const T t1479 = w.t1051 * w.t1453;
+    const T t1479 = w.t1051 * w.kept[1];
     const T t1480 = t1478 - t1479;
     const T t1481 = w.t990 * w.t1455;
     const T t1482 = t1480 + t1481;
@@ -4736,13 +4492,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t6076 = t6073 - t1484;
     const T t6078 = w.t6048 + t6076;
     const T t6080 = w.t6042 + t6078;
-    const T t6584 = w.t5 * t6080;
+    const T t6584 = w.kept[223] * t6080;
     const T t6041 = w.t8 * w.t6028;
     const T t6043 = w.t8 * w.t6015;
     const T t5254 = w.t9 * T(0.194109162);
     w.t5265 = t5254 + t5254;
-    const T t5994 = w.t55 * w.t5979;
-    const T t5993 = w.t56 * w.t5982;
+    const T t5994 = w.kept[216] * w.t5979;
+    const T t5993 = w.kept[217] * w.t5982;
     const T t5995 = t5994 - t5993;
     w.t6014 = w.t5265 + t5995;
     const T t6044 = w.t9 * w.t6014;
@@ -4752,20 +4508,20 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t1462 = w.t1426 + t1460;
     const T t1464 = w.t1065 * w.t1457;
     const T t1465 = t1462 + t1464;
-    const T t1467 = w.t1058 * w.t1453;
+    const T t1467 = w.t1058 * w.kept[1];
     const T t1468 = t1465 + t1467;
     const T t1471 = t1470 - t1468;
     const T t1472 = w.t1048 * w.t1454;
     const T t1473 = t1471 + t1472;
     const T t6055 = w.t1458 * w.t5959;
-    const T t5940 = w.t56 * t5929;
-    const T t5941 = w.t55 * t5926;
+    const T t5940 = w.kept[217] * t5929;
+    const T t5941 = w.kept[216] * t5926;
     const T t5942 = t5940 + t5941;
     w.t5967 = T(0.11805364519680001) + t5942;
     const T t6056 = w.t1456 * w.t5967;
     const T t6058 = t6055 - t6056;
-    const T t5930 = w.t56 * w.t5819;
-    const T t5931 = w.t55 * w.t5836;
+    const T t5930 = w.kept[217] * w.t5819;
+    const T t5931 = w.kept[216] * w.t5836;
     const T t5932 = t5930 + t5931;
     const T t5956 = T(0.42499999999999999) * w.t5834;
     const T t5960 = t5932 - t5956;
@@ -4777,9 +4533,9 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t6075 = t1473 + t6072;
     const T t6077 = t6045 + t6075;
     const T t6079 = t6041 + t6077;
-    const T t6585 = w.t6 * t6079;
+    const T t6585 = w.kept[222] * t6079;
     w.t6586 = t6584 + t6585;
-    w.t7205 = w.t1446 * w.t6586;
+    w.t7205 = w.kept[17] * w.t6586;
     w.t6051 = w.t1454 * t5923;
     const T t5965 = T(1.7123249999999999) + w.t5953;
     const T t6052 = w.t1455 * t5965;
@@ -4787,10 +4543,10 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t6067 = w.t1458 * w.t5939;
     const T t6068 = w.t1456 * w.t5968;
     const T t6070 = t6067 - t6068;
-    const T t5672 = w.t193 * T(0.0016900244999999998);
-    const T t5679 = w.t193 * t5672;
-    const T t5671 = w.t194 * w.t5608;
-    const T t5680 = w.t194 * t5671;
+    const T t5672 = w.kept[203] * T(0.0016900244999999998);
+    const T t5679 = w.kept[203] * t5672;
+    const T t5671 = w.kept[204] * w.t5608;
+    const T t5680 = w.kept[204] * t5671;
     const T t5681 = t5679 + t5680;
     const T t5689 = t5681 - T(0.000233298);
     const T t5690 = t5689 - T(-0.016316951849999997);
@@ -4824,13 +4580,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t5403 = w.t133 * T(0.002703346472);
     const T t5436 = t5406 - t5403;
     const T t5437 = t5435 + t5436;
-    const T t5720 = w.t193 * w.t5653;
-    const T t5721 = w.t194 * w.t5515;
+    const T t5720 = w.kept[203] * w.t5653;
+    const T t5721 = w.kept[204] * w.t5515;
     const T t5722 = t5720 + t5721;
     const T t5740 = T(0.099699999999999997) * w.t5706;
     const T t5746 = t5722 - t5740;
     w.t5754 = t5437 + t5746;
-    const T t5858 = w.t120 * w.t5754;
+    const T t5858 = w.kept[209] * w.t5754;
     const T t5398 = w.t143 * T(4.0294440000000001e-05);
     const T t5397 = w.t139 * T(0.002703346472);
     const T t5399 = t5398 - t5397;
@@ -4838,15 +4594,15 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t5426 = t5399 + t5405;
     const T t5425 = w.t136 * T(0.0024660000000000003);
     const T t5427 = t5426 - t5425;
-    const T t5726 = w.t193 * w.t5712;
-    const T t5727 = w.t194 * w.t5709;
+    const T t5726 = w.kept[203] * w.t5712;
+    const T t5727 = w.kept[204] * w.t5709;
     const T t5728 = t5726 + t5727;
     w.t5752 = t5427 - t5728;
-    const T t5859 = w.t121 * w.t5752;
+    const T t5859 = w.kept[210] * w.t5752;
     const T t5860 = t5858 + t5859;
     const T t5884 = t5878 - t5860;
     w.t5903 = t5345 + t5884;
-    const T t5990 = w.t55 * w.t5903;
+    const T t5990 = w.kept[216] * w.t5903;
     const T t5305 = w.t66 * T(0.20483351684000001);
     const T t5312 = w.t66 * T(0.0048801785000000004);
     const T t5341 = t5305 - t5312;
@@ -4854,15 +4610,15 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     w.t5339 = w.t59 * T(0.68930120000000006);
     const T t5340 = w.t5338 + w.t5339;
     const T t5342 = t5341 - t5340;
-    const T t5851 = w.t121 * w.t5754;
-    const T t5852 = w.t120 * w.t5752;
+    const T t5851 = w.kept[210] * w.t5754;
+    const T t5852 = w.kept[209] * w.t5752;
     const T t5853 = t5851 - t5852;
     w.t5875 = T(0.1333) * w.t5841;
     const T t5881 = t5853 - w.t5875;
     w.t5888 = T(0.39219999999999999) * w.t5749;
     const T t5891 = t5881 - w.t5888;
     w.t5901 = t5342 + t5891;
-    const T t5991 = w.t56 * w.t5901;
+    const T t5991 = w.kept[217] * w.t5901;
     const T t5992 = t5990 + t5991;
     w.t6017 = t5268 + t5992;
     const T t5445 = w.t139 * T(0.0013915637999999998);
@@ -4871,22 +4627,22 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t5536 = w.t214 * T(0.0025652192800000003);
     const T t5537 = t5536 - w.t5482;
     const T t5540 = t5537 - w.t5510;
-    const T t5658 = w.t265 * w.t5603;
-    const T t5659 = w.t266 * w.t5602;
+    const T t5658 = w.kept[201] * w.t5603;
+    const T t5659 = w.kept[202] * w.t5602;
     const T t5660 = t5658 + t5659;
     const T t5662 = w.t5641 - t5660;
     w.t5665 = t5540 + t5662;
     w.t5765 = t5450 - w.t5665;
-    const T t5905 = w.t121 * w.t5765;
+    const T t5905 = w.kept[210] * w.t5765;
     const T t5443 = t5433 - t5434;
     const T t5444 = w.t133 * T(0.0027077852719999997);
     const T t5449 = t5443 + t5444;
-    const T t5756 = w.t194 * w.t5664;
-    const T t5757 = w.t193 * w.t5663;
+    const T t5756 = w.kept[204] * w.t5664;
+    const T t5757 = w.kept[203] * w.t5663;
     const T t5758 = t5756 - t5757;
     const T t5762 = t5740 + t5758;
     w.t5764 = t5449 + t5762;
-    const T t5906 = w.t120 * w.t5764;
+    const T t5906 = w.kept[209] * w.t5764;
     const T t5907 = t5905 - t5906;
     w.t5911 = t5878 + t5907;
     const T t5351 = w.t62 * T(0.0048801785000000004);
@@ -4901,17 +4657,17 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
     w.t5915 = w.t5911 - w.t5356;
-    const T t6020 = w.t55 * w.t5915;
+    const T t6020 = w.kept[216] * w.t5915;
     const T t5350 = w.t5338 - w.t5339;
     const T t5353 = w.t66 * T(0.20683212034000001);
     const T t5357 = t5350 + t5353;
-    const T t5908 = w.t120 * w.t5765;
-    const T t5909 = w.t121 * w.t5764;
+    const T t5908 = w.kept[209] * w.t5765;
+    const T t5909 = w.kept[210] * w.t5764;
     const T t5910 = t5908 + t5909;
     const T t5912 = w.t5875 - t5910;
     const T t5913 = t5912 - w.t5888;
     w.t5916 = t5357 + t5913;
-    const T t6019 = w.t56 * w.t5916;
+    const T t6019 = w.kept[217] * w.t5916;
     const T t6021 = t6020 - t6019;
     const T t5269 = w.t8 * T(0.11805364519680001);
     const T t5270 = w.t5261 + t5269;
@@ -4921,8 +4677,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t5263 = w.t9 * T(0.11805364519680001);
     const T t5256 = w.t9 * T(0.49241094949999997);
     const T t5267 = t5263 - t5256;
-    const T t5984 = w.t55 * w.t5901;
-    const T t5983 = w.t56 * w.t5903;
+    const T t5984 = w.kept[216] * w.t5901;
+    const T t5983 = w.kept[217] * w.t5903;
     const T t5985 = t5984 - t5983;
     const T t5321 = w.t59 * T(2.8460000000000001);
     const T t5326 = w.t66 * T(0.68930120000000006);
@@ -4932,8 +4688,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t6009 = t5985 - t6006;
     w.t6016 = t5267 + t6009;
     const T t5271 = w.t9 * T(0.59596019469679995);
-    const T t6022 = w.t55 * w.t5916;
-    const T t6023 = w.t56 * w.t5915;
+    const T t6022 = w.kept[216] * w.t5916;
+    const T t6023 = w.kept[217] * w.t5915;
     const T t6024 = t6022 + t6023;
     const T t6025 = t6024 - t6006;
     w.t6038 = t5271 - t6025;
@@ -4941,7 +4697,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t6577 = w.t9 * w.t6039;
     const T t6578 = t6576 - t6577;
     const T t6579 = w.t6074 + t6578;
-    const T t7206 = w.t1852 * t6579;
+    const T t7206 = w.kept[18] * t6579;
     const T t7207 = w.t7205 - t7206;
     w.t6098 = w.t5903 - w.t5915;
     const T t6592 = w.t62 * w.t6098;
@@ -4963,12 +4719,12 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t6637 = w.t6151 - t6633;
     const T t6638 = t6632 + t6637;
     const T t6639 = t6594 + t6638;
-    const T t7208 = w.t1853 * t6639;
+    const T t7208 = w.kept[19] * t6639;
     const T t7209 = t7207 - t7208;
-    const T t6728 = w.t55 * w.t5770;
+    const T t6728 = w.kept[216] * w.t5770;
     const T t6729 = t6728 - w.t5918;
     const T t6773 = w.t1455 * t6729;
-    const T t6726 = w.t56 * w.t5770;
+    const T t6726 = w.kept[217] * w.t5770;
     const T t6727 = w.t5921 + t6726;
     const T t6774 = w.t1454 * t6727;
     const T t6775 = t6773 + t6774;
@@ -4985,37 +4741,37 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t6657 = w.t139 * w.t6224;
     w.t6658 = t6655 + t6657;
     const T t6783 = t6782 - w.t6658;
-    const T t7210 = w.t1854 * t6783;
+    const T t7210 = w.kept[20] * t6783;
     const T t7211 = t7209 - t7210;
-    w.t6865 = w.t121 * w.t5668;
-    const T t6952 = w.t55 * w.t6865;
-    w.t6864 = w.t120 * w.t5668;
-    const T t6953 = w.t56 * w.t6864;
+    w.t6865 = w.kept[210] * w.t5668;
+    const T t6952 = w.kept[216] * w.t6865;
+    w.t6864 = w.kept[209] * w.t5668;
+    const T t6953 = w.kept[217] * w.t6864;
     const T t6954 = t6952 + t6953;
     const T t7004 = w.t1455 * t6954;
-    const T t6950 = w.t55 * w.t6864;
-    const T t6949 = w.t56 * w.t6865;
+    const T t6950 = w.kept[216] * w.t6864;
+    const T t6949 = w.kept[217] * w.t6865;
     const T t6951 = t6950 - t6949;
     const T t7005 = w.t1454 * t6951;
     const T t7006 = t7004 - t7005;
-    const T t6868 = w.t120 * w.t5610;
+    const T t6868 = w.kept[209] * w.t5610;
     const T t6869 = t6868 - w.t5774;
     const T t6871 = T(0.1333) * w.t6864;
     const T t6873 = t6869 + t6871;
     const T t6874 = T(0.39219999999999999) * w.t5667;
     w.t6876 = t6873 + t6874;
-    const T t6958 = w.t55 * w.t6876;
-    const T t6866 = w.t121 * w.t5610;
+    const T t6958 = w.kept[216] * w.t6876;
+    const T t6866 = w.kept[210] * w.t5610;
     const T t6867 = w.t5780 + t6866;
     const T t6870 = T(0.1333) * w.t6865;
     w.t6872 = t6867 + t6870;
-    const T t6959 = w.t56 * w.t6872;
+    const T t6959 = w.kept[217] * w.t6872;
     const T t6960 = t6958 - t6959;
     const T t6961 = T(0.42499999999999999) * w.t5667;
     w.t6963 = t6960 + t6961;
     const T t7008 = w.t1458 * w.t6963;
-    const T t6955 = w.t56 * w.t6876;
-    const T t6956 = w.t55 * w.t6872;
+    const T t6955 = w.kept[217] * w.t6876;
+    const T t6956 = w.kept[216] * w.t6872;
     w.t6957 = t6955 + t6956;
     const T t7009 = w.t1456 * w.t6957;
     const T t7011 = t7008 + t7009;
@@ -5027,9 +4783,9 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t7012 = t7011 - t7007;
     const T t7013 = t7006 + t7012;
     w.t6380 = w.t5653 - w.t5663;
-    const T t6804 = w.t194 * w.t6380;
+    const T t6804 = w.kept[204] * w.t6380;
     w.t6379 = w.t5515 + w.t5664;
-    const T t6805 = w.t193 * w.t6379;
+    const T t6805 = w.kept[203] * w.t6379;
     w.t6806 = t6804 - t6805;
     const T t6845 = w.t139 * w.t6806;
     const T t6843 = w.t133 * w.t5654;
@@ -5037,83 +4793,83 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t7014 = t7013 - w.t6846;
     const T t7212 = w.t1855 * t7014;
     const T t7214 = t7211 + t7212;
-    const T t7042 = w.t265 * w.t5578;
-    const T t7044 = w.t266 * w.t1789;
+    const T t7042 = w.kept[201] * w.t5578;
+    const T t7044 = w.kept[202] * w.t1789;
     w.t7046 = t7042 + t7044;
     const T t7089 = w.t133 * w.t7046;
-    const T t7039 = w.t265 * w.t1789;
-    const T t7037 = w.t266 * w.t5578;
+    const T t7039 = w.kept[201] * w.t1789;
+    const T t7037 = w.kept[202] * w.t5578;
     w.t7041 = t7039 - t7037;
-    w.t7071 = w.t193 * w.t7041;
+    w.t7071 = w.kept[203] * w.t7041;
     const T t7091 = w.t139 * w.t7071;
     w.t7093 = t7089 + t7091;
-    w.t2340 = w.t194 * T(0.00036956249999999999);
+    w.t2340 = w.kept[204] * T(0.00036956249999999999);
     const T t5359 = w.t145 - w.t1606;
     const T t5364 = w.t68 * w.t133;
     w.t5385 = t5359 + t5364;
     w.t7096 = w.t2340 * w.t5385;
-    w.t1777 = w.t193 * T(0.00036956249999999999);
+    w.t1777 = w.kept[203] * T(0.00036956249999999999);
     const T t7186 = w.t1777 * w.t5249;
     const T t7191 = w.t7096 + t7186;
     const T t7193 = w.t7093 - t7191;
-    const T t7215 = w.t1857 * t7193;
-    w.t7217 = t7214 + t7215;
+    const T t7215 = w.kept[38] * t7193;
+    w.kept[6] = t7214 + t7215;  // t7217
     const T t7222 = w.t2025 * t7014;
-    const T t7235 = w.t1852 * w.t6586;
-    const T t7218 = w.t1862 * t6579;
+    const T t7235 = w.kept[18] * w.t6586;
+    const T t7218 = w.kept[52] * t6579;
     const T t7236 = t7235 - t7218;
-    const T t7219 = w.t2014 * t6639;
+    const T t7219 = w.kept[53] * t6639;
     const T t7237 = t7236 - t7219;
-    const T t7221 = w.t2019 * t6783;
+    const T t7221 = w.kept[54] * t6783;
     const T t7238 = t7237 - t7221;
     const T t7239 = t7222 + t7238;
-    const T t7224 = w.t2031 * t7193;
-    w.t7240 = t7239 - t7224;
-    const T t7241 = w.t1853 * w.t6586;
-    const T t7242 = w.t2014 * t6579;
+    const T t7224 = w.kept[56] * t7193;
+    w.kept[41] = t7239 - t7224;  // t7240
+    const T t7241 = w.kept[19] * w.t6586;
+    const T t7242 = w.kept[53] * t6579;
     const T t7243 = t7241 - t7242;
-    const T t7225 = w.t2064 * t6639;
+    const T t7225 = w.kept[86] * t6639;
     const T t7244 = t7243 - t7225;
-    const T t7226 = w.t2197 * t6783;
+    const T t7226 = w.kept[87] * t6783;
     const T t7245 = t7244 - t7226;
-    const T t7227 = w.t2213 * t7014;
+    const T t7227 = w.kept[88] * t7014;
     const T t7246 = t7245 - t7227;
-    const T t7228 = w.t2226 * t7193;
-    w.t7247 = t7246 - t7228;
-    const T t7248 = w.t1854 * w.t6586;
-    const T t7249 = w.t2019 * t6579;
+    const T t7228 = w.kept[89] * t7193;
+    w.kept[75] = t7246 - t7228;  // t7247
+    const T t7248 = w.kept[20] * w.t6586;
+    const T t7249 = w.kept[54] * t6579;
     const T t7250 = t7248 - t7249;
-    const T t7251 = w.t2197 * t6639;
+    const T t7251 = w.kept[87] * t6639;
     const T t7252 = t7250 - t7251;
-    const T t7229 = w.t2323 * t6783;
+    const T t7229 = w.kept[119] * t6783;
     const T t7253 = t7252 - t7229;
-    const T t7230 = w.t2355 * t7014;
+    const T t7230 = w.kept[120] * t7014;
     const T t7254 = t7253 - t7230;
-    const T t7231 = w.t2358 * t7193;
-    w.t7255 = t7254 - t7231;
-    const T t7233 = w.t2550 * t7193;
+    const T t7231 = w.kept[121] * t7193;
+    w.kept[108] = t7254 - t7231;  // t7255
+    const T t7233 = w.kept[168] * t7193;
     const T t7257 = w.t2025 * t6579;
     const T t7256 = w.t1855 * w.t6586;
     const T t7258 = t7257 - t7256;
-    const T t7259 = w.t2213 * t6639;
+    const T t7259 = w.kept[88] * t6639;
     const T t7260 = t7258 - t7259;
-    const T t7261 = w.t2355 * t6783;
+    const T t7261 = w.kept[120] * t6783;
     const T t7262 = t7260 - t7261;
-    const T t7232 = w.t2546 * t7014;
+    const T t7232 = w.kept[151] * t7014;
     const T t7263 = t7262 - t7232;
-    w.t7264 = t7233 + t7263;
-    const T t7234 = w.t2723 * t7193;
-    const T t7265 = w.t1857 * w.t6586;
-    const T t7266 = w.t2031 * t6579;
+    w.kept[140] = t7233 + t7263;  // t7264
+    const T t7234 = w.kept[182] * t7193;
+    const T t7265 = w.kept[38] * w.t6586;
+    const T t7266 = w.kept[56] * t6579;
     const T t7267 = t7265 + t7266;
-    const T t7268 = w.t2226 * t6639;
+    const T t7268 = w.kept[89] * t6639;
     const T t7269 = t7267 + t7268;
-    const T t7270 = w.t2358 * t6783;
+    const T t7270 = w.kept[121] * t6783;
     const T t7271 = t7269 + t7270;
-    const T t7272 = w.t2550 * t7014;
+    const T t7272 = w.kept[168] * t7014;
     const T t7274 = t7271 - t7272;
     const T t7275 = t7234 + t7274;
-    w.t7276 = -t7275;
+    w.kept[171] = -t7275;  // t7276
     w.t6100 = w.t67 * w.t5898;
     const T t6120 = w.t62 * w.t5902;
     const T t6121 = w.t66 * w.t5900;
@@ -5165,7 +4921,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t6105 = w.t66 * w.t5917;
     const T t6110 = w.t6100 + t6105;
     const T t6182 = t6176 - t6110;
-    const T t6608 = w.t55 * t6182;
+    const T t6608 = w.kept[216] * t6182;
     const T t6104 = w.t62 * w.t5917;
     const T t6099 = w.t63 * w.t5898;
     const T t6109 = t6104 - t6099;
@@ -5202,7 +4958,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t6171 = t1554 + t6153;
     const T t6175 = t6126 + t6171;
     const T t6181 = t6109 + t6175;
-    const T t6609 = w.t56 * t6181;
+    const T t6609 = w.kept[217] * t6181;
     const T t6610 = t6608 + t6609;
     const T t6115 = w.t66 * w.t5897;
     const T t6114 = w.t62 * w.t5896;
@@ -5216,13 +4972,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t6186 = t6116 + t6180;
     const T t6611 = T(0.42499999999999999) * t6186;
     const T t6613 = t6610 - t6611;
-    const T t6647 = w.t5 * t6613;
-    const T t6606 = w.t55 * t6181;
-    const T t6605 = w.t56 * t6182;
+    const T t6647 = w.kept[223] * t6613;
+    const T t6606 = w.kept[216] * t6181;
+    const T t6605 = w.kept[217] * t6182;
     const T t6607 = t6606 - t6605;
-    const T t6648 = w.t6 * t6607;
+    const T t6648 = w.kept[222] * t6607;
     const T t6649 = t6647 + t6648;
-    const T t7277 = w.t1446 * t6649;
+    const T t7277 = w.kept[17] * t6649;
     const T t6101 = w.t63 * w.t5896;
     const T t6102 = w.t67 * w.t5897;
     const T t6103 = t6101 + t6102;
@@ -5263,7 +5019,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t6113 = w.t66 * w.t5898;
     const T t6179 = t6174 - t6113;
     const T t6185 = t6179 - t6113;
-    const T t6602 = w.t55 * t6185;
+    const T t6602 = w.kept[216] * t6185;
     const T t6112 = w.t62 * w.t5898;
     const T t1518 = w.t853 * w.t1517;
     const T t1519 = w.t1351 - t1518;
@@ -5285,13 +5041,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t6173 = t1529 + t6168;
     const T t6178 = t6112 + t6173;
     const T t6184 = t6112 + t6178;
-    const T t6603 = w.t56 * t6184;
+    const T t6603 = w.kept[217] * t6184;
     const T t6604 = t6602 + t6603;
     const T t6612 = T(0.42499999999999999) * t6604;
     const T t6614 = t6183 + t6612;
-    const T t7278 = w.t1852 * t6614;
+    const T t7278 = w.kept[18] * t6614;
     const T t7279 = t7277 - t7278;
-    const T t7280 = w.t1853 * t6183;
+    const T t7280 = w.kept[19] * t6183;
     const T t7281 = t7279 - t7280;
     const T t6712 = t5297 * w.t5770;
     const T t6713 = t6712 - t6135;
@@ -5299,7 +5055,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t6717 = w.t6716 - t6714;
     const T t6718 = t6713 + t6717;
     const T t6719 = t6718 - w.t6658;
-    const T t7282 = w.t1854 * t6719;
+    const T t7282 = w.kept[20] * t6719;
     const T t7283 = t7281 - t7282;
     const T t6930 = t5297 * w.t6865;
     const T t6931 = w.t5296 * w.t6864;
@@ -5318,64 +5074,64 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t7145 = w.t1777 * w.t5281;
     const T t7150 = w.t7096 + t7145;
     const T t7152 = w.t7093 - t7150;
-    const T t7287 = w.t1857 * t7152;
-    w.t7289 = t7286 + t7287;
+    const T t7287 = w.kept[38] * t7152;
+    w.kept[7] = t7286 + t7287;  // t7289
     const T t7294 = w.t2025 * t6940;
-    const T t7307 = w.t1852 * t6649;
-    const T t7290 = w.t1862 * t6614;
+    const T t7307 = w.kept[18] * t6649;
+    const T t7290 = w.kept[52] * t6614;
     const T t7308 = t7307 - t7290;
-    const T t7291 = w.t2014 * t6183;
+    const T t7291 = w.kept[53] * t6183;
     const T t7309 = t7308 - t7291;
-    const T t7293 = w.t2019 * t6719;
+    const T t7293 = w.kept[54] * t6719;
     const T t7310 = t7309 - t7293;
     const T t7311 = t7294 + t7310;
-    const T t7296 = w.t2031 * t7152;
-    w.t7312 = t7311 - t7296;
-    const T t7313 = w.t1853 * t6649;
-    const T t7314 = w.t2014 * t6614;
+    const T t7296 = w.kept[56] * t7152;
+    w.kept[42] = t7311 - t7296;  // t7312
+    const T t7313 = w.kept[19] * t6649;
+    const T t7314 = w.kept[53] * t6614;
     const T t7315 = t7313 - t7314;
-    const T t7297 = w.t2064 * t6183;
+    const T t7297 = w.kept[86] * t6183;
     const T t7316 = t7315 - t7297;
-    const T t7298 = w.t2197 * t6719;
+    const T t7298 = w.kept[87] * t6719;
     const T t7317 = t7316 - t7298;
-    const T t7299 = w.t2213 * t6940;
+    const T t7299 = w.kept[88] * t6940;
     const T t7318 = t7317 - t7299;
-    const T t7300 = w.t2226 * t7152;
-    w.t7319 = t7318 - t7300;
-    const T t7320 = w.t1854 * t6649;
-    const T t7321 = w.t2019 * t6614;
+    const T t7300 = w.kept[89] * t7152;
+    w.kept[76] = t7318 - t7300;  // t7319
+    const T t7320 = w.kept[20] * t6649;
+    const T t7321 = w.kept[54] * t6614;
     const T t7322 = t7320 - t7321;
-    const T t7323 = w.t2197 * t6183;
+    const T t7323 = w.kept[87] * t6183;
     const T t7324 = t7322 - t7323;
-    const T t7301 = w.t2323 * t6719;
+    const T t7301 = w.kept[119] * t6719;
     const T t7325 = t7324 - t7301;
-    const T t7302 = w.t2355 * t6940;
+    const T t7302 = w.kept[120] * t6940;
     const T t7326 = t7325 - t7302;
-    const T t7303 = w.t2358 * t7152;
-    w.t7327 = t7326 - t7303;
-    const T t7305 = w.t2550 * t7152;
+    const T t7303 = w.kept[121] * t7152;
+    w.kept[109] = t7326 - t7303;  // t7327
+    const T t7305 = w.kept[168] * t7152;
     const T t7329 = w.t2025 * t6614;
     const T t7328 = w.t1855 * t6649;
     const T t7330 = t7329 - t7328;
-    const T t7331 = w.t2213 * t6183;
+    const T t7331 = w.kept[88] * t6183;
     const T t7332 = t7330 - t7331;
-    const T t7333 = w.t2355 * t6719;
+    const T t7333 = w.kept[120] * t6719;
     const T t7334 = t7332 - t7333;
-    const T t7304 = w.t2546 * t6940;
+    const T t7304 = w.kept[151] * t6940;
     const T t7335 = t7334 - t7304;
-    w.t7336 = t7305 + t7335;
-    const T t7306 = w.t2723 * t7152;
-    const T t7337 = w.t1857 * t6649;
-    const T t7338 = w.t2031 * t6614;
+    w.kept[141] = t7305 + t7335;  // t7336
+    const T t7306 = w.kept[182] * t7152;
+    const T t7337 = w.kept[38] * t6649;
+    const T t7338 = w.kept[56] * t6614;
     const T t7339 = t7337 + t7338;
-    const T t7340 = w.t2226 * t6183;
+    const T t7340 = w.kept[89] * t6183;
     const T t7341 = t7339 + t7340;
-    const T t7342 = w.t2358 * t6719;
+    const T t7342 = w.kept[121] * t6719;
     const T t7343 = t7341 + t7342;
-    const T t7344 = w.t2550 * t6940;
+    const T t7344 = w.kept[168] * t6940;
     const T t7346 = t7343 - t7344;
     const T t7347 = t7306 + t7346;
-    w.t7348 = -t7347;
+    w.kept[172] = -t7347;  // t7348
     const T t6243 = w.t139 * w.t5749;
     const T t5360 = w.t146 + w.t1601;
     const T t5380 = w.t68 * w.t142;
@@ -5390,7 +5146,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t6309 = w.t5370 * w.t5667;
     const T t6312 = t6311 - t6309;
     const T t6321 = t6318 - t6312;
-    const T t1618 = w.t567 * w.t1610;
+    const T t1618 = w.kept[238] * w.t1610;
     const T t1620 = w.t1251 - t1618;
     const T t1621 = T(0.0024660000000000003) * w.t1606;
     const T t1623 = t1620 - t1621;
@@ -5403,10 +5159,10 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part12(const T* q, const T* qd, co
     const T t6326 = t6321 - t1629;
     const T t6331 = t6243 + t6326;
     w.t6337 = t6243 + t6331;
-    w.t6668 = w.t121 * w.t6337;
+    w.t6668 = w.kept[210] * w.t6337;
     const T t1611 = w.t585 * w.t1610;
     const T t1612 = w.t1253 + t1611;
-    const T t1613 = w.t457 * w.t1602;
+    const T t1613 = w.kept[244] * w.t1602;
     w.t1614 = t1612 - t1613;
     return status;
 }
@@ -5416,8 +5172,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    const T t1594 = w.t120 * w.t1572;
-    const T t1592 = w.t121 * w.t1574;
+    const T t1594 = w.kept[209] * w.t1572;
+    const T t1592 = w.kept[210] * w.t1574;
     const T t1593 = w.t147 + t1592;
     w.t1595 = t1594 - t1593;  // x: y1[wrist_3_link].vy
     const T t1615 = w.t591 * w.t1595;
@@ -5439,7 +5195,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t6241 = w.t133 * w.t5749;
     const T t6330 = t6325 - t6241;
     const T t6336 = t6330 - t6241;
-    const T t6669 = w.t120 * t6336;
+    const T t6669 = w.kept[209] * t6336;
     const T t6670 = w.t6668 - t6669;
     const T t6681 = T(0.1333) * t6670;
     const T t6233 = w.t139 * w.t5766;
@@ -5466,7 +5222,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t1639 = w.t1248 + t1638;
     const T t1640 = w.t576 * w.t1602;
     const T t1641 = t1639 - t1640;
-    const T t1642 = w.t567 * w.t1601;
+    const T t1642 = w.kept[238] * w.t1601;
     const T t1644 = t1641 - t1642;
     const T t1645 = w.t585 * w.t1595;
     const T t1647 = t1644 + t1645;
@@ -5475,7 +5231,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t6324 = t6303 - t1649;
     const T t6328 = t6267 + t6324;
     const T t6334 = t6239 + t6328;
-    const T t6677 = w.t120 * t6334;
+    const T t6677 = w.kept[209] * t6334;
     const T t6226 = w.t136 * w.t5749;
     const T t6231 = w.t133 * w.t5766;
     const T t6238 = t6226 - t6231;
@@ -5501,7 +5257,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t6265 = t6226 + t6253;
     const T t6327 = t6323 - t6265;
     const T t6333 = t6238 + t6327;
-    const T t6678 = w.t121 * t6333;
+    const T t6678 = w.kept[210] * t6333;
     const T t6679 = t6677 + t6678;
     const T t6683 = t6681 - t6679;
     const T t6319 = t5383 * T(3.0350000000000001);
@@ -5516,26 +5272,26 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t6338 = t6332 - t6247;
     const T t6684 = T(0.39219999999999999) * t6338;
     const T t6686 = t6683 - t6684;
-    const T t6750 = w.t55 * t6686;
-    const T t6674 = w.t121 * t6334;
-    const T t6675 = w.t120 * t6333;
+    const T t6750 = w.kept[216] * t6686;
+    const T t6674 = w.kept[210] * t6334;
+    const T t6675 = w.kept[209] * t6333;
     const T t6676 = t6674 - t6675;
-    const T t6671 = w.t120 * w.t6337;
-    const T t6672 = w.t121 * t6336;
+    const T t6671 = w.kept[209] * w.t6337;
+    const T t6672 = w.kept[210] * t6336;
     const T t6673 = t6671 + t6672;
     const T t6680 = T(0.1333) * t6673;
     const T t6682 = t6676 + t6680;
-    const T t6751 = w.t56 * t6682;
+    const T t6751 = w.kept[217] * t6682;
     const T t6752 = t6750 + t6751;
     const T t6753 = T(0.42499999999999999) * t6338;
     const T t6755 = t6752 - t6753;
-    const T t6792 = w.t5 * t6755;
-    const T t6748 = w.t55 * t6682;
-    const T t6747 = w.t56 * t6686;
+    const T t6792 = w.kept[223] * t6755;
+    const T t6748 = w.kept[216] * t6682;
+    const T t6747 = w.kept[217] * t6686;
     const T t6749 = t6748 - t6747;
-    const T t6793 = w.t6 * t6749;
+    const T t6793 = w.kept[222] * t6749;
     const T t6794 = t6792 + t6793;
-    const T t7349 = w.t1446 * t6794;
+    const T t7349 = w.kept[17] * t6794;
     const T t6229 = w.t142 * w.t5748;
     const T t6228 = w.t136 * w.t5747;
     const T t6230 = t6229 - t6228;
@@ -5560,16 +5316,16 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t6335 = t6240 + t6329;
     const T t6685 = T(0.39219999999999999) * t6673;
     const T t6687 = t6335 - t6685;
-    const T t6745 = w.t56 * t6670;
-    const T t6744 = w.t55 * t6673;
+    const T t6745 = w.kept[217] * t6670;
+    const T t6744 = w.kept[216] * t6673;
     const T t6746 = t6745 - t6744;
     const T t6754 = T(0.42499999999999999) * t6746;
     const T t6756 = t6687 + t6754;
-    const T t7350 = w.t1852 * t6756;
+    const T t7350 = w.kept[18] * t6756;
     const T t7351 = t7349 - t7350;
-    const T t7352 = w.t1853 * t6687;
+    const T t7352 = w.kept[19] * t6687;
     const T t7353 = t7351 - t7352;
-    const T t7354 = w.t1854 * t6335;
+    const T t7354 = w.kept[20] * t6335;
     const T t7355 = t7353 - t7354;
     const T t6854 = t5386 * w.t5610;
     const T t6855 = t6292 - t6854;
@@ -5584,64 +5340,64 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t7094 = w.t1777 * w.t5370;
     const T t7097 = t7094 + w.t7096;
     const T t7099 = w.t7093 - t7097;
-    const T t7359 = w.t1857 * t7099;
-    w.t7361 = t7358 + t7359;
+    const T t7359 = w.kept[38] * t7099;
+    w.kept[8] = t7358 + t7359;  // t7361
     const T t7366 = w.t2025 * t6858;
-    const T t7379 = w.t1852 * t6794;
-    const T t7362 = w.t1862 * t6756;
+    const T t7379 = w.kept[18] * t6794;
+    const T t7362 = w.kept[52] * t6756;
     const T t7380 = t7379 - t7362;
-    const T t7363 = w.t2014 * t6687;
+    const T t7363 = w.kept[53] * t6687;
     const T t7381 = t7380 - t7363;
-    const T t7365 = w.t2019 * t6335;
+    const T t7365 = w.kept[54] * t6335;
     const T t7382 = t7381 - t7365;
     const T t7383 = t7366 + t7382;
-    const T t7368 = w.t2031 * t7099;
-    w.t7384 = t7383 - t7368;
-    const T t7385 = w.t1853 * t6794;
-    const T t7386 = w.t2014 * t6756;
+    const T t7368 = w.kept[56] * t7099;
+    w.kept[43] = t7383 - t7368;  // t7384
+    const T t7385 = w.kept[19] * t6794;
+    const T t7386 = w.kept[53] * t6756;
     const T t7387 = t7385 - t7386;
-    const T t7369 = w.t2064 * t6687;
+    const T t7369 = w.kept[86] * t6687;
     const T t7388 = t7387 - t7369;
-    const T t7370 = w.t2197 * t6335;
+    const T t7370 = w.kept[87] * t6335;
     const T t7389 = t7388 - t7370;
-    const T t7371 = w.t2213 * t6858;
+    const T t7371 = w.kept[88] * t6858;
     const T t7390 = t7389 - t7371;
-    const T t7372 = w.t2226 * t7099;
-    w.t7391 = t7390 - t7372;
-    const T t7392 = w.t1854 * t6794;
-    const T t7393 = w.t2019 * t6756;
+    const T t7372 = w.kept[89] * t7099;
+    w.kept[77] = t7390 - t7372;  // t7391
+    const T t7392 = w.kept[20] * t6794;
+    const T t7393 = w.kept[54] * t6756;
     const T t7394 = t7392 - t7393;
-    const T t7395 = w.t2197 * t6687;
+    const T t7395 = w.kept[87] * t6687;
     const T t7396 = t7394 - t7395;
-    const T t7373 = w.t2323 * t6335;
+    const T t7373 = w.kept[119] * t6335;
     const T t7397 = t7396 - t7373;
-    const T t7374 = w.t2355 * t6858;
+    const T t7374 = w.kept[120] * t6858;
     const T t7398 = t7397 - t7374;
-    const T t7375 = w.t2358 * t7099;
-    w.t7399 = t7398 - t7375;
-    const T t7377 = w.t2550 * t7099;
+    const T t7375 = w.kept[121] * t7099;
+    w.kept[110] = t7398 - t7375;  // t7399
+    const T t7377 = w.kept[168] * t7099;
     const T t7401 = w.t2025 * t6756;
     const T t7400 = w.t1855 * t6794;
     const T t7402 = t7401 - t7400;
-    const T t7403 = w.t2213 * t6687;
+    const T t7403 = w.kept[88] * t6687;
     const T t7404 = t7402 - t7403;
-    const T t7405 = w.t2355 * t6335;
+    const T t7405 = w.kept[120] * t6335;
     const T t7406 = t7404 - t7405;
-    const T t7376 = w.t2546 * t6858;
+    const T t7376 = w.kept[151] * t6858;
     const T t7407 = t7406 - t7376;
-    w.t7408 = t7377 + t7407;
-    const T t7378 = w.t2723 * t7099;
-    const T t7409 = w.t1857 * t6794;
-    const T t7410 = w.t2031 * t6756;
+    w.kept[142] = t7377 + t7407;  // t7408
+    const T t7378 = w.kept[182] * t7099;
+    const T t7409 = w.kept[38] * t6794;
+    const T t7410 = w.kept[56] * t6756;
     const T t7411 = t7409 + t7410;
-    const T t7412 = w.t2226 * t6687;
+    const T t7412 = w.kept[89] * t6687;
     const T t7413 = t7411 + t7412;
-    const T t7414 = w.t2358 * t6335;
+    const T t7414 = w.kept[121] * t6335;
     const T t7415 = t7413 + t7414;
-    const T t7416 = w.t2550 * t6858;
+    const T t7416 = w.kept[168] * t6858;
     const T t7418 = t7415 - t7416;
     const T t7419 = t7378 + t7418;
-    w.t7420 = -t7419;
+    w.kept[173] = -t7419;  // t7420
     const T t6384 = w.t213 * w.t5649;
     const T t6383 = w.t207 * w.t5648;
     const T t6385 = t6384 - t6383;
@@ -5653,9 +5409,9 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t6408 = w.t210 * w.t5515;
     const T t6409 = t6407 + t6408;
     w.t6412 = t6409 - t6385;
-    const T t1666 = w.t194 * w.t1653;
+    const T t1666 = w.kept[204] * w.t1653;
     const T t1667 = w.t218 + t1666;
-    const T t1668 = w.t193 * w.t1651;
+    const T t1668 = w.kept[203] * w.t1651;
     w.t1669 = t1667 - t1668;  // x: a[wrist_2_link].vy
     const T t5454 = w.t1669 - w.t218;
     const T t5468 = w.t139 * w.t207;
@@ -5676,9 +5432,9 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     // --- solve: forward and back substitution
     const T t6422 = w.t5460 * w.t5610;
     const T t5457 = w.t139 * w.t210;
-    const T t1679 = w.t193 * w.t1610;
+    const T t1679 = w.kept[203] * w.t1610;
     const T t1680 = w.t215 + t1679;
-    const T t1681 = w.t194 * w.t1602;
+    const T t1681 = w.kept[204] * w.t1602;
     w.t1682 = t1680 - t1681;  // x: y2[wrist_3_link].wx
     const T t5473 = w.t215 - w.t1682;
     const T t5475 = t5457 + t5473;
@@ -5687,7 +5443,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6427 = w.t6417 - t6424;
     const T t6445 = w.t6412 + t6427;
     const T t6451 = w.t6393 + t6445;
-    const T t6894 = w.t120 * t6451;
+    const T t6894 = w.kept[209] * t6451;
     const T t6382 = w.t213 * w.t5650;
     const T t6404 = w.t204 * w.t5519;
     const T t6405 = w.t210 * w.t5652;
@@ -5709,7 +5465,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6387 = w.t210 * w.t5665;
     const T t6392 = t6382 + t6387;
     const T t6450 = t6444 - t6392;
-    const T t6817 = w.t194 * t6450;
+    const T t6817 = w.kept[204] * t6450;
     const T t6381 = w.t207 * w.t5650;
     const T t6386 = w.t204 * w.t5665;
     const T t6391 = t6381 + t6386;
@@ -5719,12 +5475,12 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6410 = t6403 - t6381;
     const T t1696 = T(0.0013204619999999999) * w.t1678;
     const T t1697 = t1696 - w.t1172;
-    w.t1674 = w.t1606 + w.t1665;  // x: y2[wrist_3_link].wy
+    w.t1674 = w.t1606 + w.kept[4];  // x: y2[wrist_3_link].wy
     const T t1698 = T(3.8235599999999997e-05) * w.t1674;
     const T t1699 = t1697 + t1698;
-    const T t1670 = w.t193 * w.t1653;
+    const T t1670 = w.kept[203] * w.t1653;
     const T t1671 = t1670 - w.t217;
-    const T t1672 = w.t194 * w.t1651;
+    const T t1672 = w.kept[204] * w.t1651;
     const T t1673 = t1671 + t1672;
     const T t1700 = T(0.0023400000000000001) * t1673;
     const T t1701 = t1699 - t1700;
@@ -5748,7 +5504,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6439 = t1701 + t6425;
     const T t6443 = t6410 + t6439;
     const T t6449 = t6391 + t6443;
-    const T t6818 = w.t193 * t6449;
+    const T t6818 = w.kept[203] * t6449;
     const T t6819 = t6817 - t6818;
     const T t6434 = T(1.665) * t5477;
     const T t6431 = T(0.0023400000000000001) * t5474;
@@ -5763,7 +5519,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6395 = w.t210 * w.t5650;
     const T t6447 = t6442 - t6395;
     const T t6453 = t6447 - t6395;
-    const T t6814 = w.t193 * t6453;
+    const T t6814 = w.kept[203] * t6453;
     const T t6394 = w.t204 * w.t5650;
     const T t6433 = T(1.665) * w.t5476;
     const T t6428 = T(0.0023400000000000001) * t5475;
@@ -5777,11 +5533,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6441 = t6436 - t1686;
     const T t6446 = t6394 + t6441;
     const T t6452 = t6394 + t6446;
-    const T t6815 = w.t194 * t6452;
+    const T t6815 = w.kept[204] * t6452;
     const T t6816 = t6814 + t6815;
     const T t6823 = T(0.099699999999999997) * t6816;
     const T t6825 = t6819 + t6823;
-    const T t6895 = w.t121 * t6825;
+    const T t6895 = w.kept[210] * t6825;
     const T t6896 = t6894 - t6895;
     const T t6397 = w.t210 * w.t5649;
     const T t6396 = w.t204 * w.t5648;
@@ -5791,122 +5547,122 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6438 = t6432 - t6435;
     const T t6448 = t6398 + t6438;
     const T t6454 = t6398 + t6448;
-    const T t6885 = w.t121 * t6454;
-    const T t6811 = w.t194 * t6453;
-    const T t6812 = w.t193 * t6452;
+    const T t6885 = w.kept[210] * t6454;
+    const T t6811 = w.kept[204] * t6453;
+    const T t6812 = w.kept[203] * t6452;
     const T t6813 = t6811 - t6812;
-    const T t6886 = w.t120 * t6813;
+    const T t6886 = w.kept[209] * t6813;
     const T t6887 = t6885 + t6886;
     const T t6898 = T(0.1333) * t6887;
     const T t6900 = t6896 - t6898;
     const T t6901 = T(0.39219999999999999) * t6816;
     const T t6903 = t6900 + t6901;
-    const T t6977 = w.t56 * t6903;
-    const T t6891 = w.t121 * t6451;
-    const T t6892 = w.t120 * t6825;
+    const T t6977 = w.kept[217] * t6903;
+    const T t6891 = w.kept[210] * t6451;
+    const T t6892 = w.kept[209] * t6825;
     const T t6893 = t6891 + t6892;
-    const T t6888 = w.t120 * t6454;
-    const T t6889 = w.t121 * t6813;
+    const T t6888 = w.kept[209] * t6454;
+    const T t6889 = w.kept[210] * t6813;
     const T t6890 = t6888 - t6889;
     const T t6897 = T(0.1333) * t6890;
     const T t6899 = t6893 + t6897;
-    const T t6978 = w.t55 * t6899;
+    const T t6978 = w.kept[216] * t6899;
     const T t6979 = t6977 + t6978;
-    const T t7026 = w.t6 * t6979;
-    const T t6980 = w.t55 * t6903;
-    const T t6981 = w.t56 * t6899;
+    const T t7026 = w.kept[222] * t6979;
+    const T t6980 = w.kept[216] * t6903;
+    const T t6981 = w.kept[217] * t6899;
     const T t6982 = t6980 - t6981;
     const T t6983 = T(0.42499999999999999) * t6816;
     const T t6985 = t6982 + t6983;
-    const T t7025 = w.t5 * t6985;
+    const T t7025 = w.kept[223] * t6985;
     const T t7027 = t7026 - t7025;
-    const T t7421 = w.t1446 * t7027;
+    const T t7421 = w.kept[17] * t7027;
     const T t6824 = T(0.099699999999999997) * t6813;
-    const T t6820 = w.t193 * t6450;
-    const T t6821 = w.t194 * t6449;
+    const T t6820 = w.kept[203] * t6450;
+    const T t6821 = w.kept[204] * t6449;
     const T t6822 = t6820 + t6821;
     const T t6826 = t6824 - t6822;
     const T t6902 = T(0.39219999999999999) * t6890;
     const T t6904 = t6826 + t6902;
-    const T t6974 = w.t55 * t6890;
-    const T t6975 = w.t56 * t6887;
+    const T t6974 = w.kept[216] * t6890;
+    const T t6975 = w.kept[217] * t6887;
     const T t6976 = t6974 - t6975;
     const T t6984 = T(0.42499999999999999) * t6976;
     const T t6986 = t6904 + t6984;
-    const T t7422 = w.t1852 * t6986;
+    const T t7422 = w.kept[18] * t6986;
     const T t7423 = t7421 + t7422;
-    const T t7424 = w.t1853 * t6904;
+    const T t7424 = w.kept[19] * t6904;
     const T t7425 = t7423 + t7424;
-    const T t7426 = w.t1854 * t6826;
+    const T t7426 = w.kept[20] * t6826;
     const T t7427 = t7425 + t7426;
     const T t7428 = w.t1855 * t6451;
     const T t7430 = t7427 - t7428;
     const T t7064 = w.t210 * w.t7041;
     const T t7065 = T(0.00036956249999999999) * t5475;
     const T t7066 = t7064 - t7065;
-    const T t7431 = w.t1857 * t7066;
+    const T t7431 = w.kept[38] * t7066;
     const T t7433 = t7430 - t7431;
-    w.t7435 = -t7433;
+    w.kept[9] = -t7433;  // t7435
     const T t7440 = w.t2025 * t6451;
-    const T t7439 = w.t2019 * t6826;
-    const T t7437 = w.t2014 * t6904;
-    const T t7436 = w.t1862 * t6986;
-    const T t7453 = w.t1852 * t7027;
+    const T t7439 = w.kept[54] * t6826;
+    const T t7437 = w.kept[53] * t6904;
+    const T t7436 = w.kept[52] * t6986;
+    const T t7453 = w.kept[18] * t7027;
     const T t7454 = t7436 + t7453;
     const T t7455 = t7437 + t7454;
     const T t7457 = t7439 + t7455;
     const T t7459 = t7440 - t7457;
-    const T t7442 = w.t2031 * t7066;
-    w.t7460 = t7459 - t7442;
-    const T t7446 = w.t2226 * t7066;
-    const T t7445 = w.t2213 * t6451;
-    const T t7444 = w.t2197 * t6826;
-    const T t7443 = w.t2064 * t6904;
-    const T t7461 = w.t1853 * t7027;
-    const T t7462 = w.t2014 * t6986;
+    const T t7442 = w.kept[56] * t7066;
+    w.kept[44] = t7459 - t7442;  // t7460
+    const T t7446 = w.kept[89] * t7066;
+    const T t7445 = w.kept[88] * t6451;
+    const T t7444 = w.kept[87] * t6826;
+    const T t7443 = w.kept[86] * t6904;
+    const T t7461 = w.kept[19] * t7027;
+    const T t7462 = w.kept[53] * t6986;
     const T t7463 = t7461 + t7462;
     const T t7464 = t7443 + t7463;
     const T t7465 = t7444 + t7464;
     const T t7466 = t7445 + t7465;
     const T t7467 = t7446 + t7466;
-    w.t7468 = -t7467;
-    const T t7449 = w.t2358 * t7066;
-    const T t7448 = w.t2355 * t6451;
-    const T t7447 = w.t2323 * t6826;
-    const T t7469 = w.t1854 * t7027;
-    const T t7470 = w.t2019 * t6986;
+    w.kept[78] = -t7467;  // t7468
+    const T t7449 = w.kept[121] * t7066;
+    const T t7448 = w.kept[120] * t6451;
+    const T t7447 = w.kept[119] * t6826;
+    const T t7469 = w.kept[20] * t7027;
+    const T t7470 = w.kept[54] * t6986;
     const T t7471 = t7469 + t7470;
-    const T t7472 = w.t2197 * t6904;
+    const T t7472 = w.kept[87] * t6904;
     const T t7473 = t7471 + t7472;
     const T t7474 = t7447 + t7473;
     const T t7475 = t7448 + t7474;
     const T t7476 = t7449 + t7475;
-    w.t7477 = -t7476;
-    const T t7451 = w.t2550 * t7066;
+    w.kept[111] = -t7476;  // t7477
+    const T t7451 = w.kept[168] * t7066;
     const T t7478 = w.t1855 * t7027;
     const T t7479 = w.t2025 * t6986;
     const T t7480 = t7478 + t7479;
-    const T t7481 = w.t2213 * t6904;
+    const T t7481 = w.kept[88] * t6904;
     const T t7482 = t7480 - t7481;
-    const T t7483 = w.t2355 * t6826;
+    const T t7483 = w.kept[120] * t6826;
     const T t7484 = t7482 - t7483;
-    const T t7450 = w.t2546 * t6451;
+    const T t7450 = w.kept[151] * t6451;
     const T t7485 = t7484 - t7450;
-    w.t7486 = t7451 + t7485;
-    const T t7487 = w.t1857 * t7027;
-    const T t7488 = w.t2031 * t6986;
+    w.kept[143] = t7451 + t7485;  // t7486
+    const T t7487 = w.kept[38] * t7027;
+    const T t7488 = w.kept[56] * t6986;
     const T t7489 = t7487 - t7488;
-    const T t7490 = w.t2226 * t6904;
+    const T t7490 = w.kept[89] * t6904;
     const T t7491 = t7489 - t7490;
-    const T t7492 = w.t2358 * t6826;
+    const T t7492 = w.kept[121] * t6826;
     const T t7493 = t7491 - t7492;
-    const T t7494 = w.t2550 * t6451;
+    const T t7494 = w.kept[168] * t6451;
     const T t7496 = t7493 + t7494;
-    const T t7452 = w.t2723 * t7066;
-    w.t7497 = t7496 - t7452;
-    const T t1725 = w.t266 * w.t1682;
+    const T t7452 = w.kept[182] * t7066;
+    w.kept[174] = t7496 - t7452;  // t7497
+    const T t1725 = w.kept[202] * w.t1682;
     const T t1726 = w.t290 - t1725;
-    const T t1727 = w.t265 * w.t1674;
+    const T t1727 = w.kept[201] * w.t1674;
     w.t1728 = t1726 + t1727;
     const T t5545 = w.t290 - w.t1728;
     const T t5549 = w.t210 * w.t278;
@@ -5914,11 +5670,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     w.t6535 = T(0.00042303500000000005) * w.t5570;
     const T t1712 = T(0.099599999999999994) * w.t1674;
     w.t1713 = t1712 - t1673;  // x: y2[wrist_3_link].vx
-    const T t1721 = w.t265 * w.t1713;
+    const T t1721 = w.kept[201] * w.t1713;
     const T t1722 = t1721 - w.t291;
     const T t1710 = T(0.099599999999999994) * w.t1682;
     w.t1711 = w.t1595 - t1710;  // x: y2[wrist_3_link].vy
-    const T t1723 = w.t266 * w.t1711;
+    const T t1723 = w.kept[202] * w.t1711;
     w.t1724 = t1722 + t1723;
     const T t5546 = w.t291 + w.t1724;
     const T t5564 = w.t210 * w.t287;
@@ -5942,17 +5698,17 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, co
     const T t6504 = w.t284 * w.t5586;
     const T t6550 = t6544 - t6504;
     const T t6556 = t6550 - t6504;
-    const T t7051 = w.t265 * t6556;
+    const T t7051 = w.kept[201] * t6556;
     const T t6502 = w.t278 * w.t5586;
-    const T t1729 = w.t265 * w.t1682;
+    const T t1729 = w.kept[201] * w.t1682;
     const T t1730 = w.t289 + t1729;
-    const T t1731 = w.t266 * w.t1674;
+    const T t1731 = w.kept[202] * w.t1674;
     const T t1732 = t1730 + t1731;
     const T t1733 = T(0.00042303500000000005) * t1732;
     const T t1734 = w.t1115 + t1733;
-    const T t1717 = w.t266 * w.t1713;
+    const T t1717 = w.kept[202] * w.t1713;
     const T t1718 = w.t292 + t1717;
-    const T t1719 = w.t265 * w.t1711;
+    const T t1719 = w.kept[201] * w.t1711;
     const T t1720 = t1718 - t1719;  // x: a[wrist_3_link].vy
     const T t1735 = T(0.36499999999999999) * t1720;
     const T t1736 = t1734 - t1735;
@@ -5969,17 +5725,17 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, co
     const T t6543 = t1736 + t6539;
     const T t6549 = t6502 + t6543;
     const T t6555 = t6502 + t6549;
-    const T t7052 = w.t266 * t6555;
+    const T t7052 = w.kept[202] * t6555;
     const T t7053 = t7051 + t7052;
-    const T t7115 = w.t121 * t7053;
-    const T t7048 = w.t266 * t6556;
-    const T t7049 = w.t265 * t6555;
+    const T t7115 = w.kept[210] * t7053;
+    const T t7048 = w.kept[202] * t6556;
+    const T t7049 = w.kept[201] * t6555;
     const T t7050 = t7048 - t7049;
-    const T t7074 = w.t193 * t7050;
-    const T t7116 = w.t120 * t7074;
+    const T t7074 = w.kept[203] * t7050;
+    const T t7116 = w.kept[209] * t7074;
     const T t7118 = t7115 + t7116;
     const T t7133 = T(0.1333) * t7118;
-    const T t7076 = w.t194 * t7050;
+    const T t7076 = w.kept[204] * t7050;
     const T t7080 = T(0.099699999999999997) * t7076;
     const T t6488 = w.t287 * w.t5586;
     const T t6500 = w.t319 + t6488;
@@ -5995,7 +5751,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, co
     const T t6522 = t6488 + t6514;
     const T t6546 = t6542 - t6522;
     const T t6553 = t6500 + t6546;
-    const T t7054 = w.t266 * t6553;
+    const T t7054 = w.kept[202] * t6553;
     const T t6486 = w.t281 * w.t5586;
     const T t6512 = w.t284 * w.t5592;
     const T t6521 = t6486 - t6512;
@@ -6010,178 +5766,178 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, co
     const T t6545 = t6521 + t6541;
     const T t6498 = w.t321 + t6486;
     const T t6552 = t6545 - t6498;
-    const T t7055 = w.t265 * t6552;
+    const T t7055 = w.kept[201] * t6552;
     const T t7056 = t7054 - t7055;
     const T t7060 = T(0.099599999999999994) * t7053;
     const T t7062 = t7056 + t7060;
-    const T t7077 = w.t193 * t7062;
+    const T t7077 = w.kept[203] * t7062;
     const T t7083 = t7080 - t7077;
-    const T t7130 = w.t121 * t7083;
+    const T t7130 = w.kept[210] * t7083;
     const T t7061 = T(0.099599999999999994) * t7050;
-    const T t7057 = w.t265 * t6553;
-    const T t7058 = w.t266 * t6552;
+    const T t7057 = w.kept[201] * t6553;
+    const T t7058 = w.kept[202] * t6552;
     const T t7059 = t7057 + t7058;
     const T t7063 = t7061 - t7059;
-    const T t7128 = w.t120 * t7063;
+    const T t7128 = w.kept[209] * t7063;
     const T t7131 = t7130 - t7128;
     const T t7135 = t7133 - t7131;
     const T t7136 = T(0.39219999999999999) * t7076;
     const T t7138 = t7135 + t7136;
-    const T t7176 = w.t55 * t7138;
-    const T t7119 = w.t120 * t7053;
-    const T t7120 = w.t121 * t7074;
+    const T t7176 = w.kept[216] * t7138;
+    const T t7119 = w.kept[209] * t7053;
+    const T t7120 = w.kept[210] * t7074;
     const T t7122 = t7119 - t7120;
     const T t7132 = T(0.1333) * t7122;
-    const T t7123 = w.t121 * t7063;
-    const T t7125 = w.t120 * t7083;
+    const T t7123 = w.kept[210] * t7063;
+    const T t7125 = w.kept[209] * t7083;
     const T t7126 = t7123 + t7125;
     const T t7134 = t7132 - t7126;
-    const T t7177 = w.t56 * t7134;
+    const T t7177 = w.kept[217] * t7134;
     const T t7178 = t7176 + t7177;
     const T t7179 = T(0.42499999999999999) * t7076;
     const T t7181 = t7178 + t7179;
-    const T t7201 = w.t5 * t7181;
-    const T t7174 = w.t55 * t7134;
-    const T t7173 = w.t56 * t7138;
+    const T t7201 = w.kept[223] * t7181;
+    const T t7174 = w.kept[216] * t7134;
+    const T t7173 = w.kept[217] * t7138;
     const T t7175 = t7174 - t7173;
-    const T t7202 = w.t6 * t7175;
+    const T t7202 = w.kept[222] * t7175;
     const T t7203 = t7201 + t7202;
-    const T t7498 = w.t1446 * t7203;
-    const T t7171 = w.t56 * t7118;
-    const T t7170 = w.t55 * t7122;
+    const T t7498 = w.kept[17] * t7203;
+    const T t7171 = w.kept[217] * t7118;
+    const T t7170 = w.kept[216] * t7122;
     const T t7172 = t7171 - t7170;
     const T t7180 = T(0.42499999999999999) * t7172;
-    const T t7078 = w.t194 * t7062;
+    const T t7078 = w.kept[204] * t7062;
     const T t7081 = T(0.099699999999999997) * t7074;
     const T t7084 = t7078 + t7081;
     const T t7137 = T(0.39219999999999999) * t7122;
     const T t7139 = t7084 + t7137;
     const T t7182 = t7180 - t7139;
-    const T t7499 = w.t1852 * t7182;
+    const T t7499 = w.kept[18] * t7182;
     const T t7500 = t7498 - t7499;
-    const T t7501 = w.t1853 * t7139;
+    const T t7501 = w.kept[19] * t7139;
     const T t7503 = t7500 + t7501;
-    const T t7504 = w.t1854 * t7084;
+    const T t7504 = w.kept[20] * t7084;
     const T t7506 = t7503 + t7504;
     const T t7507 = w.t1855 * t7063;
-    w.t7509 = t7506 + t7507;
+    w.kept[10] = t7506 + t7507;  // t7509
     const T t7515 = w.t2025 * t7063;
-    const T t7513 = w.t2019 * t7084;
-    const T t7511 = w.t2014 * t7139;
-    const T t7526 = w.t1852 * t7203;
-    const T t7510 = w.t1862 * t7182;
+    const T t7513 = w.kept[54] * t7084;
+    const T t7511 = w.kept[53] * t7139;
+    const T t7526 = w.kept[18] * t7203;
+    const T t7510 = w.kept[52] * t7182;
     const T t7527 = t7526 - t7510;
     const T t7528 = t7511 + t7527;
     const T t7529 = t7513 + t7528;
-    w.t7530 = t7515 + t7529;
-    const T t7519 = w.t2197 * t7084;
-    const T t7517 = w.t2064 * t7139;
-    const T t7531 = w.t1853 * t7203;
-    const T t7532 = w.t2014 * t7182;
+    w.kept[45] = t7515 + t7529;  // t7530
+    const T t7519 = w.kept[87] * t7084;
+    const T t7517 = w.kept[86] * t7139;
+    const T t7531 = w.kept[19] * t7203;
+    const T t7532 = w.kept[53] * t7182;
     const T t7533 = t7531 - t7532;
     const T t7534 = t7517 + t7533;
     const T t7535 = t7519 + t7534;
-    const T t7521 = w.t2213 * t7063;
-    w.t7536 = t7535 - t7521;
-    const T t7522 = w.t2323 * t7084;
-    const T t7537 = w.t1854 * t7203;
-    const T t7538 = w.t2019 * t7182;
+    const T t7521 = w.kept[88] * t7063;
+    w.kept[79] = t7535 - t7521;  // t7536
+    const T t7522 = w.kept[119] * t7084;
+    const T t7537 = w.kept[20] * t7203;
+    const T t7538 = w.kept[54] * t7182;
     const T t7539 = t7537 - t7538;
-    const T t7540 = w.t2197 * t7139;
+    const T t7540 = w.kept[87] * t7139;
     const T t7542 = t7539 + t7540;
     const T t7543 = t7522 + t7542;
-    const T t7524 = w.t2355 * t7063;
-    w.t7544 = t7543 - t7524;
+    const T t7524 = w.kept[120] * t7063;
+    w.kept[112] = t7543 - t7524;  // t7544
     const T t7546 = w.t2025 * t7182;
     const T t7545 = w.t1855 * t7203;
     const T t7547 = t7546 - t7545;
-    const T t7548 = w.t2213 * t7139;
+    const T t7548 = w.kept[88] * t7139;
     const T t7550 = t7547 + t7548;
-    const T t7551 = w.t2355 * t7084;
+    const T t7551 = w.kept[120] * t7084;
     const T t7553 = t7550 + t7551;
-    const T t7525 = w.t2546 * t7063;
-    w.t7554 = t7553 - t7525;
-    const T t7555 = w.t1857 * t7203;
-    const T t7556 = w.t2031 * t7182;
+    const T t7525 = w.kept[151] * t7063;
+    w.kept[144] = t7553 - t7525;  // t7554
+    const T t7555 = w.kept[38] * t7203;
+    const T t7556 = w.kept[56] * t7182;
     const T t7557 = t7555 + t7556;
-    const T t7558 = w.t2226 * t7139;
+    const T t7558 = w.kept[89] * t7139;
     const T t7560 = t7557 - t7558;
-    const T t7561 = w.t2358 * t7084;
+    const T t7561 = w.kept[121] * t7084;
     const T t7563 = t7560 - t7561;
-    const T t7564 = w.t2550 * t7063;
+    const T t7564 = w.kept[168] * t7063;
     const T t7566 = t7563 - t7564;
-    w.t7568 = -t7566;
-    const T t6580 = w.t5 * w.t6040;
-    const T t6581 = w.t6 * w.t6039;
+    w.kept[175] = -t7566;  // t7568
+    const T t6580 = w.kept[223] * w.t6040;
+    const T t6581 = w.kept[222] * w.t6039;
     w.t6582 = t6580 + t6581;
-    const T t7570 = w.t1852 * w.t6582;
-    const T t6029 = w.t6 * w.t6015;
-    const T t6033 = w.t5 * w.t6011;
+    const T t7570 = w.kept[18] * w.t6582;
+    const T t6029 = w.kept[222] * w.t6015;
+    const T t6033 = w.kept[223] * w.t6011;
     const T t6034 = t6029 + t6033;
-    const T t6035 = w.t5 * t6034;
-    const T t6030 = w.t5 * w.t6015;
-    const T t6031 = w.t6 * w.t6014;
+    const T t6035 = w.kept[223] * t6034;
+    const T t6030 = w.kept[223] * w.t6015;
+    const T t6031 = w.kept[222] * w.t6014;
     const T t6032 = t6030 + t6031;
-    const T t6036 = w.t6 * t6032;
+    const T t6036 = w.kept[222] * t6032;
     w.t6037 = t6035 + t6036;
-    const T t7569 = w.t1446 * w.t6037;
+    const T t7569 = w.kept[17] * w.t6037;
     const T t7571 = t7570 - t7569;
-    const T t6599 = w.t55 * w.t6098;
-    const T t6600 = w.t56 * w.t6097;
+    const T t6599 = w.kept[216] * w.t6098;
+    const T t6600 = w.kept[217] * w.t6097;
     const T t6601 = t6599 + t6600;
-    const T t6643 = w.t5 * t6601;
-    const T t6597 = w.t55 * w.t6097;
-    const T t6596 = w.t56 * w.t6098;
+    const T t6643 = w.kept[223] * t6601;
+    const T t6597 = w.kept[216] * w.t6097;
+    const T t6596 = w.kept[217] * w.t6098;
     const T t6598 = t6597 - t6596;
-    const T t6644 = w.t6 * t6598;
+    const T t6644 = w.kept[222] * t6598;
     w.t6645 = t6643 + t6644;
-    const T t7572 = w.t1853 * w.t6645;
+    const T t7572 = w.kept[19] * w.t6645;
     const T t7573 = t7571 + t7572;
-    const T t6661 = w.t121 * w.t6225;
-    const T t6662 = w.t120 * w.t6224;
+    const T t6661 = w.kept[210] * w.t6225;
+    const T t6662 = w.kept[209] * w.t6224;
     const T t6663 = t6661 - t6662;
-    const T t6742 = w.t56 * t6663;
-    const T t6664 = w.t120 * w.t6225;
-    const T t6665 = w.t121 * w.t6224;
+    const T t6742 = w.kept[217] * t6663;
+    const T t6664 = w.kept[209] * w.t6225;
+    const T t6665 = w.kept[210] * w.t6224;
     const T t6666 = t6664 + t6665;
-    const T t6740 = w.t55 * t6666;
+    const T t6740 = w.kept[216] * t6666;
     const T t6743 = t6742 - t6740;
-    const T t6788 = w.t5 * t6743;
-    const T t6736 = w.t56 * t6666;
-    const T t6738 = w.t55 * t6663;
+    const T t6788 = w.kept[223] * t6743;
+    const T t6736 = w.kept[217] * t6666;
+    const T t6738 = w.kept[216] * t6663;
     const T t6739 = t6736 + t6738;
-    const T t6789 = w.t6 * t6739;
+    const T t6789 = w.kept[222] * t6739;
     w.t6790 = t6788 + t6789;
-    const T t7574 = w.t1854 * w.t6790;
+    const T t7574 = w.kept[20] * w.t6790;
     const T t7575 = t7573 + t7574;
-    const T t6881 = w.t120 * w.t5654;
-    const T t6882 = w.t121 * w.t6806;
+    const T t6881 = w.kept[209] * w.t5654;
+    const T t6882 = w.kept[210] * w.t6806;
     const T t6883 = t6881 - t6882;
-    const T t6970 = w.t55 * t6883;
-    const T t6878 = w.t121 * w.t5654;
-    const T t6879 = w.t120 * w.t6806;
+    const T t6970 = w.kept[216] * t6883;
+    const T t6878 = w.kept[210] * w.t5654;
+    const T t6879 = w.kept[209] * w.t6806;
     const T t6880 = t6878 + t6879;
-    const T t6971 = w.t56 * t6880;
+    const T t6971 = w.kept[217] * t6880;
     const T t6973 = t6970 - t6971;
-    const T t7019 = w.t5 * t6973;
-    const T t6965 = w.t56 * t6883;
-    const T t6966 = w.t55 * t6880;
+    const T t7019 = w.kept[223] * t6973;
+    const T t6965 = w.kept[217] * t6883;
+    const T t6966 = w.kept[216] * t6880;
     const T t6968 = t6965 + t6966;
-    const T t7020 = w.t6 * t6968;
+    const T t7020 = w.kept[222] * t6968;
     w.t7022 = t7019 - t7020;
     const T t7576 = w.t1855 * w.t7022;
     w.t7578 = t7575 - t7576;
-    const T t7109 = w.t120 * w.t7046;
-    const T t7111 = w.t121 * w.t7071;
+    const T t7109 = w.kept[209] * w.t7046;
+    const T t7111 = w.kept[210] * w.t7071;
     w.t7113 = t7109 + t7111;
-    const T t7166 = w.t55 * w.t7113;
-    const T t7106 = w.t120 * w.t7071;
-    const T t7104 = w.t121 * w.t7046;
+    const T t7166 = w.kept[216] * w.t7113;
+    const T t7106 = w.kept[209] * w.t7071;
+    const T t7104 = w.kept[210] * w.t7046;
     const T t7108 = t7106 - t7104;
-    const T t7168 = w.t56 * t7108;
+    const T t7168 = w.kept[217] * t7108;
     const T t7169 = t7166 + t7168;
-    w.t7197 = w.t5 * t7169;
-    w.t7164 = w.t55 * t7108;
+    w.t7197 = w.kept[223] * t7169;
+    w.t7164 = w.kept[216] * t7108;
     return status;
 }
 
@@ -6190,67 +5946,67 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    const T t7162 = w.t56 * w.t7113;
+    const T t7162 = w.kept[217] * w.t7113;
     const T t7165 = w.t7164 - t7162;
-    const T t7198 = w.t6 * t7165;
+    const T t7198 = w.kept[222] * t7165;
     w.t7199 = w.t7197 + t7198;
-    w.t7579 = w.t1857 * w.t7199;
-    w.t7581 = w.t7578 - w.t7579;
-    const T t7588 = w.t2031 * w.t7199;
-    const T t7585 = w.t2019 * w.t6790;
-    const T t7583 = w.t2014 * w.t6645;
-    const T t7582 = w.t1862 * w.t6582;
-    const T t7599 = w.t1852 * w.t6037;
+    w.t7579 = w.kept[38] * w.t7199;
+    w.kept[11] = w.t7578 - w.t7579;  // t7581
+    const T t7588 = w.kept[56] * w.t7199;
+    const T t7585 = w.kept[54] * w.t6790;
+    const T t7583 = w.kept[53] * w.t6645;
+    const T t7582 = w.kept[52] * w.t6582;
+    const T t7599 = w.kept[18] * w.t6037;
     const T t7600 = t7582 - t7599;
     const T t7601 = t7583 + t7600;
     const T t7602 = t7585 + t7601;
     const T t7586 = w.t2025 * w.t7022;
     const T t7603 = t7602 - t7586;
-    w.t7604 = t7588 + t7603;
-    const T t7592 = w.t2226 * w.t7199;
-    const T t7591 = w.t2213 * w.t7022;
-    const T t7590 = w.t2197 * w.t6790;
-    const T t7589 = w.t2064 * w.t6645;
-    const T t7606 = w.t2014 * w.t6582;
-    const T t7605 = w.t1853 * w.t6037;
+    w.kept[46] = t7588 + t7603;  // t7604
+    const T t7592 = w.kept[89] * w.t7199;
+    const T t7591 = w.kept[88] * w.t7022;
+    const T t7590 = w.kept[87] * w.t6790;
+    const T t7589 = w.kept[86] * w.t6645;
+    const T t7606 = w.kept[53] * w.t6582;
+    const T t7605 = w.kept[19] * w.t6037;
     const T t7607 = t7606 - t7605;
     const T t7608 = t7589 + t7607;
     const T t7609 = t7590 + t7608;
     const T t7610 = t7591 + t7609;
-    w.t7611 = t7592 + t7610;
-    const T t7595 = w.t2358 * w.t7199;
-    const T t7594 = w.t2355 * w.t7022;
-    const T t7593 = w.t2323 * w.t6790;
-    const T t7613 = w.t2019 * w.t6582;
-    const T t7612 = w.t1854 * w.t6037;
+    w.kept[80] = t7592 + t7610;  // t7611
+    const T t7595 = w.kept[121] * w.t7199;
+    const T t7594 = w.kept[120] * w.t7022;
+    const T t7593 = w.kept[119] * w.t6790;
+    const T t7613 = w.kept[54] * w.t6582;
+    const T t7612 = w.kept[20] * w.t6037;
     const T t7614 = t7613 - t7612;
-    const T t7615 = w.t2197 * w.t6645;
+    const T t7615 = w.kept[87] * w.t6645;
     const T t7616 = t7614 + t7615;
     const T t7617 = t7593 + t7616;
     const T t7618 = t7594 + t7617;
-    w.t7619 = t7595 + t7618;
-    const T t7596 = w.t2546 * w.t7022;
+    w.kept[113] = t7595 + t7618;  // t7619
+    const T t7596 = w.kept[151] * w.t7022;
     const T t7620 = w.t1855 * w.t6037;
     const T t7621 = w.t2025 * w.t6582;
     const T t7622 = t7620 - t7621;
-    const T t7623 = w.t2213 * w.t6645;
+    const T t7623 = w.kept[88] * w.t6645;
     const T t7624 = t7622 + t7623;
-    const T t7625 = w.t2355 * w.t6790;
+    const T t7625 = w.kept[120] * w.t6790;
     const T t7626 = t7624 + t7625;
     const T t7627 = t7596 + t7626;
-    const T t7597 = w.t2550 * w.t7199;
-    w.t7628 = t7627 - t7597;
-    const T t7598 = w.t2723 * w.t7199;
-    const T t7629 = w.t1857 * w.t6037;
-    const T t7630 = w.t2031 * w.t6582;
+    const T t7597 = w.kept[168] * w.t7199;
+    w.kept[145] = t7627 - t7597;  // t7628
+    const T t7598 = w.kept[182] * w.t7199;
+    const T t7629 = w.kept[38] * w.t6037;
+    const T t7630 = w.kept[56] * w.t6582;
     const T t7631 = t7629 + t7630;
-    const T t7632 = w.t2226 * w.t6645;
+    const T t7632 = w.kept[89] * w.t6645;
     const T t7633 = t7631 + t7632;
-    const T t7634 = w.t2358 * w.t6790;
+    const T t7634 = w.kept[121] * w.t6790;
     const T t7635 = t7633 + t7634;
-    const T t7636 = w.t2550 * w.t7022;
+    const T t7636 = w.kept[168] * w.t7022;
     const T t7638 = t7635 - t7636;
-    w.t7639 = t7598 + t7638;
+    w.kept[176] = t7598 + t7638;  // t7639
     const T t5251 = w.t8 + w.t8;
     const T t6084 = t5251 * w.t5969;
     const T t5252 = w.t9 + w.t9;
@@ -6258,21 +6014,21 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t6086 = t6084 - t6085;
     const T t6091 = w.t6017 + t6086;
     const T t6094 = w.t6027 + t6091;
-    const T t6588 = w.t5 * t6094;
+    const T t6588 = w.kept[223] * t6094;
     const T t6081 = t5251 * w.t5959;
     const T t6082 = t5252 * w.t5967;
     const T t6083 = t6081 - t6082;
     const T t6090 = w.t6016 + t6083;
     const T t6093 = w.t6038 + t6090;
-    const T t6589 = w.t6 * t6093;
+    const T t6589 = w.kept[222] * t6093;
     const T t6590 = t6588 + t6589;
-    const T t7640 = w.t1446 * t6590;
-    const T t5718 = w.t193 * w.t5519;
+    const T t7640 = w.kept[17] * t6590;
+    const T t5718 = w.kept[203] * w.t5519;
     const T t5719 = w.t5707 + t5718;
-    const T t5729 = w.t193 * t5719;
-    const T t5716 = w.t194 * w.t5651;
+    const T t5729 = w.kept[203] * t5719;
+    const T t5716 = w.kept[204] * w.t5651;
     const T t5717 = w.t5711 + t5716;
-    const T t5730 = w.t194 * t5717;
+    const T t5730 = w.kept[204] * t5717;
     const T t5731 = t5729 + t5730;
     const T t5744 = t5731 + w.t5736;
     const T t5745 = w.t5736 + t5744;
@@ -6288,7 +6044,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t6088 = t5252 * w.t5968;
     const T t6089 = t6087 - t6088;
     const T t6092 = t6018 + t6089;
-    const T t7641 = w.t1852 * t6092;
+    const T t7641 = w.kept[18] * t6092;
     const T t7642 = t7640 - t7641;
     const T t5299 = w.t66 + w.t66;
     const T t6199 = t5299 * w.t5836;
@@ -6296,84 +6052,84 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t6198 = t5298 * w.t5819;
     const T t6200 = t6199 - t6198;
     const T t6642 = t5904 + t6200;
-    const T t7643 = w.t1853 * t6642;
+    const T t7643 = w.kept[19] * t6642;
     const T t7644 = t7642 - t7643;
     const T t6722 = t5299 * w.t5816;
     const T t6723 = t6722 - t6198;
     const T t6787 = w.t5755 + t6723;
-    const T t7645 = w.t1854 * t6787;
+    const T t7645 = w.kept[20] * t6787;
     const T t7646 = t7644 - t7645;
     const T t7015 = t5251 * w.t6963;
     const T t7016 = t5252 * w.t6957;
     const T t7017 = t7015 + t7016;
-    const T t6807 = w.t193 * w.t6380;
-    const T t6808 = w.t194 * w.t6379;
+    const T t6807 = w.kept[203] * w.t6380;
+    const T t6808 = w.kept[204] * w.t6379;
     w.t6809 = t6807 + t6808;
     const T t7018 = t7017 - w.t6809;
     const T t7647 = w.t1855 * t7018;
     const T t7649 = t7646 + t7647;
     w.t5391 = w.t139 + w.t139;
     const T t7100 = w.t2340 * w.t5391;
-    w.t7073 = w.t194 * w.t7041;
+    w.t7073 = w.kept[204] * w.t7041;
     const T t7101 = t7100 - w.t7073;
-    w.t7650 = w.t1857 * t7101;
-    w.t7652 = t7649 + w.t7650;
+    w.t7650 = w.kept[38] * t7101;
+    w.kept[12] = t7649 + w.t7650;  // t7652
     const T t7657 = w.t2025 * t7018;
-    const T t7670 = w.t1852 * t6590;
-    const T t7653 = w.t1862 * t6092;
+    const T t7670 = w.kept[18] * t6590;
+    const T t7653 = w.kept[52] * t6092;
     const T t7671 = t7670 - t7653;
-    const T t7654 = w.t2014 * t6642;
+    const T t7654 = w.kept[53] * t6642;
     const T t7672 = t7671 - t7654;
-    const T t7656 = w.t2019 * t6787;
+    const T t7656 = w.kept[54] * t6787;
     const T t7673 = t7672 - t7656;
     const T t7674 = t7657 + t7673;
-    w.t7659 = w.t2031 * t7101;
-    w.t7675 = t7674 - w.t7659;
-    const T t7676 = w.t1853 * t6590;
-    const T t7677 = w.t2014 * t6092;
+    w.t7659 = w.kept[56] * t7101;
+    w.kept[47] = t7674 - w.t7659;  // t7675
+    const T t7676 = w.kept[19] * t6590;
+    const T t7677 = w.kept[53] * t6092;
     const T t7678 = t7676 - t7677;
-    const T t7660 = w.t2064 * t6642;
+    const T t7660 = w.kept[86] * t6642;
     const T t7679 = t7678 - t7660;
-    const T t7661 = w.t2197 * t6787;
+    const T t7661 = w.kept[87] * t6787;
     const T t7680 = t7679 - t7661;
-    const T t7662 = w.t2213 * t7018;
+    const T t7662 = w.kept[88] * t7018;
     const T t7681 = t7680 - t7662;
-    w.t7663 = w.t2226 * t7101;
-    w.t7682 = t7681 - w.t7663;
-    const T t7683 = w.t1854 * t6590;
-    const T t7684 = w.t2019 * t6092;
+    w.t7663 = w.kept[89] * t7101;
+    w.kept[81] = t7681 - w.t7663;  // t7682
+    const T t7683 = w.kept[20] * t6590;
+    const T t7684 = w.kept[54] * t6092;
     const T t7685 = t7683 - t7684;
-    const T t7686 = w.t2197 * t6642;
+    const T t7686 = w.kept[87] * t6642;
     const T t7687 = t7685 - t7686;
-    const T t7664 = w.t2323 * t6787;
+    const T t7664 = w.kept[119] * t6787;
     const T t7688 = t7687 - t7664;
-    const T t7665 = w.t2355 * t7018;
+    const T t7665 = w.kept[120] * t7018;
     const T t7689 = t7688 - t7665;
-    w.t7666 = w.t2358 * t7101;
-    w.t7690 = t7689 - w.t7666;
-    w.t7668 = w.t2550 * t7101;
+    w.t7666 = w.kept[121] * t7101;
+    w.kept[114] = t7689 - w.t7666;  // t7690
+    w.t7668 = w.kept[168] * t7101;
     const T t7692 = w.t2025 * t6092;
     const T t7691 = w.t1855 * t6590;
     const T t7693 = t7692 - t7691;
-    const T t7694 = w.t2213 * t6642;
+    const T t7694 = w.kept[88] * t6642;
     const T t7695 = t7693 - t7694;
-    const T t7696 = w.t2355 * t6787;
+    const T t7696 = w.kept[120] * t6787;
     const T t7697 = t7695 - t7696;
-    const T t7667 = w.t2546 * t7018;
+    const T t7667 = w.kept[151] * t7018;
     const T t7698 = t7697 - t7667;
-    w.t7699 = w.t7668 + t7698;
-    w.t7669 = w.t2723 * t7101;
-    const T t7700 = w.t1857 * t6590;
-    const T t7701 = w.t2031 * t6092;
+    w.kept[146] = w.t7668 + t7698;  // t7699
+    w.t7669 = w.kept[182] * t7101;
+    const T t7700 = w.kept[38] * t6590;
+    const T t7701 = w.kept[56] * t6092;
     const T t7702 = t7700 + t7701;
-    const T t7703 = w.t2226 * t6642;
+    const T t7703 = w.kept[89] * t6642;
     const T t7704 = t7702 + t7703;
-    const T t7705 = w.t2358 * t6787;
+    const T t7705 = w.kept[121] * t6787;
     const T t7706 = t7704 + t7705;
-    const T t7707 = w.t2550 * t7018;
+    const T t7707 = w.kept[168] * t7018;
     const T t7709 = t7706 - t7707;
     const T t7710 = w.t7669 + t7709;
-    w.t7711 = -t7710;
+    w.kept[177] = -t7710;  // t7711
     const T t5301 = w.t67 + w.t67;
     const T t6188 = t5301 * w.t5834;
     const T t6195 = t5298 * w.t5837;
@@ -6382,7 +6138,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t6202 = t6188 + t6197;
     const T t6214 = w.t5903 + t6202;
     const T t6219 = w.t5915 + t6214;
-    const T t6621 = w.t55 * t6219;
+    const T t6621 = w.kept[216] * t6219;
     const T t5300 = w.t63 + w.t63;
     const T t6187 = t5300 * w.t5834;
     const T t6193 = t5299 * w.t5835;
@@ -6391,20 +6147,20 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t6201 = t6187 + t6194;
     const T t6213 = w.t5901 + t6201;
     const T t6218 = t6213 - w.t5916;
-    const T t6622 = w.t56 * t6218;
+    const T t6622 = w.kept[217] * t6218;
     const T t6623 = t6621 + t6622;
     const T t6206 = t5299 * w.t5773;
     const T t6207 = t5298 * w.t5833;
     const T t6212 = t6206 - t6207;
     const T t6624 = T(0.42499999999999999) * t6212;
     const T t6626 = t6623 - t6624;
-    const T t6651 = w.t5 * t6626;
-    const T t6619 = w.t55 * t6218;
-    const T t6618 = w.t56 * t6219;
+    const T t6651 = w.kept[223] * t6626;
+    const T t6619 = w.kept[216] * t6218;
+    const T t6618 = w.kept[217] * t6219;
     const T t6620 = t6619 - t6618;
-    const T t6652 = w.t6 * t6620;
+    const T t6652 = w.kept[222] * t6620;
     w.t6653 = t6651 + t6652;
-    const T t7712 = w.t1446 * w.t6653;
+    const T t7712 = w.kept[17] * w.t6653;
     const T t6189 = t5301 * w.t5773;
     const T t6190 = t5300 * w.t5833;
     const T t6191 = t6189 + t6190;
@@ -6415,25 +6171,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t6211 = t6205 + t6209;
     const T t6217 = w.t5896 - t6211;
     const T t6221 = w.t5896 + t6217;
-    const T t6615 = w.t55 * t6221;
+    const T t6615 = w.kept[216] * t6221;
     const T t6204 = t5298 * w.t5834;
     const T t6208 = t5301 * T(5.8810000000000002);
     const T t6210 = t6204 + t6208;
     const T t6216 = t6210 - w.t5897;
     const T t6220 = t6216 - w.t5897;
-    const T t6616 = w.t56 * t6220;
+    const T t6616 = w.kept[217] * t6220;
     const T t6617 = t6615 + t6616;
     const T t6625 = T(0.42499999999999999) * t6617;
     w.t6627 = w.t6215 + t6625;
-    const T t7713 = w.t1852 * w.t6627;
+    const T t7713 = w.kept[18] * w.t6627;
     const T t7714 = t7712 - t7713;
-    const T t7715 = w.t1853 * w.t6215;
+    const T t7715 = w.kept[19] * w.t6215;
     const T t7716 = t7714 - t7715;
     const T t6720 = t5300 * w.t5770;
     const T t6721 = t6189 + t6720;
     const T t6724 = t6723 - t6721;
     w.t6725 = w.t5755 + t6724;
-    const T t7717 = w.t1854 * w.t6725;
+    const T t7717 = w.kept[20] * w.t6725;
     w.t7718 = t7716 - t7717;
     const T t6942 = t5301 * w.t6864;
     const T t6941 = t5300 * w.t6865;
@@ -6453,65 +6209,65 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6948 = t6947 - w.t6809;
     const T t7719 = w.t1855 * t6948;
     const T t7721 = w.t7718 + t7719;
-    w.t7722 = w.t7650 + t7721;
+    w.kept[13] = w.t7650 + t7721;  // t7722
     const T t7727 = w.t2025 * t6948;
-    const T t7735 = w.t1852 * w.t6653;
-    const T t7723 = w.t1862 * w.t6627;
+    const T t7735 = w.kept[18] * w.t6653;
+    const T t7723 = w.kept[52] * w.t6627;
     const T t7736 = t7735 - t7723;
-    const T t7724 = w.t2014 * w.t6215;
+    const T t7724 = w.kept[53] * w.t6215;
     const T t7737 = t7736 - t7724;
-    const T t7726 = w.t2019 * w.t6725;
+    const T t7726 = w.kept[54] * w.t6725;
     const T t7738 = t7737 - t7726;
     const T t7739 = t7727 + t7738;
-    w.t7740 = t7739 - w.t7659;
-    const T t7741 = w.t1853 * w.t6653;
-    const T t7742 = w.t2014 * w.t6627;
+    w.kept[48] = t7739 - w.t7659;  // t7740
+    const T t7741 = w.kept[19] * w.t6653;
+    const T t7742 = w.kept[53] * w.t6627;
     const T t7743 = t7741 - t7742;
-    const T t7729 = w.t2064 * w.t6215;
+    const T t7729 = w.kept[86] * w.t6215;
     const T t7744 = t7743 - t7729;
-    const T t7730 = w.t2197 * w.t6725;
+    const T t7730 = w.kept[87] * w.t6725;
     const T t7745 = t7744 - t7730;
-    const T t7731 = w.t2213 * t6948;
+    const T t7731 = w.kept[88] * t6948;
     const T t7746 = t7745 - t7731;
-    w.t7747 = t7746 - w.t7663;
-    const T t7748 = w.t1854 * w.t6653;
-    const T t7749 = w.t2019 * w.t6627;
+    w.kept[82] = t7746 - w.t7663;  // t7747
+    const T t7748 = w.kept[20] * w.t6653;
+    const T t7749 = w.kept[54] * w.t6627;
     const T t7750 = t7748 - t7749;
-    const T t7751 = w.t2197 * w.t6215;
+    const T t7751 = w.kept[87] * w.t6215;
     const T t7752 = t7750 - t7751;
-    const T t7732 = w.t2323 * w.t6725;
+    const T t7732 = w.kept[119] * w.t6725;
     const T t7753 = t7752 - t7732;
-    const T t7733 = w.t2355 * t6948;
+    const T t7733 = w.kept[120] * t6948;
     const T t7754 = t7753 - t7733;
-    w.t7755 = t7754 - w.t7666;
+    w.kept[115] = t7754 - w.t7666;  // t7755
     const T t7757 = w.t2025 * w.t6627;
     const T t7756 = w.t1855 * w.t6653;
     const T t7758 = t7757 - t7756;
-    const T t7759 = w.t2213 * w.t6215;
+    const T t7759 = w.kept[88] * w.t6215;
     const T t7760 = t7758 - t7759;
-    const T t7761 = w.t2355 * w.t6725;
+    const T t7761 = w.kept[120] * w.t6725;
     const T t7762 = t7760 - t7761;
-    const T t7734 = w.t2546 * t6948;
+    const T t7734 = w.kept[151] * t6948;
     const T t7763 = t7762 - t7734;
-    w.t7764 = w.t7668 + t7763;
-    const T t7765 = w.t1857 * w.t6653;
-    const T t7766 = w.t2031 * w.t6627;
+    w.kept[147] = w.t7668 + t7763;  // t7764
+    const T t7765 = w.kept[38] * w.t6653;
+    const T t7766 = w.kept[56] * w.t6627;
     const T t7767 = t7765 + t7766;
-    const T t7768 = w.t2226 * w.t6215;
+    const T t7768 = w.kept[89] * w.t6215;
     const T t7769 = t7767 + t7768;
-    const T t7770 = w.t2358 * w.t6725;
+    const T t7770 = w.kept[121] * w.t6725;
     const T t7771 = t7769 + t7770;
-    const T t7772 = w.t2550 * t6948;
+    const T t7772 = w.kept[168] * t6948;
     const T t7774 = t7771 - t7772;
     const T t7775 = w.t7669 + t7774;
-    w.t7776 = -t7775;
+    w.kept[178] = -t7775;  // t7776
     const T t6359 = w.t5391 * w.t5696;
     const T t5392 = w.t136 + w.t136;
     const T t6363 = t5392 * T(3.0350000000000001);
     const T t6365 = t6359 + t6363;
     const T t6371 = w.t5747 + t6365;
     const T t6375 = w.t5747 + t6371;
-    const T t6688 = w.t121 * t6375;
+    const T t6688 = w.kept[210] * t6375;
     const T t5393 = w.t142 + w.t142;
     const T t6362 = t5393 * T(3.0350000000000001);
     const T t5390 = w.t133 + w.t133;
@@ -6519,7 +6275,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6364 = t6362 - t6358;
     const T t6370 = t6364 - w.t5748;
     const T t6374 = t6370 - w.t5748;
-    const T t6689 = w.t120 * t6374;
+    const T t6689 = w.kept[209] * t6374;
     const T t6690 = t6688 - t6689;
     const T t6701 = T(0.1333) * t6690;
     const T t6340 = t5393 * w.t5696;
@@ -6529,7 +6285,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6356 = t6340 - t6351;
     const T t6368 = w.t5754 + t6356;
     const T t6373 = w.t5764 + t6368;
-    const T t6697 = w.t120 * t6373;
+    const T t6697 = w.kept[209] * t6373;
     const T t6339 = t5392 * w.t5696;
     const T t6346 = w.t5391 * w.t5697;
     const T t6344 = t5390 * w.t5688;
@@ -6537,7 +6293,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6355 = t6339 + t6347;
     const T t6367 = w.t5752 - t6355;
     const T t6372 = t6367 - w.t5765;
-    const T t6698 = w.t121 * t6372;
+    const T t6698 = w.kept[210] * t6372;
     const T t6699 = t6697 + t6698;
     const T t6703 = t6701 - t6699;
     const T t6360 = w.t5391 * T(0.1860463);
@@ -6545,26 +6301,26 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6366 = t6360 - t6361;
     const T t6704 = T(0.39219999999999999) * t6366;
     const T t6706 = t6703 - t6704;
-    const T t6763 = w.t55 * t6706;
-    const T t6694 = w.t121 * t6373;
-    const T t6695 = w.t120 * t6372;
+    const T t6763 = w.kept[216] * t6706;
+    const T t6694 = w.kept[210] * t6373;
+    const T t6695 = w.kept[209] * t6372;
     const T t6696 = t6694 - t6695;
-    const T t6691 = w.t120 * t6375;
-    const T t6692 = w.t121 * t6374;
+    const T t6691 = w.kept[209] * t6375;
+    const T t6692 = w.kept[210] * t6374;
     const T t6693 = t6691 + t6692;
     const T t6700 = T(0.1333) * t6693;
     const T t6702 = t6696 + t6700;
-    const T t6764 = w.t56 * t6702;
+    const T t6764 = w.kept[217] * t6702;
     const T t6765 = t6763 + t6764;
     const T t6766 = T(0.42499999999999999) * t6366;
     const T t6768 = t6765 - t6766;
-    const T t6796 = w.t5 * t6768;
-    const T t6761 = w.t55 * t6702;
-    const T t6760 = w.t56 * t6706;
+    const T t6796 = w.kept[223] * t6768;
+    const T t6761 = w.kept[216] * t6702;
+    const T t6760 = w.kept[217] * t6706;
     const T t6762 = t6761 - t6760;
-    const T t6797 = w.t6 * t6762;
+    const T t6797 = w.kept[222] * t6762;
     const T t6798 = t6796 + t6797;
-    const T t7777 = w.t1446 * t6798;
+    const T t7777 = w.kept[17] * t6798;
     const T t6341 = t5393 * T(0.1860463);
     const T t6342 = t5392 * w.t5667;
     const T t6343 = t6341 - t6342;
@@ -6575,16 +6331,16 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6369 = w.t5755 + t6357;
     const T t6705 = T(0.39219999999999999) * t6693;
     const T t6707 = t6369 - t6705;
-    const T t6758 = w.t56 * t6690;
-    const T t6757 = w.t55 * t6693;
+    const T t6758 = w.kept[217] * t6690;
+    const T t6757 = w.kept[216] * t6693;
     const T t6759 = t6758 - t6757;
     const T t6767 = T(0.42499999999999999) * t6759;
     const T t6769 = t6707 + t6767;
-    const T t7778 = w.t1852 * t6769;
+    const T t7778 = w.kept[18] * t6769;
     const T t7779 = t7777 - t7778;
-    const T t7780 = w.t1853 * t6707;
+    const T t7780 = w.kept[19] * t6707;
     const T t7781 = t7779 - t7780;
-    const T t7782 = w.t1854 * t6369;
+    const T t7782 = w.kept[20] * t6369;
     const T t7783 = t7781 - t7782;
     const T t6860 = t5390 * w.t5610;
     const T t6861 = t6860 - t6349;
@@ -6593,70 +6349,70 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6863 = t6862 - w.t6809;
     const T t7784 = w.t1855 * t6863;
     const T t7786 = t7783 + t7784;
-    w.t7787 = w.t7650 + t7786;
+    w.kept[14] = w.t7650 + t7786;  // t7787
     const T t7792 = w.t2025 * t6863;
-    const T t7800 = w.t1852 * t6798;
-    const T t7788 = w.t1862 * t6769;
+    const T t7800 = w.kept[18] * t6798;
+    const T t7788 = w.kept[52] * t6769;
     const T t7801 = t7800 - t7788;
-    const T t7789 = w.t2014 * t6707;
+    const T t7789 = w.kept[53] * t6707;
     const T t7802 = t7801 - t7789;
-    const T t7791 = w.t2019 * t6369;
+    const T t7791 = w.kept[54] * t6369;
     const T t7803 = t7802 - t7791;
     const T t7804 = t7792 + t7803;
-    w.t7805 = t7804 - w.t7659;
-    const T t7806 = w.t1853 * t6798;
-    const T t7807 = w.t2014 * t6769;
+    w.kept[49] = t7804 - w.t7659;  // t7805
+    const T t7806 = w.kept[19] * t6798;
+    const T t7807 = w.kept[53] * t6769;
     const T t7808 = t7806 - t7807;
-    const T t7794 = w.t2064 * t6707;
+    const T t7794 = w.kept[86] * t6707;
     const T t7809 = t7808 - t7794;
-    const T t7795 = w.t2197 * t6369;
+    const T t7795 = w.kept[87] * t6369;
     const T t7810 = t7809 - t7795;
-    const T t7796 = w.t2213 * t6863;
+    const T t7796 = w.kept[88] * t6863;
     const T t7811 = t7810 - t7796;
-    w.t7812 = t7811 - w.t7663;
-    const T t7813 = w.t1854 * t6798;
-    const T t7814 = w.t2019 * t6769;
+    w.kept[83] = t7811 - w.t7663;  // t7812
+    const T t7813 = w.kept[20] * t6798;
+    const T t7814 = w.kept[54] * t6769;
     const T t7815 = t7813 - t7814;
-    const T t7816 = w.t2197 * t6707;
+    const T t7816 = w.kept[87] * t6707;
     const T t7817 = t7815 - t7816;
-    const T t7797 = w.t2323 * t6369;
+    const T t7797 = w.kept[119] * t6369;
     const T t7818 = t7817 - t7797;
-    const T t7798 = w.t2355 * t6863;
+    const T t7798 = w.kept[120] * t6863;
     const T t7819 = t7818 - t7798;
-    w.t7820 = t7819 - w.t7666;
+    w.kept[116] = t7819 - w.t7666;  // t7820
     const T t7822 = w.t2025 * t6769;
     const T t7821 = w.t1855 * t6798;
     const T t7823 = t7822 - t7821;
-    const T t7824 = w.t2213 * t6707;
+    const T t7824 = w.kept[88] * t6707;
     const T t7825 = t7823 - t7824;
-    const T t7826 = w.t2355 * t6369;
+    const T t7826 = w.kept[120] * t6369;
     const T t7827 = t7825 - t7826;
-    const T t7799 = w.t2546 * t6863;
+    const T t7799 = w.kept[151] * t6863;
     const T t7828 = t7827 - t7799;
-    w.t7829 = w.t7668 + t7828;
-    const T t7830 = w.t1857 * t6798;
-    const T t7831 = w.t2031 * t6769;
+    w.kept[148] = w.t7668 + t7828;  // t7829
+    const T t7830 = w.kept[38] * t6798;
+    const T t7831 = w.kept[56] * t6769;
     const T t7832 = t7830 + t7831;
-    const T t7833 = w.t2226 * t6707;
+    const T t7833 = w.kept[89] * t6707;
     const T t7834 = t7832 + t7833;
-    const T t7835 = w.t2358 * t6369;
+    const T t7835 = w.kept[121] * t6369;
     const T t7836 = t7834 + t7835;
-    const T t7837 = w.t2550 * t6863;
+    const T t7837 = w.kept[168] * t6863;
     const T t7839 = t7836 - t7837;
     const T t7840 = w.t7669 + t7839;
-    w.t7841 = -t7840;
+    w.kept[179] = -t7840;  // t7841
     const T t5481 = w.t213 + w.t213;
     const T t6457 = t5481 * T(0.057172964999999992);
     const T t6464 = t6457 - w.t5517;
     w.t6474 = w.t5654 + t6464;
-    const T t6914 = w.t120 * w.t6474;
+    const T t6914 = w.kept[209] * w.t6474;
     w.t5478 = w.t204 + w.t204;
     const T t6459 = w.t5478 * T(0.0016900244999999998);
     const T t6456 = T(0.0023400000000000001) * t5481;
     const T t6463 = t6459 - t6456;
     const T t6473 = w.t5653 + t6463;
     w.t6478 = w.t5663 + t6473;
-    const T t6833 = w.t194 * w.t6478;
+    const T t6833 = w.kept[204] * w.t6478;
     const T t5480 = w.t207 + w.t207;
     const T t6455 = T(0.0023400000000000001) * t5480;
     const T t5479 = w.t210 + w.t210;
@@ -6664,39 +6420,39 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6462 = t6455 + t6458;
     const T t6472 = w.t5515 + t6462;
     w.t6477 = t6472 - w.t5664;
-    const T t6834 = w.t193 * w.t6477;
+    const T t6834 = w.kept[203] * w.t6477;
     const T t6835 = t6833 - t6834;
     const T t6466 = T(0.0023400000000000001) * t5479;
     const T t6469 = T(1.665) * t5480;
     const T t6471 = t6466 + t6469;
     const T t6476 = w.t5648 + t6471;
     const T t6480 = w.t5648 + t6476;
-    const T t6830 = w.t193 * t6480;
+    const T t6830 = w.kept[203] * t6480;
     const T t6468 = T(1.665) * t5481;
     const T t6465 = T(0.0023400000000000001) * w.t5478;
     const T t6470 = t6468 - t6465;
     const T t6475 = t6470 - w.t5649;
     const T t6479 = t6475 - w.t5649;
-    const T t6831 = w.t194 * t6479;
+    const T t6831 = w.kept[204] * t6479;
     w.t6832 = t6830 + t6831;
     const T t6839 = T(0.099699999999999997) * w.t6832;
     w.t6841 = t6835 + t6839;
-    const T t6915 = w.t121 * w.t6841;
+    const T t6915 = w.kept[210] * w.t6841;
     const T t6916 = t6914 - t6915;
     const T t6467 = t5479 * T(0.057172964999999992);
-    const T t6905 = w.t121 * t6467;
-    const T t6827 = w.t194 * t6480;
-    const T t6828 = w.t193 * t6479;
+    const T t6905 = w.kept[210] * t6467;
+    const T t6827 = w.kept[204] * t6480;
+    const T t6828 = w.kept[203] * t6479;
     w.t6829 = t6827 - t6828;
-    const T t6906 = w.t120 * w.t6829;
+    const T t6906 = w.kept[209] * w.t6829;
     w.t6907 = t6905 - t6906;
     const T t6918 = T(0.1333) * w.t6907;
     const T t6920 = t6916 + t6918;
     const T t6921 = T(0.39219999999999999) * w.t6832;
     w.t6923 = t6920 + t6921;
-    w.t6993 = w.t55 * w.t6923;
-    const T t6908 = w.t120 * t6467;
-    const T t6909 = w.t121 * w.t6829;
+    w.t6993 = w.kept[216] * w.t6923;
+    const T t6908 = w.kept[209] * t6467;
+    const T t6909 = w.kept[210] * w.t6829;
     w.t6910 = t6908 + t6909;
     return status;
 }
@@ -6707,150 +6463,150 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, co
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
     const T t6917 = T(0.1333) * w.t6910;
-    const T t6911 = w.t121 * w.t6474;
-    const T t6912 = w.t120 * w.t6841;
+    const T t6911 = w.kept[210] * w.t6474;
+    const T t6912 = w.kept[209] * w.t6841;
     const T t6913 = t6911 + t6912;
     const T t6919 = t6917 - t6913;
-    const T t6994 = w.t56 * t6919;
+    const T t6994 = w.kept[217] * t6919;
     const T t6995 = w.t6993 + t6994;
     const T t6996 = T(0.42499999999999999) * w.t6832;
     const T t6998 = t6995 + t6996;
-    const T t7028 = w.t5 * t6998;
-    const T t6991 = w.t55 * t6919;
-    const T t6990 = w.t56 * w.t6923;
+    const T t7028 = w.kept[223] * t6998;
+    const T t6991 = w.kept[216] * t6919;
+    const T t6990 = w.kept[217] * w.t6923;
     const T t6992 = t6991 - t6990;
-    const T t7029 = w.t6 * t6992;
+    const T t7029 = w.kept[222] * t6992;
     const T t7030 = t7028 + t7029;
-    const T t7842 = w.t1446 * t7030;
+    const T t7842 = w.kept[17] * t7030;
     const T t6840 = T(0.099699999999999997) * w.t6829;
-    const T t6836 = w.t193 * w.t6478;
-    const T t6837 = w.t194 * w.t6477;
+    const T t6836 = w.kept[203] * w.t6478;
+    const T t6837 = w.kept[204] * w.t6477;
     const T t6838 = t6836 + t6837;
     const T t6842 = t6840 - t6838;
     const T t6922 = T(0.39219999999999999) * w.t6910;
     const T t6924 = t6842 - t6922;
-    const T t6988 = w.t56 * w.t6907;
-    const T t6987 = w.t55 * w.t6910;
+    const T t6988 = w.kept[217] * w.t6907;
+    const T t6987 = w.kept[216] * w.t6910;
     const T t6989 = t6988 - t6987;
     const T t6997 = T(0.42499999999999999) * t6989;
     const T t6999 = t6924 + t6997;
-    const T t7843 = w.t1852 * t6999;
+    const T t7843 = w.kept[18] * t6999;
     const T t7844 = t7842 - t7843;
-    const T t7845 = w.t1853 * t6924;
+    const T t7845 = w.kept[19] * t6924;
     const T t7846 = t7844 - t7845;
-    const T t7847 = w.t1854 * t6842;
+    const T t7847 = w.kept[20] * t6842;
     const T t7848 = t7846 - t7847;
     const T t7849 = w.t1855 * w.t6474;
     const T t7851 = t7848 + t7849;
     const T t7067 = T(0.00036956249999999999) * w.t5478;
     const T t7068 = t7067 - w.t7046;
-    const T t7852 = w.t1857 * t7068;
-    w.t7854 = t7851 - t7852;
-    const T t7861 = w.t2031 * t7068;
+    const T t7852 = w.kept[38] * t7068;
+    w.kept[15] = t7851 - t7852;  // t7854
+    const T t7861 = w.kept[56] * t7068;
     const T t7859 = w.t2025 * w.t6474;
-    const T t7872 = w.t1852 * t7030;
-    const T t7855 = w.t1862 * t6999;
+    const T t7872 = w.kept[18] * t7030;
+    const T t7855 = w.kept[52] * t6999;
     const T t7873 = t7872 - t7855;
-    const T t7856 = w.t2014 * t6924;
+    const T t7856 = w.kept[53] * t6924;
     const T t7874 = t7873 - t7856;
-    const T t7858 = w.t2019 * t6842;
+    const T t7858 = w.kept[54] * t6842;
     const T t7875 = t7874 - t7858;
     const T t7876 = t7859 + t7875;
-    w.t7877 = t7861 + t7876;
-    const T t7865 = w.t2226 * t7068;
-    const T t7878 = w.t1853 * t7030;
-    const T t7879 = w.t2014 * t6999;
+    w.kept[50] = t7861 + t7876;  // t7877
+    const T t7865 = w.kept[89] * t7068;
+    const T t7878 = w.kept[19] * t7030;
+    const T t7879 = w.kept[53] * t6999;
     const T t7880 = t7878 - t7879;
-    const T t7862 = w.t2064 * t6924;
+    const T t7862 = w.kept[86] * t6924;
     const T t7881 = t7880 - t7862;
-    const T t7863 = w.t2197 * t6842;
+    const T t7863 = w.kept[87] * t6842;
     const T t7882 = t7881 - t7863;
-    const T t7864 = w.t2213 * w.t6474;
+    const T t7864 = w.kept[88] * w.t6474;
     const T t7883 = t7882 - t7864;
-    w.t7884 = t7865 + t7883;
-    const T t7868 = w.t2358 * t7068;
-    const T t7885 = w.t1854 * t7030;
-    const T t7886 = w.t2019 * t6999;
+    w.kept[84] = t7865 + t7883;  // t7884
+    const T t7868 = w.kept[121] * t7068;
+    const T t7885 = w.kept[20] * t7030;
+    const T t7886 = w.kept[54] * t6999;
     const T t7887 = t7885 - t7886;
-    const T t7888 = w.t2197 * t6924;
+    const T t7888 = w.kept[87] * t6924;
     const T t7889 = t7887 - t7888;
-    const T t7866 = w.t2323 * t6842;
+    const T t7866 = w.kept[119] * t6842;
     const T t7890 = t7889 - t7866;
-    const T t7867 = w.t2355 * w.t6474;
+    const T t7867 = w.kept[120] * w.t6474;
     const T t7891 = t7890 - t7867;
-    w.t7892 = t7868 + t7891;
+    w.kept[117] = t7868 + t7891;  // t7892
     const T t7894 = w.t2025 * t6999;
     const T t7893 = w.t1855 * t7030;
     const T t7895 = t7894 - t7893;
-    const T t7896 = w.t2213 * t6924;
+    const T t7896 = w.kept[88] * t6924;
     const T t7897 = t7895 - t7896;
-    const T t7898 = w.t2355 * t6842;
+    const T t7898 = w.kept[120] * t6842;
     const T t7899 = t7897 - t7898;
-    const T t7869 = w.t2546 * w.t6474;
+    const T t7869 = w.kept[151] * w.t6474;
     const T t7900 = t7899 - t7869;
-    const T t7870 = w.t2550 * t7068;
-    w.t7901 = t7900 - t7870;
-    const T t7871 = w.t2723 * t7068;
-    const T t7902 = w.t1857 * t7030;
-    const T t7903 = w.t2031 * t6999;
+    const T t7870 = w.kept[168] * t7068;
+    w.kept[149] = t7900 - t7870;  // t7901
+    const T t7871 = w.kept[182] * t7068;
+    const T t7902 = w.kept[38] * t7030;
+    const T t7903 = w.kept[56] * t6999;
     const T t7904 = t7902 + t7903;
-    const T t7905 = w.t2226 * t6924;
+    const T t7905 = w.kept[89] * t6924;
     const T t7906 = t7904 + t7905;
-    const T t7907 = w.t2358 * t6842;
+    const T t7907 = w.kept[121] * t6842;
     const T t7908 = t7906 + t7907;
-    const T t7909 = w.t2550 * w.t6474;
+    const T t7909 = w.kept[168] * w.t6474;
     const T t7911 = t7908 - t7909;
-    w.t7912 = t7871 - t7911;
-    const T t7913 = w.t1446 * w.t7199;
-    const T t7914 = w.t1852 * w.t7073;
+    w.kept[180] = t7871 - t7911;  // t7912
+    const T t7913 = w.kept[17] * w.t7199;
+    const T t7914 = w.kept[18] * w.t7073;
     const T t7916 = t7913 + t7914;
-    const T t7917 = w.t1853 * w.t7073;
+    const T t7917 = w.kept[19] * w.t7073;
     const T t7919 = t7916 + t7917;
-    const T t7920 = w.t1854 * w.t7073;
+    const T t7920 = w.kept[20] * w.t7073;
     const T t7921 = t7919 + t7920;
     const T t7922 = w.t1855 * w.t7046;
-    w.t7924 = t7921 + t7922;
+    w.kept[16] = t7921 + t7922;  // t7924
     const T t7930 = w.t2025 * w.t7046;
-    const T t7929 = w.t2019 * w.t7073;
-    const T t7927 = w.t2014 * w.t7073;
-    const T t7925 = w.t1862 * w.t7073;
-    const T t7939 = w.t1852 * w.t7199;
+    const T t7929 = w.kept[54] * w.t7073;
+    const T t7927 = w.kept[53] * w.t7073;
+    const T t7925 = w.kept[52] * w.t7073;
+    const T t7939 = w.kept[18] * w.t7199;
     const T t7940 = t7925 + t7939;
     const T t7941 = t7927 + t7940;
     const T t7942 = t7929 + t7941;
-    w.t7943 = t7930 + t7942;
-    const T t7934 = w.t2197 * w.t7073;
-    const T t7932 = w.t2064 * w.t7073;
-    const T t7944 = w.t1853 * w.t7199;
+    w.kept[51] = t7930 + t7942;  // t7943
+    const T t7934 = w.kept[87] * w.t7073;
+    const T t7932 = w.kept[86] * w.t7073;
+    const T t7944 = w.kept[19] * w.t7199;
     const T t7945 = t7927 + t7944;
     const T t7946 = t7932 + t7945;
     const T t7947 = t7934 + t7946;
-    const T t7935 = w.t2213 * w.t7046;
-    w.t7948 = t7947 - t7935;
-    const T t7936 = w.t2323 * w.t7073;
-    const T t7949 = w.t1854 * w.t7199;
+    const T t7935 = w.kept[88] * w.t7046;
+    w.kept[85] = t7947 - t7935;  // t7948
+    const T t7936 = w.kept[119] * w.t7073;
+    const T t7949 = w.kept[20] * w.t7199;
     const T t7951 = t7929 + t7949;
     const T t7953 = t7934 + t7951;
     const T t7954 = t7936 + t7953;
-    const T t7937 = w.t2355 * w.t7046;
-    w.t7955 = t7954 - t7937;
-    const T t7961 = w.t2213 * w.t7073;
+    const T t7937 = w.kept[120] * w.t7046;
+    w.kept[118] = t7954 - t7937;  // t7955
+    const T t7961 = w.kept[88] * w.t7073;
     const T t7956 = w.t1855 * w.t7199;
     const T t7957 = w.t2025 * w.t7073;
     const T t7959 = t7956 + t7957;
     const T t7963 = t7961 - t7959;
-    const T t7964 = w.t2355 * w.t7073;
+    const T t7964 = w.kept[120] * w.t7073;
     const T t7965 = t7963 + t7964;
-    const T t7938 = w.t2546 * w.t7046;
-    w.t7966 = t7965 - t7938;
-    const T t7973 = w.t2358 * w.t7073;
-    const T t7967 = w.t2031 * w.t7073;
+    const T t7938 = w.kept[151] * w.t7046;
+    w.kept[150] = t7965 - t7938;  // t7966
+    const T t7973 = w.kept[121] * w.t7073;
+    const T t7967 = w.kept[56] * w.t7073;
     const T t7969 = w.t7579 - t7967;
-    const T t7970 = w.t2226 * w.t7073;
+    const T t7970 = w.kept[89] * w.t7073;
     const T t7972 = t7969 - t7970;
     const T t7974 = t7973 - t7972;
-    const T t7975 = w.t2550 * w.t7046;
-    w.t7977 = t7974 + t7975;
+    const T t7975 = w.kept[168] * w.t7046;
+    w.kept[181] = t7974 + t7975;  // t7977
     return status;
 }
 
@@ -6877,48 +6633,48 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes0(const T* q, const T* qd, c
         const auto& w = *nelu::lanes::opaque(work);
         const auto& s = *nelu::lanes::opaque(table);
         const C l2 = nelu::lanes::load_cols<C>(rhs[2] + h);
-        const C k8779 = nelu::lanes::splat<C>(s, 0, w.t265) * l2;
-        const C k8780 = nelu::lanes::splat<C>(s, 1, w.t266) * l2;
+        const C k8779 = nelu::lanes::splat<C>(s, 0, w.kept[201]) * l2;
+        const C k8780 = nelu::lanes::splat<C>(s, 1, w.kept[202]) * l2;
         const C l3 = nelu::lanes::load_cols<C>(rhs[3] + h);
-        const C k8781 = nelu::lanes::splat<C>(s, 1, w.t266) * l3;
+        const C k8781 = nelu::lanes::splat<C>(s, 1, w.kept[202]) * l3;
         const C k8782 = k8779 - k8781;
-        const C k8783 = nelu::lanes::splat<C>(s, 0, w.t265) * l3;
+        const C k8783 = nelu::lanes::splat<C>(s, 0, w.kept[201]) * l3;
         const C k8784 = k8780 + k8783;
-        const C k8785 = nelu::lanes::splat<C>(s, 2, w.t193) * k8782;
-        const C k8786 = nelu::lanes::splat<C>(s, 3, w.t194) * k8782;
+        const C k8785 = nelu::lanes::splat<C>(s, 2, w.kept[203]) * k8782;
+        const C k8786 = nelu::lanes::splat<C>(s, 3, w.kept[204]) * k8782;
         const C l0 = nelu::lanes::load_cols<C>(rhs[0] + h);
-        const C k8787 = nelu::lanes::splat<C>(s, 2, w.t193) * l0;
-        const C k8788 = nelu::lanes::splat<C>(s, 3, w.t194) * l0;
-        const C k8789 = nelu::lanes::splat<C>(s, 4, w.t507) * k8784;
+        const C k8787 = nelu::lanes::splat<C>(s, 2, w.kept[203]) * l0;
+        const C k8788 = nelu::lanes::splat<C>(s, 3, w.kept[204]) * l0;
+        const C k8789 = nelu::lanes::splat<C>(s, 4, w.kept[205]) * k8784;
         const C k8790 = k8789 - k8785;
-        const C k8791 = nelu::lanes::splat<C>(s, 5, w.t517) * k8784;
+        const C k8791 = nelu::lanes::splat<C>(s, 5, w.kept[206]) * k8784;
         const C k8792 = k8786 + k8791;
-        const C k8793 = nelu::lanes::splat<C>(s, 6, w.t530) * k8784;
+        const C k8793 = nelu::lanes::splat<C>(s, 6, w.kept[207]) * k8784;
         const C k8795 = k8787 - k8793;
-        const C k8796 = nelu::lanes::splat<C>(s, 7, w.t546) * k8784;
+        const C k8796 = nelu::lanes::splat<C>(s, 7, w.kept[208]) * k8784;
         const C k8798 = k8788 - k8796;
         const C k8799 = T(0.099699999999999997) * k8795;
         const C k8800 = k8799 - k8792;
         const C k8801 = T(0.099699999999999997) * k8798;
         const C k8802 = k8790 - k8801;
-        const C k8803 = nelu::lanes::splat<C>(s, 8, w.t120) * k8802;
-        const C k8804 = nelu::lanes::splat<C>(s, 9, w.t121) * k8802;
-        const C k8806 = nelu::lanes::splat<C>(s, 8, w.t120) * k8795;
-        const C k8807 = nelu::lanes::splat<C>(s, 9, w.t121) * k8795;
+        const C k8803 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k8802;
+        const C k8804 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k8802;
+        const C k8806 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k8795;
+        const C k8807 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k8795;
         const C l1 = nelu::lanes::load_cols<C>(rhs[1] + h);
-        const C k8808 = nelu::lanes::splat<C>(s, 9, w.t121) * l1;
+        const C k8808 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * l1;
         const C k8809 = k8808 - k8806;
-        const C k8810 = nelu::lanes::splat<C>(s, 8, w.t120) * l1;
+        const C k8810 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * l1;
         const C k8811 = k8807 + k8810;
-        const C k8812 = nelu::lanes::splat<C>(s, 10, w.t714) * k8800;
+        const C k8812 = nelu::lanes::splat<C>(s, 10, w.kept[211]) * k8800;
         const C k8814 = k8812 - k8803;
-        const C k8815 = nelu::lanes::splat<C>(s, 11, w.t733) * k8800;
+        const C k8815 = nelu::lanes::splat<C>(s, 11, w.kept[212]) * k8800;
         const C k8816 = k8815 - k8804;
-        const C k8817 = nelu::lanes::splat<C>(s, 12, w.t749) * k8800;
+        const C k8817 = nelu::lanes::splat<C>(s, 12, w.kept[213]) * k8800;
         const C k8818 = k8809 - k8817;
-        const C k8819 = nelu::lanes::splat<C>(s, 13, w.t764) * k8800;
+        const C k8819 = nelu::lanes::splat<C>(s, 13, w.kept[214]) * k8800;
         const C k8820 = k8819 - k8811;
-        const C k8821 = nelu::lanes::splat<C>(s, 14, w.t777) * k8800;
+        const C k8821 = nelu::lanes::splat<C>(s, 14, w.kept[215]) * k8800;
         const C k8822 = k8798 - k8821;
         const C k8823 = T(0.1333) * k8818;
         const C k8824 = k8816 + k8823;
@@ -6927,58 +6683,58 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes0(const T* q, const T* qd, c
         const C k8827 = T(0.39219999999999999) * k8820;
         const C k8828 = T(0.39219999999999999) * k8822;
         const C k8829 = k8824 - k8828;
-        const C k8830 = nelu::lanes::splat<C>(s, 15, w.t55) * k8826;
-        const C k8831 = nelu::lanes::splat<C>(s, 16, w.t56) * k8826;
-        const C k8832 = nelu::lanes::splat<C>(s, 16, w.t56) * k8829;
+        const C k8830 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k8826;
+        const C k8831 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k8826;
+        const C k8832 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k8829;
         const C k8833 = k8830 - k8832;
-        const C k8834 = nelu::lanes::splat<C>(s, 15, w.t55) * k8829;
+        const C k8834 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k8829;
         const C k8835 = k8831 + k8834;
-        const C k8836 = nelu::lanes::splat<C>(s, 16, w.t56) * k8818;
-        const C k8837 = nelu::lanes::splat<C>(s, 15, w.t55) * k8820;
+        const C k8836 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k8818;
+        const C k8837 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k8820;
         const C k8838 = k8836 + k8837;
-        const C k8839 = nelu::lanes::splat<C>(s, 17, w.t984) * k8827;
+        const C k8839 = nelu::lanes::splat<C>(s, 17, w.kept[218]) * k8827;
         const C k8840 = k8833 - k8839;
-        const C k8841 = nelu::lanes::splat<C>(s, 18, w.t994) * k8827;
+        const C k8841 = nelu::lanes::splat<C>(s, 18, w.kept[219]) * k8827;
         const C k8842 = k8835 - k8841;
-        const C k8843 = nelu::lanes::splat<C>(s, 19, w.t1007) * k8827;
+        const C k8843 = nelu::lanes::splat<C>(s, 19, w.kept[220]) * k8827;
         const C k8844 = k8838 - k8843;
-        const C k8845 = nelu::lanes::splat<C>(s, 20, w.t1019) * k8827;
+        const C k8845 = nelu::lanes::splat<C>(s, 20, w.kept[221]) * k8827;
         const C k8846 = k8822 - k8845;
         const C k8847 = T(0.42499999999999999) * k8844;
         const C k8848 = T(0.42499999999999999) * k8846;
         const C k8849 = k8842 - k8848;
-        const C k8850 = nelu::lanes::splat<C>(s, 21, w.t6) * k8840;
-        const C k8851 = nelu::lanes::splat<C>(s, 22, w.t5) * k8849;
+        const C k8850 = nelu::lanes::splat<C>(s, 21, w.kept[222]) * k8840;
+        const C k8851 = nelu::lanes::splat<C>(s, 22, w.kept[223]) * k8849;
         const C k8852 = k8850 + k8851;
-        const C k8853 = nelu::lanes::splat<C>(s, 23, w.t1098) * k8847;
+        const C k8853 = nelu::lanes::splat<C>(s, 23, w.kept[224]) * k8847;
         const C k8854 = k8853 - k8852;
-        const C k8855 = nelu::lanes::splat<C>(s, 24, w.t1446) * k8854;
-        const C k8856 = nelu::lanes::splat<C>(s, 25, w.t1079) * k8855;
+        const C k8855 = nelu::lanes::splat<C>(s, 24, w.kept[17]) * k8854;
+        const C k8856 = nelu::lanes::splat<C>(s, 25, w.kept[225]) * k8855;
         const C k8858 = k8847 + k8856;
-        const C k8859 = nelu::lanes::splat<C>(s, 26, w.t1097) * k8858;
-        const C k8860 = nelu::lanes::splat<C>(s, 22, w.t5) * k8855;
-        const C k8861 = nelu::lanes::splat<C>(s, 21, w.t6) * k8855;
+        const C k8859 = nelu::lanes::splat<C>(s, 26, w.kept[226]) * k8858;
+        const C k8860 = nelu::lanes::splat<C>(s, 22, w.kept[223]) * k8855;
+        const C k8861 = nelu::lanes::splat<C>(s, 21, w.kept[222]) * k8855;
         const C k8862 = T(0.42499999999999999) * k8860;
         const C k8863 = T(0.42499999999999999) * k8859;
-        const C k8864 = nelu::lanes::splat<C>(s, 27, w.t896) * k8861;
+        const C k8864 = nelu::lanes::splat<C>(s, 27, w.kept[227]) * k8861;
         const C k8865 = k8827 + k8864;
-        const C k8866 = nelu::lanes::splat<C>(s, 28, w.t905) * k8860;
+        const C k8866 = nelu::lanes::splat<C>(s, 28, w.kept[228]) * k8860;
         const C k8867 = k8865 + k8866;
-        const C k8868 = nelu::lanes::splat<C>(s, 29, w.t867) * k8859;
+        const C k8868 = nelu::lanes::splat<C>(s, 29, w.kept[229]) * k8859;
         const C k8869 = k8867 - k8868;
-        const C k8870 = nelu::lanes::splat<C>(s, 30, w.t921) * k8863;
+        const C k8870 = nelu::lanes::splat<C>(s, 30, w.kept[230]) * k8863;
         const C k8871 = k8869 - k8870;
-        const C k8872 = nelu::lanes::splat<C>(s, 31, w.t841) * k8862;
+        const C k8872 = nelu::lanes::splat<C>(s, 31, w.kept[231]) * k8862;
         const C k8873 = k8871 - k8872;
-        const C k8874 = nelu::lanes::splat<C>(s, 32, w.t983) * k8873;
-        const C k8875 = nelu::lanes::splat<C>(s, 15, w.t55) * k8863;
-        const C k8876 = nelu::lanes::splat<C>(s, 16, w.t56) * k8863;
+        const C k8874 = nelu::lanes::splat<C>(s, 32, w.kept[232]) * k8873;
+        const C k8875 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k8863;
+        const C k8876 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k8863;
         const C k8877 = k8859 + k8874;
-        const C k8878 = nelu::lanes::splat<C>(s, 16, w.t56) * k8861;
-        const C k8879 = nelu::lanes::splat<C>(s, 15, w.t55) * k8860;
+        const C k8878 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k8861;
+        const C k8879 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k8860;
         const C k8880 = k8878 - k8879;
-        const C k8881 = nelu::lanes::splat<C>(s, 15, w.t55) * k8861;
-        const C k8882 = nelu::lanes::splat<C>(s, 16, w.t56) * k8860;
+        const C k8881 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k8861;
+        const C k8882 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k8860;
         const C k8883 = k8881 + k8882;
         const C k8884 = T(0.39219999999999999) * k8880;
         const C k8885 = k8862 - k8884;
@@ -6988,46 +6744,46 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes0(const T* q, const T* qd, c
         const C k8889 = k8887 + k8888;
         const C k8890 = T(0.1333) * k8880;
         const C k8891 = k8876 + k8890;
-        const C k8892 = nelu::lanes::splat<C>(s, 33, w.t608) * k8883;
+        const C k8892 = nelu::lanes::splat<C>(s, 33, w.kept[233]) * k8883;
         const C k8894 = k8800 - k8892;
-        const C k8895 = nelu::lanes::splat<C>(s, 34, w.t616) * k8880;
+        const C k8895 = nelu::lanes::splat<C>(s, 34, w.kept[234]) * k8880;
         const C k8897 = k8894 + k8895;
-        const C k8898 = nelu::lanes::splat<C>(s, 35, w.t586) * k8877;
+        const C k8898 = nelu::lanes::splat<C>(s, 35, w.kept[235]) * k8877;
         const C k8899 = k8897 - k8898;
-        const C k8900 = nelu::lanes::splat<C>(s, 36, w.t628) * k8891;
+        const C k8900 = nelu::lanes::splat<C>(s, 36, w.kept[236]) * k8891;
         const C k8902 = k8899 - k8900;
-        const C k8903 = nelu::lanes::splat<C>(s, 37, w.t633) * k8889;
+        const C k8903 = nelu::lanes::splat<C>(s, 37, w.kept[237]) * k8889;
         const C k8905 = k8902 + k8903;
-        const C k8906 = nelu::lanes::splat<C>(s, 38, w.t567) * k8885;
+        const C k8906 = nelu::lanes::splat<C>(s, 38, w.kept[238]) * k8885;
         const C k8907 = k8905 - k8906;
-        const C k8908 = nelu::lanes::splat<C>(s, 39, w.t713) * k8907;
-        const C k8912 = nelu::lanes::splat<C>(s, 8, w.t120) * k8891;
-        const C k8913 = nelu::lanes::splat<C>(s, 9, w.t121) * k8889;
+        const C k8908 = nelu::lanes::splat<C>(s, 39, w.kept[239]) * k8907;
+        const C k8912 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k8891;
+        const C k8913 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k8889;
         const C k8914 = k8912 + k8913;
         const C k8915 = k8877 + k8908;
-        const C k8916 = nelu::lanes::splat<C>(s, 9, w.t121) * k8883;
-        const C k8917 = nelu::lanes::splat<C>(s, 8, w.t120) * k8880;
+        const C k8916 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k8883;
+        const C k8917 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k8880;
         const C k8918 = k8916 + k8917;
-        const C k8919 = nelu::lanes::splat<C>(s, 8, w.t120) * k8883;
-        const C k8920 = nelu::lanes::splat<C>(s, 9, w.t121) * k8880;
+        const C k8919 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k8883;
+        const C k8920 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k8880;
         const C k8921 = k8919 - k8920;
         const C k8922 = T(0.099699999999999997) * k8921;
         const C k8923 = k8885 - k8922;
         const C k8924 = T(0.099699999999999997) * k8915;
         const C k8925 = k8924 - k8914;
-        const C k8926 = nelu::lanes::splat<C>(s, 40, w.t460) * k8921;
+        const C k8926 = nelu::lanes::splat<C>(s, 40, w.kept[240]) * k8921;
         const C k8928 = k8784 + k8926;
-        const C k8929 = nelu::lanes::splat<C>(s, 41, w.t462) * k8915;
+        const C k8929 = nelu::lanes::splat<C>(s, 41, w.kept[241]) * k8915;
         const C k8930 = k8928 - k8929;
-        const C k8931 = nelu::lanes::splat<C>(s, 42, w.t447) * k8918;
+        const C k8931 = nelu::lanes::splat<C>(s, 42, w.kept[242]) * k8918;
         const C k8932 = k8930 - k8931;
-        const C k8933 = nelu::lanes::splat<C>(s, 43, w.t454) * k8925;
+        const C k8933 = nelu::lanes::splat<C>(s, 43, w.kept[243]) * k8925;
         const C k8934 = k8932 - k8933;
-        const C k8935 = nelu::lanes::splat<C>(s, 44, w.t457) * k8923;
+        const C k8935 = nelu::lanes::splat<C>(s, 44, w.kept[244]) * k8923;
         const C k8936 = k8934 - k8935;
-        const C k8937 = nelu::lanes::splat<C>(s, 45, w.t506) * k8936;
-        const C k8938 = nelu::lanes::splat<C>(s, 3, w.t194) * k8921;
-        const C k8939 = nelu::lanes::splat<C>(s, 2, w.t193) * k8915;
+        const C k8937 = nelu::lanes::splat<C>(s, 45, w.kept[245]) * k8936;
+        const C k8938 = nelu::lanes::splat<C>(s, 3, w.kept[204]) * k8921;
+        const C k8939 = nelu::lanes::splat<C>(s, 2, w.kept[203]) * k8915;
         const C k8940 = k8939 - k8938;
         const C k8944 = -k8940;
         nelu::lanes::store_cols(res[0] + h, k8855);
@@ -7087,48 +6843,48 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, c
         const auto& w = *nelu::lanes::opaque(work);
         const auto& s = *nelu::lanes::opaque(table);
         const C l0 = nelu::lanes::load_cols<C>(rhs[0] + h);
-        const C k8947 = nelu::lanes::splat<C>(s, 0, w.t265) * l0;
-        const C k8948 = nelu::lanes::splat<C>(s, 1, w.t266) * l0;
+        const C k8947 = nelu::lanes::splat<C>(s, 0, w.kept[201]) * l0;
+        const C k8948 = nelu::lanes::splat<C>(s, 1, w.kept[202]) * l0;
         const C l1 = nelu::lanes::load_cols<C>(rhs[1] + h);
-        const C k8949 = nelu::lanes::splat<C>(s, 1, w.t266) * l1;
+        const C k8949 = nelu::lanes::splat<C>(s, 1, w.kept[202]) * l1;
         const C k8950 = k8947 - k8949;
-        const C k8951 = nelu::lanes::splat<C>(s, 0, w.t265) * l1;
+        const C k8951 = nelu::lanes::splat<C>(s, 0, w.kept[201]) * l1;
         const C k8952 = k8948 + k8951;
         const C k8953 = T(0.099599999999999994) * k8950;
         const C k8954 = T(0.099599999999999994) * k8952;
-        const C k8955 = nelu::lanes::splat<C>(s, 2, w.t193) * k8954;
-        const C k8956 = nelu::lanes::splat<C>(s, 3, w.t194) * k8954;
-        const C k8957 = nelu::lanes::splat<C>(s, 2, w.t193) * k8950;
-        const C k8958 = nelu::lanes::splat<C>(s, 3, w.t194) * k8950;
-        const C k8959 = nelu::lanes::splat<C>(s, 4, w.t507) * k8953;
+        const C k8955 = nelu::lanes::splat<C>(s, 2, w.kept[203]) * k8954;
+        const C k8956 = nelu::lanes::splat<C>(s, 3, w.kept[204]) * k8954;
+        const C k8957 = nelu::lanes::splat<C>(s, 2, w.kept[203]) * k8950;
+        const C k8958 = nelu::lanes::splat<C>(s, 3, w.kept[204]) * k8950;
+        const C k8959 = nelu::lanes::splat<C>(s, 4, w.kept[205]) * k8953;
         const C k8960 = k8955 + k8959;
-        const C k8961 = nelu::lanes::splat<C>(s, 5, w.t517) * k8953;
+        const C k8961 = nelu::lanes::splat<C>(s, 5, w.kept[206]) * k8953;
         const C k8962 = k8956 - k8961;
-        const C k8963 = nelu::lanes::splat<C>(s, 6, w.t530) * k8953;
+        const C k8963 = nelu::lanes::splat<C>(s, 6, w.kept[207]) * k8953;
         const C k8965 = k8957 + k8963;
-        const C k8967 = nelu::lanes::splat<C>(s, 7, w.t546) * k8953;
+        const C k8967 = nelu::lanes::splat<C>(s, 7, w.kept[208]) * k8953;
         const C k8969 = k8958 + k8967;
         const C k8971 = T(0.099699999999999997) * k8965;
         const C k8973 = k8962 - k8971;
         const C k8974 = T(0.099699999999999997) * k8969;
         const C k8976 = k8960 + k8974;
-        const C k8978 = nelu::lanes::splat<C>(s, 8, w.t120) * k8976;
-        const C k8979 = nelu::lanes::splat<C>(s, 9, w.t121) * k8976;
-        const C k8981 = nelu::lanes::splat<C>(s, 8, w.t120) * k8965;
-        const C k8983 = nelu::lanes::splat<C>(s, 9, w.t121) * k8965;
-        const C k8985 = nelu::lanes::splat<C>(s, 9, w.t121) * k8952;
+        const C k8978 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k8976;
+        const C k8979 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k8976;
+        const C k8981 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k8965;
+        const C k8983 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k8965;
+        const C k8985 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k8952;
         const C k8987 = k8981 - k8985;
-        const C k8988 = nelu::lanes::splat<C>(s, 8, w.t120) * k8952;
+        const C k8988 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k8952;
         const C k8990 = k8983 + k8988;
-        const C k8992 = nelu::lanes::splat<C>(s, 10, w.t714) * k8973;
+        const C k8992 = nelu::lanes::splat<C>(s, 10, w.kept[211]) * k8973;
         const C k8994 = k8992 - k8978;
-        const C k8995 = nelu::lanes::splat<C>(s, 11, w.t733) * k8973;
+        const C k8995 = nelu::lanes::splat<C>(s, 11, w.kept[212]) * k8973;
         const C k8996 = k8995 - k8979;
-        const C k8997 = nelu::lanes::splat<C>(s, 12, w.t749) * k8973;
+        const C k8997 = nelu::lanes::splat<C>(s, 12, w.kept[213]) * k8973;
         const C k8998 = k8987 - k8997;
-        const C k8999 = nelu::lanes::splat<C>(s, 13, w.t764) * k8973;
+        const C k8999 = nelu::lanes::splat<C>(s, 13, w.kept[214]) * k8973;
         const C k9000 = k8990 + k8999;
-        const C k9001 = nelu::lanes::splat<C>(s, 14, w.t777) * k8973;
+        const C k9001 = nelu::lanes::splat<C>(s, 14, w.kept[215]) * k8973;
         const C k9002 = k8969 + k9001;
         const C k9004 = T(0.1333) * k8998;
         const C k9005 = k8996 + k9004;
@@ -7137,58 +6893,58 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, c
         const C k9008 = T(0.39219999999999999) * k9000;
         const C k9009 = T(0.39219999999999999) * k9002;
         const C k9011 = k9005 + k9009;
-        const C k9012 = nelu::lanes::splat<C>(s, 15, w.t55) * k9007;
-        const C k9013 = nelu::lanes::splat<C>(s, 16, w.t56) * k9007;
-        const C k9014 = nelu::lanes::splat<C>(s, 16, w.t56) * k9011;
+        const C k9012 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k9007;
+        const C k9013 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k9007;
+        const C k9014 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k9011;
         const C k9015 = k9012 - k9014;
-        const C k9016 = nelu::lanes::splat<C>(s, 15, w.t55) * k9011;
+        const C k9016 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k9011;
         const C k9017 = k9013 + k9016;
-        const C k9018 = nelu::lanes::splat<C>(s, 16, w.t56) * k8998;
-        const C k9019 = nelu::lanes::splat<C>(s, 15, w.t55) * k9000;
+        const C k9018 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k8998;
+        const C k9019 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k9000;
         const C k9020 = k9018 + k9019;
-        const C k9021 = nelu::lanes::splat<C>(s, 17, w.t984) * k9008;
+        const C k9021 = nelu::lanes::splat<C>(s, 17, w.kept[218]) * k9008;
         const C k9022 = k9015 - k9021;
-        const C k9023 = nelu::lanes::splat<C>(s, 18, w.t994) * k9008;
+        const C k9023 = nelu::lanes::splat<C>(s, 18, w.kept[219]) * k9008;
         const C k9024 = k9017 - k9023;
-        const C k9025 = nelu::lanes::splat<C>(s, 19, w.t1007) * k9008;
+        const C k9025 = nelu::lanes::splat<C>(s, 19, w.kept[220]) * k9008;
         const C k9026 = k9020 - k9025;
-        const C k9027 = nelu::lanes::splat<C>(s, 20, w.t1019) * k9008;
+        const C k9027 = nelu::lanes::splat<C>(s, 20, w.kept[221]) * k9008;
         const C k9028 = k9002 + k9027;
         const C k9030 = T(0.42499999999999999) * k9026;
         const C k9031 = T(0.42499999999999999) * k9028;
         const C k9033 = k9024 + k9031;
-        const C k9034 = nelu::lanes::splat<C>(s, 21, w.t6) * k9022;
-        const C k9035 = nelu::lanes::splat<C>(s, 22, w.t5) * k9033;
+        const C k9034 = nelu::lanes::splat<C>(s, 21, w.kept[222]) * k9022;
+        const C k9035 = nelu::lanes::splat<C>(s, 22, w.kept[223]) * k9033;
         const C k9036 = k9034 + k9035;
-        const C k9037 = nelu::lanes::splat<C>(s, 23, w.t1098) * k9030;
+        const C k9037 = nelu::lanes::splat<C>(s, 23, w.kept[224]) * k9030;
         const C k9038 = k9037 - k9036;
-        const C k9039 = nelu::lanes::splat<C>(s, 24, w.t1446) * k9038;
-        const C k9040 = nelu::lanes::splat<C>(s, 25, w.t1079) * k9039;
+        const C k9039 = nelu::lanes::splat<C>(s, 24, w.kept[17]) * k9038;
+        const C k9040 = nelu::lanes::splat<C>(s, 25, w.kept[225]) * k9039;
         const C k9042 = k9030 + k9040;
-        const C k9043 = nelu::lanes::splat<C>(s, 26, w.t1097) * k9042;
-        const C k9044 = nelu::lanes::splat<C>(s, 22, w.t5) * k9039;
-        const C k9045 = nelu::lanes::splat<C>(s, 21, w.t6) * k9039;
+        const C k9043 = nelu::lanes::splat<C>(s, 26, w.kept[226]) * k9042;
+        const C k9044 = nelu::lanes::splat<C>(s, 22, w.kept[223]) * k9039;
+        const C k9045 = nelu::lanes::splat<C>(s, 21, w.kept[222]) * k9039;
         const C k9046 = T(0.42499999999999999) * k9044;
         const C k9047 = T(0.42499999999999999) * k9043;
-        const C k9048 = nelu::lanes::splat<C>(s, 27, w.t896) * k9045;
+        const C k9048 = nelu::lanes::splat<C>(s, 27, w.kept[227]) * k9045;
         const C k9049 = k9008 + k9048;
-        const C k9050 = nelu::lanes::splat<C>(s, 28, w.t905) * k9044;
+        const C k9050 = nelu::lanes::splat<C>(s, 28, w.kept[228]) * k9044;
         const C k9051 = k9049 + k9050;
-        const C k9052 = nelu::lanes::splat<C>(s, 29, w.t867) * k9043;
+        const C k9052 = nelu::lanes::splat<C>(s, 29, w.kept[229]) * k9043;
         const C k9053 = k9051 - k9052;
-        const C k9054 = nelu::lanes::splat<C>(s, 30, w.t921) * k9047;
+        const C k9054 = nelu::lanes::splat<C>(s, 30, w.kept[230]) * k9047;
         const C k9055 = k9053 - k9054;
-        const C k9056 = nelu::lanes::splat<C>(s, 31, w.t841) * k9046;
+        const C k9056 = nelu::lanes::splat<C>(s, 31, w.kept[231]) * k9046;
         const C k9057 = k9055 - k9056;
-        const C k9058 = nelu::lanes::splat<C>(s, 32, w.t983) * k9057;
-        const C k9059 = nelu::lanes::splat<C>(s, 15, w.t55) * k9047;
-        const C k9060 = nelu::lanes::splat<C>(s, 16, w.t56) * k9047;
+        const C k9058 = nelu::lanes::splat<C>(s, 32, w.kept[232]) * k9057;
+        const C k9059 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k9047;
+        const C k9060 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k9047;
         const C k9061 = k9043 + k9058;
-        const C k9062 = nelu::lanes::splat<C>(s, 16, w.t56) * k9045;
-        const C k9063 = nelu::lanes::splat<C>(s, 15, w.t55) * k9044;
+        const C k9062 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k9045;
+        const C k9063 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k9044;
         const C k9064 = k9062 - k9063;
-        const C k9065 = nelu::lanes::splat<C>(s, 15, w.t55) * k9045;
-        const C k9066 = nelu::lanes::splat<C>(s, 16, w.t56) * k9044;
+        const C k9065 = nelu::lanes::splat<C>(s, 15, w.kept[216]) * k9045;
+        const C k9066 = nelu::lanes::splat<C>(s, 16, w.kept[217]) * k9044;
         const C k9067 = k9065 + k9066;
         const C k9068 = T(0.39219999999999999) * k9064;
         const C k9069 = k9046 - k9068;
@@ -7198,46 +6954,46 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, c
         const C k9073 = k9071 + k9072;
         const C k9074 = T(0.1333) * k9064;
         const C k9075 = k9060 + k9074;
-        const C k9076 = nelu::lanes::splat<C>(s, 33, w.t608) * k9067;
+        const C k9076 = nelu::lanes::splat<C>(s, 33, w.kept[233]) * k9067;
         const C k9078 = k8973 - k9076;
-        const C k9079 = nelu::lanes::splat<C>(s, 34, w.t616) * k9064;
+        const C k9079 = nelu::lanes::splat<C>(s, 34, w.kept[234]) * k9064;
         const C k9081 = k9078 + k9079;
-        const C k9082 = nelu::lanes::splat<C>(s, 35, w.t586) * k9061;
+        const C k9082 = nelu::lanes::splat<C>(s, 35, w.kept[235]) * k9061;
         const C k9083 = k9081 - k9082;
-        const C k9084 = nelu::lanes::splat<C>(s, 36, w.t628) * k9075;
+        const C k9084 = nelu::lanes::splat<C>(s, 36, w.kept[236]) * k9075;
         const C k9086 = k9083 - k9084;
-        const C k9087 = nelu::lanes::splat<C>(s, 37, w.t633) * k9073;
+        const C k9087 = nelu::lanes::splat<C>(s, 37, w.kept[237]) * k9073;
         const C k9089 = k9086 + k9087;
-        const C k9090 = nelu::lanes::splat<C>(s, 38, w.t567) * k9069;
+        const C k9090 = nelu::lanes::splat<C>(s, 38, w.kept[238]) * k9069;
         const C k9091 = k9089 - k9090;
-        const C k9092 = nelu::lanes::splat<C>(s, 39, w.t713) * k9091;
-        const C k9096 = nelu::lanes::splat<C>(s, 8, w.t120) * k9075;
-        const C k9097 = nelu::lanes::splat<C>(s, 9, w.t121) * k9073;
+        const C k9092 = nelu::lanes::splat<C>(s, 39, w.kept[239]) * k9091;
+        const C k9096 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k9075;
+        const C k9097 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k9073;
         const C k9098 = k9096 + k9097;
         const C k9099 = k9061 + k9092;
-        const C k9100 = nelu::lanes::splat<C>(s, 9, w.t121) * k9067;
-        const C k9101 = nelu::lanes::splat<C>(s, 8, w.t120) * k9064;
+        const C k9100 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k9067;
+        const C k9101 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k9064;
         const C k9102 = k9100 + k9101;
-        const C k9103 = nelu::lanes::splat<C>(s, 8, w.t120) * k9067;
-        const C k9104 = nelu::lanes::splat<C>(s, 9, w.t121) * k9064;
+        const C k9103 = nelu::lanes::splat<C>(s, 8, w.kept[209]) * k9067;
+        const C k9104 = nelu::lanes::splat<C>(s, 9, w.kept[210]) * k9064;
         const C k9105 = k9103 - k9104;
         const C k9106 = T(0.099699999999999997) * k9105;
         const C k9107 = k9069 - k9106;
         const C k9108 = T(0.099699999999999997) * k9099;
         const C k9109 = k9108 - k9098;
-        const C k9110 = nelu::lanes::splat<C>(s, 40, w.t460) * k9105;
+        const C k9110 = nelu::lanes::splat<C>(s, 40, w.kept[240]) * k9105;
         const C k9112 = k8953 + k9110;
-        const C k9113 = nelu::lanes::splat<C>(s, 41, w.t462) * k9099;
+        const C k9113 = nelu::lanes::splat<C>(s, 41, w.kept[241]) * k9099;
         const C k9114 = k9112 - k9113;
-        const C k9115 = nelu::lanes::splat<C>(s, 42, w.t447) * k9102;
+        const C k9115 = nelu::lanes::splat<C>(s, 42, w.kept[242]) * k9102;
         const C k9116 = k9114 - k9115;
-        const C k9117 = nelu::lanes::splat<C>(s, 43, w.t454) * k9109;
+        const C k9117 = nelu::lanes::splat<C>(s, 43, w.kept[243]) * k9109;
         const C k9118 = k9116 - k9117;
-        const C k9119 = nelu::lanes::splat<C>(s, 44, w.t457) * k9107;
+        const C k9119 = nelu::lanes::splat<C>(s, 44, w.kept[244]) * k9107;
         const C k9120 = k9118 - k9119;
-        const C k9121 = nelu::lanes::splat<C>(s, 45, w.t506) * k9120;
-        const C k9122 = nelu::lanes::splat<C>(s, 3, w.t194) * k9105;
-        const C k9123 = nelu::lanes::splat<C>(s, 2, w.t193) * k9099;
+        const C k9121 = nelu::lanes::splat<C>(s, 45, w.kept[245]) * k9120;
+        const C k9122 = nelu::lanes::splat<C>(s, 3, w.kept[204]) * k9105;
+        const C k9123 = nelu::lanes::splat<C>(s, 2, w.kept[203]) * k9099;
         const C k9124 = k9123 - k9122;
         const C k9128 = -k9124;
         nelu::lanes::store_cols(res[0] + h, k9039);
@@ -7287,415 +7043,140 @@ int ur5e_fd_derivatives_derivatives_run(const T* q, const T* qd, const T* in, T*
     if ((status = ur5e_fd_derivatives_derivatives_part17(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_fd_derivatives_derivatives_part18(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs and their Jacobian: written only when every one is finite
-    if (!(std::isfinite(w.t1447) && std::isfinite(w.t1453) && std::isfinite(w.t1500) && std::isfinite(w.t1591) &&
-          std::isfinite(w.t1665) && std::isfinite(w.t1716) && std::isfinite(w.t7217) && std::isfinite(w.t7289) &&
-          std::isfinite(w.t7361) && std::isfinite(w.t7435) && std::isfinite(w.t7509) && std::isfinite(w.t7581) &&
-          std::isfinite(w.t7652) && std::isfinite(w.t7722) && std::isfinite(w.t7787) && std::isfinite(w.t7854) &&
-          std::isfinite(w.t7924) && std::isfinite(w.t1446) && std::isfinite(w.t1852) && std::isfinite(w.t1853) &&
-          std::isfinite(w.t1854) && std::isfinite(w.t1856) && std::isfinite(w.t1858) && std::isfinite(w.t1791) &&
-          std::isfinite(w.t1790) && std::isfinite(w.t2790) && std::isfinite(w.t2866) && std::isfinite(w.t2959) &&
-          std::isfinite(w.t3028) && std::isfinite(w.t3114) && std::isfinite(w.t3198) && std::isfinite(w.t3281) &&
-          std::isfinite(w.t3363) && std::isfinite(w.t3469) && std::isfinite(w.t3575) && std::isfinite(w.t3714) &&
-          std::isfinite(w.t3830) && std::isfinite(w.t3951) && std::isfinite(w.t1857) && std::isfinite(w.t4137) &&
-          std::isfinite(w.t4428) && std::isfinite(w.t7240) && std::isfinite(w.t7312) && std::isfinite(w.t7384) &&
-          std::isfinite(w.t7460) && std::isfinite(w.t7530) && std::isfinite(w.t7604) && std::isfinite(w.t7675) &&
-          std::isfinite(w.t7740) && std::isfinite(w.t7805) && std::isfinite(w.t7877) && std::isfinite(w.t7943) &&
-          std::isfinite(w.t1862) && std::isfinite(w.t2014) && std::isfinite(w.t2019) && std::isfinite(w.t2026) &&
-          std::isfinite(w.t2031) && std::isfinite(w.t1864) && std::isfinite(w.t1863) && std::isfinite(w.t2793) &&
-          std::isfinite(w.t2870) && std::isfinite(w.t2963) && std::isfinite(w.t3034) && std::isfinite(w.t3120) &&
-          std::isfinite(w.t3201) && std::isfinite(w.t3284) && std::isfinite(w.t3367) && std::isfinite(w.t3473) &&
-          std::isfinite(w.t3581) && std::isfinite(w.t3720) && std::isfinite(w.t3833) && std::isfinite(w.t3955) &&
-          std::isfinite(w.t4050) && std::isfinite(w.t4143) && std::isfinite(w.t4432) && std::isfinite(w.t7247) &&
-          std::isfinite(w.t7319) && std::isfinite(w.t7391) && std::isfinite(w.t7468) && std::isfinite(w.t7536) &&
-          std::isfinite(w.t7611) && std::isfinite(w.t7682) && std::isfinite(w.t7747) && std::isfinite(w.t7812) &&
-          std::isfinite(w.t7884) && std::isfinite(w.t7948) && std::isfinite(w.t2064) && std::isfinite(w.t2197) &&
-          std::isfinite(w.t2213) && std::isfinite(w.t2226) && std::isfinite(w.t2048) && std::isfinite(w.t2047) &&
-          std::isfinite(w.t2075) && std::isfinite(w.t2892) && std::isfinite(w.t2069) && std::isfinite(w.t2068) &&
-          std::isfinite(w.t2066) && std::isfinite(w.t2049) && std::isfinite(w.t3302) && std::isfinite(w.t3384) &&
-          std::isfinite(w.t3488) && std::isfinite(w.t3607) && std::isfinite(w.t3746) && std::isfinite(w.t3851) &&
-          std::isfinite(w.t3970) && std::isfinite(w.t4056) && std::isfinite(w.t4169) && std::isfinite(w.t4447) &&
-          std::isfinite(w.t7255) && std::isfinite(w.t7327) && std::isfinite(w.t7399) && std::isfinite(w.t7477) &&
-          std::isfinite(w.t7544) && std::isfinite(w.t7619) && std::isfinite(w.t7690) && std::isfinite(w.t7755) &&
-          std::isfinite(w.t7820) && std::isfinite(w.t7892) && std::isfinite(w.t7955) && std::isfinite(w.t2323) &&
-          std::isfinite(w.t2355) && std::isfinite(w.t2358) && std::isfinite(w.t2276) && std::isfinite(w.t2275) &&
-          std::isfinite(w.t2298) && std::isfinite(w.t2923) && std::isfinite(w.t2292) && std::isfinite(w.t3080) &&
-          std::isfinite(w.t3166) && std::isfinite(w.t2277) && std::isfinite(w.t2336) && std::isfinite(w.t3422) &&
-          std::isfinite(w.t2330) && std::isfinite(w.t3651) && std::isfinite(w.t2326) && std::isfinite(w.t2300) &&
-          std::isfinite(w.t4004) && std::isfinite(w.t4080) && std::isfinite(w.t4213) && std::isfinite(w.t4482) &&
-          std::isfinite(w.t7264) && std::isfinite(w.t7336) && std::isfinite(w.t7408) && std::isfinite(w.t7486) &&
-          std::isfinite(w.t7554) && std::isfinite(w.t7628) && std::isfinite(w.t7699) && std::isfinite(w.t7764) &&
-          std::isfinite(w.t7829) && std::isfinite(w.t7901) && std::isfinite(w.t7966) && std::isfinite(w.t2546) &&
-          std::isfinite(w.t2551) && std::isfinite(w.t2447) && std::isfinite(w.t2445) && std::isfinite(w.t2485) &&
-          std::isfinite(w.t2939) && std::isfinite(w.t2474) && std::isfinite(w.t2472) && std::isfinite(w.t2470) &&
-          std::isfinite(w.t2449) && std::isfinite(w.t2529) && std::isfinite(w.t3444) && std::isfinite(w.t2520) &&
-          std::isfinite(w.t3681) && std::isfinite(w.t3818) && std::isfinite(w.t2488) && std::isfinite(w.t4033) &&
-          std::isfinite(w.t2550) && std::isfinite(w.t4246) && std::isfinite(w.t4511) && std::isfinite(w.t7276) &&
-          std::isfinite(w.t7348) && std::isfinite(w.t7420) && std::isfinite(w.t7497) && std::isfinite(w.t7568) &&
-          std::isfinite(w.t7639) && std::isfinite(w.t7711) && std::isfinite(w.t7776) && std::isfinite(w.t7841) &&
-          std::isfinite(w.t7912) && std::isfinite(w.t7977) && std::isfinite(w.t2723) && std::isfinite(w.t2621) &&
-          std::isfinite(w.t2619) && std::isfinite(w.t2656) && std::isfinite(w.t2956) && std::isfinite(w.t2645) &&
-          std::isfinite(w.t3111) && std::isfinite(w.t3197) && std::isfinite(w.t2623) && std::isfinite(w.t2700) &&
-          std::isfinite(w.t3449) && std::isfinite(w.t2691) && std::isfinite(w.t3687) && std::isfinite(w.t3822) &&
-          std::isfinite(w.t2659) && std::isfinite(w.t4036) && std::isfinite(w.t2720) && std::isfinite(w.t4251) &&
-          std::isfinite(w.t4518) && std::isfinite(w.t5) && std::isfinite(w.t6) && std::isfinite(w.t55) &&
-          std::isfinite(w.t56) && std::isfinite(w.t120) && std::isfinite(w.t121) && std::isfinite(w.t193) &&
-          std::isfinite(w.t194) && std::isfinite(w.t265) && std::isfinite(w.t266) && std::isfinite(w.t447) &&
-          std::isfinite(w.t454) && std::isfinite(w.t457) && std::isfinite(w.t460) && std::isfinite(w.t462) &&
-          std::isfinite(w.t506) && std::isfinite(w.t507) && std::isfinite(w.t517) && std::isfinite(w.t530) &&
-          std::isfinite(w.t546) && std::isfinite(w.t567) && std::isfinite(w.t586) && std::isfinite(w.t608) &&
-          std::isfinite(w.t616) && std::isfinite(w.t628) && std::isfinite(w.t633) && std::isfinite(w.t713) &&
-          std::isfinite(w.t714) && std::isfinite(w.t733) && std::isfinite(w.t749) && std::isfinite(w.t764) &&
-          std::isfinite(w.t777) && std::isfinite(w.t841) && std::isfinite(w.t867) && std::isfinite(w.t896) &&
-          std::isfinite(w.t905) && std::isfinite(w.t921) && std::isfinite(w.t983) && std::isfinite(w.t984) &&
-          std::isfinite(w.t994) && std::isfinite(w.t1007) && std::isfinite(w.t1019) && std::isfinite(w.t1079) &&
-          std::isfinite(w.t1097) && std::isfinite(w.t1098))) return NELU_STATUS_NOT_FINITE;
+    if (!(nelu::all_finite(w.kept))) return NELU_STATUS_NOT_FINITE;
     // --- the Jacobian's columns in lanes, W at a time: a column that overflows returns NELU_STATUS_NOT_FINITE
     //     with out untouched and jac partly written (docs/derivatives.md, "Columns in lanes")
     bool ok = true;
     nelu::lanes::Splats<T, 46>& splats = w.splats;
-    splats.put(0, w.t265);
-    splats.put(1, w.t266);
-    splats.put(2, w.t193);
-    splats.put(3, w.t194);
-    splats.put(4, w.t507);
-    splats.put(5, w.t517);
-    splats.put(6, w.t530);
-    splats.put(7, w.t546);
-    splats.put(8, w.t120);
-    splats.put(9, w.t121);
-    splats.put(10, w.t714);
-    splats.put(11, w.t733);
-    splats.put(12, w.t749);
-    splats.put(13, w.t764);
-    splats.put(14, w.t777);
-    splats.put(15, w.t55);
-    splats.put(16, w.t56);
-    splats.put(17, w.t984);
-    splats.put(18, w.t994);
-    splats.put(19, w.t1007);
-    splats.put(20, w.t1019);
-    splats.put(21, w.t6);
-    splats.put(22, w.t5);
-    splats.put(23, w.t1098);
-    splats.put(24, w.t1446);
-    splats.put(25, w.t1079);
-    splats.put(26, w.t1097);
-    splats.put(27, w.t896);
-    splats.put(28, w.t905);
-    splats.put(29, w.t867);
-    splats.put(30, w.t921);
-    splats.put(31, w.t841);
-    splats.put(32, w.t983);
-    splats.put(33, w.t608);
-    splats.put(34, w.t616);
-    splats.put(35, w.t586);
-    splats.put(36, w.t628);
-    splats.put(37, w.t633);
-    splats.put(38, w.t567);
-    splats.put(39, w.t713);
-    splats.put(40, w.t460);
-    splats.put(41, w.t462);
-    splats.put(42, w.t447);
-    splats.put(43, w.t454);
-    splats.put(44, w.t457);
-    splats.put(45, w.t506);
+    splats.put_run(0, w.kept + 201, 24);
+    splats.put(24, w.kept[17]);
+    splats.put_run(25, w.kept + 225, 21);
     ok = ur5e_fd_derivatives_derivatives_lanes0<T>(q, qd, in, w, splats, jac) && ok;
     ok = ur5e_fd_derivatives_derivatives_lanes1<T>(q, qd, in, w, splats, jac) && ok;
     if (!ok) return NELU_STATUS_NOT_FINITE;
-    out[0] = w.t1447;
-    out[1] = w.t1453;
-    out[2] = w.t1500;
-    out[3] = w.t1591;
-    out[4] = w.t1665;
-    out[5] = w.t1716;
+    std::memcpy(out + 0, w.kept + 0, 6 * sizeof *out);  // out[0..5]
     jac[0] = T(0);
-    jac[1] = w.t7217;
-    jac[2] = w.t7289;
-    jac[3] = w.t7361;
-    jac[4] = w.t7435;
-    jac[5] = w.t7509;
-    jac[6] = w.t7581;
-    jac[7] = w.t7652;
-    jac[8] = w.t7722;
-    jac[9] = w.t7787;
-    jac[10] = w.t7854;
-    jac[11] = w.t7924;
-    jac[12] = w.t1446;
-    jac[13] = w.t1852;
-    jac[14] = w.t1853;
-    jac[15] = w.t1854;
-    jac[16] = w.t1856;
-    jac[17] = w.t1858;
+    std::memcpy(jac + 1, w.kept + 6, 17 * sizeof *jac);  // jac[1..17]
     jac[18] = T(0);
     jac[19] = T(0);
-    jac[20] = w.t1446;
+    jac[20] = w.kept[17];
     jac[21] = T(0);
     jac[22] = T(0);
     jac[23] = T(0);
-    jac[24] = w.t1791;
-    jac[25] = w.t1790;
-    jac[26] = w.t1852;
+    std::memcpy(jac + 24, w.kept + 23, 2 * sizeof *jac);  // jac[24..25]
+    jac[26] = w.kept[18];
     jac[27] = T(0);
     jac[28] = T(0);
     jac[29] = T(0);
-    jac[30] = w.t2790;
-    jac[31] = w.t2866;
-    jac[32] = w.t2959;
-    jac[33] = w.t3028;
-    jac[34] = w.t3114;
-    jac[35] = w.t3198;
-    jac[36] = w.t3281;
-    jac[37] = w.t3363;
-    jac[38] = w.t3469;
-    jac[39] = w.t3575;
-    jac[40] = w.t3714;
-    jac[41] = w.t3830;
-    jac[42] = w.t3951;
-    jac[43] = w.t1857;
-    jac[44] = w.t4137;
-    jac[46] = w.t4428;
+    std::memcpy(jac + 30, w.kept + 25, 15 * sizeof *jac);  // jac[30..44]
+    jac[46] = w.kept[40];
     jac[50] = T(0);
-    jac[53] = w.t4428;
+    jac[53] = w.kept[40];
     jac[54] = T(0);
-    jac[55] = w.t7240;
-    jac[56] = w.t7312;
-    jac[57] = w.t7384;
-    jac[58] = w.t7460;
-    jac[59] = w.t7530;
-    jac[60] = w.t7604;
-    jac[61] = w.t7675;
-    jac[62] = w.t7740;
-    jac[63] = w.t7805;
-    jac[64] = w.t7877;
-    jac[65] = w.t7943;
-    jac[66] = w.t1852;
-    jac[67] = w.t1862;
-    jac[68] = w.t2014;
-    jac[69] = w.t2019;
-    jac[70] = w.t2026;
-    jac[71] = w.t2031;
+    std::memcpy(jac + 55, w.kept + 41, 11 * sizeof *jac);  // jac[55..65]
+    jac[66] = w.kept[18];
+    std::memcpy(jac + 67, w.kept + 52, 5 * sizeof *jac);  // jac[67..71]
     jac[72] = T(0);
     jac[73] = T(0);
-    jac[74] = w.t1852;
+    jac[74] = w.kept[18];
     jac[75] = T(0);
     jac[76] = T(0);
     jac[77] = T(0);
-    jac[78] = w.t1864;
-    jac[79] = w.t1863;
-    jac[80] = w.t1862;
+    std::memcpy(jac + 78, w.kept + 57, 2 * sizeof *jac);  // jac[78..79]
+    jac[80] = w.kept[52];
     jac[81] = T(0);
     jac[82] = T(0);
     jac[83] = T(0);
-    jac[84] = w.t2793;
-    jac[85] = w.t2870;
-    jac[86] = w.t2963;
-    jac[87] = w.t3034;
-    jac[88] = w.t3120;
-    jac[89] = w.t3201;
-    jac[90] = w.t3284;
-    jac[91] = w.t3367;
-    jac[92] = w.t3473;
-    jac[93] = w.t3581;
-    jac[94] = w.t3720;
-    jac[95] = w.t3833;
-    jac[96] = w.t3955;
-    jac[97] = w.t4050;
-    jac[98] = w.t4143;
-    jac[100] = w.t4432;
+    std::memcpy(jac + 84, w.kept + 59, 15 * sizeof *jac);  // jac[84..98]
+    jac[100] = w.kept[74];
     jac[104] = T(0);
-    jac[107] = w.t4432;
+    jac[107] = w.kept[74];
     jac[108] = T(0);
-    jac[109] = w.t7247;
-    jac[110] = w.t7319;
-    jac[111] = w.t7391;
-    jac[112] = w.t7468;
-    jac[113] = w.t7536;
-    jac[114] = w.t7611;
-    jac[115] = w.t7682;
-    jac[116] = w.t7747;
-    jac[117] = w.t7812;
-    jac[118] = w.t7884;
-    jac[119] = w.t7948;
-    jac[120] = w.t1853;
-    jac[121] = w.t2014;
-    jac[122] = w.t2064;
-    jac[123] = w.t2197;
-    jac[124] = w.t2213;
-    jac[125] = w.t2226;
+    std::memcpy(jac + 109, w.kept + 75, 11 * sizeof *jac);  // jac[109..119]
+    jac[120] = w.kept[19];
+    jac[121] = w.kept[53];
+    std::memcpy(jac + 122, w.kept + 86, 4 * sizeof *jac);  // jac[122..125]
     jac[126] = T(0);
     jac[127] = T(0);
-    jac[128] = w.t1853;
+    jac[128] = w.kept[19];
     jac[129] = T(0);
     jac[130] = T(0);
     jac[131] = T(0);
-    jac[132] = w.t2048;
-    jac[133] = w.t2047;
-    jac[134] = w.t2014;
+    std::memcpy(jac + 132, w.kept + 90, 2 * sizeof *jac);  // jac[132..133]
+    jac[134] = w.kept[53];
     jac[135] = T(0);
     jac[136] = T(0);
     jac[137] = T(0);
-    jac[138] = w.t2075;
-    jac[139] = w.t2892;
-    jac[140] = w.t2069;
-    jac[141] = w.t2068;
-    jac[142] = w.t2066;
-    jac[143] = w.t2049;
-    jac[144] = w.t3302;
-    jac[145] = w.t3384;
-    jac[146] = w.t3488;
-    jac[147] = w.t3607;
-    jac[148] = w.t3746;
-    jac[149] = w.t3851;
-    jac[150] = w.t3970;
-    jac[151] = w.t4056;
-    jac[152] = w.t4169;
-    jac[154] = w.t4447;
+    std::memcpy(jac + 138, w.kept + 92, 15 * sizeof *jac);  // jac[138..152]
+    jac[154] = w.kept[107];
     jac[158] = T(0);
-    jac[161] = w.t4447;
+    jac[161] = w.kept[107];
     jac[162] = T(0);
-    jac[163] = w.t7255;
-    jac[164] = w.t7327;
-    jac[165] = w.t7399;
-    jac[166] = w.t7477;
-    jac[167] = w.t7544;
-    jac[168] = w.t7619;
-    jac[169] = w.t7690;
-    jac[170] = w.t7755;
-    jac[171] = w.t7820;
-    jac[172] = w.t7892;
-    jac[173] = w.t7955;
-    jac[174] = w.t1854;
-    jac[175] = w.t2019;
-    jac[176] = w.t2197;
-    jac[177] = w.t2323;
-    jac[178] = w.t2355;
-    jac[179] = w.t2358;
+    std::memcpy(jac + 163, w.kept + 108, 11 * sizeof *jac);  // jac[163..173]
+    jac[174] = w.kept[20];
+    jac[175] = w.kept[54];
+    jac[176] = w.kept[87];
+    std::memcpy(jac + 177, w.kept + 119, 3 * sizeof *jac);  // jac[177..179]
     jac[180] = T(0);
     jac[181] = T(0);
-    jac[182] = w.t1854;
+    jac[182] = w.kept[20];
     jac[183] = T(0);
     jac[184] = T(0);
     jac[185] = T(0);
-    jac[186] = w.t2276;
-    jac[187] = w.t2275;
-    jac[188] = w.t2019;
+    std::memcpy(jac + 186, w.kept + 122, 2 * sizeof *jac);  // jac[186..187]
+    jac[188] = w.kept[54];
     jac[189] = T(0);
     jac[190] = T(0);
     jac[191] = T(0);
-    jac[192] = w.t2298;
-    jac[193] = w.t2923;
-    jac[194] = w.t2292;
-    jac[195] = w.t3080;
-    jac[196] = w.t3166;
-    jac[197] = w.t2277;
-    jac[198] = w.t2336;
-    jac[199] = w.t3422;
-    jac[200] = w.t2330;
-    jac[201] = w.t3651;
-    jac[202] = w.t2326;
-    jac[203] = w.t2300;
-    jac[204] = w.t4004;
-    jac[205] = w.t4080;
-    jac[206] = w.t4213;
-    jac[208] = w.t4482;
+    std::memcpy(jac + 192, w.kept + 124, 15 * sizeof *jac);  // jac[192..206]
+    jac[208] = w.kept[139];
     jac[212] = T(0);
-    jac[215] = w.t4482;
+    jac[215] = w.kept[139];
     jac[216] = T(0);
-    jac[217] = w.t7264;
-    jac[218] = w.t7336;
-    jac[219] = w.t7408;
-    jac[220] = w.t7486;
-    jac[221] = w.t7554;
-    jac[222] = w.t7628;
-    jac[223] = w.t7699;
-    jac[224] = w.t7764;
-    jac[225] = w.t7829;
-    jac[226] = w.t7901;
-    jac[227] = w.t7966;
-    jac[228] = w.t1856;
-    jac[229] = w.t2026;
-    jac[230] = w.t2213;
-    jac[231] = w.t2355;
-    jac[232] = w.t2546;
-    jac[233] = w.t2551;
+    std::memcpy(jac + 217, w.kept + 140, 11 * sizeof *jac);  // jac[217..227]
+    jac[228] = w.kept[21];
+    jac[229] = w.kept[55];
+    jac[230] = w.kept[88];
+    jac[231] = w.kept[120];
+    std::memcpy(jac + 232, w.kept + 151, 2 * sizeof *jac);  // jac[232..233]
     jac[234] = T(0);
     jac[235] = T(0);
-    jac[236] = w.t1856;
+    jac[236] = w.kept[21];
     jac[237] = T(0);
     jac[238] = T(0);
     jac[239] = T(0);
-    jac[240] = w.t2447;
-    jac[241] = w.t2445;
-    jac[242] = w.t2026;
+    std::memcpy(jac + 240, w.kept + 153, 2 * sizeof *jac);  // jac[240..241]
+    jac[242] = w.kept[55];
     jac[243] = T(0);
     jac[244] = T(0);
     jac[245] = T(0);
-    jac[246] = w.t2485;
-    jac[247] = w.t2939;
-    jac[248] = w.t2474;
-    jac[249] = w.t2472;
-    jac[250] = w.t2470;
-    jac[251] = w.t2449;
-    jac[252] = w.t2529;
-    jac[253] = w.t3444;
-    jac[254] = w.t2520;
-    jac[255] = w.t3681;
-    jac[256] = w.t3818;
-    jac[257] = w.t2488;
-    jac[258] = w.t4033;
-    jac[259] = w.t2550;
-    jac[260] = w.t4246;
-    jac[262] = w.t4511;
+    std::memcpy(jac + 246, w.kept + 155, 15 * sizeof *jac);  // jac[246..260]
+    jac[262] = w.kept[170];
     jac[266] = T(0);
-    jac[269] = w.t4511;
+    jac[269] = w.kept[170];
     jac[270] = T(0);
-    jac[271] = w.t7276;
-    jac[272] = w.t7348;
-    jac[273] = w.t7420;
-    jac[274] = w.t7497;
-    jac[275] = w.t7568;
-    jac[276] = w.t7639;
-    jac[277] = w.t7711;
-    jac[278] = w.t7776;
-    jac[279] = w.t7841;
-    jac[280] = w.t7912;
-    jac[281] = w.t7977;
-    jac[282] = w.t1858;
-    jac[283] = w.t2031;
-    jac[284] = w.t2226;
-    jac[285] = w.t2358;
-    jac[286] = w.t2551;
-    jac[287] = w.t2723;
+    std::memcpy(jac + 271, w.kept + 171, 11 * sizeof *jac);  // jac[271..281]
+    jac[282] = w.kept[22];
+    jac[283] = w.kept[56];
+    jac[284] = w.kept[89];
+    jac[285] = w.kept[121];
+    jac[286] = w.kept[152];
+    jac[287] = w.kept[182];
     jac[288] = T(0);
     jac[289] = T(0);
-    jac[290] = w.t1858;
+    jac[290] = w.kept[22];
     jac[291] = T(0);
     jac[292] = T(0);
     jac[293] = T(0);
-    jac[294] = w.t2621;
-    jac[295] = w.t2619;
-    jac[296] = w.t2031;
+    std::memcpy(jac + 294, w.kept + 183, 2 * sizeof *jac);  // jac[294..295]
+    jac[296] = w.kept[56];
     jac[297] = T(0);
     jac[298] = T(0);
     jac[299] = T(0);
-    jac[300] = w.t2656;
-    jac[301] = w.t2956;
-    jac[302] = w.t2645;
-    jac[303] = w.t3111;
-    jac[304] = w.t3197;
-    jac[305] = w.t2623;
-    jac[306] = w.t2700;
-    jac[307] = w.t3449;
-    jac[308] = w.t2691;
-    jac[309] = w.t3687;
-    jac[310] = w.t3822;
-    jac[311] = w.t2659;
-    jac[312] = w.t4036;
-    jac[313] = w.t2720;
-    jac[314] = w.t4251;
-    jac[316] = w.t4518;
+    std::memcpy(jac + 300, w.kept + 185, 15 * sizeof *jac);  // jac[300..314]
+    jac[316] = w.kept[200];
     jac[320] = T(2705.9022492812446);
-    jac[323] = w.t4518;
+    jac[323] = w.kept[200];
     return NELU_STATUS_OK;
 }
 
@@ -7850,7 +7331,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1079;
     T t1097;
     T t1098;
-    T t1446;
     T t8;
     T t9;
     T t20;
@@ -7960,8 +7440,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1092;
     T t1057;
     T t1072;
-    T t1447;
-    T t1453;
     T t1458;
     T t1459;
     T t1456;
@@ -7969,7 +7447,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1455;
     T t1454;
     T t1485;
-    T t1500;
     T t1517;
     T t1513;
     T t1509;
@@ -7978,21 +7455,14 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1504;
     T t1572;
     T t1568;
-    T t1591;
     T t1610;
     T t1602;
     T t1606;
     T t1601;
     T t1653;
     T t1651;
-    T t1665;
     T t1678;
-    T t1716;
-    T t1790;
-    T t1791;
-    T t1852;
     T t1768;
-    T t1853;
     T t1753;
     T t1756;
     T t1807;
@@ -8001,19 +7471,11 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1805;
     T t1810;
     T t1769;
-    T t1854;
     T t1834;
     T t1762;
     T t1759;
     T t1855;
-    T t1856;
-    T t1857;
-    T t1858;
-    T t1862;
-    T t1863;
-    T t1864;
     T t1926;
-    T t2014;
     T t1771;
     T t1984;
     T t1986;
@@ -8029,192 +7491,58 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1928;
     T t1948;
     T t2017;
-    T t2019;
     T t1891;
     T t1954;
     T t2000;
     T t1999;
     T t2006;
     T t2025;
-    T t2026;
-    T t2031;
-    T t2047;
-    T t2048;
-    T t2049;
-    T t2064;
-    T t2066;
-    T t2068;
-    T t2069;
-    T t2075;
     T t2072;
-    T t2197;
     T t2160;
     T t2139;
     T t1779;
     T t2172;
     T t2181;
-    T t2213;
     T t2097;
     T t2129;
     T t2146;
-    T t2226;
-    T t2275;
-    T t2276;
-    T t2277;
-    T t2292;
-    T t2298;
     T t2295;
-    T t2300;
     T t2291;
     T t2306;
     T t2290;
     T t2304;
-    T t2323;
-    T t2326;
-    T t2330;
-    T t2336;
     T t2339;
-    T t2355;
-    T t2358;
-    T t2445;
-    T t2447;
-    T t2449;
-    T t2470;
-    T t2472;
-    T t2474;
-    T t2485;
-    T t2488;
-    T t2516;
-    T t2520;
-    T t2529;
-    T t2546;
-    T t2550;
-    T t2551;
     T t2618;
-    T t2619;
     T t2620;
-    T t2621;
     T t2622;
-    T t2623;
-    T t2645;
     T t2655;
-    T t2656;
     T t2650;
     T t2658;
-    T t2659;
     T t2624;
     T t2664;
     T t2666;
-    T t2687;
-    T t2691;
-    T t2700;
-    T t2720;
-    T t2723;
-    T t2790;
-    T t2793;
-    T t2866;
-    T t2870;
-    T t2892;
-    T t2923;
-    T t2939;
-    T t2956;
-    T t2959;
-    T t2963;
-    T t3028;
-    T t3034;
-    T t3080;
-    T t3111;
-    T t3114;
-    T t3120;
-    T t3166;
-    T t3197;
-    T t3198;
-    T t3201;
-    T t3281;
-    T t3284;
-    T t3302;
-    T t3363;
-    T t3367;
-    T t3384;
-    T t3422;
-    T t3444;
-    T t3449;
-    T t3469;
-    T t3473;
-    T t3488;
-    T t3575;
-    T t3581;
-    T t3607;
-    T t3651;
-    T t3681;
-    T t3687;
     T t1830;
-    T t3713;
-    T t3714;
-    T t3719;
-    T t3720;
     T t3723;
     T t3721;
     T t3727;
     T t3725;
-    T t3746;
-    T t3818;
-    T t3822;
-    T t3830;
-    T t3833;
-    T t3851;
     T t2100;
     T t2132;
-    T t3951;
-    T t3955;
-    T t3970;
-    T t4004;
-    T t4033;
-    T t4036;
-    T t4050;
-    T t4056;
-    T t4080;
-    T t4137;
     T t4142;
-    T t4143;
     T t4146;
     T t4150;
     T t4148;
-    T t4169;
     T t4184;
     T t4198;
     T t4177;
-    T t4213;
-    T t4246;
-    T t4251;
-    T t4297;
-    T t4301;
-    T t4316;
-    T t4350;
-    T t4379;
-    T t4382;
-    T t4428;
-    T t4432;
     T t4436;
     T t4435;
-    T t4447;
     T t4453;
     T t4456;
     T t4471;
     T t4450;
-    T t4482;
-    T t4511;
-    T t4518;
-    T t4529;
-    T t4551;
     T t1776;
     T t2343;
-    T t4654;
-    T t4658;
-    T t4673;
-    T t4707;
-    T t4737;
-    T t4744;
     T t1775;
     T t4755;
     T t4774;
@@ -8227,27 +7555,9 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t4788;
     T t4762;
     T t4771;
-    T t4814;
-    T t4818;
-    T t4833;
-    T t4867;
-    T t4897;
-    T t4904;
     T t1785;
     T t1784;
-    T t4973;
-    T t4977;
-    T t4992;
-    T t5026;
-    T t5056;
-    T t5063;
     T t5072;
-    T t5153;
-    T t5157;
-    T t5172;
-    T t5207;
-    T t5236;
-    T t5243;
     T t5257;
     T t5335;
     T t5306;
@@ -8421,12 +7731,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t5385;
     T t7096;
     T t1777;
-    T t7217;
-    T t7240;
-    T t7247;
-    T t7255;
-    T t7264;
-    T t7276;
     T t5296;
     T t5291;
     T t5281;
@@ -8439,12 +7743,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6131;
     T t6140;
     T t6139;
-    T t7289;
-    T t7312;
-    T t7319;
-    T t7327;
-    T t7336;
-    T t7348;
     T t5389;
     T t5370;
     T t6337;
@@ -8457,12 +7755,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6239;
     T t6267;
     T t5383;
-    T t7361;
-    T t7384;
-    T t7391;
-    T t7399;
-    T t7408;
-    T t7420;
     T t1669;
     T t5476;
     T t5460;
@@ -8473,12 +7765,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6450;
     T t6817;
     T t6381;
-    T t7435;
-    T t7460;
-    T t7468;
-    T t7477;
-    T t7486;
-    T t7497;
     T t1728;
     T t5570;
     T t1724;
@@ -8490,12 +7776,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t5572;
     T t5571;
     T t6555;
-    T t7509;
-    T t7530;
-    T t7536;
-    T t7544;
-    T t7554;
-    T t7568;
     T t6582;
     T t6037;
     T t6645;
@@ -8503,49 +7783,25 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t7022;
     T t7199;
     T t7579;
-    T t7581;
-    T t7604;
-    T t7611;
     T t7595;
     T t7594;
     T t7617;
-    T t7619;
-    T t7628;
-    T t7639;
     T t5755;
     T t6809;
     T t5391;
     T t7073;
     T t7650;
-    T t7652;
     T t7659;
-    T t7675;
     T t7663;
-    T t7682;
     T t7666;
-    T t7690;
     T t7668;
-    T t7699;
     T t7669;
-    T t7711;
     T t6653;
     T t6215;
     T t6627;
     T t6725;
     T t6948;
-    T t7722;
-    T t7740;
-    T t7747;
-    T t7755;
     T t7757;
-    T t7764;
-    T t7776;
-    T t7787;
-    T t7805;
-    T t7812;
-    T t7820;
-    T t7829;
-    T t7841;
     T t6474;
     T t7030;
     T t6842;
@@ -8553,18 +7809,7 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6999;
     T t7851;
     T t7067;
-    T t7854;
-    T t7877;
-    T t7884;
-    T t7892;
-    T t7901;
-    T t7912;
-    T t7924;
-    T t7943;
-    T t7948;
-    T t7955;
-    T t7966;
-    T t7977;
+    T kept[237];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
 };
 
 template <class T>
@@ -8976,7 +8221,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     const T t1104 = T(0.0095418760188999991) + t1101;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
     if (!(std::fabs(t1104) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
-    w.t1446 = T(1) / t1104;
+    w.kept[17] = T(1) / t1104;  // t1446
     // --- kinematics: transforms, velocities, bias terms b
     w.t8 = qd[0] * w.t6;
     w.t9 = qd[0] * w.t5;
@@ -9715,26 +8960,26 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     // --- solve: forward and back substitution
     const T t1444 = T(9.8100000000000005) * t1103;
     const T t1445 = w.t1443 + t1444;
-    w.t1447 = t1445 * w.t1446;  // x: y1[upper_arm_link].wy
-    const T t1448 = w.t1079 * w.t1447;
+    w.kept[0] = t1445 * w.kept[17];  // t1447: x: y1[upper_arm_link].wy
+    const T t1448 = w.t1079 * w.kept[0];
     const T t1450 = w.t1437 + t1448;
     const T t1451 = T(9.8100000000000005) * w.t1094;
     const T t1452 = t1450 + t1451;
-    w.t1453 = w.t1097 * t1452;  // x: y1[forearm_link].wz
-    w.t1458 = w.t6 * w.t1447;
+    w.kept[1] = w.t1097 * t1452;  // t1453: x: y1[forearm_link].wz
+    w.t1458 = w.t6 * w.kept[0];
     w.t1459 = w.t10 + w.t1458;
     const T t1488 = w.t896 * w.t1459;
     const T t1489 = w.t1400 + t1488;
-    w.t1456 = w.t5 * w.t1447;
+    w.t1456 = w.t5 * w.kept[0];
     w.t1457 = w.t11 - w.t1456;  // x: y1[forearm_link].wy
     const T t1490 = w.t905 * w.t1457;
     const T t1491 = t1489 - t1490;
-    const T t1492 = w.t867 * w.t1453;
+    const T t1492 = w.t867 * w.kept[1];
     const T t1493 = t1491 - t1492;
     w.t1455 = w.t6 * T(9.8100000000000005);
     const T t1494 = w.t961 * w.t1455;
     const T t1495 = t1493 + t1494;
-    const T t1486 = T(0.42499999999999999) * w.t1453;
+    const T t1486 = T(0.42499999999999999) * w.kept[1];
     w.t1454 = w.t5 * T(9.8100000000000005);
     const T t1487 = t1486 - w.t1454;  // x: y1[forearm_link].vy
     const T t1496 = w.t921 * t1487;
@@ -9742,7 +8987,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     w.t1485 = T(0.42499999999999999) * w.t1457;
     const T t1498 = w.t841 * w.t1485;
     const T t1499 = t1497 + t1498;
-    w.t1500 = w.t983 * t1499;  // x: qdd[elbow_joint]
+    w.kept[2] = w.t983 * t1499;  // t1500: x: qdd[elbow_joint]
     const T t1516 = w.t56 * w.t1457;
     const T t1514 = w.t55 * w.t1459;
     const T t1515 = t1514 - w.t69;
@@ -9755,7 +9000,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     w.t1513 = t1511 + t1512;  // x: y2[wrist_1_link].wy
     const T t1578 = w.t616 * w.t1513;
     const T t1580 = t1577 + t1578;
-    w.t1509 = w.t1453 + w.t1500;  // x: y2[wrist_1_link].wz
+    w.t1509 = w.kept[1] + w.kept[2];  // x: y2[wrist_1_link].wz
     const T t1581 = w.t586 * w.t1509;
     const T t1582 = t1580 - t1581;
     const T t1507 = w.t56 * t1487;
@@ -9780,14 +9025,14 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     w.t1568 = w.t1485 + t1567;
     const T t1589 = w.t567 * w.t1568;
     const T t1590 = t1588 + t1589;
-    w.t1591 = w.t713 * t1590;  // x: qdd[wrist_1_joint]
+    w.kept[3] = w.t713 * t1590;  // t1591: x: qdd[wrist_1_joint]
     const T t1607 = w.t120 * w.t1517;
     const T t1608 = w.t144 + t1607;
     const T t1609 = w.t121 * w.t1513;
     w.t1610 = t1608 + t1609;
     const T t1654 = w.t460 * w.t1610;
     const T t1656 = w.t1213 - t1654;
-    w.t1602 = w.t1509 + w.t1591;  // x: y2[wrist_2_link].wy
+    w.t1602 = w.t1509 + w.kept[3];  // x: y2[wrist_2_link].wy
     const T t1657 = w.t462 * w.t1602;
     const T t1658 = t1656 - t1657;
     const T t1603 = w.t121 * w.t1517;
@@ -9808,7 +9053,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     w.t1651 = t1650 - w.t1568;  // x: y2[wrist_2_link].vy
     const T t1663 = w.t457 * w.t1651;
     const T t1664 = t1662 - t1663;
-    w.t1665 = w.t506 * t1664;  // x: qdd[wrist_2_joint]
+    w.kept[4] = w.t506 * t1664;  // t1665: x: qdd[wrist_2_joint]
     const T t1123 = in[38] + in[5];
     const T t1675 = w.t194 * w.t1610;
     const T t1676 = t1675 - w.t216;
@@ -9816,10 +9061,10 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     w.t1678 = t1676 + t1677;  // x: y2[wrist_3_link].wz
     const T t1714 = T(0.00036956249999999999) * w.t1678;
     const T t1715 = t1123 - t1714;
-    w.t1716 = t1715 / T(0.00036956249999999999);  // x: qdd[wrist_3_joint]
-    w.t1790 = w.t5 * w.t1446;
-    w.t1791 = w.t6 * w.t1446;
-    w.t1852 = w.t1098 * w.t1446;
+    w.kept[5] = t1715 / T(0.00036956249999999999);  // t1716: x: qdd[wrist_3_joint]
+    w.kept[24] = w.t5 * w.kept[17];  // t1790
+    w.kept[23] = w.t6 * w.kept[17];  // t1791
+    w.kept[18] = w.t1098 * w.kept[17];  // t1852
     const T t1795 = w.t6 * w.t896;
     const T t1796 = w.t5 * w.t905;
     const T t1797 = t1795 + t1796;
@@ -9832,7 +9077,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     const T t1802 = w.t841 * w.t1768;
     const T t1803 = t1801 - t1802;
     const T t1804 = w.t983 * t1803;
-    w.t1853 = w.t1446 * t1804;
+    w.kept[19] = w.kept[17] * t1804;  // t1853
     const T t1752 = w.t6 * w.t56;
     const T t1751 = w.t5 * w.t55;
     w.t1753 = t1752 - t1751;
@@ -9862,7 +9107,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     const T t1825 = w.t567 * w.t1769;
     const T t1826 = t1824 - t1825;
     const T t1827 = w.t713 * t1826;
-    w.t1854 = w.t1446 * t1827;
+    w.kept[20] = w.kept[17] * t1827;  // t1854
     w.t1834 = w.t1807 + t1827;
     const T t1839 = w.t462 * w.t1834;
     const T t1761 = w.t120 * w.t1756;
@@ -9887,29 +9132,29 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     const T t1845 = w.t457 * t1770;
     const T t1846 = t1844 + t1845;
     const T t1847 = w.t506 * t1846;
-    w.t1855 = w.t1446 * t1847;
-    w.t1856 = -w.t1855;
+    w.t1855 = w.kept[17] * t1847;
+    w.kept[21] = -w.t1855;  // t1856
     const T t1848 = w.t193 * w.t1834;
     const T t1765 = w.t194 * w.t1762;
     const T t1849 = t1848 - t1765;
-    w.t1857 = w.t1446 * t1849;
-    w.t1858 = -w.t1857;
-    const T t1859 = w.t1079 * w.t1852;
+    w.kept[38] = w.kept[17] * t1849;  // t1857
+    w.kept[22] = -w.kept[38];  // t1858
+    const T t1859 = w.t1079 * w.kept[18];
     const T t1861 = T(1) + t1859;
-    w.t1862 = w.t1097 * t1861;
-    w.t1863 = w.t5 * w.t1852;
-    w.t1864 = w.t6 * w.t1852;
-    const T t2010 = w.t984 * w.t1864;
+    w.kept[58] = w.t1097 * t1861;  // t1862
+    w.kept[64] = w.t5 * w.kept[18];  // t1863
+    w.kept[63] = w.t6 * w.kept[18];  // t1864
+    const T t2010 = w.t984 * w.kept[63];
     const T t1924 = T(0.42499999999999999) * w.t841;
     const T t1925 = t1924 - w.t905;
     w.t1926 = w.t983 * t1925;
-    const T t2011 = w.t1863 * w.t1926;
+    const T t2011 = w.kept[64] * w.t1926;
     const T t2012 = t2010 - t2011;
     const T t1981 = T(0.42499999999999999) * w.t921;
     const T t1982 = w.t867 + t1981;
     const T t1983 = w.t983 * t1982;
-    const T t2013 = w.t1862 * t1983;
-    w.t2014 = t2012 - t2013;
+    const T t2013 = w.kept[58] * t1983;
+    w.kept[59] = t2012 - t2013;  // t2014
     w.t1771 = T(0.42499999999999999) * w.t55;
     w.t1984 = T(1) - t1983;
     const T t1985 = T(0.39219999999999999) * w.t1984;
@@ -9921,7 +9166,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     const T t1990 = t1987 + t1988;
     const T t1994 = t1992 - t1990;
     w.t1995 = w.t713 * t1994;
-    w.t2018 = w.t1862 * w.t1995;
+    w.t2018 = w.kept[58] * w.t1995;
     const T t1870 = w.t55 * w.t608;
     const T t1872 = w.t56 * w.t616;
     const T t1874 = t1870 - t1872;
@@ -9939,7 +9184,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     const T t1883 = w.t567 * w.t1865;
     const T t1884 = t1882 - t1883;
     w.t1885 = w.t713 * t1884;
-    const T t2015 = w.t1864 * w.t1885;
+    const T t2015 = w.kept[63] * w.t1885;
     const T t1929 = T(0.39219999999999999) * w.t1926;
     w.t1930 = t1929 - w.t1869;
     const T t1943 = w.t633 * w.t1930;
@@ -9956,7 +9201,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part4(const T* q, const T* qd, con
     const T t1946 = w.t567 * w.t1928;
     const T t1947 = t1945 - t1946;
     w.t1948 = w.t713 * t1947;
-    const T t2016 = w.t1863 * w.t1948;
+    const T t2016 = w.kept[64] * w.t1948;
     w.t2017 = t2015 + t2016;
     return status;
 }
@@ -9966,7 +9211,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    w.t2019 = w.t2018 - w.t2017;
+    w.kept[60] = w.t2018 - w.t2017;  // t2019
     const T t1893 = w.t55 * w.t121;
     const T t1894 = w.t56 * w.t120;
     const T t1895 = t1893 + t1894;
@@ -9991,7 +9236,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     const T t1914 = w.t457 * t1903;
     const T t1915 = t1913 - t1914;
     const T t1916 = w.t506 * t1915;
-    const T t2020 = w.t1864 * t1916;
+    const T t2020 = w.kept[63] * t1916;
     const T t1960 = w.t460 * t1895;
     const T t1955 = w.t1926 + w.t1948;
     const T t1962 = w.t462 * t1955;
@@ -10010,7 +9255,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     const T t1971 = w.t457 * t1957;
     const T t1972 = t1969 + t1971;
     const T t1974 = w.t506 * t1972;
-    const T t2021 = w.t1863 * t1974;
+    const T t2021 = w.kept[64] * t1974;
     const T t2023 = t2020 - t2021;
     w.t2000 = w.t1984 + w.t1995;
     const T t2003 = w.t462 * w.t2000;
@@ -10022,46 +9267,46 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     const T t2004 = w.t454 * t2002;
     const T t2005 = t2003 + t2004;
     w.t2006 = w.t506 * t2005;
-    const T t2024 = w.t1862 * w.t2006;
+    const T t2024 = w.kept[58] * w.t2006;
     w.t2025 = t2023 + t2024;
-    w.t2026 = -w.t2025;
+    w.kept[61] = -w.t2025;  // t2026
     const T t1917 = w.t194 * t1898;
     const T t1919 = w.t193 * t1892;
     const T t1920 = t1917 + t1919;
-    const T t2027 = w.t1864 * t1920;
+    const T t2027 = w.kept[63] * t1920;
     const T t1976 = w.t194 * t1895;
     const T t1977 = w.t193 * t1955;
     const T t1978 = t1976 + t1977;
-    const T t2028 = w.t1863 * t1978;
+    const T t2028 = w.kept[64] * t1978;
     const T t2029 = t2027 + t2028;
     const T t2007 = w.t193 * w.t2000;
-    const T t2030 = w.t1862 * t2007;
-    w.t2031 = t2029 - t2030;
-    w.t2047 = w.t5 * w.t1853;
-    w.t2048 = w.t6 * w.t1853;
-    w.t2049 = T(0.42499999999999999) * w.t2047;
-    const T t2052 = w.t896 * w.t2048;
+    const T t2030 = w.kept[58] * t2007;
+    w.kept[62] = t2029 - t2030;  // t2031
+    w.kept[103] = w.t5 * w.kept[19];  // t2047
+    w.kept[102] = w.t6 * w.kept[19];  // t2048
+    w.kept[109] = T(0.42499999999999999) * w.kept[103];  // t2049
+    const T t2052 = w.t896 * w.kept[102];
     const T t2053 = T(1) + t2052;
-    const T t2054 = w.t905 * w.t2047;
+    const T t2054 = w.t905 * w.kept[103];
     const T t2055 = t2053 + t2054;
-    const T t2056 = w.t867 * w.t2014;
+    const T t2056 = w.t867 * w.kept[59];
     const T t2058 = t2055 - t2056;
-    const T t2050 = T(0.42499999999999999) * w.t2014;
+    const T t2050 = T(0.42499999999999999) * w.kept[59];
     const T t2059 = w.t921 * t2050;
     const T t2061 = t2058 - t2059;
-    const T t2062 = w.t841 * w.t2049;
+    const T t2062 = w.t841 * w.kept[109];
     const T t2063 = t2061 - t2062;
-    w.t2064 = w.t983 * t2063;
+    w.kept[98] = w.t983 * t2063;  // t2064
     const T t2065 = w.t55 * t2050;
-    w.t2066 = -t2065;
+    w.kept[108] = -t2065;  // t2066
     const T t2067 = w.t56 * t2050;
-    w.t2068 = -t2067;
-    w.t2069 = w.t2014 + w.t2064;
-    const T t2073 = w.t55 * w.t2048;
-    const T t2074 = w.t56 * w.t2047;
-    w.t2075 = t2073 + t2074;
-    const T t2070 = w.t56 * w.t2048;
-    const T t2071 = w.t55 * w.t2047;
+    w.kept[107] = -t2067;  // t2068
+    w.kept[106] = w.kept[59] + w.kept[98];  // t2069
+    const T t2073 = w.t55 * w.kept[102];
+    const T t2074 = w.t56 * w.kept[103];
+    w.kept[104] = t2073 + t2074;  // t2075
+    const T t2070 = w.t56 * w.kept[102];
+    const T t2071 = w.t55 * w.kept[103];
     w.t2072 = t2070 - t2071;
     const T t2103 = T(0.1333) * w.t628;
     const T t2105 = w.t616 - t2103;
@@ -10072,19 +9317,19 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     const T t2076 = T(0.1333) * w.t633;
     const T t2078 = w.t608 - t2076;
     const T t2079 = w.t713 * t2078;
-    const T t2185 = w.t2075 * t2079;
+    const T t2185 = w.kept[104] * t2079;
     const T t2187 = t2186 - t2185;
     const T t2135 = T(0.39219999999999999) * w.t633;
     const T t2137 = w.t586 - t2135;
     const T t2138 = w.t713 * t2137;
-    const T t2188 = w.t2069 * t2138;
+    const T t2188 = w.kept[106] * t2138;
     const T t2189 = t2187 - t2188;
     const T t2190 = w.t749 * t2067;
     const T t2192 = t2189 - t2190;
     const T t2193 = w.t764 * t2065;
     const T t2195 = t2192 + t2193;
-    const T t2196 = w.t777 * w.t2049;
-    w.t2197 = t2195 - t2196;
+    const T t2196 = w.t777 * w.kept[109];
+    w.kept[99] = t2195 - t2196;  // t2197
     const T t2154 = w.t462 * w.t749;
     const T t2150 = T(0.099699999999999997) * w.t749;
     const T t2152 = w.t120 + t2150;
@@ -10106,7 +9351,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     const T t2094 = w.t457 * t2082;
     const T t2095 = t2093 - t2094;
     const T t2096 = w.t506 * t2095;
-    const T t2198 = w.t2075 * t2096;
+    const T t2198 = w.kept[104] * t2096;
     const T t2113 = w.t121 * w.t460;
     const T t2115 = w.t462 * t2108;
     const T t2116 = t2113 + t2115;
@@ -10132,7 +9377,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     const T t2143 = w.t454 * t2141;
     const T t2144 = t2142 + t2143;
     const T t2145 = w.t506 * t2144;
-    const T t2203 = w.t2069 * t2145;
+    const T t2203 = w.kept[106] * t2145;
     const T t2204 = t2201 + t2203;
     const T t2208 = t2206 - t2204;
     const T t2169 = w.t462 * w.t764;
@@ -10149,19 +9394,19 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     const T t2179 = t2177 + t2178;
     const T t2180 = t2179 - w.t457;
     w.t2181 = w.t506 * t2180;
-    const T t2212 = w.t2049 * w.t2181;
-    w.t2213 = t2211 + t2212;
+    const T t2212 = w.kept[109] * w.t2181;
+    w.kept[100] = t2211 + t2212;  // t2213
     w.t2097 = w.t120 * w.t194;
     const T t2098 = w.t193 * t2079;
     const T t2099 = w.t2097 + t2098;
-    const T t2214 = w.t2075 * t2099;
+    const T t2214 = w.kept[104] * t2099;
     w.t2129 = w.t121 * w.t194;
     const T t2130 = w.t193 * t2108;
     const T t2131 = w.t2129 + t2130;
     const T t2215 = w.t2072 * t2131;
     const T t2216 = t2214 - t2215;
     w.t2146 = w.t193 * w.t2139;
-    const T t2217 = w.t2069 * w.t2146;
+    const T t2217 = w.kept[106] * w.t2146;
     const T t2218 = t2216 - t2217;
     const T t2161 = w.t193 * w.t749;
     const T t2219 = t2067 * t2161;
@@ -10170,49 +9415,49 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part5(const T* q, const T* qd, con
     const T t2222 = t2065 * t2173;
     const T t2224 = t2221 - t2222;
     const T t2182 = w.t193 * w.t777;
-    const T t2225 = w.t2049 * t2182;
-    w.t2226 = t2224 + t2225;
-    w.t2275 = w.t5 * w.t1854;
-    w.t2276 = w.t6 * w.t1854;
-    w.t2277 = T(0.42499999999999999) * w.t2275;
-    w.t2292 = w.t2019 + w.t2197;
-    const T t2296 = w.t55 * w.t2276;
-    const T t2297 = w.t56 * w.t2275;
-    w.t2298 = t2296 + t2297;
-    const T t2293 = w.t56 * w.t2276;
-    const T t2294 = w.t55 * w.t2275;
+    const T t2225 = w.kept[109] * t2182;
+    w.kept[101] = t2224 + t2225;  // t2226
+    w.kept[141] = w.t5 * w.kept[20];  // t2275
+    w.kept[140] = w.t6 * w.kept[20];  // t2276
+    w.kept[147] = T(0.42499999999999999) * w.kept[141];  // t2277
+    w.kept[144] = w.kept[60] + w.kept[99];  // t2292
+    const T t2296 = w.t55 * w.kept[140];
+    const T t2297 = w.t56 * w.kept[141];
+    w.kept[142] = t2296 + t2297;  // t2298
+    const T t2293 = w.t56 * w.kept[140];
+    const T t2294 = w.t55 * w.kept[141];
     w.t2295 = t2293 - t2294;
     const T t2299 = T(0.39219999999999999) * w.t2295;
-    w.t2300 = w.t2277 - t2299;
-    const T t2307 = w.t608 * w.t2298;
+    w.kept[153] = w.kept[147] - t2299;  // t2300
+    const T t2307 = w.t608 * w.kept[142];
     const T t2309 = T(1) - t2307;
     const T t2310 = w.t616 * w.t2295;
     const T t2312 = t2309 + t2310;
-    const T t2313 = w.t586 * w.t2292;
+    const T t2313 = w.t586 * w.kept[144];
     const T t2314 = t2312 - t2313;
-    const T t2278 = T(0.42499999999999999) * w.t2019;
+    const T t2278 = T(0.42499999999999999) * w.kept[60];
     w.t2291 = w.t56 * t2278;
     const T t2305 = T(0.1333) * w.t2295;
     w.t2306 = w.t2291 + t2305;
     const T t2315 = w.t628 * w.t2306;
     const T t2317 = t2314 - t2315;
     w.t2290 = w.t55 * t2278;
-    const T t2301 = T(0.39219999999999999) * w.t2292;
+    const T t2301 = T(0.39219999999999999) * w.kept[144];
     const T t2302 = w.t2290 + t2301;
-    const T t2303 = T(0.1333) * w.t2298;
+    const T t2303 = T(0.1333) * w.kept[142];
     w.t2304 = t2302 + t2303;
     const T t2318 = w.t633 * w.t2304;
     const T t2320 = t2317 + t2318;
-    const T t2321 = w.t567 * w.t2300;
+    const T t2321 = w.t567 * w.kept[153];
     const T t2322 = t2320 - t2321;
-    w.t2323 = w.t713 * t2322;
+    w.kept[137] = w.t713 * t2322;  // t2323
     const T t2324 = w.t121 * w.t2306;
     const T t2325 = w.t120 * w.t2304;
-    w.t2326 = t2324 - t2325;
-    w.t2330 = w.t2292 + w.t2323;
-    const T t2334 = w.t120 * w.t2298;
+    w.kept[152] = t2324 - t2325;  // t2326
+    w.kept[150] = w.kept[144] + w.kept[137];  // t2330
+    const T t2334 = w.t120 * w.kept[142];
     const T t2335 = w.t121 * w.t2295;
-    w.t2336 = t2334 - t2335;
+    w.kept[148] = t2334 - t2335;  // t2336
     const T t2337 = T(0.099699999999999997) * w.t457;
     const T t2338 = w.t460 + t2337;
     w.t2339 = w.t506 * t2338;
@@ -10224,70 +9469,70 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, con
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    const T t2348 = w.t2336 * w.t2339;
-    const T t2331 = w.t121 * w.t2298;
+    const T t2348 = w.kept[148] * w.t2339;
+    const T t2331 = w.t121 * w.kept[142];
     const T t2332 = w.t120 * w.t2295;
     const T t2333 = t2331 + t2332;
     const T t2349 = t2348 - t2333;
     const T t2344 = T(0.099699999999999997) * w.t454;
     const T t2345 = w.t462 + t2344;
     const T t2346 = w.t506 * t2345;
-    const T t2350 = w.t2330 * t2346;
+    const T t2350 = w.kept[150] * t2346;
     const T t2351 = t2349 - t2350;
     const T t2327 = w.t120 * w.t2306;
     const T t2328 = w.t121 * w.t2304;
     const T t2329 = t2327 + t2328;
     const T t2352 = w.t530 * t2329;
     const T t2353 = t2351 + t2352;
-    const T t2354 = w.t546 * w.t2300;
-    w.t2355 = t2353 - t2354;
-    const T t2356 = w.t194 * w.t2336;
-    const T t2357 = w.t193 * w.t2330;
-    w.t2358 = t2356 - t2357;
+    const T t2354 = w.t546 * w.kept[153];
+    w.kept[138] = t2353 - t2354;  // t2355
+    const T t2356 = w.t194 * w.kept[148];
+    const T t2357 = w.t193 * w.kept[150];
+    w.kept[139] = t2356 - t2357;  // t2358
     const T t2444 = w.t5 * w.t1855;
-    w.t2445 = -t2444;
+    w.kept[178] = -t2444;  // t2445
     const T t2446 = w.t6 * w.t1855;
-    w.t2447 = -t2446;
+    w.kept[177] = -t2446;  // t2447
     const T t2448 = T(0.42499999999999999) * t2444;
-    w.t2449 = -t2448;
+    w.kept[184] = -t2448;  // t2449
     const T t2450 = T(0.42499999999999999) * w.t2025;
-    w.t2470 = w.t55 * t2450;
-    w.t2472 = w.t56 * t2450;
-    w.t2474 = w.t2213 - w.t2025;
+    w.kept[183] = w.t55 * t2450;  // t2470
+    w.kept[182] = w.t56 * t2450;  // t2472
+    w.kept[181] = w.kept[100] - w.t2025;  // t2474
     const T t2480 = w.t55 * t2446;
     const T t2482 = w.t56 * t2444;
     const T t2484 = t2480 + t2482;
-    w.t2485 = -t2484;
+    w.kept[179] = -t2484;  // t2485
     const T t2477 = w.t55 * t2444;
     const T t2475 = w.t56 * t2446;
     const T t2479 = t2477 - t2475;
     const T t2486 = T(0.39219999999999999) * t2479;
     const T t2487 = t2448 + t2486;
-    w.t2488 = -t2487;
-    const T t2489 = T(0.39219999999999999) * w.t2474;
-    const T t2490 = t2489 - w.t2470;
+    w.kept[190] = -t2487;  // t2488
+    const T t2489 = T(0.39219999999999999) * w.kept[181];
+    const T t2490 = t2489 - w.kept[183];
     const T t2491 = T(0.1333) * t2484;
     const T t2493 = t2490 - t2491;
     const T t2515 = w.t120 * t2493;
     const T t2494 = T(0.1333) * t2479;
-    const T t2495 = t2494 - w.t2472;
+    const T t2495 = t2494 - w.kept[182];
     const T t2514 = w.t121 * t2495;
-    w.t2516 = t2515 - t2514;
-    w.t2520 = w.t2355 + w.t2474;
+    w.kept[196] = t2515 - t2514;  // t2516
+    w.kept[187] = w.kept[138] + w.kept[181];  // t2520
     const T t2525 = w.t120 * t2484;
     const T t2527 = w.t121 * t2479;
     const T t2528 = t2525 + t2527;
-    w.t2529 = -t2528;
+    w.kept[185] = -t2528;  // t2529
     const T t2535 = w.t460 * t2528;
     const T t2537 = T(1) - t2535;
-    const T t2538 = w.t462 * w.t2520;
+    const T t2538 = w.t462 * w.kept[187];
     const T t2539 = t2537 - t2538;
     const T t2523 = w.t120 * t2479;
     const T t2521 = w.t121 * t2484;
     const T t2524 = t2523 - t2521;
     const T t2540 = w.t447 * t2524;
     const T t2541 = t2539 - t2540;
-    const T t2533 = T(0.099699999999999997) * w.t2520;
+    const T t2533 = T(0.099699999999999997) * w.kept[187];
     const T t2517 = w.t120 * t2495;
     const T t2518 = w.t121 * t2493;
     const T t2519 = t2517 + t2518;
@@ -10298,31 +9543,31 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, con
     const T t2532 = t2530 - t2487;
     const T t2544 = w.t457 * t2532;
     const T t2545 = t2543 - t2544;
-    w.t2546 = w.t506 * t2545;
+    w.kept[175] = w.t506 * t2545;  // t2546
     const T t2547 = w.t194 * t2528;
-    const T t2549 = w.t193 * w.t2520;
-    w.t2550 = t2547 + t2549;
-    w.t2551 = -w.t2550;
-    w.t2618 = w.t5 * w.t1857;
-    w.t2619 = -w.t2618;
-    w.t2620 = w.t6 * w.t1857;
-    w.t2621 = -w.t2620;
+    const T t2549 = w.t193 * w.kept[187];
+    w.kept[192] = t2547 + t2549;  // t2550
+    w.kept[176] = -w.kept[192];  // t2551
+    w.t2618 = w.t5 * w.kept[38];
+    w.kept[214] = -w.t2618;  // t2619
+    w.t2620 = w.t6 * w.kept[38];
+    w.kept[213] = -w.t2620;  // t2621
     w.t2622 = T(0.42499999999999999) * w.t2618;
-    w.t2623 = -w.t2622;
-    w.t2645 = w.t2031 + w.t2226;
+    w.kept[220] = -w.t2622;  // t2623
+    w.kept[217] = w.kept[62] + w.kept[101];  // t2645
     const T t2651 = w.t55 * w.t2620;
     const T t2653 = w.t56 * w.t2618;
     w.t2655 = t2651 + t2653;
-    w.t2656 = -w.t2655;
+    w.kept[215] = -w.t2655;  // t2656
     const T t2648 = w.t55 * w.t2618;
     const T t2646 = w.t56 * w.t2620;
     w.t2650 = t2648 - t2646;
     const T t2657 = T(0.39219999999999999) * w.t2650;
     w.t2658 = w.t2622 + t2657;
-    w.t2659 = -w.t2658;
-    w.t2624 = T(0.42499999999999999) * w.t2031;
+    w.kept[226] = -w.t2658;  // t2659
+    w.t2624 = T(0.42499999999999999) * w.kept[62];
     const T t2643 = w.t55 * w.t2624;
-    const T t2660 = T(0.39219999999999999) * w.t2645;
+    const T t2660 = T(0.39219999999999999) * w.kept[217];
     const T t2661 = t2643 + t2660;
     const T t2662 = T(0.1333) * w.t2655;
     w.t2664 = t2661 - t2662;
@@ -10331,75 +9576,75 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, con
     const T t2665 = T(0.1333) * w.t2650;
     w.t2666 = t2644 + t2665;
     const T t2685 = w.t121 * w.t2666;
-    w.t2687 = t2686 - t2685;
-    w.t2691 = w.t2358 + w.t2645;
+    w.kept[232] = t2686 - t2685;  // t2687
+    w.kept[223] = w.kept[139] + w.kept[217];  // t2691
     const T t2696 = w.t120 * w.t2655;
     const T t2698 = w.t121 * w.t2650;
     const T t2699 = t2696 + t2698;
-    w.t2700 = -t2699;
+    w.kept[221] = -t2699;  // t2700
     const T t2717 = w.t194 * t2699;
-    const T t2719 = w.t193 * w.t2691;
-    w.t2720 = t2717 + t2719;
-    const T t2721 = T(0.00036956249999999999) * w.t2720;
+    const T t2719 = w.t193 * w.kept[223];
+    w.kept[228] = t2717 + t2719;  // t2720
+    const T t2721 = T(0.00036956249999999999) * w.kept[228];
     const T t2722 = T(1) - t2721;
-    w.t2723 = t2722 / T(0.00036956249999999999);
-    w.t2790 = w.t1446 * w.t1756;
-    const T t2791 = w.t1079 * w.t2790;
-    w.t2793 = w.t1097 * t2791;
-    const T t2865 = w.t1446 * w.t1753;
-    w.t2866 = -t2865;
+    w.kept[212] = t2722 / T(0.00036956249999999999);  // t2723
+    w.kept[25] = w.kept[17] * w.t1756;  // t2790
+    const T t2791 = w.t1079 * w.kept[25];
+    w.kept[65] = w.t1097 * t2791;  // t2793
+    const T t2865 = w.kept[17] * w.t1753;
+    w.kept[26] = -t2865;  // t2866
     const T t2867 = w.t1079 * t2865;
     const T t2869 = w.t1097 * t2867;
-    w.t2870 = -t2869;
-    w.t2892 = -w.t2072;
-    w.t2923 = -w.t2295;
-    w.t2939 = -t2479;
-    w.t2956 = -w.t2650;
-    w.t2959 = w.t1446 * w.t1807;
-    const T t2960 = w.t1079 * w.t2959;
+    w.kept[66] = -t2869;  // t2870
+    w.kept[105] = -w.t2072;  // t2892
+    w.kept[143] = -w.t2295;  // t2923
+    w.kept[180] = -t2479;  // t2939
+    w.kept[216] = -w.t2650;  // t2956
+    w.kept[27] = w.kept[17] * w.t1807;  // t2959
+    const T t2960 = w.t1079 * w.kept[27];
     const T t2962 = w.t1984 + t2960;
-    w.t2963 = w.t1097 * t2962;
-    const T t3027 = w.t1446 * w.t1806;
-    w.t3028 = -t3027;
+    w.kept[67] = w.t1097 * t2962;  // t2963
+    const T t3027 = w.kept[17] * w.t1806;
+    w.kept[28] = -t3027;  // t3028
     const T t3029 = w.t1079 * t3027;
     const T t3031 = w.t1772 + t3029;
     const T t3033 = w.t1097 * t3031;
-    w.t3034 = -t3033;
-    w.t3080 = -w.t2291;
-    w.t3111 = -t2644;
-    const T t3113 = w.t1446 * w.t1805;
-    w.t3114 = -t3113;
+    w.kept[68] = -t3033;  // t3034
+    w.kept[145] = -w.t2291;  // t3080
+    w.kept[218] = -t2644;  // t3111
+    const T t3113 = w.kept[17] * w.t1805;
+    w.kept[29] = -t3113;  // t3114
     const T t3115 = w.t1079 * t3113;
     const T t3117 = w.t1771 + t3115;
     const T t3119 = w.t1097 * t3117;
-    w.t3120 = -t3119;
-    w.t3166 = -w.t2290;
-    w.t3197 = -t2643;
-    w.t3198 = w.t1446 * w.t1768;
-    const T t3199 = w.t1079 * w.t3198;
-    w.t3201 = w.t1097 * t3199;
-    w.t3281 = w.t1446 * w.t1762;
-    const T t3282 = w.t1079 * w.t3281;
-    w.t3284 = w.t1097 * t3282;
-    const T t3287 = w.t6 * w.t3281;
+    w.kept[69] = -t3119;  // t3120
+    w.kept[146] = -w.t2290;  // t3166
+    w.kept[219] = -t2643;  // t3197
+    w.kept[30] = w.kept[17] * w.t1768;  // t3198
+    const T t3199 = w.t1079 * w.kept[30];
+    w.kept[70] = w.t1097 * t3199;  // t3201
+    w.kept[31] = w.kept[17] * w.t1762;  // t3281
+    const T t3282 = w.t1079 * w.kept[31];
+    w.kept[71] = w.t1097 * t3282;  // t3284
+    const T t3287 = w.t6 * w.kept[31];
     const T t3291 = w.t896 * t3287;
-    const T t3286 = w.t5 * w.t3281;
+    const T t3286 = w.t5 * w.kept[31];
     const T t3292 = w.t905 * t3286;
     const T t3293 = t3291 + t3292;
-    const T t3294 = w.t867 * w.t3284;
+    const T t3294 = w.t867 * w.kept[71];
     const T t3296 = t3293 - t3294;
-    const T t3289 = T(0.42499999999999999) * w.t3284;
+    const T t3289 = T(0.42499999999999999) * w.kept[71];
     const T t3297 = w.t921 * t3289;
     const T t3299 = t3296 - t3297;
     const T t3288 = T(0.42499999999999999) * t3286;
     const T t3300 = w.t841 * t3288;
     const T t3301 = t3299 - t3300;
-    w.t3302 = w.t983 * t3301;
-    const T t3362 = w.t1446 * w.t1759;
-    w.t3363 = -t3362;
+    w.kept[110] = w.t983 * t3301;  // t3302
+    const T t3362 = w.kept[17] * w.t1759;
+    w.kept[32] = -t3362;  // t3363
     const T t3364 = w.t1079 * t3362;
     const T t3366 = w.t1097 * t3364;
-    w.t3367 = -t3366;
+    w.kept[72] = -t3366;  // t3367
     const T t3368 = w.t5 * t3362;
     const T t3370 = T(0.42499999999999999) * t3368;
     const T t3382 = w.t841 * t3370;
@@ -10413,43 +9658,43 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, con
     const T t3379 = w.t921 * t3371;
     const T t3381 = t3378 - t3379;
     const T t3383 = t3382 - t3381;
-    w.t3384 = w.t983 * t3383;
-    w.t3422 = -t2333;
-    w.t3444 = -t2524;
+    w.kept[111] = w.t983 * t3383;  // t3384
+    w.kept[149] = -t2333;  // t3422
+    w.kept[186] = -t2524;  // t3444
     const T t2694 = w.t120 * w.t2650;
     const T t2692 = w.t121 * w.t2655;
     const T t2695 = t2694 - t2692;
-    w.t3449 = -t2695;
-    w.t3469 = w.t1446 * w.t1834;
-    const T t3470 = w.t1079 * w.t3469;
+    w.kept[222] = -t2695;  // t3449
+    w.kept[33] = w.kept[17] * w.t1834;  // t3469
+    const T t3470 = w.t1079 * w.kept[33];
     const T t3472 = w.t2000 + t3470;
-    w.t3473 = w.t1097 * t3472;
-    const T t3475 = w.t6 * w.t3469;
+    w.kept[73] = w.t1097 * t3472;  // t3473
+    const T t3475 = w.t6 * w.kept[33];
     const T t3478 = w.t896 * t3475;
     const T t3479 = w.t2139 + t3478;
-    const T t3474 = w.t5 * w.t3469;
+    const T t3474 = w.t5 * w.kept[33];
     const T t3480 = w.t905 * t3474;
     const T t3481 = t3479 + t3480;
-    const T t3482 = w.t867 * w.t3473;
+    const T t3482 = w.t867 * w.kept[73];
     const T t3483 = t3481 - t3482;
-    const T t3477 = T(0.42499999999999999) * w.t3473;
+    const T t3477 = T(0.42499999999999999) * w.kept[73];
     const T t3484 = w.t921 * t3477;
     const T t3485 = t3483 - t3484;
     const T t3476 = T(0.42499999999999999) * t3474;
     const T t3486 = w.t841 * t3476;
     const T t3487 = t3485 - t3486;
-    w.t3488 = w.t983 * t3487;
+    w.kept[112] = w.t983 * t3487;  // t3488
     const T t3566 = w.t6 * w.t1891;
     const T t3567 = w.t5 * w.t1954;
     const T t3569 = t3566 - t3567;
     const T t3570 = w.t1098 * w.t1999;
     const T t3572 = t3569 + t3570;
-    const T t3574 = w.t1446 * t3572;
-    w.t3575 = -t3574;
+    const T t3574 = w.kept[17] * t3572;
+    w.kept[34] = -t3574;  // t3575
     const T t3576 = w.t1079 * t3574;
     const T t3578 = w.t1999 + t3576;
     const T t3580 = w.t1097 * t3578;
-    w.t3581 = -t3580;
+    w.kept[74] = -t3580;  // t3581
     const T t3598 = w.t867 * t3580;
     const T t3584 = w.t6 * t3574;
     const T t3590 = w.t896 * t3584;
@@ -10464,13 +9709,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part6(const T* q, const T* qd, con
     const T t3586 = T(0.42499999999999999) * t3582;
     const T t3604 = w.t841 * t3586;
     const T t3606 = t3603 + t3604;
-    w.t3607 = w.t983 * t3606;
-    w.t3651 = -t2329;
-    w.t3681 = -t2519;
+    w.kept[113] = w.t983 * t3606;  // t3607
+    w.kept[151] = -t2329;  // t3651
+    w.kept[188] = -t2519;  // t3681
     const T t2688 = w.t120 * w.t2666;
     const T t2689 = w.t121 * w.t2664;
     const T t2690 = t2688 + t2689;
-    w.t3687 = -t2690;
+    w.kept[224] = -t2690;  // t3687
     const T t1829 = w.t120 * w.t1810;
     const T t1828 = w.t121 * w.t1811;
     w.t1830 = t1829 - t1828;
@@ -10482,50 +9727,50 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    w.t3713 = w.t1446 * w.t1830;
-    w.t3714 = -w.t3713;
+    w.kept[42] = w.kept[17] * w.t1830;  // t3713
+    w.kept[35] = -w.kept[42];  // t3714
     const T t1996 = w.t120 * w.t1986;
     const T t1773 = w.t121 * w.t1772;
     const T t1997 = t1996 - t1773;
-    const T t3715 = w.t1079 * w.t3713;
+    const T t3715 = w.t1079 * w.kept[42];
     const T t3717 = t1997 + t3715;
-    w.t3719 = w.t1097 * t3717;
-    w.t3720 = -w.t3719;
-    const T t3737 = w.t867 * w.t3719;
+    w.kept[82] = w.t1097 * t3717;  // t3719
+    w.kept[75] = -w.kept[82];  // t3720
+    const T t3737 = w.t867 * w.kept[82];
     const T t1778 = T(0.39219999999999999) * w.t120;
-    w.t3723 = w.t6 * w.t3713;
+    w.t3723 = w.t6 * w.kept[42];
     const T t3729 = w.t896 * w.t3723;
     const T t3731 = t1778 + t3729;
-    w.t3721 = w.t5 * w.t3713;
+    w.t3721 = w.t5 * w.kept[42];
     const T t3733 = w.t905 * w.t3721;
     const T t3735 = t3731 + t3733;
     const T t3739 = t3737 - t3735;
-    w.t3727 = T(0.42499999999999999) * w.t3719;
+    w.t3727 = T(0.42499999999999999) * w.kept[82];
     const T t3740 = w.t921 * w.t3727;
     const T t3742 = t3739 + t3740;
     w.t3725 = T(0.42499999999999999) * w.t3721;
     const T t3743 = w.t841 * w.t3725;
     const T t3745 = t3742 + t3743;
-    w.t3746 = w.t983 * t3745;
-    w.t3818 = -w.t2516;
-    w.t3822 = -w.t2687;
-    w.t3830 = w.t1446 * w.t1769;
-    const T t3831 = w.t1079 * w.t3830;
-    w.t3833 = w.t1097 * t3831;
-    const T t3836 = w.t6 * w.t3830;
+    w.kept[114] = w.t983 * t3745;  // t3746
+    w.kept[189] = -w.kept[196];  // t3818
+    w.kept[225] = -w.kept[232];  // t3822
+    w.kept[36] = w.kept[17] * w.t1769;  // t3830
+    const T t3831 = w.t1079 * w.kept[36];
+    w.kept[76] = w.t1097 * t3831;  // t3833
+    const T t3836 = w.t6 * w.kept[36];
     const T t3840 = w.t896 * t3836;
-    const T t3835 = w.t5 * w.t3830;
+    const T t3835 = w.t5 * w.kept[36];
     const T t3841 = w.t905 * t3835;
     const T t3842 = t3840 + t3841;
-    const T t3843 = w.t867 * w.t3833;
+    const T t3843 = w.t867 * w.kept[76];
     const T t3845 = t3842 - t3843;
-    const T t3838 = T(0.42499999999999999) * w.t3833;
+    const T t3838 = T(0.42499999999999999) * w.kept[76];
     const T t3846 = w.t921 * t3838;
     const T t3848 = t3845 - t3846;
     const T t3837 = T(0.42499999999999999) * t3835;
     const T t3849 = w.t841 * t3837;
     const T t3850 = t3848 - t3849;
-    w.t3851 = w.t983 * t3850;
+    w.kept[115] = w.t983 * t3850;  // t3851
     w.t2100 = w.t120 * w.t193;
     const T t3911 = w.t194 * w.t714;
     const T t3913 = w.t2100 - t3911;
@@ -10567,25 +9812,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     const T t3943 = T(0.42499999999999999) * t3940;
     const T t3949 = w.t1098 * t3943;
     const T t3950 = t3948 + t3949;
-    w.t3951 = w.t1446 * t3950;
-    const T t3952 = w.t1079 * w.t3951;
+    w.kept[37] = w.kept[17] * t3950;  // t3951
+    const T t3952 = w.t1079 * w.kept[37];
     const T t3954 = t3943 + t3952;
-    w.t3955 = w.t1097 * t3954;
-    const T t3957 = w.t6 * w.t3951;
+    w.kept[77] = w.t1097 * t3954;  // t3955
+    const T t3957 = w.t6 * w.kept[37];
     const T t3960 = w.t896 * t3957;
     const T t3961 = t3923 + t3960;
-    const T t3956 = w.t5 * w.t3951;
+    const T t3956 = w.t5 * w.kept[37];
     const T t3962 = w.t905 * t3956;
     const T t3963 = t3961 + t3962;
-    const T t3964 = w.t867 * w.t3955;
+    const T t3964 = w.t867 * w.kept[77];
     const T t3965 = t3963 - t3964;
-    const T t3959 = T(0.42499999999999999) * w.t3955;
+    const T t3959 = T(0.42499999999999999) * w.kept[77];
     const T t3966 = w.t921 * t3959;
     const T t3967 = t3965 - t3966;
     const T t3958 = T(0.42499999999999999) * t3956;
     const T t3968 = w.t841 * t3958;
     const T t3969 = t3967 - t3968;
-    w.t3970 = w.t983 * t3969;
+    w.kept[116] = w.t983 * t3969;  // t3970
     const T t3977 = w.t55 * t3957;
     const T t3978 = w.t56 * t3956;
     const T t3979 = t3977 + t3978;
@@ -10596,7 +9841,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     const T t3976 = t3974 - t3975;
     const T t3991 = w.t616 * t3976;
     const T t3993 = t3990 + t3991;
-    const T t3973 = w.t3955 + w.t3970;
+    const T t3973 = w.kept[77] + w.kept[116];
     const T t3994 = w.t586 * t3973;
     const T t3995 = t3993 - t3994;
     const T t3972 = w.t56 * t3959;
@@ -10615,8 +9860,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     const T t3981 = t3958 - t3980;
     const T t4002 = w.t567 * t3981;
     const T t4003 = t4001 - t4002;
-    w.t4004 = w.t713 * t4003;
-    const T t4011 = t3973 + w.t4004;
+    w.kept[154] = w.t713 * t4003;  // t4004
+    const T t4011 = t3973 + w.kept[154];
     const T t4024 = w.t462 * t4011;
     const T t4015 = w.t120 * t3979;
     const T t4016 = w.t121 * t3976;
@@ -10640,28 +9885,28 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     const T t4030 = w.t457 * t4019;
     const T t4031 = t4029 + t4030;
     const T t4032 = w.t506 * t4031;
-    w.t4033 = -t4032;
+    w.kept[191] = -t4032;  // t4033
     const T t4034 = w.t194 * t4017;
     const T t4035 = w.t193 * t4011;
-    w.t4036 = t4034 - t4035;
-    w.t4050 = -w.t2031;
+    w.kept[227] = t4034 - t4035;  // t4036
+    w.kept[78] = -w.kept[62];  // t4050
     const T t2639 = w.t841 * w.t2622;
     const T t2625 = w.t896 * w.t2620;
     const T t2627 = w.t2146 + t2625;
     const T t2629 = w.t905 * w.t2618;
     const T t2631 = t2627 + t2629;
-    const T t2633 = w.t867 * w.t2031;
+    const T t2633 = w.t867 * w.kept[62];
     const T t2634 = t2631 + t2633;
     const T t2636 = w.t921 * w.t2624;
     const T t2637 = t2634 + t2636;
     const T t2641 = t2639 - t2637;
     const T t2642 = w.t983 * t2641;
-    w.t4056 = -t2642;
+    w.kept[117] = -t2642;  // t4056
     const T t2667 = w.t608 * w.t2655;
     const T t2669 = t2667 - w.t193;
     const T t2670 = w.t616 * w.t2650;
     const T t2672 = t2669 + t2670;
-    const T t2673 = w.t586 * w.t2645;
+    const T t2673 = w.t586 * w.kept[217];
     const T t2674 = t2672 - t2673;
     const T t2675 = w.t628 * w.t2666;
     const T t2677 = t2674 - t2675;
@@ -10670,7 +9915,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     const T t2681 = w.t567 * w.t2658;
     const T t2683 = t2680 + t2681;
     const T t2684 = w.t713 * t2683;
-    w.t4080 = -t2684;
+    w.kept[155] = -t2684;  // t4080
     const T t2432 = w.t1098 * w.t2006;
     const T t2396 = T(0.39219999999999999) * w.t2172;
     const T t2412 = w.t984 * t2396;
@@ -10705,12 +9950,12 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     const T t4132 = w.t5 * t4130;
     const T t4133 = t4131 + t4132;
     const T t4134 = t2432 + t4133;
-    const T t4136 = w.t1446 * t4134;
-    w.t4137 = -t4136;
+    const T t4136 = w.kept[17] * t4134;
+    w.kept[39] = -t4136;  // t4137
     const T t4138 = w.t1079 * t4136;
     const T t4140 = w.t2006 + t4138;
     w.t4142 = w.t1097 * t4140;
-    w.t4143 = -w.t4142;
+    w.kept[79] = -w.t4142;  // t4143
     const T t4160 = w.t867 * w.t4142;
     w.t4146 = w.t6 * t4136;
     const T t4152 = w.t896 * w.t4146;
@@ -10725,7 +9970,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part7(const T* q, const T* qd, con
     w.t4148 = T(0.42499999999999999) * t4144;
     const T t4166 = w.t841 * w.t4148;
     const T t4168 = t4165 + t4166;
-    w.t4169 = w.t983 * t4168;
+    w.kept[118] = w.t983 * t4168;  // t4169
     const T t4180 = w.t55 * w.t4146;
     const T t4182 = w.t56 * t4144;
     w.t4184 = t4180 + t4182;
@@ -10744,7 +9989,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4179 = w.t4177 - t4175;
     const T t4199 = w.t616 * t4179;
     const T t4201 = w.t4198 + t4199;
-    const T t4174 = w.t4169 - w.t4142;
+    const T t4174 = w.kept[118] - w.t4142;
     const T t4202 = w.t586 * t4174;
     const T t4203 = t4201 - t4202;
     const T t4194 = T(0.1333) * t4179;
@@ -10763,13 +10008,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4187 = w.t4148 + t4186;
     const T t4210 = w.t567 * t4187;
     const T t4212 = t4209 + t4210;
-    w.t4213 = w.t713 * t4212;
+    w.kept[156] = w.t713 * t4212;  // t4213
     const T t4225 = w.t120 * w.t4184;
     const T t4227 = w.t121 * t4179;
     const T t4228 = t4225 + t4227;
     const T t4235 = w.t460 * t4228;
     const T t4237 = T(1) - t4235;
-    const T t4220 = t4174 + w.t4213;
+    const T t4220 = t4174 + w.kept[156];
     const T t4238 = w.t462 * t4220;
     const T t4239 = t4237 - t4238;
     const T t4223 = w.t120 * t4179;
@@ -10788,11 +10033,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4232 = t4230 - t4187;
     const T t4244 = w.t457 * t4232;
     const T t4245 = t4243 - t4244;
-    w.t4246 = w.t506 * t4245;
+    w.kept[193] = w.t506 * t4245;  // t4246
     const T t4247 = w.t194 * t4228;
     const T t4249 = w.t193 * t4220;
     const T t4250 = t4247 + t4249;
-    w.t4251 = -t4250;
+    w.kept[229] = -t4250;  // t4251
     const T t1783 = T(0.099699999999999997) * w.t193;
     const T t4261 = w.t764 * t1783;
     const T t4262 = t4261 - w.t2132;
@@ -10839,25 +10084,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4293 = w.t5 * t4291;
     const T t4294 = t4292 + t4293;
     const T t4296 = t4295 - t4294;
-    w.t4297 = w.t1446 * t4296;
-    const T t4298 = w.t1079 * w.t4297;
+    w.kept[40] = w.kept[17] * t4296;  // t4297
+    const T t4298 = w.t1079 * w.kept[40];
     const T t4300 = t4289 + t4298;
-    w.t4301 = w.t1097 * t4300;
-    const T t4303 = w.t6 * w.t4297;
+    w.kept[80] = w.t1097 * t4300;  // t4301
+    const T t4303 = w.t6 * w.kept[40];
     const T t4306 = w.t896 * t4303;
     const T t4307 = t4269 + t4306;
-    const T t4302 = w.t5 * w.t4297;
+    const T t4302 = w.t5 * w.kept[40];
     const T t4308 = w.t905 * t4302;
     const T t4309 = t4307 + t4308;
-    const T t4310 = w.t867 * w.t4301;
+    const T t4310 = w.t867 * w.kept[80];
     const T t4311 = t4309 - t4310;
-    const T t4305 = T(0.42499999999999999) * w.t4301;
+    const T t4305 = T(0.42499999999999999) * w.kept[80];
     const T t4312 = w.t921 * t4305;
     const T t4313 = t4311 - t4312;
     const T t4304 = T(0.42499999999999999) * t4302;
     const T t4314 = w.t841 * t4304;
     const T t4315 = t4313 - t4314;
-    w.t4316 = w.t983 * t4315;
+    w.kept[119] = w.t983 * t4315;  // t4316
     const T t4323 = w.t55 * t4303;
     const T t4324 = w.t56 * t4302;
     const T t4325 = t4323 + t4324;
@@ -10868,7 +10113,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4322 = t4320 - t4321;
     const T t4337 = w.t616 * t4322;
     const T t4339 = t4336 + t4337;
-    const T t4319 = w.t4301 + w.t4316;
+    const T t4319 = w.kept[80] + w.kept[119];
     const T t4340 = w.t586 * t4319;
     const T t4341 = t4339 - t4340;
     const T t4318 = w.t56 * t4305;
@@ -10887,8 +10132,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4327 = t4304 - t4326;
     const T t4348 = w.t567 * t4327;
     const T t4349 = t4347 - t4348;
-    w.t4350 = w.t713 * t4349;
-    const T t4357 = t4319 + w.t4350;
+    w.kept[157] = w.t713 * t4349;  // t4350
+    const T t4357 = t4319 + w.kept[157];
     const T t4370 = w.t462 * t4357;
     const T t4361 = w.t120 * t4325;
     const T t4362 = w.t121 * t4322;
@@ -10912,10 +10157,10 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4376 = w.t457 * t4365;
     const T t4377 = t4375 + t4376;
     const T t4378 = w.t506 * t4377;
-    w.t4379 = -t4378;
+    w.kept[194] = -t4378;  // t4379
     const T t4380 = w.t194 * t4363;
     const T t4381 = w.t193 * t4357;
-    w.t4382 = t4380 - t4381;
+    w.kept[230] = t4380 - t4381;  // t4382
     const T t4390 = w.t749 * t1782;
     const T t4391 = w.t2097 + t4390;
     const T t4409 = w.t56 * t4391;
@@ -10960,25 +10205,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4424 = w.t5 * t4422;
     const T t4425 = t4423 + t4424;
     const T t4427 = t4426 - t4425;
-    w.t4428 = w.t1446 * t4427;
-    const T t4429 = w.t1079 * w.t4428;
+    w.kept[41] = w.kept[17] * t4427;  // t4428
+    const T t4429 = w.t1079 * w.kept[41];
     const T t4431 = t4420 + t4429;
-    w.t4432 = w.t1097 * t4431;
-    const T t4434 = w.t6 * w.t4428;
+    w.kept[81] = w.t1097 * t4431;  // t4432
+    const T t4434 = w.t6 * w.kept[41];
     const T t4437 = w.t896 * t4434;
     const T t4438 = t4400 + t4437;
-    const T t4433 = w.t5 * w.t4428;
+    const T t4433 = w.t5 * w.kept[41];
     const T t4439 = w.t905 * t4433;
     const T t4440 = t4438 + t4439;
-    const T t4441 = w.t867 * w.t4432;
+    const T t4441 = w.t867 * w.kept[81];
     const T t4442 = t4440 - t4441;
-    w.t4436 = T(0.42499999999999999) * w.t4432;
+    w.t4436 = T(0.42499999999999999) * w.kept[81];
     const T t4443 = w.t921 * w.t4436;
     const T t4444 = t4442 - t4443;
     w.t4435 = T(0.42499999999999999) * t4433;
     const T t4445 = w.t841 * w.t4435;
     const T t4446 = t4444 - t4445;
-    w.t4447 = w.t983 * t4446;
+    w.kept[120] = w.t983 * t4446;  // t4447
     const T t4451 = w.t56 * t4434;
     const T t4452 = w.t55 * t4433;
     w.t4453 = t4451 - t4452;
@@ -10989,7 +10234,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part8(const T* q, const T* qd, con
     const T t4465 = w.t608 * w.t4456;
     const T t4467 = t1782 + t4465;
     w.t4471 = t4469 - t4467;
-    w.t4450 = w.t4432 + w.t4447;
+    w.t4450 = w.kept[81] + w.kept[120];
     return status;
 }
 
@@ -11016,8 +10261,8 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t4458 = w.t4435 - t4457;
     const T t4480 = w.t567 * t4458;
     const T t4481 = t4479 - t4480;
-    w.t4482 = w.t713 * t4481;
-    const T t4489 = w.t4450 + w.t4482;
+    w.kept[158] = w.t713 * t4481;  // t4482
+    const T t4489 = w.t4450 + w.kept[158];
     const T t4502 = w.t462 * t4489;
     const T t4493 = w.t120 * w.t4456;
     const T t4494 = w.t121 * w.t4453;
@@ -11041,12 +10286,12 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t4508 = w.t457 * t4497;
     const T t4509 = t4507 + t4508;
     const T t4510 = w.t506 * t4509;
-    w.t4511 = -t4510;
+    w.kept[195] = -t4510;  // t4511
     const T t4513 = w.t193 * t4489;
     const T t4512 = w.t194 * t4495;
     const T t4514 = t4513 - t4512;
-    w.t4518 = -t4514;
-    w.t4529 = -w.t3746;
+    w.kept[231] = -t4514;  // t4518
+    w.kept[121] = -w.kept[114];  // t4529
     const T t3757 = w.t55 * w.t3723;
     const T t3759 = w.t56 * w.t3721;
     const T t3761 = t3757 + t3759;
@@ -11056,7 +10301,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t3756 = t3754 - t3752;
     const T t3775 = w.t616 * t3756;
     const T t3777 = t3773 + t3775;
-    const T t3751 = w.t3746 - w.t3719;
+    const T t3751 = w.kept[114] - w.kept[82];
     const T t3778 = w.t586 * t3751;
     const T t3779 = t3777 - t3778;
     const T t3771 = T(0.1333) * t3756;
@@ -11076,7 +10321,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t3786 = w.t567 * t3764;
     const T t3788 = t3785 + t3786;
     const T t3789 = w.t713 * t3788;
-    w.t4551 = -t3789;
+    w.kept[159] = -t3789;  // t4551
     w.t1776 = w.t194 * w.t265;
     const T t4589 = w.t266 * w.t517;
     const T t4590 = w.t1776 + t4589;
@@ -11135,25 +10380,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t4650 = w.t5 * t4648;
     const T t4651 = t4649 + t4650;
     const T t4653 = t4652 - t4651;
-    w.t4654 = w.t1446 * t4653;
-    const T t4655 = w.t1079 * w.t4654;
+    w.kept[43] = w.kept[17] * t4653;  // t4654
+    const T t4655 = w.t1079 * w.kept[43];
     const T t4657 = t4646 + t4655;
-    w.t4658 = w.t1097 * t4657;
-    const T t4660 = w.t6 * w.t4654;
+    w.kept[83] = w.t1097 * t4657;  // t4658
+    const T t4660 = w.t6 * w.kept[43];
     const T t4663 = w.t896 * t4660;
     const T t4664 = t4625 + t4663;
-    const T t4659 = w.t5 * w.t4654;
+    const T t4659 = w.t5 * w.kept[43];
     const T t4665 = w.t905 * t4659;
     const T t4666 = t4664 + t4665;
-    const T t4667 = w.t867 * w.t4658;
+    const T t4667 = w.t867 * w.kept[83];
     const T t4668 = t4666 - t4667;
-    const T t4662 = T(0.42499999999999999) * w.t4658;
+    const T t4662 = T(0.42499999999999999) * w.kept[83];
     const T t4669 = w.t921 * t4662;
     const T t4670 = t4668 - t4669;
     const T t4661 = T(0.42499999999999999) * t4659;
     const T t4671 = w.t841 * t4661;
     const T t4672 = t4670 - t4671;
-    w.t4673 = w.t983 * t4672;
+    w.kept[122] = w.t983 * t4672;  // t4673
     const T t4680 = w.t55 * t4660;
     const T t4681 = w.t56 * t4659;
     const T t4682 = t4680 + t4681;
@@ -11164,7 +10409,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t4679 = t4677 - t4678;
     const T t4694 = w.t616 * t4679;
     const T t4696 = t4693 + t4694;
-    const T t4676 = w.t4658 + w.t4673;
+    const T t4676 = w.kept[83] + w.kept[122];
     const T t4697 = w.t586 * t4676;
     const T t4698 = t4696 - t4697;
     const T t4675 = w.t56 * t4662;
@@ -11183,13 +10428,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t4684 = t4661 - t4683;
     const T t4705 = w.t567 * t4684;
     const T t4706 = t4704 - t4705;
-    w.t4707 = w.t713 * t4706;
+    w.kept[160] = w.t713 * t4706;  // t4707
     const T t4718 = w.t120 * t4682;
     const T t4719 = w.t121 * t4679;
     const T t4720 = t4718 - t4719;
     const T t4725 = w.t460 * t4720;
     const T t4727 = w.t266 - t4725;
-    const T t4714 = t4676 + w.t4707;
+    const T t4714 = t4676 + w.kept[160];
     const T t4728 = w.t462 * t4714;
     const T t4729 = t4727 + t4728;
     const T t4715 = w.t121 * t4682;
@@ -11209,11 +10454,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part9(const T* q, const T* qd, con
     const T t4734 = w.t457 * t4722;
     const T t4735 = t4733 + t4734;
     const T t4736 = w.t506 * t4735;
-    w.t4737 = -t4736;
+    w.kept[197] = -t4736;  // t4737
     const T t4739 = w.t193 * t4714;
     const T t4738 = w.t194 * t4720;
     const T t4740 = t4739 - t4738;
-    w.t4744 = -t4740;
+    w.kept[233] = -t4740;  // t4744
     const T t4747 = w.t265 * w.t517;
     w.t1775 = w.t194 * w.t266;
     const T t4748 = t4747 - w.t1775;
@@ -11280,25 +10525,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t4810 = w.t5 * t4808;
     const T t4811 = t4809 + t4810;
     const T t4813 = w.t4812 - t4811;
-    w.t4814 = w.t1446 * t4813;
-    const T t4815 = w.t1079 * w.t4814;
+    w.kept[44] = w.kept[17] * t4813;  // t4814
+    const T t4815 = w.t1079 * w.kept[44];
     const T t4817 = w.t4806 + t4815;
-    w.t4818 = w.t1097 * t4817;
-    const T t4820 = w.t6 * w.t4814;
+    w.kept[84] = w.t1097 * t4817;  // t4818
+    const T t4820 = w.t6 * w.kept[44];
     const T t4823 = w.t896 * t4820;
     const T t4824 = w.t4785 + t4823;
-    const T t4819 = w.t5 * w.t4814;
+    const T t4819 = w.t5 * w.kept[44];
     const T t4825 = w.t905 * t4819;
     const T t4826 = t4824 + t4825;
-    const T t4827 = w.t867 * w.t4818;
+    const T t4827 = w.t867 * w.kept[84];
     const T t4828 = t4826 - t4827;
-    const T t4822 = T(0.42499999999999999) * w.t4818;
+    const T t4822 = T(0.42499999999999999) * w.kept[84];
     const T t4829 = w.t921 * t4822;
     const T t4830 = t4828 - t4829;
     const T t4821 = T(0.42499999999999999) * t4819;
     const T t4831 = w.t841 * t4821;
     const T t4832 = t4830 - t4831;
-    w.t4833 = w.t983 * t4832;
+    w.kept[123] = w.t983 * t4832;  // t4833
     const T t4840 = w.t55 * t4820;
     const T t4841 = w.t56 * t4819;
     const T t4842 = t4840 + t4841;
@@ -11309,7 +10554,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t4839 = t4837 - t4838;
     const T t4854 = w.t616 * t4839;
     const T t4856 = t4853 + t4854;
-    const T t4836 = w.t4818 + w.t4833;
+    const T t4836 = w.kept[84] + w.kept[123];
     const T t4857 = w.t586 * t4836;
     const T t4858 = t4856 - t4857;
     const T t4835 = w.t56 * t4822;
@@ -11328,13 +10573,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t4844 = t4821 - t4843;
     const T t4865 = w.t567 * t4844;
     const T t4866 = t4864 - t4865;
-    w.t4867 = w.t713 * t4866;
+    w.kept[161] = w.t713 * t4866;  // t4867
     const T t4878 = w.t120 * t4842;
     const T t4879 = w.t121 * t4839;
     const T t4880 = t4878 - t4879;
     const T t4885 = w.t460 * t4880;
     const T t4887 = w.t265 - t4885;
-    const T t4874 = t4836 + w.t4867;
+    const T t4874 = t4836 + w.kept[161];
     const T t4888 = w.t462 * t4874;
     const T t4889 = t4887 + t4888;
     const T t4875 = w.t121 * t4842;
@@ -11354,11 +10599,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t4894 = w.t457 * t4882;
     const T t4895 = t4893 + t4894;
     const T t4896 = w.t506 * t4895;
-    w.t4897 = -t4896;
+    w.kept[198] = -t4896;  // t4897
     const T t4899 = w.t193 * t4874;
     const T t4898 = w.t194 * t4880;
     const T t4900 = t4899 - t4898;
-    w.t4904 = -t4900;
+    w.kept[234] = -t4900;  // t4904
     const T t4926 = w.t121 * w.t266;
     w.t1785 = T(0.099599999999999994) * w.t265;
     const T t4912 = w.t530 * w.t1785;
@@ -11425,25 +10670,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t4969 = w.t5 * t4967;
     const T t4970 = t4968 + t4969;
     const T t4972 = t4971 - t4970;
-    w.t4973 = w.t1446 * t4972;
-    const T t4974 = w.t1079 * w.t4973;
+    w.kept[45] = w.kept[17] * t4972;  // t4973
+    const T t4974 = w.t1079 * w.kept[45];
     const T t4976 = t4965 + t4974;
-    w.t4977 = w.t1097 * t4976;
-    const T t4979 = w.t6 * w.t4973;
+    w.kept[85] = w.t1097 * t4976;  // t4977
+    const T t4979 = w.t6 * w.kept[45];
     const T t4982 = w.t896 * t4979;
     const T t4983 = t4945 + t4982;
-    const T t4978 = w.t5 * w.t4973;
+    const T t4978 = w.t5 * w.kept[45];
     const T t4984 = w.t905 * t4978;
     const T t4985 = t4983 + t4984;
-    const T t4986 = w.t867 * w.t4977;
+    const T t4986 = w.t867 * w.kept[85];
     const T t4987 = t4985 - t4986;
-    const T t4981 = T(0.42499999999999999) * w.t4977;
+    const T t4981 = T(0.42499999999999999) * w.kept[85];
     const T t4988 = w.t921 * t4981;
     const T t4989 = t4987 - t4988;
     const T t4980 = T(0.42499999999999999) * t4978;
     const T t4990 = w.t841 * t4980;
     const T t4991 = t4989 - t4990;
-    w.t4992 = w.t983 * t4991;
+    w.kept[124] = w.t983 * t4991;  // t4992
     const T t4999 = w.t55 * t4979;
     const T t5000 = w.t56 * t4978;
     const T t5001 = t4999 + t5000;
@@ -11454,7 +10699,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t4998 = t4996 - t4997;
     const T t5013 = w.t616 * t4998;
     const T t5015 = t5012 + t5013;
-    const T t4995 = w.t4977 + w.t4992;
+    const T t4995 = w.kept[85] + w.kept[124];
     const T t5016 = w.t586 * t4995;
     const T t5017 = t5015 - t5016;
     const T t4994 = w.t56 * t4981;
@@ -11473,13 +10718,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t5003 = t4980 - t5002;
     const T t5024 = w.t567 * t5003;
     const T t5025 = t5023 - t5024;
-    w.t5026 = w.t713 * t5025;
+    w.kept[162] = w.t713 * t5025;  // t5026
     const T t5037 = w.t120 * t5001;
     const T t5038 = w.t121 * t4998;
     const T t5039 = t5037 - t5038;
     const T t5044 = w.t460 * t5039;
     const T t5046 = w.t1785 - t5044;
-    const T t5033 = t4995 + w.t5026;
+    const T t5033 = t4995 + w.kept[162];
     const T t5047 = w.t462 * t5033;
     const T t5048 = t5046 + t5047;
     const T t5034 = w.t121 * t5001;
@@ -11499,11 +10744,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part10(const T* q, const T* qd, co
     const T t5053 = w.t457 * t5041;
     const T t5054 = t5052 + t5053;
     const T t5055 = w.t506 * t5054;
-    w.t5056 = -t5055;
+    w.kept[199] = -t5055;  // t5056
     const T t5058 = w.t193 * t5033;
     const T t5057 = w.t194 * t5039;
     const T t5059 = t5058 - t5057;
-    w.t5063 = -t5059;
+    w.kept[235] = -t5059;  // t5063
     const T t5070 = w.t530 * w.t1784;
     w.t5072 = w.t2342 + t5070;
     return status;
@@ -11576,25 +10821,25 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t5149 = w.t5 * t5147;
     const T t5150 = t5148 + t5149;
     const T t5152 = t5151 - t5150;
-    w.t5153 = w.t1446 * t5152;
-    const T t5154 = w.t1079 * w.t5153;
+    w.kept[46] = w.kept[17] * t5152;  // t5153
+    const T t5154 = w.t1079 * w.kept[46];
     const T t5156 = t5145 + t5154;
-    w.t5157 = w.t1097 * t5156;
-    const T t5159 = w.t6 * w.t5153;
+    w.kept[86] = w.t1097 * t5156;  // t5157
+    const T t5159 = w.t6 * w.kept[46];
     const T t5162 = w.t896 * t5159;
     const T t5163 = t5162 - t5119;
-    const T t5158 = w.t5 * w.t5153;
+    const T t5158 = w.t5 * w.kept[46];
     const T t5164 = w.t905 * t5158;
     const T t5165 = t5163 + t5164;
-    const T t5166 = w.t867 * w.t5157;
+    const T t5166 = w.t867 * w.kept[86];
     const T t5167 = t5165 - t5166;
-    const T t5161 = T(0.42499999999999999) * w.t5157;
+    const T t5161 = T(0.42499999999999999) * w.kept[86];
     const T t5168 = w.t921 * t5161;
     const T t5169 = t5167 - t5168;
     const T t5160 = T(0.42499999999999999) * t5158;
     const T t5170 = w.t841 * t5160;
     const T t5171 = t5169 - t5170;
-    w.t5172 = w.t983 * t5171;
+    w.kept[125] = w.t983 * t5171;  // t5172
     const T t5176 = w.t56 * t5159;
     const T t5177 = w.t55 * t5158;
     const T t5178 = t5176 - t5177;
@@ -11605,7 +10850,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t5190 = w.t608 * t5181;
     const T t5192 = t5080 + t5190;
     const T t5196 = t5194 - t5192;
-    const T t5175 = w.t5157 + w.t5172;
+    const T t5175 = w.kept[86] + w.kept[125];
     const T t5197 = w.t586 * t5175;
     const T t5198 = t5196 - t5197;
     const T t5174 = w.t56 * t5161;
@@ -11624,13 +10869,13 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t5183 = t5160 - t5182;
     const T t5205 = w.t567 * t5183;
     const T t5206 = t5204 - t5205;
-    w.t5207 = w.t713 * t5206;
+    w.kept[163] = w.t713 * t5206;  // t5207
     const T t5218 = w.t120 * t5181;
     const T t5219 = w.t121 * t5178;
     const T t5220 = t5218 - t5219;
     const T t5225 = w.t460 * t5220;
     const T t5227 = w.t1784 + t5225;
-    const T t5214 = t5175 + w.t5207;
+    const T t5214 = t5175 + w.kept[163];
     const T t5228 = w.t462 * t5214;
     const T t5229 = t5227 - t5228;
     const T t5215 = w.t121 * t5181;
@@ -11649,11 +10894,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part11(const T* q, const T* qd, co
     const T t5222 = t5183 - t5221;
     const T t5234 = w.t457 * t5222;
     const T t5235 = t5233 - t5234;
-    w.t5236 = w.t506 * t5235;
+    w.kept[200] = w.t506 * t5235;  // t5236
     const T t5238 = w.t193 * t5214;
     const T t5237 = w.t194 * t5220;
     const T t5239 = t5238 - t5237;
-    w.t5243 = -t5239;
+    w.kept[236] = -t5239;  // t5243
     w.t5257 = w.t8 * T(0.194109162);
     const T t5272 = qd[1] * T(0.49241094949999997);
     const T t5273 = w.t5257 + t5272;
@@ -12078,7 +11323,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t1475 = t1474 - w.t1418;
     const T t1476 = w.t1042 * w.t1457;
     const T t1478 = t1475 + t1476;
-    const T t1479 = w.t1051 * w.t1453;
+    const T t1479 = w.t1051 * w.kept[1];
     const T t1480 = t1478 - t1479;
     const T t1481 = w.t990 * w.t1455;
     const T t1482 = t1480 + t1481;
@@ -12103,7 +11348,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t1462 = w.t1426 + t1460;
     const T t1464 = w.t1065 * w.t1457;
     const T t1465 = t1462 + t1464;
-    const T t1467 = w.t1058 * w.t1453;
+    const T t1467 = w.t1058 * w.kept[1];
     const T t1468 = t1465 + t1467;
     const T t1471 = t1470 - t1468;
     const T t1472 = w.t1048 * w.t1454;
@@ -12130,7 +11375,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part13(const T* q, const T* qd, co
     const T t6079 = t6041 + t6077;
     const T t6585 = w.t6 * t6079;
     w.t6586 = t6584 + t6585;
-    w.t7205 = w.t1446 * w.t6586;
+    w.t7205 = w.kept[17] * w.t6586;
     w.t6051 = w.t1454 * t5923;
     const T t5965 = T(1.7123249999999999) + w.t5953;
     const T t6052 = w.t1455 * t5965;
@@ -12292,7 +11537,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6577 = w.t9 * w.t6039;
     const T t6578 = w.t6576 - t6577;
     const T t6579 = w.t6074 + t6578;
-    const T t7206 = w.t1852 * t6579;
+    const T t7206 = w.kept[18] * t6579;
     const T t7207 = w.t7205 - t7206;
     w.t6098 = w.t5903 - w.t5915;
     const T t6592 = w.t62 * w.t6098;
@@ -12314,7 +11559,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6637 = w.t6151 - t6633;
     const T t6638 = t6632 + t6637;
     const T t6639 = t6594 + t6638;
-    const T t7208 = w.t1853 * t6639;
+    const T t7208 = w.kept[19] * t6639;
     const T t7209 = t7207 - t7208;
     const T t6728 = w.t55 * w.t5770;
     const T t6729 = t6728 - w.t5918;
@@ -12336,7 +11581,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t6657 = w.t139 * w.t6224;
     w.t6658 = t6655 + t6657;
     const T t6783 = t6782 - w.t6658;
-    const T t7210 = w.t1854 * t6783;
+    const T t7210 = w.kept[20] * t6783;
     const T t7211 = t7209 - t7210;
     w.t6865 = w.t121 * w.t5668;
     const T t6952 = w.t55 * w.t6865;
@@ -12407,64 +11652,64 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part14(const T* q, const T* qd, co
     const T t7186 = w.t1777 * w.t5249;
     const T t7191 = w.t7096 + t7186;
     const T t7193 = w.t7093 - t7191;
-    const T t7215 = w.t1857 * t7193;
-    w.t7217 = t7214 + t7215;
+    const T t7215 = w.kept[38] * t7193;
+    w.kept[6] = t7214 + t7215;  // t7217
     const T t7222 = w.t2025 * t7014;
-    const T t7235 = w.t1852 * w.t6586;
-    const T t7218 = w.t1862 * t6579;
+    const T t7235 = w.kept[18] * w.t6586;
+    const T t7218 = w.kept[58] * t6579;
     const T t7236 = t7235 - t7218;
-    const T t7219 = w.t2014 * t6639;
+    const T t7219 = w.kept[59] * t6639;
     const T t7237 = t7236 - t7219;
-    const T t7221 = w.t2019 * t6783;
+    const T t7221 = w.kept[60] * t6783;
     const T t7238 = t7237 - t7221;
     const T t7239 = t7222 + t7238;
-    const T t7224 = w.t2031 * t7193;
-    w.t7240 = t7239 - t7224;
-    const T t7241 = w.t1853 * w.t6586;
-    const T t7242 = w.t2014 * t6579;
+    const T t7224 = w.kept[62] * t7193;
+    w.kept[47] = t7239 - t7224;  // t7240
+    const T t7241 = w.kept[19] * w.t6586;
+    const T t7242 = w.kept[59] * t6579;
     const T t7243 = t7241 - t7242;
-    const T t7225 = w.t2064 * t6639;
+    const T t7225 = w.kept[98] * t6639;
     const T t7244 = t7243 - t7225;
-    const T t7226 = w.t2197 * t6783;
+    const T t7226 = w.kept[99] * t6783;
     const T t7245 = t7244 - t7226;
-    const T t7227 = w.t2213 * t7014;
+    const T t7227 = w.kept[100] * t7014;
     const T t7246 = t7245 - t7227;
-    const T t7228 = w.t2226 * t7193;
-    w.t7247 = t7246 - t7228;
-    const T t7248 = w.t1854 * w.t6586;
-    const T t7249 = w.t2019 * t6579;
+    const T t7228 = w.kept[101] * t7193;
+    w.kept[87] = t7246 - t7228;  // t7247
+    const T t7248 = w.kept[20] * w.t6586;
+    const T t7249 = w.kept[60] * t6579;
     const T t7250 = t7248 - t7249;
-    const T t7251 = w.t2197 * t6639;
+    const T t7251 = w.kept[99] * t6639;
     const T t7252 = t7250 - t7251;
-    const T t7229 = w.t2323 * t6783;
+    const T t7229 = w.kept[137] * t6783;
     const T t7253 = t7252 - t7229;
-    const T t7230 = w.t2355 * t7014;
+    const T t7230 = w.kept[138] * t7014;
     const T t7254 = t7253 - t7230;
-    const T t7231 = w.t2358 * t7193;
-    w.t7255 = t7254 - t7231;
-    const T t7233 = w.t2550 * t7193;
+    const T t7231 = w.kept[139] * t7193;
+    w.kept[126] = t7254 - t7231;  // t7255
+    const T t7233 = w.kept[192] * t7193;
     const T t7257 = w.t2025 * t6579;
     const T t7256 = w.t1855 * w.t6586;
     const T t7258 = t7257 - t7256;
-    const T t7259 = w.t2213 * t6639;
+    const T t7259 = w.kept[100] * t6639;
     const T t7260 = t7258 - t7259;
-    const T t7261 = w.t2355 * t6783;
+    const T t7261 = w.kept[138] * t6783;
     const T t7262 = t7260 - t7261;
-    const T t7232 = w.t2546 * t7014;
+    const T t7232 = w.kept[175] * t7014;
     const T t7263 = t7262 - t7232;
-    w.t7264 = t7233 + t7263;
-    const T t7234 = w.t2723 * t7193;
-    const T t7265 = w.t1857 * w.t6586;
-    const T t7266 = w.t2031 * t6579;
+    w.kept[164] = t7233 + t7263;  // t7264
+    const T t7234 = w.kept[212] * t7193;
+    const T t7265 = w.kept[38] * w.t6586;
+    const T t7266 = w.kept[62] * t6579;
     const T t7267 = t7265 + t7266;
-    const T t7268 = w.t2226 * t6639;
+    const T t7268 = w.kept[101] * t6639;
     const T t7269 = t7267 + t7268;
-    const T t7270 = w.t2358 * t6783;
+    const T t7270 = w.kept[139] * t6783;
     const T t7271 = t7269 + t7270;
-    const T t7272 = w.t2550 * t7014;
+    const T t7272 = w.kept[192] * t7014;
     const T t7274 = t7271 - t7272;
     const T t7275 = t7234 + t7274;
-    w.t7276 = -t7275;
+    w.kept[201] = -t7275;  // t7276
     const T t6100 = w.t67 * w.t5898;
     const T t6120 = w.t62 * w.t5902;
     const T t6121 = w.t66 * w.t5900;
@@ -12573,7 +11818,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, co
     const T t6607 = t6606 - t6605;
     const T t6648 = w.t6 * t6607;
     const T t6649 = t6647 + t6648;
-    const T t7277 = w.t1446 * t6649;
+    const T t7277 = w.kept[17] * t6649;
     const T t6101 = w.t63 * w.t5896;
     const T t6102 = w.t67 * w.t5897;
     const T t6103 = t6101 + t6102;
@@ -12640,9 +11885,9 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, co
     const T t6604 = t6602 + t6603;
     const T t6612 = T(0.42499999999999999) * t6604;
     const T t6614 = t6183 + t6612;
-    const T t7278 = w.t1852 * t6614;
+    const T t7278 = w.kept[18] * t6614;
     const T t7279 = t7277 - t7278;
-    const T t7280 = w.t1853 * t6183;
+    const T t7280 = w.kept[19] * t6183;
     const T t7281 = t7279 - t7280;
     const T t6712 = w.t5297 * w.t5770;
     const T t6713 = t6712 - t6135;
@@ -12650,7 +11895,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, co
     const T t6717 = w.t6716 - t6714;
     const T t6718 = t6713 + t6717;
     const T t6719 = t6718 - w.t6658;
-    const T t7282 = w.t1854 * t6719;
+    const T t7282 = w.kept[20] * t6719;
     const T t7283 = t7281 - t7282;
     const T t6930 = w.t5297 * w.t6865;
     const T t6931 = w.t5296 * w.t6864;
@@ -12669,64 +11914,64 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part15(const T* q, const T* qd, co
     const T t7145 = w.t1777 * w.t5281;
     const T t7150 = w.t7096 + t7145;
     const T t7152 = w.t7093 - t7150;
-    const T t7287 = w.t1857 * t7152;
-    w.t7289 = t7286 + t7287;
+    const T t7287 = w.kept[38] * t7152;
+    w.kept[7] = t7286 + t7287;  // t7289
     const T t7294 = w.t2025 * t6940;
-    const T t7307 = w.t1852 * t6649;
-    const T t7290 = w.t1862 * t6614;
+    const T t7307 = w.kept[18] * t6649;
+    const T t7290 = w.kept[58] * t6614;
     const T t7308 = t7307 - t7290;
-    const T t7291 = w.t2014 * t6183;
+    const T t7291 = w.kept[59] * t6183;
     const T t7309 = t7308 - t7291;
-    const T t7293 = w.t2019 * t6719;
+    const T t7293 = w.kept[60] * t6719;
     const T t7310 = t7309 - t7293;
     const T t7311 = t7294 + t7310;
-    const T t7296 = w.t2031 * t7152;
-    w.t7312 = t7311 - t7296;
-    const T t7313 = w.t1853 * t6649;
-    const T t7314 = w.t2014 * t6614;
+    const T t7296 = w.kept[62] * t7152;
+    w.kept[48] = t7311 - t7296;  // t7312
+    const T t7313 = w.kept[19] * t6649;
+    const T t7314 = w.kept[59] * t6614;
     const T t7315 = t7313 - t7314;
-    const T t7297 = w.t2064 * t6183;
+    const T t7297 = w.kept[98] * t6183;
     const T t7316 = t7315 - t7297;
-    const T t7298 = w.t2197 * t6719;
+    const T t7298 = w.kept[99] * t6719;
     const T t7317 = t7316 - t7298;
-    const T t7299 = w.t2213 * t6940;
+    const T t7299 = w.kept[100] * t6940;
     const T t7318 = t7317 - t7299;
-    const T t7300 = w.t2226 * t7152;
-    w.t7319 = t7318 - t7300;
-    const T t7320 = w.t1854 * t6649;
-    const T t7321 = w.t2019 * t6614;
+    const T t7300 = w.kept[101] * t7152;
+    w.kept[88] = t7318 - t7300;  // t7319
+    const T t7320 = w.kept[20] * t6649;
+    const T t7321 = w.kept[60] * t6614;
     const T t7322 = t7320 - t7321;
-    const T t7323 = w.t2197 * t6183;
+    const T t7323 = w.kept[99] * t6183;
     const T t7324 = t7322 - t7323;
-    const T t7301 = w.t2323 * t6719;
+    const T t7301 = w.kept[137] * t6719;
     const T t7325 = t7324 - t7301;
-    const T t7302 = w.t2355 * t6940;
+    const T t7302 = w.kept[138] * t6940;
     const T t7326 = t7325 - t7302;
-    const T t7303 = w.t2358 * t7152;
-    w.t7327 = t7326 - t7303;
-    const T t7305 = w.t2550 * t7152;
+    const T t7303 = w.kept[139] * t7152;
+    w.kept[127] = t7326 - t7303;  // t7327
+    const T t7305 = w.kept[192] * t7152;
     const T t7329 = w.t2025 * t6614;
     const T t7328 = w.t1855 * t6649;
     const T t7330 = t7329 - t7328;
-    const T t7331 = w.t2213 * t6183;
+    const T t7331 = w.kept[100] * t6183;
     const T t7332 = t7330 - t7331;
-    const T t7333 = w.t2355 * t6719;
+    const T t7333 = w.kept[138] * t6719;
     const T t7334 = t7332 - t7333;
-    const T t7304 = w.t2546 * t6940;
+    const T t7304 = w.kept[175] * t6940;
     const T t7335 = t7334 - t7304;
-    w.t7336 = t7305 + t7335;
-    const T t7306 = w.t2723 * t7152;
-    const T t7337 = w.t1857 * t6649;
-    const T t7338 = w.t2031 * t6614;
+    w.kept[165] = t7305 + t7335;  // t7336
+    const T t7306 = w.kept[212] * t7152;
+    const T t7337 = w.kept[38] * t6649;
+    const T t7338 = w.kept[62] * t6614;
     const T t7339 = t7337 + t7338;
-    const T t7340 = w.t2226 * t6183;
+    const T t7340 = w.kept[101] * t6183;
     const T t7341 = t7339 + t7340;
-    const T t7342 = w.t2358 * t6719;
+    const T t7342 = w.kept[139] * t6719;
     const T t7343 = t7341 + t7342;
-    const T t7344 = w.t2550 * t6940;
+    const T t7344 = w.kept[192] * t6940;
     const T t7346 = t7343 - t7344;
     const T t7347 = t7306 + t7346;
-    w.t7348 = -t7347;
+    w.kept[202] = -t7347;  // t7348
     const T t6243 = w.t139 * w.t5749;
     const T t5360 = w.t146 + w.t1601;
     const T t5380 = w.t68 * w.t142;
@@ -12886,7 +12131,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t6749 = t6748 - t6747;
     const T t6793 = w.t6 * t6749;
     const T t6794 = t6792 + t6793;
-    const T t7349 = w.t1446 * t6794;
+    const T t7349 = w.kept[17] * t6794;
     const T t6229 = w.t142 * w.t5748;
     const T t6228 = w.t136 * w.t5747;
     const T t6230 = t6229 - t6228;
@@ -12916,11 +12161,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t6746 = t6745 - t6744;
     const T t6754 = T(0.42499999999999999) * t6746;
     const T t6756 = t6687 + t6754;
-    const T t7350 = w.t1852 * t6756;
+    const T t7350 = w.kept[18] * t6756;
     const T t7351 = t7349 - t7350;
-    const T t7352 = w.t1853 * t6687;
+    const T t7352 = w.kept[19] * t6687;
     const T t7353 = t7351 - t7352;
-    const T t7354 = w.t1854 * t6335;
+    const T t7354 = w.kept[20] * t6335;
     const T t7355 = t7353 - t7354;
     const T t6854 = w.t5386 * w.t5610;
     const T t6855 = t6292 - t6854;
@@ -12935,64 +12180,64 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part16(const T* q, const T* qd, co
     const T t7094 = w.t1777 * w.t5370;
     const T t7097 = t7094 + w.t7096;
     const T t7099 = w.t7093 - t7097;
-    const T t7359 = w.t1857 * t7099;
-    w.t7361 = t7358 + t7359;
+    const T t7359 = w.kept[38] * t7099;
+    w.kept[8] = t7358 + t7359;  // t7361
     const T t7366 = w.t2025 * t6858;
-    const T t7379 = w.t1852 * t6794;
-    const T t7362 = w.t1862 * t6756;
+    const T t7379 = w.kept[18] * t6794;
+    const T t7362 = w.kept[58] * t6756;
     const T t7380 = t7379 - t7362;
-    const T t7363 = w.t2014 * t6687;
+    const T t7363 = w.kept[59] * t6687;
     const T t7381 = t7380 - t7363;
-    const T t7365 = w.t2019 * t6335;
+    const T t7365 = w.kept[60] * t6335;
     const T t7382 = t7381 - t7365;
     const T t7383 = t7366 + t7382;
-    const T t7368 = w.t2031 * t7099;
-    w.t7384 = t7383 - t7368;
-    const T t7385 = w.t1853 * t6794;
-    const T t7386 = w.t2014 * t6756;
+    const T t7368 = w.kept[62] * t7099;
+    w.kept[49] = t7383 - t7368;  // t7384
+    const T t7385 = w.kept[19] * t6794;
+    const T t7386 = w.kept[59] * t6756;
     const T t7387 = t7385 - t7386;
-    const T t7369 = w.t2064 * t6687;
+    const T t7369 = w.kept[98] * t6687;
     const T t7388 = t7387 - t7369;
-    const T t7370 = w.t2197 * t6335;
+    const T t7370 = w.kept[99] * t6335;
     const T t7389 = t7388 - t7370;
-    const T t7371 = w.t2213 * t6858;
+    const T t7371 = w.kept[100] * t6858;
     const T t7390 = t7389 - t7371;
-    const T t7372 = w.t2226 * t7099;
-    w.t7391 = t7390 - t7372;
-    const T t7392 = w.t1854 * t6794;
-    const T t7393 = w.t2019 * t6756;
+    const T t7372 = w.kept[101] * t7099;
+    w.kept[89] = t7390 - t7372;  // t7391
+    const T t7392 = w.kept[20] * t6794;
+    const T t7393 = w.kept[60] * t6756;
     const T t7394 = t7392 - t7393;
-    const T t7395 = w.t2197 * t6687;
+    const T t7395 = w.kept[99] * t6687;
     const T t7396 = t7394 - t7395;
-    const T t7373 = w.t2323 * t6335;
+    const T t7373 = w.kept[137] * t6335;
     const T t7397 = t7396 - t7373;
-    const T t7374 = w.t2355 * t6858;
+    const T t7374 = w.kept[138] * t6858;
     const T t7398 = t7397 - t7374;
-    const T t7375 = w.t2358 * t7099;
-    w.t7399 = t7398 - t7375;
-    const T t7377 = w.t2550 * t7099;
+    const T t7375 = w.kept[139] * t7099;
+    w.kept[128] = t7398 - t7375;  // t7399
+    const T t7377 = w.kept[192] * t7099;
     const T t7401 = w.t2025 * t6756;
     const T t7400 = w.t1855 * t6794;
     const T t7402 = t7401 - t7400;
-    const T t7403 = w.t2213 * t6687;
+    const T t7403 = w.kept[100] * t6687;
     const T t7404 = t7402 - t7403;
-    const T t7405 = w.t2355 * t6335;
+    const T t7405 = w.kept[138] * t6335;
     const T t7406 = t7404 - t7405;
-    const T t7376 = w.t2546 * t6858;
+    const T t7376 = w.kept[175] * t6858;
     const T t7407 = t7406 - t7376;
-    w.t7408 = t7377 + t7407;
-    const T t7378 = w.t2723 * t7099;
-    const T t7409 = w.t1857 * t6794;
-    const T t7410 = w.t2031 * t6756;
+    w.kept[166] = t7377 + t7407;  // t7408
+    const T t7378 = w.kept[212] * t7099;
+    const T t7409 = w.kept[38] * t6794;
+    const T t7410 = w.kept[62] * t6756;
     const T t7411 = t7409 + t7410;
-    const T t7412 = w.t2226 * t6687;
+    const T t7412 = w.kept[101] * t6687;
     const T t7413 = t7411 + t7412;
-    const T t7414 = w.t2358 * t6335;
+    const T t7414 = w.kept[139] * t6335;
     const T t7415 = t7413 + t7414;
-    const T t7416 = w.t2550 * t6858;
+    const T t7416 = w.kept[192] * t6858;
     const T t7418 = t7415 - t7416;
     const T t7419 = t7378 + t7418;
-    w.t7420 = -t7419;
+    w.kept[203] = -t7419;  // t7420
     const T t6384 = w.t213 * w.t5649;
     const T t6383 = w.t207 * w.t5648;
     const T t6385 = t6384 - t6383;
@@ -13070,7 +12315,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6410 = t6403 - w.t6381;
     const T t1696 = T(0.0013204619999999999) * w.t1678;
     const T t1697 = t1696 - w.t1172;
-    const T t1674 = w.t1606 + w.t1665;  // x: y2[wrist_3_link].wy
+    const T t1674 = w.t1606 + w.kept[4];  // x: y2[wrist_3_link].wy
     const T t1698 = T(3.8235599999999997e-05) * t1674;
     const T t1699 = t1697 + t1698;
     const T t1670 = w.t193 * w.t1653;
@@ -13171,7 +12416,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6985 = t6982 + t6983;
     const T t7025 = w.t5 * t6985;
     const T t7027 = t7026 - t7025;
-    const T t7421 = w.t1446 * t7027;
+    const T t7421 = w.kept[17] * t7027;
     const T t6824 = T(0.099699999999999997) * t6813;
     const T t6820 = w.t193 * w.t6450;
     const T t6821 = w.t194 * t6449;
@@ -13184,77 +12429,77 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part17(const T* q, const T* qd, co
     const T t6976 = t6974 - t6975;
     const T t6984 = T(0.42499999999999999) * t6976;
     const T t6986 = t6904 + t6984;
-    const T t7422 = w.t1852 * t6986;
+    const T t7422 = w.kept[18] * t6986;
     const T t7423 = t7421 + t7422;
-    const T t7424 = w.t1853 * t6904;
+    const T t7424 = w.kept[19] * t6904;
     const T t7425 = t7423 + t7424;
-    const T t7426 = w.t1854 * t6826;
+    const T t7426 = w.kept[20] * t6826;
     const T t7427 = t7425 + t7426;
     const T t7428 = w.t1855 * w.t6451;
     const T t7430 = t7427 - t7428;
     const T t7064 = w.t210 * w.t7041;
     const T t7065 = T(0.00036956249999999999) * w.t5475;
     const T t7066 = t7064 - t7065;
-    const T t7431 = w.t1857 * t7066;
+    const T t7431 = w.kept[38] * t7066;
     const T t7433 = t7430 - t7431;
-    w.t7435 = -t7433;
+    w.kept[9] = -t7433;  // t7435
     const T t7440 = w.t2025 * w.t6451;
-    const T t7439 = w.t2019 * t6826;
-    const T t7437 = w.t2014 * t6904;
-    const T t7436 = w.t1862 * t6986;
-    const T t7453 = w.t1852 * t7027;
+    const T t7439 = w.kept[60] * t6826;
+    const T t7437 = w.kept[59] * t6904;
+    const T t7436 = w.kept[58] * t6986;
+    const T t7453 = w.kept[18] * t7027;
     const T t7454 = t7436 + t7453;
     const T t7455 = t7437 + t7454;
     const T t7457 = t7439 + t7455;
     const T t7459 = t7440 - t7457;
-    const T t7442 = w.t2031 * t7066;
-    w.t7460 = t7459 - t7442;
-    const T t7446 = w.t2226 * t7066;
-    const T t7445 = w.t2213 * w.t6451;
-    const T t7444 = w.t2197 * t6826;
-    const T t7443 = w.t2064 * t6904;
-    const T t7461 = w.t1853 * t7027;
-    const T t7462 = w.t2014 * t6986;
+    const T t7442 = w.kept[62] * t7066;
+    w.kept[50] = t7459 - t7442;  // t7460
+    const T t7446 = w.kept[101] * t7066;
+    const T t7445 = w.kept[100] * w.t6451;
+    const T t7444 = w.kept[99] * t6826;
+    const T t7443 = w.kept[98] * t6904;
+    const T t7461 = w.kept[19] * t7027;
+    const T t7462 = w.kept[59] * t6986;
     const T t7463 = t7461 + t7462;
     const T t7464 = t7443 + t7463;
     const T t7465 = t7444 + t7464;
     const T t7466 = t7445 + t7465;
     const T t7467 = t7446 + t7466;
-    w.t7468 = -t7467;
-    const T t7449 = w.t2358 * t7066;
-    const T t7448 = w.t2355 * w.t6451;
-    const T t7447 = w.t2323 * t6826;
-    const T t7469 = w.t1854 * t7027;
-    const T t7470 = w.t2019 * t6986;
+    w.kept[90] = -t7467;  // t7468
+    const T t7449 = w.kept[139] * t7066;
+    const T t7448 = w.kept[138] * w.t6451;
+    const T t7447 = w.kept[137] * t6826;
+    const T t7469 = w.kept[20] * t7027;
+    const T t7470 = w.kept[60] * t6986;
     const T t7471 = t7469 + t7470;
-    const T t7472 = w.t2197 * t6904;
+    const T t7472 = w.kept[99] * t6904;
     const T t7473 = t7471 + t7472;
     const T t7474 = t7447 + t7473;
     const T t7475 = t7448 + t7474;
     const T t7476 = t7449 + t7475;
-    w.t7477 = -t7476;
-    const T t7451 = w.t2550 * t7066;
+    w.kept[129] = -t7476;  // t7477
+    const T t7451 = w.kept[192] * t7066;
     const T t7478 = w.t1855 * t7027;
     const T t7479 = w.t2025 * t6986;
     const T t7480 = t7478 + t7479;
-    const T t7481 = w.t2213 * t6904;
+    const T t7481 = w.kept[100] * t6904;
     const T t7482 = t7480 - t7481;
-    const T t7483 = w.t2355 * t6826;
+    const T t7483 = w.kept[138] * t6826;
     const T t7484 = t7482 - t7483;
-    const T t7450 = w.t2546 * w.t6451;
+    const T t7450 = w.kept[175] * w.t6451;
     const T t7485 = t7484 - t7450;
-    w.t7486 = t7451 + t7485;
-    const T t7487 = w.t1857 * t7027;
-    const T t7488 = w.t2031 * t6986;
+    w.kept[167] = t7451 + t7485;  // t7486
+    const T t7487 = w.kept[38] * t7027;
+    const T t7488 = w.kept[62] * t6986;
     const T t7489 = t7487 - t7488;
-    const T t7490 = w.t2226 * t6904;
+    const T t7490 = w.kept[101] * t6904;
     const T t7491 = t7489 - t7490;
-    const T t7492 = w.t2358 * t6826;
+    const T t7492 = w.kept[139] * t6826;
     const T t7493 = t7491 - t7492;
-    const T t7494 = w.t2550 * w.t6451;
+    const T t7494 = w.kept[192] * w.t6451;
     const T t7496 = t7493 + t7494;
-    const T t7452 = w.t2723 * t7066;
-    w.t7497 = t7496 - t7452;
+    const T t7452 = w.kept[212] * t7066;
+    w.kept[204] = t7496 - t7452;  // t7497
     const T t1725 = w.t266 * w.t1682;
     const T t1726 = w.t290 - t1725;
     const T t1727 = w.t265 * t1674;
@@ -13397,7 +12642,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, co
     const T t7175 = t7174 - t7173;
     const T t7202 = w.t6 * t7175;
     const T t7203 = t7201 + t7202;
-    const T t7498 = w.t1446 * t7203;
+    const T t7498 = w.kept[17] * t7203;
     const T t7171 = w.t56 * t7118;
     const T t7170 = w.t55 * t7122;
     const T t7172 = t7171 - t7170;
@@ -13408,64 +12653,64 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, co
     const T t7137 = T(0.39219999999999999) * t7122;
     const T t7139 = t7084 + t7137;
     const T t7182 = t7180 - t7139;
-    const T t7499 = w.t1852 * t7182;
+    const T t7499 = w.kept[18] * t7182;
     const T t7500 = t7498 - t7499;
-    const T t7501 = w.t1853 * t7139;
+    const T t7501 = w.kept[19] * t7139;
     const T t7503 = t7500 + t7501;
-    const T t7504 = w.t1854 * t7084;
+    const T t7504 = w.kept[20] * t7084;
     const T t7506 = t7503 + t7504;
     const T t7507 = w.t1855 * t7063;
-    w.t7509 = t7506 + t7507;
+    w.kept[10] = t7506 + t7507;  // t7509
     const T t7515 = w.t2025 * t7063;
-    const T t7513 = w.t2019 * t7084;
-    const T t7511 = w.t2014 * t7139;
-    const T t7526 = w.t1852 * t7203;
-    const T t7510 = w.t1862 * t7182;
+    const T t7513 = w.kept[60] * t7084;
+    const T t7511 = w.kept[59] * t7139;
+    const T t7526 = w.kept[18] * t7203;
+    const T t7510 = w.kept[58] * t7182;
     const T t7527 = t7526 - t7510;
     const T t7528 = t7511 + t7527;
     const T t7529 = t7513 + t7528;
-    w.t7530 = t7515 + t7529;
-    const T t7519 = w.t2197 * t7084;
-    const T t7517 = w.t2064 * t7139;
-    const T t7531 = w.t1853 * t7203;
-    const T t7532 = w.t2014 * t7182;
+    w.kept[51] = t7515 + t7529;  // t7530
+    const T t7519 = w.kept[99] * t7084;
+    const T t7517 = w.kept[98] * t7139;
+    const T t7531 = w.kept[19] * t7203;
+    const T t7532 = w.kept[59] * t7182;
     const T t7533 = t7531 - t7532;
     const T t7534 = t7517 + t7533;
     const T t7535 = t7519 + t7534;
-    const T t7521 = w.t2213 * t7063;
-    w.t7536 = t7535 - t7521;
-    const T t7522 = w.t2323 * t7084;
-    const T t7537 = w.t1854 * t7203;
-    const T t7538 = w.t2019 * t7182;
+    const T t7521 = w.kept[100] * t7063;
+    w.kept[91] = t7535 - t7521;  // t7536
+    const T t7522 = w.kept[137] * t7084;
+    const T t7537 = w.kept[20] * t7203;
+    const T t7538 = w.kept[60] * t7182;
     const T t7539 = t7537 - t7538;
-    const T t7540 = w.t2197 * t7139;
+    const T t7540 = w.kept[99] * t7139;
     const T t7542 = t7539 + t7540;
     const T t7543 = t7522 + t7542;
-    const T t7524 = w.t2355 * t7063;
-    w.t7544 = t7543 - t7524;
+    const T t7524 = w.kept[138] * t7063;
+    w.kept[130] = t7543 - t7524;  // t7544
     const T t7546 = w.t2025 * t7182;
     const T t7545 = w.t1855 * t7203;
     const T t7547 = t7546 - t7545;
-    const T t7548 = w.t2213 * t7139;
+    const T t7548 = w.kept[100] * t7139;
     const T t7550 = t7547 + t7548;
-    const T t7551 = w.t2355 * t7084;
+    const T t7551 = w.kept[138] * t7084;
     const T t7553 = t7550 + t7551;
-    const T t7525 = w.t2546 * t7063;
-    w.t7554 = t7553 - t7525;
-    const T t7555 = w.t1857 * t7203;
-    const T t7556 = w.t2031 * t7182;
+    const T t7525 = w.kept[175] * t7063;
+    w.kept[168] = t7553 - t7525;  // t7554
+    const T t7555 = w.kept[38] * t7203;
+    const T t7556 = w.kept[62] * t7182;
     const T t7557 = t7555 + t7556;
-    const T t7558 = w.t2226 * t7139;
+    const T t7558 = w.kept[101] * t7139;
     const T t7560 = t7557 - t7558;
-    const T t7561 = w.t2358 * t7084;
+    const T t7561 = w.kept[139] * t7084;
     const T t7563 = t7560 - t7561;
-    const T t7564 = w.t2550 * t7063;
+    const T t7564 = w.kept[192] * t7063;
     const T t7566 = t7563 - t7564;
-    w.t7568 = -t7566;
+    w.kept[205] = -t7566;  // t7568
     const T t6580 = w.t5 * w.t6040;
     const T t6581 = w.t6 * w.t6039;
     w.t6582 = t6580 + t6581;
-    const T t7570 = w.t1852 * w.t6582;
+    const T t7570 = w.kept[18] * w.t6582;
     const T t6029 = w.t6 * w.t6015;
     const T t6033 = w.t5 * w.t6011;
     const T t6034 = t6029 + t6033;
@@ -13475,7 +12720,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, co
     const T t6032 = t6030 + t6031;
     const T t6036 = w.t6 * t6032;
     w.t6037 = t6035 + t6036;
-    const T t7569 = w.t1446 * w.t6037;
+    const T t7569 = w.kept[17] * w.t6037;
     const T t7571 = t7570 - t7569;
     const T t6599 = w.t55 * w.t6098;
     const T t6600 = w.t56 * w.t6097;
@@ -13486,7 +12731,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, co
     const T t6598 = t6597 - t6596;
     const T t6644 = w.t6 * t6598;
     w.t6645 = t6643 + t6644;
-    const T t7572 = w.t1853 * w.t6645;
+    const T t7572 = w.kept[19] * w.t6645;
     const T t7573 = t7571 + t7572;
     const T t6661 = w.t121 * w.t6225;
     const T t6662 = w.t120 * w.t6224;
@@ -13503,7 +12748,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, co
     const T t6739 = t6736 + t6738;
     const T t6789 = w.t6 * t6739;
     w.t6790 = t6788 + t6789;
-    const T t7574 = w.t1854 * w.t6790;
+    const T t7574 = w.kept[20] * w.t6790;
     const T t7575 = t7573 + t7574;
     const T t6881 = w.t120 * w.t5654;
     const T t6882 = w.t121 * w.t6806;
@@ -13537,37 +12782,37 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, co
     const T t7165 = t7164 - t7162;
     const T t7198 = w.t6 * t7165;
     w.t7199 = t7197 + t7198;
-    w.t7579 = w.t1857 * w.t7199;
-    w.t7581 = t7578 - w.t7579;
-    const T t7588 = w.t2031 * w.t7199;
-    const T t7585 = w.t2019 * w.t6790;
-    const T t7583 = w.t2014 * w.t6645;
-    const T t7582 = w.t1862 * w.t6582;
-    const T t7599 = w.t1852 * w.t6037;
+    w.t7579 = w.kept[38] * w.t7199;
+    w.kept[11] = t7578 - w.t7579;  // t7581
+    const T t7588 = w.kept[62] * w.t7199;
+    const T t7585 = w.kept[60] * w.t6790;
+    const T t7583 = w.kept[59] * w.t6645;
+    const T t7582 = w.kept[58] * w.t6582;
+    const T t7599 = w.kept[18] * w.t6037;
     const T t7600 = t7582 - t7599;
     const T t7601 = t7583 + t7600;
     const T t7602 = t7585 + t7601;
     const T t7586 = w.t2025 * w.t7022;
     const T t7603 = t7602 - t7586;
-    w.t7604 = t7588 + t7603;
-    const T t7592 = w.t2226 * w.t7199;
-    const T t7591 = w.t2213 * w.t7022;
-    const T t7590 = w.t2197 * w.t6790;
-    const T t7589 = w.t2064 * w.t6645;
-    const T t7606 = w.t2014 * w.t6582;
-    const T t7605 = w.t1853 * w.t6037;
+    w.kept[52] = t7588 + t7603;  // t7604
+    const T t7592 = w.kept[101] * w.t7199;
+    const T t7591 = w.kept[100] * w.t7022;
+    const T t7590 = w.kept[99] * w.t6790;
+    const T t7589 = w.kept[98] * w.t6645;
+    const T t7606 = w.kept[59] * w.t6582;
+    const T t7605 = w.kept[19] * w.t6037;
     const T t7607 = t7606 - t7605;
     const T t7608 = t7589 + t7607;
     const T t7609 = t7590 + t7608;
     const T t7610 = t7591 + t7609;
-    w.t7611 = t7592 + t7610;
-    w.t7595 = w.t2358 * w.t7199;
-    w.t7594 = w.t2355 * w.t7022;
-    const T t7593 = w.t2323 * w.t6790;
-    const T t7613 = w.t2019 * w.t6582;
-    const T t7612 = w.t1854 * w.t6037;
+    w.kept[92] = t7592 + t7610;  // t7611
+    w.t7595 = w.kept[139] * w.t7199;
+    w.t7594 = w.kept[138] * w.t7022;
+    const T t7593 = w.kept[137] * w.t6790;
+    const T t7613 = w.kept[60] * w.t6582;
+    const T t7612 = w.kept[20] * w.t6037;
     const T t7614 = t7613 - t7612;
-    const T t7615 = w.t2197 * w.t6645;
+    const T t7615 = w.kept[99] * w.t6645;
     const T t7616 = t7614 + t7615;
     w.t7617 = t7593 + t7616;
     return status;
@@ -13579,29 +12824,29 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, co
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
     const T t7618 = w.t7594 + w.t7617;
-    w.t7619 = w.t7595 + t7618;
-    const T t7596 = w.t2546 * w.t7022;
+    w.kept[131] = w.t7595 + t7618;  // t7619
+    const T t7596 = w.kept[175] * w.t7022;
     const T t7620 = w.t1855 * w.t6037;
     const T t7621 = w.t2025 * w.t6582;
     const T t7622 = t7620 - t7621;
-    const T t7623 = w.t2213 * w.t6645;
+    const T t7623 = w.kept[100] * w.t6645;
     const T t7624 = t7622 + t7623;
-    const T t7625 = w.t2355 * w.t6790;
+    const T t7625 = w.kept[138] * w.t6790;
     const T t7626 = t7624 + t7625;
     const T t7627 = t7596 + t7626;
-    const T t7597 = w.t2550 * w.t7199;
-    w.t7628 = t7627 - t7597;
-    const T t7598 = w.t2723 * w.t7199;
-    const T t7629 = w.t1857 * w.t6037;
-    const T t7630 = w.t2031 * w.t6582;
+    const T t7597 = w.kept[192] * w.t7199;
+    w.kept[169] = t7627 - t7597;  // t7628
+    const T t7598 = w.kept[212] * w.t7199;
+    const T t7629 = w.kept[38] * w.t6037;
+    const T t7630 = w.kept[62] * w.t6582;
     const T t7631 = t7629 + t7630;
-    const T t7632 = w.t2226 * w.t6645;
+    const T t7632 = w.kept[101] * w.t6645;
     const T t7633 = t7631 + t7632;
-    const T t7634 = w.t2358 * w.t6790;
+    const T t7634 = w.kept[139] * w.t6790;
     const T t7635 = t7633 + t7634;
-    const T t7636 = w.t2550 * w.t7022;
+    const T t7636 = w.kept[192] * w.t7022;
     const T t7638 = t7635 - t7636;
-    w.t7639 = t7598 + t7638;
+    w.kept[206] = t7598 + t7638;  // t7639
     const T t5251 = w.t8 + w.t8;
     const T t6084 = t5251 * w.t5969;
     const T t5252 = w.t9 + w.t9;
@@ -13617,7 +12862,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, co
     const T t6093 = w.t6038 + t6090;
     const T t6589 = w.t6 * t6093;
     const T t6590 = t6588 + t6589;
-    const T t7640 = w.t1446 * t6590;
+    const T t7640 = w.kept[17] * t6590;
     const T t5718 = w.t193 * w.t5519;
     const T t5719 = w.t5707 + t5718;
     const T t5729 = w.t193 * t5719;
@@ -13639,7 +12884,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, co
     const T t6088 = t5252 * w.t5968;
     const T t6089 = t6087 - t6088;
     const T t6092 = t6018 + t6089;
-    const T t7641 = w.t1852 * t6092;
+    const T t7641 = w.kept[18] * t6092;
     const T t7642 = t7640 - t7641;
     const T t5299 = w.t66 + w.t66;
     const T t6199 = t5299 * w.t5836;
@@ -13647,12 +12892,12 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, co
     const T t6198 = t5298 * w.t5819;
     const T t6200 = t6199 - t6198;
     const T t6642 = t5904 + t6200;
-    const T t7643 = w.t1853 * t6642;
+    const T t7643 = w.kept[19] * t6642;
     const T t7644 = t7642 - t7643;
     const T t6722 = t5299 * w.t5816;
     const T t6723 = t6722 - t6198;
     const T t6787 = w.t5755 + t6723;
-    const T t7645 = w.t1854 * t6787;
+    const T t7645 = w.kept[20] * t6787;
     const T t7646 = t7644 - t7645;
     const T t7015 = t5251 * w.t6963;
     const T t7016 = t5252 * w.t6957;
@@ -13667,64 +12912,64 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, co
     const T t7100 = w.t2340 * w.t5391;
     w.t7073 = w.t194 * w.t7041;
     const T t7101 = t7100 - w.t7073;
-    w.t7650 = w.t1857 * t7101;
-    w.t7652 = t7649 + w.t7650;
+    w.t7650 = w.kept[38] * t7101;
+    w.kept[12] = t7649 + w.t7650;  // t7652
     const T t7657 = w.t2025 * t7018;
-    const T t7670 = w.t1852 * t6590;
-    const T t7653 = w.t1862 * t6092;
+    const T t7670 = w.kept[18] * t6590;
+    const T t7653 = w.kept[58] * t6092;
     const T t7671 = t7670 - t7653;
-    const T t7654 = w.t2014 * t6642;
+    const T t7654 = w.kept[59] * t6642;
     const T t7672 = t7671 - t7654;
-    const T t7656 = w.t2019 * t6787;
+    const T t7656 = w.kept[60] * t6787;
     const T t7673 = t7672 - t7656;
     const T t7674 = t7657 + t7673;
-    w.t7659 = w.t2031 * t7101;
-    w.t7675 = t7674 - w.t7659;
-    const T t7676 = w.t1853 * t6590;
-    const T t7677 = w.t2014 * t6092;
+    w.t7659 = w.kept[62] * t7101;
+    w.kept[53] = t7674 - w.t7659;  // t7675
+    const T t7676 = w.kept[19] * t6590;
+    const T t7677 = w.kept[59] * t6092;
     const T t7678 = t7676 - t7677;
-    const T t7660 = w.t2064 * t6642;
+    const T t7660 = w.kept[98] * t6642;
     const T t7679 = t7678 - t7660;
-    const T t7661 = w.t2197 * t6787;
+    const T t7661 = w.kept[99] * t6787;
     const T t7680 = t7679 - t7661;
-    const T t7662 = w.t2213 * t7018;
+    const T t7662 = w.kept[100] * t7018;
     const T t7681 = t7680 - t7662;
-    w.t7663 = w.t2226 * t7101;
-    w.t7682 = t7681 - w.t7663;
-    const T t7683 = w.t1854 * t6590;
-    const T t7684 = w.t2019 * t6092;
+    w.t7663 = w.kept[101] * t7101;
+    w.kept[93] = t7681 - w.t7663;  // t7682
+    const T t7683 = w.kept[20] * t6590;
+    const T t7684 = w.kept[60] * t6092;
     const T t7685 = t7683 - t7684;
-    const T t7686 = w.t2197 * t6642;
+    const T t7686 = w.kept[99] * t6642;
     const T t7687 = t7685 - t7686;
-    const T t7664 = w.t2323 * t6787;
+    const T t7664 = w.kept[137] * t6787;
     const T t7688 = t7687 - t7664;
-    const T t7665 = w.t2355 * t7018;
+    const T t7665 = w.kept[138] * t7018;
     const T t7689 = t7688 - t7665;
-    w.t7666 = w.t2358 * t7101;
-    w.t7690 = t7689 - w.t7666;
-    w.t7668 = w.t2550 * t7101;
+    w.t7666 = w.kept[139] * t7101;
+    w.kept[132] = t7689 - w.t7666;  // t7690
+    w.t7668 = w.kept[192] * t7101;
     const T t7692 = w.t2025 * t6092;
     const T t7691 = w.t1855 * t6590;
     const T t7693 = t7692 - t7691;
-    const T t7694 = w.t2213 * t6642;
+    const T t7694 = w.kept[100] * t6642;
     const T t7695 = t7693 - t7694;
-    const T t7696 = w.t2355 * t6787;
+    const T t7696 = w.kept[138] * t6787;
     const T t7697 = t7695 - t7696;
-    const T t7667 = w.t2546 * t7018;
+    const T t7667 = w.kept[175] * t7018;
     const T t7698 = t7697 - t7667;
-    w.t7699 = w.t7668 + t7698;
-    w.t7669 = w.t2723 * t7101;
-    const T t7700 = w.t1857 * t6590;
-    const T t7701 = w.t2031 * t6092;
+    w.kept[170] = w.t7668 + t7698;  // t7699
+    w.t7669 = w.kept[212] * t7101;
+    const T t7700 = w.kept[38] * t6590;
+    const T t7701 = w.kept[62] * t6092;
     const T t7702 = t7700 + t7701;
-    const T t7703 = w.t2226 * t6642;
+    const T t7703 = w.kept[101] * t6642;
     const T t7704 = t7702 + t7703;
-    const T t7705 = w.t2358 * t6787;
+    const T t7705 = w.kept[139] * t6787;
     const T t7706 = t7704 + t7705;
-    const T t7707 = w.t2550 * t7018;
+    const T t7707 = w.kept[192] * t7018;
     const T t7709 = t7706 - t7707;
     const T t7710 = w.t7669 + t7709;
-    w.t7711 = -t7710;
+    w.kept[207] = -t7710;  // t7711
     const T t5301 = w.t67 + w.t67;
     const T t6188 = t5301 * w.t5834;
     const T t6195 = t5298 * w.t5837;
@@ -13755,7 +13000,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, co
     const T t6620 = t6619 - t6618;
     const T t6652 = w.t6 * t6620;
     w.t6653 = t6651 + t6652;
-    const T t7712 = w.t1446 * w.t6653;
+    const T t7712 = w.kept[17] * w.t6653;
     const T t6189 = t5301 * w.t5773;
     const T t6190 = t5300 * w.t5833;
     const T t6191 = t6189 + t6190;
@@ -13776,15 +13021,15 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, co
     const T t6617 = t6615 + t6616;
     const T t6625 = T(0.42499999999999999) * t6617;
     w.t6627 = w.t6215 + t6625;
-    const T t7713 = w.t1852 * w.t6627;
+    const T t7713 = w.kept[18] * w.t6627;
     const T t7714 = t7712 - t7713;
-    const T t7715 = w.t1853 * w.t6215;
+    const T t7715 = w.kept[19] * w.t6215;
     const T t7716 = t7714 - t7715;
     const T t6720 = t5300 * w.t5770;
     const T t6721 = t6189 + t6720;
     const T t6724 = t6723 - t6721;
     w.t6725 = w.t5755 + t6724;
-    const T t7717 = w.t1854 * w.t6725;
+    const T t7717 = w.kept[20] * w.t6725;
     const T t7718 = t7716 - t7717;
     const T t6942 = t5301 * w.t6864;
     const T t6941 = t5300 * w.t6865;
@@ -13796,37 +13041,37 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part19(const T* q, const T* qd, co
     w.t6948 = t6947 - w.t6809;
     const T t7719 = w.t1855 * w.t6948;
     const T t7721 = t7718 + t7719;
-    w.t7722 = w.t7650 + t7721;
+    w.kept[13] = w.t7650 + t7721;  // t7722
     const T t7727 = w.t2025 * w.t6948;
-    const T t7735 = w.t1852 * w.t6653;
-    const T t7723 = w.t1862 * w.t6627;
+    const T t7735 = w.kept[18] * w.t6653;
+    const T t7723 = w.kept[58] * w.t6627;
     const T t7736 = t7735 - t7723;
-    const T t7724 = w.t2014 * w.t6215;
+    const T t7724 = w.kept[59] * w.t6215;
     const T t7737 = t7736 - t7724;
-    const T t7726 = w.t2019 * w.t6725;
+    const T t7726 = w.kept[60] * w.t6725;
     const T t7738 = t7737 - t7726;
     const T t7739 = t7727 + t7738;
-    w.t7740 = t7739 - w.t7659;
-    const T t7741 = w.t1853 * w.t6653;
-    const T t7742 = w.t2014 * w.t6627;
+    w.kept[54] = t7739 - w.t7659;  // t7740
+    const T t7741 = w.kept[19] * w.t6653;
+    const T t7742 = w.kept[59] * w.t6627;
     const T t7743 = t7741 - t7742;
-    const T t7729 = w.t2064 * w.t6215;
+    const T t7729 = w.kept[98] * w.t6215;
     const T t7744 = t7743 - t7729;
-    const T t7730 = w.t2197 * w.t6725;
+    const T t7730 = w.kept[99] * w.t6725;
     const T t7745 = t7744 - t7730;
-    const T t7731 = w.t2213 * w.t6948;
+    const T t7731 = w.kept[100] * w.t6948;
     const T t7746 = t7745 - t7731;
-    w.t7747 = t7746 - w.t7663;
-    const T t7748 = w.t1854 * w.t6653;
-    const T t7749 = w.t2019 * w.t6627;
+    w.kept[94] = t7746 - w.t7663;  // t7747
+    const T t7748 = w.kept[20] * w.t6653;
+    const T t7749 = w.kept[60] * w.t6627;
     const T t7750 = t7748 - t7749;
-    const T t7751 = w.t2197 * w.t6215;
+    const T t7751 = w.kept[99] * w.t6215;
     const T t7752 = t7750 - t7751;
-    const T t7732 = w.t2323 * w.t6725;
+    const T t7732 = w.kept[137] * w.t6725;
     const T t7753 = t7752 - t7732;
-    const T t7733 = w.t2355 * w.t6948;
+    const T t7733 = w.kept[138] * w.t6948;
     const T t7754 = t7753 - t7733;
-    w.t7755 = t7754 - w.t7666;
+    w.kept[133] = t7754 - w.t7666;  // t7755
     w.t7757 = w.t2025 * w.t6627;
     return status;
 }
@@ -13838,24 +13083,24 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part20(const T* q, const T* qd, co
     // --- solve: forward and back substitution
     const T t7756 = w.t1855 * w.t6653;
     const T t7758 = w.t7757 - t7756;
-    const T t7759 = w.t2213 * w.t6215;
+    const T t7759 = w.kept[100] * w.t6215;
     const T t7760 = t7758 - t7759;
-    const T t7761 = w.t2355 * w.t6725;
+    const T t7761 = w.kept[138] * w.t6725;
     const T t7762 = t7760 - t7761;
-    const T t7734 = w.t2546 * w.t6948;
+    const T t7734 = w.kept[175] * w.t6948;
     const T t7763 = t7762 - t7734;
-    w.t7764 = w.t7668 + t7763;
-    const T t7765 = w.t1857 * w.t6653;
-    const T t7766 = w.t2031 * w.t6627;
+    w.kept[171] = w.t7668 + t7763;  // t7764
+    const T t7765 = w.kept[38] * w.t6653;
+    const T t7766 = w.kept[62] * w.t6627;
     const T t7767 = t7765 + t7766;
-    const T t7768 = w.t2226 * w.t6215;
+    const T t7768 = w.kept[101] * w.t6215;
     const T t7769 = t7767 + t7768;
-    const T t7770 = w.t2358 * w.t6725;
+    const T t7770 = w.kept[139] * w.t6725;
     const T t7771 = t7769 + t7770;
-    const T t7772 = w.t2550 * w.t6948;
+    const T t7772 = w.kept[192] * w.t6948;
     const T t7774 = t7771 - t7772;
     const T t7775 = w.t7669 + t7774;
-    w.t7776 = -t7775;
+    w.kept[208] = -t7775;  // t7776
     const T t6359 = w.t5391 * w.t5696;
     const T t5392 = w.t136 + w.t136;
     const T t6363 = t5392 * T(3.0350000000000001);
@@ -13915,7 +13160,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part20(const T* q, const T* qd, co
     const T t6762 = t6761 - t6760;
     const T t6797 = w.t6 * t6762;
     const T t6798 = t6796 + t6797;
-    const T t7777 = w.t1446 * t6798;
+    const T t7777 = w.kept[17] * t6798;
     const T t6341 = t5393 * T(0.1860463);
     const T t6342 = t5392 * w.t5667;
     const T t6343 = t6341 - t6342;
@@ -13931,11 +13176,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part20(const T* q, const T* qd, co
     const T t6759 = t6758 - t6757;
     const T t6767 = T(0.42499999999999999) * t6759;
     const T t6769 = t6707 + t6767;
-    const T t7778 = w.t1852 * t6769;
+    const T t7778 = w.kept[18] * t6769;
     const T t7779 = t7777 - t7778;
-    const T t7780 = w.t1853 * t6707;
+    const T t7780 = w.kept[19] * t6707;
     const T t7781 = t7779 - t7780;
-    const T t7782 = w.t1854 * t6369;
+    const T t7782 = w.kept[20] * t6369;
     const T t7783 = t7781 - t7782;
     const T t6860 = t5390 * w.t5610;
     const T t6861 = t6860 - t6349;
@@ -13944,58 +13189,58 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part20(const T* q, const T* qd, co
     const T t6863 = t6862 - w.t6809;
     const T t7784 = w.t1855 * t6863;
     const T t7786 = t7783 + t7784;
-    w.t7787 = w.t7650 + t7786;
+    w.kept[14] = w.t7650 + t7786;  // t7787
     const T t7792 = w.t2025 * t6863;
-    const T t7800 = w.t1852 * t6798;
-    const T t7788 = w.t1862 * t6769;
+    const T t7800 = w.kept[18] * t6798;
+    const T t7788 = w.kept[58] * t6769;
     const T t7801 = t7800 - t7788;
-    const T t7789 = w.t2014 * t6707;
+    const T t7789 = w.kept[59] * t6707;
     const T t7802 = t7801 - t7789;
-    const T t7791 = w.t2019 * t6369;
+    const T t7791 = w.kept[60] * t6369;
     const T t7803 = t7802 - t7791;
     const T t7804 = t7792 + t7803;
-    w.t7805 = t7804 - w.t7659;
-    const T t7806 = w.t1853 * t6798;
-    const T t7807 = w.t2014 * t6769;
+    w.kept[55] = t7804 - w.t7659;  // t7805
+    const T t7806 = w.kept[19] * t6798;
+    const T t7807 = w.kept[59] * t6769;
     const T t7808 = t7806 - t7807;
-    const T t7794 = w.t2064 * t6707;
+    const T t7794 = w.kept[98] * t6707;
     const T t7809 = t7808 - t7794;
-    const T t7795 = w.t2197 * t6369;
+    const T t7795 = w.kept[99] * t6369;
     const T t7810 = t7809 - t7795;
-    const T t7796 = w.t2213 * t6863;
+    const T t7796 = w.kept[100] * t6863;
     const T t7811 = t7810 - t7796;
-    w.t7812 = t7811 - w.t7663;
-    const T t7813 = w.t1854 * t6798;
-    const T t7814 = w.t2019 * t6769;
+    w.kept[95] = t7811 - w.t7663;  // t7812
+    const T t7813 = w.kept[20] * t6798;
+    const T t7814 = w.kept[60] * t6769;
     const T t7815 = t7813 - t7814;
-    const T t7816 = w.t2197 * t6707;
+    const T t7816 = w.kept[99] * t6707;
     const T t7817 = t7815 - t7816;
-    const T t7797 = w.t2323 * t6369;
+    const T t7797 = w.kept[137] * t6369;
     const T t7818 = t7817 - t7797;
-    const T t7798 = w.t2355 * t6863;
+    const T t7798 = w.kept[138] * t6863;
     const T t7819 = t7818 - t7798;
-    w.t7820 = t7819 - w.t7666;
+    w.kept[134] = t7819 - w.t7666;  // t7820
     const T t7822 = w.t2025 * t6769;
     const T t7821 = w.t1855 * t6798;
     const T t7823 = t7822 - t7821;
-    const T t7824 = w.t2213 * t6707;
+    const T t7824 = w.kept[100] * t6707;
     const T t7825 = t7823 - t7824;
-    const T t7826 = w.t2355 * t6369;
+    const T t7826 = w.kept[138] * t6369;
     const T t7827 = t7825 - t7826;
-    const T t7799 = w.t2546 * t6863;
+    const T t7799 = w.kept[175] * t6863;
     const T t7828 = t7827 - t7799;
-    w.t7829 = w.t7668 + t7828;
-    const T t7830 = w.t1857 * t6798;
-    const T t7831 = w.t2031 * t6769;
+    w.kept[172] = w.t7668 + t7828;  // t7829
+    const T t7830 = w.kept[38] * t6798;
+    const T t7831 = w.kept[62] * t6769;
     const T t7832 = t7830 + t7831;
-    const T t7833 = w.t2226 * t6707;
+    const T t7833 = w.kept[101] * t6707;
     const T t7834 = t7832 + t7833;
-    const T t7835 = w.t2358 * t6369;
+    const T t7835 = w.kept[139] * t6369;
     const T t7836 = t7834 + t7835;
-    const T t7837 = w.t2550 * t6863;
+    const T t7837 = w.kept[192] * t6863;
     const T t7839 = t7836 - t7837;
     const T t7840 = w.t7669 + t7839;
-    w.t7841 = -t7840;
+    w.kept[209] = -t7840;  // t7841
     const T t5481 = w.t213 + w.t213;
     const T t6457 = t5481 * T(0.057172964999999992);
     const T t6464 = t6457 - w.t5517;
@@ -14064,7 +13309,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part20(const T* q, const T* qd, co
     const T t6992 = t6991 - t6990;
     const T t7029 = w.t6 * t6992;
     w.t7030 = t7028 + t7029;
-    const T t7842 = w.t1446 * w.t7030;
+    const T t7842 = w.kept[17] * w.t7030;
     const T t6840 = T(0.099699999999999997) * t6829;
     const T t6836 = w.t193 * t6478;
     const T t6837 = w.t194 * t6477;
@@ -14077,11 +13322,11 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part20(const T* q, const T* qd, co
     const T t6989 = t6988 - t6987;
     const T t6997 = T(0.42499999999999999) * t6989;
     w.t6999 = w.t6924 + t6997;
-    const T t7843 = w.t1852 * w.t6999;
+    const T t7843 = w.kept[18] * w.t6999;
     const T t7844 = t7842 - t7843;
-    const T t7845 = w.t1853 * w.t6924;
+    const T t7845 = w.kept[19] * w.t6924;
     const T t7846 = t7844 - t7845;
-    const T t7847 = w.t1854 * w.t6842;
+    const T t7847 = w.kept[20] * w.t6842;
     const T t7848 = t7846 - t7847;
     const T t7849 = w.t1855 * w.t6474;
     w.t7851 = t7848 + t7849;
@@ -14095,113 +13340,113 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part21(const T* q, const T* qd, co
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
     const T t7068 = w.t7067 - w.t7046;
-    const T t7852 = w.t1857 * t7068;
-    w.t7854 = w.t7851 - t7852;
-    const T t7861 = w.t2031 * t7068;
+    const T t7852 = w.kept[38] * t7068;
+    w.kept[15] = w.t7851 - t7852;  // t7854
+    const T t7861 = w.kept[62] * t7068;
     const T t7859 = w.t2025 * w.t6474;
-    const T t7872 = w.t1852 * w.t7030;
-    const T t7855 = w.t1862 * w.t6999;
+    const T t7872 = w.kept[18] * w.t7030;
+    const T t7855 = w.kept[58] * w.t6999;
     const T t7873 = t7872 - t7855;
-    const T t7856 = w.t2014 * w.t6924;
+    const T t7856 = w.kept[59] * w.t6924;
     const T t7874 = t7873 - t7856;
-    const T t7858 = w.t2019 * w.t6842;
+    const T t7858 = w.kept[60] * w.t6842;
     const T t7875 = t7874 - t7858;
     const T t7876 = t7859 + t7875;
-    w.t7877 = t7861 + t7876;
-    const T t7865 = w.t2226 * t7068;
-    const T t7878 = w.t1853 * w.t7030;
-    const T t7879 = w.t2014 * w.t6999;
+    w.kept[56] = t7861 + t7876;  // t7877
+    const T t7865 = w.kept[101] * t7068;
+    const T t7878 = w.kept[19] * w.t7030;
+    const T t7879 = w.kept[59] * w.t6999;
     const T t7880 = t7878 - t7879;
-    const T t7862 = w.t2064 * w.t6924;
+    const T t7862 = w.kept[98] * w.t6924;
     const T t7881 = t7880 - t7862;
-    const T t7863 = w.t2197 * w.t6842;
+    const T t7863 = w.kept[99] * w.t6842;
     const T t7882 = t7881 - t7863;
-    const T t7864 = w.t2213 * w.t6474;
+    const T t7864 = w.kept[100] * w.t6474;
     const T t7883 = t7882 - t7864;
-    w.t7884 = t7865 + t7883;
-    const T t7868 = w.t2358 * t7068;
-    const T t7885 = w.t1854 * w.t7030;
-    const T t7886 = w.t2019 * w.t6999;
+    w.kept[96] = t7865 + t7883;  // t7884
+    const T t7868 = w.kept[139] * t7068;
+    const T t7885 = w.kept[20] * w.t7030;
+    const T t7886 = w.kept[60] * w.t6999;
     const T t7887 = t7885 - t7886;
-    const T t7888 = w.t2197 * w.t6924;
+    const T t7888 = w.kept[99] * w.t6924;
     const T t7889 = t7887 - t7888;
-    const T t7866 = w.t2323 * w.t6842;
+    const T t7866 = w.kept[137] * w.t6842;
     const T t7890 = t7889 - t7866;
-    const T t7867 = w.t2355 * w.t6474;
+    const T t7867 = w.kept[138] * w.t6474;
     const T t7891 = t7890 - t7867;
-    w.t7892 = t7868 + t7891;
+    w.kept[135] = t7868 + t7891;  // t7892
     const T t7894 = w.t2025 * w.t6999;
     const T t7893 = w.t1855 * w.t7030;
     const T t7895 = t7894 - t7893;
-    const T t7896 = w.t2213 * w.t6924;
+    const T t7896 = w.kept[100] * w.t6924;
     const T t7897 = t7895 - t7896;
-    const T t7898 = w.t2355 * w.t6842;
+    const T t7898 = w.kept[138] * w.t6842;
     const T t7899 = t7897 - t7898;
-    const T t7869 = w.t2546 * w.t6474;
+    const T t7869 = w.kept[175] * w.t6474;
     const T t7900 = t7899 - t7869;
-    const T t7870 = w.t2550 * t7068;
-    w.t7901 = t7900 - t7870;
-    const T t7871 = w.t2723 * t7068;
-    const T t7902 = w.t1857 * w.t7030;
-    const T t7903 = w.t2031 * w.t6999;
+    const T t7870 = w.kept[192] * t7068;
+    w.kept[173] = t7900 - t7870;  // t7901
+    const T t7871 = w.kept[212] * t7068;
+    const T t7902 = w.kept[38] * w.t7030;
+    const T t7903 = w.kept[62] * w.t6999;
     const T t7904 = t7902 + t7903;
-    const T t7905 = w.t2226 * w.t6924;
+    const T t7905 = w.kept[101] * w.t6924;
     const T t7906 = t7904 + t7905;
-    const T t7907 = w.t2358 * w.t6842;
+    const T t7907 = w.kept[139] * w.t6842;
     const T t7908 = t7906 + t7907;
-    const T t7909 = w.t2550 * w.t6474;
+    const T t7909 = w.kept[192] * w.t6474;
     const T t7911 = t7908 - t7909;
-    w.t7912 = t7871 - t7911;
-    const T t7913 = w.t1446 * w.t7199;
-    const T t7914 = w.t1852 * w.t7073;
+    w.kept[210] = t7871 - t7911;  // t7912
+    const T t7913 = w.kept[17] * w.t7199;
+    const T t7914 = w.kept[18] * w.t7073;
     const T t7916 = t7913 + t7914;
-    const T t7917 = w.t1853 * w.t7073;
+    const T t7917 = w.kept[19] * w.t7073;
     const T t7919 = t7916 + t7917;
-    const T t7920 = w.t1854 * w.t7073;
+    const T t7920 = w.kept[20] * w.t7073;
     const T t7921 = t7919 + t7920;
     const T t7922 = w.t1855 * w.t7046;
-    w.t7924 = t7921 + t7922;
+    w.kept[16] = t7921 + t7922;  // t7924
     const T t7930 = w.t2025 * w.t7046;
-    const T t7929 = w.t2019 * w.t7073;
-    const T t7927 = w.t2014 * w.t7073;
-    const T t7925 = w.t1862 * w.t7073;
-    const T t7939 = w.t1852 * w.t7199;
+    const T t7929 = w.kept[60] * w.t7073;
+    const T t7927 = w.kept[59] * w.t7073;
+    const T t7925 = w.kept[58] * w.t7073;
+    const T t7939 = w.kept[18] * w.t7199;
     const T t7940 = t7925 + t7939;
     const T t7941 = t7927 + t7940;
     const T t7942 = t7929 + t7941;
-    w.t7943 = t7930 + t7942;
-    const T t7934 = w.t2197 * w.t7073;
-    const T t7932 = w.t2064 * w.t7073;
-    const T t7944 = w.t1853 * w.t7199;
+    w.kept[57] = t7930 + t7942;  // t7943
+    const T t7934 = w.kept[99] * w.t7073;
+    const T t7932 = w.kept[98] * w.t7073;
+    const T t7944 = w.kept[19] * w.t7199;
     const T t7945 = t7927 + t7944;
     const T t7946 = t7932 + t7945;
     const T t7947 = t7934 + t7946;
-    const T t7935 = w.t2213 * w.t7046;
-    w.t7948 = t7947 - t7935;
-    const T t7936 = w.t2323 * w.t7073;
-    const T t7949 = w.t1854 * w.t7199;
+    const T t7935 = w.kept[100] * w.t7046;
+    w.kept[97] = t7947 - t7935;  // t7948
+    const T t7936 = w.kept[137] * w.t7073;
+    const T t7949 = w.kept[20] * w.t7199;
     const T t7951 = t7929 + t7949;
     const T t7953 = t7934 + t7951;
     const T t7954 = t7936 + t7953;
-    const T t7937 = w.t2355 * w.t7046;
-    w.t7955 = t7954 - t7937;
-    const T t7961 = w.t2213 * w.t7073;
+    const T t7937 = w.kept[138] * w.t7046;
+    w.kept[136] = t7954 - t7937;  // t7955
+    const T t7961 = w.kept[100] * w.t7073;
     const T t7956 = w.t1855 * w.t7199;
     const T t7957 = w.t2025 * w.t7073;
     const T t7959 = t7956 + t7957;
     const T t7963 = t7961 - t7959;
-    const T t7964 = w.t2355 * w.t7073;
+    const T t7964 = w.kept[138] * w.t7073;
     const T t7965 = t7963 + t7964;
-    const T t7938 = w.t2546 * w.t7046;
-    w.t7966 = t7965 - t7938;
-    const T t7973 = w.t2358 * w.t7073;
-    const T t7967 = w.t2031 * w.t7073;
+    const T t7938 = w.kept[175] * w.t7046;
+    w.kept[174] = t7965 - t7938;  // t7966
+    const T t7973 = w.kept[139] * w.t7073;
+    const T t7967 = w.kept[62] * w.t7073;
     const T t7969 = w.t7579 - t7967;
-    const T t7970 = w.t2226 * w.t7073;
+    const T t7970 = w.kept[101] * w.t7073;
     const T t7972 = t7969 - t7970;
     const T t7974 = t7973 - t7972;
-    const T t7975 = w.t2550 * w.t7046;
-    w.t7977 = t7974 + t7975;
+    const T t7975 = w.kept[192] * w.t7046;
+    w.kept[211] = t7974 + t7975;  // t7977
     return status;
 }
 
@@ -14231,396 +13476,130 @@ int ur5e_fd_derivatives_derivatives_run(const T* q, const T* qd, const T* in, T*
     if ((status = ur5e_fd_derivatives_derivatives_part20(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_fd_derivatives_derivatives_part21(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs and their Jacobian: written only when every one is finite
-    if (!(std::isfinite(w.t1447) && std::isfinite(w.t1453) && std::isfinite(w.t1500) && std::isfinite(w.t1591) &&
-          std::isfinite(w.t1665) && std::isfinite(w.t1716) && std::isfinite(w.t7217) && std::isfinite(w.t7289) &&
-          std::isfinite(w.t7361) && std::isfinite(w.t7435) && std::isfinite(w.t7509) && std::isfinite(w.t7581) &&
-          std::isfinite(w.t7652) && std::isfinite(w.t7722) && std::isfinite(w.t7787) && std::isfinite(w.t7854) &&
-          std::isfinite(w.t7924) && std::isfinite(w.t1446) && std::isfinite(w.t1852) && std::isfinite(w.t1853) &&
-          std::isfinite(w.t1854) && std::isfinite(w.t1856) && std::isfinite(w.t1858) && std::isfinite(w.t1791) &&
-          std::isfinite(w.t1790) && std::isfinite(w.t2790) && std::isfinite(w.t2866) && std::isfinite(w.t2959) &&
-          std::isfinite(w.t3028) && std::isfinite(w.t3114) && std::isfinite(w.t3198) && std::isfinite(w.t3281) &&
-          std::isfinite(w.t3363) && std::isfinite(w.t3469) && std::isfinite(w.t3575) && std::isfinite(w.t3714) &&
-          std::isfinite(w.t3830) && std::isfinite(w.t3951) && std::isfinite(w.t1857) && std::isfinite(w.t4137) &&
-          std::isfinite(w.t4297) && std::isfinite(w.t4428) && std::isfinite(w.t3713) && std::isfinite(w.t4654) &&
-          std::isfinite(w.t4814) && std::isfinite(w.t4973) && std::isfinite(w.t5153) && std::isfinite(w.t7240) &&
-          std::isfinite(w.t7312) && std::isfinite(w.t7384) && std::isfinite(w.t7460) && std::isfinite(w.t7530) &&
-          std::isfinite(w.t7604) && std::isfinite(w.t7675) && std::isfinite(w.t7740) && std::isfinite(w.t7805) &&
-          std::isfinite(w.t7877) && std::isfinite(w.t7943) && std::isfinite(w.t1862) && std::isfinite(w.t2014) &&
-          std::isfinite(w.t2019) && std::isfinite(w.t2026) && std::isfinite(w.t2031) && std::isfinite(w.t1864) &&
-          std::isfinite(w.t1863) && std::isfinite(w.t2793) && std::isfinite(w.t2870) && std::isfinite(w.t2963) &&
-          std::isfinite(w.t3034) && std::isfinite(w.t3120) && std::isfinite(w.t3201) && std::isfinite(w.t3284) &&
-          std::isfinite(w.t3367) && std::isfinite(w.t3473) && std::isfinite(w.t3581) && std::isfinite(w.t3720) &&
-          std::isfinite(w.t3833) && std::isfinite(w.t3955) && std::isfinite(w.t4050) && std::isfinite(w.t4143) &&
-          std::isfinite(w.t4301) && std::isfinite(w.t4432) && std::isfinite(w.t3719) && std::isfinite(w.t4658) &&
-          std::isfinite(w.t4818) && std::isfinite(w.t4977) && std::isfinite(w.t5157) && std::isfinite(w.t7247) &&
-          std::isfinite(w.t7319) && std::isfinite(w.t7391) && std::isfinite(w.t7468) && std::isfinite(w.t7536) &&
-          std::isfinite(w.t7611) && std::isfinite(w.t7682) && std::isfinite(w.t7747) && std::isfinite(w.t7812) &&
-          std::isfinite(w.t7884) && std::isfinite(w.t7948) && std::isfinite(w.t2064) && std::isfinite(w.t2197) &&
-          std::isfinite(w.t2213) && std::isfinite(w.t2226) && std::isfinite(w.t2048) && std::isfinite(w.t2047) &&
-          std::isfinite(w.t2075) && std::isfinite(w.t2892) && std::isfinite(w.t2069) && std::isfinite(w.t2068) &&
-          std::isfinite(w.t2066) && std::isfinite(w.t2049) && std::isfinite(w.t3302) && std::isfinite(w.t3384) &&
-          std::isfinite(w.t3488) && std::isfinite(w.t3607) && std::isfinite(w.t3746) && std::isfinite(w.t3851) &&
-          std::isfinite(w.t3970) && std::isfinite(w.t4056) && std::isfinite(w.t4169) && std::isfinite(w.t4316) &&
-          std::isfinite(w.t4447) && std::isfinite(w.t4529) && std::isfinite(w.t4673) && std::isfinite(w.t4833) &&
-          std::isfinite(w.t4992) && std::isfinite(w.t5172) && std::isfinite(w.t7255) && std::isfinite(w.t7327) &&
-          std::isfinite(w.t7399) && std::isfinite(w.t7477) && std::isfinite(w.t7544) && std::isfinite(w.t7619) &&
-          std::isfinite(w.t7690) && std::isfinite(w.t7755) && std::isfinite(w.t7820) && std::isfinite(w.t7892) &&
-          std::isfinite(w.t7955) && std::isfinite(w.t2323) && std::isfinite(w.t2355) && std::isfinite(w.t2358) &&
-          std::isfinite(w.t2276) && std::isfinite(w.t2275) && std::isfinite(w.t2298) && std::isfinite(w.t2923) &&
-          std::isfinite(w.t2292) && std::isfinite(w.t3080) && std::isfinite(w.t3166) && std::isfinite(w.t2277) &&
-          std::isfinite(w.t2336) && std::isfinite(w.t3422) && std::isfinite(w.t2330) && std::isfinite(w.t3651) &&
-          std::isfinite(w.t2326) && std::isfinite(w.t2300) && std::isfinite(w.t4004) && std::isfinite(w.t4080) &&
-          std::isfinite(w.t4213) && std::isfinite(w.t4350) && std::isfinite(w.t4482) && std::isfinite(w.t4551) &&
-          std::isfinite(w.t4707) && std::isfinite(w.t4867) && std::isfinite(w.t5026) && std::isfinite(w.t5207) &&
-          std::isfinite(w.t7264) && std::isfinite(w.t7336) && std::isfinite(w.t7408) && std::isfinite(w.t7486) &&
-          std::isfinite(w.t7554) && std::isfinite(w.t7628) && std::isfinite(w.t7699) && std::isfinite(w.t7764) &&
-          std::isfinite(w.t7829) && std::isfinite(w.t7901) && std::isfinite(w.t7966) && std::isfinite(w.t2546) &&
-          std::isfinite(w.t2551) && std::isfinite(w.t2447) && std::isfinite(w.t2445) && std::isfinite(w.t2485) &&
-          std::isfinite(w.t2939) && std::isfinite(w.t2474) && std::isfinite(w.t2472) && std::isfinite(w.t2470) &&
-          std::isfinite(w.t2449) && std::isfinite(w.t2529) && std::isfinite(w.t3444) && std::isfinite(w.t2520) &&
-          std::isfinite(w.t3681) && std::isfinite(w.t3818) && std::isfinite(w.t2488) && std::isfinite(w.t4033) &&
-          std::isfinite(w.t2550) && std::isfinite(w.t4246) && std::isfinite(w.t4379) && std::isfinite(w.t4511) &&
-          std::isfinite(w.t2516) && std::isfinite(w.t4737) && std::isfinite(w.t4897) && std::isfinite(w.t5056) &&
-          std::isfinite(w.t5236) && std::isfinite(w.t7276) && std::isfinite(w.t7348) && std::isfinite(w.t7420) &&
-          std::isfinite(w.t7497) && std::isfinite(w.t7568) && std::isfinite(w.t7639) && std::isfinite(w.t7711) &&
-          std::isfinite(w.t7776) && std::isfinite(w.t7841) && std::isfinite(w.t7912) && std::isfinite(w.t7977) &&
-          std::isfinite(w.t2723) && std::isfinite(w.t2621) && std::isfinite(w.t2619) && std::isfinite(w.t2656) &&
-          std::isfinite(w.t2956) && std::isfinite(w.t2645) && std::isfinite(w.t3111) && std::isfinite(w.t3197) &&
-          std::isfinite(w.t2623) && std::isfinite(w.t2700) && std::isfinite(w.t3449) && std::isfinite(w.t2691) &&
-          std::isfinite(w.t3687) && std::isfinite(w.t3822) && std::isfinite(w.t2659) && std::isfinite(w.t4036) &&
-          std::isfinite(w.t2720) && std::isfinite(w.t4251) && std::isfinite(w.t4382) && std::isfinite(w.t4518) &&
-          std::isfinite(w.t2687) && std::isfinite(w.t4744) && std::isfinite(w.t4904) && std::isfinite(w.t5063) &&
-          std::isfinite(w.t5243))) return NELU_STATUS_NOT_FINITE;
-    out[0] = w.t1447;
-    out[1] = w.t1453;
-    out[2] = w.t1500;
-    out[3] = w.t1591;
-    out[4] = w.t1665;
-    out[5] = w.t1716;
+    if (!(nelu::all_finite(w.kept))) return NELU_STATUS_NOT_FINITE;
+    std::memcpy(out + 0, w.kept + 0, 6 * sizeof *out);  // out[0..5]
     jac[0] = T(0);
-    jac[1] = w.t7217;
-    jac[2] = w.t7289;
-    jac[3] = w.t7361;
-    jac[4] = w.t7435;
-    jac[5] = w.t7509;
-    jac[6] = w.t7581;
-    jac[7] = w.t7652;
-    jac[8] = w.t7722;
-    jac[9] = w.t7787;
-    jac[10] = w.t7854;
-    jac[11] = w.t7924;
-    jac[12] = w.t1446;
-    jac[13] = w.t1852;
-    jac[14] = w.t1853;
-    jac[15] = w.t1854;
-    jac[16] = w.t1856;
-    jac[17] = w.t1858;
+    std::memcpy(jac + 1, w.kept + 6, 17 * sizeof *jac);  // jac[1..17]
     jac[18] = T(0);
     jac[19] = T(0);
-    jac[20] = w.t1446;
+    jac[20] = w.kept[17];
     jac[21] = T(0);
     jac[22] = T(0);
     jac[23] = T(0);
-    jac[24] = w.t1791;
-    jac[25] = w.t1790;
-    jac[26] = w.t1852;
+    std::memcpy(jac + 24, w.kept + 23, 2 * sizeof *jac);  // jac[24..25]
+    jac[26] = w.kept[18];
     jac[27] = T(0);
     jac[28] = T(0);
     jac[29] = T(0);
-    jac[30] = w.t2790;
-    jac[31] = w.t2866;
-    jac[32] = w.t2959;
-    jac[33] = w.t3028;
-    jac[34] = w.t3114;
-    jac[35] = w.t3198;
-    jac[36] = w.t3281;
-    jac[37] = w.t3363;
-    jac[38] = w.t3469;
-    jac[39] = w.t3575;
-    jac[40] = w.t3714;
-    jac[41] = w.t3830;
-    jac[42] = w.t3951;
-    jac[43] = w.t1857;
-    jac[44] = w.t4137;
-    jac[45] = w.t4297;
-    jac[46] = w.t4428;
-    jac[47] = w.t3713;
-    jac[48] = w.t4654;
-    jac[49] = w.t4814;
+    std::memcpy(jac + 30, w.kept + 25, 20 * sizeof *jac);  // jac[30..49]
     jac[50] = T(0);
-    jac[51] = w.t4973;
-    jac[52] = w.t5153;
-    jac[53] = w.t4428;
+    std::memcpy(jac + 51, w.kept + 45, 2 * sizeof *jac);  // jac[51..52]
+    jac[53] = w.kept[41];
     jac[54] = T(0);
-    jac[55] = w.t7240;
-    jac[56] = w.t7312;
-    jac[57] = w.t7384;
-    jac[58] = w.t7460;
-    jac[59] = w.t7530;
-    jac[60] = w.t7604;
-    jac[61] = w.t7675;
-    jac[62] = w.t7740;
-    jac[63] = w.t7805;
-    jac[64] = w.t7877;
-    jac[65] = w.t7943;
-    jac[66] = w.t1852;
-    jac[67] = w.t1862;
-    jac[68] = w.t2014;
-    jac[69] = w.t2019;
-    jac[70] = w.t2026;
-    jac[71] = w.t2031;
+    std::memcpy(jac + 55, w.kept + 47, 11 * sizeof *jac);  // jac[55..65]
+    jac[66] = w.kept[18];
+    std::memcpy(jac + 67, w.kept + 58, 5 * sizeof *jac);  // jac[67..71]
     jac[72] = T(0);
     jac[73] = T(0);
-    jac[74] = w.t1852;
+    jac[74] = w.kept[18];
     jac[75] = T(0);
     jac[76] = T(0);
     jac[77] = T(0);
-    jac[78] = w.t1864;
-    jac[79] = w.t1863;
-    jac[80] = w.t1862;
+    std::memcpy(jac + 78, w.kept + 63, 2 * sizeof *jac);  // jac[78..79]
+    jac[80] = w.kept[58];
     jac[81] = T(0);
     jac[82] = T(0);
     jac[83] = T(0);
-    jac[84] = w.t2793;
-    jac[85] = w.t2870;
-    jac[86] = w.t2963;
-    jac[87] = w.t3034;
-    jac[88] = w.t3120;
-    jac[89] = w.t3201;
-    jac[90] = w.t3284;
-    jac[91] = w.t3367;
-    jac[92] = w.t3473;
-    jac[93] = w.t3581;
-    jac[94] = w.t3720;
-    jac[95] = w.t3833;
-    jac[96] = w.t3955;
-    jac[97] = w.t4050;
-    jac[98] = w.t4143;
-    jac[99] = w.t4301;
-    jac[100] = w.t4432;
-    jac[101] = w.t3719;
-    jac[102] = w.t4658;
-    jac[103] = w.t4818;
+    std::memcpy(jac + 84, w.kept + 65, 20 * sizeof *jac);  // jac[84..103]
     jac[104] = T(0);
-    jac[105] = w.t4977;
-    jac[106] = w.t5157;
-    jac[107] = w.t4432;
+    std::memcpy(jac + 105, w.kept + 85, 2 * sizeof *jac);  // jac[105..106]
+    jac[107] = w.kept[81];
     jac[108] = T(0);
-    jac[109] = w.t7247;
-    jac[110] = w.t7319;
-    jac[111] = w.t7391;
-    jac[112] = w.t7468;
-    jac[113] = w.t7536;
-    jac[114] = w.t7611;
-    jac[115] = w.t7682;
-    jac[116] = w.t7747;
-    jac[117] = w.t7812;
-    jac[118] = w.t7884;
-    jac[119] = w.t7948;
-    jac[120] = w.t1853;
-    jac[121] = w.t2014;
-    jac[122] = w.t2064;
-    jac[123] = w.t2197;
-    jac[124] = w.t2213;
-    jac[125] = w.t2226;
+    std::memcpy(jac + 109, w.kept + 87, 11 * sizeof *jac);  // jac[109..119]
+    jac[120] = w.kept[19];
+    jac[121] = w.kept[59];
+    std::memcpy(jac + 122, w.kept + 98, 4 * sizeof *jac);  // jac[122..125]
     jac[126] = T(0);
     jac[127] = T(0);
-    jac[128] = w.t1853;
+    jac[128] = w.kept[19];
     jac[129] = T(0);
     jac[130] = T(0);
     jac[131] = T(0);
-    jac[132] = w.t2048;
-    jac[133] = w.t2047;
-    jac[134] = w.t2014;
+    std::memcpy(jac + 132, w.kept + 102, 2 * sizeof *jac);  // jac[132..133]
+    jac[134] = w.kept[59];
     jac[135] = T(0);
     jac[136] = T(0);
     jac[137] = T(0);
-    jac[138] = w.t2075;
-    jac[139] = w.t2892;
-    jac[140] = w.t2069;
-    jac[141] = w.t2068;
-    jac[142] = w.t2066;
-    jac[143] = w.t2049;
-    jac[144] = w.t3302;
-    jac[145] = w.t3384;
-    jac[146] = w.t3488;
-    jac[147] = w.t3607;
-    jac[148] = w.t3746;
-    jac[149] = w.t3851;
-    jac[150] = w.t3970;
-    jac[151] = w.t4056;
-    jac[152] = w.t4169;
-    jac[153] = w.t4316;
-    jac[154] = w.t4447;
-    jac[155] = w.t4529;
-    jac[156] = w.t4673;
-    jac[157] = w.t4833;
+    std::memcpy(jac + 138, w.kept + 104, 20 * sizeof *jac);  // jac[138..157]
     jac[158] = T(0);
-    jac[159] = w.t4992;
-    jac[160] = w.t5172;
-    jac[161] = w.t4447;
+    std::memcpy(jac + 159, w.kept + 124, 2 * sizeof *jac);  // jac[159..160]
+    jac[161] = w.kept[120];
     jac[162] = T(0);
-    jac[163] = w.t7255;
-    jac[164] = w.t7327;
-    jac[165] = w.t7399;
-    jac[166] = w.t7477;
-    jac[167] = w.t7544;
-    jac[168] = w.t7619;
-    jac[169] = w.t7690;
-    jac[170] = w.t7755;
-    jac[171] = w.t7820;
-    jac[172] = w.t7892;
-    jac[173] = w.t7955;
-    jac[174] = w.t1854;
-    jac[175] = w.t2019;
-    jac[176] = w.t2197;
-    jac[177] = w.t2323;
-    jac[178] = w.t2355;
-    jac[179] = w.t2358;
+    std::memcpy(jac + 163, w.kept + 126, 11 * sizeof *jac);  // jac[163..173]
+    jac[174] = w.kept[20];
+    jac[175] = w.kept[60];
+    jac[176] = w.kept[99];
+    std::memcpy(jac + 177, w.kept + 137, 3 * sizeof *jac);  // jac[177..179]
     jac[180] = T(0);
     jac[181] = T(0);
-    jac[182] = w.t1854;
+    jac[182] = w.kept[20];
     jac[183] = T(0);
     jac[184] = T(0);
     jac[185] = T(0);
-    jac[186] = w.t2276;
-    jac[187] = w.t2275;
-    jac[188] = w.t2019;
+    std::memcpy(jac + 186, w.kept + 140, 2 * sizeof *jac);  // jac[186..187]
+    jac[188] = w.kept[60];
     jac[189] = T(0);
     jac[190] = T(0);
     jac[191] = T(0);
-    jac[192] = w.t2298;
-    jac[193] = w.t2923;
-    jac[194] = w.t2292;
-    jac[195] = w.t3080;
-    jac[196] = w.t3166;
-    jac[197] = w.t2277;
-    jac[198] = w.t2336;
-    jac[199] = w.t3422;
-    jac[200] = w.t2330;
-    jac[201] = w.t3651;
-    jac[202] = w.t2326;
-    jac[203] = w.t2300;
-    jac[204] = w.t4004;
-    jac[205] = w.t4080;
-    jac[206] = w.t4213;
-    jac[207] = w.t4350;
-    jac[208] = w.t4482;
-    jac[209] = w.t4551;
-    jac[210] = w.t4707;
-    jac[211] = w.t4867;
+    std::memcpy(jac + 192, w.kept + 142, 20 * sizeof *jac);  // jac[192..211]
     jac[212] = T(0);
-    jac[213] = w.t5026;
-    jac[214] = w.t5207;
-    jac[215] = w.t4482;
+    std::memcpy(jac + 213, w.kept + 162, 2 * sizeof *jac);  // jac[213..214]
+    jac[215] = w.kept[158];
     jac[216] = T(0);
-    jac[217] = w.t7264;
-    jac[218] = w.t7336;
-    jac[219] = w.t7408;
-    jac[220] = w.t7486;
-    jac[221] = w.t7554;
-    jac[222] = w.t7628;
-    jac[223] = w.t7699;
-    jac[224] = w.t7764;
-    jac[225] = w.t7829;
-    jac[226] = w.t7901;
-    jac[227] = w.t7966;
-    jac[228] = w.t1856;
-    jac[229] = w.t2026;
-    jac[230] = w.t2213;
-    jac[231] = w.t2355;
-    jac[232] = w.t2546;
-    jac[233] = w.t2551;
+    std::memcpy(jac + 217, w.kept + 164, 11 * sizeof *jac);  // jac[217..227]
+    jac[228] = w.kept[21];
+    jac[229] = w.kept[61];
+    jac[230] = w.kept[100];
+    jac[231] = w.kept[138];
+    std::memcpy(jac + 232, w.kept + 175, 2 * sizeof *jac);  // jac[232..233]
     jac[234] = T(0);
     jac[235] = T(0);
-    jac[236] = w.t1856;
+    jac[236] = w.kept[21];
     jac[237] = T(0);
     jac[238] = T(0);
     jac[239] = T(0);
-    jac[240] = w.t2447;
-    jac[241] = w.t2445;
-    jac[242] = w.t2026;
+    std::memcpy(jac + 240, w.kept + 177, 2 * sizeof *jac);  // jac[240..241]
+    jac[242] = w.kept[61];
     jac[243] = T(0);
     jac[244] = T(0);
     jac[245] = T(0);
-    jac[246] = w.t2485;
-    jac[247] = w.t2939;
-    jac[248] = w.t2474;
-    jac[249] = w.t2472;
-    jac[250] = w.t2470;
-    jac[251] = w.t2449;
-    jac[252] = w.t2529;
-    jac[253] = w.t3444;
-    jac[254] = w.t2520;
-    jac[255] = w.t3681;
-    jac[256] = w.t3818;
-    jac[257] = w.t2488;
-    jac[258] = w.t4033;
-    jac[259] = w.t2550;
-    jac[260] = w.t4246;
-    jac[261] = w.t4379;
-    jac[262] = w.t4511;
-    jac[263] = w.t2516;
-    jac[264] = w.t4737;
-    jac[265] = w.t4897;
+    std::memcpy(jac + 246, w.kept + 179, 20 * sizeof *jac);  // jac[246..265]
     jac[266] = T(0);
-    jac[267] = w.t5056;
-    jac[268] = w.t5236;
-    jac[269] = w.t4511;
+    std::memcpy(jac + 267, w.kept + 199, 2 * sizeof *jac);  // jac[267..268]
+    jac[269] = w.kept[195];
     jac[270] = T(0);
-    jac[271] = w.t7276;
-    jac[272] = w.t7348;
-    jac[273] = w.t7420;
-    jac[274] = w.t7497;
-    jac[275] = w.t7568;
-    jac[276] = w.t7639;
-    jac[277] = w.t7711;
-    jac[278] = w.t7776;
-    jac[279] = w.t7841;
-    jac[280] = w.t7912;
-    jac[281] = w.t7977;
-    jac[282] = w.t1858;
-    jac[283] = w.t2031;
-    jac[284] = w.t2226;
-    jac[285] = w.t2358;
-    jac[286] = w.t2551;
-    jac[287] = w.t2723;
+    std::memcpy(jac + 271, w.kept + 201, 11 * sizeof *jac);  // jac[271..281]
+    jac[282] = w.kept[22];
+    jac[283] = w.kept[62];
+    jac[284] = w.kept[101];
+    jac[285] = w.kept[139];
+    jac[286] = w.kept[176];
+    jac[287] = w.kept[212];
     jac[288] = T(0);
     jac[289] = T(0);
-    jac[290] = w.t1858;
+    jac[290] = w.kept[22];
     jac[291] = T(0);
     jac[292] = T(0);
     jac[293] = T(0);
-    jac[294] = w.t2621;
-    jac[295] = w.t2619;
-    jac[296] = w.t2031;
+    std::memcpy(jac + 294, w.kept + 213, 2 * sizeof *jac);  // jac[294..295]
+    jac[296] = w.kept[62];
     jac[297] = T(0);
     jac[298] = T(0);
     jac[299] = T(0);
-    jac[300] = w.t2656;
-    jac[301] = w.t2956;
-    jac[302] = w.t2645;
-    jac[303] = w.t3111;
-    jac[304] = w.t3197;
-    jac[305] = w.t2623;
-    jac[306] = w.t2700;
-    jac[307] = w.t3449;
-    jac[308] = w.t2691;
-    jac[309] = w.t3687;
-    jac[310] = w.t3822;
-    jac[311] = w.t2659;
-    jac[312] = w.t4036;
-    jac[313] = w.t2720;
-    jac[314] = w.t4251;
-    jac[315] = w.t4382;
-    jac[316] = w.t4518;
-    jac[317] = w.t2687;
-    jac[318] = w.t4744;
-    jac[319] = w.t4904;
+    std::memcpy(jac + 300, w.kept + 215, 20 * sizeof *jac);  // jac[300..319]
     jac[320] = T(2705.9022492812446);
-    jac[321] = w.t5063;
-    jac[322] = w.t5243;
-    jac[323] = w.t4518;
+    std::memcpy(jac + 321, w.kept + 235, 2 * sizeof *jac);  // jac[321..322]
+    jac[323] = w.kept[231];
     return NELU_STATUS_OK;
 }
 

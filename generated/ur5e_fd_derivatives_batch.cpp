@@ -10,6 +10,7 @@
 #include "ur5e_fd_derivatives_batch.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include "nelu/lanes.hpp"
 #include "nelu/trig.hpp"
@@ -1390,7 +1391,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1079;
     T t1097;
     T t1098;
-    T t1446;
     T t8;
     T t9;
     T t20;
@@ -1500,8 +1500,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1092;
     T t1057;
     T t1072;
-    T t1447;
-    T t1453;
     T t1458;
     T t1459;
     T t1456;
@@ -1509,7 +1507,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1455;
     T t1454;
     T t1485;
-    T t1500;
     T t1517;
     T t1513;
     T t1509;
@@ -1518,21 +1515,14 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1504;
     T t1572;
     T t1568;
-    T t1591;
     T t1610;
     T t1602;
     T t1606;
     T t1601;
     T t1653;
     T t1651;
-    T t1665;
     T t1678;
-    T t1716;
-    T t1790;
-    T t1791;
-    T t1852;
     T t1768;
-    T t1853;
     T t1753;
     T t1756;
     T t1807;
@@ -1541,19 +1531,11 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1805;
     T t1810;
     T t1769;
-    T t1854;
     T t1834;
     T t1762;
     T t1759;
     T t1855;
-    T t1856;
-    T t1857;
-    T t1858;
-    T t1862;
-    T t1863;
-    T t1864;
     T t1926;
-    T t2014;
     T t1771;
     T t1984;
     T t1986;
@@ -1569,192 +1551,58 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t1928;
     T t1948;
     T t2017;
-    T t2019;
     T t1891;
     T t1954;
     T t2000;
     T t1999;
     T t2006;
     T t2025;
-    T t2026;
-    T t2031;
-    T t2047;
-    T t2048;
-    T t2049;
-    T t2064;
-    T t2066;
-    T t2068;
-    T t2069;
-    T t2075;
     T t2072;
-    T t2197;
     T t2160;
     T t2139;
     T t1779;
     T t2172;
     T t2181;
-    T t2213;
     T t2097;
     T t2129;
     T t2146;
-    T t2226;
-    T t2275;
-    T t2276;
-    T t2277;
-    T t2292;
-    T t2298;
     T t2295;
-    T t2300;
     T t2291;
     T t2306;
     T t2290;
     T t2304;
-    T t2323;
-    T t2326;
-    T t2330;
-    T t2336;
     T t2339;
-    T t2355;
-    T t2358;
-    T t2445;
-    T t2447;
-    T t2449;
-    T t2470;
-    T t2472;
-    T t2474;
-    T t2485;
-    T t2488;
-    T t2516;
-    T t2520;
-    T t2529;
-    T t2546;
-    T t2550;
-    T t2551;
     T t2618;
-    T t2619;
     T t2620;
-    T t2621;
     T t2622;
-    T t2623;
-    T t2645;
     T t2655;
-    T t2656;
     T t2650;
     T t2658;
-    T t2659;
     T t2624;
     T t2664;
     T t2666;
-    T t2687;
-    T t2691;
-    T t2700;
-    T t2720;
-    T t2723;
-    T t2790;
-    T t2793;
-    T t2866;
-    T t2870;
-    T t2892;
-    T t2923;
-    T t2939;
-    T t2956;
-    T t2959;
-    T t2963;
-    T t3028;
-    T t3034;
-    T t3080;
-    T t3111;
-    T t3114;
-    T t3120;
-    T t3166;
-    T t3197;
-    T t3198;
-    T t3201;
-    T t3281;
-    T t3284;
-    T t3302;
-    T t3363;
-    T t3367;
-    T t3384;
-    T t3422;
-    T t3444;
-    T t3449;
-    T t3469;
-    T t3473;
-    T t3488;
-    T t3575;
-    T t3581;
-    T t3607;
-    T t3651;
-    T t3681;
-    T t3687;
     T t1830;
-    T t3713;
-    T t3714;
-    T t3719;
-    T t3720;
     T t3723;
     T t3721;
     T t3727;
     T t3725;
-    T t3746;
-    T t3818;
-    T t3822;
-    T t3830;
-    T t3833;
-    T t3851;
     T t2100;
     T t2132;
-    T t3951;
-    T t3955;
-    T t3970;
-    T t4004;
-    T t4033;
-    T t4036;
-    T t4050;
-    T t4056;
-    T t4080;
-    T t4137;
     T t4142;
-    T t4143;
     T t4146;
     T t4150;
     T t4148;
-    T t4169;
     T t4184;
     T t4198;
     T t4177;
-    T t4213;
-    T t4246;
-    T t4251;
-    T t4297;
-    T t4301;
-    T t4316;
-    T t4350;
-    T t4379;
-    T t4382;
-    T t4428;
-    T t4432;
     T t4436;
     T t4435;
-    T t4447;
     T t4453;
     T t4456;
     T t4471;
     T t4450;
-    T t4482;
-    T t4511;
-    T t4518;
-    T t4529;
-    T t4551;
     T t1776;
     T t2343;
-    T t4654;
-    T t4658;
-    T t4673;
-    T t4707;
-    T t4737;
-    T t4744;
     T t1775;
     T t4755;
     T t4774;
@@ -1767,27 +1615,9 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t4788;
     T t4762;
     T t4771;
-    T t4814;
-    T t4818;
-    T t4833;
-    T t4867;
-    T t4897;
-    T t4904;
     T t1785;
     T t1784;
-    T t4973;
-    T t4977;
-    T t4992;
-    T t5026;
-    T t5056;
-    T t5063;
     T t5072;
-    T t5153;
-    T t5157;
-    T t5172;
-    T t5207;
-    T t5236;
-    T t5243;
     T t5257;
     T t5335;
     T t5306;
@@ -1961,12 +1791,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t5385;
     T t7096;
     T t1777;
-    T t7217;
-    T t7240;
-    T t7247;
-    T t7255;
-    T t7264;
-    T t7276;
     T t5296;
     T t5291;
     T t5281;
@@ -1979,12 +1803,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6131;
     T t6140;
     T t6139;
-    T t7289;
-    T t7312;
-    T t7319;
-    T t7327;
-    T t7336;
-    T t7348;
     T t5389;
     T t5370;
     T t6337;
@@ -1997,12 +1815,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6239;
     T t6267;
     T t5383;
-    T t7361;
-    T t7384;
-    T t7391;
-    T t7399;
-    T t7408;
-    T t7420;
     T t1669;
     T t5476;
     T t5460;
@@ -2013,12 +1825,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6450;
     T t6817;
     T t6381;
-    T t7435;
-    T t7460;
-    T t7468;
-    T t7477;
-    T t7486;
-    T t7497;
     T t1728;
     T t5570;
     T t1724;
@@ -2030,12 +1836,6 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t5572;
     T t5571;
     T t6555;
-    T t7509;
-    T t7530;
-    T t7536;
-    T t7544;
-    T t7554;
-    T t7568;
     T t6582;
     T t6037;
     T t6645;
@@ -2043,49 +1843,25 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t7022;
     T t7199;
     T t7579;
-    T t7581;
-    T t7604;
-    T t7611;
     T t7595;
     T t7594;
     T t7617;
-    T t7619;
-    T t7628;
-    T t7639;
     T t5755;
     T t6809;
     T t5391;
     T t7073;
     T t7650;
-    T t7652;
     T t7659;
-    T t7675;
     T t7663;
-    T t7682;
     T t7666;
-    T t7690;
     T t7668;
-    T t7699;
     T t7669;
-    T t7711;
     T t6653;
     T t6215;
     T t6627;
     T t6725;
     T t6948;
-    T t7722;
-    T t7740;
-    T t7747;
-    T t7755;
     T t7757;
-    T t7764;
-    T t7776;
-    T t7787;
-    T t7805;
-    T t7812;
-    T t7820;
-    T t7829;
-    T t7841;
     T t6474;
     T t7030;
     T t6842;
@@ -2093,18 +1869,7 @@ struct ur5e_fd_derivatives_derivatives_work {
     T t6999;
     T t7851;
     T t7067;
-    T t7854;
-    T t7877;
-    T t7884;
-    T t7892;
-    T t7901;
-    T t7912;
-    T t7924;
-    T t7943;
-    T t7948;
-    T t7955;
-    T t7966;
-    T t7977;
+    T kept[237];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
 };
 
 template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>>
@@ -2511,7 +2276,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part1(const V* q, const V* qd, const 
     const V t1104 = T(0.0095418760188999991) + t1101;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
     bad |= nelu::lanes::small(t1104, T(9.9999999999999995e-08));
     // --- solve: forward and back substitution
-    w.t1446 = T(1) / t1104;
+    w.kept[17] = T(1) / t1104;  // t1446
     // --- kinematics: transforms, velocities, bias terms b
     w.t8 = qd[0] * w.t6;
     w.t9 = qd[0] * w.t5;
@@ -3244,26 +3009,26 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     // --- solve: forward and back substitution
     const V t1444 = T(9.8100000000000005) * t1103;
     const V t1445 = w.t1443 + t1444;
-    w.t1447 = t1445 * w.t1446;  // x: y1[upper_arm_link].wy
-    const V t1448 = w.t1079 * w.t1447;
+    w.kept[0] = t1445 * w.kept[17];  // t1447: x: y1[upper_arm_link].wy
+    const V t1448 = w.t1079 * w.kept[0];
     const V t1450 = w.t1437 + t1448;
     const V t1451 = T(9.8100000000000005) * w.t1094;
     const V t1452 = t1450 + t1451;
-    w.t1453 = w.t1097 * t1452;  // x: y1[forearm_link].wz
-    w.t1458 = w.t6 * w.t1447;
+    w.kept[1] = w.t1097 * t1452;  // t1453: x: y1[forearm_link].wz
+    w.t1458 = w.t6 * w.kept[0];
     w.t1459 = w.t10 + w.t1458;
     const V t1488 = w.t896 * w.t1459;
     const V t1489 = w.t1400 + t1488;
-    w.t1456 = w.t5 * w.t1447;
+    w.t1456 = w.t5 * w.kept[0];
     w.t1457 = w.t11 - w.t1456;  // x: y1[forearm_link].wy
     const V t1490 = w.t905 * w.t1457;
     const V t1491 = t1489 - t1490;
-    const V t1492 = w.t867 * w.t1453;
+    const V t1492 = w.t867 * w.kept[1];
     const V t1493 = t1491 - t1492;
     w.t1455 = w.t6 * T(9.8100000000000005);
     const V t1494 = w.t961 * w.t1455;
     const V t1495 = t1493 + t1494;
-    const V t1486 = T(0.42499999999999999) * w.t1453;
+    const V t1486 = T(0.42499999999999999) * w.kept[1];
     w.t1454 = w.t5 * T(9.8100000000000005);
     const V t1487 = t1486 - w.t1454;  // x: y1[forearm_link].vy
     const V t1496 = w.t921 * t1487;
@@ -3271,7 +3036,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     w.t1485 = T(0.42499999999999999) * w.t1457;
     const V t1498 = w.t841 * w.t1485;
     const V t1499 = t1497 + t1498;
-    w.t1500 = w.t983 * t1499;  // x: qdd[elbow_joint]
+    w.kept[2] = w.t983 * t1499;  // t1500: x: qdd[elbow_joint]
     const V t1516 = w.t56 * w.t1457;
     const V t1514 = w.t55 * w.t1459;
     const V t1515 = t1514 - w.t69;
@@ -3284,7 +3049,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     w.t1513 = t1511 + t1512;  // x: y2[wrist_1_link].wy
     const V t1578 = w.t616 * w.t1513;
     const V t1580 = t1577 + t1578;
-    w.t1509 = w.t1453 + w.t1500;  // x: y2[wrist_1_link].wz
+    w.t1509 = w.kept[1] + w.kept[2];  // x: y2[wrist_1_link].wz
     const V t1581 = w.t586 * w.t1509;
     const V t1582 = t1580 - t1581;
     const V t1507 = w.t56 * t1487;
@@ -3309,14 +3074,14 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     w.t1568 = w.t1485 + t1567;
     const V t1589 = w.t567 * w.t1568;
     const V t1590 = t1588 + t1589;
-    w.t1591 = w.t713 * t1590;  // x: qdd[wrist_1_joint]
+    w.kept[3] = w.t713 * t1590;  // t1591: x: qdd[wrist_1_joint]
     const V t1607 = w.t120 * w.t1517;
     const V t1608 = w.t144 + t1607;
     const V t1609 = w.t121 * w.t1513;
     w.t1610 = t1608 + t1609;
     const V t1654 = w.t460 * w.t1610;
     const V t1656 = w.t1213 - t1654;
-    w.t1602 = w.t1509 + w.t1591;  // x: y2[wrist_2_link].wy
+    w.t1602 = w.t1509 + w.kept[3];  // x: y2[wrist_2_link].wy
     const V t1657 = w.t462 * w.t1602;
     const V t1658 = t1656 - t1657;
     const V t1603 = w.t121 * w.t1517;
@@ -3337,7 +3102,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     w.t1651 = t1650 - w.t1568;  // x: y2[wrist_2_link].vy
     const V t1663 = w.t457 * w.t1651;
     const V t1664 = t1662 - t1663;
-    w.t1665 = w.t506 * t1664;  // x: qdd[wrist_2_joint]
+    w.kept[4] = w.t506 * t1664;  // t1665: x: qdd[wrist_2_joint]
     const V t1123 = in[38] + in[5];
     const V t1675 = w.t194 * w.t1610;
     const V t1676 = t1675 - w.t216;
@@ -3345,10 +3110,10 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     w.t1678 = t1676 + t1677;  // x: y2[wrist_3_link].wz
     const V t1714 = T(0.00036956249999999999) * w.t1678;
     const V t1715 = t1123 - t1714;
-    w.t1716 = t1715 / T(0.00036956249999999999);  // x: qdd[wrist_3_joint]
-    w.t1790 = w.t5 * w.t1446;
-    w.t1791 = w.t6 * w.t1446;
-    w.t1852 = w.t1098 * w.t1446;
+    w.kept[5] = t1715 / T(0.00036956249999999999);  // t1716: x: qdd[wrist_3_joint]
+    w.kept[24] = w.t5 * w.kept[17];  // t1790
+    w.kept[23] = w.t6 * w.kept[17];  // t1791
+    w.kept[18] = w.t1098 * w.kept[17];  // t1852
     const V t1795 = w.t6 * w.t896;
     const V t1796 = w.t5 * w.t905;
     const V t1797 = t1795 + t1796;
@@ -3361,7 +3126,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     const V t1802 = w.t841 * w.t1768;
     const V t1803 = t1801 - t1802;
     const V t1804 = w.t983 * t1803;
-    w.t1853 = w.t1446 * t1804;
+    w.kept[19] = w.kept[17] * t1804;  // t1853
     const V t1752 = w.t6 * w.t56;
     const V t1751 = w.t5 * w.t55;
     w.t1753 = t1752 - t1751;
@@ -3391,7 +3156,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     const V t1825 = w.t567 * w.t1769;
     const V t1826 = t1824 - t1825;
     const V t1827 = w.t713 * t1826;
-    w.t1854 = w.t1446 * t1827;
+    w.kept[20] = w.kept[17] * t1827;  // t1854
     w.t1834 = w.t1807 + t1827;
     const V t1839 = w.t462 * w.t1834;
     const V t1761 = w.t120 * w.t1756;
@@ -3416,29 +3181,29 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     const V t1845 = w.t457 * t1770;
     const V t1846 = t1844 + t1845;
     const V t1847 = w.t506 * t1846;
-    w.t1855 = w.t1446 * t1847;
-    w.t1856 = -w.t1855;
+    w.t1855 = w.kept[17] * t1847;
+    w.kept[21] = -w.t1855;  // t1856
     const V t1848 = w.t193 * w.t1834;
     const V t1765 = w.t194 * w.t1762;
     const V t1849 = t1848 - t1765;
-    w.t1857 = w.t1446 * t1849;
-    w.t1858 = -w.t1857;
-    const V t1859 = w.t1079 * w.t1852;
+    w.kept[38] = w.kept[17] * t1849;  // t1857
+    w.kept[22] = -w.kept[38];  // t1858
+    const V t1859 = w.t1079 * w.kept[18];
     const V t1861 = T(1) + t1859;
-    w.t1862 = w.t1097 * t1861;
-    w.t1863 = w.t5 * w.t1852;
-    w.t1864 = w.t6 * w.t1852;
-    const V t2010 = w.t984 * w.t1864;
+    w.kept[58] = w.t1097 * t1861;  // t1862
+    w.kept[64] = w.t5 * w.kept[18];  // t1863
+    w.kept[63] = w.t6 * w.kept[18];  // t1864
+    const V t2010 = w.t984 * w.kept[63];
     const V t1924 = T(0.42499999999999999) * w.t841;
     const V t1925 = t1924 - w.t905;
     w.t1926 = w.t983 * t1925;
-    const V t2011 = w.t1863 * w.t1926;
+    const V t2011 = w.kept[64] * w.t1926;
     const V t2012 = t2010 - t2011;
     const V t1981 = T(0.42499999999999999) * w.t921;
     const V t1982 = w.t867 + t1981;
     const V t1983 = w.t983 * t1982;
-    const V t2013 = w.t1862 * t1983;
-    w.t2014 = t2012 - t2013;
+    const V t2013 = w.kept[58] * t1983;
+    w.kept[59] = t2012 - t2013;  // t2014
     w.t1771 = T(0.42499999999999999) * w.t55;
     w.t1984 = T(1) - t1983;
     const V t1985 = T(0.39219999999999999) * w.t1984;
@@ -3450,7 +3215,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     const V t1990 = t1987 + t1988;
     const V t1994 = t1992 - t1990;
     w.t1995 = w.t713 * t1994;
-    w.t2018 = w.t1862 * w.t1995;
+    w.t2018 = w.kept[58] * w.t1995;
     const V t1870 = w.t55 * w.t608;
     const V t1872 = w.t56 * w.t616;
     const V t1874 = t1870 - t1872;
@@ -3468,7 +3233,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     const V t1883 = w.t567 * w.t1865;
     const V t1884 = t1882 - t1883;
     w.t1885 = w.t713 * t1884;
-    const V t2015 = w.t1864 * w.t1885;
+    const V t2015 = w.kept[63] * w.t1885;
     const V t1929 = T(0.39219999999999999) * w.t1926;
     w.t1930 = t1929 - w.t1869;
     const V t1943 = w.t633 * w.t1930;
@@ -3485,7 +3250,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part4(const V* q, const V* qd, const 
     const V t1946 = w.t567 * w.t1928;
     const V t1947 = t1945 - t1946;
     w.t1948 = w.t713 * t1947;
-    const V t2016 = w.t1863 * w.t1948;
+    const V t2016 = w.kept[64] * w.t1948;
     w.t2017 = t2015 + t2016;
 }
 
@@ -3493,7 +3258,7 @@ template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>
 void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const V* in, ur5e_fd_derivatives_derivatives_work<V>& w, M& bad) {
     (void)q, (void)qd, (void)in, (void)w, (void)bad;
     // --- solve: forward and back substitution
-    w.t2019 = w.t2018 - w.t2017;
+    w.kept[60] = w.t2018 - w.t2017;  // t2019
     const V t1893 = w.t55 * w.t121;
     const V t1894 = w.t56 * w.t120;
     const V t1895 = t1893 + t1894;
@@ -3518,7 +3283,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const 
     const V t1914 = w.t457 * t1903;
     const V t1915 = t1913 - t1914;
     const V t1916 = w.t506 * t1915;
-    const V t2020 = w.t1864 * t1916;
+    const V t2020 = w.kept[63] * t1916;
     const V t1960 = w.t460 * t1895;
     const V t1955 = w.t1926 + w.t1948;
     const V t1962 = w.t462 * t1955;
@@ -3537,7 +3302,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const 
     const V t1971 = w.t457 * t1957;
     const V t1972 = t1969 + t1971;
     const V t1974 = w.t506 * t1972;
-    const V t2021 = w.t1863 * t1974;
+    const V t2021 = w.kept[64] * t1974;
     const V t2023 = t2020 - t2021;
     w.t2000 = w.t1984 + w.t1995;
     const V t2003 = w.t462 * w.t2000;
@@ -3549,46 +3314,46 @@ void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const 
     const V t2004 = w.t454 * t2002;
     const V t2005 = t2003 + t2004;
     w.t2006 = w.t506 * t2005;
-    const V t2024 = w.t1862 * w.t2006;
+    const V t2024 = w.kept[58] * w.t2006;
     w.t2025 = t2023 + t2024;
-    w.t2026 = -w.t2025;
+    w.kept[61] = -w.t2025;  // t2026
     const V t1917 = w.t194 * t1898;
     const V t1919 = w.t193 * t1892;
     const V t1920 = t1917 + t1919;
-    const V t2027 = w.t1864 * t1920;
+    const V t2027 = w.kept[63] * t1920;
     const V t1976 = w.t194 * t1895;
     const V t1977 = w.t193 * t1955;
     const V t1978 = t1976 + t1977;
-    const V t2028 = w.t1863 * t1978;
+    const V t2028 = w.kept[64] * t1978;
     const V t2029 = t2027 + t2028;
     const V t2007 = w.t193 * w.t2000;
-    const V t2030 = w.t1862 * t2007;
-    w.t2031 = t2029 - t2030;
-    w.t2047 = w.t5 * w.t1853;
-    w.t2048 = w.t6 * w.t1853;
-    w.t2049 = T(0.42499999999999999) * w.t2047;
-    const V t2052 = w.t896 * w.t2048;
+    const V t2030 = w.kept[58] * t2007;
+    w.kept[62] = t2029 - t2030;  // t2031
+    w.kept[103] = w.t5 * w.kept[19];  // t2047
+    w.kept[102] = w.t6 * w.kept[19];  // t2048
+    w.kept[109] = T(0.42499999999999999) * w.kept[103];  // t2049
+    const V t2052 = w.t896 * w.kept[102];
     const V t2053 = T(1) + t2052;
-    const V t2054 = w.t905 * w.t2047;
+    const V t2054 = w.t905 * w.kept[103];
     const V t2055 = t2053 + t2054;
-    const V t2056 = w.t867 * w.t2014;
+    const V t2056 = w.t867 * w.kept[59];
     const V t2058 = t2055 - t2056;
-    const V t2050 = T(0.42499999999999999) * w.t2014;
+    const V t2050 = T(0.42499999999999999) * w.kept[59];
     const V t2059 = w.t921 * t2050;
     const V t2061 = t2058 - t2059;
-    const V t2062 = w.t841 * w.t2049;
+    const V t2062 = w.t841 * w.kept[109];
     const V t2063 = t2061 - t2062;
-    w.t2064 = w.t983 * t2063;
+    w.kept[98] = w.t983 * t2063;  // t2064
     const V t2065 = w.t55 * t2050;
-    w.t2066 = -t2065;
+    w.kept[108] = -t2065;  // t2066
     const V t2067 = w.t56 * t2050;
-    w.t2068 = -t2067;
-    w.t2069 = w.t2014 + w.t2064;
-    const V t2073 = w.t55 * w.t2048;
-    const V t2074 = w.t56 * w.t2047;
-    w.t2075 = t2073 + t2074;
-    const V t2070 = w.t56 * w.t2048;
-    const V t2071 = w.t55 * w.t2047;
+    w.kept[107] = -t2067;  // t2068
+    w.kept[106] = w.kept[59] + w.kept[98];  // t2069
+    const V t2073 = w.t55 * w.kept[102];
+    const V t2074 = w.t56 * w.kept[103];
+    w.kept[104] = t2073 + t2074;  // t2075
+    const V t2070 = w.t56 * w.kept[102];
+    const V t2071 = w.t55 * w.kept[103];
     w.t2072 = t2070 - t2071;
     const V t2103 = T(0.1333) * w.t628;
     const V t2105 = w.t616 - t2103;
@@ -3599,19 +3364,19 @@ void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const 
     const V t2076 = T(0.1333) * w.t633;
     const V t2078 = w.t608 - t2076;
     const V t2079 = w.t713 * t2078;
-    const V t2185 = w.t2075 * t2079;
+    const V t2185 = w.kept[104] * t2079;
     const V t2187 = t2186 - t2185;
     const V t2135 = T(0.39219999999999999) * w.t633;
     const V t2137 = w.t586 - t2135;
     const V t2138 = w.t713 * t2137;
-    const V t2188 = w.t2069 * t2138;
+    const V t2188 = w.kept[106] * t2138;
     const V t2189 = t2187 - t2188;
     const V t2190 = w.t749 * t2067;
     const V t2192 = t2189 - t2190;
     const V t2193 = w.t764 * t2065;
     const V t2195 = t2192 + t2193;
-    const V t2196 = w.t777 * w.t2049;
-    w.t2197 = t2195 - t2196;
+    const V t2196 = w.t777 * w.kept[109];
+    w.kept[99] = t2195 - t2196;  // t2197
     const V t2154 = w.t462 * w.t749;
     const V t2150 = T(0.099699999999999997) * w.t749;
     const V t2152 = w.t120 + t2150;
@@ -3633,7 +3398,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const 
     const V t2094 = w.t457 * t2082;
     const V t2095 = t2093 - t2094;
     const V t2096 = w.t506 * t2095;
-    const V t2198 = w.t2075 * t2096;
+    const V t2198 = w.kept[104] * t2096;
     const V t2113 = w.t121 * w.t460;
     const V t2115 = w.t462 * t2108;
     const V t2116 = t2113 + t2115;
@@ -3659,7 +3424,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const 
     const V t2143 = w.t454 * t2141;
     const V t2144 = t2142 + t2143;
     const V t2145 = w.t506 * t2144;
-    const V t2203 = w.t2069 * t2145;
+    const V t2203 = w.kept[106] * t2145;
     const V t2204 = t2201 + t2203;
     const V t2208 = t2206 - t2204;
     const V t2169 = w.t462 * w.t764;
@@ -3676,19 +3441,19 @@ void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const 
     const V t2179 = t2177 + t2178;
     const V t2180 = t2179 - w.t457;
     w.t2181 = w.t506 * t2180;
-    const V t2212 = w.t2049 * w.t2181;
-    w.t2213 = t2211 + t2212;
+    const V t2212 = w.kept[109] * w.t2181;
+    w.kept[100] = t2211 + t2212;  // t2213
     w.t2097 = w.t120 * w.t194;
     const V t2098 = w.t193 * t2079;
     const V t2099 = w.t2097 + t2098;
-    const V t2214 = w.t2075 * t2099;
+    const V t2214 = w.kept[104] * t2099;
     w.t2129 = w.t121 * w.t194;
     const V t2130 = w.t193 * t2108;
     const V t2131 = w.t2129 + t2130;
     const V t2215 = w.t2072 * t2131;
     const V t2216 = t2214 - t2215;
     w.t2146 = w.t193 * w.t2139;
-    const V t2217 = w.t2069 * w.t2146;
+    const V t2217 = w.kept[106] * w.t2146;
     const V t2218 = t2216 - t2217;
     const V t2161 = w.t193 * w.t749;
     const V t2219 = t2067 * t2161;
@@ -3697,49 +3462,49 @@ void ur5e_fd_derivatives_derivatives_lanes_part5(const V* q, const V* qd, const 
     const V t2222 = t2065 * t2173;
     const V t2224 = t2221 - t2222;
     const V t2182 = w.t193 * w.t777;
-    const V t2225 = w.t2049 * t2182;
-    w.t2226 = t2224 + t2225;
-    w.t2275 = w.t5 * w.t1854;
-    w.t2276 = w.t6 * w.t1854;
-    w.t2277 = T(0.42499999999999999) * w.t2275;
-    w.t2292 = w.t2019 + w.t2197;
-    const V t2296 = w.t55 * w.t2276;
-    const V t2297 = w.t56 * w.t2275;
-    w.t2298 = t2296 + t2297;
-    const V t2293 = w.t56 * w.t2276;
-    const V t2294 = w.t55 * w.t2275;
+    const V t2225 = w.kept[109] * t2182;
+    w.kept[101] = t2224 + t2225;  // t2226
+    w.kept[141] = w.t5 * w.kept[20];  // t2275
+    w.kept[140] = w.t6 * w.kept[20];  // t2276
+    w.kept[147] = T(0.42499999999999999) * w.kept[141];  // t2277
+    w.kept[144] = w.kept[60] + w.kept[99];  // t2292
+    const V t2296 = w.t55 * w.kept[140];
+    const V t2297 = w.t56 * w.kept[141];
+    w.kept[142] = t2296 + t2297;  // t2298
+    const V t2293 = w.t56 * w.kept[140];
+    const V t2294 = w.t55 * w.kept[141];
     w.t2295 = t2293 - t2294;
     const V t2299 = T(0.39219999999999999) * w.t2295;
-    w.t2300 = w.t2277 - t2299;
-    const V t2307 = w.t608 * w.t2298;
+    w.kept[153] = w.kept[147] - t2299;  // t2300
+    const V t2307 = w.t608 * w.kept[142];
     const V t2309 = T(1) - t2307;
     const V t2310 = w.t616 * w.t2295;
     const V t2312 = t2309 + t2310;
-    const V t2313 = w.t586 * w.t2292;
+    const V t2313 = w.t586 * w.kept[144];
     const V t2314 = t2312 - t2313;
-    const V t2278 = T(0.42499999999999999) * w.t2019;
+    const V t2278 = T(0.42499999999999999) * w.kept[60];
     w.t2291 = w.t56 * t2278;
     const V t2305 = T(0.1333) * w.t2295;
     w.t2306 = w.t2291 + t2305;
     const V t2315 = w.t628 * w.t2306;
     const V t2317 = t2314 - t2315;
     w.t2290 = w.t55 * t2278;
-    const V t2301 = T(0.39219999999999999) * w.t2292;
+    const V t2301 = T(0.39219999999999999) * w.kept[144];
     const V t2302 = w.t2290 + t2301;
-    const V t2303 = T(0.1333) * w.t2298;
+    const V t2303 = T(0.1333) * w.kept[142];
     w.t2304 = t2302 + t2303;
     const V t2318 = w.t633 * w.t2304;
     const V t2320 = t2317 + t2318;
-    const V t2321 = w.t567 * w.t2300;
+    const V t2321 = w.t567 * w.kept[153];
     const V t2322 = t2320 - t2321;
-    w.t2323 = w.t713 * t2322;
+    w.kept[137] = w.t713 * t2322;  // t2323
     const V t2324 = w.t121 * w.t2306;
     const V t2325 = w.t120 * w.t2304;
-    w.t2326 = t2324 - t2325;
-    w.t2330 = w.t2292 + w.t2323;
-    const V t2334 = w.t120 * w.t2298;
+    w.kept[152] = t2324 - t2325;  // t2326
+    w.kept[150] = w.kept[144] + w.kept[137];  // t2330
+    const V t2334 = w.t120 * w.kept[142];
     const V t2335 = w.t121 * w.t2295;
-    w.t2336 = t2334 - t2335;
+    w.kept[148] = t2334 - t2335;  // t2336
     const V t2337 = T(0.099699999999999997) * w.t457;
     const V t2338 = w.t460 + t2337;
     w.t2339 = w.t506 * t2338;
@@ -3749,70 +3514,70 @@ template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>
 void ur5e_fd_derivatives_derivatives_lanes_part6(const V* q, const V* qd, const V* in, ur5e_fd_derivatives_derivatives_work<V>& w, M& bad) {
     (void)q, (void)qd, (void)in, (void)w, (void)bad;
     // --- solve: forward and back substitution
-    const V t2348 = w.t2336 * w.t2339;
-    const V t2331 = w.t121 * w.t2298;
+    const V t2348 = w.kept[148] * w.t2339;
+    const V t2331 = w.t121 * w.kept[142];
     const V t2332 = w.t120 * w.t2295;
     const V t2333 = t2331 + t2332;
     const V t2349 = t2348 - t2333;
     const V t2344 = T(0.099699999999999997) * w.t454;
     const V t2345 = w.t462 + t2344;
     const V t2346 = w.t506 * t2345;
-    const V t2350 = w.t2330 * t2346;
+    const V t2350 = w.kept[150] * t2346;
     const V t2351 = t2349 - t2350;
     const V t2327 = w.t120 * w.t2306;
     const V t2328 = w.t121 * w.t2304;
     const V t2329 = t2327 + t2328;
     const V t2352 = w.t530 * t2329;
     const V t2353 = t2351 + t2352;
-    const V t2354 = w.t546 * w.t2300;
-    w.t2355 = t2353 - t2354;
-    const V t2356 = w.t194 * w.t2336;
-    const V t2357 = w.t193 * w.t2330;
-    w.t2358 = t2356 - t2357;
+    const V t2354 = w.t546 * w.kept[153];
+    w.kept[138] = t2353 - t2354;  // t2355
+    const V t2356 = w.t194 * w.kept[148];
+    const V t2357 = w.t193 * w.kept[150];
+    w.kept[139] = t2356 - t2357;  // t2358
     const V t2444 = w.t5 * w.t1855;
-    w.t2445 = -t2444;
+    w.kept[178] = -t2444;  // t2445
     const V t2446 = w.t6 * w.t1855;
-    w.t2447 = -t2446;
+    w.kept[177] = -t2446;  // t2447
     const V t2448 = T(0.42499999999999999) * t2444;
-    w.t2449 = -t2448;
+    w.kept[184] = -t2448;  // t2449
     const V t2450 = T(0.42499999999999999) * w.t2025;
-    w.t2470 = w.t55 * t2450;
-    w.t2472 = w.t56 * t2450;
-    w.t2474 = w.t2213 - w.t2025;
+    w.kept[183] = w.t55 * t2450;  // t2470
+    w.kept[182] = w.t56 * t2450;  // t2472
+    w.kept[181] = w.kept[100] - w.t2025;  // t2474
     const V t2480 = w.t55 * t2446;
     const V t2482 = w.t56 * t2444;
     const V t2484 = t2480 + t2482;
-    w.t2485 = -t2484;
+    w.kept[179] = -t2484;  // t2485
     const V t2477 = w.t55 * t2444;
     const V t2475 = w.t56 * t2446;
     const V t2479 = t2477 - t2475;
     const V t2486 = T(0.39219999999999999) * t2479;
     const V t2487 = t2448 + t2486;
-    w.t2488 = -t2487;
-    const V t2489 = T(0.39219999999999999) * w.t2474;
-    const V t2490 = t2489 - w.t2470;
+    w.kept[190] = -t2487;  // t2488
+    const V t2489 = T(0.39219999999999999) * w.kept[181];
+    const V t2490 = t2489 - w.kept[183];
     const V t2491 = T(0.1333) * t2484;
     const V t2493 = t2490 - t2491;
     const V t2515 = w.t120 * t2493;
     const V t2494 = T(0.1333) * t2479;
-    const V t2495 = t2494 - w.t2472;
+    const V t2495 = t2494 - w.kept[182];
     const V t2514 = w.t121 * t2495;
-    w.t2516 = t2515 - t2514;
-    w.t2520 = w.t2355 + w.t2474;
+    w.kept[196] = t2515 - t2514;  // t2516
+    w.kept[187] = w.kept[138] + w.kept[181];  // t2520
     const V t2525 = w.t120 * t2484;
     const V t2527 = w.t121 * t2479;
     const V t2528 = t2525 + t2527;
-    w.t2529 = -t2528;
+    w.kept[185] = -t2528;  // t2529
     const V t2535 = w.t460 * t2528;
     const V t2537 = T(1) - t2535;
-    const V t2538 = w.t462 * w.t2520;
+    const V t2538 = w.t462 * w.kept[187];
     const V t2539 = t2537 - t2538;
     const V t2523 = w.t120 * t2479;
     const V t2521 = w.t121 * t2484;
     const V t2524 = t2523 - t2521;
     const V t2540 = w.t447 * t2524;
     const V t2541 = t2539 - t2540;
-    const V t2533 = T(0.099699999999999997) * w.t2520;
+    const V t2533 = T(0.099699999999999997) * w.kept[187];
     const V t2517 = w.t120 * t2495;
     const V t2518 = w.t121 * t2493;
     const V t2519 = t2517 + t2518;
@@ -3823,31 +3588,31 @@ void ur5e_fd_derivatives_derivatives_lanes_part6(const V* q, const V* qd, const 
     const V t2532 = t2530 - t2487;
     const V t2544 = w.t457 * t2532;
     const V t2545 = t2543 - t2544;
-    w.t2546 = w.t506 * t2545;
+    w.kept[175] = w.t506 * t2545;  // t2546
     const V t2547 = w.t194 * t2528;
-    const V t2549 = w.t193 * w.t2520;
-    w.t2550 = t2547 + t2549;
-    w.t2551 = -w.t2550;
-    w.t2618 = w.t5 * w.t1857;
-    w.t2619 = -w.t2618;
-    w.t2620 = w.t6 * w.t1857;
-    w.t2621 = -w.t2620;
+    const V t2549 = w.t193 * w.kept[187];
+    w.kept[192] = t2547 + t2549;  // t2550
+    w.kept[176] = -w.kept[192];  // t2551
+    w.t2618 = w.t5 * w.kept[38];
+    w.kept[214] = -w.t2618;  // t2619
+    w.t2620 = w.t6 * w.kept[38];
+    w.kept[213] = -w.t2620;  // t2621
     w.t2622 = T(0.42499999999999999) * w.t2618;
-    w.t2623 = -w.t2622;
-    w.t2645 = w.t2031 + w.t2226;
+    w.kept[220] = -w.t2622;  // t2623
+    w.kept[217] = w.kept[62] + w.kept[101];  // t2645
     const V t2651 = w.t55 * w.t2620;
     const V t2653 = w.t56 * w.t2618;
     w.t2655 = t2651 + t2653;
-    w.t2656 = -w.t2655;
+    w.kept[215] = -w.t2655;  // t2656
     const V t2648 = w.t55 * w.t2618;
     const V t2646 = w.t56 * w.t2620;
     w.t2650 = t2648 - t2646;
     const V t2657 = T(0.39219999999999999) * w.t2650;
     w.t2658 = w.t2622 + t2657;
-    w.t2659 = -w.t2658;
-    w.t2624 = T(0.42499999999999999) * w.t2031;
+    w.kept[226] = -w.t2658;  // t2659
+    w.t2624 = T(0.42499999999999999) * w.kept[62];
     const V t2643 = w.t55 * w.t2624;
-    const V t2660 = T(0.39219999999999999) * w.t2645;
+    const V t2660 = T(0.39219999999999999) * w.kept[217];
     const V t2661 = t2643 + t2660;
     const V t2662 = T(0.1333) * w.t2655;
     w.t2664 = t2661 - t2662;
@@ -3856,75 +3621,75 @@ void ur5e_fd_derivatives_derivatives_lanes_part6(const V* q, const V* qd, const 
     const V t2665 = T(0.1333) * w.t2650;
     w.t2666 = t2644 + t2665;
     const V t2685 = w.t121 * w.t2666;
-    w.t2687 = t2686 - t2685;
-    w.t2691 = w.t2358 + w.t2645;
+    w.kept[232] = t2686 - t2685;  // t2687
+    w.kept[223] = w.kept[139] + w.kept[217];  // t2691
     const V t2696 = w.t120 * w.t2655;
     const V t2698 = w.t121 * w.t2650;
     const V t2699 = t2696 + t2698;
-    w.t2700 = -t2699;
+    w.kept[221] = -t2699;  // t2700
     const V t2717 = w.t194 * t2699;
-    const V t2719 = w.t193 * w.t2691;
-    w.t2720 = t2717 + t2719;
-    const V t2721 = T(0.00036956249999999999) * w.t2720;
+    const V t2719 = w.t193 * w.kept[223];
+    w.kept[228] = t2717 + t2719;  // t2720
+    const V t2721 = T(0.00036956249999999999) * w.kept[228];
     const V t2722 = T(1) - t2721;
-    w.t2723 = t2722 / T(0.00036956249999999999);
-    w.t2790 = w.t1446 * w.t1756;
-    const V t2791 = w.t1079 * w.t2790;
-    w.t2793 = w.t1097 * t2791;
-    const V t2865 = w.t1446 * w.t1753;
-    w.t2866 = -t2865;
+    w.kept[212] = t2722 / T(0.00036956249999999999);  // t2723
+    w.kept[25] = w.kept[17] * w.t1756;  // t2790
+    const V t2791 = w.t1079 * w.kept[25];
+    w.kept[65] = w.t1097 * t2791;  // t2793
+    const V t2865 = w.kept[17] * w.t1753;
+    w.kept[26] = -t2865;  // t2866
     const V t2867 = w.t1079 * t2865;
     const V t2869 = w.t1097 * t2867;
-    w.t2870 = -t2869;
-    w.t2892 = -w.t2072;
-    w.t2923 = -w.t2295;
-    w.t2939 = -t2479;
-    w.t2956 = -w.t2650;
-    w.t2959 = w.t1446 * w.t1807;
-    const V t2960 = w.t1079 * w.t2959;
+    w.kept[66] = -t2869;  // t2870
+    w.kept[105] = -w.t2072;  // t2892
+    w.kept[143] = -w.t2295;  // t2923
+    w.kept[180] = -t2479;  // t2939
+    w.kept[216] = -w.t2650;  // t2956
+    w.kept[27] = w.kept[17] * w.t1807;  // t2959
+    const V t2960 = w.t1079 * w.kept[27];
     const V t2962 = w.t1984 + t2960;
-    w.t2963 = w.t1097 * t2962;
-    const V t3027 = w.t1446 * w.t1806;
-    w.t3028 = -t3027;
+    w.kept[67] = w.t1097 * t2962;  // t2963
+    const V t3027 = w.kept[17] * w.t1806;
+    w.kept[28] = -t3027;  // t3028
     const V t3029 = w.t1079 * t3027;
     const V t3031 = w.t1772 + t3029;
     const V t3033 = w.t1097 * t3031;
-    w.t3034 = -t3033;
-    w.t3080 = -w.t2291;
-    w.t3111 = -t2644;
-    const V t3113 = w.t1446 * w.t1805;
-    w.t3114 = -t3113;
+    w.kept[68] = -t3033;  // t3034
+    w.kept[145] = -w.t2291;  // t3080
+    w.kept[218] = -t2644;  // t3111
+    const V t3113 = w.kept[17] * w.t1805;
+    w.kept[29] = -t3113;  // t3114
     const V t3115 = w.t1079 * t3113;
     const V t3117 = w.t1771 + t3115;
     const V t3119 = w.t1097 * t3117;
-    w.t3120 = -t3119;
-    w.t3166 = -w.t2290;
-    w.t3197 = -t2643;
-    w.t3198 = w.t1446 * w.t1768;
-    const V t3199 = w.t1079 * w.t3198;
-    w.t3201 = w.t1097 * t3199;
-    w.t3281 = w.t1446 * w.t1762;
-    const V t3282 = w.t1079 * w.t3281;
-    w.t3284 = w.t1097 * t3282;
-    const V t3287 = w.t6 * w.t3281;
+    w.kept[69] = -t3119;  // t3120
+    w.kept[146] = -w.t2290;  // t3166
+    w.kept[219] = -t2643;  // t3197
+    w.kept[30] = w.kept[17] * w.t1768;  // t3198
+    const V t3199 = w.t1079 * w.kept[30];
+    w.kept[70] = w.t1097 * t3199;  // t3201
+    w.kept[31] = w.kept[17] * w.t1762;  // t3281
+    const V t3282 = w.t1079 * w.kept[31];
+    w.kept[71] = w.t1097 * t3282;  // t3284
+    const V t3287 = w.t6 * w.kept[31];
     const V t3291 = w.t896 * t3287;
-    const V t3286 = w.t5 * w.t3281;
+    const V t3286 = w.t5 * w.kept[31];
     const V t3292 = w.t905 * t3286;
     const V t3293 = t3291 + t3292;
-    const V t3294 = w.t867 * w.t3284;
+    const V t3294 = w.t867 * w.kept[71];
     const V t3296 = t3293 - t3294;
-    const V t3289 = T(0.42499999999999999) * w.t3284;
+    const V t3289 = T(0.42499999999999999) * w.kept[71];
     const V t3297 = w.t921 * t3289;
     const V t3299 = t3296 - t3297;
     const V t3288 = T(0.42499999999999999) * t3286;
     const V t3300 = w.t841 * t3288;
     const V t3301 = t3299 - t3300;
-    w.t3302 = w.t983 * t3301;
-    const V t3362 = w.t1446 * w.t1759;
-    w.t3363 = -t3362;
+    w.kept[110] = w.t983 * t3301;  // t3302
+    const V t3362 = w.kept[17] * w.t1759;
+    w.kept[32] = -t3362;  // t3363
     const V t3364 = w.t1079 * t3362;
     const V t3366 = w.t1097 * t3364;
-    w.t3367 = -t3366;
+    w.kept[72] = -t3366;  // t3367
     const V t3368 = w.t5 * t3362;
     const V t3370 = T(0.42499999999999999) * t3368;
     const V t3382 = w.t841 * t3370;
@@ -3938,43 +3703,43 @@ void ur5e_fd_derivatives_derivatives_lanes_part6(const V* q, const V* qd, const 
     const V t3379 = w.t921 * t3371;
     const V t3381 = t3378 - t3379;
     const V t3383 = t3382 - t3381;
-    w.t3384 = w.t983 * t3383;
-    w.t3422 = -t2333;
-    w.t3444 = -t2524;
+    w.kept[111] = w.t983 * t3383;  // t3384
+    w.kept[149] = -t2333;  // t3422
+    w.kept[186] = -t2524;  // t3444
     const V t2694 = w.t120 * w.t2650;
     const V t2692 = w.t121 * w.t2655;
     const V t2695 = t2694 - t2692;
-    w.t3449 = -t2695;
-    w.t3469 = w.t1446 * w.t1834;
-    const V t3470 = w.t1079 * w.t3469;
+    w.kept[222] = -t2695;  // t3449
+    w.kept[33] = w.kept[17] * w.t1834;  // t3469
+    const V t3470 = w.t1079 * w.kept[33];
     const V t3472 = w.t2000 + t3470;
-    w.t3473 = w.t1097 * t3472;
-    const V t3475 = w.t6 * w.t3469;
+    w.kept[73] = w.t1097 * t3472;  // t3473
+    const V t3475 = w.t6 * w.kept[33];
     const V t3478 = w.t896 * t3475;
     const V t3479 = w.t2139 + t3478;
-    const V t3474 = w.t5 * w.t3469;
+    const V t3474 = w.t5 * w.kept[33];
     const V t3480 = w.t905 * t3474;
     const V t3481 = t3479 + t3480;
-    const V t3482 = w.t867 * w.t3473;
+    const V t3482 = w.t867 * w.kept[73];
     const V t3483 = t3481 - t3482;
-    const V t3477 = T(0.42499999999999999) * w.t3473;
+    const V t3477 = T(0.42499999999999999) * w.kept[73];
     const V t3484 = w.t921 * t3477;
     const V t3485 = t3483 - t3484;
     const V t3476 = T(0.42499999999999999) * t3474;
     const V t3486 = w.t841 * t3476;
     const V t3487 = t3485 - t3486;
-    w.t3488 = w.t983 * t3487;
+    w.kept[112] = w.t983 * t3487;  // t3488
     const V t3566 = w.t6 * w.t1891;
     const V t3567 = w.t5 * w.t1954;
     const V t3569 = t3566 - t3567;
     const V t3570 = w.t1098 * w.t1999;
     const V t3572 = t3569 + t3570;
-    const V t3574 = w.t1446 * t3572;
-    w.t3575 = -t3574;
+    const V t3574 = w.kept[17] * t3572;
+    w.kept[34] = -t3574;  // t3575
     const V t3576 = w.t1079 * t3574;
     const V t3578 = w.t1999 + t3576;
     const V t3580 = w.t1097 * t3578;
-    w.t3581 = -t3580;
+    w.kept[74] = -t3580;  // t3581
     const V t3598 = w.t867 * t3580;
     const V t3584 = w.t6 * t3574;
     const V t3590 = w.t896 * t3584;
@@ -3989,13 +3754,13 @@ void ur5e_fd_derivatives_derivatives_lanes_part6(const V* q, const V* qd, const 
     const V t3586 = T(0.42499999999999999) * t3582;
     const V t3604 = w.t841 * t3586;
     const V t3606 = t3603 + t3604;
-    w.t3607 = w.t983 * t3606;
-    w.t3651 = -t2329;
-    w.t3681 = -t2519;
+    w.kept[113] = w.t983 * t3606;  // t3607
+    w.kept[151] = -t2329;  // t3651
+    w.kept[188] = -t2519;  // t3681
     const V t2688 = w.t120 * w.t2666;
     const V t2689 = w.t121 * w.t2664;
     const V t2690 = t2688 + t2689;
-    w.t3687 = -t2690;
+    w.kept[224] = -t2690;  // t3687
     const V t1829 = w.t120 * w.t1810;
     const V t1828 = w.t121 * w.t1811;
     w.t1830 = t1829 - t1828;
@@ -4005,50 +3770,50 @@ template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>
 void ur5e_fd_derivatives_derivatives_lanes_part7(const V* q, const V* qd, const V* in, ur5e_fd_derivatives_derivatives_work<V>& w, M& bad) {
     (void)q, (void)qd, (void)in, (void)w, (void)bad;
     // --- solve: forward and back substitution
-    w.t3713 = w.t1446 * w.t1830;
-    w.t3714 = -w.t3713;
+    w.kept[42] = w.kept[17] * w.t1830;  // t3713
+    w.kept[35] = -w.kept[42];  // t3714
     const V t1996 = w.t120 * w.t1986;
     const V t1773 = w.t121 * w.t1772;
     const V t1997 = t1996 - t1773;
-    const V t3715 = w.t1079 * w.t3713;
+    const V t3715 = w.t1079 * w.kept[42];
     const V t3717 = t1997 + t3715;
-    w.t3719 = w.t1097 * t3717;
-    w.t3720 = -w.t3719;
-    const V t3737 = w.t867 * w.t3719;
+    w.kept[82] = w.t1097 * t3717;  // t3719
+    w.kept[75] = -w.kept[82];  // t3720
+    const V t3737 = w.t867 * w.kept[82];
     const V t1778 = T(0.39219999999999999) * w.t120;
-    w.t3723 = w.t6 * w.t3713;
+    w.t3723 = w.t6 * w.kept[42];
     const V t3729 = w.t896 * w.t3723;
     const V t3731 = t1778 + t3729;
-    w.t3721 = w.t5 * w.t3713;
+    w.t3721 = w.t5 * w.kept[42];
     const V t3733 = w.t905 * w.t3721;
     const V t3735 = t3731 + t3733;
     const V t3739 = t3737 - t3735;
-    w.t3727 = T(0.42499999999999999) * w.t3719;
+    w.t3727 = T(0.42499999999999999) * w.kept[82];
     const V t3740 = w.t921 * w.t3727;
     const V t3742 = t3739 + t3740;
     w.t3725 = T(0.42499999999999999) * w.t3721;
     const V t3743 = w.t841 * w.t3725;
     const V t3745 = t3742 + t3743;
-    w.t3746 = w.t983 * t3745;
-    w.t3818 = -w.t2516;
-    w.t3822 = -w.t2687;
-    w.t3830 = w.t1446 * w.t1769;
-    const V t3831 = w.t1079 * w.t3830;
-    w.t3833 = w.t1097 * t3831;
-    const V t3836 = w.t6 * w.t3830;
+    w.kept[114] = w.t983 * t3745;  // t3746
+    w.kept[189] = -w.kept[196];  // t3818
+    w.kept[225] = -w.kept[232];  // t3822
+    w.kept[36] = w.kept[17] * w.t1769;  // t3830
+    const V t3831 = w.t1079 * w.kept[36];
+    w.kept[76] = w.t1097 * t3831;  // t3833
+    const V t3836 = w.t6 * w.kept[36];
     const V t3840 = w.t896 * t3836;
-    const V t3835 = w.t5 * w.t3830;
+    const V t3835 = w.t5 * w.kept[36];
     const V t3841 = w.t905 * t3835;
     const V t3842 = t3840 + t3841;
-    const V t3843 = w.t867 * w.t3833;
+    const V t3843 = w.t867 * w.kept[76];
     const V t3845 = t3842 - t3843;
-    const V t3838 = T(0.42499999999999999) * w.t3833;
+    const V t3838 = T(0.42499999999999999) * w.kept[76];
     const V t3846 = w.t921 * t3838;
     const V t3848 = t3845 - t3846;
     const V t3837 = T(0.42499999999999999) * t3835;
     const V t3849 = w.t841 * t3837;
     const V t3850 = t3848 - t3849;
-    w.t3851 = w.t983 * t3850;
+    w.kept[115] = w.t983 * t3850;  // t3851
     w.t2100 = w.t120 * w.t193;
     const V t3911 = w.t194 * w.t714;
     const V t3913 = w.t2100 - t3911;
@@ -4090,25 +3855,25 @@ void ur5e_fd_derivatives_derivatives_lanes_part7(const V* q, const V* qd, const 
     const V t3943 = T(0.42499999999999999) * t3940;
     const V t3949 = w.t1098 * t3943;
     const V t3950 = t3948 + t3949;
-    w.t3951 = w.t1446 * t3950;
-    const V t3952 = w.t1079 * w.t3951;
+    w.kept[37] = w.kept[17] * t3950;  // t3951
+    const V t3952 = w.t1079 * w.kept[37];
     const V t3954 = t3943 + t3952;
-    w.t3955 = w.t1097 * t3954;
-    const V t3957 = w.t6 * w.t3951;
+    w.kept[77] = w.t1097 * t3954;  // t3955
+    const V t3957 = w.t6 * w.kept[37];
     const V t3960 = w.t896 * t3957;
     const V t3961 = t3923 + t3960;
-    const V t3956 = w.t5 * w.t3951;
+    const V t3956 = w.t5 * w.kept[37];
     const V t3962 = w.t905 * t3956;
     const V t3963 = t3961 + t3962;
-    const V t3964 = w.t867 * w.t3955;
+    const V t3964 = w.t867 * w.kept[77];
     const V t3965 = t3963 - t3964;
-    const V t3959 = T(0.42499999999999999) * w.t3955;
+    const V t3959 = T(0.42499999999999999) * w.kept[77];
     const V t3966 = w.t921 * t3959;
     const V t3967 = t3965 - t3966;
     const V t3958 = T(0.42499999999999999) * t3956;
     const V t3968 = w.t841 * t3958;
     const V t3969 = t3967 - t3968;
-    w.t3970 = w.t983 * t3969;
+    w.kept[116] = w.t983 * t3969;  // t3970
     const V t3977 = w.t55 * t3957;
     const V t3978 = w.t56 * t3956;
     const V t3979 = t3977 + t3978;
@@ -4119,7 +3884,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part7(const V* q, const V* qd, const 
     const V t3976 = t3974 - t3975;
     const V t3991 = w.t616 * t3976;
     const V t3993 = t3990 + t3991;
-    const V t3973 = w.t3955 + w.t3970;
+    const V t3973 = w.kept[77] + w.kept[116];
     const V t3994 = w.t586 * t3973;
     const V t3995 = t3993 - t3994;
     const V t3972 = w.t56 * t3959;
@@ -4138,8 +3903,8 @@ void ur5e_fd_derivatives_derivatives_lanes_part7(const V* q, const V* qd, const 
     const V t3981 = t3958 - t3980;
     const V t4002 = w.t567 * t3981;
     const V t4003 = t4001 - t4002;
-    w.t4004 = w.t713 * t4003;
-    const V t4011 = t3973 + w.t4004;
+    w.kept[154] = w.t713 * t4003;  // t4004
+    const V t4011 = t3973 + w.kept[154];
     const V t4024 = w.t462 * t4011;
     const V t4015 = w.t120 * t3979;
     const V t4016 = w.t121 * t3976;
@@ -4163,28 +3928,28 @@ void ur5e_fd_derivatives_derivatives_lanes_part7(const V* q, const V* qd, const 
     const V t4030 = w.t457 * t4019;
     const V t4031 = t4029 + t4030;
     const V t4032 = w.t506 * t4031;
-    w.t4033 = -t4032;
+    w.kept[191] = -t4032;  // t4033
     const V t4034 = w.t194 * t4017;
     const V t4035 = w.t193 * t4011;
-    w.t4036 = t4034 - t4035;
-    w.t4050 = -w.t2031;
+    w.kept[227] = t4034 - t4035;  // t4036
+    w.kept[78] = -w.kept[62];  // t4050
     const V t2639 = w.t841 * w.t2622;
     const V t2625 = w.t896 * w.t2620;
     const V t2627 = w.t2146 + t2625;
     const V t2629 = w.t905 * w.t2618;
     const V t2631 = t2627 + t2629;
-    const V t2633 = w.t867 * w.t2031;
+    const V t2633 = w.t867 * w.kept[62];
     const V t2634 = t2631 + t2633;
     const V t2636 = w.t921 * w.t2624;
     const V t2637 = t2634 + t2636;
     const V t2641 = t2639 - t2637;
     const V t2642 = w.t983 * t2641;
-    w.t4056 = -t2642;
+    w.kept[117] = -t2642;  // t4056
     const V t2667 = w.t608 * w.t2655;
     const V t2669 = t2667 - w.t193;
     const V t2670 = w.t616 * w.t2650;
     const V t2672 = t2669 + t2670;
-    const V t2673 = w.t586 * w.t2645;
+    const V t2673 = w.t586 * w.kept[217];
     const V t2674 = t2672 - t2673;
     const V t2675 = w.t628 * w.t2666;
     const V t2677 = t2674 - t2675;
@@ -4193,7 +3958,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part7(const V* q, const V* qd, const 
     const V t2681 = w.t567 * w.t2658;
     const V t2683 = t2680 + t2681;
     const V t2684 = w.t713 * t2683;
-    w.t4080 = -t2684;
+    w.kept[155] = -t2684;  // t4080
     const V t2432 = w.t1098 * w.t2006;
     const V t2396 = T(0.39219999999999999) * w.t2172;
     const V t2412 = w.t984 * t2396;
@@ -4228,12 +3993,12 @@ void ur5e_fd_derivatives_derivatives_lanes_part7(const V* q, const V* qd, const 
     const V t4132 = w.t5 * t4130;
     const V t4133 = t4131 + t4132;
     const V t4134 = t2432 + t4133;
-    const V t4136 = w.t1446 * t4134;
-    w.t4137 = -t4136;
+    const V t4136 = w.kept[17] * t4134;
+    w.kept[39] = -t4136;  // t4137
     const V t4138 = w.t1079 * t4136;
     const V t4140 = w.t2006 + t4138;
     w.t4142 = w.t1097 * t4140;
-    w.t4143 = -w.t4142;
+    w.kept[79] = -w.t4142;  // t4143
     const V t4160 = w.t867 * w.t4142;
     w.t4146 = w.t6 * t4136;
     const V t4152 = w.t896 * w.t4146;
@@ -4248,7 +4013,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part7(const V* q, const V* qd, const 
     w.t4148 = T(0.42499999999999999) * t4144;
     const V t4166 = w.t841 * w.t4148;
     const V t4168 = t4165 + t4166;
-    w.t4169 = w.t983 * t4168;
+    w.kept[118] = w.t983 * t4168;  // t4169
     const V t4180 = w.t55 * w.t4146;
     const V t4182 = w.t56 * t4144;
     w.t4184 = t4180 + t4182;
@@ -4265,7 +4030,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4179 = w.t4177 - t4175;
     const V t4199 = w.t616 * t4179;
     const V t4201 = w.t4198 + t4199;
-    const V t4174 = w.t4169 - w.t4142;
+    const V t4174 = w.kept[118] - w.t4142;
     const V t4202 = w.t586 * t4174;
     const V t4203 = t4201 - t4202;
     const V t4194 = T(0.1333) * t4179;
@@ -4284,13 +4049,13 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4187 = w.t4148 + t4186;
     const V t4210 = w.t567 * t4187;
     const V t4212 = t4209 + t4210;
-    w.t4213 = w.t713 * t4212;
+    w.kept[156] = w.t713 * t4212;  // t4213
     const V t4225 = w.t120 * w.t4184;
     const V t4227 = w.t121 * t4179;
     const V t4228 = t4225 + t4227;
     const V t4235 = w.t460 * t4228;
     const V t4237 = T(1) - t4235;
-    const V t4220 = t4174 + w.t4213;
+    const V t4220 = t4174 + w.kept[156];
     const V t4238 = w.t462 * t4220;
     const V t4239 = t4237 - t4238;
     const V t4223 = w.t120 * t4179;
@@ -4309,11 +4074,11 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4232 = t4230 - t4187;
     const V t4244 = w.t457 * t4232;
     const V t4245 = t4243 - t4244;
-    w.t4246 = w.t506 * t4245;
+    w.kept[193] = w.t506 * t4245;  // t4246
     const V t4247 = w.t194 * t4228;
     const V t4249 = w.t193 * t4220;
     const V t4250 = t4247 + t4249;
-    w.t4251 = -t4250;
+    w.kept[229] = -t4250;  // t4251
     const V t1783 = T(0.099699999999999997) * w.t193;
     const V t4261 = w.t764 * t1783;
     const V t4262 = t4261 - w.t2132;
@@ -4360,25 +4125,25 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4293 = w.t5 * t4291;
     const V t4294 = t4292 + t4293;
     const V t4296 = t4295 - t4294;
-    w.t4297 = w.t1446 * t4296;
-    const V t4298 = w.t1079 * w.t4297;
+    w.kept[40] = w.kept[17] * t4296;  // t4297
+    const V t4298 = w.t1079 * w.kept[40];
     const V t4300 = t4289 + t4298;
-    w.t4301 = w.t1097 * t4300;
-    const V t4303 = w.t6 * w.t4297;
+    w.kept[80] = w.t1097 * t4300;  // t4301
+    const V t4303 = w.t6 * w.kept[40];
     const V t4306 = w.t896 * t4303;
     const V t4307 = t4269 + t4306;
-    const V t4302 = w.t5 * w.t4297;
+    const V t4302 = w.t5 * w.kept[40];
     const V t4308 = w.t905 * t4302;
     const V t4309 = t4307 + t4308;
-    const V t4310 = w.t867 * w.t4301;
+    const V t4310 = w.t867 * w.kept[80];
     const V t4311 = t4309 - t4310;
-    const V t4305 = T(0.42499999999999999) * w.t4301;
+    const V t4305 = T(0.42499999999999999) * w.kept[80];
     const V t4312 = w.t921 * t4305;
     const V t4313 = t4311 - t4312;
     const V t4304 = T(0.42499999999999999) * t4302;
     const V t4314 = w.t841 * t4304;
     const V t4315 = t4313 - t4314;
-    w.t4316 = w.t983 * t4315;
+    w.kept[119] = w.t983 * t4315;  // t4316
     const V t4323 = w.t55 * t4303;
     const V t4324 = w.t56 * t4302;
     const V t4325 = t4323 + t4324;
@@ -4389,7 +4154,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4322 = t4320 - t4321;
     const V t4337 = w.t616 * t4322;
     const V t4339 = t4336 + t4337;
-    const V t4319 = w.t4301 + w.t4316;
+    const V t4319 = w.kept[80] + w.kept[119];
     const V t4340 = w.t586 * t4319;
     const V t4341 = t4339 - t4340;
     const V t4318 = w.t56 * t4305;
@@ -4408,8 +4173,8 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4327 = t4304 - t4326;
     const V t4348 = w.t567 * t4327;
     const V t4349 = t4347 - t4348;
-    w.t4350 = w.t713 * t4349;
-    const V t4357 = t4319 + w.t4350;
+    w.kept[157] = w.t713 * t4349;  // t4350
+    const V t4357 = t4319 + w.kept[157];
     const V t4370 = w.t462 * t4357;
     const V t4361 = w.t120 * t4325;
     const V t4362 = w.t121 * t4322;
@@ -4433,10 +4198,10 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4376 = w.t457 * t4365;
     const V t4377 = t4375 + t4376;
     const V t4378 = w.t506 * t4377;
-    w.t4379 = -t4378;
+    w.kept[194] = -t4378;  // t4379
     const V t4380 = w.t194 * t4363;
     const V t4381 = w.t193 * t4357;
-    w.t4382 = t4380 - t4381;
+    w.kept[230] = t4380 - t4381;  // t4382
     const V t4390 = w.t749 * t1782;
     const V t4391 = w.t2097 + t4390;
     const V t4409 = w.t56 * t4391;
@@ -4481,25 +4246,25 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4424 = w.t5 * t4422;
     const V t4425 = t4423 + t4424;
     const V t4427 = t4426 - t4425;
-    w.t4428 = w.t1446 * t4427;
-    const V t4429 = w.t1079 * w.t4428;
+    w.kept[41] = w.kept[17] * t4427;  // t4428
+    const V t4429 = w.t1079 * w.kept[41];
     const V t4431 = t4420 + t4429;
-    w.t4432 = w.t1097 * t4431;
-    const V t4434 = w.t6 * w.t4428;
+    w.kept[81] = w.t1097 * t4431;  // t4432
+    const V t4434 = w.t6 * w.kept[41];
     const V t4437 = w.t896 * t4434;
     const V t4438 = t4400 + t4437;
-    const V t4433 = w.t5 * w.t4428;
+    const V t4433 = w.t5 * w.kept[41];
     const V t4439 = w.t905 * t4433;
     const V t4440 = t4438 + t4439;
-    const V t4441 = w.t867 * w.t4432;
+    const V t4441 = w.t867 * w.kept[81];
     const V t4442 = t4440 - t4441;
-    w.t4436 = T(0.42499999999999999) * w.t4432;
+    w.t4436 = T(0.42499999999999999) * w.kept[81];
     const V t4443 = w.t921 * w.t4436;
     const V t4444 = t4442 - t4443;
     w.t4435 = T(0.42499999999999999) * t4433;
     const V t4445 = w.t841 * w.t4435;
     const V t4446 = t4444 - t4445;
-    w.t4447 = w.t983 * t4446;
+    w.kept[120] = w.t983 * t4446;  // t4447
     const V t4451 = w.t56 * t4434;
     const V t4452 = w.t55 * t4433;
     w.t4453 = t4451 - t4452;
@@ -4510,7 +4275,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part8(const V* q, const V* qd, const 
     const V t4465 = w.t608 * w.t4456;
     const V t4467 = t1782 + t4465;
     w.t4471 = t4469 - t4467;
-    w.t4450 = w.t4432 + w.t4447;
+    w.t4450 = w.kept[81] + w.kept[120];
 }
 
 template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>>
@@ -4535,8 +4300,8 @@ void ur5e_fd_derivatives_derivatives_lanes_part9(const V* q, const V* qd, const 
     const V t4458 = w.t4435 - t4457;
     const V t4480 = w.t567 * t4458;
     const V t4481 = t4479 - t4480;
-    w.t4482 = w.t713 * t4481;
-    const V t4489 = w.t4450 + w.t4482;
+    w.kept[158] = w.t713 * t4481;  // t4482
+    const V t4489 = w.t4450 + w.kept[158];
     const V t4502 = w.t462 * t4489;
     const V t4493 = w.t120 * w.t4456;
     const V t4494 = w.t121 * w.t4453;
@@ -4560,12 +4325,12 @@ void ur5e_fd_derivatives_derivatives_lanes_part9(const V* q, const V* qd, const 
     const V t4508 = w.t457 * t4497;
     const V t4509 = t4507 + t4508;
     const V t4510 = w.t506 * t4509;
-    w.t4511 = -t4510;
+    w.kept[195] = -t4510;  // t4511
     const V t4513 = w.t193 * t4489;
     const V t4512 = w.t194 * t4495;
     const V t4514 = t4513 - t4512;
-    w.t4518 = -t4514;
-    w.t4529 = -w.t3746;
+    w.kept[231] = -t4514;  // t4518
+    w.kept[121] = -w.kept[114];  // t4529
     const V t3757 = w.t55 * w.t3723;
     const V t3759 = w.t56 * w.t3721;
     const V t3761 = t3757 + t3759;
@@ -4575,7 +4340,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part9(const V* q, const V* qd, const 
     const V t3756 = t3754 - t3752;
     const V t3775 = w.t616 * t3756;
     const V t3777 = t3773 + t3775;
-    const V t3751 = w.t3746 - w.t3719;
+    const V t3751 = w.kept[114] - w.kept[82];
     const V t3778 = w.t586 * t3751;
     const V t3779 = t3777 - t3778;
     const V t3771 = T(0.1333) * t3756;
@@ -4595,7 +4360,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part9(const V* q, const V* qd, const 
     const V t3786 = w.t567 * t3764;
     const V t3788 = t3785 + t3786;
     const V t3789 = w.t713 * t3788;
-    w.t4551 = -t3789;
+    w.kept[159] = -t3789;  // t4551
     w.t1776 = w.t194 * w.t265;
     const V t4589 = w.t266 * w.t517;
     const V t4590 = w.t1776 + t4589;
@@ -4654,25 +4419,25 @@ void ur5e_fd_derivatives_derivatives_lanes_part9(const V* q, const V* qd, const 
     const V t4650 = w.t5 * t4648;
     const V t4651 = t4649 + t4650;
     const V t4653 = t4652 - t4651;
-    w.t4654 = w.t1446 * t4653;
-    const V t4655 = w.t1079 * w.t4654;
+    w.kept[43] = w.kept[17] * t4653;  // t4654
+    const V t4655 = w.t1079 * w.kept[43];
     const V t4657 = t4646 + t4655;
-    w.t4658 = w.t1097 * t4657;
-    const V t4660 = w.t6 * w.t4654;
+    w.kept[83] = w.t1097 * t4657;  // t4658
+    const V t4660 = w.t6 * w.kept[43];
     const V t4663 = w.t896 * t4660;
     const V t4664 = t4625 + t4663;
-    const V t4659 = w.t5 * w.t4654;
+    const V t4659 = w.t5 * w.kept[43];
     const V t4665 = w.t905 * t4659;
     const V t4666 = t4664 + t4665;
-    const V t4667 = w.t867 * w.t4658;
+    const V t4667 = w.t867 * w.kept[83];
     const V t4668 = t4666 - t4667;
-    const V t4662 = T(0.42499999999999999) * w.t4658;
+    const V t4662 = T(0.42499999999999999) * w.kept[83];
     const V t4669 = w.t921 * t4662;
     const V t4670 = t4668 - t4669;
     const V t4661 = T(0.42499999999999999) * t4659;
     const V t4671 = w.t841 * t4661;
     const V t4672 = t4670 - t4671;
-    w.t4673 = w.t983 * t4672;
+    w.kept[122] = w.t983 * t4672;  // t4673
     const V t4680 = w.t55 * t4660;
     const V t4681 = w.t56 * t4659;
     const V t4682 = t4680 + t4681;
@@ -4683,7 +4448,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part9(const V* q, const V* qd, const 
     const V t4679 = t4677 - t4678;
     const V t4694 = w.t616 * t4679;
     const V t4696 = t4693 + t4694;
-    const V t4676 = w.t4658 + w.t4673;
+    const V t4676 = w.kept[83] + w.kept[122];
     const V t4697 = w.t586 * t4676;
     const V t4698 = t4696 - t4697;
     const V t4675 = w.t56 * t4662;
@@ -4702,13 +4467,13 @@ void ur5e_fd_derivatives_derivatives_lanes_part9(const V* q, const V* qd, const 
     const V t4684 = t4661 - t4683;
     const V t4705 = w.t567 * t4684;
     const V t4706 = t4704 - t4705;
-    w.t4707 = w.t713 * t4706;
+    w.kept[160] = w.t713 * t4706;  // t4707
     const V t4718 = w.t120 * t4682;
     const V t4719 = w.t121 * t4679;
     const V t4720 = t4718 - t4719;
     const V t4725 = w.t460 * t4720;
     const V t4727 = w.t266 - t4725;
-    const V t4714 = t4676 + w.t4707;
+    const V t4714 = t4676 + w.kept[160];
     const V t4728 = w.t462 * t4714;
     const V t4729 = t4727 + t4728;
     const V t4715 = w.t121 * t4682;
@@ -4728,11 +4493,11 @@ void ur5e_fd_derivatives_derivatives_lanes_part9(const V* q, const V* qd, const 
     const V t4734 = w.t457 * t4722;
     const V t4735 = t4733 + t4734;
     const V t4736 = w.t506 * t4735;
-    w.t4737 = -t4736;
+    w.kept[197] = -t4736;  // t4737
     const V t4739 = w.t193 * t4714;
     const V t4738 = w.t194 * t4720;
     const V t4740 = t4739 - t4738;
-    w.t4744 = -t4740;
+    w.kept[233] = -t4740;  // t4744
     const V t4747 = w.t265 * w.t517;
     w.t1775 = w.t194 * w.t266;
     const V t4748 = t4747 - w.t1775;
@@ -4797,25 +4562,25 @@ void ur5e_fd_derivatives_derivatives_lanes_part10(const V* q, const V* qd, const
     const V t4810 = w.t5 * t4808;
     const V t4811 = t4809 + t4810;
     const V t4813 = w.t4812 - t4811;
-    w.t4814 = w.t1446 * t4813;
-    const V t4815 = w.t1079 * w.t4814;
+    w.kept[44] = w.kept[17] * t4813;  // t4814
+    const V t4815 = w.t1079 * w.kept[44];
     const V t4817 = w.t4806 + t4815;
-    w.t4818 = w.t1097 * t4817;
-    const V t4820 = w.t6 * w.t4814;
+    w.kept[84] = w.t1097 * t4817;  // t4818
+    const V t4820 = w.t6 * w.kept[44];
     const V t4823 = w.t896 * t4820;
     const V t4824 = w.t4785 + t4823;
-    const V t4819 = w.t5 * w.t4814;
+    const V t4819 = w.t5 * w.kept[44];
     const V t4825 = w.t905 * t4819;
     const V t4826 = t4824 + t4825;
-    const V t4827 = w.t867 * w.t4818;
+    const V t4827 = w.t867 * w.kept[84];
     const V t4828 = t4826 - t4827;
-    const V t4822 = T(0.42499999999999999) * w.t4818;
+    const V t4822 = T(0.42499999999999999) * w.kept[84];
     const V t4829 = w.t921 * t4822;
     const V t4830 = t4828 - t4829;
     const V t4821 = T(0.42499999999999999) * t4819;
     const V t4831 = w.t841 * t4821;
     const V t4832 = t4830 - t4831;
-    w.t4833 = w.t983 * t4832;
+    w.kept[123] = w.t983 * t4832;  // t4833
     const V t4840 = w.t55 * t4820;
     const V t4841 = w.t56 * t4819;
     const V t4842 = t4840 + t4841;
@@ -4826,7 +4591,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part10(const V* q, const V* qd, const
     const V t4839 = t4837 - t4838;
     const V t4854 = w.t616 * t4839;
     const V t4856 = t4853 + t4854;
-    const V t4836 = w.t4818 + w.t4833;
+    const V t4836 = w.kept[84] + w.kept[123];
     const V t4857 = w.t586 * t4836;
     const V t4858 = t4856 - t4857;
     const V t4835 = w.t56 * t4822;
@@ -4845,13 +4610,13 @@ void ur5e_fd_derivatives_derivatives_lanes_part10(const V* q, const V* qd, const
     const V t4844 = t4821 - t4843;
     const V t4865 = w.t567 * t4844;
     const V t4866 = t4864 - t4865;
-    w.t4867 = w.t713 * t4866;
+    w.kept[161] = w.t713 * t4866;  // t4867
     const V t4878 = w.t120 * t4842;
     const V t4879 = w.t121 * t4839;
     const V t4880 = t4878 - t4879;
     const V t4885 = w.t460 * t4880;
     const V t4887 = w.t265 - t4885;
-    const V t4874 = t4836 + w.t4867;
+    const V t4874 = t4836 + w.kept[161];
     const V t4888 = w.t462 * t4874;
     const V t4889 = t4887 + t4888;
     const V t4875 = w.t121 * t4842;
@@ -4871,11 +4636,11 @@ void ur5e_fd_derivatives_derivatives_lanes_part10(const V* q, const V* qd, const
     const V t4894 = w.t457 * t4882;
     const V t4895 = t4893 + t4894;
     const V t4896 = w.t506 * t4895;
-    w.t4897 = -t4896;
+    w.kept[198] = -t4896;  // t4897
     const V t4899 = w.t193 * t4874;
     const V t4898 = w.t194 * t4880;
     const V t4900 = t4899 - t4898;
-    w.t4904 = -t4900;
+    w.kept[234] = -t4900;  // t4904
     const V t4926 = w.t121 * w.t266;
     w.t1785 = T(0.099599999999999994) * w.t265;
     const V t4912 = w.t530 * w.t1785;
@@ -4942,25 +4707,25 @@ void ur5e_fd_derivatives_derivatives_lanes_part10(const V* q, const V* qd, const
     const V t4969 = w.t5 * t4967;
     const V t4970 = t4968 + t4969;
     const V t4972 = t4971 - t4970;
-    w.t4973 = w.t1446 * t4972;
-    const V t4974 = w.t1079 * w.t4973;
+    w.kept[45] = w.kept[17] * t4972;  // t4973
+    const V t4974 = w.t1079 * w.kept[45];
     const V t4976 = t4965 + t4974;
-    w.t4977 = w.t1097 * t4976;
-    const V t4979 = w.t6 * w.t4973;
+    w.kept[85] = w.t1097 * t4976;  // t4977
+    const V t4979 = w.t6 * w.kept[45];
     const V t4982 = w.t896 * t4979;
     const V t4983 = t4945 + t4982;
-    const V t4978 = w.t5 * w.t4973;
+    const V t4978 = w.t5 * w.kept[45];
     const V t4984 = w.t905 * t4978;
     const V t4985 = t4983 + t4984;
-    const V t4986 = w.t867 * w.t4977;
+    const V t4986 = w.t867 * w.kept[85];
     const V t4987 = t4985 - t4986;
-    const V t4981 = T(0.42499999999999999) * w.t4977;
+    const V t4981 = T(0.42499999999999999) * w.kept[85];
     const V t4988 = w.t921 * t4981;
     const V t4989 = t4987 - t4988;
     const V t4980 = T(0.42499999999999999) * t4978;
     const V t4990 = w.t841 * t4980;
     const V t4991 = t4989 - t4990;
-    w.t4992 = w.t983 * t4991;
+    w.kept[124] = w.t983 * t4991;  // t4992
     const V t4999 = w.t55 * t4979;
     const V t5000 = w.t56 * t4978;
     const V t5001 = t4999 + t5000;
@@ -4971,7 +4736,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part10(const V* q, const V* qd, const
     const V t4998 = t4996 - t4997;
     const V t5013 = w.t616 * t4998;
     const V t5015 = t5012 + t5013;
-    const V t4995 = w.t4977 + w.t4992;
+    const V t4995 = w.kept[85] + w.kept[124];
     const V t5016 = w.t586 * t4995;
     const V t5017 = t5015 - t5016;
     const V t4994 = w.t56 * t4981;
@@ -4990,13 +4755,13 @@ void ur5e_fd_derivatives_derivatives_lanes_part10(const V* q, const V* qd, const
     const V t5003 = t4980 - t5002;
     const V t5024 = w.t567 * t5003;
     const V t5025 = t5023 - t5024;
-    w.t5026 = w.t713 * t5025;
+    w.kept[162] = w.t713 * t5025;  // t5026
     const V t5037 = w.t120 * t5001;
     const V t5038 = w.t121 * t4998;
     const V t5039 = t5037 - t5038;
     const V t5044 = w.t460 * t5039;
     const V t5046 = w.t1785 - t5044;
-    const V t5033 = t4995 + w.t5026;
+    const V t5033 = t4995 + w.kept[162];
     const V t5047 = w.t462 * t5033;
     const V t5048 = t5046 + t5047;
     const V t5034 = w.t121 * t5001;
@@ -5016,11 +4781,11 @@ void ur5e_fd_derivatives_derivatives_lanes_part10(const V* q, const V* qd, const
     const V t5053 = w.t457 * t5041;
     const V t5054 = t5052 + t5053;
     const V t5055 = w.t506 * t5054;
-    w.t5056 = -t5055;
+    w.kept[199] = -t5055;  // t5056
     const V t5058 = w.t193 * t5033;
     const V t5057 = w.t194 * t5039;
     const V t5059 = t5058 - t5057;
-    w.t5063 = -t5059;
+    w.kept[235] = -t5059;  // t5063
     const V t5070 = w.t530 * w.t1784;
     w.t5072 = w.t2342 + t5070;
 }
@@ -5091,25 +4856,25 @@ void ur5e_fd_derivatives_derivatives_lanes_part11(const V* q, const V* qd, const
     const V t5149 = w.t5 * t5147;
     const V t5150 = t5148 + t5149;
     const V t5152 = t5151 - t5150;
-    w.t5153 = w.t1446 * t5152;
-    const V t5154 = w.t1079 * w.t5153;
+    w.kept[46] = w.kept[17] * t5152;  // t5153
+    const V t5154 = w.t1079 * w.kept[46];
     const V t5156 = t5145 + t5154;
-    w.t5157 = w.t1097 * t5156;
-    const V t5159 = w.t6 * w.t5153;
+    w.kept[86] = w.t1097 * t5156;  // t5157
+    const V t5159 = w.t6 * w.kept[46];
     const V t5162 = w.t896 * t5159;
     const V t5163 = t5162 - t5119;
-    const V t5158 = w.t5 * w.t5153;
+    const V t5158 = w.t5 * w.kept[46];
     const V t5164 = w.t905 * t5158;
     const V t5165 = t5163 + t5164;
-    const V t5166 = w.t867 * w.t5157;
+    const V t5166 = w.t867 * w.kept[86];
     const V t5167 = t5165 - t5166;
-    const V t5161 = T(0.42499999999999999) * w.t5157;
+    const V t5161 = T(0.42499999999999999) * w.kept[86];
     const V t5168 = w.t921 * t5161;
     const V t5169 = t5167 - t5168;
     const V t5160 = T(0.42499999999999999) * t5158;
     const V t5170 = w.t841 * t5160;
     const V t5171 = t5169 - t5170;
-    w.t5172 = w.t983 * t5171;
+    w.kept[125] = w.t983 * t5171;  // t5172
     const V t5176 = w.t56 * t5159;
     const V t5177 = w.t55 * t5158;
     const V t5178 = t5176 - t5177;
@@ -5120,7 +4885,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part11(const V* q, const V* qd, const
     const V t5190 = w.t608 * t5181;
     const V t5192 = t5080 + t5190;
     const V t5196 = t5194 - t5192;
-    const V t5175 = w.t5157 + w.t5172;
+    const V t5175 = w.kept[86] + w.kept[125];
     const V t5197 = w.t586 * t5175;
     const V t5198 = t5196 - t5197;
     const V t5174 = w.t56 * t5161;
@@ -5139,13 +4904,13 @@ void ur5e_fd_derivatives_derivatives_lanes_part11(const V* q, const V* qd, const
     const V t5183 = t5160 - t5182;
     const V t5205 = w.t567 * t5183;
     const V t5206 = t5204 - t5205;
-    w.t5207 = w.t713 * t5206;
+    w.kept[163] = w.t713 * t5206;  // t5207
     const V t5218 = w.t120 * t5181;
     const V t5219 = w.t121 * t5178;
     const V t5220 = t5218 - t5219;
     const V t5225 = w.t460 * t5220;
     const V t5227 = w.t1784 + t5225;
-    const V t5214 = t5175 + w.t5207;
+    const V t5214 = t5175 + w.kept[163];
     const V t5228 = w.t462 * t5214;
     const V t5229 = t5227 - t5228;
     const V t5215 = w.t121 * t5181;
@@ -5164,11 +4929,11 @@ void ur5e_fd_derivatives_derivatives_lanes_part11(const V* q, const V* qd, const
     const V t5222 = t5183 - t5221;
     const V t5234 = w.t457 * t5222;
     const V t5235 = t5233 - t5234;
-    w.t5236 = w.t506 * t5235;
+    w.kept[200] = w.t506 * t5235;  // t5236
     const V t5238 = w.t193 * t5214;
     const V t5237 = w.t194 * t5220;
     const V t5239 = t5238 - t5237;
-    w.t5243 = -t5239;
+    w.kept[236] = -t5239;  // t5243
     w.t5257 = w.t8 * T(0.194109162);
     const V t5272 = qd[1] * T(0.49241094949999997);
     const V t5273 = w.t5257 + t5272;
@@ -5589,7 +5354,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part13(const V* q, const V* qd, const
     const V t1475 = t1474 - w.t1418;
     const V t1476 = w.t1042 * w.t1457;
     const V t1478 = t1475 + t1476;
-    const V t1479 = w.t1051 * w.t1453;
+    const V t1479 = w.t1051 * w.kept[1];
     const V t1480 = t1478 - t1479;
     const V t1481 = w.t990 * w.t1455;
     const V t1482 = t1480 + t1481;
@@ -5614,7 +5379,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part13(const V* q, const V* qd, const
     const V t1462 = w.t1426 + t1460;
     const V t1464 = w.t1065 * w.t1457;
     const V t1465 = t1462 + t1464;
-    const V t1467 = w.t1058 * w.t1453;
+    const V t1467 = w.t1058 * w.kept[1];
     const V t1468 = t1465 + t1467;
     const V t1471 = t1470 - t1468;
     const V t1472 = w.t1048 * w.t1454;
@@ -5641,7 +5406,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part13(const V* q, const V* qd, const
     const V t6079 = t6041 + t6077;
     const V t6585 = w.t6 * t6079;
     w.t6586 = t6584 + t6585;
-    w.t7205 = w.t1446 * w.t6586;
+    w.t7205 = w.kept[17] * w.t6586;
     w.t6051 = w.t1454 * t5923;
     const V t5965 = T(1.7123249999999999) + w.t5953;
     const V t6052 = w.t1455 * t5965;
@@ -5801,7 +5566,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part14(const V* q, const V* qd, const
     const V t6577 = w.t9 * w.t6039;
     const V t6578 = w.t6576 - t6577;
     const V t6579 = w.t6074 + t6578;
-    const V t7206 = w.t1852 * t6579;
+    const V t7206 = w.kept[18] * t6579;
     const V t7207 = w.t7205 - t7206;
     w.t6098 = w.t5903 - w.t5915;
     const V t6592 = w.t62 * w.t6098;
@@ -5823,7 +5588,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part14(const V* q, const V* qd, const
     const V t6637 = w.t6151 - t6633;
     const V t6638 = t6632 + t6637;
     const V t6639 = t6594 + t6638;
-    const V t7208 = w.t1853 * t6639;
+    const V t7208 = w.kept[19] * t6639;
     const V t7209 = t7207 - t7208;
     const V t6728 = w.t55 * w.t5770;
     const V t6729 = t6728 - w.t5918;
@@ -5845,7 +5610,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part14(const V* q, const V* qd, const
     const V t6657 = w.t139 * w.t6224;
     w.t6658 = t6655 + t6657;
     const V t6783 = t6782 - w.t6658;
-    const V t7210 = w.t1854 * t6783;
+    const V t7210 = w.kept[20] * t6783;
     const V t7211 = t7209 - t7210;
     w.t6865 = w.t121 * w.t5668;
     const V t6952 = w.t55 * w.t6865;
@@ -5916,64 +5681,64 @@ void ur5e_fd_derivatives_derivatives_lanes_part14(const V* q, const V* qd, const
     const V t7186 = w.t1777 * w.t5249;
     const V t7191 = w.t7096 + t7186;
     const V t7193 = w.t7093 - t7191;
-    const V t7215 = w.t1857 * t7193;
-    w.t7217 = t7214 + t7215;
+    const V t7215 = w.kept[38] * t7193;
+    w.kept[6] = t7214 + t7215;  // t7217
     const V t7222 = w.t2025 * t7014;
-    const V t7235 = w.t1852 * w.t6586;
-    const V t7218 = w.t1862 * t6579;
+    const V t7235 = w.kept[18] * w.t6586;
+    const V t7218 = w.kept[58] * t6579;
     const V t7236 = t7235 - t7218;
-    const V t7219 = w.t2014 * t6639;
+    const V t7219 = w.kept[59] * t6639;
     const V t7237 = t7236 - t7219;
-    const V t7221 = w.t2019 * t6783;
+    const V t7221 = w.kept[60] * t6783;
     const V t7238 = t7237 - t7221;
     const V t7239 = t7222 + t7238;
-    const V t7224 = w.t2031 * t7193;
-    w.t7240 = t7239 - t7224;
-    const V t7241 = w.t1853 * w.t6586;
-    const V t7242 = w.t2014 * t6579;
+    const V t7224 = w.kept[62] * t7193;
+    w.kept[47] = t7239 - t7224;  // t7240
+    const V t7241 = w.kept[19] * w.t6586;
+    const V t7242 = w.kept[59] * t6579;
     const V t7243 = t7241 - t7242;
-    const V t7225 = w.t2064 * t6639;
+    const V t7225 = w.kept[98] * t6639;
     const V t7244 = t7243 - t7225;
-    const V t7226 = w.t2197 * t6783;
+    const V t7226 = w.kept[99] * t6783;
     const V t7245 = t7244 - t7226;
-    const V t7227 = w.t2213 * t7014;
+    const V t7227 = w.kept[100] * t7014;
     const V t7246 = t7245 - t7227;
-    const V t7228 = w.t2226 * t7193;
-    w.t7247 = t7246 - t7228;
-    const V t7248 = w.t1854 * w.t6586;
-    const V t7249 = w.t2019 * t6579;
+    const V t7228 = w.kept[101] * t7193;
+    w.kept[87] = t7246 - t7228;  // t7247
+    const V t7248 = w.kept[20] * w.t6586;
+    const V t7249 = w.kept[60] * t6579;
     const V t7250 = t7248 - t7249;
-    const V t7251 = w.t2197 * t6639;
+    const V t7251 = w.kept[99] * t6639;
     const V t7252 = t7250 - t7251;
-    const V t7229 = w.t2323 * t6783;
+    const V t7229 = w.kept[137] * t6783;
     const V t7253 = t7252 - t7229;
-    const V t7230 = w.t2355 * t7014;
+    const V t7230 = w.kept[138] * t7014;
     const V t7254 = t7253 - t7230;
-    const V t7231 = w.t2358 * t7193;
-    w.t7255 = t7254 - t7231;
-    const V t7233 = w.t2550 * t7193;
+    const V t7231 = w.kept[139] * t7193;
+    w.kept[126] = t7254 - t7231;  // t7255
+    const V t7233 = w.kept[192] * t7193;
     const V t7257 = w.t2025 * t6579;
     const V t7256 = w.t1855 * w.t6586;
     const V t7258 = t7257 - t7256;
-    const V t7259 = w.t2213 * t6639;
+    const V t7259 = w.kept[100] * t6639;
     const V t7260 = t7258 - t7259;
-    const V t7261 = w.t2355 * t6783;
+    const V t7261 = w.kept[138] * t6783;
     const V t7262 = t7260 - t7261;
-    const V t7232 = w.t2546 * t7014;
+    const V t7232 = w.kept[175] * t7014;
     const V t7263 = t7262 - t7232;
-    w.t7264 = t7233 + t7263;
-    const V t7234 = w.t2723 * t7193;
-    const V t7265 = w.t1857 * w.t6586;
-    const V t7266 = w.t2031 * t6579;
+    w.kept[164] = t7233 + t7263;  // t7264
+    const V t7234 = w.kept[212] * t7193;
+    const V t7265 = w.kept[38] * w.t6586;
+    const V t7266 = w.kept[62] * t6579;
     const V t7267 = t7265 + t7266;
-    const V t7268 = w.t2226 * t6639;
+    const V t7268 = w.kept[101] * t6639;
     const V t7269 = t7267 + t7268;
-    const V t7270 = w.t2358 * t6783;
+    const V t7270 = w.kept[139] * t6783;
     const V t7271 = t7269 + t7270;
-    const V t7272 = w.t2550 * t7014;
+    const V t7272 = w.kept[192] * t7014;
     const V t7274 = t7271 - t7272;
     const V t7275 = t7234 + t7274;
-    w.t7276 = -t7275;
+    w.kept[201] = -t7275;  // t7276
     const V t6100 = w.t67 * w.t5898;
     const V t6120 = w.t62 * w.t5902;
     const V t6121 = w.t66 * w.t5900;
@@ -6080,7 +5845,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part15(const V* q, const V* qd, const
     const V t6607 = t6606 - t6605;
     const V t6648 = w.t6 * t6607;
     const V t6649 = t6647 + t6648;
-    const V t7277 = w.t1446 * t6649;
+    const V t7277 = w.kept[17] * t6649;
     const V t6101 = w.t63 * w.t5896;
     const V t6102 = w.t67 * w.t5897;
     const V t6103 = t6101 + t6102;
@@ -6147,9 +5912,9 @@ void ur5e_fd_derivatives_derivatives_lanes_part15(const V* q, const V* qd, const
     const V t6604 = t6602 + t6603;
     const V t6612 = T(0.42499999999999999) * t6604;
     const V t6614 = t6183 + t6612;
-    const V t7278 = w.t1852 * t6614;
+    const V t7278 = w.kept[18] * t6614;
     const V t7279 = t7277 - t7278;
-    const V t7280 = w.t1853 * t6183;
+    const V t7280 = w.kept[19] * t6183;
     const V t7281 = t7279 - t7280;
     const V t6712 = w.t5297 * w.t5770;
     const V t6713 = t6712 - t6135;
@@ -6157,7 +5922,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part15(const V* q, const V* qd, const
     const V t6717 = w.t6716 - t6714;
     const V t6718 = t6713 + t6717;
     const V t6719 = t6718 - w.t6658;
-    const V t7282 = w.t1854 * t6719;
+    const V t7282 = w.kept[20] * t6719;
     const V t7283 = t7281 - t7282;
     const V t6930 = w.t5297 * w.t6865;
     const V t6931 = w.t5296 * w.t6864;
@@ -6176,64 +5941,64 @@ void ur5e_fd_derivatives_derivatives_lanes_part15(const V* q, const V* qd, const
     const V t7145 = w.t1777 * w.t5281;
     const V t7150 = w.t7096 + t7145;
     const V t7152 = w.t7093 - t7150;
-    const V t7287 = w.t1857 * t7152;
-    w.t7289 = t7286 + t7287;
+    const V t7287 = w.kept[38] * t7152;
+    w.kept[7] = t7286 + t7287;  // t7289
     const V t7294 = w.t2025 * t6940;
-    const V t7307 = w.t1852 * t6649;
-    const V t7290 = w.t1862 * t6614;
+    const V t7307 = w.kept[18] * t6649;
+    const V t7290 = w.kept[58] * t6614;
     const V t7308 = t7307 - t7290;
-    const V t7291 = w.t2014 * t6183;
+    const V t7291 = w.kept[59] * t6183;
     const V t7309 = t7308 - t7291;
-    const V t7293 = w.t2019 * t6719;
+    const V t7293 = w.kept[60] * t6719;
     const V t7310 = t7309 - t7293;
     const V t7311 = t7294 + t7310;
-    const V t7296 = w.t2031 * t7152;
-    w.t7312 = t7311 - t7296;
-    const V t7313 = w.t1853 * t6649;
-    const V t7314 = w.t2014 * t6614;
+    const V t7296 = w.kept[62] * t7152;
+    w.kept[48] = t7311 - t7296;  // t7312
+    const V t7313 = w.kept[19] * t6649;
+    const V t7314 = w.kept[59] * t6614;
     const V t7315 = t7313 - t7314;
-    const V t7297 = w.t2064 * t6183;
+    const V t7297 = w.kept[98] * t6183;
     const V t7316 = t7315 - t7297;
-    const V t7298 = w.t2197 * t6719;
+    const V t7298 = w.kept[99] * t6719;
     const V t7317 = t7316 - t7298;
-    const V t7299 = w.t2213 * t6940;
+    const V t7299 = w.kept[100] * t6940;
     const V t7318 = t7317 - t7299;
-    const V t7300 = w.t2226 * t7152;
-    w.t7319 = t7318 - t7300;
-    const V t7320 = w.t1854 * t6649;
-    const V t7321 = w.t2019 * t6614;
+    const V t7300 = w.kept[101] * t7152;
+    w.kept[88] = t7318 - t7300;  // t7319
+    const V t7320 = w.kept[20] * t6649;
+    const V t7321 = w.kept[60] * t6614;
     const V t7322 = t7320 - t7321;
-    const V t7323 = w.t2197 * t6183;
+    const V t7323 = w.kept[99] * t6183;
     const V t7324 = t7322 - t7323;
-    const V t7301 = w.t2323 * t6719;
+    const V t7301 = w.kept[137] * t6719;
     const V t7325 = t7324 - t7301;
-    const V t7302 = w.t2355 * t6940;
+    const V t7302 = w.kept[138] * t6940;
     const V t7326 = t7325 - t7302;
-    const V t7303 = w.t2358 * t7152;
-    w.t7327 = t7326 - t7303;
-    const V t7305 = w.t2550 * t7152;
+    const V t7303 = w.kept[139] * t7152;
+    w.kept[127] = t7326 - t7303;  // t7327
+    const V t7305 = w.kept[192] * t7152;
     const V t7329 = w.t2025 * t6614;
     const V t7328 = w.t1855 * t6649;
     const V t7330 = t7329 - t7328;
-    const V t7331 = w.t2213 * t6183;
+    const V t7331 = w.kept[100] * t6183;
     const V t7332 = t7330 - t7331;
-    const V t7333 = w.t2355 * t6719;
+    const V t7333 = w.kept[138] * t6719;
     const V t7334 = t7332 - t7333;
-    const V t7304 = w.t2546 * t6940;
+    const V t7304 = w.kept[175] * t6940;
     const V t7335 = t7334 - t7304;
-    w.t7336 = t7305 + t7335;
-    const V t7306 = w.t2723 * t7152;
-    const V t7337 = w.t1857 * t6649;
-    const V t7338 = w.t2031 * t6614;
+    w.kept[165] = t7305 + t7335;  // t7336
+    const V t7306 = w.kept[212] * t7152;
+    const V t7337 = w.kept[38] * t6649;
+    const V t7338 = w.kept[62] * t6614;
     const V t7339 = t7337 + t7338;
-    const V t7340 = w.t2226 * t6183;
+    const V t7340 = w.kept[101] * t6183;
     const V t7341 = t7339 + t7340;
-    const V t7342 = w.t2358 * t6719;
+    const V t7342 = w.kept[139] * t6719;
     const V t7343 = t7341 + t7342;
-    const V t7344 = w.t2550 * t6940;
+    const V t7344 = w.kept[192] * t6940;
     const V t7346 = t7343 - t7344;
     const V t7347 = t7306 + t7346;
-    w.t7348 = -t7347;
+    w.kept[202] = -t7347;  // t7348
     const V t6243 = w.t139 * w.t5749;
     const V t5360 = w.t146 + w.t1601;
     const V t5380 = w.t68 * w.t142;
@@ -6391,7 +6156,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part16(const V* q, const V* qd, const
     const V t6749 = t6748 - t6747;
     const V t6793 = w.t6 * t6749;
     const V t6794 = t6792 + t6793;
-    const V t7349 = w.t1446 * t6794;
+    const V t7349 = w.kept[17] * t6794;
     const V t6229 = w.t142 * w.t5748;
     const V t6228 = w.t136 * w.t5747;
     const V t6230 = t6229 - t6228;
@@ -6421,11 +6186,11 @@ void ur5e_fd_derivatives_derivatives_lanes_part16(const V* q, const V* qd, const
     const V t6746 = t6745 - t6744;
     const V t6754 = T(0.42499999999999999) * t6746;
     const V t6756 = t6687 + t6754;
-    const V t7350 = w.t1852 * t6756;
+    const V t7350 = w.kept[18] * t6756;
     const V t7351 = t7349 - t7350;
-    const V t7352 = w.t1853 * t6687;
+    const V t7352 = w.kept[19] * t6687;
     const V t7353 = t7351 - t7352;
-    const V t7354 = w.t1854 * t6335;
+    const V t7354 = w.kept[20] * t6335;
     const V t7355 = t7353 - t7354;
     const V t6854 = w.t5386 * w.t5610;
     const V t6855 = t6292 - t6854;
@@ -6440,64 +6205,64 @@ void ur5e_fd_derivatives_derivatives_lanes_part16(const V* q, const V* qd, const
     const V t7094 = w.t1777 * w.t5370;
     const V t7097 = t7094 + w.t7096;
     const V t7099 = w.t7093 - t7097;
-    const V t7359 = w.t1857 * t7099;
-    w.t7361 = t7358 + t7359;
+    const V t7359 = w.kept[38] * t7099;
+    w.kept[8] = t7358 + t7359;  // t7361
     const V t7366 = w.t2025 * t6858;
-    const V t7379 = w.t1852 * t6794;
-    const V t7362 = w.t1862 * t6756;
+    const V t7379 = w.kept[18] * t6794;
+    const V t7362 = w.kept[58] * t6756;
     const V t7380 = t7379 - t7362;
-    const V t7363 = w.t2014 * t6687;
+    const V t7363 = w.kept[59] * t6687;
     const V t7381 = t7380 - t7363;
-    const V t7365 = w.t2019 * t6335;
+    const V t7365 = w.kept[60] * t6335;
     const V t7382 = t7381 - t7365;
     const V t7383 = t7366 + t7382;
-    const V t7368 = w.t2031 * t7099;
-    w.t7384 = t7383 - t7368;
-    const V t7385 = w.t1853 * t6794;
-    const V t7386 = w.t2014 * t6756;
+    const V t7368 = w.kept[62] * t7099;
+    w.kept[49] = t7383 - t7368;  // t7384
+    const V t7385 = w.kept[19] * t6794;
+    const V t7386 = w.kept[59] * t6756;
     const V t7387 = t7385 - t7386;
-    const V t7369 = w.t2064 * t6687;
+    const V t7369 = w.kept[98] * t6687;
     const V t7388 = t7387 - t7369;
-    const V t7370 = w.t2197 * t6335;
+    const V t7370 = w.kept[99] * t6335;
     const V t7389 = t7388 - t7370;
-    const V t7371 = w.t2213 * t6858;
+    const V t7371 = w.kept[100] * t6858;
     const V t7390 = t7389 - t7371;
-    const V t7372 = w.t2226 * t7099;
-    w.t7391 = t7390 - t7372;
-    const V t7392 = w.t1854 * t6794;
-    const V t7393 = w.t2019 * t6756;
+    const V t7372 = w.kept[101] * t7099;
+    w.kept[89] = t7390 - t7372;  // t7391
+    const V t7392 = w.kept[20] * t6794;
+    const V t7393 = w.kept[60] * t6756;
     const V t7394 = t7392 - t7393;
-    const V t7395 = w.t2197 * t6687;
+    const V t7395 = w.kept[99] * t6687;
     const V t7396 = t7394 - t7395;
-    const V t7373 = w.t2323 * t6335;
+    const V t7373 = w.kept[137] * t6335;
     const V t7397 = t7396 - t7373;
-    const V t7374 = w.t2355 * t6858;
+    const V t7374 = w.kept[138] * t6858;
     const V t7398 = t7397 - t7374;
-    const V t7375 = w.t2358 * t7099;
-    w.t7399 = t7398 - t7375;
-    const V t7377 = w.t2550 * t7099;
+    const V t7375 = w.kept[139] * t7099;
+    w.kept[128] = t7398 - t7375;  // t7399
+    const V t7377 = w.kept[192] * t7099;
     const V t7401 = w.t2025 * t6756;
     const V t7400 = w.t1855 * t6794;
     const V t7402 = t7401 - t7400;
-    const V t7403 = w.t2213 * t6687;
+    const V t7403 = w.kept[100] * t6687;
     const V t7404 = t7402 - t7403;
-    const V t7405 = w.t2355 * t6335;
+    const V t7405 = w.kept[138] * t6335;
     const V t7406 = t7404 - t7405;
-    const V t7376 = w.t2546 * t6858;
+    const V t7376 = w.kept[175] * t6858;
     const V t7407 = t7406 - t7376;
-    w.t7408 = t7377 + t7407;
-    const V t7378 = w.t2723 * t7099;
-    const V t7409 = w.t1857 * t6794;
-    const V t7410 = w.t2031 * t6756;
+    w.kept[166] = t7377 + t7407;  // t7408
+    const V t7378 = w.kept[212] * t7099;
+    const V t7409 = w.kept[38] * t6794;
+    const V t7410 = w.kept[62] * t6756;
     const V t7411 = t7409 + t7410;
-    const V t7412 = w.t2226 * t6687;
+    const V t7412 = w.kept[101] * t6687;
     const V t7413 = t7411 + t7412;
-    const V t7414 = w.t2358 * t6335;
+    const V t7414 = w.kept[139] * t6335;
     const V t7415 = t7413 + t7414;
-    const V t7416 = w.t2550 * t6858;
+    const V t7416 = w.kept[192] * t6858;
     const V t7418 = t7415 - t7416;
     const V t7419 = t7378 + t7418;
-    w.t7420 = -t7419;
+    w.kept[203] = -t7419;  // t7420
     const V t6384 = w.t213 * w.t5649;
     const V t6383 = w.t207 * w.t5648;
     const V t6385 = t6384 - t6383;
@@ -6573,7 +6338,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part17(const V* q, const V* qd, const
     const V t6410 = t6403 - w.t6381;
     const V t1696 = T(0.0013204619999999999) * w.t1678;
     const V t1697 = t1696 - w.t1172;
-    const V t1674 = w.t1606 + w.t1665;  // x: y2[wrist_3_link].wy
+    const V t1674 = w.t1606 + w.kept[4];  // x: y2[wrist_3_link].wy
     const V t1698 = T(3.8235599999999997e-05) * t1674;
     const V t1699 = t1697 + t1698;
     const V t1670 = w.t193 * w.t1653;
@@ -6674,7 +6439,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part17(const V* q, const V* qd, const
     const V t6985 = t6982 + t6983;
     const V t7025 = w.t5 * t6985;
     const V t7027 = t7026 - t7025;
-    const V t7421 = w.t1446 * t7027;
+    const V t7421 = w.kept[17] * t7027;
     const V t6824 = T(0.099699999999999997) * t6813;
     const V t6820 = w.t193 * w.t6450;
     const V t6821 = w.t194 * t6449;
@@ -6687,77 +6452,77 @@ void ur5e_fd_derivatives_derivatives_lanes_part17(const V* q, const V* qd, const
     const V t6976 = t6974 - t6975;
     const V t6984 = T(0.42499999999999999) * t6976;
     const V t6986 = t6904 + t6984;
-    const V t7422 = w.t1852 * t6986;
+    const V t7422 = w.kept[18] * t6986;
     const V t7423 = t7421 + t7422;
-    const V t7424 = w.t1853 * t6904;
+    const V t7424 = w.kept[19] * t6904;
     const V t7425 = t7423 + t7424;
-    const V t7426 = w.t1854 * t6826;
+    const V t7426 = w.kept[20] * t6826;
     const V t7427 = t7425 + t7426;
     const V t7428 = w.t1855 * w.t6451;
     const V t7430 = t7427 - t7428;
     const V t7064 = w.t210 * w.t7041;
     const V t7065 = T(0.00036956249999999999) * w.t5475;
     const V t7066 = t7064 - t7065;
-    const V t7431 = w.t1857 * t7066;
+    const V t7431 = w.kept[38] * t7066;
     const V t7433 = t7430 - t7431;
-    w.t7435 = -t7433;
+    w.kept[9] = -t7433;  // t7435
     const V t7440 = w.t2025 * w.t6451;
-    const V t7439 = w.t2019 * t6826;
-    const V t7437 = w.t2014 * t6904;
-    const V t7436 = w.t1862 * t6986;
-    const V t7453 = w.t1852 * t7027;
+    const V t7439 = w.kept[60] * t6826;
+    const V t7437 = w.kept[59] * t6904;
+    const V t7436 = w.kept[58] * t6986;
+    const V t7453 = w.kept[18] * t7027;
     const V t7454 = t7436 + t7453;
     const V t7455 = t7437 + t7454;
     const V t7457 = t7439 + t7455;
     const V t7459 = t7440 - t7457;
-    const V t7442 = w.t2031 * t7066;
-    w.t7460 = t7459 - t7442;
-    const V t7446 = w.t2226 * t7066;
-    const V t7445 = w.t2213 * w.t6451;
-    const V t7444 = w.t2197 * t6826;
-    const V t7443 = w.t2064 * t6904;
-    const V t7461 = w.t1853 * t7027;
-    const V t7462 = w.t2014 * t6986;
+    const V t7442 = w.kept[62] * t7066;
+    w.kept[50] = t7459 - t7442;  // t7460
+    const V t7446 = w.kept[101] * t7066;
+    const V t7445 = w.kept[100] * w.t6451;
+    const V t7444 = w.kept[99] * t6826;
+    const V t7443 = w.kept[98] * t6904;
+    const V t7461 = w.kept[19] * t7027;
+    const V t7462 = w.kept[59] * t6986;
     const V t7463 = t7461 + t7462;
     const V t7464 = t7443 + t7463;
     const V t7465 = t7444 + t7464;
     const V t7466 = t7445 + t7465;
     const V t7467 = t7446 + t7466;
-    w.t7468 = -t7467;
-    const V t7449 = w.t2358 * t7066;
-    const V t7448 = w.t2355 * w.t6451;
-    const V t7447 = w.t2323 * t6826;
-    const V t7469 = w.t1854 * t7027;
-    const V t7470 = w.t2019 * t6986;
+    w.kept[90] = -t7467;  // t7468
+    const V t7449 = w.kept[139] * t7066;
+    const V t7448 = w.kept[138] * w.t6451;
+    const V t7447 = w.kept[137] * t6826;
+    const V t7469 = w.kept[20] * t7027;
+    const V t7470 = w.kept[60] * t6986;
     const V t7471 = t7469 + t7470;
-    const V t7472 = w.t2197 * t6904;
+    const V t7472 = w.kept[99] * t6904;
     const V t7473 = t7471 + t7472;
     const V t7474 = t7447 + t7473;
     const V t7475 = t7448 + t7474;
     const V t7476 = t7449 + t7475;
-    w.t7477 = -t7476;
-    const V t7451 = w.t2550 * t7066;
+    w.kept[129] = -t7476;  // t7477
+    const V t7451 = w.kept[192] * t7066;
     const V t7478 = w.t1855 * t7027;
     const V t7479 = w.t2025 * t6986;
     const V t7480 = t7478 + t7479;
-    const V t7481 = w.t2213 * t6904;
+    const V t7481 = w.kept[100] * t6904;
     const V t7482 = t7480 - t7481;
-    const V t7483 = w.t2355 * t6826;
+    const V t7483 = w.kept[138] * t6826;
     const V t7484 = t7482 - t7483;
-    const V t7450 = w.t2546 * w.t6451;
+    const V t7450 = w.kept[175] * w.t6451;
     const V t7485 = t7484 - t7450;
-    w.t7486 = t7451 + t7485;
-    const V t7487 = w.t1857 * t7027;
-    const V t7488 = w.t2031 * t6986;
+    w.kept[167] = t7451 + t7485;  // t7486
+    const V t7487 = w.kept[38] * t7027;
+    const V t7488 = w.kept[62] * t6986;
     const V t7489 = t7487 - t7488;
-    const V t7490 = w.t2226 * t6904;
+    const V t7490 = w.kept[101] * t6904;
     const V t7491 = t7489 - t7490;
-    const V t7492 = w.t2358 * t6826;
+    const V t7492 = w.kept[139] * t6826;
     const V t7493 = t7491 - t7492;
-    const V t7494 = w.t2550 * w.t6451;
+    const V t7494 = w.kept[192] * w.t6451;
     const V t7496 = t7493 + t7494;
-    const V t7452 = w.t2723 * t7066;
-    w.t7497 = t7496 - t7452;
+    const V t7452 = w.kept[212] * t7066;
+    w.kept[204] = t7496 - t7452;  // t7497
     const V t1725 = w.t266 * w.t1682;
     const V t1726 = w.t290 - t1725;
     const V t1727 = w.t265 * t1674;
@@ -6898,7 +6663,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part18(const V* q, const V* qd, const
     const V t7175 = t7174 - t7173;
     const V t7202 = w.t6 * t7175;
     const V t7203 = t7201 + t7202;
-    const V t7498 = w.t1446 * t7203;
+    const V t7498 = w.kept[17] * t7203;
     const V t7171 = w.t56 * t7118;
     const V t7170 = w.t55 * t7122;
     const V t7172 = t7171 - t7170;
@@ -6909,64 +6674,64 @@ void ur5e_fd_derivatives_derivatives_lanes_part18(const V* q, const V* qd, const
     const V t7137 = T(0.39219999999999999) * t7122;
     const V t7139 = t7084 + t7137;
     const V t7182 = t7180 - t7139;
-    const V t7499 = w.t1852 * t7182;
+    const V t7499 = w.kept[18] * t7182;
     const V t7500 = t7498 - t7499;
-    const V t7501 = w.t1853 * t7139;
+    const V t7501 = w.kept[19] * t7139;
     const V t7503 = t7500 + t7501;
-    const V t7504 = w.t1854 * t7084;
+    const V t7504 = w.kept[20] * t7084;
     const V t7506 = t7503 + t7504;
     const V t7507 = w.t1855 * t7063;
-    w.t7509 = t7506 + t7507;
+    w.kept[10] = t7506 + t7507;  // t7509
     const V t7515 = w.t2025 * t7063;
-    const V t7513 = w.t2019 * t7084;
-    const V t7511 = w.t2014 * t7139;
-    const V t7526 = w.t1852 * t7203;
-    const V t7510 = w.t1862 * t7182;
+    const V t7513 = w.kept[60] * t7084;
+    const V t7511 = w.kept[59] * t7139;
+    const V t7526 = w.kept[18] * t7203;
+    const V t7510 = w.kept[58] * t7182;
     const V t7527 = t7526 - t7510;
     const V t7528 = t7511 + t7527;
     const V t7529 = t7513 + t7528;
-    w.t7530 = t7515 + t7529;
-    const V t7519 = w.t2197 * t7084;
-    const V t7517 = w.t2064 * t7139;
-    const V t7531 = w.t1853 * t7203;
-    const V t7532 = w.t2014 * t7182;
+    w.kept[51] = t7515 + t7529;  // t7530
+    const V t7519 = w.kept[99] * t7084;
+    const V t7517 = w.kept[98] * t7139;
+    const V t7531 = w.kept[19] * t7203;
+    const V t7532 = w.kept[59] * t7182;
     const V t7533 = t7531 - t7532;
     const V t7534 = t7517 + t7533;
     const V t7535 = t7519 + t7534;
-    const V t7521 = w.t2213 * t7063;
-    w.t7536 = t7535 - t7521;
-    const V t7522 = w.t2323 * t7084;
-    const V t7537 = w.t1854 * t7203;
-    const V t7538 = w.t2019 * t7182;
+    const V t7521 = w.kept[100] * t7063;
+    w.kept[91] = t7535 - t7521;  // t7536
+    const V t7522 = w.kept[137] * t7084;
+    const V t7537 = w.kept[20] * t7203;
+    const V t7538 = w.kept[60] * t7182;
     const V t7539 = t7537 - t7538;
-    const V t7540 = w.t2197 * t7139;
+    const V t7540 = w.kept[99] * t7139;
     const V t7542 = t7539 + t7540;
     const V t7543 = t7522 + t7542;
-    const V t7524 = w.t2355 * t7063;
-    w.t7544 = t7543 - t7524;
+    const V t7524 = w.kept[138] * t7063;
+    w.kept[130] = t7543 - t7524;  // t7544
     const V t7546 = w.t2025 * t7182;
     const V t7545 = w.t1855 * t7203;
     const V t7547 = t7546 - t7545;
-    const V t7548 = w.t2213 * t7139;
+    const V t7548 = w.kept[100] * t7139;
     const V t7550 = t7547 + t7548;
-    const V t7551 = w.t2355 * t7084;
+    const V t7551 = w.kept[138] * t7084;
     const V t7553 = t7550 + t7551;
-    const V t7525 = w.t2546 * t7063;
-    w.t7554 = t7553 - t7525;
-    const V t7555 = w.t1857 * t7203;
-    const V t7556 = w.t2031 * t7182;
+    const V t7525 = w.kept[175] * t7063;
+    w.kept[168] = t7553 - t7525;  // t7554
+    const V t7555 = w.kept[38] * t7203;
+    const V t7556 = w.kept[62] * t7182;
     const V t7557 = t7555 + t7556;
-    const V t7558 = w.t2226 * t7139;
+    const V t7558 = w.kept[101] * t7139;
     const V t7560 = t7557 - t7558;
-    const V t7561 = w.t2358 * t7084;
+    const V t7561 = w.kept[139] * t7084;
     const V t7563 = t7560 - t7561;
-    const V t7564 = w.t2550 * t7063;
+    const V t7564 = w.kept[192] * t7063;
     const V t7566 = t7563 - t7564;
-    w.t7568 = -t7566;
+    w.kept[205] = -t7566;  // t7568
     const V t6580 = w.t5 * w.t6040;
     const V t6581 = w.t6 * w.t6039;
     w.t6582 = t6580 + t6581;
-    const V t7570 = w.t1852 * w.t6582;
+    const V t7570 = w.kept[18] * w.t6582;
     const V t6029 = w.t6 * w.t6015;
     const V t6033 = w.t5 * w.t6011;
     const V t6034 = t6029 + t6033;
@@ -6976,7 +6741,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part18(const V* q, const V* qd, const
     const V t6032 = t6030 + t6031;
     const V t6036 = w.t6 * t6032;
     w.t6037 = t6035 + t6036;
-    const V t7569 = w.t1446 * w.t6037;
+    const V t7569 = w.kept[17] * w.t6037;
     const V t7571 = t7570 - t7569;
     const V t6599 = w.t55 * w.t6098;
     const V t6600 = w.t56 * w.t6097;
@@ -6987,7 +6752,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part18(const V* q, const V* qd, const
     const V t6598 = t6597 - t6596;
     const V t6644 = w.t6 * t6598;
     w.t6645 = t6643 + t6644;
-    const V t7572 = w.t1853 * w.t6645;
+    const V t7572 = w.kept[19] * w.t6645;
     const V t7573 = t7571 + t7572;
     const V t6661 = w.t121 * w.t6225;
     const V t6662 = w.t120 * w.t6224;
@@ -7004,7 +6769,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part18(const V* q, const V* qd, const
     const V t6739 = t6736 + t6738;
     const V t6789 = w.t6 * t6739;
     w.t6790 = t6788 + t6789;
-    const V t7574 = w.t1854 * w.t6790;
+    const V t7574 = w.kept[20] * w.t6790;
     const V t7575 = t7573 + t7574;
     const V t6881 = w.t120 * w.t5654;
     const V t6882 = w.t121 * w.t6806;
@@ -7038,37 +6803,37 @@ void ur5e_fd_derivatives_derivatives_lanes_part18(const V* q, const V* qd, const
     const V t7165 = t7164 - t7162;
     const V t7198 = w.t6 * t7165;
     w.t7199 = t7197 + t7198;
-    w.t7579 = w.t1857 * w.t7199;
-    w.t7581 = t7578 - w.t7579;
-    const V t7588 = w.t2031 * w.t7199;
-    const V t7585 = w.t2019 * w.t6790;
-    const V t7583 = w.t2014 * w.t6645;
-    const V t7582 = w.t1862 * w.t6582;
-    const V t7599 = w.t1852 * w.t6037;
+    w.t7579 = w.kept[38] * w.t7199;
+    w.kept[11] = t7578 - w.t7579;  // t7581
+    const V t7588 = w.kept[62] * w.t7199;
+    const V t7585 = w.kept[60] * w.t6790;
+    const V t7583 = w.kept[59] * w.t6645;
+    const V t7582 = w.kept[58] * w.t6582;
+    const V t7599 = w.kept[18] * w.t6037;
     const V t7600 = t7582 - t7599;
     const V t7601 = t7583 + t7600;
     const V t7602 = t7585 + t7601;
     const V t7586 = w.t2025 * w.t7022;
     const V t7603 = t7602 - t7586;
-    w.t7604 = t7588 + t7603;
-    const V t7592 = w.t2226 * w.t7199;
-    const V t7591 = w.t2213 * w.t7022;
-    const V t7590 = w.t2197 * w.t6790;
-    const V t7589 = w.t2064 * w.t6645;
-    const V t7606 = w.t2014 * w.t6582;
-    const V t7605 = w.t1853 * w.t6037;
+    w.kept[52] = t7588 + t7603;  // t7604
+    const V t7592 = w.kept[101] * w.t7199;
+    const V t7591 = w.kept[100] * w.t7022;
+    const V t7590 = w.kept[99] * w.t6790;
+    const V t7589 = w.kept[98] * w.t6645;
+    const V t7606 = w.kept[59] * w.t6582;
+    const V t7605 = w.kept[19] * w.t6037;
     const V t7607 = t7606 - t7605;
     const V t7608 = t7589 + t7607;
     const V t7609 = t7590 + t7608;
     const V t7610 = t7591 + t7609;
-    w.t7611 = t7592 + t7610;
-    w.t7595 = w.t2358 * w.t7199;
-    w.t7594 = w.t2355 * w.t7022;
-    const V t7593 = w.t2323 * w.t6790;
-    const V t7613 = w.t2019 * w.t6582;
-    const V t7612 = w.t1854 * w.t6037;
+    w.kept[92] = t7592 + t7610;  // t7611
+    w.t7595 = w.kept[139] * w.t7199;
+    w.t7594 = w.kept[138] * w.t7022;
+    const V t7593 = w.kept[137] * w.t6790;
+    const V t7613 = w.kept[60] * w.t6582;
+    const V t7612 = w.kept[20] * w.t6037;
     const V t7614 = t7613 - t7612;
-    const V t7615 = w.t2197 * w.t6645;
+    const V t7615 = w.kept[99] * w.t6645;
     const V t7616 = t7614 + t7615;
     w.t7617 = t7593 + t7616;
 }
@@ -7078,29 +6843,29 @@ void ur5e_fd_derivatives_derivatives_lanes_part19(const V* q, const V* qd, const
     (void)q, (void)qd, (void)in, (void)w, (void)bad;
     // --- solve: forward and back substitution
     const V t7618 = w.t7594 + w.t7617;
-    w.t7619 = w.t7595 + t7618;
-    const V t7596 = w.t2546 * w.t7022;
+    w.kept[131] = w.t7595 + t7618;  // t7619
+    const V t7596 = w.kept[175] * w.t7022;
     const V t7620 = w.t1855 * w.t6037;
     const V t7621 = w.t2025 * w.t6582;
     const V t7622 = t7620 - t7621;
-    const V t7623 = w.t2213 * w.t6645;
+    const V t7623 = w.kept[100] * w.t6645;
     const V t7624 = t7622 + t7623;
-    const V t7625 = w.t2355 * w.t6790;
+    const V t7625 = w.kept[138] * w.t6790;
     const V t7626 = t7624 + t7625;
     const V t7627 = t7596 + t7626;
-    const V t7597 = w.t2550 * w.t7199;
-    w.t7628 = t7627 - t7597;
-    const V t7598 = w.t2723 * w.t7199;
-    const V t7629 = w.t1857 * w.t6037;
-    const V t7630 = w.t2031 * w.t6582;
+    const V t7597 = w.kept[192] * w.t7199;
+    w.kept[169] = t7627 - t7597;  // t7628
+    const V t7598 = w.kept[212] * w.t7199;
+    const V t7629 = w.kept[38] * w.t6037;
+    const V t7630 = w.kept[62] * w.t6582;
     const V t7631 = t7629 + t7630;
-    const V t7632 = w.t2226 * w.t6645;
+    const V t7632 = w.kept[101] * w.t6645;
     const V t7633 = t7631 + t7632;
-    const V t7634 = w.t2358 * w.t6790;
+    const V t7634 = w.kept[139] * w.t6790;
     const V t7635 = t7633 + t7634;
-    const V t7636 = w.t2550 * w.t7022;
+    const V t7636 = w.kept[192] * w.t7022;
     const V t7638 = t7635 - t7636;
-    w.t7639 = t7598 + t7638;
+    w.kept[206] = t7598 + t7638;  // t7639
     const V t5251 = w.t8 + w.t8;
     const V t6084 = t5251 * w.t5969;
     const V t5252 = w.t9 + w.t9;
@@ -7116,7 +6881,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part19(const V* q, const V* qd, const
     const V t6093 = w.t6038 + t6090;
     const V t6589 = w.t6 * t6093;
     const V t6590 = t6588 + t6589;
-    const V t7640 = w.t1446 * t6590;
+    const V t7640 = w.kept[17] * t6590;
     const V t5718 = w.t193 * w.t5519;
     const V t5719 = w.t5707 + t5718;
     const V t5729 = w.t193 * t5719;
@@ -7138,7 +6903,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part19(const V* q, const V* qd, const
     const V t6088 = t5252 * w.t5968;
     const V t6089 = t6087 - t6088;
     const V t6092 = t6018 + t6089;
-    const V t7641 = w.t1852 * t6092;
+    const V t7641 = w.kept[18] * t6092;
     const V t7642 = t7640 - t7641;
     const V t5299 = w.t66 + w.t66;
     const V t6199 = t5299 * w.t5836;
@@ -7146,12 +6911,12 @@ void ur5e_fd_derivatives_derivatives_lanes_part19(const V* q, const V* qd, const
     const V t6198 = t5298 * w.t5819;
     const V t6200 = t6199 - t6198;
     const V t6642 = t5904 + t6200;
-    const V t7643 = w.t1853 * t6642;
+    const V t7643 = w.kept[19] * t6642;
     const V t7644 = t7642 - t7643;
     const V t6722 = t5299 * w.t5816;
     const V t6723 = t6722 - t6198;
     const V t6787 = w.t5755 + t6723;
-    const V t7645 = w.t1854 * t6787;
+    const V t7645 = w.kept[20] * t6787;
     const V t7646 = t7644 - t7645;
     const V t7015 = t5251 * w.t6963;
     const V t7016 = t5252 * w.t6957;
@@ -7166,64 +6931,64 @@ void ur5e_fd_derivatives_derivatives_lanes_part19(const V* q, const V* qd, const
     const V t7100 = w.t2340 * w.t5391;
     w.t7073 = w.t194 * w.t7041;
     const V t7101 = t7100 - w.t7073;
-    w.t7650 = w.t1857 * t7101;
-    w.t7652 = t7649 + w.t7650;
+    w.t7650 = w.kept[38] * t7101;
+    w.kept[12] = t7649 + w.t7650;  // t7652
     const V t7657 = w.t2025 * t7018;
-    const V t7670 = w.t1852 * t6590;
-    const V t7653 = w.t1862 * t6092;
+    const V t7670 = w.kept[18] * t6590;
+    const V t7653 = w.kept[58] * t6092;
     const V t7671 = t7670 - t7653;
-    const V t7654 = w.t2014 * t6642;
+    const V t7654 = w.kept[59] * t6642;
     const V t7672 = t7671 - t7654;
-    const V t7656 = w.t2019 * t6787;
+    const V t7656 = w.kept[60] * t6787;
     const V t7673 = t7672 - t7656;
     const V t7674 = t7657 + t7673;
-    w.t7659 = w.t2031 * t7101;
-    w.t7675 = t7674 - w.t7659;
-    const V t7676 = w.t1853 * t6590;
-    const V t7677 = w.t2014 * t6092;
+    w.t7659 = w.kept[62] * t7101;
+    w.kept[53] = t7674 - w.t7659;  // t7675
+    const V t7676 = w.kept[19] * t6590;
+    const V t7677 = w.kept[59] * t6092;
     const V t7678 = t7676 - t7677;
-    const V t7660 = w.t2064 * t6642;
+    const V t7660 = w.kept[98] * t6642;
     const V t7679 = t7678 - t7660;
-    const V t7661 = w.t2197 * t6787;
+    const V t7661 = w.kept[99] * t6787;
     const V t7680 = t7679 - t7661;
-    const V t7662 = w.t2213 * t7018;
+    const V t7662 = w.kept[100] * t7018;
     const V t7681 = t7680 - t7662;
-    w.t7663 = w.t2226 * t7101;
-    w.t7682 = t7681 - w.t7663;
-    const V t7683 = w.t1854 * t6590;
-    const V t7684 = w.t2019 * t6092;
+    w.t7663 = w.kept[101] * t7101;
+    w.kept[93] = t7681 - w.t7663;  // t7682
+    const V t7683 = w.kept[20] * t6590;
+    const V t7684 = w.kept[60] * t6092;
     const V t7685 = t7683 - t7684;
-    const V t7686 = w.t2197 * t6642;
+    const V t7686 = w.kept[99] * t6642;
     const V t7687 = t7685 - t7686;
-    const V t7664 = w.t2323 * t6787;
+    const V t7664 = w.kept[137] * t6787;
     const V t7688 = t7687 - t7664;
-    const V t7665 = w.t2355 * t7018;
+    const V t7665 = w.kept[138] * t7018;
     const V t7689 = t7688 - t7665;
-    w.t7666 = w.t2358 * t7101;
-    w.t7690 = t7689 - w.t7666;
-    w.t7668 = w.t2550 * t7101;
+    w.t7666 = w.kept[139] * t7101;
+    w.kept[132] = t7689 - w.t7666;  // t7690
+    w.t7668 = w.kept[192] * t7101;
     const V t7692 = w.t2025 * t6092;
     const V t7691 = w.t1855 * t6590;
     const V t7693 = t7692 - t7691;
-    const V t7694 = w.t2213 * t6642;
+    const V t7694 = w.kept[100] * t6642;
     const V t7695 = t7693 - t7694;
-    const V t7696 = w.t2355 * t6787;
+    const V t7696 = w.kept[138] * t6787;
     const V t7697 = t7695 - t7696;
-    const V t7667 = w.t2546 * t7018;
+    const V t7667 = w.kept[175] * t7018;
     const V t7698 = t7697 - t7667;
-    w.t7699 = w.t7668 + t7698;
-    w.t7669 = w.t2723 * t7101;
-    const V t7700 = w.t1857 * t6590;
-    const V t7701 = w.t2031 * t6092;
+    w.kept[170] = w.t7668 + t7698;  // t7699
+    w.t7669 = w.kept[212] * t7101;
+    const V t7700 = w.kept[38] * t6590;
+    const V t7701 = w.kept[62] * t6092;
     const V t7702 = t7700 + t7701;
-    const V t7703 = w.t2226 * t6642;
+    const V t7703 = w.kept[101] * t6642;
     const V t7704 = t7702 + t7703;
-    const V t7705 = w.t2358 * t6787;
+    const V t7705 = w.kept[139] * t6787;
     const V t7706 = t7704 + t7705;
-    const V t7707 = w.t2550 * t7018;
+    const V t7707 = w.kept[192] * t7018;
     const V t7709 = t7706 - t7707;
     const V t7710 = w.t7669 + t7709;
-    w.t7711 = -t7710;
+    w.kept[207] = -t7710;  // t7711
     const V t5301 = w.t67 + w.t67;
     const V t6188 = t5301 * w.t5834;
     const V t6195 = t5298 * w.t5837;
@@ -7254,7 +7019,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part19(const V* q, const V* qd, const
     const V t6620 = t6619 - t6618;
     const V t6652 = w.t6 * t6620;
     w.t6653 = t6651 + t6652;
-    const V t7712 = w.t1446 * w.t6653;
+    const V t7712 = w.kept[17] * w.t6653;
     const V t6189 = t5301 * w.t5773;
     const V t6190 = t5300 * w.t5833;
     const V t6191 = t6189 + t6190;
@@ -7275,15 +7040,15 @@ void ur5e_fd_derivatives_derivatives_lanes_part19(const V* q, const V* qd, const
     const V t6617 = t6615 + t6616;
     const V t6625 = T(0.42499999999999999) * t6617;
     w.t6627 = w.t6215 + t6625;
-    const V t7713 = w.t1852 * w.t6627;
+    const V t7713 = w.kept[18] * w.t6627;
     const V t7714 = t7712 - t7713;
-    const V t7715 = w.t1853 * w.t6215;
+    const V t7715 = w.kept[19] * w.t6215;
     const V t7716 = t7714 - t7715;
     const V t6720 = t5300 * w.t5770;
     const V t6721 = t6189 + t6720;
     const V t6724 = t6723 - t6721;
     w.t6725 = w.t5755 + t6724;
-    const V t7717 = w.t1854 * w.t6725;
+    const V t7717 = w.kept[20] * w.t6725;
     const V t7718 = t7716 - t7717;
     const V t6942 = t5301 * w.t6864;
     const V t6941 = t5300 * w.t6865;
@@ -7295,37 +7060,37 @@ void ur5e_fd_derivatives_derivatives_lanes_part19(const V* q, const V* qd, const
     w.t6948 = t6947 - w.t6809;
     const V t7719 = w.t1855 * w.t6948;
     const V t7721 = t7718 + t7719;
-    w.t7722 = w.t7650 + t7721;
+    w.kept[13] = w.t7650 + t7721;  // t7722
     const V t7727 = w.t2025 * w.t6948;
-    const V t7735 = w.t1852 * w.t6653;
-    const V t7723 = w.t1862 * w.t6627;
+    const V t7735 = w.kept[18] * w.t6653;
+    const V t7723 = w.kept[58] * w.t6627;
     const V t7736 = t7735 - t7723;
-    const V t7724 = w.t2014 * w.t6215;
+    const V t7724 = w.kept[59] * w.t6215;
     const V t7737 = t7736 - t7724;
-    const V t7726 = w.t2019 * w.t6725;
+    const V t7726 = w.kept[60] * w.t6725;
     const V t7738 = t7737 - t7726;
     const V t7739 = t7727 + t7738;
-    w.t7740 = t7739 - w.t7659;
-    const V t7741 = w.t1853 * w.t6653;
-    const V t7742 = w.t2014 * w.t6627;
+    w.kept[54] = t7739 - w.t7659;  // t7740
+    const V t7741 = w.kept[19] * w.t6653;
+    const V t7742 = w.kept[59] * w.t6627;
     const V t7743 = t7741 - t7742;
-    const V t7729 = w.t2064 * w.t6215;
+    const V t7729 = w.kept[98] * w.t6215;
     const V t7744 = t7743 - t7729;
-    const V t7730 = w.t2197 * w.t6725;
+    const V t7730 = w.kept[99] * w.t6725;
     const V t7745 = t7744 - t7730;
-    const V t7731 = w.t2213 * w.t6948;
+    const V t7731 = w.kept[100] * w.t6948;
     const V t7746 = t7745 - t7731;
-    w.t7747 = t7746 - w.t7663;
-    const V t7748 = w.t1854 * w.t6653;
-    const V t7749 = w.t2019 * w.t6627;
+    w.kept[94] = t7746 - w.t7663;  // t7747
+    const V t7748 = w.kept[20] * w.t6653;
+    const V t7749 = w.kept[60] * w.t6627;
     const V t7750 = t7748 - t7749;
-    const V t7751 = w.t2197 * w.t6215;
+    const V t7751 = w.kept[99] * w.t6215;
     const V t7752 = t7750 - t7751;
-    const V t7732 = w.t2323 * w.t6725;
+    const V t7732 = w.kept[137] * w.t6725;
     const V t7753 = t7752 - t7732;
-    const V t7733 = w.t2355 * w.t6948;
+    const V t7733 = w.kept[138] * w.t6948;
     const V t7754 = t7753 - t7733;
-    w.t7755 = t7754 - w.t7666;
+    w.kept[133] = t7754 - w.t7666;  // t7755
     w.t7757 = w.t2025 * w.t6627;
 }
 
@@ -7335,24 +7100,24 @@ void ur5e_fd_derivatives_derivatives_lanes_part20(const V* q, const V* qd, const
     // --- solve: forward and back substitution
     const V t7756 = w.t1855 * w.t6653;
     const V t7758 = w.t7757 - t7756;
-    const V t7759 = w.t2213 * w.t6215;
+    const V t7759 = w.kept[100] * w.t6215;
     const V t7760 = t7758 - t7759;
-    const V t7761 = w.t2355 * w.t6725;
+    const V t7761 = w.kept[138] * w.t6725;
     const V t7762 = t7760 - t7761;
-    const V t7734 = w.t2546 * w.t6948;
+    const V t7734 = w.kept[175] * w.t6948;
     const V t7763 = t7762 - t7734;
-    w.t7764 = w.t7668 + t7763;
-    const V t7765 = w.t1857 * w.t6653;
-    const V t7766 = w.t2031 * w.t6627;
+    w.kept[171] = w.t7668 + t7763;  // t7764
+    const V t7765 = w.kept[38] * w.t6653;
+    const V t7766 = w.kept[62] * w.t6627;
     const V t7767 = t7765 + t7766;
-    const V t7768 = w.t2226 * w.t6215;
+    const V t7768 = w.kept[101] * w.t6215;
     const V t7769 = t7767 + t7768;
-    const V t7770 = w.t2358 * w.t6725;
+    const V t7770 = w.kept[139] * w.t6725;
     const V t7771 = t7769 + t7770;
-    const V t7772 = w.t2550 * w.t6948;
+    const V t7772 = w.kept[192] * w.t6948;
     const V t7774 = t7771 - t7772;
     const V t7775 = w.t7669 + t7774;
-    w.t7776 = -t7775;
+    w.kept[208] = -t7775;  // t7776
     const V t6359 = w.t5391 * w.t5696;
     const V t5392 = w.t136 + w.t136;
     const V t6363 = t5392 * T(3.0350000000000001);
@@ -7412,7 +7177,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part20(const V* q, const V* qd, const
     const V t6762 = t6761 - t6760;
     const V t6797 = w.t6 * t6762;
     const V t6798 = t6796 + t6797;
-    const V t7777 = w.t1446 * t6798;
+    const V t7777 = w.kept[17] * t6798;
     const V t6341 = t5393 * T(0.1860463);
     const V t6342 = t5392 * w.t5667;
     const V t6343 = t6341 - t6342;
@@ -7428,11 +7193,11 @@ void ur5e_fd_derivatives_derivatives_lanes_part20(const V* q, const V* qd, const
     const V t6759 = t6758 - t6757;
     const V t6767 = T(0.42499999999999999) * t6759;
     const V t6769 = t6707 + t6767;
-    const V t7778 = w.t1852 * t6769;
+    const V t7778 = w.kept[18] * t6769;
     const V t7779 = t7777 - t7778;
-    const V t7780 = w.t1853 * t6707;
+    const V t7780 = w.kept[19] * t6707;
     const V t7781 = t7779 - t7780;
-    const V t7782 = w.t1854 * t6369;
+    const V t7782 = w.kept[20] * t6369;
     const V t7783 = t7781 - t7782;
     const V t6860 = t5390 * w.t5610;
     const V t6861 = t6860 - t6349;
@@ -7441,58 +7206,58 @@ void ur5e_fd_derivatives_derivatives_lanes_part20(const V* q, const V* qd, const
     const V t6863 = t6862 - w.t6809;
     const V t7784 = w.t1855 * t6863;
     const V t7786 = t7783 + t7784;
-    w.t7787 = w.t7650 + t7786;
+    w.kept[14] = w.t7650 + t7786;  // t7787
     const V t7792 = w.t2025 * t6863;
-    const V t7800 = w.t1852 * t6798;
-    const V t7788 = w.t1862 * t6769;
+    const V t7800 = w.kept[18] * t6798;
+    const V t7788 = w.kept[58] * t6769;
     const V t7801 = t7800 - t7788;
-    const V t7789 = w.t2014 * t6707;
+    const V t7789 = w.kept[59] * t6707;
     const V t7802 = t7801 - t7789;
-    const V t7791 = w.t2019 * t6369;
+    const V t7791 = w.kept[60] * t6369;
     const V t7803 = t7802 - t7791;
     const V t7804 = t7792 + t7803;
-    w.t7805 = t7804 - w.t7659;
-    const V t7806 = w.t1853 * t6798;
-    const V t7807 = w.t2014 * t6769;
+    w.kept[55] = t7804 - w.t7659;  // t7805
+    const V t7806 = w.kept[19] * t6798;
+    const V t7807 = w.kept[59] * t6769;
     const V t7808 = t7806 - t7807;
-    const V t7794 = w.t2064 * t6707;
+    const V t7794 = w.kept[98] * t6707;
     const V t7809 = t7808 - t7794;
-    const V t7795 = w.t2197 * t6369;
+    const V t7795 = w.kept[99] * t6369;
     const V t7810 = t7809 - t7795;
-    const V t7796 = w.t2213 * t6863;
+    const V t7796 = w.kept[100] * t6863;
     const V t7811 = t7810 - t7796;
-    w.t7812 = t7811 - w.t7663;
-    const V t7813 = w.t1854 * t6798;
-    const V t7814 = w.t2019 * t6769;
+    w.kept[95] = t7811 - w.t7663;  // t7812
+    const V t7813 = w.kept[20] * t6798;
+    const V t7814 = w.kept[60] * t6769;
     const V t7815 = t7813 - t7814;
-    const V t7816 = w.t2197 * t6707;
+    const V t7816 = w.kept[99] * t6707;
     const V t7817 = t7815 - t7816;
-    const V t7797 = w.t2323 * t6369;
+    const V t7797 = w.kept[137] * t6369;
     const V t7818 = t7817 - t7797;
-    const V t7798 = w.t2355 * t6863;
+    const V t7798 = w.kept[138] * t6863;
     const V t7819 = t7818 - t7798;
-    w.t7820 = t7819 - w.t7666;
+    w.kept[134] = t7819 - w.t7666;  // t7820
     const V t7822 = w.t2025 * t6769;
     const V t7821 = w.t1855 * t6798;
     const V t7823 = t7822 - t7821;
-    const V t7824 = w.t2213 * t6707;
+    const V t7824 = w.kept[100] * t6707;
     const V t7825 = t7823 - t7824;
-    const V t7826 = w.t2355 * t6369;
+    const V t7826 = w.kept[138] * t6369;
     const V t7827 = t7825 - t7826;
-    const V t7799 = w.t2546 * t6863;
+    const V t7799 = w.kept[175] * t6863;
     const V t7828 = t7827 - t7799;
-    w.t7829 = w.t7668 + t7828;
-    const V t7830 = w.t1857 * t6798;
-    const V t7831 = w.t2031 * t6769;
+    w.kept[172] = w.t7668 + t7828;  // t7829
+    const V t7830 = w.kept[38] * t6798;
+    const V t7831 = w.kept[62] * t6769;
     const V t7832 = t7830 + t7831;
-    const V t7833 = w.t2226 * t6707;
+    const V t7833 = w.kept[101] * t6707;
     const V t7834 = t7832 + t7833;
-    const V t7835 = w.t2358 * t6369;
+    const V t7835 = w.kept[139] * t6369;
     const V t7836 = t7834 + t7835;
-    const V t7837 = w.t2550 * t6863;
+    const V t7837 = w.kept[192] * t6863;
     const V t7839 = t7836 - t7837;
     const V t7840 = w.t7669 + t7839;
-    w.t7841 = -t7840;
+    w.kept[209] = -t7840;  // t7841
     const V t5481 = w.t213 + w.t213;
     const V t6457 = t5481 * T(0.057172964999999992);
     const V t6464 = t6457 - w.t5517;
@@ -7561,7 +7326,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part20(const V* q, const V* qd, const
     const V t6992 = t6991 - t6990;
     const V t7029 = w.t6 * t6992;
     w.t7030 = t7028 + t7029;
-    const V t7842 = w.t1446 * w.t7030;
+    const V t7842 = w.kept[17] * w.t7030;
     const V t6840 = T(0.099699999999999997) * t6829;
     const V t6836 = w.t193 * t6478;
     const V t6837 = w.t194 * t6477;
@@ -7574,11 +7339,11 @@ void ur5e_fd_derivatives_derivatives_lanes_part20(const V* q, const V* qd, const
     const V t6989 = t6988 - t6987;
     const V t6997 = T(0.42499999999999999) * t6989;
     w.t6999 = w.t6924 + t6997;
-    const V t7843 = w.t1852 * w.t6999;
+    const V t7843 = w.kept[18] * w.t6999;
     const V t7844 = t7842 - t7843;
-    const V t7845 = w.t1853 * w.t6924;
+    const V t7845 = w.kept[19] * w.t6924;
     const V t7846 = t7844 - t7845;
-    const V t7847 = w.t1854 * w.t6842;
+    const V t7847 = w.kept[20] * w.t6842;
     const V t7848 = t7846 - t7847;
     const V t7849 = w.t1855 * w.t6474;
     w.t7851 = t7848 + t7849;
@@ -7590,113 +7355,113 @@ void ur5e_fd_derivatives_derivatives_lanes_part21(const V* q, const V* qd, const
     (void)q, (void)qd, (void)in, (void)w, (void)bad;
     // --- solve: forward and back substitution
     const V t7068 = w.t7067 - w.t7046;
-    const V t7852 = w.t1857 * t7068;
-    w.t7854 = w.t7851 - t7852;
-    const V t7861 = w.t2031 * t7068;
+    const V t7852 = w.kept[38] * t7068;
+    w.kept[15] = w.t7851 - t7852;  // t7854
+    const V t7861 = w.kept[62] * t7068;
     const V t7859 = w.t2025 * w.t6474;
-    const V t7872 = w.t1852 * w.t7030;
-    const V t7855 = w.t1862 * w.t6999;
+    const V t7872 = w.kept[18] * w.t7030;
+    const V t7855 = w.kept[58] * w.t6999;
     const V t7873 = t7872 - t7855;
-    const V t7856 = w.t2014 * w.t6924;
+    const V t7856 = w.kept[59] * w.t6924;
     const V t7874 = t7873 - t7856;
-    const V t7858 = w.t2019 * w.t6842;
+    const V t7858 = w.kept[60] * w.t6842;
     const V t7875 = t7874 - t7858;
     const V t7876 = t7859 + t7875;
-    w.t7877 = t7861 + t7876;
-    const V t7865 = w.t2226 * t7068;
-    const V t7878 = w.t1853 * w.t7030;
-    const V t7879 = w.t2014 * w.t6999;
+    w.kept[56] = t7861 + t7876;  // t7877
+    const V t7865 = w.kept[101] * t7068;
+    const V t7878 = w.kept[19] * w.t7030;
+    const V t7879 = w.kept[59] * w.t6999;
     const V t7880 = t7878 - t7879;
-    const V t7862 = w.t2064 * w.t6924;
+    const V t7862 = w.kept[98] * w.t6924;
     const V t7881 = t7880 - t7862;
-    const V t7863 = w.t2197 * w.t6842;
+    const V t7863 = w.kept[99] * w.t6842;
     const V t7882 = t7881 - t7863;
-    const V t7864 = w.t2213 * w.t6474;
+    const V t7864 = w.kept[100] * w.t6474;
     const V t7883 = t7882 - t7864;
-    w.t7884 = t7865 + t7883;
-    const V t7868 = w.t2358 * t7068;
-    const V t7885 = w.t1854 * w.t7030;
-    const V t7886 = w.t2019 * w.t6999;
+    w.kept[96] = t7865 + t7883;  // t7884
+    const V t7868 = w.kept[139] * t7068;
+    const V t7885 = w.kept[20] * w.t7030;
+    const V t7886 = w.kept[60] * w.t6999;
     const V t7887 = t7885 - t7886;
-    const V t7888 = w.t2197 * w.t6924;
+    const V t7888 = w.kept[99] * w.t6924;
     const V t7889 = t7887 - t7888;
-    const V t7866 = w.t2323 * w.t6842;
+    const V t7866 = w.kept[137] * w.t6842;
     const V t7890 = t7889 - t7866;
-    const V t7867 = w.t2355 * w.t6474;
+    const V t7867 = w.kept[138] * w.t6474;
     const V t7891 = t7890 - t7867;
-    w.t7892 = t7868 + t7891;
+    w.kept[135] = t7868 + t7891;  // t7892
     const V t7894 = w.t2025 * w.t6999;
     const V t7893 = w.t1855 * w.t7030;
     const V t7895 = t7894 - t7893;
-    const V t7896 = w.t2213 * w.t6924;
+    const V t7896 = w.kept[100] * w.t6924;
     const V t7897 = t7895 - t7896;
-    const V t7898 = w.t2355 * w.t6842;
+    const V t7898 = w.kept[138] * w.t6842;
     const V t7899 = t7897 - t7898;
-    const V t7869 = w.t2546 * w.t6474;
+    const V t7869 = w.kept[175] * w.t6474;
     const V t7900 = t7899 - t7869;
-    const V t7870 = w.t2550 * t7068;
-    w.t7901 = t7900 - t7870;
-    const V t7871 = w.t2723 * t7068;
-    const V t7902 = w.t1857 * w.t7030;
-    const V t7903 = w.t2031 * w.t6999;
+    const V t7870 = w.kept[192] * t7068;
+    w.kept[173] = t7900 - t7870;  // t7901
+    const V t7871 = w.kept[212] * t7068;
+    const V t7902 = w.kept[38] * w.t7030;
+    const V t7903 = w.kept[62] * w.t6999;
     const V t7904 = t7902 + t7903;
-    const V t7905 = w.t2226 * w.t6924;
+    const V t7905 = w.kept[101] * w.t6924;
     const V t7906 = t7904 + t7905;
-    const V t7907 = w.t2358 * w.t6842;
+    const V t7907 = w.kept[139] * w.t6842;
     const V t7908 = t7906 + t7907;
-    const V t7909 = w.t2550 * w.t6474;
+    const V t7909 = w.kept[192] * w.t6474;
     const V t7911 = t7908 - t7909;
-    w.t7912 = t7871 - t7911;
-    const V t7913 = w.t1446 * w.t7199;
-    const V t7914 = w.t1852 * w.t7073;
+    w.kept[210] = t7871 - t7911;  // t7912
+    const V t7913 = w.kept[17] * w.t7199;
+    const V t7914 = w.kept[18] * w.t7073;
     const V t7916 = t7913 + t7914;
-    const V t7917 = w.t1853 * w.t7073;
+    const V t7917 = w.kept[19] * w.t7073;
     const V t7919 = t7916 + t7917;
-    const V t7920 = w.t1854 * w.t7073;
+    const V t7920 = w.kept[20] * w.t7073;
     const V t7921 = t7919 + t7920;
     const V t7922 = w.t1855 * w.t7046;
-    w.t7924 = t7921 + t7922;
+    w.kept[16] = t7921 + t7922;  // t7924
     const V t7930 = w.t2025 * w.t7046;
-    const V t7929 = w.t2019 * w.t7073;
-    const V t7927 = w.t2014 * w.t7073;
-    const V t7925 = w.t1862 * w.t7073;
-    const V t7939 = w.t1852 * w.t7199;
+    const V t7929 = w.kept[60] * w.t7073;
+    const V t7927 = w.kept[59] * w.t7073;
+    const V t7925 = w.kept[58] * w.t7073;
+    const V t7939 = w.kept[18] * w.t7199;
     const V t7940 = t7925 + t7939;
     const V t7941 = t7927 + t7940;
     const V t7942 = t7929 + t7941;
-    w.t7943 = t7930 + t7942;
-    const V t7934 = w.t2197 * w.t7073;
-    const V t7932 = w.t2064 * w.t7073;
-    const V t7944 = w.t1853 * w.t7199;
+    w.kept[57] = t7930 + t7942;  // t7943
+    const V t7934 = w.kept[99] * w.t7073;
+    const V t7932 = w.kept[98] * w.t7073;
+    const V t7944 = w.kept[19] * w.t7199;
     const V t7945 = t7927 + t7944;
     const V t7946 = t7932 + t7945;
     const V t7947 = t7934 + t7946;
-    const V t7935 = w.t2213 * w.t7046;
-    w.t7948 = t7947 - t7935;
-    const V t7936 = w.t2323 * w.t7073;
-    const V t7949 = w.t1854 * w.t7199;
+    const V t7935 = w.kept[100] * w.t7046;
+    w.kept[97] = t7947 - t7935;  // t7948
+    const V t7936 = w.kept[137] * w.t7073;
+    const V t7949 = w.kept[20] * w.t7199;
     const V t7951 = t7929 + t7949;
     const V t7953 = t7934 + t7951;
     const V t7954 = t7936 + t7953;
-    const V t7937 = w.t2355 * w.t7046;
-    w.t7955 = t7954 - t7937;
-    const V t7961 = w.t2213 * w.t7073;
+    const V t7937 = w.kept[138] * w.t7046;
+    w.kept[136] = t7954 - t7937;  // t7955
+    const V t7961 = w.kept[100] * w.t7073;
     const V t7956 = w.t1855 * w.t7199;
     const V t7957 = w.t2025 * w.t7073;
     const V t7959 = t7956 + t7957;
     const V t7963 = t7961 - t7959;
-    const V t7964 = w.t2355 * w.t7073;
+    const V t7964 = w.kept[138] * w.t7073;
     const V t7965 = t7963 + t7964;
-    const V t7938 = w.t2546 * w.t7046;
-    w.t7966 = t7965 - t7938;
-    const V t7973 = w.t2358 * w.t7073;
-    const V t7967 = w.t2031 * w.t7073;
+    const V t7938 = w.kept[175] * w.t7046;
+    w.kept[174] = t7965 - t7938;  // t7966
+    const V t7973 = w.kept[139] * w.t7073;
+    const V t7967 = w.kept[62] * w.t7073;
     const V t7969 = w.t7579 - t7967;
-    const V t7970 = w.t2226 * w.t7073;
+    const V t7970 = w.kept[101] * w.t7073;
     const V t7972 = t7969 - t7970;
     const V t7974 = t7973 - t7972;
-    const V t7975 = w.t2550 * w.t7046;
-    w.t7977 = t7974 + t7975;
+    const V t7975 = w.kept[192] * w.t7046;
+    w.kept[211] = t7974 + t7975;  // t7977
 }
 
 template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>>
@@ -7728,396 +7493,130 @@ M ur5e_fd_derivatives_derivatives_lanes_impl(const V* q, const V* qd, const V* i
     ur5e_fd_derivatives_derivatives_lanes_part21<T>(q, qd, in, w, bad);
     // --- outputs and their Jacobian, every lane's; its status says whether they are finite
     M fin = ~M{};
-    fin &= nelu::lanes::finite(w.t1447) & nelu::lanes::finite(w.t1453) & nelu::lanes::finite(w.t1500) & nelu::lanes::finite(w.t1591);
-    fin &= nelu::lanes::finite(w.t1665) & nelu::lanes::finite(w.t1716) & nelu::lanes::finite(w.t7217) & nelu::lanes::finite(w.t7289);
-    fin &= nelu::lanes::finite(w.t7361) & nelu::lanes::finite(w.t7435) & nelu::lanes::finite(w.t7509) & nelu::lanes::finite(w.t7581);
-    fin &= nelu::lanes::finite(w.t7652) & nelu::lanes::finite(w.t7722) & nelu::lanes::finite(w.t7787) & nelu::lanes::finite(w.t7854);
-    fin &= nelu::lanes::finite(w.t7924) & nelu::lanes::finite(w.t1446) & nelu::lanes::finite(w.t1852) & nelu::lanes::finite(w.t1853);
-    fin &= nelu::lanes::finite(w.t1854) & nelu::lanes::finite(w.t1856) & nelu::lanes::finite(w.t1858) & nelu::lanes::finite(w.t1791);
-    fin &= nelu::lanes::finite(w.t1790) & nelu::lanes::finite(w.t2790) & nelu::lanes::finite(w.t2866) & nelu::lanes::finite(w.t2959);
-    fin &= nelu::lanes::finite(w.t3028) & nelu::lanes::finite(w.t3114) & nelu::lanes::finite(w.t3198) & nelu::lanes::finite(w.t3281);
-    fin &= nelu::lanes::finite(w.t3363) & nelu::lanes::finite(w.t3469) & nelu::lanes::finite(w.t3575) & nelu::lanes::finite(w.t3714);
-    fin &= nelu::lanes::finite(w.t3830) & nelu::lanes::finite(w.t3951) & nelu::lanes::finite(w.t1857) & nelu::lanes::finite(w.t4137);
-    fin &= nelu::lanes::finite(w.t4297) & nelu::lanes::finite(w.t4428) & nelu::lanes::finite(w.t3713) & nelu::lanes::finite(w.t4654);
-    fin &= nelu::lanes::finite(w.t4814) & nelu::lanes::finite(w.t4973) & nelu::lanes::finite(w.t5153) & nelu::lanes::finite(w.t7240);
-    fin &= nelu::lanes::finite(w.t7312) & nelu::lanes::finite(w.t7384) & nelu::lanes::finite(w.t7460) & nelu::lanes::finite(w.t7530);
-    fin &= nelu::lanes::finite(w.t7604) & nelu::lanes::finite(w.t7675) & nelu::lanes::finite(w.t7740) & nelu::lanes::finite(w.t7805);
-    fin &= nelu::lanes::finite(w.t7877) & nelu::lanes::finite(w.t7943) & nelu::lanes::finite(w.t1862) & nelu::lanes::finite(w.t2014);
-    fin &= nelu::lanes::finite(w.t2019) & nelu::lanes::finite(w.t2026) & nelu::lanes::finite(w.t2031) & nelu::lanes::finite(w.t1864);
-    fin &= nelu::lanes::finite(w.t1863) & nelu::lanes::finite(w.t2793) & nelu::lanes::finite(w.t2870) & nelu::lanes::finite(w.t2963);
-    fin &= nelu::lanes::finite(w.t3034) & nelu::lanes::finite(w.t3120) & nelu::lanes::finite(w.t3201) & nelu::lanes::finite(w.t3284);
-    fin &= nelu::lanes::finite(w.t3367) & nelu::lanes::finite(w.t3473) & nelu::lanes::finite(w.t3581) & nelu::lanes::finite(w.t3720);
-    fin &= nelu::lanes::finite(w.t3833) & nelu::lanes::finite(w.t3955) & nelu::lanes::finite(w.t4050) & nelu::lanes::finite(w.t4143);
-    fin &= nelu::lanes::finite(w.t4301) & nelu::lanes::finite(w.t4432) & nelu::lanes::finite(w.t3719) & nelu::lanes::finite(w.t4658);
-    fin &= nelu::lanes::finite(w.t4818) & nelu::lanes::finite(w.t4977) & nelu::lanes::finite(w.t5157) & nelu::lanes::finite(w.t7247);
-    fin &= nelu::lanes::finite(w.t7319) & nelu::lanes::finite(w.t7391) & nelu::lanes::finite(w.t7468) & nelu::lanes::finite(w.t7536);
-    fin &= nelu::lanes::finite(w.t7611) & nelu::lanes::finite(w.t7682) & nelu::lanes::finite(w.t7747) & nelu::lanes::finite(w.t7812);
-    fin &= nelu::lanes::finite(w.t7884) & nelu::lanes::finite(w.t7948) & nelu::lanes::finite(w.t2064) & nelu::lanes::finite(w.t2197);
-    fin &= nelu::lanes::finite(w.t2213) & nelu::lanes::finite(w.t2226) & nelu::lanes::finite(w.t2048) & nelu::lanes::finite(w.t2047);
-    fin &= nelu::lanes::finite(w.t2075) & nelu::lanes::finite(w.t2892) & nelu::lanes::finite(w.t2069) & nelu::lanes::finite(w.t2068);
-    fin &= nelu::lanes::finite(w.t2066) & nelu::lanes::finite(w.t2049) & nelu::lanes::finite(w.t3302) & nelu::lanes::finite(w.t3384);
-    fin &= nelu::lanes::finite(w.t3488) & nelu::lanes::finite(w.t3607) & nelu::lanes::finite(w.t3746) & nelu::lanes::finite(w.t3851);
-    fin &= nelu::lanes::finite(w.t3970) & nelu::lanes::finite(w.t4056) & nelu::lanes::finite(w.t4169) & nelu::lanes::finite(w.t4316);
-    fin &= nelu::lanes::finite(w.t4447) & nelu::lanes::finite(w.t4529) & nelu::lanes::finite(w.t4673) & nelu::lanes::finite(w.t4833);
-    fin &= nelu::lanes::finite(w.t4992) & nelu::lanes::finite(w.t5172) & nelu::lanes::finite(w.t7255) & nelu::lanes::finite(w.t7327);
-    fin &= nelu::lanes::finite(w.t7399) & nelu::lanes::finite(w.t7477) & nelu::lanes::finite(w.t7544) & nelu::lanes::finite(w.t7619);
-    fin &= nelu::lanes::finite(w.t7690) & nelu::lanes::finite(w.t7755) & nelu::lanes::finite(w.t7820) & nelu::lanes::finite(w.t7892);
-    fin &= nelu::lanes::finite(w.t7955) & nelu::lanes::finite(w.t2323) & nelu::lanes::finite(w.t2355) & nelu::lanes::finite(w.t2358);
-    fin &= nelu::lanes::finite(w.t2276) & nelu::lanes::finite(w.t2275) & nelu::lanes::finite(w.t2298) & nelu::lanes::finite(w.t2923);
-    fin &= nelu::lanes::finite(w.t2292) & nelu::lanes::finite(w.t3080) & nelu::lanes::finite(w.t3166) & nelu::lanes::finite(w.t2277);
-    fin &= nelu::lanes::finite(w.t2336) & nelu::lanes::finite(w.t3422) & nelu::lanes::finite(w.t2330) & nelu::lanes::finite(w.t3651);
-    fin &= nelu::lanes::finite(w.t2326) & nelu::lanes::finite(w.t2300) & nelu::lanes::finite(w.t4004) & nelu::lanes::finite(w.t4080);
-    fin &= nelu::lanes::finite(w.t4213) & nelu::lanes::finite(w.t4350) & nelu::lanes::finite(w.t4482) & nelu::lanes::finite(w.t4551);
-    fin &= nelu::lanes::finite(w.t4707) & nelu::lanes::finite(w.t4867) & nelu::lanes::finite(w.t5026) & nelu::lanes::finite(w.t5207);
-    fin &= nelu::lanes::finite(w.t7264) & nelu::lanes::finite(w.t7336) & nelu::lanes::finite(w.t7408) & nelu::lanes::finite(w.t7486);
-    fin &= nelu::lanes::finite(w.t7554) & nelu::lanes::finite(w.t7628) & nelu::lanes::finite(w.t7699) & nelu::lanes::finite(w.t7764);
-    fin &= nelu::lanes::finite(w.t7829) & nelu::lanes::finite(w.t7901) & nelu::lanes::finite(w.t7966) & nelu::lanes::finite(w.t2546);
-    fin &= nelu::lanes::finite(w.t2551) & nelu::lanes::finite(w.t2447) & nelu::lanes::finite(w.t2445) & nelu::lanes::finite(w.t2485);
-    fin &= nelu::lanes::finite(w.t2939) & nelu::lanes::finite(w.t2474) & nelu::lanes::finite(w.t2472) & nelu::lanes::finite(w.t2470);
-    fin &= nelu::lanes::finite(w.t2449) & nelu::lanes::finite(w.t2529) & nelu::lanes::finite(w.t3444) & nelu::lanes::finite(w.t2520);
-    fin &= nelu::lanes::finite(w.t3681) & nelu::lanes::finite(w.t3818) & nelu::lanes::finite(w.t2488) & nelu::lanes::finite(w.t4033);
-    fin &= nelu::lanes::finite(w.t2550) & nelu::lanes::finite(w.t4246) & nelu::lanes::finite(w.t4379) & nelu::lanes::finite(w.t4511);
-    fin &= nelu::lanes::finite(w.t2516) & nelu::lanes::finite(w.t4737) & nelu::lanes::finite(w.t4897) & nelu::lanes::finite(w.t5056);
-    fin &= nelu::lanes::finite(w.t5236) & nelu::lanes::finite(w.t7276) & nelu::lanes::finite(w.t7348) & nelu::lanes::finite(w.t7420);
-    fin &= nelu::lanes::finite(w.t7497) & nelu::lanes::finite(w.t7568) & nelu::lanes::finite(w.t7639) & nelu::lanes::finite(w.t7711);
-    fin &= nelu::lanes::finite(w.t7776) & nelu::lanes::finite(w.t7841) & nelu::lanes::finite(w.t7912) & nelu::lanes::finite(w.t7977);
-    fin &= nelu::lanes::finite(w.t2723) & nelu::lanes::finite(w.t2621) & nelu::lanes::finite(w.t2619) & nelu::lanes::finite(w.t2656);
-    fin &= nelu::lanes::finite(w.t2956) & nelu::lanes::finite(w.t2645) & nelu::lanes::finite(w.t3111) & nelu::lanes::finite(w.t3197);
-    fin &= nelu::lanes::finite(w.t2623) & nelu::lanes::finite(w.t2700) & nelu::lanes::finite(w.t3449) & nelu::lanes::finite(w.t2691);
-    fin &= nelu::lanes::finite(w.t3687) & nelu::lanes::finite(w.t3822) & nelu::lanes::finite(w.t2659) & nelu::lanes::finite(w.t4036);
-    fin &= nelu::lanes::finite(w.t2720) & nelu::lanes::finite(w.t4251) & nelu::lanes::finite(w.t4382) & nelu::lanes::finite(w.t4518);
-    fin &= nelu::lanes::finite(w.t2687) & nelu::lanes::finite(w.t4744) & nelu::lanes::finite(w.t4904) & nelu::lanes::finite(w.t5063);
-    fin &= nelu::lanes::finite(w.t5243);
-    out[0] = w.t1447;
-    out[1] = w.t1453;
-    out[2] = w.t1500;
-    out[3] = w.t1591;
-    out[4] = w.t1665;
-    out[5] = w.t1716;
+    for (const V& x : w.kept) fin &= nelu::lanes::finite(x);
+    std::memcpy(out + 0, w.kept + 0, 6 * sizeof *out);  // out[0..5]
     jac[0] = nelu::lanes::broadcast(T(0));
-    jac[1] = w.t7217;
-    jac[2] = w.t7289;
-    jac[3] = w.t7361;
-    jac[4] = w.t7435;
-    jac[5] = w.t7509;
-    jac[6] = w.t7581;
-    jac[7] = w.t7652;
-    jac[8] = w.t7722;
-    jac[9] = w.t7787;
-    jac[10] = w.t7854;
-    jac[11] = w.t7924;
-    jac[12] = w.t1446;
-    jac[13] = w.t1852;
-    jac[14] = w.t1853;
-    jac[15] = w.t1854;
-    jac[16] = w.t1856;
-    jac[17] = w.t1858;
+    std::memcpy(jac + 1, w.kept + 6, 17 * sizeof *jac);  // jac[1..17]
     jac[18] = nelu::lanes::broadcast(T(0));
     jac[19] = nelu::lanes::broadcast(T(0));
-    jac[20] = w.t1446;
+    jac[20] = w.kept[17];
     jac[21] = nelu::lanes::broadcast(T(0));
     jac[22] = nelu::lanes::broadcast(T(0));
     jac[23] = nelu::lanes::broadcast(T(0));
-    jac[24] = w.t1791;
-    jac[25] = w.t1790;
-    jac[26] = w.t1852;
+    std::memcpy(jac + 24, w.kept + 23, 2 * sizeof *jac);  // jac[24..25]
+    jac[26] = w.kept[18];
     jac[27] = nelu::lanes::broadcast(T(0));
     jac[28] = nelu::lanes::broadcast(T(0));
     jac[29] = nelu::lanes::broadcast(T(0));
-    jac[30] = w.t2790;
-    jac[31] = w.t2866;
-    jac[32] = w.t2959;
-    jac[33] = w.t3028;
-    jac[34] = w.t3114;
-    jac[35] = w.t3198;
-    jac[36] = w.t3281;
-    jac[37] = w.t3363;
-    jac[38] = w.t3469;
-    jac[39] = w.t3575;
-    jac[40] = w.t3714;
-    jac[41] = w.t3830;
-    jac[42] = w.t3951;
-    jac[43] = w.t1857;
-    jac[44] = w.t4137;
-    jac[45] = w.t4297;
-    jac[46] = w.t4428;
-    jac[47] = w.t3713;
-    jac[48] = w.t4654;
-    jac[49] = w.t4814;
+    std::memcpy(jac + 30, w.kept + 25, 20 * sizeof *jac);  // jac[30..49]
     jac[50] = nelu::lanes::broadcast(T(0));
-    jac[51] = w.t4973;
-    jac[52] = w.t5153;
-    jac[53] = w.t4428;
+    std::memcpy(jac + 51, w.kept + 45, 2 * sizeof *jac);  // jac[51..52]
+    jac[53] = w.kept[41];
     jac[54] = nelu::lanes::broadcast(T(0));
-    jac[55] = w.t7240;
-    jac[56] = w.t7312;
-    jac[57] = w.t7384;
-    jac[58] = w.t7460;
-    jac[59] = w.t7530;
-    jac[60] = w.t7604;
-    jac[61] = w.t7675;
-    jac[62] = w.t7740;
-    jac[63] = w.t7805;
-    jac[64] = w.t7877;
-    jac[65] = w.t7943;
-    jac[66] = w.t1852;
-    jac[67] = w.t1862;
-    jac[68] = w.t2014;
-    jac[69] = w.t2019;
-    jac[70] = w.t2026;
-    jac[71] = w.t2031;
+    std::memcpy(jac + 55, w.kept + 47, 11 * sizeof *jac);  // jac[55..65]
+    jac[66] = w.kept[18];
+    std::memcpy(jac + 67, w.kept + 58, 5 * sizeof *jac);  // jac[67..71]
     jac[72] = nelu::lanes::broadcast(T(0));
     jac[73] = nelu::lanes::broadcast(T(0));
-    jac[74] = w.t1852;
+    jac[74] = w.kept[18];
     jac[75] = nelu::lanes::broadcast(T(0));
     jac[76] = nelu::lanes::broadcast(T(0));
     jac[77] = nelu::lanes::broadcast(T(0));
-    jac[78] = w.t1864;
-    jac[79] = w.t1863;
-    jac[80] = w.t1862;
+    std::memcpy(jac + 78, w.kept + 63, 2 * sizeof *jac);  // jac[78..79]
+    jac[80] = w.kept[58];
     jac[81] = nelu::lanes::broadcast(T(0));
     jac[82] = nelu::lanes::broadcast(T(0));
     jac[83] = nelu::lanes::broadcast(T(0));
-    jac[84] = w.t2793;
-    jac[85] = w.t2870;
-    jac[86] = w.t2963;
-    jac[87] = w.t3034;
-    jac[88] = w.t3120;
-    jac[89] = w.t3201;
-    jac[90] = w.t3284;
-    jac[91] = w.t3367;
-    jac[92] = w.t3473;
-    jac[93] = w.t3581;
-    jac[94] = w.t3720;
-    jac[95] = w.t3833;
-    jac[96] = w.t3955;
-    jac[97] = w.t4050;
-    jac[98] = w.t4143;
-    jac[99] = w.t4301;
-    jac[100] = w.t4432;
-    jac[101] = w.t3719;
-    jac[102] = w.t4658;
-    jac[103] = w.t4818;
+    std::memcpy(jac + 84, w.kept + 65, 20 * sizeof *jac);  // jac[84..103]
     jac[104] = nelu::lanes::broadcast(T(0));
-    jac[105] = w.t4977;
-    jac[106] = w.t5157;
-    jac[107] = w.t4432;
+    std::memcpy(jac + 105, w.kept + 85, 2 * sizeof *jac);  // jac[105..106]
+    jac[107] = w.kept[81];
     jac[108] = nelu::lanes::broadcast(T(0));
-    jac[109] = w.t7247;
-    jac[110] = w.t7319;
-    jac[111] = w.t7391;
-    jac[112] = w.t7468;
-    jac[113] = w.t7536;
-    jac[114] = w.t7611;
-    jac[115] = w.t7682;
-    jac[116] = w.t7747;
-    jac[117] = w.t7812;
-    jac[118] = w.t7884;
-    jac[119] = w.t7948;
-    jac[120] = w.t1853;
-    jac[121] = w.t2014;
-    jac[122] = w.t2064;
-    jac[123] = w.t2197;
-    jac[124] = w.t2213;
-    jac[125] = w.t2226;
+    std::memcpy(jac + 109, w.kept + 87, 11 * sizeof *jac);  // jac[109..119]
+    jac[120] = w.kept[19];
+    jac[121] = w.kept[59];
+    std::memcpy(jac + 122, w.kept + 98, 4 * sizeof *jac);  // jac[122..125]
     jac[126] = nelu::lanes::broadcast(T(0));
     jac[127] = nelu::lanes::broadcast(T(0));
-    jac[128] = w.t1853;
+    jac[128] = w.kept[19];
     jac[129] = nelu::lanes::broadcast(T(0));
     jac[130] = nelu::lanes::broadcast(T(0));
     jac[131] = nelu::lanes::broadcast(T(0));
-    jac[132] = w.t2048;
-    jac[133] = w.t2047;
-    jac[134] = w.t2014;
+    std::memcpy(jac + 132, w.kept + 102, 2 * sizeof *jac);  // jac[132..133]
+    jac[134] = w.kept[59];
     jac[135] = nelu::lanes::broadcast(T(0));
     jac[136] = nelu::lanes::broadcast(T(0));
     jac[137] = nelu::lanes::broadcast(T(0));
-    jac[138] = w.t2075;
-    jac[139] = w.t2892;
-    jac[140] = w.t2069;
-    jac[141] = w.t2068;
-    jac[142] = w.t2066;
-    jac[143] = w.t2049;
-    jac[144] = w.t3302;
-    jac[145] = w.t3384;
-    jac[146] = w.t3488;
-    jac[147] = w.t3607;
-    jac[148] = w.t3746;
-    jac[149] = w.t3851;
-    jac[150] = w.t3970;
-    jac[151] = w.t4056;
-    jac[152] = w.t4169;
-    jac[153] = w.t4316;
-    jac[154] = w.t4447;
-    jac[155] = w.t4529;
-    jac[156] = w.t4673;
-    jac[157] = w.t4833;
+    std::memcpy(jac + 138, w.kept + 104, 20 * sizeof *jac);  // jac[138..157]
     jac[158] = nelu::lanes::broadcast(T(0));
-    jac[159] = w.t4992;
-    jac[160] = w.t5172;
-    jac[161] = w.t4447;
+    std::memcpy(jac + 159, w.kept + 124, 2 * sizeof *jac);  // jac[159..160]
+    jac[161] = w.kept[120];
     jac[162] = nelu::lanes::broadcast(T(0));
-    jac[163] = w.t7255;
-    jac[164] = w.t7327;
-    jac[165] = w.t7399;
-    jac[166] = w.t7477;
-    jac[167] = w.t7544;
-    jac[168] = w.t7619;
-    jac[169] = w.t7690;
-    jac[170] = w.t7755;
-    jac[171] = w.t7820;
-    jac[172] = w.t7892;
-    jac[173] = w.t7955;
-    jac[174] = w.t1854;
-    jac[175] = w.t2019;
-    jac[176] = w.t2197;
-    jac[177] = w.t2323;
-    jac[178] = w.t2355;
-    jac[179] = w.t2358;
+    std::memcpy(jac + 163, w.kept + 126, 11 * sizeof *jac);  // jac[163..173]
+    jac[174] = w.kept[20];
+    jac[175] = w.kept[60];
+    jac[176] = w.kept[99];
+    std::memcpy(jac + 177, w.kept + 137, 3 * sizeof *jac);  // jac[177..179]
     jac[180] = nelu::lanes::broadcast(T(0));
     jac[181] = nelu::lanes::broadcast(T(0));
-    jac[182] = w.t1854;
+    jac[182] = w.kept[20];
     jac[183] = nelu::lanes::broadcast(T(0));
     jac[184] = nelu::lanes::broadcast(T(0));
     jac[185] = nelu::lanes::broadcast(T(0));
-    jac[186] = w.t2276;
-    jac[187] = w.t2275;
-    jac[188] = w.t2019;
+    std::memcpy(jac + 186, w.kept + 140, 2 * sizeof *jac);  // jac[186..187]
+    jac[188] = w.kept[60];
     jac[189] = nelu::lanes::broadcast(T(0));
     jac[190] = nelu::lanes::broadcast(T(0));
     jac[191] = nelu::lanes::broadcast(T(0));
-    jac[192] = w.t2298;
-    jac[193] = w.t2923;
-    jac[194] = w.t2292;
-    jac[195] = w.t3080;
-    jac[196] = w.t3166;
-    jac[197] = w.t2277;
-    jac[198] = w.t2336;
-    jac[199] = w.t3422;
-    jac[200] = w.t2330;
-    jac[201] = w.t3651;
-    jac[202] = w.t2326;
-    jac[203] = w.t2300;
-    jac[204] = w.t4004;
-    jac[205] = w.t4080;
-    jac[206] = w.t4213;
-    jac[207] = w.t4350;
-    jac[208] = w.t4482;
-    jac[209] = w.t4551;
-    jac[210] = w.t4707;
-    jac[211] = w.t4867;
+    std::memcpy(jac + 192, w.kept + 142, 20 * sizeof *jac);  // jac[192..211]
     jac[212] = nelu::lanes::broadcast(T(0));
-    jac[213] = w.t5026;
-    jac[214] = w.t5207;
-    jac[215] = w.t4482;
+    std::memcpy(jac + 213, w.kept + 162, 2 * sizeof *jac);  // jac[213..214]
+    jac[215] = w.kept[158];
     jac[216] = nelu::lanes::broadcast(T(0));
-    jac[217] = w.t7264;
-    jac[218] = w.t7336;
-    jac[219] = w.t7408;
-    jac[220] = w.t7486;
-    jac[221] = w.t7554;
-    jac[222] = w.t7628;
-    jac[223] = w.t7699;
-    jac[224] = w.t7764;
-    jac[225] = w.t7829;
-    jac[226] = w.t7901;
-    jac[227] = w.t7966;
-    jac[228] = w.t1856;
-    jac[229] = w.t2026;
-    jac[230] = w.t2213;
-    jac[231] = w.t2355;
-    jac[232] = w.t2546;
-    jac[233] = w.t2551;
+    std::memcpy(jac + 217, w.kept + 164, 11 * sizeof *jac);  // jac[217..227]
+    jac[228] = w.kept[21];
+    jac[229] = w.kept[61];
+    jac[230] = w.kept[100];
+    jac[231] = w.kept[138];
+    std::memcpy(jac + 232, w.kept + 175, 2 * sizeof *jac);  // jac[232..233]
     jac[234] = nelu::lanes::broadcast(T(0));
     jac[235] = nelu::lanes::broadcast(T(0));
-    jac[236] = w.t1856;
+    jac[236] = w.kept[21];
     jac[237] = nelu::lanes::broadcast(T(0));
     jac[238] = nelu::lanes::broadcast(T(0));
     jac[239] = nelu::lanes::broadcast(T(0));
-    jac[240] = w.t2447;
-    jac[241] = w.t2445;
-    jac[242] = w.t2026;
+    std::memcpy(jac + 240, w.kept + 177, 2 * sizeof *jac);  // jac[240..241]
+    jac[242] = w.kept[61];
     jac[243] = nelu::lanes::broadcast(T(0));
     jac[244] = nelu::lanes::broadcast(T(0));
     jac[245] = nelu::lanes::broadcast(T(0));
-    jac[246] = w.t2485;
-    jac[247] = w.t2939;
-    jac[248] = w.t2474;
-    jac[249] = w.t2472;
-    jac[250] = w.t2470;
-    jac[251] = w.t2449;
-    jac[252] = w.t2529;
-    jac[253] = w.t3444;
-    jac[254] = w.t2520;
-    jac[255] = w.t3681;
-    jac[256] = w.t3818;
-    jac[257] = w.t2488;
-    jac[258] = w.t4033;
-    jac[259] = w.t2550;
-    jac[260] = w.t4246;
-    jac[261] = w.t4379;
-    jac[262] = w.t4511;
-    jac[263] = w.t2516;
-    jac[264] = w.t4737;
-    jac[265] = w.t4897;
+    std::memcpy(jac + 246, w.kept + 179, 20 * sizeof *jac);  // jac[246..265]
     jac[266] = nelu::lanes::broadcast(T(0));
-    jac[267] = w.t5056;
-    jac[268] = w.t5236;
-    jac[269] = w.t4511;
+    std::memcpy(jac + 267, w.kept + 199, 2 * sizeof *jac);  // jac[267..268]
+    jac[269] = w.kept[195];
     jac[270] = nelu::lanes::broadcast(T(0));
-    jac[271] = w.t7276;
-    jac[272] = w.t7348;
-    jac[273] = w.t7420;
-    jac[274] = w.t7497;
-    jac[275] = w.t7568;
-    jac[276] = w.t7639;
-    jac[277] = w.t7711;
-    jac[278] = w.t7776;
-    jac[279] = w.t7841;
-    jac[280] = w.t7912;
-    jac[281] = w.t7977;
-    jac[282] = w.t1858;
-    jac[283] = w.t2031;
-    jac[284] = w.t2226;
-    jac[285] = w.t2358;
-    jac[286] = w.t2551;
-    jac[287] = w.t2723;
+    std::memcpy(jac + 271, w.kept + 201, 11 * sizeof *jac);  // jac[271..281]
+    jac[282] = w.kept[22];
+    jac[283] = w.kept[62];
+    jac[284] = w.kept[101];
+    jac[285] = w.kept[139];
+    jac[286] = w.kept[176];
+    jac[287] = w.kept[212];
     jac[288] = nelu::lanes::broadcast(T(0));
     jac[289] = nelu::lanes::broadcast(T(0));
-    jac[290] = w.t1858;
+    jac[290] = w.kept[22];
     jac[291] = nelu::lanes::broadcast(T(0));
     jac[292] = nelu::lanes::broadcast(T(0));
     jac[293] = nelu::lanes::broadcast(T(0));
-    jac[294] = w.t2621;
-    jac[295] = w.t2619;
-    jac[296] = w.t2031;
+    std::memcpy(jac + 294, w.kept + 213, 2 * sizeof *jac);  // jac[294..295]
+    jac[296] = w.kept[62];
     jac[297] = nelu::lanes::broadcast(T(0));
     jac[298] = nelu::lanes::broadcast(T(0));
     jac[299] = nelu::lanes::broadcast(T(0));
-    jac[300] = w.t2656;
-    jac[301] = w.t2956;
-    jac[302] = w.t2645;
-    jac[303] = w.t3111;
-    jac[304] = w.t3197;
-    jac[305] = w.t2623;
-    jac[306] = w.t2700;
-    jac[307] = w.t3449;
-    jac[308] = w.t2691;
-    jac[309] = w.t3687;
-    jac[310] = w.t3822;
-    jac[311] = w.t2659;
-    jac[312] = w.t4036;
-    jac[313] = w.t2720;
-    jac[314] = w.t4251;
-    jac[315] = w.t4382;
-    jac[316] = w.t4518;
-    jac[317] = w.t2687;
-    jac[318] = w.t4744;
-    jac[319] = w.t4904;
+    std::memcpy(jac + 300, w.kept + 215, 20 * sizeof *jac);  // jac[300..319]
     jac[320] = nelu::lanes::broadcast(T(2705.9022492812446));
-    jac[321] = w.t5063;
-    jac[322] = w.t5243;
-    jac[323] = w.t4518;
+    std::memcpy(jac + 321, w.kept + 235, 2 * sizeof *jac);  // jac[321..322]
+    jac[323] = w.kept[231];
     return nelu::lanes::status(bad, fin);
 }
 

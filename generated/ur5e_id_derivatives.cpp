@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "nelu/lanes.hpp"
+#include "nelu/outputs.hpp"
 #include "nelu/trig.hpp"
 
 // GCC: no basic-block vectorization of this file's scalar straight-line code (nelu/trig.hpp)
@@ -658,20 +659,6 @@ int ur5e_id_derivatives_impl(const T* q, const T* qd, const T* in, T* out) {
 /// Values that cross from one part of the solver to a later one.
 template <class T>
 struct ur5e_id_derivatives_derivatives_work {
-    T t5;
-    T t6;
-    T t57;
-    T t58;
-    T t122;
-    T t123;
-    T t195;
-    T t196;
-    T t269;
-    T t270;
-    T t7;
-    T t8;
-    T t197;
-    T t198;
     T t10;
     T t11;
     T t64;
@@ -696,7 +683,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t522;
     T t580;
     T t656;
-    T t675;
     T t214;
     T t249;
     T t65;
@@ -765,7 +751,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t659;
     T t679;
     T t689;
-    T t701;
     T t222;
     T t589;
     T t671;
@@ -777,21 +762,18 @@ struct ur5e_id_derivatives_derivatives_work {
     T t176;
     T t160;
     T t172;
-    T t725;
     T t716;
     T t159;
     T t173;
     T t718;
     T t731;
     T t98;
-    T t754;
     T t36;
     T t22;
     T t18;
     T t729;
     T t743;
     T t745;
-    T t769;
     T t452;
     T t481;
     T t99;
@@ -802,23 +784,7 @@ struct ur5e_id_derivatives_derivatives_work {
     T t739;
     T t759;
     T t765;
-    T t770;
-    T t843;
-    T t851;
-    T t893;
-    T t905;
-    T t906;
-    T t909;
-    T t914;
-    T t915;
-    T t916;
-    T t918;
-    T t928;
-    T t929;
-    T t930;
-    T t938;
     T t939;
-    T t940;
     T t969;
     T t961;
     T t983;
@@ -830,57 +796,22 @@ struct ur5e_id_derivatives_derivatives_work {
     T t975;
     T t980;
     T t996;
-    T t1002;
     T t998;
     T t1001;
     T t1005;
-    T t1008;
-    T t1038;
-    T t1048;
-    T t1049;
-    T t1050;
-    T t1051;
-    T t1053;
-    T t1079;
-    T t1081;
-    T t1093;
-    T t1097;
-    T t1099;
-    T t1103;
-    T t1104;
-    T t1110;
-    T t1121;
-    T t1132;
-    T t1134;
-    T t1152;
-    T t1158;
-    T t1159;
-    T t1177;
-    T t1184;
-    T t1185;
-    T t1188;
-    T t1204;
-    T t1220;
-    T t1630;
     T t1688;
-    T t1712;
     T t1628;
-    T t1721;
     T t1687;
     T t1791;
     T t1844;
-    T t1852;
     T t1847;
-    T t1859;
     T t1854;
     T t1794;
     T t1939;
     T t1941;
     T t1976;
-    T t1984;
     T t1974;
     T t1979;
-    T t1991;
     T t1720;
     T t1689;
     T t1690;
@@ -898,7 +829,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1953;
     T t1855;
     T t1989;
-    T t2059;
     T t1719;
     T t1709;
     T t1801;
@@ -912,7 +842,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1980;
     T t1990;
     T t1988;
-    T t2063;
     T t1306;
     T t1313;
     T t1353;
@@ -968,12 +897,10 @@ struct ur5e_id_derivatives_derivatives_work {
     T t2036;
     T t2032;
     T t2035;
-    T t2072;
     T t1776;
     T t1925;
     T t1302;
     T t1303;
-    T t2127;
     T t1685;
     T t1786;
     T t1684;
@@ -996,7 +923,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t2188;
     T t1342;
     T t2191;
-    T t2227;
     T t1348;
     T t1347;
     T t2242;
@@ -1004,73 +930,42 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1350;
     T t2233;
     T t1349;
-    T t2259;
     T t1421;
     T t1422;
     T t1406;
     T t1423;
     T t1424;
-    T t2377;
     T t1428;
     T t1427;
     T t1425;
     T t1426;
-    T t2411;
     T t1505;
     T t1489;
     T t1504;
-    T t2498;
     T t1511;
-    T t2521;
     T t2086;
     T t1296;
     T t1300;
     T t1919;
-    T t2626;
-    T t2630;
     T t1787;
     T t1938;
-    T t2634;
-    T t2638;
     T t2649;
     T t2147;
     T t2198;
     T t2199;
-    T t2661;
-    T t2674;
-    T t2687;
-    T t2690;
-    T t2693;
-    T t2697;
     T t1341;
-    T t2701;
-    T t2705;
     T t2724;
-    T t2738;
     T t2744;
-    T t2758;
-    T t2773;
-    T t2779;
-    T t2789;
     T t2721;
-    T t2810;
     T t2741;
-    T t2823;
-    T t2838;
-    T t2842;
-    T t2846;
     T t2847;
     T t2790;
     T t2792;
-    T t2850;
-    T t2854;
-    T t2858;
     T t2500;
     T t2499;
     T t2872;
     T t2497;
     T t2496;
-    T t2885;
     T t1509;
     T t2527;
     T t1508;
@@ -1078,38 +973,14 @@ struct ur5e_id_derivatives_derivatives_work {
     T t2888;
     T t2525;
     T t2524;
-    T t2901;
     T t2865;
     T t2905;
-    T t2916;
     T t2868;
-    T t2921;
     T t2923;
-    T t2935;
     T t2440;
     T t2477;
     T t2481;
-    T t2962;
-    T t2982;
-    T t2999;
-    T t3007;
-    T t3023;
-    T t3045;
-    T t3058;
-    T t3073;
-    T t3077;
-    T t3080;
-    T t3086;
-    T t3089;
-    T t3093;
-    T t3128;
-    T t3132;
-    T t3161;
-    T t3163;
-    T t3213;
-    T t3248;
-    T t3254;
-    T t3258;
+    T kept[131];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
     nelu::lanes::Splats<T, 10> splats;  // the lane kernels' scalar operands, broadcast (nelu/lanes.hpp)
 };
 
@@ -1119,87 +990,87 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     int status = NELU_STATUS_OK;
     // --- kinematics: transforms, velocities, bias terms b
     const nelu::SinCos<T> sc5 = nelu::sincos(q[1]);
-    w.t5 = sc5.c;  // cos of joint shoulder_lift_joint
-    w.t6 = sc5.s;  // sin of joint shoulder_lift_joint
+    w.kept[130] = sc5.c;  // t5: cos of joint shoulder_lift_joint
+    w.kept[129] = sc5.s;  // t6: sin of joint shoulder_lift_joint
     const nelu::SinCos<T> sc57 = nelu::sincos(q[2]);
-    w.t57 = sc57.c;  // cos of joint elbow_joint
-    w.t58 = sc57.s;  // sin of joint elbow_joint
+    w.kept[127] = sc57.c;  // t57: cos of joint elbow_joint
+    w.kept[128] = sc57.s;  // t58: sin of joint elbow_joint
     const nelu::SinCos<T> sc122 = nelu::sincos(q[3]);
-    w.t122 = sc122.c;  // cos of joint wrist_1_joint
-    w.t123 = sc122.s;  // sin of joint wrist_1_joint
+    w.kept[125] = sc122.c;  // t122: cos of joint wrist_1_joint
+    w.kept[126] = sc122.s;  // t123: sin of joint wrist_1_joint
     const nelu::SinCos<T> sc195 = nelu::sincos(q[4]);
-    w.t195 = sc195.c;  // cos of joint wrist_2_joint
-    w.t196 = sc195.s;  // sin of joint wrist_2_joint
+    w.kept[123] = sc195.c;  // t195: cos of joint wrist_2_joint
+    w.kept[124] = sc195.s;  // t196: sin of joint wrist_2_joint
     const nelu::SinCos<T> sc269 = nelu::sincos(q[5]);
-    w.t269 = sc269.c;  // cos of joint wrist_3_joint
-    w.t270 = sc269.s;  // sin of joint wrist_3_joint
-    w.t7 = -w.t5;
-    w.t8 = -w.t6;
-    w.t197 = -w.t195;
-    w.t198 = -w.t196;
-    w.t10 = qd[0] * w.t6;
-    const T t62 = w.t10 * w.t57;
-    w.t11 = qd[0] * w.t5;
-    const T t63 = w.t11 * w.t58;
+    w.kept[115] = sc269.c;  // t269: cos of joint wrist_3_joint
+    w.kept[114] = sc269.s;  // t270: sin of joint wrist_3_joint
+    w.kept[24] = -w.kept[130];  // t7
+    w.kept[23] = -w.kept[129];  // t8
+    w.kept[62] = -w.kept[123];  // t197
+    w.kept[61] = -w.kept[124];  // t198
+    w.t10 = qd[0] * w.kept[129];
+    const T t62 = w.t10 * w.kept[127];
+    w.t11 = qd[0] * w.kept[130];
+    const T t63 = w.t11 * w.kept[128];
     w.t64 = t62 + t63;
-    const T t139 = w.t64 * w.t123;
-    const T t66 = w.t10 * w.t58;
-    const T t67 = w.t11 * w.t57;
+    const T t139 = w.t64 * w.kept[126];
+    const T t66 = w.t10 * w.kept[128];
+    const T t67 = w.t11 * w.kept[127];
     w.t68 = t66 - t67;  // v[forearm_link].wy
-    const T t140 = w.t68 * w.t122;
+    const T t140 = w.t68 * w.kept[125];
     w.t141 = t139 + t140;
     w.t146 = qd[3] * w.t141;
     const T t12 = qd[1] * w.t11;
     // --- solve: forward and back substitution
-    w.t428 = w.t6 * in[0];
+    w.t428 = w.kept[129] * in[0];
     w.t429 = t12 + w.t428;
-    const T t455 = w.t57 * w.t429;
+    const T t455 = w.kept[127] * w.t429;
     // --- kinematics: transforms, velocities, bias terms b
     w.t71 = qd[2] * w.t68;
     // --- solve: forward and back substitution
     const T t456 = t455 - w.t71;
-    const T t430 = w.t5 * in[0];
+    const T t430 = w.kept[130] * in[0];
     // --- kinematics: transforms, velocities, bias terms b
     w.t13 = qd[1] * w.t10;
     // --- solve: forward and back substitution
     w.t431 = t430 - w.t13;
-    const T t459 = w.t58 * w.t431;
+    const T t459 = w.kept[128] * w.t431;
     w.t460 = t456 + t459;
-    const T t514 = w.t122 * w.t460;
+    const T t514 = w.kept[125] * w.t460;
     const T t515 = w.t146 - t514;
-    const T t461 = w.t57 * w.t431;
+    const T t461 = w.kept[127] * w.t431;
     // --- kinematics: transforms, velocities, bias terms b
     w.t72 = qd[2] * w.t64;
     // --- solve: forward and back substitution
-    const T t457 = w.t58 * w.t429;
+    const T t457 = w.kept[128] * w.t429;
     const T t458 = w.t72 + t457;
     w.t462 = t461 - t458;
-    const T t518 = w.t123 * w.t462;
+    const T t518 = w.kept[126] * w.t462;
     w.t519 = t515 - t518;
-    const T t575 = w.t196 * w.t519;
+    const T t575 = w.kept[124] * w.t519;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t133 = w.t64 * w.t122;
-    const T t134 = w.t68 * w.t123;
+    const T t133 = w.t64 * w.kept[125];
+    const T t134 = w.t68 * w.kept[126];
     w.t135 = t133 - t134;  // v[wrist_1_link].wx
-    const T t206 = w.t135 * w.t195;
+    const T t206 = w.t135 * w.kept[123];
     w.t70 = qd[1] + qd[2];  // v[forearm_link].wz
     w.t145 = w.t70 + qd[3];  // v[wrist_1_link].wz
-    const T t207 = w.t145 * w.t196;
+    const T t207 = w.t145 * w.kept[124];
     w.t208 = t206 + t207;
     w.t220 = qd[4] * w.t208;
     // --- solve: forward and back substitution
     const T t576 = t575 - w.t220;
     w.t463 = in[1] + in[2];  // x: y2[wrist_1_link].wz
     w.t522 = in[3] + w.t463;  // x: y2[wrist_2_link].wy
-    const T t579 = w.t195 * w.t522;
+    const T t579 = w.kept[123] * w.t522;
     w.t580 = t576 + t579;  // x: y2[wrist_3_link].wz
     const T t638 = in[5] + w.t580;  // x: a[wrist_3_link].wz
     const T t655 = T(0.00036956249999999999) * t638;
     w.t656 = in[38] - t655;
-    w.t675 = -w.t656;  // x: z2[wrist_3_link].nz
+    w.kept[5] = -w.t656;  // t675: x: z2[wrist_3_link].nz
     // --- kinematics: transforms, velocities, bias terms b
-    const T t212 = w.t135 * w.t196;
-    const T t213 = w.t145 * w.t195;
+    const T t212 = w.t135 * w.kept[124];
+    const T t213 = w.t145 * w.kept[123];
     w.t214 = t212 - t213;  // v[wrist_2_link].wy
     const T t248 = w.t208 * T(0.002218125);
     const T t256 = w.t214 * t248;
@@ -1208,32 +1079,32 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t258 = t256 - t257;
     const T t231 = T(0.01634) * w.t208;
     const T t60 = qd[1] * T(0.42499999999999999);
-    w.t65 = w.t58 * t60;  // v[forearm_link].vx
+    w.t65 = w.kept[128] * t60;  // v[forearm_link].vx
     const T t129 = w.t68 * T(0.1333);
     const T t131 = w.t65 + t129;
-    const T t142 = w.t123 * t131;
-    w.t69 = w.t57 * t60;  // v[forearm_link].vy
+    const T t142 = w.kept[126] * t131;
+    w.t69 = w.kept[127] * t60;  // v[forearm_link].vy
     const T t125 = w.t70 * T(0.39219999999999999);
     const T t127 = w.t69 + t125;
     const T t130 = w.t64 * T(0.1333);
     const T t132 = t127 + t130;
-    const T t143 = w.t122 * t132;
+    const T t143 = w.kept[125] * t132;
     w.t144 = t142 - t143;  // v[wrist_1_link].vy
     w.t234 = t231 - w.t144;
     const T t236 = w.t214 * w.t234;
     w.t218 = w.t141 + qd[4];  // v[wrist_2_link].wz
     const T t202 = w.t145 * T(0.099699999999999997);
-    const T t136 = w.t122 * t131;
-    const T t137 = w.t123 * t132;
+    const T t136 = w.kept[125] * t131;
+    const T t137 = w.kept[126] * t132;
     w.t138 = t136 + t137;
     const T t204 = t202 - w.t138;
-    const T t215 = w.t196 * t204;
+    const T t215 = w.kept[124] * t204;
     w.t61 = w.t11 * T(0.42499999999999999);  // v[forearm_link].vz
     const T t126 = w.t68 * T(0.39219999999999999);
     w.t128 = w.t61 - t126;  // v[wrist_1_link].vz
     const T t203 = w.t135 * T(0.099699999999999997);
     const T t205 = w.t128 - t203;
-    const T t216 = w.t195 * t205;
+    const T t216 = w.kept[123] * t205;
     w.t217 = t215 - t216;  // v[wrist_2_link].vy
     const T t230 = T(0.0018000000000000002) * w.t208;
     w.t233 = w.t217 - t230;
@@ -1249,9 +1120,9 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     // --- kinematics: transforms, velocities, bias terms b
     w.t147 = qd[3] * w.t135;
     // --- solve: forward and back substitution
-    const T t516 = w.t123 * w.t460;
+    const T t516 = w.kept[126] * w.t460;
     const T t517 = w.t147 + t516;
-    const T t520 = w.t122 * w.t462;
+    const T t520 = w.kept[125] * w.t462;
     w.t521 = t517 - t520;  // x: y2[wrist_2_link].wz
     w.t581 = in[4] + w.t521;  // x: y2[wrist_3_link].wy
     const T t606 = T(0.0025652192800000003) * w.t581;
@@ -1262,34 +1133,34 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     // --- kinematics: transforms, velocities, bias terms b
     w.t74 = qd[2] * w.t65;
     // --- solve: forward and back substitution
-    w.t432 = w.t6 * T(9.8100000000000005);
-    const T t466 = w.t58 * w.t432;
+    w.t432 = w.kept[129] * T(9.8100000000000005);
+    const T t466 = w.kept[128] * w.t432;
     const T t467 = w.t74 - t466;
-    w.t433 = w.t5 * T(9.8100000000000005);
+    w.t433 = w.kept[130] * T(9.8100000000000005);
     const T t443 = T(0.42499999999999999) * in[1];
     const T t450 = w.t433 - t443;
-    const T t470 = w.t57 * t450;
+    const T t470 = w.kept[127] * t450;
     w.t471 = t467 + t470;
     const T t512 = t487 - w.t471;  // x: y1[wrist_1_link].vy
     const T t513 = t509 + t512;  // x: y2[wrist_1_link].vy
-    const T t527 = w.t123 * t513;
+    const T t527 = w.kept[126] * t513;
     // --- kinematics: transforms, velocities, bias terms b
     w.t148 = qd[3] * w.t144;
     // --- solve: forward and back substitution
-    const T t464 = w.t57 * w.t432;
+    const T t464 = w.kept[127] * w.t432;
     // --- kinematics: transforms, velocities, bias terms b
     w.t73 = qd[2] * w.t69;
     // --- solve: forward and back substitution
     const T t465 = t464 - w.t73;
-    const T t468 = w.t58 * t450;
+    const T t468 = w.kept[128] * t450;
     w.t469 = t465 + t468;
     const T t510 = T(0.1333) * w.t462;
     const T t511 = w.t469 + t510;
-    const T t523 = w.t122 * t511;
+    const T t523 = w.kept[125] * t511;
     const T t524 = w.t148 + t523;
     w.t528 = t527 - t524;
     w.t571 = t570 - w.t528;  // x: y2[wrist_2_link].vx
-    const T t582 = w.t195 * w.t571;
+    const T t582 = w.kept[123] * w.t571;
     // --- kinematics: transforms, velocities, bias terms b
     w.t221 = qd[4] * w.t217;
     // --- solve: forward and back substitution
@@ -1299,34 +1170,34 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t504 = w.t440 + t480;  // x: y1[wrist_2_link].vy
     const T t569 = T(0.099699999999999997) * w.t519;
     w.t572 = w.t504 + t569;  // x: y2[wrist_2_link].vy
-    const T t586 = w.t196 * w.t572;
+    const T t586 = w.kept[124] * w.t572;
     w.t587 = t583 + t586;
     const T t612 = T(0.021242) * w.t587;
     w.t613 = t607 + t612;
     // --- kinematics: transforms, velocities, bias terms b
     const T t292 = qd[5] - w.t214;  // v[wrist_3_link].wz
-    const T t286 = w.t208 * w.t270;
-    const T t287 = w.t218 * w.t269;
+    const T t286 = w.t208 * w.kept[114];
+    const T t287 = w.t218 * w.kept[115];
     w.t288 = t286 + t287;
     w.t320 = w.t288 * T(0.00023344791700000001);
     const T t322 = t292 * w.t320;
     w.t321 = t292 * T(0.00036956249999999999);
     const T t323 = w.t288 * w.t321;
     const T t324 = t322 - t323;
-    const T t280 = w.t208 * w.t269;
-    const T t281 = w.t218 * w.t270;
+    const T t280 = w.t208 * w.kept[115];
+    const T t281 = w.t218 * w.kept[114];
     w.t282 = t280 - t281;  // v[wrist_3_link].wx
     const T t308 = w.t217 * w.t282;
     const T t300 = w.t288 * T(0.0011590000000000001);
     const T t276 = w.t218 * T(0.099599999999999994);
-    const T t209 = w.t195 * t204;
-    const T t210 = w.t196 * t205;
+    const T t209 = w.kept[123] * t204;
+    const T t210 = w.kept[124] * t205;
     w.t211 = t209 + t210;
     const T t278 = t276 - w.t211;
-    const T t283 = w.t269 * t278;
+    const T t283 = w.kept[115] * t278;
     const T t277 = w.t208 * T(0.099599999999999994);
     const T t279 = t277 - w.t144;
-    const T t284 = w.t270 * t279;
+    const T t284 = w.kept[114] * t279;
     w.t285 = t283 + t284;
     w.t302 = t300 - w.t285;
     const T t310 = t292 * w.t302;
@@ -1339,47 +1210,47 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     // --- kinematics: transforms, velocities, bias terms b
     const T t293 = qd[5] * w.t288;
     // --- solve: forward and back substitution
-    const T t577 = w.t196 * w.t522;
+    const T t577 = w.kept[124] * w.t522;
     // --- kinematics: transforms, velocities, bias terms b
     w.t219 = qd[4] * w.t214;
     // --- solve: forward and back substitution
-    const T t573 = w.t195 * w.t519;
+    const T t573 = w.kept[123] * w.t519;
     const T t574 = w.t219 + t573;
     w.t578 = t577 - t574;
-    const T t630 = w.t269 * w.t578;
+    const T t630 = w.kept[115] * w.t578;
     const T t631 = t293 - t630;
-    const T t634 = w.t270 * w.t581;
+    const T t634 = w.kept[114] * w.t581;
     w.t635 = t631 + t634;
     w.t647 = T(0.00023393821456500001) * w.t635;
     const T t648 = t422 + w.t647;
     const T t627 = T(0.099599999999999994) * w.t581;
     const T t628 = w.t587 - t627;
-    const T t641 = w.t270 * t628;
+    const T t641 = w.kept[114] * t628;
     // --- kinematics: transforms, velocities, bias terms b
     const T t296 = qd[5] * w.t285;
     // --- solve: forward and back substitution
     const T t642 = t641 - t296;
-    const T t525 = w.t123 * t511;
+    const T t525 = w.kept[126] * t511;
     // --- kinematics: transforms, velocities, bias terms b
     w.t149 = qd[3] * w.t138;
     // --- solve: forward and back substitution
     const T t526 = t525 - w.t149;
-    const T t529 = w.t122 * t513;
+    const T t529 = w.kept[125] * t513;
     w.t530 = t526 + t529;  // x: y1[wrist_3_link].vy
     const T t626 = T(0.099599999999999994) * w.t578;
     const T t629 = w.t530 + t626;  // x: y2[wrist_3_link].vy
-    const T t645 = w.t269 * t629;
+    const T t645 = w.kept[115] * t629;
     w.t646 = t642 + t645;
     w.t661 = T(0.00042303500000000005) * w.t646;
     w.t662 = t648 + w.t661;
-    w.t669 = w.t270 * w.t662;
+    w.t669 = w.kept[114] * w.t662;
     // --- kinematics: transforms, velocities, bias terms b
     w.t319 = w.t282 * T(0.00023344791700000001);
     const T t326 = t292 * w.t319;
     const T t325 = w.t282 * w.t321;
     const T t327 = t326 - t325;
-    const T t289 = w.t270 * t278;
-    const T t290 = w.t269 * t279;
+    const T t289 = w.kept[114] * t278;
+    const T t290 = w.kept[115] * t279;
     w.t291 = t289 - t290;  // v[wrist_3_link].vy
     const T t301 = w.t282 * T(0.0011590000000000001);
     w.t303 = w.t291 + t301;
@@ -1394,22 +1265,22 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     // --- kinematics: transforms, velocities, bias terms b
     const T t294 = qd[5] * w.t282;
     // --- solve: forward and back substitution
-    const T t632 = w.t270 * w.t578;
+    const T t632 = w.kept[114] * w.t578;
     const T t633 = t294 + t632;
-    const T t636 = w.t269 * w.t581;
+    const T t636 = w.kept[115] * w.t581;
     w.t637 = t633 + t636;
     w.t651 = T(0.00023393821456500001) * w.t637;
     const T t652 = t423 + w.t651;
-    const T t643 = w.t270 * t629;
+    const T t643 = w.kept[114] * t629;
     // --- kinematics: transforms, velocities, bias terms b
     const T t295 = qd[5] * w.t291;
     // --- solve: forward and back substitution
-    const T t639 = w.t269 * t628;
+    const T t639 = w.kept[115] * t628;
     const T t640 = t295 + t639;
     w.t644 = t643 - t640;
     w.t657 = T(0.00042303500000000005) * w.t644;
     w.t658 = t652 - w.t657;
-    w.t672 = w.t269 * w.t658;
+    w.t672 = w.kept[115] * w.t658;
     return status;
 }
 
@@ -1424,7 +1295,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t650 = t424 + w.t649;
     w.t663 = T(0.36499999999999999) * w.t646;
     const T t664 = t650 + w.t663;
-    const T t678 = w.t270 * t664;
+    const T t678 = w.kept[114] * t664;
     // --- kinematics: transforms, velocities, bias terms b
     const T t409 = w.t316 + in[39];
     // --- solve: forward and back substitution
@@ -1432,12 +1303,12 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t654 = t409 - w.t653;
     w.t659 = T(0.36499999999999999) * w.t644;
     const T t660 = t654 + w.t659;
-    const T t676 = w.t269 * t660;
+    const T t676 = w.kept[115] * t660;
     w.t679 = t678 - t676;
     const T t682 = T(0.099599999999999994) * w.t679;
     const T t688 = w.t673 - t682;  // x: z2[wrist_3_link].ny
     w.t689 = w.t613 - t688;
-    w.t701 = -w.t689;  // x: z2[wrist_2_link].nz
+    w.kept[4] = -w.t689;  // t701: x: z2[wrist_2_link].nz
     const T t592 = T(0.0025694312800000002) * w.t578;
     // --- kinematics: transforms, velocities, bias terms b
     const T t250 = w.t218 * T(0.002218125);
@@ -1463,27 +1334,27 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t396 = t264 + in[30];
     // --- solve: forward and back substitution
     const T t593 = t592 - t396;
-    const T t588 = w.t195 * w.t572;
+    const T t588 = w.kept[123] * w.t572;
     // --- kinematics: transforms, velocities, bias terms b
     w.t222 = qd[4] * w.t211;
     // --- solve: forward and back substitution
-    const T t584 = w.t196 * w.t571;
+    const T t584 = w.kept[124] * w.t571;
     const T t585 = w.t222 + t584;
     w.t589 = t588 - t585;  // x: y2[wrist_3_link].vz
     const T t618 = T(0.0023400000000000001) * w.t589;
     const T t619 = t593 + t618;
     const T t622 = T(0.021242) * w.t530;
     const T t623 = t619 + t622;
-    const T t670 = w.t270 * w.t658;
-    const T t668 = w.t269 * w.t662;
+    const T t670 = w.kept[114] * w.t658;
+    const T t668 = w.kept[115] * w.t662;
     w.t671 = t670 - t668;
-    const T t677 = w.t270 * t660;
-    const T t680 = w.t269 * t664;
+    const T t677 = w.kept[114] * t660;
+    const T t680 = w.kept[115] * t664;
     w.t681 = t677 + t680;  // x: z2[wrist_3_link].fy
     const T t685 = T(0.099599999999999994) * w.t681;
     const T t686 = w.t671 + t685;
     w.t687 = t623 + t686;
-    const T t695 = w.t196 * w.t687;
+    const T t695 = w.kept[124] * w.t687;
     const T t598 = T(0.0013204619999999999) * w.t580;
     // --- kinematics: transforms, velocities, bias terms b
     const T t262 = T(0.0018000000000000002) * w.t245;
@@ -1495,7 +1366,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t610 = T(0.0023400000000000001) * w.t587;
     const T t611 = t605 - t610;
     w.t690 = t611 - w.t656;
-    const T t698 = w.t195 * w.t690;
+    const T t698 = w.kept[123] * w.t690;
     const T t699 = t695 + t698;  // x: z1[wrist_2_link].ny
     const T t594 = T(0.0023400000000000001) * w.t578;
     // --- kinematics: transforms, velocities, bias terms b
@@ -1514,7 +1385,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t665 = T(0.36499999999999999) * w.t589;
     const T t667 = t425 - t665;
     w.t693 = t621 - t667;
-    const T t704 = w.t196 * w.t693;
+    const T t704 = w.kept[124] * w.t693;
     const T t614 = T(1.3) * w.t587;
     // --- kinematics: transforms, velocities, bias terms b
     const T t398 = w.t245 + in[33];
@@ -1525,7 +1396,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t609 = t603 + t608;
     const T t615 = t614 - t609;
     w.t691 = t615 + w.t679;
-    const T t702 = w.t195 * w.t691;
+    const T t702 = w.kept[123] * w.t691;
     const T t705 = t704 - t702;
     const T t708 = T(0.099699999999999997) * t705;
     const T t714 = t699 - t708;  // x: z2[wrist_2_link].ny
@@ -1553,7 +1424,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t550 = t544 - t549;
     const T t557 = T(0.022385800000000001) * w.t528;
     const T t558 = t550 + t557;
-    w.t725 = t714 - t558;  // x: z2[wrist_1_link].nz
+    w.kept[3] = t714 - t558;  // t725: x: z2[wrist_1_link].nz
     // --- kinematics: transforms, velocities, bias terms b
     const T t384 = w.t172 + in[27];
     // --- solve: forward and back substitution
@@ -1564,7 +1435,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t559 = T(1.3700000000000001) * w.t528;
     const T t560 = t552 + t559;
     w.t716 = t560 + t705;
-    const T t727 = w.t123 * w.t716;
+    const T t727 = w.kept[126] * w.t716;
     // --- kinematics: transforms, velocities, bias terms b
     const T t153 = w.t145 * T(0.01634);
     const T t155 = w.t141 * T(0.0018000000000000002);
@@ -1589,7 +1460,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t625 = t597 - t624;
     const T t692 = t625 - w.t681;
     w.t718 = t564 - t692;
-    const T t730 = w.t122 * w.t718;
+    const T t730 = w.kept[125] * w.t718;
     w.t731 = t727 + t730;  // x: z2[wrist_1_link].fy
     const T t744 = T(0.39219999999999999) * w.t731;
     // --- kinematics: transforms, velocities, bias terms b
@@ -1616,8 +1487,8 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t491 = t475 - t490;
     const T t500 = T(0.68930120000000006) * w.t471;
     const T t501 = t491 + t500;
-    const T t742 = t501 - w.t725;
-    w.t754 = t744 - t742;  // x: z1[forearm_link].nz
+    const T t742 = t501 - w.kept[3];
+    w.kept[2] = t744 - t742;  // t754: x: z1[forearm_link].nz
     // --- kinematics: transforms, velocities, bias terms b
     const T t37 = w.t11 * T(0.12854188700000002);
     const T t45 = w.t10 * t37;
@@ -1640,7 +1511,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t447 = t437 - t446;
     const T t453 = T(1.7123249999999999) * w.t433;
     const T t454 = t447 + t453;
-    const T t761 = t454 - w.t754;
+    const T t761 = t454 - w.kept[2];
     const T t483 = T(0.075419) * w.t462;
     // --- kinematics: transforms, velocities, bias terms b
     const T t88 = w.t68 * t86;
@@ -1656,11 +1527,11 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t484 = t483 - t368;
     const T t496 = T(2.8460000000000001) * w.t469;
     const T t497 = t484 + t496;
-    const T t728 = w.t123 * w.t718;
-    const T t726 = w.t122 * w.t716;
+    const T t728 = w.kept[126] * w.t718;
+    const T t726 = w.kept[125] * w.t716;
     w.t729 = t728 - t726;
     w.t743 = t497 + w.t729;
-    const T t755 = w.t58 * w.t743;
+    const T t755 = w.kept[128] * w.t743;
     const T t502 = T(2.8460000000000001) * w.t471;
     // --- kinematics: transforms, velocities, bias terms b
     const T t369 = w.t98 + in[22];
@@ -1671,11 +1542,11 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t493 = t477 + t492;
     const T t503 = t502 - t493;
     w.t745 = t503 - w.t731;
-    const T t756 = w.t57 * w.t745;
+    const T t756 = w.kept[127] * w.t745;
     const T t757 = t755 + t756;
     const T t762 = T(0.42499999999999999) * t757;
     const T t763 = t761 + t762;
-    w.t769 = -t763;  // x: z1[upper_arm_link].nz
+    w.kept[1] = -t763;  // t769: x: z1[upper_arm_link].nz
     const T t434 = T(0.11805364519680001) * w.t429;
     // --- kinematics: transforms, velocities, bias terms b
     const T t47 = T(0.11336) * t34;
@@ -1735,16 +1606,16 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t562 = t534 + t561;
     const T t565 = T(0.022385800000000001) * w.t504;
     const T t566 = t562 + t565;
-    const T t696 = w.t196 * w.t690;
-    const T t694 = w.t195 * w.t687;
+    const T t696 = w.kept[124] * w.t690;
+    const T t694 = w.kept[123] * w.t687;
     const T t697 = t696 - t694;
-    const T t703 = w.t196 * w.t691;
-    const T t706 = w.t195 * w.t693;
+    const T t703 = w.kept[124] * w.t691;
+    const T t706 = w.kept[123] * w.t693;
     const T t707 = t703 + t706;  // x: z2[wrist_2_link].fy
     const T t711 = T(0.099699999999999997) * t707;
     const T t712 = t697 + t711;
     w.t713 = t566 + t712;
-    const T t720 = w.t123 * w.t713;
+    const T t720 = w.kept[126] * w.t713;
     // --- kinematics: transforms, velocities, bias terms b
     const T t189 = T(0.0018000000000000002) * w.t172;
     // --- solve: forward and back substitution
@@ -1756,7 +1627,7 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t555 = T(0.0024660000000000003) * w.t528;
     const T t556 = t548 - t555;
     w.t715 = t556 - w.t689;
-    const T t723 = w.t122 * w.t715;
+    const T t723 = w.kept[125] * w.t715;
     const T t724 = t720 + t723;  // x: z1[wrist_1_link].ny
     const T t734 = T(0.1333) * w.t729;
     const T t740 = t724 - t734;  // x: z2[wrist_1_link].ny
@@ -1769,7 +1640,7 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t717 = t568 - t707;
     const T t746 = T(0.39219999999999999) * t717;
     w.t747 = t741 - t746;
-    const T t751 = w.t58 * w.t747;
+    const T t751 = w.kept[128] * w.t747;
     const T t472 = T(0.0048801785000000004) * w.t460;
     // --- kinematics: transforms, velocities, bias terms b
     const T t111 = T(0.026499999999999999) * w.t98;
@@ -1780,16 +1651,16 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t489 = t473 + t488;
     const T t498 = T(0.075419) * w.t471;
     const T t499 = t489 - t498;
-    const T t721 = w.t123 * w.t715;
-    const T t719 = w.t122 * w.t713;
+    const T t721 = w.kept[126] * w.t715;
+    const T t719 = w.kept[125] * w.t713;
     const T t722 = t721 - t719;
     const T t737 = T(0.1333) * w.t731;
     const T t738 = t722 + t737;
     w.t739 = t499 + t738;
-    const T t749 = w.t57 * w.t739;
+    const T t749 = w.kept[127] * w.t739;
     const T t758 = t751 - t749;  // x: z1[forearm_link].nx
     w.t759 = w.t452 - t758;
-    const T t766 = w.t6 * w.t759;
+    const T t766 = w.kept[129] * w.t759;
     const T t441 = T(0.59596019469679995) * w.t431;
     // --- kinematics: transforms, velocities, bias terms b
     const T t38 = qd[1] * T(0.12854188700000002);
@@ -1816,8 +1687,8 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t442 = t441 - t353;
     const T t448 = T(0.91345487999999997) * w.t432;
     const T t449 = t442 + t448;
-    const T t750 = w.t58 * w.t739;
-    const T t752 = w.t57 * w.t747;
+    const T t750 = w.kept[128] * w.t739;
+    const T t752 = w.kept[127] * w.t747;
     const T t753 = t750 + t752;
     const T t760 = t449 + t753;
     // --- kinematics: transforms, velocities, bias terms b
@@ -1830,99 +1701,99 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t748 = t508 + t717;
     const T t764 = T(0.42499999999999999) * t748;
     w.t765 = t760 - t764;
-    const T t767 = w.t5 * w.t765;
+    const T t767 = w.kept[130] * w.t765;
     const T t768 = t766 + t767;  // x: z1[upper_arm_link].ny
     const T t426 = in[0] * T(0.0095418760188999991);
     const T t427 = in[8] - t426;
-    w.t770 = t768 - t427;  // x: tau[shoulder_pan_joint]
+    w.kept[0] = t768 - t427;  // t770: x: tau[shoulder_pan_joint]
     const T t815 = w.t647 - w.t332;
     const T t817 = w.t661 + t815;
-    const T t827 = w.t269 * t817;
+    const T t827 = w.kept[115] * t817;
     const T t813 = w.t651 - w.t333;
     const T t819 = t813 - w.t657;
-    const T t823 = w.t270 * t819;
+    const T t823 = w.kept[114] * t819;
     const T t824 = t823 - w.t671;
     const T t828 = t827 - t824;
     const T t816 = w.t649 - w.t317;
     const T t818 = w.t663 + t816;
-    const T t829 = w.t269 * t818;
+    const T t829 = w.kept[115] * t818;
     const T t830 = w.t681 - t829;
     const T t814 = w.t653 - w.t316;
     const T t820 = t814 - w.t659;
-    const T t833 = w.t270 * t820;
+    const T t833 = w.kept[114] * t820;
     const T t834 = t830 + t833;
     const T t837 = T(0.099599999999999994) * t834;
     const T t838 = t828 + t837;
-    w.t843 = -t838;
-    const T t821 = w.t269 * t819;
+    w.kept[106] = -t838;  // t843
+    const T t821 = w.kept[115] * t819;
     const T t822 = w.t673 - t821;
-    const T t825 = w.t270 * t817;
+    const T t825 = w.kept[114] * t817;
     const T t826 = t822 - t825;
-    const T t831 = w.t270 * t818;
+    const T t831 = w.kept[114] * t818;
     const T t832 = w.t679 - t831;
-    const T t835 = w.t269 * t820;
+    const T t835 = w.kept[115] * t820;
     const T t836 = t832 - t835;
     const T t839 = T(0.099599999999999994) * t836;
     const T t840 = t826 - t839;
-    const T t845 = w.t196 * t840;
-    const T t846 = w.t195 * t834;
+    const T t845 = w.kept[124] * t840;
+    const T t846 = w.kept[123] * t834;
     const T t849 = T(0.099699999999999997) * t846;
-    w.t851 = t845 + t849;
-    const T t863 = w.t123 * t846;
-    const T t868 = w.t122 * t836;
+    w.kept[91] = t845 + t849;  // t851
+    const T t863 = w.kept[126] * t846;
+    const T t868 = w.kept[125] * t836;
     const T t870 = t863 + t868;
     const T t878 = T(0.39219999999999999) * t870;
-    const T t880 = t878 - w.t851;
-    w.t893 = -t880;
-    const T t859 = w.t122 * t838;
-    const T t847 = w.t196 * t834;
+    const T t880 = t878 - w.kept[91];
+    w.kept[72] = -t880;  // t893
+    const T t859 = w.kept[125] * t838;
+    const T t847 = w.kept[124] * t834;
     const T t853 = T(0.099699999999999997) * t847;
-    const T t844 = w.t195 * t840;
+    const T t844 = w.kept[123] * t840;
     const T t854 = t853 - t844;
-    const T t856 = w.t123 * t854;
+    const T t856 = w.kept[126] * t854;
     const T t860 = t859 - t856;
-    const T t861 = w.t122 * t846;
-    const T t865 = w.t123 * t836;
+    const T t861 = w.kept[125] * t846;
+    const T t865 = w.kept[126] * t836;
     const T t867 = t861 - t865;
     const T t872 = T(0.1333) * t867;
     const T t873 = t860 + t872;
     const T t881 = T(0.39219999999999999) * t847;
     const T t882 = t873 + t881;
-    const T t890 = w.t57 * t882;
-    const T t855 = w.t122 * t854;
-    const T t857 = w.t123 * t838;
+    const T t890 = w.kept[127] * t882;
+    const T t855 = w.kept[125] * t854;
+    const T t857 = w.kept[126] * t838;
     const T t858 = t855 + t857;
     const T t874 = T(0.1333) * t870;
     const T t876 = t858 + t874;
-    const T t885 = w.t58 * t876;
+    const T t885 = w.kept[128] * t876;
     const T t891 = t890 - t885;
     const T t900 = T(0.42499999999999999) * t847;
     const T t901 = t891 + t900;
-    const T t904 = w.t5 * t901;
-    const T t883 = w.t57 * t876;
-    const T t887 = w.t58 * t882;
+    const T t904 = w.kept[130] * t901;
+    const T t883 = w.kept[127] * t876;
+    const T t887 = w.kept[128] * t882;
     const T t888 = t883 + t887;
-    const T t902 = w.t6 * t888;
-    w.t905 = t904 - t902;
-    const T t894 = w.t58 * t867;
-    const T t895 = w.t57 * t870;
+    const T t902 = w.kept[129] * t888;
+    w.kept[10] = t904 - t902;  // t905
+    const T t894 = w.kept[128] * t867;
+    const T t895 = w.kept[127] * t870;
     const T t897 = t894 + t895;
     const T t898 = T(0.42499999999999999) * t897;
     const T t899 = t880 + t898;
-    w.t906 = -t899;
-    const T t908 = w.t6 * w.t58;
-    const T t907 = w.t5 * w.t57;
-    w.t909 = t908 - t907;
-    w.t914 = T(0.42499999999999999) * w.t57;
-    w.t915 = T(0.42499999999999999) * w.t58;
-    w.t916 = w.t196 * w.t270;
-    w.t918 = w.t195 * T(0.00036956249999999999);
-    w.t928 = T(0.39219999999999999) * w.t122;
-    w.t929 = -w.t928;
-    w.t930 = T(0.39219999999999999) * w.t123;
-    w.t938 = T(0.099699999999999997) * w.t196;
-    w.t939 = T(0.099699999999999997) * w.t195;
-    w.t940 = -w.t939;
+    w.kept[45] = -t899;  // t906
+    const T t908 = w.kept[129] * w.kept[128];
+    const T t907 = w.kept[130] * w.kept[127];
+    w.kept[26] = t908 - t907;  // t909
+    w.kept[58] = T(0.42499999999999999) * w.kept[127];  // t914
+    w.kept[57] = T(0.42499999999999999) * w.kept[128];  // t915
+    w.kept[67] = w.kept[124] * w.kept[114];  // t916
+    w.kept[56] = w.kept[123] * T(0.00036956249999999999);  // t918
+    w.kept[83] = T(0.39219999999999999) * w.kept[125];  // t928
+    w.kept[86] = -w.kept[83];  // t929
+    w.kept[82] = T(0.39219999999999999) * w.kept[126];  // t930
+    w.kept[101] = T(0.099699999999999997) * w.kept[124];  // t938
+    w.t939 = T(0.099699999999999997) * w.kept[123];
+    w.kept[100] = -w.t939;  // t940
     w.t969 = w.t288 * T(0.00023393821456500001);
     const T t959 = w.t302 * T(0.36499999999999999);
     const T t960 = T(0.0011590000000000001) * t959;
@@ -1932,7 +1803,7 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t970 = w.t969 - t963;
     w.t983 = w.t285 * T(0.00042303500000000005);
     const T t984 = t970 - w.t983;
-    const T t988 = w.t270 * t984;
+    const T t988 = w.kept[114] * t984;
     w.t973 = w.t282 * T(0.00023393821456500001);
     const T t964 = w.t303 * T(0.36499999999999999);
     const T t965 = T(0.0011590000000000001) * t964;
@@ -1942,33 +1813,33 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t974 = w.t973 - t968;
     w.t977 = w.t291 * T(0.00042303500000000005);
     const T t979 = t974 + w.t977;
-    const T t991 = w.t269 * t979;
+    const T t991 = w.kept[115] * t979;
     const T t992 = t988 + t991;
     w.t971 = w.t288 * T(0.00042303500000000005);
     const T t972 = w.t971 - t959;
     w.t985 = w.t285 * T(0.36499999999999999);
     const T t986 = t972 - w.t985;
-    const T t995 = w.t270 * t986;
+    const T t995 = w.kept[114] * t986;
     w.t975 = w.t282 * T(0.00042303500000000005);
     const T t976 = t964 - w.t975;
     w.t980 = w.t291 * T(0.36499999999999999);
     const T t982 = t976 - w.t980;
-    const T t993 = w.t269 * t982;
+    const T t993 = w.kept[115] * t982;
     w.t996 = t995 - t993;
     const T t999 = T(0.099599999999999994) * w.t996;
-    w.t1002 = t992 - t999;
-    const T t989 = w.t270 * t979;
-    const T t987 = w.t269 * t984;
+    w.kept[112] = t992 - t999;  // t1002
+    const T t989 = w.kept[114] * t979;
+    const T t987 = w.kept[115] * t984;
     const T t990 = t989 - t987;
-    const T t994 = w.t270 * t982;
-    const T t997 = w.t269 * t986;
+    const T t994 = w.kept[114] * t982;
+    const T t997 = w.kept[115] * t986;
     w.t998 = t994 + t997;
     const T t1000 = T(0.099599999999999994) * w.t998;
     w.t1001 = t990 + t1000;
-    const T t1004 = w.t196 * w.t1001;
-    w.t1005 = w.t195 * w.t996;
+    const T t1004 = w.kept[124] * w.t1001;
+    w.t1005 = w.kept[123] * w.t996;
     const T t1007 = T(0.099699999999999997) * w.t1005;
-    w.t1008 = t1004 + t1007;
+    w.kept[97] = t1004 + t1007;  // t1008
     return status;
 }
 
@@ -1977,250 +1848,250 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    const T t1018 = w.t123 * w.t1005;
-    const T t1021 = w.t122 * w.t998;
+    const T t1018 = w.kept[126] * w.t1005;
+    const T t1021 = w.kept[125] * w.t998;
     const T t1022 = t1018 - t1021;
     const T t1027 = T(0.39219999999999999) * t1022;
-    const T t1028 = t1027 - w.t1008;
-    w.t1038 = -t1028;
-    const T t1013 = w.t123 * w.t1002;
-    const T t1006 = w.t196 * w.t996;
+    const T t1028 = t1027 - w.kept[97];
+    w.kept[78] = -t1028;  // t1038
+    const T t1013 = w.kept[126] * w.kept[112];
+    const T t1006 = w.kept[124] * w.t996;
     const T t1009 = T(0.099699999999999997) * t1006;
-    const T t1003 = w.t195 * w.t1001;
+    const T t1003 = w.kept[123] * w.t1001;
     const T t1010 = t1009 - t1003;
-    const T t1011 = w.t122 * t1010;
+    const T t1011 = w.kept[125] * t1010;
     const T t1014 = t1013 - t1011;
     const T t1025 = T(0.1333) * t1022;
     const T t1026 = t1014 - t1025;
-    const T t1031 = w.t57 * t1026;
-    const T t1017 = w.t122 * w.t1005;
-    const T t1019 = w.t123 * w.t998;
+    const T t1031 = w.kept[127] * t1026;
+    const T t1017 = w.kept[125] * w.t1005;
+    const T t1019 = w.kept[126] * w.t998;
     const T t1020 = t1017 + t1019;
     const T t1023 = T(0.1333) * t1020;
-    const T t1012 = w.t123 * t1010;
-    const T t1015 = w.t122 * w.t1002;
+    const T t1012 = w.kept[126] * t1010;
+    const T t1015 = w.kept[125] * w.kept[112];
     const T t1016 = t1012 + t1015;
     const T t1024 = t1023 - t1016;
     const T t1029 = T(0.39219999999999999) * t1006;
     const T t1030 = t1024 + t1029;
-    const T t1033 = w.t58 * t1030;
+    const T t1033 = w.kept[128] * t1030;
     const T t1034 = t1031 - t1033;
-    const T t1046 = w.t6 * t1034;
-    const T t1032 = w.t58 * t1026;
-    const T t1035 = w.t57 * t1030;
+    const T t1046 = w.kept[129] * t1034;
+    const T t1032 = w.kept[128] * t1026;
+    const T t1035 = w.kept[127] * t1030;
     const T t1036 = t1032 + t1035;
     const T t1044 = T(0.42499999999999999) * t1006;
     const T t1045 = t1036 + t1044;
-    const T t1047 = w.t5 * t1045;
-    w.t1048 = t1046 + t1047;
-    const T t1039 = w.t58 * t1020;
-    const T t1040 = w.t57 * t1022;
+    const T t1047 = w.kept[130] * t1045;
+    w.kept[16] = t1046 + t1047;  // t1048
+    const T t1039 = w.kept[128] * t1020;
+    const T t1040 = w.kept[127] * t1022;
     const T t1041 = t1039 + t1040;
     const T t1042 = T(0.42499999999999999) * t1041;
     const T t1043 = t1028 + t1042;
-    w.t1049 = -t1043;
-    const T t913 = w.t5 * T(0.42499999999999999);
-    w.t1050 = -t913;
-    const T t910 = w.t5 * w.t58;
-    const T t911 = w.t6 * w.t57;
+    w.kept[51] = -t1043;  // t1049
+    const T t913 = w.kept[130] * T(0.42499999999999999);
+    w.kept[27] = -t913;  // t1050
+    const T t910 = w.kept[130] * w.kept[128];
+    const T t911 = w.kept[129] * w.kept[127];
     const T t912 = t910 + t911;
-    w.t1051 = -t912;
-    const T t917 = w.t196 * w.t269;
-    w.t1053 = -t917;
-    const T t1070 = w.t58 * w.t123;
-    const T t1068 = w.t57 * w.t122;
+    w.kept[25] = -t912;  // t1051
+    const T t917 = w.kept[124] * w.kept[115];
+    w.kept[66] = -t917;  // t1053
+    const T t1070 = w.kept[128] * w.kept[126];
+    const T t1068 = w.kept[127] * w.kept[125];
     const T t1071 = t1070 - t1068;
-    const T t1076 = w.t5 * t1071;
-    const T t1069 = w.t58 * w.t122;
-    const T t1072 = w.t57 * w.t123;
+    const T t1076 = w.kept[130] * t1071;
+    const T t1069 = w.kept[128] * w.kept[125];
+    const T t1072 = w.kept[127] * w.kept[126];
     const T t1073 = t1069 + t1072;
-    const T t1078 = w.t6 * t1073;
-    w.t1079 = t1076 + t1078;
-    const T t1077 = w.t6 * t1071;
-    const T t1080 = w.t5 * t1073;
-    w.t1081 = t1077 - t1080;
+    const T t1078 = w.kept[129] * t1073;
+    w.kept[29] = t1076 + t1078;  // t1079
+    const T t1077 = w.kept[129] * t1071;
+    const T t1080 = w.kept[130] * t1073;
+    w.kept[28] = t1077 - t1080;  // t1081
     const T t1092 = T(0.42499999999999999) * t1073;
-    w.t1093 = w.t930 + t1092;
-    const T t1083 = T(0.1333) * w.t123;
-    const T t1085 = w.t58 * t1083;
-    const T t1082 = T(0.1333) * w.t122;
-    const T t1088 = w.t57 * t1082;
+    w.kept[59] = w.kept[82] + t1092;  // t1093
+    const T t1083 = T(0.1333) * w.kept[126];
+    const T t1085 = w.kept[128] * t1083;
+    const T t1082 = T(0.1333) * w.kept[125];
+    const T t1088 = w.kept[127] * t1082;
     const T t1089 = t1085 - t1088;
-    const T t1096 = w.t6 * t1089;
-    const T t1084 = w.t57 * t1083;
-    const T t1086 = w.t58 * t1082;
+    const T t1096 = w.kept[129] * t1089;
+    const T t1084 = w.kept[127] * t1083;
+    const T t1086 = w.kept[128] * t1082;
     const T t1087 = t1084 + t1086;
-    const T t1094 = w.t5 * t1087;
-    w.t1097 = t1096 - t1094;
-    const T t1095 = w.t6 * t1087;
-    const T t1098 = w.t5 * t1089;
-    w.t1099 = t1095 + t1098;
-    w.t1103 = -w.t1097;
+    const T t1094 = w.kept[130] * t1087;
+    w.kept[38] = t1096 - t1094;  // t1097
+    const T t1095 = w.kept[129] * t1087;
+    const T t1098 = w.kept[130] * t1089;
+    w.kept[30] = t1095 + t1098;  // t1099
+    w.kept[31] = -w.kept[38];  // t1103
     const T t1100 = T(0.42499999999999999) * t1071;
-    w.t1104 = w.t928 - t1100;
-    const T t1105 = w.t58 * T(0.39219999999999999);
-    const T t1108 = w.t6 * t1105;
-    const T t1106 = w.t57 * T(0.39219999999999999);
+    w.kept[60] = w.kept[83] - t1100;  // t1104
+    const T t1105 = w.kept[128] * T(0.39219999999999999);
+    const T t1108 = w.kept[129] * t1105;
+    const T t1106 = w.kept[127] * T(0.39219999999999999);
     const T t1107 = T(0.42499999999999999) + t1106;
-    const T t1109 = w.t5 * t1107;
-    w.t1110 = t1108 - t1109;
-    const T t1112 = w.t123 * w.t195;
-    const T t1115 = w.t58 * t1112;
-    const T t1111 = w.t122 * w.t195;
-    const T t1113 = w.t57 * t1111;
+    const T t1109 = w.kept[130] * t1107;
+    w.kept[32] = t1108 - t1109;  // t1110
+    const T t1112 = w.kept[126] * w.kept[123];
+    const T t1115 = w.kept[128] * t1112;
+    const T t1111 = w.kept[125] * w.kept[123];
+    const T t1113 = w.kept[127] * t1111;
     const T t1116 = t1115 - t1113;
-    const T t1119 = w.t6 * t1116;
-    const T t1114 = w.t58 * t1111;
-    const T t1117 = w.t57 * t1112;
+    const T t1119 = w.kept[129] * t1116;
+    const T t1114 = w.kept[128] * t1111;
+    const T t1117 = w.kept[127] * t1112;
     const T t1118 = t1114 + t1117;
-    const T t1120 = w.t5 * t1118;
-    w.t1121 = t1119 - t1120;
-    const T t1122 = w.t122 * w.t196;
-    const T t1124 = w.t57 * t1122;
-    const T t1123 = w.t123 * w.t196;
-    const T t1126 = w.t58 * t1123;
+    const T t1120 = w.kept[130] * t1118;
+    w.kept[33] = t1119 - t1120;  // t1121
+    const T t1122 = w.kept[125] * w.kept[124];
+    const T t1124 = w.kept[127] * t1122;
+    const T t1123 = w.kept[126] * w.kept[124];
+    const T t1126 = w.kept[128] * t1123;
     const T t1127 = t1124 - t1126;
-    const T t1130 = w.t6 * t1127;
-    const T t1125 = w.t58 * t1122;
-    const T t1128 = w.t57 * t1123;
+    const T t1130 = w.kept[129] * t1127;
+    const T t1125 = w.kept[128] * t1122;
+    const T t1128 = w.kept[127] * t1123;
     const T t1129 = t1125 + t1128;
-    const T t1131 = w.t5 * t1129;
-    w.t1132 = t1130 + t1131;
-    w.t1134 = -w.t1079;
+    const T t1131 = w.kept[130] * t1129;
+    w.kept[34] = t1130 + t1131;  // t1132
+    w.kept[35] = -w.kept[29];  // t1134
     const T t1141 = T(0.39219999999999999) * t1112;
     const T t1142 = w.t939 - t1141;
-    w.t1152 = -t1142;
-    const T t1135 = w.t122 * w.t938;
+    w.kept[84] = -t1142;  // t1152
+    const T t1135 = w.kept[125] * w.kept[101];
     const T t1139 = T(0.1333) * t1112;
     const T t1140 = t1135 + t1139;
-    const T t1145 = w.t57 * t1140;
-    const T t1136 = w.t123 * w.t938;
+    const T t1145 = w.kept[127] * t1140;
+    const T t1136 = w.kept[126] * w.kept[101];
     const T t1137 = T(0.1333) * t1111;
     const T t1138 = t1136 - t1137;
-    const T t1143 = T(0.39219999999999999) * w.t196;
+    const T t1143 = T(0.39219999999999999) * w.kept[124];
     const T t1144 = t1138 - t1143;
-    const T t1147 = w.t58 * t1144;
+    const T t1147 = w.kept[128] * t1144;
     const T t1148 = t1145 - t1147;
-    const T t1156 = w.t6 * t1148;
-    const T t1146 = w.t58 * t1140;
-    const T t1149 = w.t57 * t1144;
+    const T t1156 = w.kept[129] * t1148;
+    const T t1146 = w.kept[128] * t1140;
+    const T t1149 = w.kept[127] * t1144;
     const T t1150 = t1146 + t1149;
-    const T t1154 = T(0.42499999999999999) * w.t196;
+    const T t1154 = T(0.42499999999999999) * w.kept[124];
     const T t1155 = t1150 - t1154;
-    const T t1157 = w.t5 * t1155;
-    w.t1158 = t1156 + t1157;
+    const T t1157 = w.kept[130] * t1155;
+    w.kept[36] = t1156 + t1157;  // t1158
     const T t1153 = T(0.42499999999999999) * t1118;
-    w.t1159 = t1153 - t1142;
+    w.kept[63] = t1153 - t1142;  // t1159
     const T t1166 = T(0.39219999999999999) * t1123;
-    const T t1167 = t1166 - w.t938;
-    w.t1177 = -t1167;
-    const T t1160 = w.t122 * w.t939;
+    const T t1167 = t1166 - w.kept[101];
+    w.kept[85] = -t1167;  // t1177
+    const T t1160 = w.kept[125] * w.t939;
     const T t1164 = T(0.1333) * t1123;
     const T t1165 = t1160 - t1164;
-    const T t1170 = w.t57 * t1165;
-    const T t1161 = w.t123 * w.t939;
+    const T t1170 = w.kept[127] * t1165;
+    const T t1161 = w.kept[126] * w.t939;
     const T t1162 = T(0.1333) * t1122;
     const T t1163 = t1161 + t1162;
-    const T t1168 = T(0.39219999999999999) * w.t195;
+    const T t1168 = T(0.39219999999999999) * w.kept[123];
     const T t1169 = t1163 - t1168;
-    const T t1172 = w.t58 * t1169;
+    const T t1172 = w.kept[128] * t1169;
     const T t1173 = t1170 - t1172;
-    const T t1182 = w.t6 * t1173;
-    const T t1171 = w.t58 * t1165;
-    const T t1174 = w.t57 * t1169;
+    const T t1182 = w.kept[129] * t1173;
+    const T t1171 = w.kept[128] * t1165;
+    const T t1174 = w.kept[127] * t1169;
     const T t1175 = t1171 + t1174;
-    const T t1180 = T(0.42499999999999999) * w.t195;
+    const T t1180 = T(0.42499999999999999) * w.kept[123];
     const T t1181 = t1175 - t1180;
-    const T t1183 = w.t5 * t1181;
-    w.t1184 = t1182 + t1183;
+    const T t1183 = w.kept[130] * t1181;
+    w.kept[37] = t1182 + t1183;  // t1184
     const T t1178 = T(0.42499999999999999) * t1129;
     const T t1179 = t1167 + t1178;
-    w.t1185 = -t1179;
-    w.t1188 = -w.t1104;
-    const T t1192 = w.t123 * w.t270;
-    const T t1189 = w.t195 * w.t269;
-    const T t1190 = w.t122 * t1189;
+    w.kept[64] = -t1179;  // t1185
+    w.kept[65] = -w.kept[60];  // t1188
+    const T t1192 = w.kept[126] * w.kept[114];
+    const T t1189 = w.kept[123] * w.kept[115];
+    const T t1190 = w.kept[125] * t1189;
     const T t1193 = t1192 - t1190;
-    const T t1196 = w.t57 * t1193;
-    const T t1191 = w.t123 * t1189;
-    const T t1194 = w.t122 * w.t270;
+    const T t1196 = w.kept[127] * t1193;
+    const T t1191 = w.kept[126] * t1189;
+    const T t1194 = w.kept[125] * w.kept[114];
     const T t1195 = t1191 + t1194;
-    const T t1198 = w.t58 * t1195;
+    const T t1198 = w.kept[128] * t1195;
     const T t1199 = t1196 + t1198;
-    const T t1202 = w.t6 * t1199;
-    const T t1197 = w.t58 * t1193;
-    const T t1200 = w.t57 * t1195;
+    const T t1202 = w.kept[129] * t1199;
+    const T t1197 = w.kept[128] * t1193;
+    const T t1200 = w.kept[127] * t1195;
     const T t1201 = t1197 - t1200;
-    const T t1203 = w.t5 * t1201;
-    w.t1204 = t1202 + t1203;
-    const T t1205 = w.t195 * w.t270;
-    const T t1206 = w.t122 * t1205;
-    const T t1208 = w.t123 * w.t269;
+    const T t1203 = w.kept[130] * t1201;
+    w.kept[39] = t1202 + t1203;  // t1204
+    const T t1205 = w.kept[123] * w.kept[114];
+    const T t1206 = w.kept[125] * t1205;
+    const T t1208 = w.kept[126] * w.kept[115];
     const T t1209 = t1206 + t1208;
-    const T t1212 = w.t57 * t1209;
-    const T t1207 = w.t123 * t1205;
-    const T t1210 = w.t122 * w.t269;
+    const T t1212 = w.kept[127] * t1209;
+    const T t1207 = w.kept[126] * t1205;
+    const T t1210 = w.kept[125] * w.kept[115];
     const T t1211 = t1207 - t1210;
-    const T t1214 = w.t58 * t1211;
+    const T t1214 = w.kept[128] * t1211;
     const T t1215 = t1212 - t1214;
-    const T t1218 = w.t6 * t1215;
-    const T t1213 = w.t58 * t1209;
-    const T t1216 = w.t57 * t1211;
+    const T t1218 = w.kept[129] * t1215;
+    const T t1213 = w.kept[128] * t1209;
+    const T t1216 = w.kept[127] * t1211;
     const T t1217 = t1213 + t1216;
-    const T t1219 = w.t5 * t1217;
-    w.t1220 = t1218 + t1219;
-    const T t1055 = w.t270 * T(0.00023393821456500001);
-    const T t1619 = w.t270 * t1055;
-    const T t1056 = w.t269 * T(0.00023393821456500001);
-    const T t1620 = w.t269 * t1056;
+    const T t1219 = w.kept[130] * t1217;
+    w.kept[40] = t1218 + t1219;  // t1220
+    const T t1055 = w.kept[114] * T(0.00023393821456500001);
+    const T t1619 = w.kept[114] * t1055;
+    const T t1056 = w.kept[115] * T(0.00023393821456500001);
+    const T t1620 = w.kept[115] * t1056;
     const T t1621 = t1619 + t1620;
     const T t1626 = t1621 - T(4.2134286000000003e-05);
     const T t1627 = t1626 - T(-0.0035787241139999993);
-    w.t1630 = T(0.0025652192800000003) + t1627;
-    const T t1052 = w.t195 * T(3.8235599999999997e-05);
-    w.t1688 = w.t195 * T(0.057172964999999992);
+    w.kept[113] = T(0.0025652192800000003) + t1627;  // t1630
+    const T t1052 = w.kept[123] * T(3.8235599999999997e-05);
+    w.t1688 = w.kept[123] * T(0.057172964999999992);
     const T t1705 = T(0.099699999999999997) * w.t1688;
-    w.t1712 = t1052 - t1705;
-    const T t1692 = w.t195 * T(0.0016900244999999998);
-    const T t1699 = w.t195 * t1692;
+    w.kept[99] = t1052 - t1705;  // t1712
+    const T t1692 = w.kept[123] * T(0.0016900244999999998);
+    const T t1699 = w.kept[123] * t1692;
     w.t1628 = T(0.0025694312800000002) + t1627;
-    const T t1691 = w.t196 * w.t1628;
-    const T t1700 = w.t196 * t1691;
+    const T t1691 = w.kept[124] * w.t1628;
+    const T t1700 = w.kept[124] * t1691;
     const T t1701 = t1699 + t1700;
     const T t1710 = t1701 - T(0.000233298);
     const T t1711 = t1710 - T(-0.016316951849999997);
-    w.t1721 = T(0.002703346472) + t1711;
-    w.t1687 = w.t196 * T(0.057172964999999992);
-    const T t1790 = w.t122 * w.t1687;
-    const T t1789 = w.t123 * T(0.1860463);
+    w.kept[98] = T(0.002703346472) + t1711;  // t1721
+    w.t1687 = w.kept[124] * T(0.057172964999999992);
+    const T t1790 = w.kept[125] * w.t1687;
+    const T t1789 = w.kept[126] * T(0.1860463);
     w.t1791 = t1790 - t1789;
     w.t1844 = T(0.39219999999999999) * w.t1791;
-    w.t1852 = w.t1721 + w.t1844;
+    w.kept[80] = w.kept[98] + w.t1844;  // t1852
     const T t1842 = w.t1791 + T(1.1903270000000001);
     w.t1847 = T(0.39219999999999999) * t1842;
-    const T t1853 = w.t1847 + w.t1852;
-    w.t1859 = T(0.20483351684000001) + t1853;
+    const T t1853 = w.t1847 + w.kept[80];
+    w.kept[79] = T(0.20483351684000001) + t1853;  // t1859
     w.t1854 = T(0.68930120000000006) + t1842;
-    const T t1940 = w.t57 * w.t1854;
-    const T t1792 = w.t122 * T(0.1860463);
-    const T t1793 = w.t123 * w.t1687;
+    const T t1940 = w.kept[127] * w.t1854;
+    const T t1792 = w.kept[125] * T(0.1860463);
+    const T t1793 = w.kept[126] * w.t1687;
     w.t1794 = t1792 + t1793;
-    w.t1939 = w.t58 * w.t1794;
+    w.t1939 = w.kept[128] * w.t1794;
     w.t1941 = t1940 - w.t1939;
     w.t1976 = T(0.42499999999999999) * w.t1941;
-    w.t1984 = w.t1859 + w.t1976;
+    w.kept[53] = w.kept[79] + w.t1976;  // t1984
     w.t1974 = w.t1941 + T(2.499425);
     w.t1979 = T(0.42499999999999999) * w.t1974;
-    const T t1985 = w.t1979 + w.t1984;
-    w.t1991 = T(0.49241094949999997) + t1985;
-    w.t1720 = T(-4.0294440000000001e-05) - w.t1712;
-    const T t1804 = w.t123 * w.t1720;
-    w.t1689 = w.t195 * w.t1628;
-    const T t1697 = w.t196 * w.t1689;
-    w.t1690 = w.t196 * T(0.0016900244999999998);
-    const T t1696 = w.t195 * w.t1690;
+    const T t1985 = w.t1979 + w.kept[53];
+    w.kept[52] = T(0.49241094949999997) + t1985;  // t1991
+    w.t1720 = T(-4.0294440000000001e-05) - w.kept[99];
+    const T t1804 = w.kept[126] * w.t1720;
+    w.t1689 = w.kept[123] * w.t1628;
+    const T t1697 = w.kept[124] * w.t1689;
+    w.t1690 = w.kept[124] * T(0.0016900244999999998);
+    const T t1696 = w.kept[123] * w.t1690;
     w.t1698 = t1697 - t1696;
-    const T t1805 = w.t122 * w.t1698;
+    const T t1805 = w.kept[125] * w.t1698;
     const T t1806 = t1804 - t1805;
     const T t1831 = T(0.1333) * w.t1791;
     w.t1837 = t1806 - t1831;
@@ -2237,104 +2108,104 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     // --- solve: forward and back substitution
     const T t1849 = w.t1837 - w.t1845;
     w.t1857 = T(-0.018266481800000001) + t1849;
-    const T t1959 = w.t58 * w.t1857;
-    const T t1811 = w.t122 * w.t1720;
-    const T t1812 = w.t123 * w.t1698;
+    const T t1959 = w.kept[128] * w.t1857;
+    const T t1811 = w.kept[125] * w.t1720;
+    const T t1812 = w.kept[126] * w.t1698;
     const T t1813 = t1811 + t1812;
     const T t1833 = T(0.1333) * w.t1794;
     w.t1840 = t1813 + t1833;
-    w.t1958 = w.t57 * w.t1840;
+    w.t1958 = w.kept[127] * w.t1840;
     w.t1960 = t1959 - w.t1958;
-    w.t2056 = w.t5 * w.t1960;
-    w.t1951 = w.t58 * w.t1840;
-    const T t1952 = w.t57 * w.t1857;
+    w.t2056 = w.kept[130] * w.t1960;
+    w.t1951 = w.kept[128] * w.t1840;
+    const T t1952 = w.kept[127] * w.t1857;
     w.t1953 = w.t1951 + t1952;
     w.t1855 = T(0.075419) + w.t1829;
     const T t1977 = T(0.42499999999999999) * w.t1855;
     const T t1981 = w.t1953 - t1977;
     w.t1989 = T(-0.194109162) + t1981;
-    const T t2057 = w.t6 * w.t1989;
+    const T t2057 = w.kept[129] * w.t1989;
     const T t2058 = w.t2056 + t2057;
-    w.t2059 = -t2058;
-    w.t1719 = T(0.0013915637999999998) + w.t1630;
-    const T t1800 = w.t123 * w.t1719;
+    w.kept[18] = -t2058;  // t2059
+    w.t1719 = T(0.0013915637999999998) + w.kept[113];
+    const T t1800 = w.kept[126] * w.t1719;
     const T t1704 = T(0.099699999999999997) * w.t1687;
-    const T t1057 = w.t196 * T(3.8235599999999997e-05);
+    const T t1057 = w.kept[124] * T(3.8235599999999997e-05);
     w.t1709 = t1704 - t1057;
-    w.t1801 = w.t122 * w.t1709;
+    w.t1801 = w.kept[125] * w.t1709;
     const T t1803 = t1800 + w.t1801;
-    const T t1818 = w.t122 * t1803;
-    w.t1795 = w.t123 * w.t1709;
-    const T t1693 = w.t196 * w.t1690;
-    const T t1694 = w.t195 * w.t1689;
+    const T t1818 = w.kept[125] * t1803;
+    w.t1795 = w.kept[126] * w.t1709;
+    const T t1693 = w.kept[124] * w.t1690;
+    const T t1694 = w.kept[123] * w.t1689;
     const T t1695 = t1693 + t1694;
     const T t1707 = t1695 - T(0.000233298);
     const T t1708 = t1707 - T(-0.016316951849999997);
     w.t1718 = T(0.0027077852719999997) + t1708;
-    const T t1797 = w.t122 * w.t1718;
+    const T t1797 = w.kept[125] * w.t1718;
     const T t1798 = w.t1795 + t1797;
-    const T t1819 = w.t123 * t1798;
+    const T t1819 = w.kept[126] * t1798;
     const T t1821 = t1818 - t1819;
     const T t1843 = T(0.39219999999999999) * w.t1794;
     w.t1848 = t1821 + t1843;
-    const T t1945 = w.t58 * w.t1848;
+    const T t1945 = w.kept[128] * w.t1848;
     const T t1834 = T(0.1333) * w.t1829;
-    const T t1814 = w.t123 * t1803;
-    const T t1815 = w.t122 * t1798;
+    const T t1814 = w.kept[126] * t1803;
+    const T t1815 = w.kept[125] * t1798;
     const T t1817 = t1814 + t1815;
     const T t1830 = T(0.1333) * w.t1717;
     const T t1835 = t1817 + t1830;
     const T t1836 = t1834 + t1835;
     w.t1856 = T(0.0048801785000000004) + t1836;
-    const T t1946 = w.t57 * w.t1856;
+    const T t1946 = w.kept[127] * w.t1856;
     const T t1947 = t1945 + t1946;
-    const T t1965 = w.t58 * t1947;
-    const T t1809 = w.t122 * w.t1719;
+    const T t1965 = w.kept[128] * t1947;
+    const T t1809 = w.kept[125] * w.t1719;
     const T t1810 = t1809 - w.t1795;
-    const T t1822 = w.t122 * t1810;
-    const T t1807 = w.t123 * w.t1718;
+    const T t1822 = w.kept[125] * t1810;
+    const T t1807 = w.kept[126] * w.t1718;
     const T t1808 = t1807 - w.t1801;
-    const T t1823 = w.t123 * t1808;
+    const T t1823 = w.kept[126] * t1808;
     const T t1824 = t1822 + t1823;
     const T t1838 = t1824 + t1830;
     const T t1839 = t1834 + t1838;
     const T t1850 = t1839 + w.t1844;
     const T t1851 = w.t1847 + t1850;
     w.t1858 = T(0.20683212034000001) + t1851;
-    const T t1948 = w.t58 * w.t1858;
-    const T t1949 = w.t57 * w.t1848;
+    const T t1948 = w.kept[128] * w.t1858;
+    const T t1949 = w.kept[127] * w.t1848;
     const T t1950 = t1948 + t1949;
-    const T t1964 = w.t57 * t1950;
+    const T t1964 = w.kept[127] * t1950;
     const T t1966 = t1965 - t1964;
-    w.t1942 = w.t57 * w.t1794;
-    const T t1943 = w.t58 * w.t1854;
+    w.t1942 = w.kept[127] * w.t1794;
+    const T t1943 = w.kept[128] * w.t1854;
     w.t1944 = w.t1942 + t1943;
     const T t1975 = T(0.42499999999999999) * w.t1944;
     w.t1980 = t1966 - t1975;
-    const T t2050 = w.t6 * w.t1980;
-    const T t1956 = w.t57 * w.t1858;
+    const T t2050 = w.kept[129] * w.t1980;
+    const T t1956 = w.kept[127] * w.t1858;
     const T t1957 = t1956 - t1945;
-    const T t1967 = w.t57 * t1957;
-    const T t1954 = w.t58 * w.t1856;
+    const T t1967 = w.kept[127] * t1957;
+    const T t1954 = w.kept[128] * w.t1856;
     const T t1955 = t1954 - t1949;
-    const T t1968 = w.t58 * t1955;
+    const T t1968 = w.kept[128] * t1955;
     const T t1969 = t1967 + t1968;
     const T t1982 = t1969 + w.t1976;
     const T t1983 = w.t1979 + t1982;
     w.t1990 = T(0.59596019469679995) + t1983;
-    const T t2054 = w.t5 * w.t1990;
+    const T t2054 = w.kept[130] * w.t1990;
     const T t2055 = t2050 + t2054;
-    const T t2060 = w.t5 * t2055;
-    const T t2051 = w.t5 * w.t1980;
-    const T t1961 = w.t58 * t1950;
-    const T t1962 = w.t57 * t1947;
+    const T t2060 = w.kept[130] * t2055;
+    const T t2051 = w.kept[130] * w.t1980;
+    const T t1961 = w.kept[128] * t1950;
+    const T t1962 = w.kept[127] * t1947;
     const T t1963 = t1961 + t1962;
     w.t1988 = T(0.11805364519680001) + t1963;
-    const T t2052 = w.t6 * w.t1988;
+    const T t2052 = w.kept[129] * w.t1988;
     const T t2053 = t2051 + t2052;
-    const T t2061 = w.t6 * t2053;
+    const T t2061 = w.kept[129] * t2053;
     const T t2062 = t2060 + t2061;
-    w.t2063 = T(0.0095418760188999991) + t2062;
+    w.kept[17] = T(0.0095418760188999991) + t2062;  // t2063
     const T t1307 = qd[1] * T(0.11805364519680001);
     w.t1306 = w.t10 * T(0.194109162);
     const T t1308 = t1307 - w.t1306;
@@ -2354,13 +2225,13 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1525 = w.t144 * T(1.3);
     const T t1533 = t1530 - t1525;
     const T t1608 = w.t975 + w.t980;
-    const T t1634 = w.t269 * t1608;
+    const T t1634 = w.kept[115] * t1608;
     const T t1607 = w.t971 - w.t985;
-    const T t1635 = w.t270 * t1607;
+    const T t1635 = w.kept[114] * t1607;
     const T t1636 = t1634 + t1635;
     w.t1670 = t1533 - t1636;
     w.t1769 = t1448 - w.t1670;
-    const T t1863 = w.t122 * w.t1769;
+    const T t1863 = w.kept[125] * w.t1769;
     const T t942 = w.t141 * T(0.0024660000000000003);
     const T t1444 = w.t145 * T(0.022385800000000001);
     const T t1445 = t942 + t1444;
@@ -2371,20 +2242,20 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1532 = t1524 - t954;
     const T t1605 = w.t217 * T(0.36499999999999999);
     w.t1669 = t1532 + t1605;
-    const T t1722 = w.t196 * w.t1669;
+    const T t1722 = w.kept[124] * w.t1669;
     const T t1527 = w.t218 * T(0.021242);
     const T t1528 = w.t214 * T(0.0023400000000000001);
     const T t1529 = t1527 - t1528;
     const T t956 = w.t211 * T(1.3);
     const T t1531 = t1529 - t956;
-    const T t1631 = w.t270 * t1608;
-    const T t1632 = w.t269 * t1607;
+    const T t1631 = w.kept[114] * t1608;
+    const T t1632 = w.kept[115] * t1607;
     const T t1633 = t1631 - t1632;
     w.t1668 = t1531 + t1633;
-    const T t1723 = w.t195 * w.t1668;
+    const T t1723 = w.kept[123] * w.t1668;
     const T t1724 = t1722 - t1723;
     w.t1768 = t1447 + t1724;
-    const T t1864 = w.t123 * w.t1768;
+    const T t1864 = w.kept[126] * w.t1768;
     w.t1865 = t1863 + t1864;
     w.t1906 = T(0.39219999999999999) * w.t1865;
     const T t1440 = w.t144 * T(0.022385800000000001);
@@ -2398,10 +2269,10 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     w.t1460 = t1459 - w.t1450;
     const T t1603 = w.t217 * T(0.00042303500000000005);
     const T t1609 = T(2) * t1603;
-    const T t1639 = w.t270 * t1609;
-    const T t1647 = w.t270 * t1639;
-    const T t1637 = w.t269 * t1609;
-    const T t1649 = w.t269 * t1637;
+    const T t1639 = w.kept[114] * t1609;
+    const T t1647 = w.kept[114] * t1639;
+    const T t1637 = w.kept[115] * t1609;
+    const T t1649 = w.kept[115] * t1637;
     const T t1651 = t1647 + t1649;
     const T t1659 = T(0.099599999999999994) * t1605;
     const T t1664 = t1651 - t1659;
@@ -2418,7 +2289,7 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1554 = t1534 + w.t1543;
     w.t1674 = t1665 - t1554;
     w.t1774 = w.t1460 + w.t1674;
-    const T t1869 = w.t123 * w.t1774;
+    const T t1869 = w.kept[126] * w.t1774;
     w.t1429 = w.t141 * T(4.0294440000000001e-05);
     const T t1430 = w.t145 * T(0.0013915637999999998);
     const T t1431 = w.t1429 - t1430;
@@ -2435,15 +2306,15 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1549 = t1547 + t1548;
     const T t1613 = w.t973 - w.t966;
     const T t1614 = w.t977 + t1613;
-    const T t1644 = w.t269 * t1614;
+    const T t1644 = w.kept[115] * t1614;
     const T t1611 = w.t969 - w.t961;
     const T t1612 = t1611 - w.t983;
-    const T t1645 = w.t270 * t1612;
+    const T t1645 = w.kept[114] * t1612;
     const T t1646 = t1644 + t1645;
     w.t1663 = T(0.099599999999999994) * t1636;
     const T t1667 = t1646 - w.t1663;
     w.t1673 = t1549 + t1667;
-    const T t1734 = w.t196 * w.t1673;
+    const T t1734 = w.kept[124] * w.t1673;
     const T t1515 = w.t214 * T(0.0025652192800000003);
     w.t1516 = w.t218 * T(3.8235599999999997e-05);
     const T t1517 = t1515 + w.t1516;
@@ -2451,17 +2322,17 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1538 = t1517 - t950;
     w.t955 = w.t211 * T(0.0023400000000000001);
     w.t1539 = t1538 - w.t955;
-    const T t1735 = w.t195 * w.t1539;
+    const T t1735 = w.kept[123] * w.t1539;
     const T t1736 = t1734 - t1735;
     w.t1758 = T(0.099699999999999997) * t1724;
     const T t1764 = t1736 - w.t1758;
     w.t1772 = t1453 - t1764;
-    w.t1870 = w.t122 * w.t1772;
+    w.t1870 = w.kept[125] * w.t1772;
     w.t1871 = t1869 - w.t1870;
-    w.t1885 = w.t122 * w.t1871;
-    w.t1866 = w.t123 * w.t1772;
+    w.t1885 = w.kept[125] * w.t1871;
+    w.t1866 = w.kept[126] * w.t1772;
     w.t1757 = T(0.099699999999999997) * w.t1670;
-    const T t1731 = w.t196 * w.t1543;
+    const T t1731 = w.kept[124] * w.t1543;
     const T t1518 = w.t218 * T(0.0025694312800000002);
     w.t1512 = w.t214 * T(3.8235599999999997e-05);
     const T t1513 = w.t218 * T(0.0013204619999999999);
@@ -2469,20 +2340,20 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1536 = t1518 - t1514;
     w.t1535 = w.t211 * T(0.021242);
     const T t1537 = t1536 - w.t1535;
-    const T t1641 = w.t270 * t1614;
-    const T t1642 = w.t269 * t1612;
+    const T t1641 = w.kept[114] * t1614;
+    const T t1642 = w.kept[115] * t1612;
     const T t1643 = t1641 - t1642;
     w.t1661 = T(0.099599999999999994) * t1633;
     const T t1666 = t1643 - w.t1661;
     w.t1672 = t1537 - t1666;
-    w.t1732 = w.t195 * w.t1672;
+    w.t1732 = w.kept[123] * w.t1672;
     w.t1733 = t1731 - w.t1732;
-    const T t1744 = w.t196 * w.t1733;
-    w.t1728 = w.t196 * w.t1672;
+    const T t1744 = w.kept[124] * w.t1733;
+    w.t1728 = w.kept[124] * w.t1672;
     w.t1671 = t1665 - t1534;
-    const T t1729 = w.t195 * w.t1671;
+    const T t1729 = w.kept[123] * w.t1671;
     w.t1730 = w.t1728 - t1729;
-    const T t1745 = w.t195 * w.t1730;
+    const T t1745 = w.kept[123] * w.t1730;
     const T t1746 = t1744 - t1745;
     w.t1762 = t1746 + w.t1757;
     return status;
@@ -2495,59 +2366,59 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     // --- solve: forward and back substitution
     const T t1763 = w.t1757 + w.t1762;
     w.t1771 = t1763 - w.t1450;
-    const T t1867 = w.t122 * w.t1771;
+    const T t1867 = w.kept[125] * w.t1771;
     const T t1868 = w.t1866 - t1867;
-    const T t1886 = w.t123 * t1868;
+    const T t1886 = w.kept[126] * t1868;
     const T t1887 = w.t1885 + t1886;
     const T t1911 = w.t1906 - t1887;
     w.t1921 = w.t1376 + t1911;
-    const T t2002 = w.t57 * w.t1921;
+    const T t2002 = w.kept[127] * w.t1921;
     const T t934 = w.t65 * T(0.68930120000000006);
     const T t1359 = w.t61 * T(0.075419);
     const T t1360 = t934 + t1359;
     const T t1372 = T(2) * t1360;
-    const T t1860 = w.t123 * w.t1769;
-    const T t1861 = w.t122 * w.t1768;
+    const T t1860 = w.kept[126] * w.t1769;
+    const T t1861 = w.kept[125] * w.t1768;
     const T t1862 = t1860 - t1861;
     const T t1907 = T(0.39219999999999999) * t1862;
     const T t1443 = w.t128 * T(1.3700000000000001);
     const T t1446 = w.t135 * T(0.022385800000000001);
     const T t1449 = t1443 - t1446;
-    const T t1725 = w.t195 * w.t1669;
-    const T t1726 = w.t196 * w.t1668;
+    const T t1725 = w.kept[123] * w.t1669;
+    const T t1726 = w.kept[124] * w.t1668;
     const T t1727 = t1725 + t1726;
     w.t1770 = t1449 - t1727;
     const T t1895 = T(0.1333) * w.t1770;
-    const T t1877 = w.t122 * w.t1774;
+    const T t1877 = w.kept[125] * w.t1774;
     const T t1878 = w.t1866 + t1877;
-    const T t1888 = w.t122 * t1878;
-    const T t1875 = w.t123 * w.t1771;
+    const T t1888 = w.kept[125] * t1878;
+    const T t1875 = w.kept[126] * w.t1771;
     const T t1876 = w.t1870 + t1875;
-    const T t1889 = w.t123 * t1876;
+    const T t1889 = w.kept[126] * t1876;
     const T t1890 = t1888 + t1889;
     const T t1903 = t1890 + t1895;
     const T t1904 = t1895 + t1903;
     const T t1913 = t1904 + t1907;
     const T t1914 = t1907 + t1913;
     w.t1923 = t1372 + t1914;
-    const T t2001 = w.t58 * w.t1923;
+    const T t2001 = w.kept[128] * w.t1923;
     const T t2003 = t2002 - t2001;
-    const T t2017 = w.t57 * t2003;
+    const T t2017 = w.kept[127] * t2003;
     const T t1369 = t934 + t934;
     const T t924 = w.t68 * T(0.018266481800000001);
     const T t1370 = t924 + t924;
     const T t1371 = t1369 + t1370;
     const T t1373 = t1372 - t1371;
-    const T t1882 = w.t123 * w.t1871;
-    const T t1883 = w.t122 * t1868;
+    const T t1882 = w.kept[126] * w.t1871;
+    const T t1883 = w.kept[125] * t1868;
     const T t1884 = t1882 - t1883;
     const T t1900 = t1884 + t1895;
     const T t1901 = t1895 + t1900;
     w.t1920 = t1373 + t1901;
-    const T t1999 = w.t57 * w.t1920;
-    const T t1998 = w.t58 * w.t1921;
+    const T t1999 = w.kept[127] * w.t1920;
+    const T t1998 = w.kept[128] * w.t1921;
     const T t2000 = t1999 - t1998;
-    const T t2018 = w.t58 * t2000;
+    const T t2018 = w.kept[128] * t2000;
     const T t2019 = t2017 + t2018;
     const T t932 = w.t69 * T(2.8460000000000001);
     const T t927 = w.t64 * T(0.075419);
@@ -2555,50 +2426,50 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1364 = t927 + t1363;
     const T t1367 = t932 + t1364;
     w.t1918 = t1367 - w.t1865;
-    const T t1995 = w.t57 * w.t1918;
+    const T t1995 = w.kept[127] * w.t1918;
     const T t935 = w.t65 * T(2.8460000000000001);
     const T t1362 = w.t68 * T(0.075419);
     const T t1366 = t935 + t1362;
     w.t1917 = t1366 + t1862;
-    const T t1996 = w.t58 * w.t1917;
+    const T t1996 = w.kept[128] * w.t1917;
     const T t1997 = t1995 + t1996;
     w.t2025 = T(0.42499999999999999) * t1997;
     const T t2029 = t2019 - w.t2025;
     w.t2036 = w.t1313 + t2029;
-    const T t2064 = w.t6 * w.t2036;
-    const T t1993 = w.t57 * w.t1917;
-    const T t1992 = w.t58 * w.t1918;
+    const T t2064 = w.kept[129] * w.t2036;
+    const T t1993 = w.kept[127] * w.t1917;
+    const T t1992 = w.kept[128] * w.t1918;
     const T t1994 = t1993 - t1992;
     const T t2026 = T(0.42499999999999999) * t1994;
-    const T t2009 = w.t57 * w.t1923;
+    const T t2009 = w.kept[127] * w.t1923;
     const T t2010 = t1998 + t2009;
-    const T t2020 = w.t57 * t2010;
-    const T t2007 = w.t58 * w.t1920;
+    const T t2020 = w.kept[127] * t2010;
+    const T t2007 = w.kept[128] * w.t1920;
     const T t2008 = t2002 + t2007;
-    const T t2021 = w.t58 * t2008;
+    const T t2021 = w.kept[128] * t2008;
     const T t2022 = t2020 + t2021;
     const T t2031 = t2022 + t2026;
     w.t2032 = t2026 + t2031;
-    const T t2068 = w.t5 * w.t2032;
+    const T t2068 = w.kept[130] * w.t2032;
     const T t2069 = t2064 + t2068;
-    const T t2070 = w.t5 * t2069;
-    const T t2065 = w.t5 * w.t2036;
+    const T t2070 = w.kept[130] * t2069;
+    const T t2065 = w.kept[130] * w.t2036;
     const T t920 = w.t11 * T(0.194109162);
     const T t1312 = t920 + t920;
-    const T t2015 = w.t57 * t2000;
-    const T t2014 = w.t58 * t2003;
+    const T t2015 = w.kept[127] * t2000;
+    const T t2014 = w.kept[128] * t2003;
     const T t2016 = t2015 - t2014;
     w.t2035 = t1312 + t2016;
-    const T t2066 = w.t6 * w.t2035;
+    const T t2066 = w.kept[129] * w.t2035;
     const T t2067 = t2065 + t2066;
-    const T t2071 = w.t6 * t2067;
-    w.t2072 = t2070 + t2071;
-    const T t1739 = w.t195 * w.t1543;
+    const T t2071 = w.kept[129] * t2067;
+    w.kept[11] = t2070 + t2071;  // t2072
+    const T t1739 = w.kept[123] * w.t1543;
     const T t1740 = w.t1728 + t1739;
-    const T t1750 = w.t195 * t1740;
-    const T t1737 = w.t196 * w.t1671;
+    const T t1750 = w.kept[123] * t1740;
+    const T t1737 = w.kept[124] * w.t1671;
     const T t1738 = w.t1732 + t1737;
-    const T t1751 = w.t196 * t1738;
+    const T t1751 = w.kept[124] * t1738;
     const T t1752 = t1750 + t1751;
     const T t1765 = t1752 + w.t1757;
     const T t1766 = w.t1757 + t1765;
@@ -2615,7 +2486,7 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     w.t1303 = w.t11 + w.t11;
     const T t2123 = w.t1303 * w.t1989;
     const T t2124 = t2122 - t2123;
-    w.t2127 = t2039 + t2124;
+    w.kept[47] = t2039 + t2124;  // t2127
     const T t2136 = w.t65 * w.t1917;
     const T t2137 = w.t69 * w.t1918;
     const T t2138 = t2136 + t2137;
@@ -2634,14 +2505,14 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1561 = t1560 - w.t1512;
     const T t1564 = t1561 - w.t1535;
     const T t1618 = w.t983 - w.t969;
-    const T t1678 = w.t269 * t1618;
+    const T t1678 = w.kept[115] * t1618;
     const T t1617 = w.t973 + w.t977;
-    const T t1679 = w.t270 * t1617;
+    const T t1679 = w.kept[114] * t1617;
     const T t1680 = t1678 + t1679;
     const T t1682 = w.t1661 - t1680;
     w.t1685 = t1564 + t1682;
     w.t1786 = t1478 - w.t1685;
-    const T t1929 = w.t122 * w.t1786;
+    const T t1929 = w.kept[125] * w.t1786;
     const T t1461 = w.t144 * T(0.0024660000000000003);
     const T t1462 = w.t128 * T(0.022385800000000001);
     const T t1471 = t1461 - t1462;
@@ -2652,20 +2523,20 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1559 = t1558 - w.t1516;
     const T t1563 = w.t955 + t1559;
     w.t1684 = t1563 - w.t321;
-    const T t1777 = w.t196 * w.t1684;
+    const T t1777 = w.kept[124] * w.t1684;
     const T t1556 = w.t1544 + w.t1545;
     const T t1557 = w.t208 * T(0.0025694312800000002);
     const T t1562 = t1556 - t1557;
-    const T t1675 = w.t270 * t1618;
-    const T t1676 = w.t269 * t1617;
+    const T t1675 = w.kept[114] * t1618;
+    const T t1676 = w.kept[115] * t1617;
     const T t1677 = t1675 - t1676;
     const T t1681 = w.t1663 + t1677;
     w.t1683 = t1562 + t1681;
-    const T t1778 = w.t195 * w.t1683;
+    const T t1778 = w.kept[123] * w.t1683;
     const T t1779 = t1777 - t1778;
     const T t1783 = t1761 + t1779;
     w.t1785 = t1477 + t1783;
-    const T t1930 = w.t123 * w.t1785;
+    const T t1930 = w.kept[126] * w.t1785;
     const T t1931 = t1929 + t1930;
     const T t1933 = t1896 - t1931;
     const T t1909 = T(0.39219999999999999) * w.t1770;
@@ -2673,8 +2544,8 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     w.t1937 = t1394 + t1934;
     const T t2142 = w.t68 * w.t1937;
     const T t1899 = T(0.1333) * w.t1865;
-    const T t1926 = w.t123 * w.t1786;
-    const T t1927 = w.t122 * w.t1785;
+    const T t1926 = w.kept[126] * w.t1786;
+    const T t1927 = w.kept[125] * w.t1785;
     const T t1928 = t1926 - t1927;
     const T t1932 = t1899 + t1928;
     const T t931 = w.t69 * T(0.075419);
@@ -2696,22 +2567,22 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1437 = w.t135 * T(0.002703346472);
     const T t1464 = t943 - t1437;
     const T t1465 = t1463 + t1464;
-    const T t1741 = w.t195 * w.t1673;
-    const T t1742 = w.t196 * w.t1539;
+    const T t1741 = w.kept[123] * w.t1673;
+    const T t1742 = w.kept[124] * w.t1539;
     const T t1743 = t1741 + t1742;
     const T t1767 = t1743 - t1761;
     w.t1775 = t1465 + t1767;
-    const T t1879 = w.t122 * w.t1775;
+    const T t1879 = w.kept[125] * w.t1775;
     const T t941 = w.t141 * T(0.0027077852719999997);
     const T t1432 = w.t141 * T(0.002703346472);
     const T t1434 = t1433 - t1432;
     const T t1454 = t941 + t1434;
     const T t1455 = t1454 - t946;
-    const T t1747 = w.t195 * w.t1733;
-    const T t1748 = w.t196 * w.t1730;
+    const T t1747 = w.kept[123] * w.t1733;
+    const T t1748 = w.kept[124] * w.t1730;
     const T t1749 = t1747 + t1748;
     w.t1773 = t1455 - t1749;
-    const T t1880 = w.t123 * w.t1773;
+    const T t1880 = w.kept[126] * w.t1773;
     const T t1881 = t1879 + t1880;
     const T t1905 = t1899 - t1881;
     w.t1924 = t1382 + t1905;
@@ -2721,8 +2592,8 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1379 = t1352 - t922;
     const T t1378 = t933 + t1377;
     const T t1380 = t1379 - t1378;
-    const T t1872 = w.t123 * w.t1775;
-    const T t1873 = w.t122 * w.t1773;
+    const T t1872 = w.kept[126] * w.t1775;
+    const T t1873 = w.kept[125] * w.t1773;
     const T t1874 = t1872 - t1873;
     const T t1902 = t1874 - t1896;
     const T t1912 = t1902 - t1909;
@@ -2754,7 +2625,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1329 = w.t68 * w.t68;
     const T t1330 = w.t64 * w.t64;
     w.t1331 = t1329 + t1330;
-    const T t2187 = w.t1331 * w.t1859;
+    const T t2187 = w.t1331 * w.kept[79];
     const T t1321 = w.t71 + w.t460;
     const T t1328 = qd[1] * w.t68;
     w.t1344 = t1321 + t1328;
@@ -2767,7 +2638,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2193 = t2187 + w.t2191;
     const T t2197 = w.t2172 - t2193;
     const T t2221 = w.t2163 + t2197;
-    w.t2227 = w.t2146 + t2221;
+    w.kept[69] = w.t2146 + t2221;  // t2227
     w.t1348 = w.t68 + w.t68;
     const T t2243 = w.t1348 * w.t1857;
     w.t1347 = w.t64 + w.t64;
@@ -2779,7 +2650,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2234 = w.t1349 * w.t1854;
     const T t2235 = w.t2233 + t2234;
     const T t2247 = w.t2244 - t2235;
-    w.t2259 = w.t1925 + t2247;
+    w.kept[75] = w.t1925 + t2247;  // t2259
     const T t2273 = w.t144 * w.t1769;
     const T t2272 = w.t138 * w.t1768;
     const T t2274 = t2273 - t2272;
@@ -2799,7 +2670,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1403 = w.t141 * w.t141;
     const T t1404 = w.t135 * w.t135;
     w.t1406 = t1403 + t1404;
-    const T t2339 = w.t1406 * w.t1721;
+    const T t2339 = w.t1406 * w.kept[98];
     const T t2344 = t2343 - t2339;
     const T t1398 = w.t149 + w.t530;
     const T t1415 = w.t70 * w.t138;
@@ -2820,7 +2691,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2307 = t2304 + t2306;
     const T t2312 = t2274 + t2307;
     const T t2371 = t2347 - t2312;
-    w.t2377 = t2284 + t2371;
+    w.kept[89] = t2284 + t2371;  // t2377
     w.t1428 = w.t144 + w.t144;
     const T t2383 = w.t1428 * T(0.1860463);
     w.t1427 = w.t138 + w.t138;
@@ -2832,7 +2703,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2395 = w.t1426 * w.t1698;
     const T t2396 = t2394 + t2395;
     const T t2399 = t2385 - t2396;
-    w.t2411 = w.t1776 + t2399;
+    w.kept[95] = w.t1776 + t2399;  // t2411
     const T t2426 = w.t217 * w.t1669;
     const T t2425 = w.t211 * w.t1668;
     const T t2427 = t2426 - t2425;
@@ -2853,7 +2724,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1487 = w.t214 * w.t214;
     const T t1488 = w.t208 * w.t208;
     w.t1489 = t1487 + t1488;
-    const T t2466 = w.t1489 * w.t1630;
+    const T t2466 = w.t1489 * w.kept[113];
     const T t1486 = w.t141 * w.t214;
     const T t1502 = w.t219 + w.t578;
     w.t1504 = t1486 + t1502;
@@ -2861,11 +2732,11 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2468 = t2466 + t2467;
     const T t2471 = t2460 + t2468;
     const T t2492 = t2454 - t2471;
-    w.t2498 = t2435 + t2492;
+    w.kept[105] = t2435 + t2492;  // t2498
     w.t1511 = w.t217 + w.t217;
     const T t2504 = w.t1511 * T(0.057172964999999992);
     const T t2511 = t2504 - w.t1541;
-    w.t2521 = w.t1674 + t2511;
+    w.kept[111] = w.t1674 + t2511;  // t2521
     w.t2086 = w.t433 * w.t1944;
     const T t1986 = T(1.7123249999999999) + w.t1974;
     const T t2087 = w.t432 * t1986;
@@ -2877,7 +2748,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1298 = w.t11 * w.t11;
     const T t1299 = w.t10 * w.t10;
     w.t1300 = t1298 + t1299;
-    const T t2101 = w.t1300 * w.t1991;
+    const T t2101 = w.t1300 * w.kept[52];
     const T t2106 = t2105 - t2101;
     const T t2109 = t2088 + t2106;
     const T t1309 = w.t10 * T(0.49241094949999997);
@@ -2885,12 +2756,12 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1311 = t1309 - t1310;
     const T t921 = w.t10 * T(0.59596019469679995);
     const T t1315 = t1311 - t921;
-    const T t2011 = w.t57 * w.t1924;
-    const T t2012 = w.t58 * w.t1922;
+    const T t2011 = w.kept[127] * w.t1924;
+    const T t2012 = w.kept[128] * w.t1922;
     const T t2013 = t2011 + t2012;
     const T t2038 = t1315 + t2013;
-    const T t2041 = w.t57 * w.t1936;
-    const T t2040 = w.t58 * w.t1937;
+    const T t2041 = w.kept[127] * w.t1936;
+    const T t2040 = w.kept[128] * w.t1937;
     const T t2042 = t2041 - t2040;
     const T t1316 = w.t10 * T(0.11805364519680001);
     const T t1317 = t1310 + t1316;
@@ -2900,8 +2771,8 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t919 = w.t11 * T(0.11805364519680001);
     const T t1305 = w.t11 * T(0.49241094949999997);
     const T t1314 = t919 - t1305;
-    const T t2005 = w.t57 * w.t1922;
-    const T t2004 = w.t58 * w.t1924;
+    const T t2005 = w.kept[127] * w.t1922;
+    const T t2004 = w.kept[128] * w.t1924;
     const T t2006 = t2005 - t2004;
     const T t1361 = w.t61 * T(2.8460000000000001);
     const T t1365 = w.t68 * T(0.68930120000000006);
@@ -2911,19 +2782,19 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2030 = t2006 - t2027;
     const T t2037 = t1314 + t2030;
     const T t1318 = w.t11 * T(0.59596019469679995);
-    const T t2043 = w.t57 * w.t1937;
-    const T t2044 = w.t58 * w.t1936;
+    const T t2043 = w.kept[127] * w.t1937;
+    const T t2044 = w.kept[128] * w.t1936;
     const T t2045 = t2043 + t2044;
     const T t2046 = t2045 - t2027;
     const T t2073 = t1318 - t2046;
     const T t2074 = t2037 - t2073;
     const T t2624 = w.t11 * t2074;
     const T t2625 = t2623 - t2624;
-    w.t2626 = t2109 + t2625;
-    const T t2627 = w.t5 * t2075;
-    const T t2628 = w.t6 * t2074;
+    w.kept[41] = t2109 + t2625;  // t2626
+    const T t2627 = w.kept[130] * t2075;
+    const T t2628 = w.kept[129] * t2074;
     const T t2629 = t2627 + t2628;
-    w.t2630 = -t2629;
+    w.kept[46] = -t2629;  // t2630
     const T t1319 = qd[1] * T(0.49241094949999997);
     const T t1320 = w.t1306 + t1319;
     const T t1391 = w.t70 * T(0.20483351684000001);
@@ -2932,8 +2803,8 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1475 = w.t145 * T(0.002703346472);
     const T t1476 = w.t1429 + t1475;
     const T t1479 = t1476 - w.t1451;
-    const T t1780 = w.t195 * w.t1684;
-    const T t1781 = w.t196 * w.t1683;
+    const T t1780 = w.kept[123] * w.t1684;
+    const T t1781 = w.kept[124] * w.t1683;
     const T t1782 = t1780 + t1781;
     const T t1784 = w.t1758 - t1782;
     w.t1787 = t1479 + t1784;
@@ -2956,7 +2827,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2111 = t2108 - w.t759;
     const T t2113 = t2083 + t2111;
     const T t2115 = t2077 + t2113;
-    const T t2631 = w.t5 * t2115;
+    const T t2631 = w.kept[130] * t2115;
     const T t2076 = w.t10 * t2049;
     const T t2078 = w.t10 * w.t2036;
     const T t2079 = w.t11 * w.t2035;
@@ -2971,23 +2842,23 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2110 = w.t765 + t2107;
     const T t2112 = t2080 + t2110;
     const T t2114 = t2076 + t2112;
-    const T t2632 = w.t6 * t2114;
+    const T t2632 = w.kept[129] * t2114;
     const T t2633 = t2631 + t2632;
-    w.t2634 = -t2633;
+    w.kept[6] = -t2633;  // t2634
     const T t2119 = w.t1302 * w.t1990;
     const T t2120 = w.t1303 * w.t1980;
     const T t2121 = t2119 - t2120;
     const T t2126 = t2038 + t2121;
     const T t2129 = t2048 + t2126;
-    const T t2635 = w.t5 * t2129;
+    const T t2635 = w.kept[130] * t2129;
     const T t2116 = w.t1302 * w.t1980;
     const T t2117 = w.t1303 * w.t1988;
     const T t2118 = t2116 - t2117;
     const T t2125 = t2037 + t2118;
     const T t2128 = t2073 + t2125;
-    const T t2636 = w.t6 * t2128;
+    const T t2636 = w.kept[129] * t2128;
     const T t2637 = t2635 + t2636;
-    w.t2638 = -t2637;
+    w.kept[12] = -t2637;  // t2638
     const T t2210 = w.t1346 * T(5.8810000000000002);
     const T t2201 = w.t1331 * w.t1854;
     const T t2202 = w.t1342 * w.t1855;
@@ -2997,7 +2868,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2148 = w.t68 * w.t1919;
     const T t2223 = t2218 - t2148;
     const T t2229 = t2223 - t2148;
-    w.t2649 = w.t57 * t2229;
+    w.t2649 = w.kept[127] * t2229;
     w.t2147 = w.t64 * w.t1919;
     w.t2198 = w.t1344 * w.t1855;
     w.t2199 = w.t1331 * w.t1794;
@@ -3015,25 +2886,25 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2217 = w.t745 + t2212;
     const T t2222 = w.t2147 + t2217;
     const T t2228 = w.t2147 + t2222;
-    const T t2650 = w.t58 * t2228;
+    const T t2650 = w.kept[128] * t2228;
     const T t2651 = w.t2649 + t2650;
     const T t2659 = T(0.42499999999999999) * t2651;
-    w.t2661 = w.t2227 + t2659;
+    w.kept[42] = w.kept[69] + t2659;  // t2661
     const T t2249 = w.t1348 * w.t1855;
     const T t2253 = w.t1349 * T(5.8810000000000002);
     const T t2255 = t2249 + t2253;
     const T t2261 = w.t1917 - t2255;
     const T t2265 = w.t1917 + t2261;
-    const T t2662 = w.t57 * t2265;
+    const T t2662 = w.kept[127] * t2265;
     const T t2248 = w.t1347 * w.t1855;
     const T t2252 = w.t1350 * T(5.8810000000000002);
     const T t2254 = t2248 + t2252;
     const T t2260 = t2254 - w.t1918;
     const T t2264 = t2260 - w.t1918;
-    const T t2663 = w.t58 * t2264;
+    const T t2663 = w.kept[128] * t2264;
     const T t2664 = t2662 + t2663;
     const T t2672 = T(0.42499999999999999) * t2664;
-    w.t2674 = w.t2259 + t2672;
+    w.kept[48] = w.kept[75] + t2672;  // t2674
     const T t2133 = w.t1924 - w.t1936;
     const T t2639 = w.t64 * t2133;
     const T t2132 = w.t1922 + w.t1937;
@@ -3041,24 +2912,24 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2641 = t2639 + t2640;
     const T t2678 = w.t432 * w.t1941;
     const T t2679 = w.t2086 + t2678;
-    const T t2680 = w.t1300 * w.t1984;
+    const T t2680 = w.t1300 * w.kept[53];
     const T t2684 = w.t2191 + t2680;
     const T t2686 = t2679 - t2684;
-    w.t2687 = t2641 + t2686;
-    w.t2690 = w.t1925 + w.t2244;
-    const T t2691 = w.t6 * w.t1953;
+    w.kept[68] = t2641 + t2686;  // t2687
+    w.kept[74] = w.t1925 + w.t2244;  // t2690
+    const T t2691 = w.kept[129] * w.t1953;
     const T t2692 = w.t2056 + t2691;
-    w.t2693 = -t2692;
-    const T t2646 = w.t57 * t2133;
-    const T t2647 = w.t58 * t2132;
+    w.kept[19] = -t2692;  // t2693
+    const T t2646 = w.kept[127] * t2133;
+    const T t2647 = w.kept[128] * t2132;
     const T t2648 = t2646 + t2647;
-    const T t2694 = w.t5 * t2648;
-    const T t2644 = w.t57 * t2132;
-    const T t2643 = w.t58 * t2133;
+    const T t2694 = w.kept[130] * t2648;
+    const T t2644 = w.kept[127] * t2132;
+    const T t2643 = w.kept[128] * t2133;
     const T t2645 = t2644 - t2643;
-    const T t2695 = w.t6 * t2645;
+    const T t2695 = w.kept[129] * t2645;
     const T t2696 = t2694 + t2695;
-    w.t2697 = -t2696;
+    w.kept[73] = -t2696;  // t2697
     const T t2135 = w.t69 * w.t1919;
     const T t2155 = w.t64 * w.t1923;
     const T t2156 = w.t68 * w.t1921;
@@ -3082,7 +2953,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2140 = w.t68 * w.t1938;
     const T t2145 = t2135 + t2140;
     const T t2226 = t2220 - t2145;
-    const T t2655 = w.t57 * t2226;
+    const T t2655 = w.kept[127] * t2226;
     const T t2139 = w.t64 * w.t1938;
     const T t2134 = w.t65 * w.t1919;
     const T t2144 = t2139 - t2134;
@@ -3102,7 +2973,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2215 = w.t747 + t2195;
     const T t2219 = t2161 + t2215;
     const T t2225 = t2144 + t2219;
-    const T t2656 = w.t58 * t2225;
+    const T t2656 = w.kept[128] * t2225;
     const T t2657 = t2655 + t2656;
     const T t2150 = w.t68 * w.t1918;
     const T t2149 = w.t64 * w.t1917;
@@ -3116,13 +2987,13 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2230 = t2151 + t2224;
     const T t2658 = T(0.42499999999999999) * t2230;
     const T t2660 = t2657 - t2658;
-    const T t2698 = w.t5 * t2660;
-    const T t2653 = w.t57 * t2225;
-    const T t2652 = w.t58 * t2226;
+    const T t2698 = w.kept[130] * t2660;
+    const T t2653 = w.kept[127] * t2225;
+    const T t2652 = w.kept[128] * t2226;
     const T t2654 = t2653 - t2652;
-    const T t2699 = w.t6 * t2654;
+    const T t2699 = w.kept[129] * t2654;
     const T t2700 = t2698 + t2699;
-    w.t2701 = -t2700;
+    w.kept[7] = -t2700;  // t2701
     const T t2232 = w.t1350 * w.t1855;
     const T t2239 = w.t1347 * w.t1858;
     const T t2240 = w.t1348 * w.t1848;
@@ -3130,7 +3001,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2246 = t2232 + t2241;
     const T t2258 = w.t1924 + t2246;
     const T t2263 = w.t1936 + t2258;
-    const T t2668 = w.t57 * t2263;
+    const T t2668 = w.kept[127] * t2263;
     const T t2231 = w.t1349 * w.t1855;
     const T t2237 = w.t1348 * w.t1856;
     const T t2236 = w.t1347 * w.t1848;
@@ -3138,20 +3009,20 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2245 = t2231 + t2238;
     const T t2257 = w.t1922 + t2245;
     const T t2262 = t2257 - w.t1937;
-    const T t2669 = w.t58 * t2262;
+    const T t2669 = w.kept[128] * t2262;
     const T t2670 = t2668 + t2669;
     const T t2250 = w.t1348 * w.t1794;
     const T t2251 = w.t1347 * w.t1854;
     const T t2256 = t2250 - t2251;
     const T t2671 = T(0.42499999999999999) * t2256;
     const T t2673 = t2670 - t2671;
-    const T t2702 = w.t5 * t2673;
-    const T t2666 = w.t57 * t2262;
-    const T t2665 = w.t58 * t2263;
+    const T t2702 = w.kept[130] * t2673;
+    const T t2666 = w.kept[127] * t2262;
+    const T t2665 = w.kept[128] * t2263;
     const T t2667 = t2666 - t2665;
-    const T t2703 = w.t6 * t2667;
+    const T t2703 = w.kept[129] * t2667;
     const T t2704 = t2702 + t2703;
-    w.t2705 = -t2704;
+    w.kept[13] = -t2704;  // t2705
     const T t2287 = w.t141 * w.t1770;
     const T t2360 = w.t1424 * T(3.0350000000000001);
     const T t2354 = w.t1421 * w.t1717;
@@ -3161,7 +3032,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2368 = t2363 - w.t716;
     const T t2373 = t2287 + t2368;
     const T t2379 = t2287 + t2373;
-    const T t2722 = w.t122 * t2379;
+    const T t2722 = w.kept[125] * t2379;
     const T t2348 = w.t1422 * w.t1717;
     const T t2349 = w.t1406 * T(0.1860463);
     const T t2351 = t2348 + t2349;
@@ -3171,28 +3042,28 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2285 = w.t135 * w.t1770;
     const T t2372 = t2367 - t2285;
     const T t2378 = t2372 - t2285;
-    const T t2723 = w.t123 * t2378;
+    const T t2723 = w.kept[126] * t2378;
     w.t2724 = t2722 + t2723;
     const T t2736 = T(0.39219999999999999) * w.t2724;
-    w.t2738 = w.t2377 - t2736;
+    w.kept[70] = w.kept[89] - t2736;  // t2738
     const T t2401 = w.t1426 * w.t1717;
     const T t2405 = w.t1427 * T(3.0350000000000001);
     const T t2407 = t2401 + t2405;
     const T t2413 = w.t1768 + t2407;
     const T t2417 = w.t1768 + t2413;
-    const T t2742 = w.t122 * t2417;
+    const T t2742 = w.kept[125] * t2417;
     const T t2404 = w.t1428 * T(3.0350000000000001);
     const T t2400 = w.t1425 * w.t1717;
     const T t2406 = t2404 - t2400;
     const T t2412 = t2406 - w.t1769;
     const T t2416 = t2412 - w.t1769;
-    const T t2743 = w.t123 * t2416;
+    const T t2743 = w.kept[126] * t2416;
     w.t2744 = t2742 + t2743;
     const T t2756 = T(0.39219999999999999) * w.t2744;
-    w.t2758 = w.t2411 - t2756;
+    w.kept[76] = w.kept[95] - t2756;  // t2758
     const T t2763 = w.t1346 * w.t1791;
     const T t2764 = t2763 - w.t2170;
-    const T t2765 = w.t1331 * w.t1852;
+    const T t2765 = w.t1331 * w.kept[80];
     const T t2766 = w.t1342 * w.t1837;
     const T t2768 = w.t2188 + t2766;
     const T t2770 = t2765 + t2768;
@@ -3202,63 +3073,63 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2268 = w.t1773 + w.t1786;
     const T t2708 = w.t141 * t2268;
     const T t2709 = t2706 + t2708;
-    w.t2773 = t2772 - t2709;
+    w.kept[88] = t2772 - t2709;  // t2773
     const T t2776 = w.t1348 * w.t1837;
     const T t2777 = t2776 - w.t2242;
     const T t2774 = w.t1349 * w.t1791;
     const T t2775 = w.t2233 + t2774;
     const T t2778 = t2777 - t2775;
-    w.t2779 = w.t1776 + t2778;
-    const T t2782 = w.t57 * w.t1791;
+    w.kept[94] = w.t1776 + t2778;  // t2779
+    const T t2782 = w.kept[127] * w.t1791;
     const T t2783 = t2782 - w.t1939;
     const T t2788 = T(0.42499999999999999) * t2783;
-    w.t2789 = w.t1852 + t2788;
-    const T t2719 = w.t123 * t2379;
-    const T t2720 = w.t122 * t2378;
+    w.kept[54] = w.kept[80] + t2788;  // t2789
+    const T t2719 = w.kept[126] * t2379;
+    const T t2720 = w.kept[125] * t2378;
     w.t2721 = t2719 - t2720;
-    const T t2799 = w.t58 * w.t2721;
-    const T t2798 = w.t57 * w.t2724;
+    const T t2799 = w.kept[128] * w.t2721;
+    const T t2798 = w.kept[127] * w.t2724;
     const T t2800 = t2799 - t2798;
     const T t2808 = T(0.42499999999999999) * t2800;
-    w.t2810 = w.t2738 + t2808;
-    const T t2739 = w.t123 * t2417;
-    const T t2740 = w.t122 * t2416;
+    w.kept[43] = w.kept[70] + t2808;  // t2810
+    const T t2739 = w.kept[126] * t2417;
+    const T t2740 = w.kept[125] * t2416;
     w.t2741 = t2739 - t2740;
-    const T t2812 = w.t58 * w.t2741;
-    const T t2811 = w.t57 * w.t2744;
+    const T t2812 = w.kept[128] * w.t2741;
+    const T t2811 = w.kept[127] * w.t2744;
     const T t2813 = t2812 - t2811;
     const T t2821 = T(0.42499999999999999) * t2813;
-    w.t2823 = w.t2758 + t2821;
+    w.kept[49] = w.kept[76] + t2821;  // t2823
     const T t2827 = w.t432 * t2783;
-    const T t2780 = w.t58 * w.t1791;
+    const T t2780 = w.kept[128] * w.t1791;
     const T t2781 = w.t1942 + t2780;
     const T t2828 = w.t433 * t2781;
     const T t2829 = t2827 + t2828;
-    const T t2830 = w.t1300 * w.t2789;
+    const T t2830 = w.t1300 * w.kept[54];
     const T t2835 = t2768 + t2830;
     const T t2837 = t2829 - t2835;
-    w.t2838 = t2837 - t2709;
-    w.t2842 = w.t1776 + t2777;
-    const T t2786 = w.t58 * w.t1837;
+    w.kept[87] = t2837 - t2709;  // t2838
+    w.kept[93] = w.t1776 + t2777;  // t2842
+    const T t2786 = w.kept[128] * w.t1837;
     const T t2787 = t2786 - w.t1958;
-    const T t2843 = w.t5 * t2787;
-    const T t2784 = w.t57 * w.t1837;
+    const T t2843 = w.kept[130] * t2787;
+    const T t2784 = w.kept[127] * w.t1837;
     const T t2785 = w.t1951 + t2784;
-    const T t2844 = w.t6 * t2785;
+    const T t2844 = w.kept[129] * t2785;
     const T t2845 = t2843 + t2844;
-    w.t2846 = -t2845;
-    const T t2712 = w.t123 * t2269;
-    const T t2713 = w.t122 * t2268;
+    w.kept[20] = -t2845;  // t2846
+    const T t2712 = w.kept[126] * t2269;
+    const T t2713 = w.kept[125] * t2268;
     const T t2714 = t2712 - t2713;
-    const T t2796 = w.t58 * t2714;
-    const T t2715 = w.t122 * t2269;
-    const T t2716 = w.t123 * t2268;
+    const T t2796 = w.kept[128] * t2714;
+    const T t2715 = w.kept[125] * t2269;
+    const T t2716 = w.kept[126] * t2268;
     const T t2717 = t2715 + t2716;
-    const T t2794 = w.t57 * t2717;
+    const T t2794 = w.kept[127] * t2717;
     const T t2797 = t2796 - t2794;
-    w.t2847 = w.t5 * t2797;
-    w.t2790 = w.t58 * t2717;
-    w.t2792 = w.t57 * t2714;
+    w.t2847 = w.kept[130] * t2797;
+    w.t2790 = w.kept[128] * t2717;
+    w.t2792 = w.kept[127] * t2714;
     return status;
 }
 
@@ -3268,9 +3139,9 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
     const T t2793 = w.t2790 + w.t2792;
-    const T t2848 = w.t6 * t2793;
+    const T t2848 = w.kept[129] * t2793;
     const T t2849 = w.t2847 + t2848;
-    w.t2850 = -t2849;
+    w.kept[92] = -t2849;  // t2850
     const T t2732 = T(0.1333) * w.t2721;
     const T t2277 = w.t141 * w.t1787;
     const T t2271 = w.t144 * w.t1770;
@@ -3295,7 +3166,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2366 = t2346 - w.t713;
     const T t2370 = t2311 + t2366;
     const T t2376 = t2283 + t2370;
-    const T t2728 = w.t122 * t2376;
+    const T t2728 = w.kept[125] * t2376;
     const T t2270 = w.t138 * w.t1770;
     const T t2275 = w.t135 * w.t1787;
     const T t2282 = t2270 - t2275;
@@ -3315,7 +3186,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2309 = t2270 + t2297;
     const T t2369 = t2365 - t2309;
     const T t2375 = t2282 + t2369;
-    const T t2729 = w.t123 * t2375;
+    const T t2729 = w.kept[126] * t2375;
     const T t2730 = t2728 + t2729;
     const T t2734 = t2732 - t2730;
     const T t2361 = t1419 * T(3.0350000000000001);
@@ -3330,23 +3201,23 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2380 = t2374 - t2291;
     const T t2735 = T(0.39219999999999999) * t2380;
     const T t2737 = t2734 - t2735;
-    const T t2804 = w.t57 * t2737;
-    const T t2725 = w.t123 * t2376;
-    const T t2726 = w.t122 * t2375;
+    const T t2804 = w.kept[127] * t2737;
+    const T t2725 = w.kept[126] * t2376;
+    const T t2726 = w.kept[125] * t2375;
     const T t2727 = t2725 - t2726;
     const T t2731 = T(0.1333) * w.t2724;
     const T t2733 = t2727 + t2731;
-    const T t2805 = w.t58 * t2733;
+    const T t2805 = w.kept[128] * t2733;
     const T t2806 = t2804 + t2805;
     const T t2807 = T(0.42499999999999999) * t2380;
     const T t2809 = t2806 - t2807;
-    const T t2851 = w.t5 * t2809;
-    const T t2802 = w.t57 * t2733;
-    const T t2801 = w.t58 * t2737;
+    const T t2851 = w.kept[130] * t2809;
+    const T t2802 = w.kept[127] * t2733;
+    const T t2801 = w.kept[128] * t2737;
     const T t2803 = t2802 - t2801;
-    const T t2852 = w.t6 * t2803;
+    const T t2852 = w.kept[129] * t2803;
     const T t2853 = t2851 + t2852;
-    w.t2854 = -t2853;
+    w.kept[8] = -t2853;  // t2854
     const T t2752 = T(0.1333) * w.t2741;
     const T t2382 = w.t1428 * w.t1717;
     const T t2390 = w.t1425 * w.t1719;
@@ -3355,7 +3226,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2398 = t2382 - t2393;
     const T t2410 = w.t1775 + t2398;
     const T t2415 = w.t1785 + t2410;
-    const T t2748 = w.t122 * t2415;
+    const T t2748 = w.kept[125] * t2415;
     const T t2381 = w.t1427 * w.t1717;
     const T t2388 = w.t1426 * w.t1718;
     const T t2386 = w.t1425 * w.t1709;
@@ -3363,7 +3234,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2397 = t2381 + t2389;
     const T t2409 = w.t1773 - t2397;
     const T t2414 = t2409 - w.t1786;
-    const T t2749 = w.t123 * t2414;
+    const T t2749 = w.kept[126] * t2414;
     const T t2750 = t2748 + t2749;
     const T t2754 = t2752 - t2750;
     const T t2402 = w.t1426 * T(0.1860463);
@@ -3371,23 +3242,23 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2408 = t2402 - t2403;
     const T t2755 = T(0.39219999999999999) * t2408;
     const T t2757 = t2754 - t2755;
-    const T t2817 = w.t57 * t2757;
-    const T t2745 = w.t123 * t2415;
-    const T t2746 = w.t122 * t2414;
+    const T t2817 = w.kept[127] * t2757;
+    const T t2745 = w.kept[126] * t2415;
+    const T t2746 = w.kept[125] * t2414;
     const T t2747 = t2745 - t2746;
     const T t2751 = T(0.1333) * w.t2744;
     const T t2753 = t2747 + t2751;
-    const T t2818 = w.t58 * t2753;
+    const T t2818 = w.kept[128] * t2753;
     const T t2819 = t2817 + t2818;
     const T t2820 = T(0.42499999999999999) * t2408;
     const T t2822 = t2819 - t2820;
-    const T t2855 = w.t5 * t2822;
-    const T t2815 = w.t57 * t2753;
-    const T t2814 = w.t58 * t2757;
+    const T t2855 = w.kept[130] * t2822;
+    const T t2815 = w.kept[127] * t2753;
+    const T t2814 = w.kept[128] * t2757;
     const T t2816 = t2815 - t2814;
-    const T t2856 = w.t6 * t2816;
+    const T t2856 = w.kept[129] * t2816;
     const T t2857 = t2855 + t2856;
-    w.t2858 = -t2857;
+    w.kept[14] = -t2857;  // t2858
     const T t1481 = w.t221 + w.t587;
     const T t1498 = w.t141 * w.t217;
     const T t1492 = w.t144 * w.t214;
@@ -3403,7 +3274,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2437 = w.t214 * w.t1670;
     const T t2494 = t2489 - t2437;
     w.t2500 = t2494 - t2437;
-    const T t2870 = w.t196 * w.t2500;
+    const T t2870 = w.kept[124] * w.t2500;
     const T t2436 = w.t208 * w.t1670;
     const T t2473 = T(0.0023400000000000001) * w.t1504;
     const T t2474 = w.t1489 * T(0.057172964999999992);
@@ -3413,7 +3284,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2488 = w.t693 - t2482;
     const T t2493 = t2436 + t2488;
     w.t2499 = t2436 + t2493;
-    const T t2871 = w.t195 * w.t2499;
+    const T t2871 = w.kept[123] * w.t2499;
     w.t2872 = t2870 - t2871;
     const T t2883 = T(0.099699999999999997) * w.t2872;
     const T t2424 = w.t217 * w.t1670;
@@ -3431,7 +3302,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2429 = w.t214 * w.t1685;
     const T t2434 = t2424 + t2429;
     w.t2497 = t2491 - t2434;
-    const T t2879 = w.t195 * w.t2497;
+    const T t2879 = w.kept[123] * w.t2497;
     const T t2423 = w.t211 * w.t1670;
     const T t2428 = w.t208 * w.t1685;
     const T t2433 = t2423 + t2428;
@@ -3451,9 +3322,9 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2486 = w.t690 + t2469;
     const T t2490 = t2452 + t2486;
     w.t2496 = t2433 + t2490;
-    const T t2880 = w.t196 * w.t2496;
+    const T t2880 = w.kept[124] * w.t2496;
     const T t2881 = t2879 + t2880;
-    w.t2885 = t2883 - t2881;
+    w.kept[90] = t2883 - t2881;  // t2885
     w.t1509 = w.t214 + w.t214;
     const T t2513 = T(0.0023400000000000001) * w.t1509;
     const T t1510 = w.t211 + w.t211;
@@ -3461,14 +3332,14 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2518 = t2513 + t2516;
     const T t2523 = w.t1668 + t2518;
     w.t2527 = w.t1668 + t2523;
-    const T t2886 = w.t196 * w.t2527;
+    const T t2886 = w.kept[124] * w.t2527;
     const T t2515 = w.t1511 * T(1.665);
     w.t1508 = w.t208 + w.t208;
     const T t2512 = T(0.0023400000000000001) * w.t1508;
     const T t2517 = t2515 - t2512;
     const T t2522 = t2517 - w.t1669;
     w.t2526 = t2522 - w.t1669;
-    const T t2887 = w.t195 * w.t2526;
+    const T t2887 = w.kept[123] * w.t2526;
     w.t2888 = t2886 - t2887;
     const T t2899 = T(0.099699999999999997) * w.t2888;
     const T t2506 = w.t1508 * T(0.0016900244999999998);
@@ -3476,42 +3347,42 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2510 = t2506 - t2503;
     const T t2520 = w.t1673 + t2510;
     w.t2525 = w.t1683 + t2520;
-    const T t2895 = w.t195 * w.t2525;
+    const T t2895 = w.kept[123] * w.t2525;
     const T t2502 = T(0.0023400000000000001) * t1510;
     const T t2505 = w.t1509 * w.t1628;
     const T t2509 = t2502 + t2505;
     const T t2519 = w.t1539 + t2509;
     w.t2524 = t2519 - w.t1684;
-    const T t2896 = w.t196 * w.t2524;
+    const T t2896 = w.kept[124] * w.t2524;
     const T t2897 = t2895 + t2896;
-    w.t2901 = t2899 - t2897;
+    w.kept[96] = t2899 - t2897;  // t2901
     const T t2908 = w.t1423 * w.t1688;
     const T t2909 = t2908 - t2317;
-    const T t2912 = w.t1422 * w.t1630;
+    const T t2912 = w.t1422 * w.kept[113];
     const T t2913 = t2333 + t2912;
-    const T t2910 = w.t1406 * w.t1712;
+    const T t2910 = w.t1406 * w.kept[99];
     const T t2914 = t2913 - t2910;
     const T t2915 = t2909 + t2914;
     const T t2422 = w.t1673 - w.t1683;
-    const T t2863 = w.t196 * t2422;
+    const T t2863 = w.kept[124] * t2422;
     const T t2421 = w.t1539 + w.t1684;
-    const T t2864 = w.t195 * t2421;
+    const T t2864 = w.kept[123] * t2421;
     w.t2865 = t2863 - t2864;
     const T t2904 = w.t141 * w.t2865;
     const T t2902 = w.t135 * w.t1674;
     w.t2905 = t2904 - t2902;
-    w.t2916 = t2915 - w.t2905;
-    const T t2918 = w.t1425 * w.t1630;
+    w.kept[104] = t2915 - w.t2905;  // t2916
+    const T t2918 = w.t1425 * w.kept[113];
     const T t2919 = t2918 - t2391;
     const T t2917 = w.t1428 * w.t1688;
     const T t2920 = t2919 - t2917;
-    const T t2866 = w.t195 * t2422;
-    const T t2867 = w.t196 * t2421;
+    const T t2866 = w.kept[123] * t2422;
+    const T t2867 = w.kept[124] * t2421;
     w.t2868 = t2866 + t2867;
-    w.t2921 = t2920 - w.t2868;
-    w.t2923 = w.t123 * w.t1688;
+    w.kept[110] = t2920 - w.t2868;  // t2921
+    w.t2923 = w.kept[126] * w.t1688;
     const T t2933 = T(0.39219999999999999) * w.t2923;
-    w.t2935 = w.t1712 + t2933;
+    w.kept[81] = w.kept[99] + t2933;  // t2935
     const T t2439 = w.t214 * w.t1669;
     const T t2438 = w.t208 * w.t1668;
     w.t2440 = t2439 - t2438;
@@ -3528,40 +3399,40 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t2485 = w.t2477 - w.t2481;
     const T t2495 = w.t2440 + t2485;
     const T t2501 = w.t2440 + t2495;
-    const T t2946 = w.t122 * t2501;
-    const T t2947 = w.t123 * w.t2872;
+    const T t2946 = w.kept[125] * t2501;
+    const T t2947 = w.kept[126] * w.t2872;
     const T t2948 = t2946 - t2947;
     const T t2960 = T(0.39219999999999999) * t2948;
-    w.t2962 = w.t2885 + t2960;
+    w.kept[71] = w.kept[90] + t2960;  // t2962
     const T t2514 = w.t1509 * T(0.057172964999999992);
-    const T t2966 = w.t122 * t2514;
-    const T t2967 = w.t123 * w.t2888;
+    const T t2966 = w.kept[125] * t2514;
+    const T t2967 = w.kept[126] * w.t2888;
     const T t2968 = t2966 + t2967;
     const T t2980 = T(0.39219999999999999) * t2968;
-    w.t2982 = w.t2901 - t2980;
+    w.kept[77] = w.kept[96] - t2980;  // t2982
     const T t2988 = w.t1346 * w.t2923;
-    const T t2922 = w.t122 * w.t1688;
+    const T t2922 = w.kept[125] * w.t1688;
     const T t2989 = w.t1345 * t2922;
     const T t2990 = t2988 + t2989;
     const T t2987 = w.t1341 * w.t1687;
     const T t2991 = t2990 - t2987;
-    const T t2926 = w.t122 * w.t1630;
+    const T t2926 = w.kept[125] * w.kept[113];
     const T t2927 = t2926 - w.t1795;
     const T t2929 = T(0.1333) * t2922;
     const T t2931 = t2927 + t2929;
     const T t2932 = T(0.39219999999999999) * w.t1687;
     const T t2934 = t2931 + t2932;
     const T t2993 = w.t1344 * t2934;
-    const T t2924 = w.t123 * w.t1630;
+    const T t2924 = w.kept[126] * w.kept[113];
     const T t2925 = w.t1801 + t2924;
     const T t2928 = T(0.1333) * w.t2923;
     const T t2930 = t2925 + t2928;
     const T t2994 = w.t1342 * t2930;
     const T t2996 = t2993 + t2994;
-    const T t2992 = w.t1331 * w.t2935;
+    const T t2992 = w.t1331 * w.kept[81];
     const T t2997 = t2996 - t2992;
     const T t2998 = t2991 + t2997;
-    w.t2999 = t2998 - w.t2905;
+    w.kept[103] = t2998 - w.t2905;  // t2999
     const T t3001 = w.t1350 * t2922;
     const T t3000 = w.t1349 * w.t2923;
     const T t3002 = t3001 - t3000;
@@ -3569,193 +3440,193 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t3004 = w.t1348 * t2930;
     const T t3005 = t3003 - t3004;
     const T t3006 = t3002 + t3005;
-    w.t3007 = t3006 - w.t2868;
-    const T t3011 = w.t57 * w.t2923;
-    const T t3012 = w.t58 * t2922;
+    w.kept[109] = t3006 - w.t2868;  // t3007
+    const T t3011 = w.kept[127] * w.t2923;
+    const T t3012 = w.kept[128] * t2922;
     const T t3013 = t3011 + t3012;
     const T t3021 = T(0.42499999999999999) * t3013;
-    w.t3023 = w.t2935 + t3021;
-    const T t3033 = w.t57 * t2948;
-    const T t2943 = w.t123 * t2501;
-    const T t2944 = w.t122 * w.t2872;
+    w.kept[55] = w.kept[81] + t3021;  // t3023
+    const T t3033 = w.kept[127] * t2948;
+    const T t2943 = w.kept[126] * t2501;
+    const T t2944 = w.kept[125] * w.t2872;
     const T t2945 = t2943 + t2944;
-    const T t3034 = w.t58 * t2945;
+    const T t3034 = w.kept[128] * t2945;
     const T t3035 = t3033 - t3034;
     const T t3043 = T(0.42499999999999999) * t3035;
-    w.t3045 = w.t2962 + t3043;
-    const T t2963 = w.t123 * t2514;
-    const T t2964 = w.t122 * w.t2888;
+    w.kept[44] = w.kept[71] + t3043;  // t3045
+    const T t2963 = w.kept[126] * t2514;
+    const T t2964 = w.kept[125] * w.t2888;
     const T t2965 = t2963 - t2964;
-    const T t3047 = w.t58 * t2965;
-    const T t3046 = w.t57 * t2968;
+    const T t3047 = w.kept[128] * t2965;
+    const T t3046 = w.kept[127] * t2968;
     const T t3048 = t3047 - t3046;
     const T t3056 = T(0.42499999999999999) * t3048;
-    w.t3058 = w.t2982 + t3056;
+    w.kept[50] = w.kept[77] + t3056;  // t3058
     const T t3063 = w.t432 * t3013;
-    const T t3009 = w.t57 * t2922;
-    const T t3008 = w.t58 * w.t2923;
+    const T t3009 = w.kept[127] * t2922;
+    const T t3008 = w.kept[128] * w.t2923;
     const T t3010 = t3009 - t3008;
     const T t3064 = w.t433 * t3010;
     const T t3065 = t3063 - t3064;
-    const T t3017 = w.t57 * t2934;
-    const T t3018 = w.t58 * t2930;
+    const T t3017 = w.kept[127] * t2934;
+    const T t3018 = w.kept[128] * t2930;
     const T t3019 = t3017 - t3018;
     const T t3020 = T(0.42499999999999999) * w.t1687;
     const T t3022 = t3019 + t3020;
     const T t3067 = w.t428 * t3022;
-    const T t3014 = w.t58 * t2934;
-    const T t3015 = w.t57 * t2930;
+    const T t3014 = w.kept[128] * t2934;
+    const T t3015 = w.kept[127] * t2930;
     const T t3016 = t3014 + t3015;
     const T t3068 = w.t1296 * t3016;
     const T t3070 = t3067 + t3068;
-    const T t3066 = w.t1300 * w.t3023;
+    const T t3066 = w.t1300 * w.kept[55];
     const T t3071 = t3070 - t3066;
     const T t3072 = t3065 + t3071;
-    w.t3073 = t3072 - w.t2905;
+    w.kept[102] = t3072 - w.t2905;  // t3073
     const T t3074 = w.t1302 * t3022;
     const T t3075 = w.t1303 * t3016;
     const T t3076 = t3074 + t3075;
-    w.t3077 = t3076 - w.t2868;
-    const T t3079 = w.t6 * t3016;
-    const T t3078 = w.t5 * t3022;
-    w.t3080 = t3079 - t3078;
-    const T t2939 = w.t122 * w.t1674;
-    const T t2940 = w.t123 * w.t2865;
+    w.kept[108] = t3076 - w.t2868;  // t3077
+    const T t3079 = w.kept[129] * t3016;
+    const T t3078 = w.kept[130] * t3022;
+    w.kept[21] = t3079 - t3078;  // t3080
+    const T t2939 = w.kept[125] * w.t1674;
+    const T t2940 = w.kept[126] * w.t2865;
     const T t2941 = t2939 - t2940;
-    const T t3029 = w.t57 * t2941;
-    const T t2936 = w.t123 * w.t1674;
-    const T t2937 = w.t122 * w.t2865;
+    const T t3029 = w.kept[127] * t2941;
+    const T t2936 = w.kept[126] * w.t1674;
+    const T t2937 = w.kept[125] * w.t2865;
     const T t2938 = t2936 + t2937;
-    const T t3030 = w.t58 * t2938;
+    const T t3030 = w.kept[128] * t2938;
     const T t3032 = t3029 - t3030;
-    const T t3081 = w.t5 * t3032;
-    const T t3024 = w.t58 * t2941;
-    const T t3025 = w.t57 * t2938;
+    const T t3081 = w.kept[130] * t3032;
+    const T t3024 = w.kept[128] * t2941;
+    const T t3025 = w.kept[127] * t2938;
     const T t3027 = t3024 + t3025;
-    const T t3082 = w.t6 * t3027;
+    const T t3082 = w.kept[129] * t3027;
     const T t3084 = t3081 - t3082;
-    w.t3086 = -t3084;
-    const T t2952 = w.t122 * w.t2498;
-    const T t2876 = w.t196 * w.t2497;
-    const T t2877 = w.t195 * w.t2496;
+    w.kept[107] = -t3084;  // t3086
+    const T t2952 = w.kept[125] * w.kept[105];
+    const T t2876 = w.kept[124] * w.t2497;
+    const T t2877 = w.kept[123] * w.t2496;
     const T t2878 = t2876 - t2877;
-    const T t2873 = w.t195 * w.t2500;
-    const T t2874 = w.t196 * w.t2499;
+    const T t2873 = w.kept[123] * w.t2500;
+    const T t2874 = w.kept[124] * w.t2499;
     const T t2875 = t2873 + t2874;
     const T t2882 = T(0.099699999999999997) * t2875;
     const T t2884 = t2878 + t2882;
-    const T t2953 = w.t123 * t2884;
+    const T t2953 = w.kept[126] * t2884;
     const T t2954 = t2952 - t2953;
     const T t2956 = T(0.1333) * t2945;
     const T t2958 = t2954 - t2956;
     const T t2959 = T(0.39219999999999999) * t2875;
     const T t2961 = t2958 + t2959;
-    const T t3036 = w.t58 * t2961;
-    const T t2949 = w.t123 * w.t2498;
-    const T t2950 = w.t122 * t2884;
+    const T t3036 = w.kept[128] * t2961;
+    const T t2949 = w.kept[126] * w.kept[105];
+    const T t2950 = w.kept[125] * t2884;
     const T t2951 = t2949 + t2950;
     const T t2955 = T(0.1333) * t2948;
     const T t2957 = t2951 + t2955;
-    const T t3037 = w.t57 * t2957;
+    const T t3037 = w.kept[127] * t2957;
     const T t3038 = t3036 + t3037;
-    const T t3088 = w.t6 * t3038;
-    const T t3039 = w.t57 * t2961;
-    const T t3040 = w.t58 * t2957;
+    const T t3088 = w.kept[129] * t3038;
+    const T t3039 = w.kept[127] * t2961;
+    const T t3040 = w.kept[128] * t2957;
     const T t3041 = t3039 - t3040;
     const T t3042 = T(0.42499999999999999) * t2875;
     const T t3044 = t3041 + t3042;
-    const T t3087 = w.t5 * t3044;
-    w.t3089 = t3088 - t3087;
-    const T t2972 = w.t122 * w.t2521;
-    const T t2892 = w.t196 * w.t2525;
-    const T t2893 = w.t195 * w.t2524;
+    const T t3087 = w.kept[130] * t3044;
+    w.kept[9] = t3088 - t3087;  // t3089
+    const T t2972 = w.kept[125] * w.kept[111];
+    const T t2892 = w.kept[124] * w.t2525;
+    const T t2893 = w.kept[123] * w.t2524;
     const T t2894 = t2892 - t2893;
-    const T t2889 = w.t195 * w.t2527;
-    const T t2890 = w.t196 * w.t2526;
+    const T t2889 = w.kept[123] * w.t2527;
+    const T t2890 = w.kept[124] * w.t2526;
     const T t2891 = t2889 + t2890;
     const T t2898 = T(0.099699999999999997) * t2891;
     const T t2900 = t2894 + t2898;
-    const T t2973 = w.t123 * t2900;
+    const T t2973 = w.kept[126] * t2900;
     const T t2974 = t2972 - t2973;
     const T t2976 = T(0.1333) * t2965;
     const T t2978 = t2974 + t2976;
     const T t2979 = T(0.39219999999999999) * t2891;
     const T t2981 = t2978 + t2979;
-    const T t3052 = w.t57 * t2981;
+    const T t3052 = w.kept[127] * t2981;
     const T t2975 = T(0.1333) * t2968;
-    const T t2969 = w.t123 * w.t2521;
-    const T t2970 = w.t122 * t2900;
+    const T t2969 = w.kept[126] * w.kept[111];
+    const T t2970 = w.kept[125] * t2900;
     const T t2971 = t2969 + t2970;
     const T t2977 = t2975 - t2971;
-    const T t3053 = w.t58 * t2977;
+    const T t3053 = w.kept[128] * t2977;
     const T t3054 = t3052 + t3053;
     const T t3055 = T(0.42499999999999999) * t2891;
     const T t3057 = t3054 + t3055;
-    const T t3090 = w.t5 * t3057;
-    const T t3050 = w.t57 * t2977;
-    const T t3049 = w.t58 * t2981;
+    const T t3090 = w.kept[130] * t3057;
+    const T t3050 = w.kept[127] * t2977;
+    const T t3049 = w.kept[128] * t2981;
     const T t3051 = t3050 - t3049;
-    const T t3091 = w.t6 * t3051;
+    const T t3091 = w.kept[129] * t3051;
     const T t3092 = t3090 + t3091;
-    w.t3093 = -t3092;
-    const T t3101 = w.t269 * w.t961;
-    const T t3099 = w.t270 * w.t966;
+    w.kept[15] = -t3092;  // t3093
+    const T t3101 = w.kept[115] * w.t961;
+    const T t3099 = w.kept[114] * w.t966;
     const T t3103 = t3101 - t3099;
     const T t3126 = w.t214 * t3103;
     const T t3127 = T(0.00036956249999999999) * w.t1504;
-    w.t3128 = t3126 - t3127;
+    w.kept[119] = t3126 - t3127;  // t3128
     const T t3129 = T(0.00036956249999999999) * w.t1508;
-    const T t3104 = w.t269 * w.t966;
-    const T t3106 = w.t270 * w.t961;
+    const T t3104 = w.kept[115] * w.t966;
+    const T t3106 = w.kept[114] * w.t961;
     const T t3108 = t3104 + t3106;
     const T t3130 = t3129 - t3108;
-    w.t3132 = -t3130;
+    w.kept[122] = -t3130;  // t3132
     const T t3151 = w.t135 * t3108;
-    const T t3133 = w.t195 * t3103;
+    const T t3133 = w.kept[123] * t3103;
     const T t3153 = w.t141 * t3133;
     const T t3155 = t3151 + t3153;
-    const T t3156 = w.t918 * w.t1406;
-    const T t1058 = w.t196 * T(0.00036956249999999999);
+    const T t3156 = w.kept[56] * w.t1406;
+    const T t1058 = w.kept[124] * T(0.00036956249999999999);
     const T t3158 = t1058 * w.t1421;
     const T t3159 = t3156 + t3158;
-    w.t3161 = t3155 - t3159;
+    w.kept[118] = t3155 - t3159;  // t3161
     const T t3162 = t1058 * w.t1426;
-    const T t3135 = w.t196 * t3103;
-    w.t3163 = t3162 - t3135;
-    const T t3205 = w.t918 * w.t1331;
+    const T t3135 = w.kept[124] * t3103;
+    w.kept[121] = t3162 - t3135;  // t3163
+    const T t3205 = w.kept[56] * w.t1331;
     const T t3211 = t3158 + t3205;
-    w.t3213 = t3155 - t3211;
-    const T t3241 = w.t918 * w.t1300;
+    w.kept[117] = t3155 - t3211;  // t3213
+    const T t3241 = w.kept[56] * w.t1300;
     const T t3246 = t3158 + t3241;
-    w.t3248 = t3155 - t3246;
-    const T t1059 = w.t122 * t1058;
-    const T t1062 = w.t58 * t1059;
-    const T t1060 = w.t123 * t1058;
-    const T t1064 = w.t57 * t1060;
+    w.kept[116] = t3155 - t3246;  // t3248
+    const T t1059 = w.kept[125] * t1058;
+    const T t1062 = w.kept[128] * t1059;
+    const T t1060 = w.kept[126] * t1058;
+    const T t1064 = w.kept[127] * t1060;
     const T t1065 = t1062 + t1064;
-    const T t1067 = w.t5 * t1065;
-    const T t1061 = w.t57 * t1059;
-    const T t1063 = w.t58 * t1060;
+    const T t1067 = w.kept[130] * t1065;
+    const T t1061 = w.kept[127] * t1059;
+    const T t1063 = w.kept[128] * t1060;
     const T t1066 = t1061 - t1063;
-    const T t3252 = w.t6 * t1066;
+    const T t3252 = w.kept[129] * t1066;
     const T t3253 = t1067 + t3252;
-    w.t3254 = -t3253;
-    const T t3169 = w.t122 * t3108;
-    const T t3171 = w.t123 * t3133;
+    w.kept[22] = -t3253;  // t3254
+    const T t3169 = w.kept[125] * t3108;
+    const T t3171 = w.kept[126] * t3133;
     const T t3173 = t3169 + t3171;
-    const T t3221 = w.t57 * t3173;
-    const T t3166 = w.t122 * t3133;
-    const T t3164 = w.t123 * t3108;
+    const T t3221 = w.kept[127] * t3173;
+    const T t3166 = w.kept[125] * t3133;
+    const T t3164 = w.kept[126] * t3108;
     const T t3168 = t3166 - t3164;
-    const T t3223 = w.t58 * t3168;
+    const T t3223 = w.kept[128] * t3168;
     const T t3224 = t3221 + t3223;
-    const T t3255 = w.t5 * t3224;
-    const T t3219 = w.t57 * t3168;
-    const T t3217 = w.t58 * t3173;
+    const T t3255 = w.kept[130] * t3224;
+    const T t3219 = w.kept[127] * t3168;
+    const T t3217 = w.kept[128] * t3173;
     const T t3220 = t3219 - t3217;
-    const T t3256 = w.t6 * t3220;
+    const T t3256 = w.kept[129] * t3220;
     const T t3257 = t3255 + t3256;
-    w.t3258 = -t3257;
+    w.kept[120] = -t3257;  // t3258
     return status;
 }
 
@@ -3780,36 +3651,36 @@ bool ur5e_id_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in
         const auto& w = *nelu::lanes::opaque(work);
         const auto& s = *nelu::lanes::opaque(table);
         const C l0 = nelu::lanes::load_cols<C>(rhs[0] + h);
-        const C k3424 = nelu::lanes::splat<C>(s, 0, w.t269) * l0;
-        const C k3425 = nelu::lanes::splat<C>(s, 1, w.t270) * l0;
+        const C k3424 = nelu::lanes::splat<C>(s, 0, w.kept[115]) * l0;
+        const C k3425 = nelu::lanes::splat<C>(s, 1, w.kept[114]) * l0;
         const C l1 = nelu::lanes::load_cols<C>(rhs[1] + h);
-        const C k3426 = nelu::lanes::splat<C>(s, 1, w.t270) * l1;
+        const C k3426 = nelu::lanes::splat<C>(s, 1, w.kept[114]) * l1;
         const C k3427 = k3424 - k3426;
-        const C k3428 = nelu::lanes::splat<C>(s, 0, w.t269) * l1;
+        const C k3428 = nelu::lanes::splat<C>(s, 0, w.kept[115]) * l1;
         const C k3429 = k3425 + k3428;
         const C k3430 = T(0.099599999999999994) * k3427;
         const C k3431 = -k3430;
         const C k3432 = T(0.099599999999999994) * k3429;
-        const C k3433 = nelu::lanes::splat<C>(s, 2, w.t195) * k3432;
-        const C k3434 = nelu::lanes::splat<C>(s, 3, w.t196) * k3432;
-        const C k3435 = nelu::lanes::splat<C>(s, 2, w.t195) * k3427;
-        const C k3436 = nelu::lanes::splat<C>(s, 3, w.t196) * k3427;
+        const C k3433 = nelu::lanes::splat<C>(s, 2, w.kept[123]) * k3432;
+        const C k3434 = nelu::lanes::splat<C>(s, 3, w.kept[124]) * k3432;
+        const C k3435 = nelu::lanes::splat<C>(s, 2, w.kept[123]) * k3427;
+        const C k3436 = nelu::lanes::splat<C>(s, 3, w.kept[124]) * k3427;
         const C k3437 = T(0.099699999999999997) * k3435;
         const C k3438 = k3434 - k3437;
         const C k3439 = T(0.099699999999999997) * k3436;
         const C k3440 = k3433 + k3439;
         const C k3442 = -k3438;
-        const C k3443 = nelu::lanes::splat<C>(s, 4, w.t122) * k3440;
-        const C k3444 = nelu::lanes::splat<C>(s, 5, w.t123) * k3440;
-        const C k3445 = nelu::lanes::splat<C>(s, 5, w.t123) * k3430;
+        const C k3443 = nelu::lanes::splat<C>(s, 4, w.kept[125]) * k3440;
+        const C k3444 = nelu::lanes::splat<C>(s, 5, w.kept[126]) * k3440;
+        const C k3445 = nelu::lanes::splat<C>(s, 5, w.kept[126]) * k3430;
         const C k3446 = k3443 + k3445;
-        const C k3447 = nelu::lanes::splat<C>(s, 4, w.t122) * k3430;
+        const C k3447 = nelu::lanes::splat<C>(s, 4, w.kept[125]) * k3430;
         const C k3448 = k3447 - k3444;
-        const C k3449 = nelu::lanes::splat<C>(s, 4, w.t122) * k3435;
-        const C k3450 = nelu::lanes::splat<C>(s, 5, w.t123) * k3435;
-        const C k3451 = nelu::lanes::splat<C>(s, 5, w.t123) * k3429;
+        const C k3449 = nelu::lanes::splat<C>(s, 4, w.kept[125]) * k3435;
+        const C k3450 = nelu::lanes::splat<C>(s, 5, w.kept[126]) * k3435;
+        const C k3451 = nelu::lanes::splat<C>(s, 5, w.kept[126]) * k3429;
         const C k3452 = k3449 - k3451;
-        const C k3453 = nelu::lanes::splat<C>(s, 4, w.t122) * k3429;
+        const C k3453 = nelu::lanes::splat<C>(s, 4, w.kept[125]) * k3429;
         const C k3454 = k3450 + k3453;
         const C k3455 = T(0.1333) * k3452;
         const C k3456 = k3448 + k3455;
@@ -3819,22 +3690,22 @@ bool ur5e_id_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in
         const C k3460 = k3438 + k3459;
         const C k3461 = T(0.39219999999999999) * k3436;
         const C k3462 = k3456 + k3461;
-        const C k3463 = nelu::lanes::splat<C>(s, 6, w.t57) * k3458;
-        const C k3464 = nelu::lanes::splat<C>(s, 7, w.t58) * k3458;
-        const C k3465 = nelu::lanes::splat<C>(s, 7, w.t58) * k3462;
+        const C k3463 = nelu::lanes::splat<C>(s, 6, w.kept[127]) * k3458;
+        const C k3464 = nelu::lanes::splat<C>(s, 7, w.kept[128]) * k3458;
+        const C k3465 = nelu::lanes::splat<C>(s, 7, w.kept[128]) * k3462;
         const C k3466 = k3463 + k3465;
-        const C k3467 = nelu::lanes::splat<C>(s, 6, w.t57) * k3462;
+        const C k3467 = nelu::lanes::splat<C>(s, 6, w.kept[127]) * k3462;
         const C k3468 = k3467 - k3464;
         const C k3469 = -k3460;
-        const C k3470 = nelu::lanes::splat<C>(s, 7, w.t58) * k3452;
-        const C k3471 = nelu::lanes::splat<C>(s, 6, w.t57) * k3454;
+        const C k3470 = nelu::lanes::splat<C>(s, 7, w.kept[128]) * k3452;
+        const C k3471 = nelu::lanes::splat<C>(s, 6, w.kept[127]) * k3454;
         const C k3472 = k3470 + k3471;
         const C k3473 = T(0.42499999999999999) * k3472;
         const C k3474 = k3460 + k3473;
         const C k3475 = T(0.42499999999999999) * k3436;
         const C k3476 = k3468 + k3475;
-        const C k3477 = nelu::lanes::splat<C>(s, 8, w.t6) * k3466;
-        const C k3478 = nelu::lanes::splat<C>(s, 9, w.t5) * k3476;
+        const C k3477 = nelu::lanes::splat<C>(s, 8, w.kept[129]) * k3466;
+        const C k3478 = nelu::lanes::splat<C>(s, 9, w.kept[130]) * k3476;
         const C k3479 = -k3474;
         const C k3480 = k3478 - k3477;
         nelu::lanes::store_cols(res[0] + h, k3480);
@@ -3877,371 +3748,122 @@ int ur5e_id_derivatives_derivatives_impl(const T* q, const T* qd, const T* in, T
     if ((status = ur5e_id_derivatives_derivatives_part8(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_id_derivatives_derivatives_part9(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs and their Jacobian: written only when every one is finite
-    if (!(std::isfinite(w.t770) && std::isfinite(w.t769) && std::isfinite(w.t754) && std::isfinite(w.t725) &&
-          std::isfinite(w.t701) && std::isfinite(w.t675) && std::isfinite(w.t2634) && std::isfinite(w.t2701) &&
-          std::isfinite(w.t2854) && std::isfinite(w.t3089) && std::isfinite(w.t905) && std::isfinite(w.t2072) &&
-          std::isfinite(w.t2638) && std::isfinite(w.t2705) && std::isfinite(w.t2858) && std::isfinite(w.t3093) &&
-          std::isfinite(w.t1048) && std::isfinite(w.t2063) && std::isfinite(w.t2059) && std::isfinite(w.t2693) &&
-          std::isfinite(w.t2846) && std::isfinite(w.t3080) && std::isfinite(w.t3254) && std::isfinite(w.t8) &&
-          std::isfinite(w.t7) && std::isfinite(w.t1051) && std::isfinite(w.t909) && std::isfinite(w.t1050) &&
-          std::isfinite(w.t1081) && std::isfinite(w.t1079) && std::isfinite(w.t1099) && std::isfinite(w.t1103) &&
-          std::isfinite(w.t1110) && std::isfinite(w.t1121) && std::isfinite(w.t1132) && std::isfinite(w.t1134) &&
-          std::isfinite(w.t1158) && std::isfinite(w.t1184) && std::isfinite(w.t1097) && std::isfinite(w.t1204) &&
-          std::isfinite(w.t1220) && std::isfinite(w.t2626) && std::isfinite(w.t2661) && std::isfinite(w.t2810) &&
-          std::isfinite(w.t3045) && std::isfinite(w.t906) && std::isfinite(w.t2630) && std::isfinite(w.t2127) &&
-          std::isfinite(w.t2674) && std::isfinite(w.t2823) && std::isfinite(w.t3058) && std::isfinite(w.t1049) &&
-          std::isfinite(w.t1991) && std::isfinite(w.t1984) && std::isfinite(w.t2789) && std::isfinite(w.t3023) &&
-          std::isfinite(w.t918) && std::isfinite(w.t915) && std::isfinite(w.t914) && std::isfinite(w.t1093) &&
-          std::isfinite(w.t1104) && std::isfinite(w.t198) && std::isfinite(w.t197) && std::isfinite(w.t1159) &&
-          std::isfinite(w.t1185) && std::isfinite(w.t1188) && std::isfinite(w.t1053) && std::isfinite(w.t916) &&
-          std::isfinite(w.t2687) && std::isfinite(w.t2227) && std::isfinite(w.t2738) && std::isfinite(w.t2962) &&
-          std::isfinite(w.t893) && std::isfinite(w.t2697) && std::isfinite(w.t2690) && std::isfinite(w.t2259) &&
-          std::isfinite(w.t2758) && std::isfinite(w.t2982) && std::isfinite(w.t1038) && std::isfinite(w.t1859) &&
-          std::isfinite(w.t1852) && std::isfinite(w.t2935) && std::isfinite(w.t930) && std::isfinite(w.t928) &&
-          std::isfinite(w.t1152) && std::isfinite(w.t1177) && std::isfinite(w.t929) && std::isfinite(w.t2838) &&
-          std::isfinite(w.t2773) && std::isfinite(w.t2377) && std::isfinite(w.t2885) && std::isfinite(w.t851) &&
-          std::isfinite(w.t2850) && std::isfinite(w.t2842) && std::isfinite(w.t2779) && std::isfinite(w.t2411) &&
-          std::isfinite(w.t2901) && std::isfinite(w.t1008) && std::isfinite(w.t1721) && std::isfinite(w.t1712) &&
-          std::isfinite(w.t940) && std::isfinite(w.t938) && std::isfinite(w.t3073) && std::isfinite(w.t2999) &&
-          std::isfinite(w.t2916) && std::isfinite(w.t2498) && std::isfinite(w.t843) && std::isfinite(w.t3086) &&
-          std::isfinite(w.t3077) && std::isfinite(w.t3007) && std::isfinite(w.t2921) && std::isfinite(w.t2521) &&
-          std::isfinite(w.t1002) && std::isfinite(w.t1630) && std::isfinite(w.t270) && std::isfinite(w.t269) &&
-          std::isfinite(w.t3248) && std::isfinite(w.t3213) && std::isfinite(w.t3161) && std::isfinite(w.t3128) &&
-          std::isfinite(w.t3258) && std::isfinite(w.t3163) && std::isfinite(w.t3132) && std::isfinite(w.t5) &&
-          std::isfinite(w.t6) && std::isfinite(w.t57) && std::isfinite(w.t58) && std::isfinite(w.t122) &&
-          std::isfinite(w.t123) && std::isfinite(w.t195) && std::isfinite(w.t196))) return NELU_STATUS_NOT_FINITE;
+    if (!(nelu::all_finite(w.kept))) return NELU_STATUS_NOT_FINITE;
     // --- the Jacobian's columns in lanes, W at a time: a column that overflows returns NELU_STATUS_NOT_FINITE
     //     with out untouched and jac partly written (docs/derivatives.md, "Columns in lanes")
     bool ok = true;
     nelu::lanes::Splats<T, 10>& splats = w.splats;
-    splats.put(0, w.t269);
-    splats.put(1, w.t270);
-    splats.put(2, w.t195);
-    splats.put(3, w.t196);
-    splats.put(4, w.t122);
-    splats.put(5, w.t123);
-    splats.put(6, w.t57);
-    splats.put(7, w.t58);
-    splats.put(8, w.t6);
-    splats.put(9, w.t5);
+    splats.put(0, w.kept[115]);
+    splats.put(1, w.kept[114]);
+    splats.put_run(2, w.kept + 123, 8);
     ok = ur5e_id_derivatives_derivatives_lanes0<T>(q, qd, in, w, splats, jac) && ok;
     if (!ok) return NELU_STATUS_NOT_FINITE;
-    out[0] = w.t770;
-    out[1] = w.t769;
-    out[2] = w.t754;
-    out[3] = w.t725;
-    out[4] = w.t701;
-    out[5] = w.t675;
+    std::memcpy(out + 0, w.kept + 0, 6 * sizeof *out);  // out[0..5]
     jac[0] = T(0);
-    jac[1] = w.t2634;
-    jac[2] = w.t2701;
-    jac[3] = w.t2854;
-    jac[4] = w.t3089;
-    jac[5] = w.t905;
-    jac[6] = w.t2072;
-    jac[7] = w.t2638;
-    jac[8] = w.t2705;
-    jac[9] = w.t2858;
-    jac[10] = w.t3093;
-    jac[11] = w.t1048;
-    jac[12] = w.t2063;
-    jac[13] = w.t2059;
-    jac[14] = w.t2693;
-    jac[15] = w.t2846;
-    jac[16] = w.t3080;
-    jac[17] = w.t3254;
+    std::memcpy(jac + 1, w.kept + 6, 17 * sizeof *jac);  // jac[1..17]
     jac[18] = T(0);
     jac[19] = T(0);
     jac[20] = T(-1);
     jac[21] = T(0);
     jac[22] = T(0);
     jac[23] = T(0);
-    jac[24] = w.t8;
-    jac[25] = w.t7;
-    jac[26] = T(0);
-    jac[27] = T(0);
-    jac[28] = T(0);
-    jac[29] = T(0);
-    jac[30] = w.t1051;
-    jac[31] = w.t909;
+    std::memcpy(jac + 24, w.kept + 23, 2 * sizeof *jac);  // jac[24..25]
+    for (int e = 26; e < 30; ++e) jac[e] = T(0);
+    std::memcpy(jac + 30, w.kept + 25, 2 * sizeof *jac);  // jac[30..31]
     jac[32] = T(0);
     jac[33] = T(0);
     jac[34] = T(0);
-    jac[35] = w.t1050;
-    jac[36] = w.t1081;
-    jac[37] = w.t1079;
+    std::memcpy(jac + 35, w.kept + 27, 3 * sizeof *jac);  // jac[35..37]
     jac[38] = T(0);
-    jac[39] = w.t1099;
-    jac[40] = w.t1103;
-    jac[41] = w.t1110;
-    jac[42] = w.t1121;
-    jac[43] = w.t1132;
-    jac[44] = w.t1134;
-    jac[45] = w.t1158;
-    jac[46] = w.t1184;
-    jac[47] = w.t1097;
-    jac[48] = w.t1204;
-    jac[49] = w.t1220;
-    jac[50] = w.t1132;
-    jac[53] = w.t1184;
+    std::memcpy(jac + 39, w.kept + 30, 11 * sizeof *jac);  // jac[39..49]
+    jac[50] = w.kept[34];
+    jac[53] = w.kept[37];
     jac[54] = T(0);
-    jac[55] = w.t2626;
-    jac[56] = w.t2661;
-    jac[57] = w.t2810;
-    jac[58] = w.t3045;
-    jac[59] = w.t906;
-    jac[60] = w.t2630;
-    jac[61] = w.t2127;
-    jac[62] = w.t2674;
-    jac[63] = w.t2823;
-    jac[64] = w.t3058;
-    jac[65] = w.t1049;
-    jac[66] = w.t2059;
-    jac[67] = w.t1991;
-    jac[68] = w.t1984;
-    jac[69] = w.t2789;
-    jac[70] = w.t3023;
-    jac[71] = w.t918;
-    jac[72] = T(0);
-    jac[73] = T(0);
-    jac[74] = T(0);
-    jac[75] = T(0);
-    jac[76] = T(0);
-    jac[77] = T(0);
-    jac[78] = T(0);
-    jac[79] = T(0);
+    std::memcpy(jac + 55, w.kept + 41, 11 * sizeof *jac);  // jac[55..65]
+    jac[66] = w.kept[18];
+    std::memcpy(jac + 67, w.kept + 52, 5 * sizeof *jac);  // jac[67..71]
+    for (int e = 72; e < 80; ++e) jac[e] = T(0);
     jac[80] = T(-1);
-    jac[81] = T(0);
-    jac[82] = T(0);
-    jac[83] = T(0);
-    jac[84] = T(0);
-    jac[85] = T(0);
+    for (int e = 81; e < 86; ++e) jac[e] = T(0);
     jac[86] = T(-1);
-    jac[87] = w.t915;
-    jac[88] = w.t914;
+    std::memcpy(jac + 87, w.kept + 57, 2 * sizeof *jac);  // jac[87..88]
     jac[89] = T(0);
     jac[90] = T(0);
     jac[91] = T(0);
     jac[92] = T(-1);
-    jac[93] = w.t1093;
-    jac[94] = w.t1104;
+    std::memcpy(jac + 93, w.kept + 59, 2 * sizeof *jac);  // jac[93..94]
     jac[95] = T(0);
-    jac[96] = w.t198;
-    jac[97] = w.t197;
+    std::memcpy(jac + 96, w.kept + 61, 2 * sizeof *jac);  // jac[96..97]
     jac[98] = T(0);
-    jac[99] = w.t1159;
-    jac[100] = w.t1185;
-    jac[101] = w.t1188;
-    jac[102] = w.t1053;
-    jac[103] = w.t916;
-    jac[104] = w.t197;
-    jac[107] = w.t1185;
+    std::memcpy(jac + 99, w.kept + 63, 5 * sizeof *jac);  // jac[99..103]
+    jac[104] = w.kept[62];
+    jac[107] = w.kept[64];
     jac[108] = T(0);
-    jac[109] = w.t2687;
-    jac[110] = w.t2227;
-    jac[111] = w.t2738;
-    jac[112] = w.t2962;
-    jac[113] = w.t893;
-    jac[114] = w.t2697;
-    jac[115] = w.t2690;
-    jac[116] = w.t2259;
-    jac[117] = w.t2758;
-    jac[118] = w.t2982;
-    jac[119] = w.t1038;
-    jac[120] = w.t2693;
-    jac[121] = w.t1984;
-    jac[122] = w.t1859;
-    jac[123] = w.t1852;
-    jac[124] = w.t2935;
-    jac[125] = w.t918;
-    jac[126] = T(0);
-    jac[127] = T(0);
-    jac[128] = T(0);
-    jac[129] = T(0);
-    jac[130] = T(0);
-    jac[131] = T(0);
-    jac[132] = T(0);
-    jac[133] = T(0);
-    jac[134] = T(0);
-    jac[135] = T(0);
-    jac[136] = T(0);
-    jac[137] = T(0);
-    jac[138] = T(0);
-    jac[139] = T(0);
+    std::memcpy(jac + 109, w.kept + 68, 11 * sizeof *jac);  // jac[109..119]
+    jac[120] = w.kept[19];
+    jac[121] = w.kept[53];
+    std::memcpy(jac + 122, w.kept + 79, 3 * sizeof *jac);  // jac[122..124]
+    jac[125] = w.kept[56];
+    for (int e = 126; e < 140; ++e) jac[e] = T(0);
     jac[140] = T(-1);
-    jac[141] = T(0);
-    jac[142] = T(0);
-    jac[143] = T(0);
-    jac[144] = T(0);
-    jac[145] = T(0);
+    for (int e = 141; e < 146; ++e) jac[e] = T(0);
     jac[146] = T(-1);
-    jac[147] = w.t930;
-    jac[148] = w.t928;
+    std::memcpy(jac + 147, w.kept + 82, 2 * sizeof *jac);  // jac[147..148]
     jac[149] = T(0);
-    jac[150] = w.t198;
-    jac[151] = w.t197;
+    std::memcpy(jac + 150, w.kept + 61, 2 * sizeof *jac);  // jac[150..151]
     jac[152] = T(0);
-    jac[153] = w.t1152;
-    jac[154] = w.t1177;
-    jac[155] = w.t929;
-    jac[156] = w.t1053;
-    jac[157] = w.t916;
-    jac[158] = w.t197;
-    jac[161] = w.t1177;
+    std::memcpy(jac + 153, w.kept + 84, 3 * sizeof *jac);  // jac[153..155]
+    std::memcpy(jac + 156, w.kept + 66, 2 * sizeof *jac);  // jac[156..157]
+    jac[158] = w.kept[62];
+    jac[161] = w.kept[85];
     jac[162] = T(0);
-    jac[163] = w.t2838;
-    jac[164] = w.t2773;
-    jac[165] = w.t2377;
-    jac[166] = w.t2885;
-    jac[167] = w.t851;
-    jac[168] = w.t2850;
-    jac[169] = w.t2842;
-    jac[170] = w.t2779;
-    jac[171] = w.t2411;
-    jac[172] = w.t2901;
-    jac[173] = w.t1008;
-    jac[174] = w.t2846;
-    jac[175] = w.t2789;
-    jac[176] = w.t1852;
-    jac[177] = w.t1721;
-    jac[178] = w.t1712;
-    jac[179] = w.t918;
-    jac[180] = T(0);
-    jac[181] = T(0);
-    jac[182] = T(0);
-    jac[183] = T(0);
-    jac[184] = T(0);
-    jac[185] = T(0);
-    jac[186] = T(0);
-    jac[187] = T(0);
-    jac[188] = T(0);
-    jac[189] = T(0);
-    jac[190] = T(0);
-    jac[191] = T(0);
-    jac[192] = T(0);
-    jac[193] = T(0);
-    jac[194] = T(0);
-    jac[195] = T(0);
-    jac[196] = T(0);
-    jac[197] = T(0);
-    jac[198] = T(0);
-    jac[199] = T(0);
+    std::memcpy(jac + 163, w.kept + 87, 11 * sizeof *jac);  // jac[163..173]
+    jac[174] = w.kept[20];
+    jac[175] = w.kept[54];
+    jac[176] = w.kept[80];
+    std::memcpy(jac + 177, w.kept + 98, 2 * sizeof *jac);  // jac[177..178]
+    jac[179] = w.kept[56];
+    for (int e = 180; e < 200; ++e) jac[e] = T(0);
     jac[200] = T(-1);
     jac[201] = T(0);
     jac[202] = T(0);
     jac[203] = T(0);
-    jac[204] = w.t198;
-    jac[205] = w.t197;
+    std::memcpy(jac + 204, w.kept + 61, 2 * sizeof *jac);  // jac[204..205]
     jac[206] = T(0);
-    jac[207] = w.t940;
-    jac[208] = w.t938;
+    std::memcpy(jac + 207, w.kept + 100, 2 * sizeof *jac);  // jac[207..208]
     jac[209] = T(0);
-    jac[210] = w.t1053;
-    jac[211] = w.t916;
-    jac[212] = w.t197;
-    jac[215] = w.t938;
+    std::memcpy(jac + 210, w.kept + 66, 2 * sizeof *jac);  // jac[210..211]
+    jac[212] = w.kept[62];
+    jac[215] = w.kept[101];
     jac[216] = T(0);
-    jac[217] = w.t3073;
-    jac[218] = w.t2999;
-    jac[219] = w.t2916;
-    jac[220] = w.t2498;
-    jac[221] = w.t843;
-    jac[222] = w.t3086;
-    jac[223] = w.t3077;
-    jac[224] = w.t3007;
-    jac[225] = w.t2921;
-    jac[226] = w.t2521;
-    jac[227] = w.t1002;
-    jac[228] = w.t3080;
-    jac[229] = w.t3023;
-    jac[230] = w.t2935;
-    jac[231] = w.t1712;
-    jac[232] = w.t1630;
-    jac[233] = T(0);
-    jac[234] = T(0);
-    jac[235] = T(0);
-    jac[236] = T(0);
-    jac[237] = T(0);
-    jac[238] = T(0);
-    jac[239] = T(0);
-    jac[240] = T(0);
-    jac[241] = T(0);
-    jac[242] = T(0);
-    jac[243] = T(0);
-    jac[244] = T(0);
-    jac[245] = T(0);
-    jac[246] = T(0);
-    jac[247] = T(0);
-    jac[248] = T(0);
-    jac[249] = T(0);
-    jac[250] = T(0);
-    jac[251] = T(0);
-    jac[252] = T(0);
-    jac[253] = T(0);
-    jac[254] = T(0);
-    jac[255] = T(0);
-    jac[256] = T(0);
-    jac[257] = T(0);
-    jac[258] = T(0);
-    jac[259] = T(0);
+    std::memcpy(jac + 217, w.kept + 102, 11 * sizeof *jac);  // jac[217..227]
+    jac[228] = w.kept[21];
+    jac[229] = w.kept[55];
+    jac[230] = w.kept[81];
+    jac[231] = w.kept[99];
+    jac[232] = w.kept[113];
+    for (int e = 233; e < 260; ++e) jac[e] = T(0);
     jac[260] = T(-1);
     jac[261] = T(0);
     jac[262] = T(0);
     jac[263] = T(0);
-    jac[264] = w.t270;
-    jac[265] = w.t269;
+    std::memcpy(jac + 264, w.kept + 114, 2 * sizeof *jac);  // jac[264..265]
     jac[266] = T(0);
     jac[269] = T(0);
     jac[270] = T(0);
-    jac[271] = w.t3248;
-    jac[272] = w.t3213;
-    jac[273] = w.t3161;
-    jac[274] = w.t3128;
+    std::memcpy(jac + 271, w.kept + 116, 4 * sizeof *jac);  // jac[271..274]
     jac[275] = T(0);
-    jac[276] = w.t3258;
-    jac[277] = w.t3163;
-    jac[278] = w.t3163;
-    jac[279] = w.t3163;
-    jac[280] = w.t3132;
+    std::memcpy(jac + 276, w.kept + 120, 2 * sizeof *jac);  // jac[276..277]
+    jac[278] = w.kept[121];
+    std::memcpy(jac + 279, w.kept + 121, 2 * sizeof *jac);  // jac[279..280]
     jac[281] = T(0);
-    jac[282] = w.t3254;
-    jac[283] = w.t918;
-    jac[284] = w.t918;
-    jac[285] = w.t918;
+    jac[282] = w.kept[22];
+    jac[283] = w.kept[56];
+    jac[284] = w.kept[56];
+    jac[285] = w.kept[56];
     jac[286] = T(0);
     jac[287] = T(0.00036956249999999999);
-    jac[288] = T(0);
-    jac[289] = T(0);
-    jac[290] = T(0);
-    jac[291] = T(0);
-    jac[292] = T(0);
-    jac[293] = T(0);
-    jac[294] = T(0);
-    jac[295] = T(0);
-    jac[296] = T(0);
-    jac[297] = T(0);
-    jac[298] = T(0);
-    jac[299] = T(0);
-    jac[300] = T(0);
-    jac[301] = T(0);
-    jac[302] = T(0);
-    jac[303] = T(0);
-    jac[304] = T(0);
-    jac[305] = T(0);
-    jac[306] = T(0);
-    jac[307] = T(0);
-    jac[308] = T(0);
-    jac[309] = T(0);
-    jac[310] = T(0);
-    jac[311] = T(0);
-    jac[312] = T(0);
-    jac[313] = T(0);
-    jac[314] = T(0);
-    jac[315] = T(0);
-    jac[316] = T(0);
-    jac[317] = T(0);
-    jac[318] = T(0);
-    jac[319] = T(0);
+    for (int e = 288; e < 320; ++e) jac[e] = T(0);
     jac[320] = T(-1);
     jac[323] = T(0);
     return NELU_STATUS_OK;
@@ -4255,16 +3877,10 @@ struct ur5e_id_derivatives_derivatives_work {
     T t6;
     T t195;
     T t196;
-    T t269;
-    T t270;
     T t57;
     T t58;
     T t123;
     T t122;
-    T t7;
-    T t8;
-    T t197;
-    T t198;
     T t10;
     T t11;
     T t64;
@@ -4289,7 +3905,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t522;
     T t580;
     T t656;
-    T t675;
     T t214;
     T t249;
     T t65;
@@ -4358,7 +3973,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t659;
     T t679;
     T t689;
-    T t701;
     T t222;
     T t589;
     T t671;
@@ -4370,21 +3984,18 @@ struct ur5e_id_derivatives_derivatives_work {
     T t176;
     T t160;
     T t172;
-    T t725;
     T t716;
     T t159;
     T t173;
     T t718;
     T t731;
     T t98;
-    T t754;
     T t36;
     T t22;
     T t18;
     T t729;
     T t743;
     T t745;
-    T t769;
     T t452;
     T t481;
     T t99;
@@ -4395,24 +4006,7 @@ struct ur5e_id_derivatives_derivatives_work {
     T t739;
     T t759;
     T t765;
-    T t770;
-    T t843;
-    T t851;
-    T t893;
-    T t905;
-    T t906;
-    T t909;
-    T t914;
-    T t915;
-    T t916;
-    T t918;
-    T t928;
-    T t929;
-    T t930;
-    T t938;
     T t939;
-    T t940;
-    T t949;
     T t969;
     T t961;
     T t983;
@@ -4424,68 +4018,24 @@ struct ur5e_id_derivatives_derivatives_work {
     T t975;
     T t980;
     T t996;
-    T t1002;
     T t998;
     T t1001;
     T t1004;
     T t1005;
     T t1007;
-    T t1008;
-    T t1038;
-    T t1048;
-    T t1049;
-    T t1050;
-    T t1051;
-    T t1053;
     T t948;
-    T t1054;
-    T t1079;
-    T t1081;
-    T t1093;
-    T t1097;
-    T t1099;
-    T t1103;
-    T t1104;
-    T t1110;
-    T t1121;
-    T t1132;
-    T t1134;
-    T t1152;
-    T t1158;
-    T t1159;
-    T t1177;
-    T t1184;
-    T t1185;
-    T t1188;
-    T t1204;
     T t1211;
-    T t1220;
-    T t1228;
-    T t1250;
-    T t1257;
-    T t1258;
-    T t1262;
-    T t1286;
-    T t1293;
     T t1264;
     T t1278;
-    T t1294;
-    T t1630;
     T t1688;
-    T t1712;
     T t1628;
-    T t1721;
     T t1687;
     T t1791;
-    T t1852;
-    T t1859;
     T t1854;
     T t1794;
     T t1939;
     T t1941;
-    T t1984;
     T t1974;
-    T t1991;
     T t1720;
     T t1698;
     T t1837;
@@ -4499,7 +4049,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1953;
     T t1855;
     T t1989;
-    T t2059;
     T t1719;
     T t1709;
     T t1801;
@@ -4513,7 +4062,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1980;
     T t1990;
     T t1988;
-    T t2063;
     T t1306;
     T t1313;
     T t1353;
@@ -4559,12 +4107,10 @@ struct ur5e_id_derivatives_derivatives_work {
     T t2036;
     T t2032;
     T t2035;
-    T t2072;
     T t1776;
     T t1925;
     T t1302;
     T t1303;
-    T t2127;
     T t2138;
     T t933;
     T t1377;
@@ -4596,7 +4142,6 @@ struct ur5e_id_derivatives_derivatives_work {
     T t2188;
     T t1342;
     T t2191;
-    T t2227;
     T t1348;
     T t1347;
     T t2242;
@@ -4604,24 +4149,19 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1350;
     T t2233;
     T t1349;
-    T t2259;
     T t1421;
     T t1422;
     T t1406;
     T t1423;
     T t1424;
-    T t2377;
     T t1428;
     T t1427;
     T t1425;
     T t1426;
-    T t2411;
     T t1505;
     T t1489;
     T t1504;
-    T t2498;
     T t1511;
-    T t2521;
     T t2086;
     T t1296;
     T t1300;
@@ -4630,44 +4170,19 @@ struct ur5e_id_derivatives_derivatives_work {
     T t1919;
     T t2037;
     T t2073;
-    T t2626;
-    T t2630;
     T t1320;
     T t1391;
     T t1787;
-    T t2634;
-    T t2638;
-    T t2661;
-    T t2674;
-    T t2687;
-    T t2690;
-    T t2693;
-    T t2697;
     T t1341;
-    T t2701;
-    T t2705;
     T t2379;
     T t2378;
     T t2724;
-    T t2738;
     T t2417;
     T t2742;
     T t2412;
-    T t2758;
-    T t2773;
-    T t2779;
-    T t2789;
-    T t2810;
-    T t2823;
-    T t2838;
-    T t2842;
-    T t2846;
-    T t2850;
     T t2317;
     T t2333;
-    T t2854;
     T t2391;
-    T t2858;
     T t1503;
     T t2500;
     T t2499;
@@ -4679,34 +4194,9 @@ struct ur5e_id_derivatives_derivatives_work {
     T t2452;
     T t2455;
     T t1496;
-    T t2885;
     T t1508;
-    T t2901;
-    T t2916;
-    T t2921;
-    T t2935;
-    T t2962;
-    T t2982;
-    T t2999;
-    T t3007;
-    T t3023;
-    T t3045;
-    T t3058;
-    T t3073;
-    T t3077;
-    T t3080;
-    T t3086;
-    T t3089;
-    T t3093;
     T t3103;
-    T t3128;
-    T t3132;
-    T t3161;
-    T t3163;
-    T t3213;
-    T t3248;
-    T t3254;
-    T t3258;
+    T kept[133];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
 };
 
 template <class T>
@@ -4721,18 +4211,18 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t195 = sc195.c;  // cos of joint wrist_2_joint
     w.t196 = sc195.s;  // sin of joint wrist_2_joint
     const nelu::SinCos<T> sc269 = nelu::sincos(q[5]);
-    w.t269 = sc269.c;  // cos of joint wrist_3_joint
-    w.t270 = sc269.s;  // sin of joint wrist_3_joint
+    w.kept[123] = sc269.c;  // t269: cos of joint wrist_3_joint
+    w.kept[122] = sc269.s;  // t270: sin of joint wrist_3_joint
     const nelu::SinCos<T> sc57 = nelu::sincos(q[2]);
     w.t57 = sc57.c;  // cos of joint elbow_joint
     w.t58 = sc57.s;  // sin of joint elbow_joint
     const nelu::SinCos<T> sc123 = nelu::sincos(q[3]);
     w.t123 = sc123.s;  // sin of joint wrist_1_joint
     w.t122 = sc123.c;  // cos of joint wrist_1_joint
-    w.t7 = -w.t5;
-    w.t8 = -w.t6;
-    w.t197 = -w.t195;
-    w.t198 = -w.t196;
+    w.kept[24] = -w.t5;  // t7
+    w.kept[23] = -w.t6;  // t8
+    w.kept[64] = -w.t195;  // t197
+    w.kept[63] = -w.t196;  // t198
     w.t10 = qd[0] * w.t6;
     const T t62 = w.t10 * w.t57;
     w.t11 = qd[0] * w.t5;
@@ -4792,7 +4282,7 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t638 = in[5] + w.t580;  // x: a[wrist_3_link].wz
     const T t655 = T(0.00036956249999999999) * t638;
     w.t656 = in[38] - t655;
-    w.t675 = -w.t656;  // x: z2[wrist_3_link].nz
+    w.kept[5] = -w.t656;  // t675: x: z2[wrist_3_link].nz
     // --- kinematics: transforms, velocities, bias terms b
     const T t212 = w.t135 * w.t196;
     const T t213 = w.t145 * w.t195;
@@ -4901,16 +4391,16 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t613 = t607 + t612;
     // --- kinematics: transforms, velocities, bias terms b
     const T t292 = qd[5] - w.t214;  // v[wrist_3_link].wz
-    const T t286 = w.t208 * w.t270;
-    const T t287 = w.t218 * w.t269;
+    const T t286 = w.t208 * w.kept[122];
+    const T t287 = w.t218 * w.kept[123];
     w.t288 = t286 + t287;
     w.t320 = w.t288 * T(0.00023344791700000001);
     const T t322 = t292 * w.t320;
     w.t321 = t292 * T(0.00036956249999999999);
     const T t323 = w.t288 * w.t321;
     const T t324 = t322 - t323;
-    const T t280 = w.t208 * w.t269;
-    const T t281 = w.t218 * w.t270;
+    const T t280 = w.t208 * w.kept[123];
+    const T t281 = w.t218 * w.kept[122];
     w.t282 = t280 - t281;  // v[wrist_3_link].wx
     const T t308 = w.t217 * w.t282;
     const T t300 = w.t288 * T(0.0011590000000000001);
@@ -4919,10 +4409,10 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t210 = w.t196 * t205;
     w.t211 = t209 + t210;
     const T t278 = t276 - w.t211;
-    const T t283 = w.t269 * t278;
+    const T t283 = w.kept[123] * t278;
     const T t277 = w.t208 * T(0.099599999999999994);
     const T t279 = t277 - w.t144;
-    const T t284 = w.t270 * t279;
+    const T t284 = w.kept[122] * t279;
     w.t285 = t283 + t284;
     w.t302 = t300 - w.t285;
     const T t310 = t292 * w.t302;
@@ -4942,15 +4432,15 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     const T t573 = w.t195 * w.t519;
     const T t574 = w.t219 + t573;
     w.t578 = t577 - t574;
-    const T t630 = w.t269 * w.t578;
+    const T t630 = w.kept[123] * w.t578;
     const T t631 = t293 - t630;
-    const T t634 = w.t270 * w.t581;
+    const T t634 = w.kept[122] * w.t581;
     w.t635 = t631 + t634;
     w.t647 = T(0.00023393821456500001) * w.t635;
     const T t648 = t422 + w.t647;
     const T t627 = T(0.099599999999999994) * w.t581;
     const T t628 = w.t587 - t627;
-    const T t641 = w.t270 * t628;
+    const T t641 = w.kept[122] * t628;
     // --- kinematics: transforms, velocities, bias terms b
     const T t296 = qd[5] * w.t285;
     // --- solve: forward and back substitution
@@ -4964,18 +4454,18 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     w.t530 = t526 + t529;  // x: y1[wrist_3_link].vy
     const T t626 = T(0.099599999999999994) * w.t578;
     const T t629 = w.t530 + t626;  // x: y2[wrist_3_link].vy
-    const T t645 = w.t269 * t629;
+    const T t645 = w.kept[123] * t629;
     w.t646 = t642 + t645;
     w.t661 = T(0.00042303500000000005) * w.t646;
     w.t662 = t648 + w.t661;
-    w.t669 = w.t270 * w.t662;
+    w.t669 = w.kept[122] * w.t662;
     // --- kinematics: transforms, velocities, bias terms b
     w.t319 = w.t282 * T(0.00023344791700000001);
     const T t326 = t292 * w.t319;
     const T t325 = w.t282 * w.t321;
     const T t327 = t326 - t325;
-    const T t289 = w.t270 * t278;
-    const T t290 = w.t269 * t279;
+    const T t289 = w.kept[122] * t278;
+    const T t290 = w.kept[123] * t279;
     w.t291 = t289 - t290;  // v[wrist_3_link].vy
     const T t301 = w.t282 * T(0.0011590000000000001);
     w.t303 = w.t291 + t301;
@@ -4990,22 +4480,22 @@ int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, 
     // --- kinematics: transforms, velocities, bias terms b
     const T t294 = qd[5] * w.t282;
     // --- solve: forward and back substitution
-    const T t632 = w.t270 * w.t578;
+    const T t632 = w.kept[122] * w.t578;
     const T t633 = t294 + t632;
-    const T t636 = w.t269 * w.t581;
+    const T t636 = w.kept[123] * w.t581;
     w.t637 = t633 + t636;
     w.t651 = T(0.00023393821456500001) * w.t637;
     const T t652 = t423 + w.t651;
-    const T t643 = w.t270 * t629;
+    const T t643 = w.kept[122] * t629;
     // --- kinematics: transforms, velocities, bias terms b
     const T t295 = qd[5] * w.t291;
     // --- solve: forward and back substitution
-    const T t639 = w.t269 * t628;
+    const T t639 = w.kept[123] * t628;
     const T t640 = t295 + t639;
     w.t644 = t643 - t640;
     w.t657 = T(0.00042303500000000005) * w.t644;
     w.t658 = t652 - w.t657;
-    w.t672 = w.t269 * w.t658;
+    w.t672 = w.kept[123] * w.t658;
     return status;
 }
 
@@ -5020,7 +4510,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t650 = t424 + w.t649;
     w.t663 = T(0.36499999999999999) * w.t646;
     const T t664 = t650 + w.t663;
-    const T t678 = w.t270 * t664;
+    const T t678 = w.kept[122] * t664;
     // --- kinematics: transforms, velocities, bias terms b
     const T t409 = w.t316 + in[39];
     // --- solve: forward and back substitution
@@ -5028,12 +4518,12 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t654 = t409 - w.t653;
     w.t659 = T(0.36499999999999999) * w.t644;
     const T t660 = t654 + w.t659;
-    const T t676 = w.t269 * t660;
+    const T t676 = w.kept[123] * t660;
     w.t679 = t678 - t676;
     const T t682 = T(0.099599999999999994) * w.t679;
     const T t688 = w.t673 - t682;  // x: z2[wrist_3_link].ny
     w.t689 = w.t613 - t688;
-    w.t701 = -w.t689;  // x: z2[wrist_2_link].nz
+    w.kept[4] = -w.t689;  // t701: x: z2[wrist_2_link].nz
     const T t592 = T(0.0025694312800000002) * w.t578;
     // --- kinematics: transforms, velocities, bias terms b
     const T t250 = w.t218 * T(0.002218125);
@@ -5070,11 +4560,11 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t619 = t593 + t618;
     const T t622 = T(0.021242) * w.t530;
     const T t623 = t619 + t622;
-    const T t670 = w.t270 * w.t658;
-    const T t668 = w.t269 * w.t662;
+    const T t670 = w.kept[122] * w.t658;
+    const T t668 = w.kept[123] * w.t662;
     w.t671 = t670 - t668;
-    const T t677 = w.t270 * t660;
-    const T t680 = w.t269 * t664;
+    const T t677 = w.kept[122] * t660;
+    const T t680 = w.kept[123] * t664;
     w.t681 = t677 + t680;  // x: z2[wrist_3_link].fy
     const T t685 = T(0.099599999999999994) * w.t681;
     const T t686 = w.t671 + t685;
@@ -5149,7 +4639,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t550 = t544 - t549;
     const T t557 = T(0.022385800000000001) * w.t528;
     const T t558 = t550 + t557;
-    w.t725 = t714 - t558;  // x: z2[wrist_1_link].nz
+    w.kept[3] = t714 - t558;  // t725: x: z2[wrist_1_link].nz
     // --- kinematics: transforms, velocities, bias terms b
     const T t384 = w.t172 + in[27];
     // --- solve: forward and back substitution
@@ -5212,8 +4702,8 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t491 = t475 - t490;
     const T t500 = T(0.68930120000000006) * w.t471;
     const T t501 = t491 + t500;
-    const T t742 = t501 - w.t725;
-    w.t754 = t744 - t742;  // x: z1[forearm_link].nz
+    const T t742 = t501 - w.kept[3];
+    w.kept[2] = t744 - t742;  // t754: x: z1[forearm_link].nz
     // --- kinematics: transforms, velocities, bias terms b
     const T t37 = w.t11 * T(0.12854188700000002);
     const T t45 = w.t10 * t37;
@@ -5236,7 +4726,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t447 = t437 - t446;
     const T t453 = T(1.7123249999999999) * w.t433;
     const T t454 = t447 + t453;
-    const T t761 = t454 - w.t754;
+    const T t761 = t454 - w.kept[2];
     const T t483 = T(0.075419) * w.t462;
     // --- kinematics: transforms, velocities, bias terms b
     const T t88 = w.t68 * t86;
@@ -5271,7 +4761,7 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t757 = t755 + t756;
     const T t762 = T(0.42499999999999999) * t757;
     const T t763 = t761 + t762;
-    w.t769 = -t763;  // x: z1[upper_arm_link].nz
+    w.kept[1] = -t763;  // t769: x: z1[upper_arm_link].nz
     const T t434 = T(0.11805364519680001) * w.t429;
     // --- kinematics: transforms, velocities, bias terms b
     const T t47 = T(0.11336) * t34;
@@ -5430,46 +4920,46 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t768 = t766 + t767;  // x: z1[upper_arm_link].ny
     const T t426 = in[0] * T(0.0095418760188999991);
     const T t427 = in[8] - t426;
-    w.t770 = t768 - t427;  // x: tau[shoulder_pan_joint]
+    w.kept[0] = t768 - t427;  // t770: x: tau[shoulder_pan_joint]
     const T t815 = w.t647 - w.t332;
     const T t817 = w.t661 + t815;
-    const T t827 = w.t269 * t817;
+    const T t827 = w.kept[123] * t817;
     const T t813 = w.t651 - w.t333;
     const T t819 = t813 - w.t657;
-    const T t823 = w.t270 * t819;
+    const T t823 = w.kept[122] * t819;
     const T t824 = t823 - w.t671;
     const T t828 = t827 - t824;
     const T t816 = w.t649 - w.t317;
     const T t818 = w.t663 + t816;
-    const T t829 = w.t269 * t818;
+    const T t829 = w.kept[123] * t818;
     const T t830 = w.t681 - t829;
     const T t814 = w.t653 - w.t316;
     const T t820 = t814 - w.t659;
-    const T t833 = w.t270 * t820;
+    const T t833 = w.kept[122] * t820;
     const T t834 = t830 + t833;
     const T t837 = T(0.099599999999999994) * t834;
     const T t838 = t828 + t837;
-    w.t843 = -t838;
-    const T t821 = w.t269 * t819;
+    w.kept[114] = -t838;  // t843
+    const T t821 = w.kept[123] * t819;
     const T t822 = w.t673 - t821;
-    const T t825 = w.t270 * t817;
+    const T t825 = w.kept[122] * t817;
     const T t826 = t822 - t825;
-    const T t831 = w.t270 * t818;
+    const T t831 = w.kept[122] * t818;
     const T t832 = w.t679 - t831;
-    const T t835 = w.t269 * t820;
+    const T t835 = w.kept[123] * t820;
     const T t836 = t832 - t835;
     const T t839 = T(0.099599999999999994) * t836;
     const T t840 = t826 - t839;
     const T t845 = w.t196 * t840;
     const T t846 = w.t195 * t834;
     const T t849 = T(0.099699999999999997) * t846;
-    w.t851 = t845 + t849;
+    w.kept[97] = t845 + t849;  // t851
     const T t863 = w.t123 * t846;
     const T t868 = w.t122 * t836;
     const T t870 = t863 + t868;
     const T t878 = T(0.39219999999999999) * t870;
-    const T t880 = t878 - w.t851;
-    w.t893 = -t880;
+    const T t880 = t878 - w.kept[97];
+    w.kept[76] = -t880;  // t893
     const T t859 = w.t122 * t838;
     const T t847 = w.t196 * t834;
     const T t853 = T(0.099699999999999997) * t847;
@@ -5499,27 +4989,27 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t887 = w.t58 * t882;
     const T t888 = t883 + t887;
     const T t902 = w.t6 * t888;
-    w.t905 = t904 - t902;
+    w.kept[10] = t904 - t902;  // t905
     const T t894 = w.t58 * t867;
     const T t895 = w.t57 * t870;
     const T t897 = t894 + t895;
     const T t898 = T(0.42499999999999999) * t897;
     const T t899 = t880 + t898;
-    w.t906 = -t899;
+    w.kept[47] = -t899;  // t906
     const T t908 = w.t6 * w.t58;
     const T t907 = w.t5 * w.t57;
-    w.t909 = t908 - t907;
-    w.t914 = T(0.42499999999999999) * w.t57;
-    w.t915 = T(0.42499999999999999) * w.t58;
-    w.t916 = w.t196 * w.t270;
-    w.t918 = w.t195 * T(0.00036956249999999999);
-    w.t928 = T(0.39219999999999999) * w.t122;
-    w.t929 = -w.t928;
-    w.t930 = T(0.39219999999999999) * w.t123;
-    w.t938 = T(0.099699999999999997) * w.t196;
+    w.kept[26] = t908 - t907;  // t909
+    w.kept[60] = T(0.42499999999999999) * w.t57;  // t914
+    w.kept[59] = T(0.42499999999999999) * w.t58;  // t915
+    w.kept[69] = w.t196 * w.kept[122];  // t916
+    w.kept[58] = w.t195 * T(0.00036956249999999999);  // t918
+    w.kept[87] = T(0.39219999999999999) * w.t122;  // t928
+    w.kept[90] = -w.kept[87];  // t929
+    w.kept[86] = T(0.39219999999999999) * w.t123;  // t930
+    w.kept[107] = T(0.099699999999999997) * w.t196;  // t938
     w.t939 = T(0.099699999999999997) * w.t195;
-    w.t940 = -w.t939;
-    w.t949 = T(0.099599999999999994) * w.t269;
+    w.kept[106] = -w.t939;  // t940
+    w.kept[124] = T(0.099599999999999994) * w.kept[123];  // t949
     w.t969 = w.t288 * T(0.00023393821456500001);
     const T t959 = w.t302 * T(0.36499999999999999);
     const T t960 = T(0.0011590000000000001) * t959;
@@ -5529,7 +5019,7 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t970 = w.t969 - t963;
     w.t983 = w.t285 * T(0.00042303500000000005);
     const T t984 = t970 - w.t983;
-    const T t988 = w.t270 * t984;
+    const T t988 = w.kept[122] * t984;
     w.t973 = w.t282 * T(0.00023393821456500001);
     const T t964 = w.t303 * T(0.36499999999999999);
     const T t965 = T(0.0011590000000000001) * t964;
@@ -5539,26 +5029,26 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t974 = w.t973 - t968;
     w.t977 = w.t291 * T(0.00042303500000000005);
     const T t979 = t974 + w.t977;
-    const T t991 = w.t269 * t979;
+    const T t991 = w.kept[123] * t979;
     const T t992 = t988 + t991;
     w.t971 = w.t288 * T(0.00042303500000000005);
     const T t972 = w.t971 - t959;
     w.t985 = w.t285 * T(0.36499999999999999);
     const T t986 = t972 - w.t985;
-    const T t995 = w.t270 * t986;
+    const T t995 = w.kept[122] * t986;
     w.t975 = w.t282 * T(0.00042303500000000005);
     const T t976 = t964 - w.t975;
     w.t980 = w.t291 * T(0.36499999999999999);
     const T t982 = t976 - w.t980;
-    const T t993 = w.t269 * t982;
+    const T t993 = w.kept[123] * t982;
     w.t996 = t995 - t993;
     const T t999 = T(0.099599999999999994) * w.t996;
-    w.t1002 = t992 - t999;
-    const T t989 = w.t270 * t979;
-    const T t987 = w.t269 * t984;
+    w.kept[120] = t992 - t999;  // t1002
+    const T t989 = w.kept[122] * t979;
+    const T t987 = w.kept[123] * t984;
     const T t990 = t989 - t987;
-    const T t994 = w.t270 * t982;
-    const T t997 = w.t269 * t986;
+    const T t994 = w.kept[122] * t982;
+    const T t997 = w.kept[123] * t986;
     w.t998 = t994 + t997;
     const T t1000 = T(0.099599999999999994) * w.t998;
     w.t1001 = t990 + t1000;
@@ -5573,14 +5063,14 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
     // --- solve: forward and back substitution
-    w.t1008 = w.t1004 + w.t1007;
+    w.kept[103] = w.t1004 + w.t1007;  // t1008
     const T t1018 = w.t123 * w.t1005;
     const T t1021 = w.t122 * w.t998;
     const T t1022 = t1018 - t1021;
     const T t1027 = T(0.39219999999999999) * t1022;
-    const T t1028 = t1027 - w.t1008;
-    w.t1038 = -t1028;
-    const T t1013 = w.t123 * w.t1002;
+    const T t1028 = t1027 - w.kept[103];
+    w.kept[82] = -t1028;  // t1038
+    const T t1013 = w.t123 * w.kept[120];
     const T t1006 = w.t196 * w.t996;
     const T t1009 = T(0.099699999999999997) * t1006;
     const T t1003 = w.t195 * w.t1001;
@@ -5595,7 +5085,7 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1020 = t1017 + t1019;
     const T t1023 = T(0.1333) * t1020;
     const T t1012 = w.t123 * t1010;
-    const T t1015 = w.t122 * w.t1002;
+    const T t1015 = w.t122 * w.kept[120];
     const T t1016 = t1012 + t1015;
     const T t1024 = t1023 - t1016;
     const T t1029 = T(0.39219999999999999) * t1006;
@@ -5609,23 +5099,23 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1044 = T(0.42499999999999999) * t1006;
     const T t1045 = t1036 + t1044;
     const T t1047 = w.t5 * t1045;
-    w.t1048 = t1046 + t1047;
+    w.kept[16] = t1046 + t1047;  // t1048
     const T t1039 = w.t58 * t1020;
     const T t1040 = w.t57 * t1022;
     const T t1041 = t1039 + t1040;
     const T t1042 = T(0.42499999999999999) * t1041;
     const T t1043 = t1028 + t1042;
-    w.t1049 = -t1043;
+    w.kept[53] = -t1043;  // t1049
     const T t913 = w.t5 * T(0.42499999999999999);
-    w.t1050 = -t913;
+    w.kept[27] = -t913;  // t1050
     const T t910 = w.t5 * w.t58;
     const T t911 = w.t6 * w.t57;
     const T t912 = t910 + t911;
-    w.t1051 = -t912;
-    const T t917 = w.t196 * w.t269;
-    w.t1053 = -t917;
-    w.t948 = T(0.099599999999999994) * w.t270;
-    w.t1054 = -w.t948;
+    w.kept[25] = -t912;  // t1051
+    const T t917 = w.t196 * w.kept[123];
+    w.kept[68] = -t917;  // t1053
+    w.t948 = T(0.099599999999999994) * w.kept[122];
+    w.kept[125] = -w.t948;  // t1054
     const T t1070 = w.t58 * w.t123;
     const T t1068 = w.t57 * w.t122;
     const T t1071 = t1070 - t1068;
@@ -5634,12 +5124,12 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1072 = w.t57 * w.t123;
     const T t1073 = t1069 + t1072;
     const T t1078 = w.t6 * t1073;
-    w.t1079 = t1076 + t1078;
+    w.kept[29] = t1076 + t1078;  // t1079
     const T t1077 = w.t6 * t1071;
     const T t1080 = w.t5 * t1073;
-    w.t1081 = t1077 - t1080;
+    w.kept[28] = t1077 - t1080;  // t1081
     const T t1092 = T(0.42499999999999999) * t1073;
-    w.t1093 = w.t930 + t1092;
+    w.kept[61] = w.kept[86] + t1092;  // t1093
     const T t1083 = T(0.1333) * w.t123;
     const T t1085 = w.t58 * t1083;
     const T t1082 = T(0.1333) * w.t122;
@@ -5650,19 +5140,19 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1086 = w.t58 * t1082;
     const T t1087 = t1084 + t1086;
     const T t1094 = w.t5 * t1087;
-    w.t1097 = t1096 - t1094;
+    w.kept[38] = t1096 - t1094;  // t1097
     const T t1095 = w.t6 * t1087;
     const T t1098 = w.t5 * t1089;
-    w.t1099 = t1095 + t1098;
-    w.t1103 = -w.t1097;
+    w.kept[30] = t1095 + t1098;  // t1099
+    w.kept[31] = -w.kept[38];  // t1103
     const T t1100 = T(0.42499999999999999) * t1071;
-    w.t1104 = w.t928 - t1100;
+    w.kept[62] = w.kept[87] - t1100;  // t1104
     const T t1105 = w.t58 * T(0.39219999999999999);
     const T t1108 = w.t6 * t1105;
     const T t1106 = w.t57 * T(0.39219999999999999);
     const T t1107 = T(0.42499999999999999) + t1106;
     const T t1109 = w.t5 * t1107;
-    w.t1110 = t1108 - t1109;
+    w.kept[32] = t1108 - t1109;  // t1110
     const T t1112 = w.t123 * w.t195;
     const T t1115 = w.t58 * t1112;
     const T t1111 = w.t122 * w.t195;
@@ -5673,7 +5163,7 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1117 = w.t57 * t1112;
     const T t1118 = t1114 + t1117;
     const T t1120 = w.t5 * t1118;
-    w.t1121 = t1119 - t1120;
+    w.kept[33] = t1119 - t1120;  // t1121
     const T t1122 = w.t122 * w.t196;
     const T t1124 = w.t57 * t1122;
     const T t1123 = w.t123 * w.t196;
@@ -5684,16 +5174,16 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1128 = w.t57 * t1123;
     const T t1129 = t1125 + t1128;
     const T t1131 = w.t5 * t1129;
-    w.t1132 = t1130 + t1131;
-    w.t1134 = -w.t1079;
+    w.kept[34] = t1130 + t1131;  // t1132
+    w.kept[35] = -w.kept[29];  // t1134
     const T t1141 = T(0.39219999999999999) * t1112;
     const T t1142 = w.t939 - t1141;
-    w.t1152 = -t1142;
-    const T t1135 = w.t122 * w.t938;
+    w.kept[88] = -t1142;  // t1152
+    const T t1135 = w.t122 * w.kept[107];
     const T t1139 = T(0.1333) * t1112;
     const T t1140 = t1135 + t1139;
     const T t1145 = w.t57 * t1140;
-    const T t1136 = w.t123 * w.t938;
+    const T t1136 = w.t123 * w.kept[107];
     const T t1137 = T(0.1333) * t1111;
     const T t1138 = t1136 - t1137;
     const T t1143 = T(0.39219999999999999) * w.t196;
@@ -5707,12 +5197,12 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1154 = T(0.42499999999999999) * w.t196;
     const T t1155 = t1150 - t1154;
     const T t1157 = w.t5 * t1155;
-    w.t1158 = t1156 + t1157;
+    w.kept[36] = t1156 + t1157;  // t1158
     const T t1153 = T(0.42499999999999999) * t1118;
-    w.t1159 = t1153 - t1142;
+    w.kept[65] = t1153 - t1142;  // t1159
     const T t1166 = T(0.39219999999999999) * t1123;
-    const T t1167 = t1166 - w.t938;
-    w.t1177 = -t1167;
+    const T t1167 = t1166 - w.kept[107];
+    w.kept[89] = -t1167;  // t1177
     const T t1160 = w.t122 * w.t939;
     const T t1164 = T(0.1333) * t1123;
     const T t1165 = t1160 - t1164;
@@ -5731,18 +5221,18 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1180 = T(0.42499999999999999) * w.t195;
     const T t1181 = t1175 - t1180;
     const T t1183 = w.t5 * t1181;
-    w.t1184 = t1182 + t1183;
+    w.kept[37] = t1182 + t1183;  // t1184
     const T t1178 = T(0.42499999999999999) * t1129;
     const T t1179 = t1167 + t1178;
-    w.t1185 = -t1179;
-    w.t1188 = -w.t1104;
-    const T t1192 = w.t123 * w.t270;
-    const T t1189 = w.t195 * w.t269;
+    w.kept[66] = -t1179;  // t1185
+    w.kept[67] = -w.kept[62];  // t1188
+    const T t1192 = w.t123 * w.kept[122];
+    const T t1189 = w.t195 * w.kept[123];
     const T t1190 = w.t122 * t1189;
     const T t1193 = t1192 - t1190;
     const T t1196 = w.t57 * t1193;
     const T t1191 = w.t123 * t1189;
-    const T t1194 = w.t122 * w.t270;
+    const T t1194 = w.t122 * w.kept[122];
     const T t1195 = t1191 + t1194;
     const T t1198 = w.t58 * t1195;
     const T t1199 = t1196 + t1198;
@@ -5751,14 +5241,14 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1200 = w.t57 * t1195;
     const T t1201 = t1197 - t1200;
     const T t1203 = w.t5 * t1201;
-    w.t1204 = t1202 + t1203;
-    const T t1205 = w.t195 * w.t270;
+    w.kept[39] = t1202 + t1203;  // t1204
+    const T t1205 = w.t195 * w.kept[122];
     const T t1206 = w.t122 * t1205;
-    const T t1208 = w.t123 * w.t269;
+    const T t1208 = w.t123 * w.kept[123];
     const T t1209 = t1206 + t1208;
     const T t1212 = w.t57 * t1209;
     const T t1207 = w.t123 * t1205;
-    const T t1210 = w.t122 * w.t269;
+    const T t1210 = w.t122 * w.kept[123];
     w.t1211 = t1207 - t1210;
     const T t1214 = w.t58 * w.t1211;
     const T t1215 = t1212 - t1214;
@@ -5767,25 +5257,25 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1216 = w.t57 * w.t1211;
     const T t1217 = t1213 + t1216;
     const T t1219 = w.t5 * t1217;
-    w.t1220 = t1218 + t1219;
+    w.kept[40] = t1218 + t1219;  // t1220
     const T t1223 = T(0.099699999999999997) * t1189;
     const T t1222 = w.t196 * w.t948;
     const T t1224 = t1223 - t1222;
-    w.t1228 = -t1224;
+    w.kept[108] = -t1224;  // t1228
     const T t1239 = T(0.39219999999999999) * t1195;
     const T t1240 = t1224 - t1239;
-    w.t1250 = -t1240;
+    w.kept[91] = -t1240;  // t1250
     const T t1221 = w.t195 * w.t948;
     const T t1225 = T(0.099699999999999997) * t917;
     const T t1226 = t1221 + t1225;
     const T t1229 = w.t122 * t1226;
-    const T t1231 = w.t123 * w.t949;
+    const T t1231 = w.t123 * w.kept[124];
     const T t1232 = t1229 + t1231;
     const T t1237 = T(0.1333) * t1195;
     const T t1238 = t1232 + t1237;
     const T t1243 = w.t57 * t1238;
     const T t1230 = w.t123 * t1226;
-    const T t1233 = w.t122 * w.t949;
+    const T t1233 = w.t122 * w.kept[124];
     const T t1234 = t1230 - t1233;
     const T t1235 = T(0.1333) * t1193;
     const T t1236 = t1234 + t1235;
@@ -5800,28 +5290,28 @@ int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, 
     const T t1253 = T(0.42499999999999999) * t917;
     const T t1254 = t1248 - t1253;
     const T t1256 = w.t5 * t1254;
-    w.t1257 = t1255 + t1256;
+    w.kept[41] = t1255 + t1256;  // t1257
     const T t1251 = T(0.42499999999999999) * t1201;
     const T t1252 = t1240 + t1251;
-    w.t1258 = -t1252;
-    const T t1260 = w.t196 * w.t949;
+    w.kept[70] = -t1252;  // t1258
+    const T t1260 = w.t196 * w.kept[124];
     const T t1261 = T(0.099699999999999997) * t1205;
-    w.t1262 = t1260 + t1261;
+    w.kept[109] = t1260 + t1261;  // t1262
     const T t1275 = T(0.39219999999999999) * w.t1211;
-    const T t1276 = t1275 - w.t1262;
-    w.t1286 = -t1276;
+    const T t1276 = t1275 - w.kept[109];
+    w.kept[92] = -t1276;  // t1286
     const T t1287 = T(0.42499999999999999) * t1217;
     const T t1288 = t1276 + t1287;
-    w.t1293 = -t1288;
+    w.kept[71] = -t1288;  // t1293
     const T t1269 = w.t122 * w.t948;
-    const T t1263 = T(0.099699999999999997) * w.t916;
-    const T t1259 = w.t195 * w.t949;
+    const T t1263 = T(0.099699999999999997) * w.kept[69];
+    const T t1259 = w.t195 * w.kept[124];
     w.t1264 = t1263 - t1259;
     const T t1266 = w.t123 * w.t1264;
     const T t1270 = t1269 - t1266;
     const T t1271 = T(0.1333) * t1209;
     const T t1272 = t1270 + t1271;
-    const T t1277 = T(0.39219999999999999) * w.t916;
+    const T t1277 = T(0.39219999999999999) * w.kept[69];
     w.t1278 = t1272 + t1277;
     return status;
 }
@@ -5839,26 +5329,26 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1274 = t1268 + t1273;
     const T t1280 = w.t58 * t1274;
     const T t1284 = t1283 - t1280;
-    const T t1289 = T(0.42499999999999999) * w.t916;
+    const T t1289 = T(0.42499999999999999) * w.kept[69];
     const T t1290 = t1284 + t1289;
     const T t1292 = w.t5 * t1290;
     const T t1279 = w.t57 * t1274;
     const T t1281 = w.t58 * w.t1278;
     const T t1282 = t1279 + t1281;
     const T t1291 = w.t6 * t1282;
-    w.t1294 = t1292 - t1291;
-    const T t1055 = w.t270 * T(0.00023393821456500001);
-    const T t1619 = w.t270 * t1055;
-    const T t1056 = w.t269 * T(0.00023393821456500001);
-    const T t1620 = w.t269 * t1056;
+    w.kept[42] = t1292 - t1291;  // t1294
+    const T t1055 = w.kept[122] * T(0.00023393821456500001);
+    const T t1619 = w.kept[122] * t1055;
+    const T t1056 = w.kept[123] * T(0.00023393821456500001);
+    const T t1620 = w.kept[123] * t1056;
     const T t1621 = t1619 + t1620;
     const T t1626 = t1621 - T(4.2134286000000003e-05);
     const T t1627 = t1626 - T(-0.0035787241139999993);
-    w.t1630 = T(0.0025652192800000003) + t1627;
+    w.kept[121] = T(0.0025652192800000003) + t1627;  // t1630
     const T t1052 = w.t195 * T(3.8235599999999997e-05);
     w.t1688 = w.t195 * T(0.057172964999999992);
     const T t1705 = T(0.099699999999999997) * w.t1688;
-    w.t1712 = t1052 - t1705;
+    w.kept[105] = t1052 - t1705;  // t1712
     const T t1692 = w.t195 * T(0.0016900244999999998);
     const T t1699 = w.t195 * t1692;
     w.t1628 = T(0.0025694312800000002) + t1627;
@@ -5867,17 +5357,17 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1701 = t1699 + t1700;
     const T t1710 = t1701 - T(0.000233298);
     const T t1711 = t1710 - T(-0.016316951849999997);
-    w.t1721 = T(0.002703346472) + t1711;
+    w.kept[104] = T(0.002703346472) + t1711;  // t1721
     w.t1687 = w.t196 * T(0.057172964999999992);
     const T t1790 = w.t122 * w.t1687;
     const T t1789 = w.t123 * T(0.1860463);
     w.t1791 = t1790 - t1789;
     const T t1844 = T(0.39219999999999999) * w.t1791;
-    w.t1852 = w.t1721 + t1844;
+    w.kept[84] = w.kept[104] + t1844;  // t1852
     const T t1842 = w.t1791 + T(1.1903270000000001);
     const T t1847 = T(0.39219999999999999) * t1842;
-    const T t1853 = t1847 + w.t1852;
-    w.t1859 = T(0.20483351684000001) + t1853;
+    const T t1853 = t1847 + w.kept[84];
+    w.kept[83] = T(0.20483351684000001) + t1853;  // t1859
     w.t1854 = T(0.68930120000000006) + t1842;
     const T t1940 = w.t57 * w.t1854;
     const T t1792 = w.t122 * T(0.1860463);
@@ -5886,12 +5376,12 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     w.t1939 = w.t58 * w.t1794;
     w.t1941 = t1940 - w.t1939;
     const T t1976 = T(0.42499999999999999) * w.t1941;
-    w.t1984 = w.t1859 + t1976;
+    w.kept[55] = w.kept[83] + t1976;  // t1984
     w.t1974 = w.t1941 + T(2.499425);
     const T t1979 = T(0.42499999999999999) * w.t1974;
-    const T t1985 = t1979 + w.t1984;
-    w.t1991 = T(0.49241094949999997) + t1985;
-    w.t1720 = T(-4.0294440000000001e-05) - w.t1712;
+    const T t1985 = t1979 + w.kept[55];
+    w.kept[54] = T(0.49241094949999997) + t1985;  // t1991
+    w.t1720 = T(-4.0294440000000001e-05) - w.kept[105];
     const T t1804 = w.t123 * w.t1720;
     const T t1689 = w.t195 * w.t1628;
     const T t1697 = w.t196 * t1689;
@@ -5925,8 +5415,8 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     w.t1989 = T(-0.194109162) + t1981;
     const T t2057 = w.t6 * w.t1989;
     const T t2058 = w.t2056 + t2057;
-    w.t2059 = -t2058;
-    w.t1719 = T(0.0013915637999999998) + w.t1630;
+    w.kept[18] = -t2058;  // t2059
+    w.t1719 = T(0.0013915637999999998) + w.kept[121];
     const T t1800 = w.t123 * w.t1719;
     const T t1704 = T(0.099699999999999997) * w.t1687;
     const T t1057 = w.t196 * T(3.8235599999999997e-05);
@@ -6004,7 +5494,7 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t2053 = t2051 + t2052;
     const T t2061 = w.t6 * t2053;
     const T t2062 = t2060 + t2061;
-    w.t2063 = T(0.0095418760188999991) + t2062;
+    w.kept[17] = T(0.0095418760188999991) + t2062;  // t2063
     const T t1307 = qd[1] * T(0.11805364519680001);
     w.t1306 = w.t10 * T(0.194109162);
     const T t1308 = t1307 - w.t1306;
@@ -6024,9 +5514,9 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1525 = w.t144 * T(1.3);
     const T t1533 = t1530 - t1525;
     const T t1608 = w.t975 + w.t980;
-    const T t1634 = w.t269 * t1608;
+    const T t1634 = w.kept[123] * t1608;
     const T t1607 = w.t971 - w.t985;
-    const T t1635 = w.t270 * t1607;
+    const T t1635 = w.kept[122] * t1607;
     w.t1636 = t1634 + t1635;
     w.t1670 = t1533 - w.t1636;
     w.t1769 = t1448 - w.t1670;
@@ -6047,8 +5537,8 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     const T t1529 = t1527 - t1528;
     const T t956 = w.t211 * T(1.3);
     const T t1531 = t1529 - t956;
-    const T t1631 = w.t270 * t1608;
-    const T t1632 = w.t269 * t1607;
+    const T t1631 = w.kept[122] * t1608;
+    const T t1632 = w.kept[123] * t1607;
     w.t1633 = t1631 - t1632;
     w.t1668 = t1531 + w.t1633;
     const T t1723 = w.t195 * w.t1668;
@@ -6068,10 +5558,10 @@ int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, 
     w.t1460 = t1459 - w.t1450;
     const T t1603 = w.t217 * T(0.00042303500000000005);
     const T t1609 = T(2) * t1603;
-    const T t1639 = w.t270 * t1609;
-    const T t1647 = w.t270 * t1639;
-    const T t1637 = w.t269 * t1609;
-    const T t1649 = w.t269 * t1637;
+    const T t1639 = w.kept[122] * t1609;
+    const T t1647 = w.kept[122] * t1639;
+    const T t1637 = w.kept[123] * t1609;
+    const T t1649 = w.kept[123] * t1637;
     const T t1651 = t1647 + t1649;
     const T t1659 = T(0.099599999999999994) * t1605;
     const T t1664 = t1651 - t1659;
@@ -6113,10 +5603,10 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1549 = t1547 + t1548;
     const T t1613 = w.t973 - w.t966;
     const T t1614 = w.t977 + t1613;
-    const T t1644 = w.t269 * t1614;
+    const T t1644 = w.kept[123] * t1614;
     const T t1611 = w.t969 - w.t961;
     const T t1612 = t1611 - w.t983;
-    const T t1645 = w.t270 * t1612;
+    const T t1645 = w.kept[122] * t1612;
     const T t1646 = t1644 + t1645;
     const T t1663 = T(0.099599999999999994) * w.t1636;
     const T t1667 = t1646 - t1663;
@@ -6147,8 +5637,8 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1536 = t1518 - t1514;
     const T t1535 = w.t211 * T(0.021242);
     const T t1537 = t1536 - t1535;
-    const T t1641 = w.t270 * t1614;
-    const T t1642 = w.t269 * t1612;
+    const T t1641 = w.kept[122] * t1614;
+    const T t1642 = w.kept[123] * t1612;
     const T t1643 = t1641 - t1642;
     const T t1661 = T(0.099599999999999994) * w.t1633;
     const T t1666 = t1643 - t1661;
@@ -6262,7 +5752,7 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t2066 = w.t6 * w.t2035;
     const T t2067 = t2065 + t2066;
     const T t2071 = w.t6 * t2067;
-    w.t2072 = t2070 + t2071;
+    w.kept[11] = t2070 + t2071;  // t2072
     const T t1739 = w.t195 * w.t1543;
     const T t1740 = t1728 + t1739;
     const T t1750 = w.t195 * t1740;
@@ -6285,7 +5775,7 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     w.t1303 = w.t11 + w.t11;
     const T t2123 = w.t1303 * w.t1989;
     const T t2124 = t2122 - t2123;
-    w.t2127 = t2039 + t2124;
+    w.kept[49] = t2039 + t2124;  // t2127
     const T t2136 = w.t65 * w.t1917;
     const T t2137 = w.t69 * w.t1918;
     w.t2138 = t2136 + t2137;
@@ -6304,9 +5794,9 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1561 = t1560 - t1512;
     const T t1564 = t1561 - t1535;
     const T t1618 = w.t983 - w.t969;
-    const T t1678 = w.t269 * t1618;
+    const T t1678 = w.kept[123] * t1618;
     const T t1617 = w.t973 + w.t977;
-    const T t1679 = w.t270 * t1617;
+    const T t1679 = w.kept[122] * t1617;
     const T t1680 = t1678 + t1679;
     const T t1682 = t1661 - t1680;
     w.t1685 = t1564 + t1682;
@@ -6326,8 +5816,8 @@ int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, 
     const T t1556 = t1544 + t1545;
     const T t1557 = w.t208 * T(0.0025694312800000002);
     const T t1562 = t1556 - t1557;
-    const T t1675 = w.t270 * t1618;
-    const T t1676 = w.t269 * t1617;
+    const T t1675 = w.kept[122] * t1618;
+    const T t1676 = w.kept[123] * t1617;
     const T t1677 = t1675 - t1676;
     const T t1681 = t1663 + t1677;
     w.t1683 = t1562 + t1681;
@@ -6424,7 +5914,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1329 = w.t68 * w.t68;
     const T t1330 = w.t64 * w.t64;
     w.t1331 = t1329 + t1330;
-    const T t2187 = w.t1331 * w.t1859;
+    const T t2187 = w.t1331 * w.kept[83];
     const T t1321 = w.t71 + w.t460;
     const T t1328 = qd[1] * w.t68;
     w.t1344 = t1321 + t1328;
@@ -6437,7 +5927,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2193 = t2187 + w.t2191;
     const T t2197 = t2172 - t2193;
     const T t2221 = t2163 + t2197;
-    w.t2227 = t2146 + t2221;
+    w.kept[73] = t2146 + t2221;  // t2227
     w.t1348 = w.t68 + w.t68;
     const T t2243 = w.t1348 * w.t1857;
     w.t1347 = w.t64 + w.t64;
@@ -6449,7 +5939,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2234 = w.t1349 * w.t1854;
     const T t2235 = w.t2233 + t2234;
     const T t2247 = w.t2244 - t2235;
-    w.t2259 = w.t1925 + t2247;
+    w.kept[79] = w.t1925 + t2247;  // t2259
     const T t2273 = w.t144 * w.t1769;
     const T t2272 = w.t138 * w.t1768;
     const T t2274 = t2273 - t2272;
@@ -6469,7 +5959,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1403 = w.t141 * w.t141;
     const T t1404 = w.t135 * w.t135;
     w.t1406 = t1403 + t1404;
-    const T t2339 = w.t1406 * w.t1721;
+    const T t2339 = w.t1406 * w.kept[104];
     const T t2344 = t2343 - t2339;
     const T t1398 = w.t149 + w.t530;
     const T t1415 = w.t70 * w.t138;
@@ -6490,7 +5980,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2307 = t2304 + t2306;
     const T t2312 = t2274 + t2307;
     const T t2371 = t2347 - t2312;
-    w.t2377 = t2284 + t2371;
+    w.kept[95] = t2284 + t2371;  // t2377
     w.t1428 = w.t144 + w.t144;
     const T t2383 = w.t1428 * T(0.1860463);
     w.t1427 = w.t138 + w.t138;
@@ -6502,7 +5992,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2395 = w.t1426 * w.t1698;
     const T t2396 = t2394 + t2395;
     const T t2399 = t2385 - t2396;
-    w.t2411 = w.t1776 + t2399;
+    w.kept[101] = w.t1776 + t2399;  // t2411
     const T t2426 = w.t217 * w.t1669;
     const T t2425 = w.t211 * w.t1668;
     const T t2427 = t2426 - t2425;
@@ -6523,7 +6013,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1487 = w.t214 * w.t214;
     const T t1488 = w.t208 * w.t208;
     w.t1489 = t1487 + t1488;
-    const T t2466 = w.t1489 * w.t1630;
+    const T t2466 = w.t1489 * w.kept[121];
     const T t1486 = w.t141 * w.t214;
     const T t1502 = w.t219 + w.t578;
     w.t1504 = t1486 + t1502;
@@ -6531,11 +6021,11 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2468 = t2466 + t2467;
     const T t2471 = t2460 + t2468;
     const T t2492 = t2454 - t2471;
-    w.t2498 = t2435 + t2492;
+    w.kept[113] = t2435 + t2492;  // t2498
     w.t1511 = w.t217 + w.t217;
     const T t2504 = w.t1511 * T(0.057172964999999992);
     const T t2511 = t2504 - w.t1541;
-    w.t2521 = w.t1674 + t2511;
+    w.kept[119] = w.t1674 + t2511;  // t2521
     w.t2086 = w.t433 * w.t1944;
     const T t1986 = T(1.7123249999999999) + w.t1974;
     const T t2087 = w.t432 * t1986;
@@ -6547,7 +6037,7 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t1298 = w.t11 * w.t11;
     const T t1299 = w.t10 * w.t10;
     w.t1300 = t1298 + t1299;
-    const T t2101 = w.t1300 * w.t1991;
+    const T t2101 = w.t1300 * w.kept[54];
     const T t2106 = t2105 - t2101;
     const T t2109 = t2088 + t2106;
     const T t1309 = w.t10 * T(0.49241094949999997);
@@ -6589,11 +6079,11 @@ int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, 
     const T t2074 = w.t2037 - w.t2073;
     const T t2624 = w.t11 * t2074;
     const T t2625 = t2623 - t2624;
-    w.t2626 = t2109 + t2625;
+    w.kept[43] = t2109 + t2625;  // t2626
     const T t2627 = w.t5 * t2075;
     const T t2628 = w.t6 * t2074;
     const T t2629 = t2627 + t2628;
-    w.t2630 = -t2629;
+    w.kept[48] = -t2629;  // t2630
     const T t1319 = qd[1] * T(0.49241094949999997);
     w.t1320 = w.t1306 + t1319;
     w.t1391 = w.t70 * T(0.20483351684000001);
@@ -6651,7 +6141,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2114 = t2076 + t2112;
     const T t2632 = w.t6 * t2114;
     const T t2633 = t2631 + t2632;
-    w.t2634 = -t2633;
+    w.kept[6] = -t2633;  // t2634
     const T t2119 = w.t1302 * w.t1990;
     const T t2120 = w.t1303 * w.t1980;
     const T t2121 = t2119 - t2120;
@@ -6665,7 +6155,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2128 = w.t2073 + t2125;
     const T t2636 = w.t6 * t2128;
     const T t2637 = t2635 + t2636;
-    w.t2638 = -t2637;
+    w.kept[12] = -t2637;  // t2638
     const T t2210 = w.t1346 * T(5.8810000000000002);
     const T t2201 = w.t1331 * w.t1854;
     const T t2202 = w.t1342 * w.t1855;
@@ -6688,7 +6178,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2650 = w.t58 * t2228;
     const T t2651 = t2649 + t2650;
     const T t2659 = T(0.42499999999999999) * t2651;
-    w.t2661 = w.t2227 + t2659;
+    w.kept[44] = w.kept[73] + t2659;  // t2661
     const T t2249 = w.t1348 * w.t1855;
     const T t2253 = w.t1349 * T(5.8810000000000002);
     const T t2255 = t2249 + t2253;
@@ -6703,7 +6193,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2663 = w.t58 * t2264;
     const T t2664 = t2662 + t2663;
     const T t2672 = T(0.42499999999999999) * t2664;
-    w.t2674 = w.t2259 + t2672;
+    w.kept[50] = w.kept[79] + t2672;  // t2674
     const T t2133 = w.t1924 - w.t1936;
     const T t2639 = w.t64 * t2133;
     const T t2132 = w.t1922 + w.t1937;
@@ -6711,14 +6201,14 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2641 = t2639 + t2640;
     const T t2678 = w.t432 * w.t1941;
     const T t2679 = w.t2086 + t2678;
-    const T t2680 = w.t1300 * w.t1984;
+    const T t2680 = w.t1300 * w.kept[55];
     const T t2684 = w.t2191 + t2680;
     const T t2686 = t2679 - t2684;
-    w.t2687 = t2641 + t2686;
-    w.t2690 = w.t1925 + w.t2244;
+    w.kept[72] = t2641 + t2686;  // t2687
+    w.kept[78] = w.t1925 + w.t2244;  // t2690
     const T t2691 = w.t6 * w.t1953;
     const T t2692 = w.t2056 + t2691;
-    w.t2693 = -t2692;
+    w.kept[19] = -t2692;  // t2693
     const T t2646 = w.t57 * t2133;
     const T t2647 = w.t58 * t2132;
     const T t2648 = t2646 + t2647;
@@ -6728,7 +6218,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2645 = t2644 - t2643;
     const T t2695 = w.t6 * t2645;
     const T t2696 = t2694 + t2695;
-    w.t2697 = -t2696;
+    w.kept[77] = -t2696;  // t2697
     const T t2135 = w.t69 * w.t1919;
     const T t2155 = w.t64 * w.t1923;
     const T t2156 = w.t68 * w.t1921;
@@ -6792,7 +6282,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2654 = t2653 - t2652;
     const T t2699 = w.t6 * t2654;
     const T t2700 = t2698 + t2699;
-    w.t2701 = -t2700;
+    w.kept[7] = -t2700;  // t2701
     const T t2232 = w.t1350 * w.t1855;
     const T t2239 = w.t1347 * w.t1858;
     const T t2240 = w.t1348 * w.t1848;
@@ -6821,7 +6311,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2667 = t2666 - t2665;
     const T t2703 = w.t6 * t2667;
     const T t2704 = t2702 + t2703;
-    w.t2705 = -t2704;
+    w.kept[13] = -t2704;  // t2705
     const T t2287 = w.t141 * w.t1770;
     const T t2360 = w.t1424 * T(3.0350000000000001);
     const T t2354 = w.t1421 * w.t1717;
@@ -6844,7 +6334,7 @@ int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, 
     const T t2723 = w.t123 * w.t2378;
     w.t2724 = t2722 + t2723;
     const T t2736 = T(0.39219999999999999) * w.t2724;
-    w.t2738 = w.t2377 - t2736;
+    w.kept[74] = w.kept[95] - t2736;  // t2738
     const T t2401 = w.t1426 * w.t1717;
     const T t2405 = w.t1427 * T(3.0350000000000001);
     const T t2407 = t2401 + t2405;
@@ -6867,10 +6357,10 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2743 = w.t123 * t2416;
     const T t2744 = w.t2742 + t2743;
     const T t2756 = T(0.39219999999999999) * t2744;
-    w.t2758 = w.t2411 - t2756;
+    w.kept[80] = w.kept[101] - t2756;  // t2758
     const T t2763 = w.t1346 * w.t1791;
     const T t2764 = t2763 - w.t2170;
-    const T t2765 = w.t1331 * w.t1852;
+    const T t2765 = w.t1331 * w.kept[84];
     const T t2766 = w.t1342 * w.t1837;
     const T t2768 = w.t2188 + t2766;
     const T t2770 = t2765 + t2768;
@@ -6880,17 +6370,17 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2268 = w.t1773 + w.t1786;
     const T t2708 = w.t141 * t2268;
     const T t2709 = t2706 + t2708;
-    w.t2773 = t2772 - t2709;
+    w.kept[94] = t2772 - t2709;  // t2773
     const T t2776 = w.t1348 * w.t1837;
     const T t2777 = t2776 - w.t2242;
     const T t2774 = w.t1349 * w.t1791;
     const T t2775 = w.t2233 + t2774;
     const T t2778 = t2777 - t2775;
-    w.t2779 = w.t1776 + t2778;
+    w.kept[100] = w.t1776 + t2778;  // t2779
     const T t2782 = w.t57 * w.t1791;
     const T t2783 = t2782 - w.t1939;
     const T t2788 = T(0.42499999999999999) * t2783;
-    w.t2789 = w.t1852 + t2788;
+    w.kept[56] = w.kept[84] + t2788;  // t2789
     const T t2719 = w.t123 * w.t2379;
     const T t2720 = w.t122 * w.t2378;
     const T t2721 = t2719 - t2720;
@@ -6898,7 +6388,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2798 = w.t57 * w.t2724;
     const T t2800 = t2799 - t2798;
     const T t2808 = T(0.42499999999999999) * t2800;
-    w.t2810 = w.t2738 + t2808;
+    w.kept[45] = w.kept[74] + t2808;  // t2810
     const T t2739 = w.t123 * w.t2417;
     const T t2740 = w.t122 * t2416;
     const T t2741 = t2739 - t2740;
@@ -6906,17 +6396,17 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2811 = w.t57 * t2744;
     const T t2813 = t2812 - t2811;
     const T t2821 = T(0.42499999999999999) * t2813;
-    w.t2823 = w.t2758 + t2821;
+    w.kept[51] = w.kept[80] + t2821;  // t2823
     const T t2827 = w.t432 * t2783;
     const T t2780 = w.t58 * w.t1791;
     const T t2781 = w.t1942 + t2780;
     const T t2828 = w.t433 * t2781;
     const T t2829 = t2827 + t2828;
-    const T t2830 = w.t1300 * w.t2789;
+    const T t2830 = w.t1300 * w.kept[56];
     const T t2835 = t2768 + t2830;
     const T t2837 = t2829 - t2835;
-    w.t2838 = t2837 - t2709;
-    w.t2842 = w.t1776 + t2777;
+    w.kept[93] = t2837 - t2709;  // t2838
+    w.kept[99] = w.t1776 + t2777;  // t2842
     const T t2786 = w.t58 * w.t1837;
     const T t2787 = t2786 - w.t1958;
     const T t2843 = w.t5 * t2787;
@@ -6924,7 +6414,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2785 = w.t1951 + t2784;
     const T t2844 = w.t6 * t2785;
     const T t2845 = t2843 + t2844;
-    w.t2846 = -t2845;
+    w.kept[20] = -t2845;  // t2846
     const T t2712 = w.t123 * t2269;
     const T t2713 = w.t122 * t2268;
     const T t2714 = t2712 - t2713;
@@ -6940,7 +6430,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2793 = t2790 + t2792;
     const T t2848 = w.t6 * t2793;
     const T t2849 = t2847 + t2848;
-    w.t2850 = -t2849;
+    w.kept[98] = -t2849;  // t2850
     const T t2732 = T(0.1333) * t2721;
     const T t2277 = w.t141 * w.t1787;
     const T t2271 = w.t144 * w.t1770;
@@ -7016,7 +6506,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2803 = t2802 - t2801;
     const T t2852 = w.t6 * t2803;
     const T t2853 = t2851 + t2852;
-    w.t2854 = -t2853;
+    w.kept[8] = -t2853;  // t2854
     const T t2752 = T(0.1333) * t2741;
     const T t2382 = w.t1428 * w.t1717;
     const T t2390 = w.t1425 * w.t1719;
@@ -7057,7 +6547,7 @@ int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, 
     const T t2816 = t2815 - t2814;
     const T t2856 = w.t6 * t2816;
     const T t2857 = t2855 + t2856;
-    w.t2858 = -t2857;
+    w.kept[14] = -t2857;  // t2858
     const T t1481 = w.t221 + w.t587;
     const T t1498 = w.t141 * w.t217;
     const T t1492 = w.t144 * w.t214;
@@ -7131,7 +6621,7 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t2496 = w.t2433 + t2490;
     const T t2880 = w.t196 * t2496;
     const T t2881 = w.t2879 + t2880;
-    w.t2885 = w.t2883 - t2881;
+    w.kept[96] = w.t2883 - t2881;  // t2885
     const T t1509 = w.t214 + w.t214;
     const T t2513 = T(0.0023400000000000001) * t1509;
     const T t1510 = w.t211 + w.t211;
@@ -7162,12 +6652,12 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t2524 = t2519 - w.t1684;
     const T t2896 = w.t196 * t2524;
     const T t2897 = t2895 + t2896;
-    w.t2901 = t2899 - t2897;
+    w.kept[102] = t2899 - t2897;  // t2901
     const T t2908 = w.t1423 * w.t1688;
     const T t2909 = t2908 - w.t2317;
-    const T t2912 = w.t1422 * w.t1630;
+    const T t2912 = w.t1422 * w.kept[121];
     const T t2913 = w.t2333 + t2912;
-    const T t2910 = w.t1406 * w.t1712;
+    const T t2910 = w.t1406 * w.kept[105];
     const T t2914 = t2913 - t2910;
     const T t2915 = t2909 + t2914;
     const T t2422 = w.t1673 - w.t1683;
@@ -7178,18 +6668,18 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t2904 = w.t141 * t2865;
     const T t2902 = w.t135 * w.t1674;
     const T t2905 = t2904 - t2902;
-    w.t2916 = t2915 - t2905;
-    const T t2918 = w.t1425 * w.t1630;
+    w.kept[112] = t2915 - t2905;  // t2916
+    const T t2918 = w.t1425 * w.kept[121];
     const T t2919 = t2918 - w.t2391;
     const T t2917 = w.t1428 * w.t1688;
     const T t2920 = t2919 - t2917;
     const T t2866 = w.t195 * t2422;
     const T t2867 = w.t196 * t2421;
     const T t2868 = t2866 + t2867;
-    w.t2921 = t2920 - t2868;
+    w.kept[118] = t2920 - t2868;  // t2921
     const T t2923 = w.t123 * w.t1688;
     const T t2933 = T(0.39219999999999999) * t2923;
-    w.t2935 = w.t1712 + t2933;
+    w.kept[85] = w.kept[105] + t2933;  // t2935
     const T t2439 = w.t214 * w.t1669;
     const T t2438 = w.t208 * w.t1668;
     const T t2440 = t2439 - t2438;
@@ -7202,36 +6692,36 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t2947 = w.t123 * w.t2872;
     const T t2948 = t2946 - t2947;
     const T t2960 = T(0.39219999999999999) * t2948;
-    w.t2962 = w.t2885 + t2960;
+    w.kept[75] = w.kept[96] + t2960;  // t2962
     const T t2514 = t1509 * T(0.057172964999999992);
     const T t2966 = w.t122 * t2514;
     const T t2967 = w.t123 * t2888;
     const T t2968 = t2966 + t2967;
     const T t2980 = T(0.39219999999999999) * t2968;
-    w.t2982 = w.t2901 - t2980;
+    w.kept[81] = w.kept[102] - t2980;  // t2982
     const T t2988 = w.t1346 * t2923;
     const T t2922 = w.t122 * w.t1688;
     const T t2989 = w.t1345 * t2922;
     const T t2990 = t2988 + t2989;
     const T t2987 = w.t1341 * w.t1687;
     const T t2991 = t2990 - t2987;
-    const T t2926 = w.t122 * w.t1630;
+    const T t2926 = w.t122 * w.kept[121];
     const T t2927 = t2926 - w.t1795;
     const T t2929 = T(0.1333) * t2922;
     const T t2931 = t2927 + t2929;
     const T t2932 = T(0.39219999999999999) * w.t1687;
     const T t2934 = t2931 + t2932;
     const T t2993 = w.t1344 * t2934;
-    const T t2924 = w.t123 * w.t1630;
+    const T t2924 = w.t123 * w.kept[121];
     const T t2925 = w.t1801 + t2924;
     const T t2928 = T(0.1333) * t2923;
     const T t2930 = t2925 + t2928;
     const T t2994 = w.t1342 * t2930;
     const T t2996 = t2993 + t2994;
-    const T t2992 = w.t1331 * w.t2935;
+    const T t2992 = w.t1331 * w.kept[85];
     const T t2997 = t2996 - t2992;
     const T t2998 = t2991 + t2997;
-    w.t2999 = t2998 - t2905;
+    w.kept[111] = t2998 - t2905;  // t2999
     const T t3001 = w.t1350 * t2922;
     const T t3000 = w.t1349 * t2923;
     const T t3002 = t3001 - t3000;
@@ -7239,12 +6729,12 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t3004 = w.t1348 * t2930;
     const T t3005 = t3003 - t3004;
     const T t3006 = t3002 + t3005;
-    w.t3007 = t3006 - t2868;
+    w.kept[117] = t3006 - t2868;  // t3007
     const T t3011 = w.t57 * t2923;
     const T t3012 = w.t58 * t2922;
     const T t3013 = t3011 + t3012;
     const T t3021 = T(0.42499999999999999) * t3013;
-    w.t3023 = w.t2935 + t3021;
+    w.kept[57] = w.kept[85] + t3021;  // t3023
     const T t3033 = w.t57 * t2948;
     const T t2943 = w.t123 * t2501;
     const T t2944 = w.t122 * w.t2872;
@@ -7252,7 +6742,7 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t3034 = w.t58 * t2945;
     const T t3035 = t3033 - t3034;
     const T t3043 = T(0.42499999999999999) * t3035;
-    w.t3045 = w.t2962 + t3043;
+    w.kept[46] = w.kept[75] + t3043;  // t3045
     const T t2963 = w.t123 * t2514;
     const T t2964 = w.t122 * t2888;
     const T t2965 = t2963 - t2964;
@@ -7260,7 +6750,7 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t3046 = w.t57 * t2968;
     const T t3048 = t3047 - t3046;
     const T t3056 = T(0.42499999999999999) * t3048;
-    w.t3058 = w.t2982 + t3056;
+    w.kept[52] = w.kept[81] + t3056;  // t3058
     const T t3063 = w.t432 * t3013;
     const T t3009 = w.t57 * t2922;
     const T t3008 = w.t58 * t2923;
@@ -7278,17 +6768,17 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t3016 = t3014 + t3015;
     const T t3068 = w.t1296 * t3016;
     const T t3070 = t3067 + t3068;
-    const T t3066 = w.t1300 * w.t3023;
+    const T t3066 = w.t1300 * w.kept[57];
     const T t3071 = t3070 - t3066;
     const T t3072 = t3065 + t3071;
-    w.t3073 = t3072 - t2905;
+    w.kept[110] = t3072 - t2905;  // t3073
     const T t3074 = w.t1302 * t3022;
     const T t3075 = w.t1303 * t3016;
     const T t3076 = t3074 + t3075;
-    w.t3077 = t3076 - t2868;
+    w.kept[116] = t3076 - t2868;  // t3077
     const T t3079 = w.t6 * t3016;
     const T t3078 = w.t5 * t3022;
-    w.t3080 = t3079 - t3078;
+    w.kept[21] = t3079 - t3078;  // t3080
     const T t2939 = w.t122 * w.t1674;
     const T t2940 = w.t123 * t2865;
     const T t2941 = t2939 - t2940;
@@ -7304,8 +6794,8 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t3027 = t3024 + t3025;
     const T t3082 = w.t6 * t3027;
     const T t3084 = t3081 - t3082;
-    w.t3086 = -t3084;
-    const T t2952 = w.t122 * w.t2498;
+    w.kept[115] = -t3084;  // t3086
+    const T t2952 = w.t122 * w.kept[113];
     const T t2876 = w.t196 * w.t2497;
     const T t2877 = w.t195 * t2496;
     const T t2878 = t2876 - t2877;
@@ -7321,7 +6811,7 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t2959 = T(0.39219999999999999) * t2875;
     const T t2961 = t2958 + t2959;
     const T t3036 = w.t58 * t2961;
-    const T t2949 = w.t123 * w.t2498;
+    const T t2949 = w.t123 * w.kept[113];
     const T t2950 = w.t122 * t2884;
     const T t2951 = t2949 + t2950;
     const T t2955 = T(0.1333) * t2948;
@@ -7335,8 +6825,8 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t3042 = T(0.42499999999999999) * t2875;
     const T t3044 = t3041 + t3042;
     const T t3087 = w.t5 * t3044;
-    w.t3089 = t3088 - t3087;
-    const T t2972 = w.t122 * w.t2521;
+    w.kept[9] = t3088 - t3087;  // t3089
+    const T t2972 = w.t122 * w.kept[119];
     const T t2892 = w.t196 * t2525;
     const T t2893 = w.t195 * t2524;
     const T t2894 = t2892 - t2893;
@@ -7353,7 +6843,7 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t2981 = t2978 + t2979;
     const T t3052 = w.t57 * t2981;
     const T t2975 = T(0.1333) * t2968;
-    const T t2969 = w.t123 * w.t2521;
+    const T t2969 = w.t123 * w.kept[119];
     const T t2970 = w.t122 * t2900;
     const T t2971 = t2969 + t2970;
     const T t2977 = t2975 - t2971;
@@ -7367,9 +6857,9 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
     const T t3051 = t3050 - t3049;
     const T t3091 = w.t6 * t3051;
     const T t3092 = t3090 + t3091;
-    w.t3093 = -t3092;
-    const T t3101 = w.t269 * w.t961;
-    const T t3099 = w.t270 * w.t966;
+    w.kept[15] = -t3092;  // t3093
+    const T t3101 = w.kept[123] * w.t961;
+    const T t3099 = w.kept[122] * w.t966;
     w.t3103 = t3101 - t3099;
     return status;
 }
@@ -7381,31 +6871,31 @@ int ur5e_id_derivatives_derivatives_part10(const T* q, const T* qd, const T* in,
     // --- solve: forward and back substitution
     const T t3126 = w.t214 * w.t3103;
     const T t3127 = T(0.00036956249999999999) * w.t1504;
-    w.t3128 = t3126 - t3127;
+    w.kept[129] = t3126 - t3127;  // t3128
     const T t3129 = T(0.00036956249999999999) * w.t1508;
-    const T t3104 = w.t269 * w.t966;
-    const T t3106 = w.t270 * w.t961;
+    const T t3104 = w.kept[123] * w.t966;
+    const T t3106 = w.kept[122] * w.t961;
     const T t3108 = t3104 + t3106;
     const T t3130 = t3129 - t3108;
-    w.t3132 = -t3130;
+    w.kept[132] = -t3130;  // t3132
     const T t3151 = w.t135 * t3108;
     const T t3133 = w.t195 * w.t3103;
     const T t3153 = w.t141 * t3133;
     const T t3155 = t3151 + t3153;
-    const T t3156 = w.t918 * w.t1406;
+    const T t3156 = w.kept[58] * w.t1406;
     const T t1058 = w.t196 * T(0.00036956249999999999);
     const T t3158 = t1058 * w.t1421;
     const T t3159 = t3156 + t3158;
-    w.t3161 = t3155 - t3159;
+    w.kept[128] = t3155 - t3159;  // t3161
     const T t3162 = t1058 * w.t1426;
     const T t3135 = w.t196 * w.t3103;
-    w.t3163 = t3162 - t3135;
-    const T t3205 = w.t918 * w.t1331;
+    w.kept[131] = t3162 - t3135;  // t3163
+    const T t3205 = w.kept[58] * w.t1331;
     const T t3211 = t3158 + t3205;
-    w.t3213 = t3155 - t3211;
-    const T t3241 = w.t918 * w.t1300;
+    w.kept[127] = t3155 - t3211;  // t3213
+    const T t3241 = w.kept[58] * w.t1300;
     const T t3246 = t3158 + t3241;
-    w.t3248 = t3155 - t3246;
+    w.kept[126] = t3155 - t3246;  // t3248
     const T t1059 = w.t122 * t1058;
     const T t1062 = w.t58 * t1059;
     const T t1060 = w.t123 * t1058;
@@ -7417,7 +6907,7 @@ int ur5e_id_derivatives_derivatives_part10(const T* q, const T* qd, const T* in,
     const T t1066 = t1061 - t1063;
     const T t3252 = w.t6 * t1066;
     const T t3253 = t1067 + t3252;
-    w.t3254 = -t3253;
+    w.kept[22] = -t3253;  // t3254
     const T t3169 = w.t122 * t3108;
     const T t3171 = w.t123 * t3133;
     const T t3173 = t3169 + t3171;
@@ -7433,7 +6923,7 @@ int ur5e_id_derivatives_derivatives_part10(const T* q, const T* qd, const T* in,
     const T t3220 = t3219 - t3217;
     const T t3256 = w.t6 * t3220;
     const T t3257 = t3255 + t3256;
-    w.t3258 = -t3257;
+    w.kept[130] = -t3257;  // t3258
     return status;
 }
 
@@ -7453,366 +6943,118 @@ int ur5e_id_derivatives_derivatives_impl(const T* q, const T* qd, const T* in, T
     if ((status = ur5e_id_derivatives_derivatives_part9(q, qd, in, w)) != NELU_STATUS_OK) return status;
     if ((status = ur5e_id_derivatives_derivatives_part10(q, qd, in, w)) != NELU_STATUS_OK) return status;
     // --- outputs and their Jacobian: written only when every one is finite
-    if (!(std::isfinite(w.t770) && std::isfinite(w.t769) && std::isfinite(w.t754) && std::isfinite(w.t725) &&
-          std::isfinite(w.t701) && std::isfinite(w.t675) && std::isfinite(w.t2634) && std::isfinite(w.t2701) &&
-          std::isfinite(w.t2854) && std::isfinite(w.t3089) && std::isfinite(w.t905) && std::isfinite(w.t2072) &&
-          std::isfinite(w.t2638) && std::isfinite(w.t2705) && std::isfinite(w.t2858) && std::isfinite(w.t3093) &&
-          std::isfinite(w.t1048) && std::isfinite(w.t2063) && std::isfinite(w.t2059) && std::isfinite(w.t2693) &&
-          std::isfinite(w.t2846) && std::isfinite(w.t3080) && std::isfinite(w.t3254) && std::isfinite(w.t8) &&
-          std::isfinite(w.t7) && std::isfinite(w.t1051) && std::isfinite(w.t909) && std::isfinite(w.t1050) &&
-          std::isfinite(w.t1081) && std::isfinite(w.t1079) && std::isfinite(w.t1099) && std::isfinite(w.t1103) &&
-          std::isfinite(w.t1110) && std::isfinite(w.t1121) && std::isfinite(w.t1132) && std::isfinite(w.t1134) &&
-          std::isfinite(w.t1158) && std::isfinite(w.t1184) && std::isfinite(w.t1097) && std::isfinite(w.t1204) &&
-          std::isfinite(w.t1220) && std::isfinite(w.t1257) && std::isfinite(w.t1294) && std::isfinite(w.t2626) &&
-          std::isfinite(w.t2661) && std::isfinite(w.t2810) && std::isfinite(w.t3045) && std::isfinite(w.t906) &&
-          std::isfinite(w.t2630) && std::isfinite(w.t2127) && std::isfinite(w.t2674) && std::isfinite(w.t2823) &&
-          std::isfinite(w.t3058) && std::isfinite(w.t1049) && std::isfinite(w.t1991) && std::isfinite(w.t1984) &&
-          std::isfinite(w.t2789) && std::isfinite(w.t3023) && std::isfinite(w.t918) && std::isfinite(w.t915) &&
-          std::isfinite(w.t914) && std::isfinite(w.t1093) && std::isfinite(w.t1104) && std::isfinite(w.t198) &&
-          std::isfinite(w.t197) && std::isfinite(w.t1159) && std::isfinite(w.t1185) && std::isfinite(w.t1188) &&
-          std::isfinite(w.t1053) && std::isfinite(w.t916) && std::isfinite(w.t1258) && std::isfinite(w.t1293) &&
-          std::isfinite(w.t2687) && std::isfinite(w.t2227) && std::isfinite(w.t2738) && std::isfinite(w.t2962) &&
-          std::isfinite(w.t893) && std::isfinite(w.t2697) && std::isfinite(w.t2690) && std::isfinite(w.t2259) &&
-          std::isfinite(w.t2758) && std::isfinite(w.t2982) && std::isfinite(w.t1038) && std::isfinite(w.t1859) &&
-          std::isfinite(w.t1852) && std::isfinite(w.t2935) && std::isfinite(w.t930) && std::isfinite(w.t928) &&
-          std::isfinite(w.t1152) && std::isfinite(w.t1177) && std::isfinite(w.t929) && std::isfinite(w.t1250) &&
-          std::isfinite(w.t1286) && std::isfinite(w.t2838) && std::isfinite(w.t2773) && std::isfinite(w.t2377) &&
-          std::isfinite(w.t2885) && std::isfinite(w.t851) && std::isfinite(w.t2850) && std::isfinite(w.t2842) &&
-          std::isfinite(w.t2779) && std::isfinite(w.t2411) && std::isfinite(w.t2901) && std::isfinite(w.t1008) &&
-          std::isfinite(w.t1721) && std::isfinite(w.t1712) && std::isfinite(w.t940) && std::isfinite(w.t938) &&
-          std::isfinite(w.t1228) && std::isfinite(w.t1262) && std::isfinite(w.t3073) && std::isfinite(w.t2999) &&
-          std::isfinite(w.t2916) && std::isfinite(w.t2498) && std::isfinite(w.t843) && std::isfinite(w.t3086) &&
-          std::isfinite(w.t3077) && std::isfinite(w.t3007) && std::isfinite(w.t2921) && std::isfinite(w.t2521) &&
-          std::isfinite(w.t1002) && std::isfinite(w.t1630) && std::isfinite(w.t270) && std::isfinite(w.t269) &&
-          std::isfinite(w.t949) && std::isfinite(w.t1054) && std::isfinite(w.t3248) && std::isfinite(w.t3213) &&
-          std::isfinite(w.t3161) && std::isfinite(w.t3128) && std::isfinite(w.t3258) && std::isfinite(w.t3163) &&
-          std::isfinite(w.t3132))) return NELU_STATUS_NOT_FINITE;
-    out[0] = w.t770;
-    out[1] = w.t769;
-    out[2] = w.t754;
-    out[3] = w.t725;
-    out[4] = w.t701;
-    out[5] = w.t675;
+    if (!(nelu::all_finite(w.kept))) return NELU_STATUS_NOT_FINITE;
+    std::memcpy(out + 0, w.kept + 0, 6 * sizeof *out);  // out[0..5]
     jac[0] = T(0);
-    jac[1] = w.t2634;
-    jac[2] = w.t2701;
-    jac[3] = w.t2854;
-    jac[4] = w.t3089;
-    jac[5] = w.t905;
-    jac[6] = w.t2072;
-    jac[7] = w.t2638;
-    jac[8] = w.t2705;
-    jac[9] = w.t2858;
-    jac[10] = w.t3093;
-    jac[11] = w.t1048;
-    jac[12] = w.t2063;
-    jac[13] = w.t2059;
-    jac[14] = w.t2693;
-    jac[15] = w.t2846;
-    jac[16] = w.t3080;
-    jac[17] = w.t3254;
+    std::memcpy(jac + 1, w.kept + 6, 17 * sizeof *jac);  // jac[1..17]
     jac[18] = T(0);
     jac[19] = T(0);
     jac[20] = T(-1);
     jac[21] = T(0);
     jac[22] = T(0);
     jac[23] = T(0);
-    jac[24] = w.t8;
-    jac[25] = w.t7;
-    jac[26] = T(0);
-    jac[27] = T(0);
-    jac[28] = T(0);
-    jac[29] = T(0);
-    jac[30] = w.t1051;
-    jac[31] = w.t909;
+    std::memcpy(jac + 24, w.kept + 23, 2 * sizeof *jac);  // jac[24..25]
+    for (int e = 26; e < 30; ++e) jac[e] = T(0);
+    std::memcpy(jac + 30, w.kept + 25, 2 * sizeof *jac);  // jac[30..31]
     jac[32] = T(0);
     jac[33] = T(0);
     jac[34] = T(0);
-    jac[35] = w.t1050;
-    jac[36] = w.t1081;
-    jac[37] = w.t1079;
+    std::memcpy(jac + 35, w.kept + 27, 3 * sizeof *jac);  // jac[35..37]
     jac[38] = T(0);
-    jac[39] = w.t1099;
-    jac[40] = w.t1103;
-    jac[41] = w.t1110;
-    jac[42] = w.t1121;
-    jac[43] = w.t1132;
-    jac[44] = w.t1134;
-    jac[45] = w.t1158;
-    jac[46] = w.t1184;
-    jac[47] = w.t1097;
-    jac[48] = w.t1204;
-    jac[49] = w.t1220;
-    jac[50] = w.t1132;
-    jac[51] = w.t1257;
-    jac[52] = w.t1294;
-    jac[53] = w.t1184;
+    std::memcpy(jac + 39, w.kept + 30, 11 * sizeof *jac);  // jac[39..49]
+    jac[50] = w.kept[34];
+    std::memcpy(jac + 51, w.kept + 41, 2 * sizeof *jac);  // jac[51..52]
+    jac[53] = w.kept[37];
     jac[54] = T(0);
-    jac[55] = w.t2626;
-    jac[56] = w.t2661;
-    jac[57] = w.t2810;
-    jac[58] = w.t3045;
-    jac[59] = w.t906;
-    jac[60] = w.t2630;
-    jac[61] = w.t2127;
-    jac[62] = w.t2674;
-    jac[63] = w.t2823;
-    jac[64] = w.t3058;
-    jac[65] = w.t1049;
-    jac[66] = w.t2059;
-    jac[67] = w.t1991;
-    jac[68] = w.t1984;
-    jac[69] = w.t2789;
-    jac[70] = w.t3023;
-    jac[71] = w.t918;
-    jac[72] = T(0);
-    jac[73] = T(0);
-    jac[74] = T(0);
-    jac[75] = T(0);
-    jac[76] = T(0);
-    jac[77] = T(0);
-    jac[78] = T(0);
-    jac[79] = T(0);
+    std::memcpy(jac + 55, w.kept + 43, 11 * sizeof *jac);  // jac[55..65]
+    jac[66] = w.kept[18];
+    std::memcpy(jac + 67, w.kept + 54, 5 * sizeof *jac);  // jac[67..71]
+    for (int e = 72; e < 80; ++e) jac[e] = T(0);
     jac[80] = T(-1);
-    jac[81] = T(0);
-    jac[82] = T(0);
-    jac[83] = T(0);
-    jac[84] = T(0);
-    jac[85] = T(0);
+    for (int e = 81; e < 86; ++e) jac[e] = T(0);
     jac[86] = T(-1);
-    jac[87] = w.t915;
-    jac[88] = w.t914;
+    std::memcpy(jac + 87, w.kept + 59, 2 * sizeof *jac);  // jac[87..88]
     jac[89] = T(0);
     jac[90] = T(0);
     jac[91] = T(0);
     jac[92] = T(-1);
-    jac[93] = w.t1093;
-    jac[94] = w.t1104;
+    std::memcpy(jac + 93, w.kept + 61, 2 * sizeof *jac);  // jac[93..94]
     jac[95] = T(0);
-    jac[96] = w.t198;
-    jac[97] = w.t197;
+    std::memcpy(jac + 96, w.kept + 63, 2 * sizeof *jac);  // jac[96..97]
     jac[98] = T(0);
-    jac[99] = w.t1159;
-    jac[100] = w.t1185;
-    jac[101] = w.t1188;
-    jac[102] = w.t1053;
-    jac[103] = w.t916;
-    jac[104] = w.t197;
-    jac[105] = w.t1258;
-    jac[106] = w.t1293;
-    jac[107] = w.t1185;
+    std::memcpy(jac + 99, w.kept + 65, 5 * sizeof *jac);  // jac[99..103]
+    jac[104] = w.kept[64];
+    std::memcpy(jac + 105, w.kept + 70, 2 * sizeof *jac);  // jac[105..106]
+    jac[107] = w.kept[66];
     jac[108] = T(0);
-    jac[109] = w.t2687;
-    jac[110] = w.t2227;
-    jac[111] = w.t2738;
-    jac[112] = w.t2962;
-    jac[113] = w.t893;
-    jac[114] = w.t2697;
-    jac[115] = w.t2690;
-    jac[116] = w.t2259;
-    jac[117] = w.t2758;
-    jac[118] = w.t2982;
-    jac[119] = w.t1038;
-    jac[120] = w.t2693;
-    jac[121] = w.t1984;
-    jac[122] = w.t1859;
-    jac[123] = w.t1852;
-    jac[124] = w.t2935;
-    jac[125] = w.t918;
-    jac[126] = T(0);
-    jac[127] = T(0);
-    jac[128] = T(0);
-    jac[129] = T(0);
-    jac[130] = T(0);
-    jac[131] = T(0);
-    jac[132] = T(0);
-    jac[133] = T(0);
-    jac[134] = T(0);
-    jac[135] = T(0);
-    jac[136] = T(0);
-    jac[137] = T(0);
-    jac[138] = T(0);
-    jac[139] = T(0);
+    std::memcpy(jac + 109, w.kept + 72, 11 * sizeof *jac);  // jac[109..119]
+    jac[120] = w.kept[19];
+    jac[121] = w.kept[55];
+    std::memcpy(jac + 122, w.kept + 83, 3 * sizeof *jac);  // jac[122..124]
+    jac[125] = w.kept[58];
+    for (int e = 126; e < 140; ++e) jac[e] = T(0);
     jac[140] = T(-1);
-    jac[141] = T(0);
-    jac[142] = T(0);
-    jac[143] = T(0);
-    jac[144] = T(0);
-    jac[145] = T(0);
+    for (int e = 141; e < 146; ++e) jac[e] = T(0);
     jac[146] = T(-1);
-    jac[147] = w.t930;
-    jac[148] = w.t928;
+    std::memcpy(jac + 147, w.kept + 86, 2 * sizeof *jac);  // jac[147..148]
     jac[149] = T(0);
-    jac[150] = w.t198;
-    jac[151] = w.t197;
+    std::memcpy(jac + 150, w.kept + 63, 2 * sizeof *jac);  // jac[150..151]
     jac[152] = T(0);
-    jac[153] = w.t1152;
-    jac[154] = w.t1177;
-    jac[155] = w.t929;
-    jac[156] = w.t1053;
-    jac[157] = w.t916;
-    jac[158] = w.t197;
-    jac[159] = w.t1250;
-    jac[160] = w.t1286;
-    jac[161] = w.t1177;
+    std::memcpy(jac + 153, w.kept + 88, 3 * sizeof *jac);  // jac[153..155]
+    std::memcpy(jac + 156, w.kept + 68, 2 * sizeof *jac);  // jac[156..157]
+    jac[158] = w.kept[64];
+    std::memcpy(jac + 159, w.kept + 91, 2 * sizeof *jac);  // jac[159..160]
+    jac[161] = w.kept[89];
     jac[162] = T(0);
-    jac[163] = w.t2838;
-    jac[164] = w.t2773;
-    jac[165] = w.t2377;
-    jac[166] = w.t2885;
-    jac[167] = w.t851;
-    jac[168] = w.t2850;
-    jac[169] = w.t2842;
-    jac[170] = w.t2779;
-    jac[171] = w.t2411;
-    jac[172] = w.t2901;
-    jac[173] = w.t1008;
-    jac[174] = w.t2846;
-    jac[175] = w.t2789;
-    jac[176] = w.t1852;
-    jac[177] = w.t1721;
-    jac[178] = w.t1712;
-    jac[179] = w.t918;
-    jac[180] = T(0);
-    jac[181] = T(0);
-    jac[182] = T(0);
-    jac[183] = T(0);
-    jac[184] = T(0);
-    jac[185] = T(0);
-    jac[186] = T(0);
-    jac[187] = T(0);
-    jac[188] = T(0);
-    jac[189] = T(0);
-    jac[190] = T(0);
-    jac[191] = T(0);
-    jac[192] = T(0);
-    jac[193] = T(0);
-    jac[194] = T(0);
-    jac[195] = T(0);
-    jac[196] = T(0);
-    jac[197] = T(0);
-    jac[198] = T(0);
-    jac[199] = T(0);
+    std::memcpy(jac + 163, w.kept + 93, 11 * sizeof *jac);  // jac[163..173]
+    jac[174] = w.kept[20];
+    jac[175] = w.kept[56];
+    jac[176] = w.kept[84];
+    std::memcpy(jac + 177, w.kept + 104, 2 * sizeof *jac);  // jac[177..178]
+    jac[179] = w.kept[58];
+    for (int e = 180; e < 200; ++e) jac[e] = T(0);
     jac[200] = T(-1);
     jac[201] = T(0);
     jac[202] = T(0);
     jac[203] = T(0);
-    jac[204] = w.t198;
-    jac[205] = w.t197;
+    std::memcpy(jac + 204, w.kept + 63, 2 * sizeof *jac);  // jac[204..205]
     jac[206] = T(0);
-    jac[207] = w.t940;
-    jac[208] = w.t938;
+    std::memcpy(jac + 207, w.kept + 106, 2 * sizeof *jac);  // jac[207..208]
     jac[209] = T(0);
-    jac[210] = w.t1053;
-    jac[211] = w.t916;
-    jac[212] = w.t197;
-    jac[213] = w.t1228;
-    jac[214] = w.t1262;
-    jac[215] = w.t938;
+    std::memcpy(jac + 210, w.kept + 68, 2 * sizeof *jac);  // jac[210..211]
+    jac[212] = w.kept[64];
+    std::memcpy(jac + 213, w.kept + 108, 2 * sizeof *jac);  // jac[213..214]
+    jac[215] = w.kept[107];
     jac[216] = T(0);
-    jac[217] = w.t3073;
-    jac[218] = w.t2999;
-    jac[219] = w.t2916;
-    jac[220] = w.t2498;
-    jac[221] = w.t843;
-    jac[222] = w.t3086;
-    jac[223] = w.t3077;
-    jac[224] = w.t3007;
-    jac[225] = w.t2921;
-    jac[226] = w.t2521;
-    jac[227] = w.t1002;
-    jac[228] = w.t3080;
-    jac[229] = w.t3023;
-    jac[230] = w.t2935;
-    jac[231] = w.t1712;
-    jac[232] = w.t1630;
-    jac[233] = T(0);
-    jac[234] = T(0);
-    jac[235] = T(0);
-    jac[236] = T(0);
-    jac[237] = T(0);
-    jac[238] = T(0);
-    jac[239] = T(0);
-    jac[240] = T(0);
-    jac[241] = T(0);
-    jac[242] = T(0);
-    jac[243] = T(0);
-    jac[244] = T(0);
-    jac[245] = T(0);
-    jac[246] = T(0);
-    jac[247] = T(0);
-    jac[248] = T(0);
-    jac[249] = T(0);
-    jac[250] = T(0);
-    jac[251] = T(0);
-    jac[252] = T(0);
-    jac[253] = T(0);
-    jac[254] = T(0);
-    jac[255] = T(0);
-    jac[256] = T(0);
-    jac[257] = T(0);
-    jac[258] = T(0);
-    jac[259] = T(0);
+    std::memcpy(jac + 217, w.kept + 110, 11 * sizeof *jac);  // jac[217..227]
+    jac[228] = w.kept[21];
+    jac[229] = w.kept[57];
+    jac[230] = w.kept[85];
+    jac[231] = w.kept[105];
+    jac[232] = w.kept[121];
+    for (int e = 233; e < 260; ++e) jac[e] = T(0);
     jac[260] = T(-1);
     jac[261] = T(0);
     jac[262] = T(0);
     jac[263] = T(0);
-    jac[264] = w.t270;
-    jac[265] = w.t269;
+    std::memcpy(jac + 264, w.kept + 122, 2 * sizeof *jac);  // jac[264..265]
     jac[266] = T(0);
-    jac[267] = w.t949;
-    jac[268] = w.t1054;
+    std::memcpy(jac + 267, w.kept + 124, 2 * sizeof *jac);  // jac[267..268]
     jac[269] = T(0);
     jac[270] = T(0);
-    jac[271] = w.t3248;
-    jac[272] = w.t3213;
-    jac[273] = w.t3161;
-    jac[274] = w.t3128;
+    std::memcpy(jac + 271, w.kept + 126, 4 * sizeof *jac);  // jac[271..274]
     jac[275] = T(0);
-    jac[276] = w.t3258;
-    jac[277] = w.t3163;
-    jac[278] = w.t3163;
-    jac[279] = w.t3163;
-    jac[280] = w.t3132;
+    std::memcpy(jac + 276, w.kept + 130, 2 * sizeof *jac);  // jac[276..277]
+    jac[278] = w.kept[131];
+    std::memcpy(jac + 279, w.kept + 131, 2 * sizeof *jac);  // jac[279..280]
     jac[281] = T(0);
-    jac[282] = w.t3254;
-    jac[283] = w.t918;
-    jac[284] = w.t918;
-    jac[285] = w.t918;
+    jac[282] = w.kept[22];
+    jac[283] = w.kept[58];
+    jac[284] = w.kept[58];
+    jac[285] = w.kept[58];
     jac[286] = T(0);
     jac[287] = T(0.00036956249999999999);
-    jac[288] = T(0);
-    jac[289] = T(0);
-    jac[290] = T(0);
-    jac[291] = T(0);
-    jac[292] = T(0);
-    jac[293] = T(0);
-    jac[294] = T(0);
-    jac[295] = T(0);
-    jac[296] = T(0);
-    jac[297] = T(0);
-    jac[298] = T(0);
-    jac[299] = T(0);
-    jac[300] = T(0);
-    jac[301] = T(0);
-    jac[302] = T(0);
-    jac[303] = T(0);
-    jac[304] = T(0);
-    jac[305] = T(0);
-    jac[306] = T(0);
-    jac[307] = T(0);
-    jac[308] = T(0);
-    jac[309] = T(0);
-    jac[310] = T(0);
-    jac[311] = T(0);
-    jac[312] = T(0);
-    jac[313] = T(0);
-    jac[314] = T(0);
-    jac[315] = T(0);
-    jac[316] = T(0);
-    jac[317] = T(0);
-    jac[318] = T(0);
-    jac[319] = T(0);
+    for (int e = 288; e < 320; ++e) jac[e] = T(0);
     jac[320] = T(-1);
     jac[321] = T(0);
     jac[322] = T(0);

@@ -9,7 +9,8 @@ K statements (K = 0: one function, no work struct) with the emitter's rule (a va
 later part, or an output, lives in the work struct), and writes the same solver. --noinline
 marks the parts __attribute__((noinline)); --static-work makes the work struct thread_local
 static instead of a stack variable (not reentrant: an experiment only). OUT's directory must
-hold NAME.hpp (copy it), the name is taken from IN."""
+hold NAME.hpp (copy it), the name is taken from IN. A sine and cosine of one angle that the
+emitter computes in one nelu::sincos become two calls."""
 import argparse
 import re
 
@@ -23,6 +24,23 @@ def main():
     ap.add_argument("--static-work", action="store_true")
     a = ap.parse_args()
     text = open(a.src).read()
+    # the values the entry point writes live in the work struct's array `kept` (Layout::staged), each
+    # assignment naming its node in a comment: back to the names of their nodes
+    kept = dict(re.findall(r"^    w\.kept\[(\d+)\] = .*;  // t(\d+)", text, re.M))
+    text = re.sub(r"^(    w\.kept\[\d+\] = .*;)  // t\d+:? ?", r"\1  // ", text, flags=re.M)
+    finite = " && ".join(f"std::isfinite(w.t{kept[str(k)]})" for k in range(len(kept)))
+    text = text.replace("nelu::all_finite(w.kept)", finite or "true")
+
+    def copies(m):  # a run of copies, one assignment per entry
+        arr, b, k, n = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+        return "\n".join(f"    {arr}[{b + i}] = w.t{kept[str(k + i)]};" for i in range(n))
+    text = re.sub(r"^    std::memcpy\((\w+) \+ (\d+), w\.kept \+ (\d+), (\d+) \* sizeof \*\w+\);.*$", copies, text, flags=re.M)
+    text = re.sub(r"\bw\.kept\[(\d+)\]", lambda m: "w.t" + kept[m.group(1)], text)
+    text = re.sub(r"  // $", "", text, flags=re.M)
+    # a sine and cosine side by side (one nelu::sincos): each its own call, as the parts may split them
+    angles = dict(re.findall(r"^    const nelu::SinCos<T> (sc\d+) = (nelu::sincos\(.*\));$", text, re.M))
+    text = re.sub(r"^    const nelu::SinCos<T> sc\d+ = .*\n", "", text, flags=re.M)
+    text = re.sub(r"\b(sc\d+)\.([sc])\b", lambda m: f"{angles[m.group(1)]}.{m.group(2)}", text)
     lines = text.split("\n")
     name = re.search(r"^int (\w+)_impl\(", text, re.M).group(1)
     head_end = next(i for i, l in enumerate(lines) if l.startswith("namespace {"))

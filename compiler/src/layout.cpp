@@ -182,6 +182,13 @@ std::vector<int> split(Layout& L, const ir::Program& P) {
                 if (o >= 0 && part[o] >= 0 && part[o] != part[x]) L.shared[o] = true;
         for (Id o : L.kept())
             if (part[o] >= 0) L.shared[o] = true;
+        // staged in the order the entry point reads them: out and jac, then the kernels' broadcast
+        // operands in the table's order (filled in runs), then the other values the kernels read
+        L.stage.assign(P.size(), -1);
+        std::vector<Id> order = L.kept();
+        order.insert(order.end() - static_cast<std::ptrdiff_t>(L.lane_reads.size()), L.splats.begin(), L.splats.end());
+        for (Id o : order)
+            if (part[o] >= 0 && L.shared[o] && L.stage[o] < 0) L.stage[o] = static_cast<int>(L.staged.size()), L.staged.push_back(o);
     }
     for (Id x : L.stmts) L.work_values += L.shared[x];
     return part;

@@ -83,6 +83,14 @@ struct Layout {
     std::size_t parts = 1;
     std::size_t per_part = 1;  ///< statements per function (the last part may have fewer)
     std::vector<bool> shared;  ///< ordinary form: node -> in the NAME_work struct (read in a later part, or an output)
+    /// In parts: what the entry point reads at its end (kept(): the outputs, and with lanes the
+    /// kernels' scalar reads), each computed value once, in that order, as one array of the
+    /// NAME_work struct (`kept`) instead of members of their own, so that the entry point tests
+    /// them for finiteness in one loop and writes out and jac in runs of copies: straight-line code
+    /// per entry had been 7 % of the floating iCub's fd derivative code (docs/large-robots.md,
+    /// "Outputs in one array"). stage[x] is x's index in it, -1 for a value not in it.
+    std::vector<ir::Id> staged;
+    std::vector<int> stage;
     std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
     int slots = 0;             ///< elements of that array: the most values live at once
     std::set<ir::Id> sincos_first;  ///< the first of a sine and cosine of one angle that follow each other in one part: one nelu::sincos

@@ -1,6 +1,7 @@
 // printer.cpp: see printer.hpp.
 #include "printer.hpp"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -99,7 +100,12 @@ std::string Form::functions() {
     return s;
 }
 
-std::string Form::name(Id x) const { return L.shared[x] ? fmt::format("w.t{}", x) : fmt::format("t{}", x); }
+std::string Form::name(Id x) const {
+    if (!L.shared[x]) return fmt::format("t{}", x);
+    return staged(x) ? fmt::format("w.kept[{}]", L.stage[x]) : fmt::format("w.t{}", x);
+}
+
+bool Form::staged(Id x) const { return staged_names() && L.stage[x] >= 0; }
 
 std::string Form::declare(Id x) const { return L.shared[x] ? name(x) : fmt::format("const {} t{}", value_type(), x); }
 
@@ -136,7 +142,9 @@ std::string Form::statement(std::size_t k) const {
 
 std::string Form::assign(Id x, const std::string& rhs) const {
     auto note = notes.find(x);
-    return fmt::format("    {} = {};{}\n", declare(x), rhs, note == notes.end() ? "" : "  // " + note->second);
+    std::string comment = note == notes.end() ? "" : note->second;
+    if (staged(x)) comment = fmt::format("t{}{}", x, comment.empty() ? "" : ": " + comment);  // (the node, as nelu analyze --dump ir names it)
+    return fmt::format("    {} = {};{}\n", declare(x), rhs, comment.empty() ? "" : "  // " + comment);
 }
 
 std::string Form::outputs() const {
@@ -151,17 +159,48 @@ std::string Form::outputs() const {
         // the kernels' scalar operands, broadcast once for all of them where the target wants it
         // (nelu/lanes.hpp, Splats): in the work struct when there is one
         s += split() ? fmt::format("    {}& splats = w.splats;\n", splats_type()) : fmt::format("    {} splats;\n", splats_type());
-        for (std::size_t e = 0; e < L.splats.size(); ++e) s += fmt::format("    splats.put({}, {});\n", e, operand(L.splats[e]));
+        for (std::size_t e = 0, n = 1; e < L.splats.size(); e += n, n = 1) {  // runs of staged values in a loop
+            const Id x = L.splats[e];
+            while (staged(x) && e + n < L.splats.size() && staged(L.splats[e + n]) && L.stage[L.splats[e + n]] == L.stage[x] + static_cast<int>(n)) ++n;
+            if (n >= 4)
+                s += fmt::format("    splats.put_run({}, w.kept + {}, {});\n", e, L.stage[x], n);
+            else
+                n = 1, s += fmt::format("    splats.put({}, {});\n", e, operand(x));
+        }
         const std::vector<std::vector<std::size_t>> blocks = lane_blocks(f);
         for (std::size_t b = 0; b < blocks.size(); ++b)
             s += split() ? fmt::format("    ok = {}_lanes{}<T>(q, qd, in, w, splats, jac) && ok;\n", L.fn, b)
                          : "    {\n" + lane_block(blocks[b], "        ") + "    }\n";
         s += "    if (!ok) return NELU_STATUS_NOT_FINITE;\n";
     }
-    for (std::size_t k = 0; k < L.out.size(); ++k) s += fmt::format("    out[{}] = {};\n", k, output(L.out[k]));
-    for (std::size_t k = 0; k < L.jac.size(); ++k)
-        if (!L.lanes || !L.jac_in_lanes[k]) s += fmt::format("    jac[{}] = {};\n", k, output(L.jac[k]));
+    s += writes("out", L.out, [](std::size_t) { return false; });
+    s += writes("jac", L.jac, [&](std::size_t k) { return L.lanes && L.jac_in_lanes[k]; });
     return s + give_status();
+}
+
+std::string Form::writes(const char* array, const std::vector<Id>& xs, const std::function<bool(std::size_t)>& skip) const {
+    std::string s;
+    for (std::size_t k = 0; k < xs.size();) {
+        if (skip(k)) {
+            ++k;
+            continue;
+        }
+        const Id x = xs[k];
+        std::size_t n = 1;  // the run from k: entries staged one after the other, or one constant
+        const auto next = [&](std::size_t e) { return k + e < xs.size() && !skip(k + e); };
+        if (staged(x))
+            while (next(n) && staged(xs[k + n]) && L.stage[xs[k + n]] == L.stage[x] + static_cast<int>(n)) ++n;
+        else if (P.is_const(x))
+            while (next(n) && xs[k + n] == x) ++n;
+        if (staged(x) && n >= 2)
+            s += fmt::format("    std::memcpy({0} + {1}, w.kept + {2}, {3} * sizeof *{0});  // {0}[{1}..{4}]\n", array, k, L.stage[x], n, k + n - 1);
+        else if (n >= 4)
+            s += fmt::format("    for (int e = {1}; e < {2}; ++e) {0}[e] = {3};\n", array, k, k + n, output(x));
+        else
+            n = 1, s += fmt::format("    {}[{}] = {};\n", array, k, output(x));
+        k += n;
+    }
+    return s;
 }
 
 std::string Form::lane_block(const std::vector<std::size_t>& block, const char* in) const {
@@ -352,10 +391,14 @@ std::string ScalarForm::call_part(std::size_t p) const {
 }
 
 std::string ScalarForm::finite_check(const std::vector<Id>& values) const {
+    std::vector<std::string> tests;  // the staged values in one loop (nelu/outputs.hpp), the others one by one
+    if (staged_names()) tests.push_back("nelu::all_finite(w.kept)");
+    for (Id x : values)
+        if (!staged(x)) tests.push_back(fmt::format("std::isfinite({})", operand(x)));
     std::string s = fmt::format("    // --- outputs{}: written only when every one is finite\n    if (!(", outputs_named(L));
-    for (std::size_t k = 0; k < values.size(); ++k)  // four to a line: a line of thousands of columns makes g++ drop column tracking
-        s += fmt::format("{}std::isfinite({})", k == 0 ? "" : k % 4 == 0 ? " &&\n          " : " && ", operand(values[k]));
-    return s + (values.empty() ? "true" : "") + ")) return NELU_STATUS_NOT_FINITE;\n";
+    for (std::size_t k = 0; k < tests.size(); ++k)  // four to a line: a line of thousands of columns makes g++ drop column tracking
+        s += (k == 0 ? "" : k % 4 == 0 ? " &&\n          " : " && ") + tests[k];
+    return s + (tests.empty() ? "true" : "") + ")) return NELU_STATUS_NOT_FINITE;\n";
 }
 
 std::string ScalarForm::give_status() const { return "    return NELU_STATUS_OK;\n"; }
@@ -442,9 +485,13 @@ std::string LaneForm::call_part(std::size_t p) const { return fmt::format("    {
 
 std::string LaneForm::finite_check(const std::vector<Id>& values) const {
     std::string s = fmt::format("    // --- outputs{}, every lane's; its status says whether they are finite\n    M fin = ~M{{}};\n", outputs_named(L));
-    for (std::size_t k = 0; k < values.size(); ++k)  // four to a line, as in the scalar form
-        s += fmt::format("{}nelu::lanes::finite({}){}", k % 4 == 0 ? "    fin &= " : " & ", operand(values[k]), k % 4 == 3 ? ";\n" : "");
-    return s + (values.size() % 4 != 0 ? ";\n" : "");
+    if (staged_names()) s += "    for (const V& x : w.kept) fin &= nelu::lanes::finite(x);\n";
+    std::vector<Id> rest;
+    for (Id x : values)
+        if (!staged(x)) rest.push_back(x);
+    for (std::size_t k = 0; k < rest.size(); ++k)  // four to a line, as in the scalar form
+        s += fmt::format("{}nelu::lanes::finite({}){}", k % 4 == 0 ? "    fin &= " : " & ", operand(rest[k]), k % 4 == 3 ? ";\n" : "");
+    return s + (rest.size() % 4 != 0 ? ";\n" : "");
 }
 
 // --- files
@@ -453,7 +500,9 @@ std::string work_struct(const Layout& L) {
     if (L.parts <= 1) return "";
     std::string s = fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
     for (Id x : L.stmts)
-        if (L.shared[x]) s += fmt::format("    T t{};\n", x);
+        if (L.shared[x] && L.stage[x] < 0) s += fmt::format("    T t{};\n", x);
+    if (!L.staged.empty())  // (Layout::staged)
+        s += fmt::format("    T kept[{}];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)\n", L.staged.size());
     if (L.lanes)  // (Form::splats_type)
         s += fmt::format("    nelu::lanes::Splats<T, {}> splats;  // the lane kernels' scalar operands, broadcast (nelu/lanes.hpp)\n", L.splats.size());
     return s + "};\n\n";

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,11 @@ protected:
     virtual const char* value_type() const = 0;
     /// Node x read by a statement: a constant, an input, or name(x).
     std::string operand(ir::Id x) const;
+    /// Whether the statements name the values of Layout::staged as elements of the work struct's
+    /// array `kept` (the forms that keep values in NAME_work, in parts).
+    virtual bool staged_names() const { return !L.staged.empty(); }
+    /// Whether value x is named so.
+    bool staged(ir::Id x) const;
     /// Node x as an output of its own.
     virtual std::string output(ir::Id x) const { return operand(x); }
     /// The namespace of sin, cos and sqrt.
@@ -100,6 +106,9 @@ protected:
     virtual std::string give_status() const = 0;
     /// The finiteness check (never a silent NaN), the writes of out (and jac), and the return.
     std::string outputs() const;
+    /// The writes of array[k] = xs[k] but where skip(k): runs of staged values one memcpy each,
+    /// runs of one constant a loop, the rest an assignment each.
+    std::string writes(const char* array, const std::vector<ir::Id>& xs, const std::function<bool(std::size_t)>& skip) const;
     /// A block of lane groups (Layout::lanes): their right-hand sides' rows in an array of the
     /// block's lanes, the kernel in a loop over them, a vector of the target's lanes a pass
     /// (nelu::lanes::Block), their entries of jac written; `ok` cleared when one is not finite.
@@ -121,7 +130,9 @@ public:
     using Form::Form;
     std::vector<std::string> includes() const override {
         std::vector<std::string> h = {"<cmath>", "nelu/trig.hpp"};
-        if (L.lanes) h.push_back("<cstring>"), h.push_back("nelu/lanes.hpp");
+        if (L.lanes || !L.staged.empty()) h.push_back("<cstring>");
+        if (L.lanes) h.push_back("nelu/lanes.hpp");
+        if (!L.staged.empty()) h.push_back("nelu/outputs.hpp");
         if (L.work_in_caller) h.push_back("<new>");
         return h;
     }
@@ -159,6 +170,7 @@ public:
 protected:
     std::string name(ir::Id x) const override;
     std::string declare(ir::Id x) const override { return name(x); }
+    bool staged_names() const override { return false; }
     std::string before(std::size_t k) const override;
     bool split() const override { return true; }
     std::string open_part(std::size_t p) const override;
@@ -174,7 +186,11 @@ protected:
 class LaneForm : public Form {
 public:
     using Form::Form;
-    std::vector<std::string> includes() const override { return {"<cmath>", "nelu/lanes.hpp", "nelu/trig.hpp"}; }
+    std::vector<std::string> includes() const override {
+        std::vector<std::string> h = {"<cmath>", "nelu/lanes.hpp", "nelu/trig.hpp"};
+        if (!L.staged.empty()) h.push_back("<cstring>");
+        return h;
+    }
 
 protected:
     std::string output(ir::Id x) const override;

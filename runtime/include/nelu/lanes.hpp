@@ -442,12 +442,18 @@ struct Splats {
         const V v = fill(x, std::make_index_sequence<16 / sizeof(T)>());
         std::memcpy(reinterpret_cast<unsigned char*>(raw) + skip() + 16 * static_cast<std::size_t>(i), &v, 16);
     }
+    /// Entries first .. first + n - 1 <- x[0 .. n - 1], each in every lane.
+    void put_run(int first, const T* x, int n) noexcept {
+#pragma GCC unroll 4
+        for (int e = 0; e < n; ++e) put(first + e, x[e]);
+    }
     /// Bytes from raw to the first 16-byte boundary.
     std::size_t skip() const noexcept { return (16 - reinterpret_cast<std::uintptr_t>(raw) % 16) % 16; }
     template <std::size_t... L>
     static V fill(T x, std::index_sequence<L...>) noexcept { return V{(static_cast<void>(L), x)...}; }
 #else
     void put(int, T) noexcept {}
+    void put_run(int, const T*, int) noexcept {}
 #endif
 };
 /// Operand i of a kernel, x: entry i of the table where the target keeps one (a vector of the
