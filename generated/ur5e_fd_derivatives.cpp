@@ -6796,29 +6796,17 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes0(const T* q, const T* qd, c
     }
     ok = ok && finite;
     jac[45] = res[0][0];
-    jac[47] = res[0][1];
-    jac[48] = res[0][2];
-    jac[49] = res[0][3];
+    std::memcpy(jac + 47, res[0] + 1, 3 * sizeof(T));
     jac[99] = res[1][0];
-    jac[101] = res[1][1];
-    jac[102] = res[1][2];
-    jac[103] = res[1][3];
+    std::memcpy(jac + 101, res[1] + 1, 3 * sizeof(T));
     jac[153] = res[2][0];
-    jac[155] = res[2][1];
-    jac[156] = res[2][2];
-    jac[157] = res[2][3];
+    std::memcpy(jac + 155, res[2] + 1, 3 * sizeof(T));
     jac[207] = res[3][0];
-    jac[209] = res[3][1];
-    jac[210] = res[3][2];
-    jac[211] = res[3][3];
+    std::memcpy(jac + 209, res[3] + 1, 3 * sizeof(T));
     jac[261] = res[4][0];
-    jac[263] = res[4][1];
-    jac[264] = res[4][2];
-    jac[265] = res[4][3];
+    std::memcpy(jac + 263, res[4] + 1, 3 * sizeof(T));
     jac[315] = res[5][0];
-    jac[317] = res[5][1];
-    jac[318] = res[5][2];
-    jac[319] = res[5][3];
+    std::memcpy(jac + 317, res[5] + 1, 3 * sizeof(T));
     return ok;
 }
 
@@ -7005,18 +6993,12 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, c
         finite = finite && nelu::lanes::finite_cols((k9039 - k9039) + (k9043 - k9043) + (k9058 - k9058) + (k9092 - k9092) + (k9121 - k9121) + (k9128 - k9128));
     }
     ok = ok && finite;
-    jac[51] = res[0][0];
-    jac[52] = res[0][1];
-    jac[105] = res[1][0];
-    jac[106] = res[1][1];
-    jac[159] = res[2][0];
-    jac[160] = res[2][1];
-    jac[213] = res[3][0];
-    jac[214] = res[3][1];
-    jac[267] = res[4][0];
-    jac[268] = res[4][1];
-    jac[321] = res[5][0];
-    jac[322] = res[5][1];
+    std::memcpy(jac + 51, res[0] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 105, res[1] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 159, res[2] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 213, res[3] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 267, res[4] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 321, res[5] + 0, 2 * sizeof(T));
     return ok;
 }
 

@@ -3716,16 +3716,11 @@ bool ur5e_id_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in
         finite = finite && nelu::lanes::finite_cols((k3480 - k3480) + (k3479 - k3479) + (k3469 - k3469) + (k3442 - k3442) + (k3431 - k3431));
     }
     ok = ok && finite;
-    jac[51] = res[0][0];
-    jac[52] = res[0][1];
-    jac[105] = res[1][0];
-    jac[106] = res[1][1];
-    jac[159] = res[2][0];
-    jac[160] = res[2][1];
-    jac[213] = res[3][0];
-    jac[214] = res[3][1];
-    jac[267] = res[4][0];
-    jac[268] = res[4][1];
+    std::memcpy(jac + 51, res[0] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 105, res[1] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 159, res[2] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 213, res[3] + 0, 2 * sizeof(T));
+    std::memcpy(jac + 267, res[4] + 0, 2 * sizeof(T));
     jac[321] = T(0);
     ok = ok && std::isfinite(jac[321]);
     jac[322] = T(0);

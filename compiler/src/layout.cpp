@@ -187,6 +187,7 @@ std::vector<int> split(Layout& L, const ir::Program& P) {
         L.stage.assign(P.size(), -1);
         std::vector<Id> order = L.kept();
         order.insert(order.end() - static_cast<std::ptrdiff_t>(L.lane_reads.size()), L.splats.begin(), L.splats.end());
+        order.insert(order.end() - static_cast<std::ptrdiff_t>(L.lane_reads.size()), L.lane_rhs.begin(), L.lane_rhs.end());
         for (Id o : order)
             if (part[o] >= 0 && L.shared[o] && L.stage[o] < 0) L.stage[o] = static_cast<int>(L.staged.size()), L.staged.push_back(o);
     }
@@ -286,6 +287,11 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
             const std::size_t kernel = static_cast<std::size_t>(f.lane_groups[block.front()].kernel);
             for (Id o : kernel_operands(P, L.lane_programs[kernel], dep))
                 if (L.splat_of.emplace(o, static_cast<int>(L.splats.size())).second) L.splats.push_back(o);
+            for (std::size_t i = 0; i < f.lane_kernels[kernel].rows.size(); ++i)
+                if (L.lane_programs[kernel].row_read[i])
+                    for (std::size_t g : block)
+                        for (std::size_t c = 0; c < f.lane_groups[g].columns.size(); ++c)
+                            L.lane_rhs.push_back(f.lane_groups[g].rhs[i * f.lane_groups[g].columns.size() + c]);
             Layout::LaneBlockCost c = kernel_cost[kernel];
             for (std::size_t g : block) c.columns += static_cast<long>(f.lane_groups[g].columns.size());
             L.lane_block_costs.push_back(c);

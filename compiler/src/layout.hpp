@@ -91,6 +91,11 @@ struct Layout {
     /// "Outputs in one array"). stage[x] is x's index in it, -1 for a value not in it.
     std::vector<ir::Id> staged;
     std::vector<int> stage;
+    /// With lanes: the right-hand sides that the lane blocks read, block by block, row by row,
+    /// column by column: staged in this order after the kernels' operands, so that a row of a
+    /// block is consecutive elements of `kept` where its values are not constants or staged before
+    /// (the kernel then loads it from there: Form::lane_block).
+    std::vector<ir::Id> lane_rhs;
     std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
     int slots = 0;             ///< elements of that array: the most values live at once
     std::set<ir::Id> sincos_first;  ///< the first of a sine and cosine of one angle that follow each other in one part: one nelu::sincos

@@ -243,9 +243,19 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     for (std::size_t i = 0; i < rows; ++i) row_of[K.inputs[i]] = i;
     std::string rhs_rows;
     std::vector<std::size_t> rhs_row(rows, 0);  // per row of the pattern that the kernel reads: its row of rhs
+    std::vector<int> in_place(rows, -1);          // or its first element of w.kept, where the row lies there
     std::size_t read = 0;
     for (std::size_t i = 0; i < rows; ++i) {
         if (!kp.row_read[i]) continue;
+        // a row of consecutive elements of w.kept (Layout::lane_rhs), as wide as the block's lanes
+        // for float and double (4 or 8 columns, Block): loaded from there
+        bool consecutive = (n == 4 || n == 8) && staged(columns[0].rhs(i));
+        for (std::size_t c = 1; consecutive && c < n; ++c)
+            consecutive = staged(columns[c].rhs(i)) && L.stage[columns[c].rhs(i)] == L.stage[columns[0].rhs(i)] + static_cast<int>(c);
+        if (consecutive) {
+            in_place[i] = L.stage[columns[0].rhs(i)];
+            continue;
+        }
         std::string values;
         for (std::size_t c = 0; c < n; ++c) values += (c ? ", " : "") + operand(columns[c].rhs(i));
         rhs_rows += fmt::format("{}    {{{}}},  // l{}\n", in, values, i);
@@ -267,7 +277,9 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
             auto it = x >= 0 && dep[x] ? row_of.find(x) : row_of.end();
             if (it == row_of.end() || loaded[it->second]) continue;
             loaded[it->second] = true;
-            body += fmt::format("{}    const C l{} = nelu::lanes::load_cols<C>(rhs[{}] + h);\n", in, it->second, rhs_row[it->second]);
+            const int at = in_place[it->second];
+            body += at >= 0 ? fmt::format("{}    const C l{} = nelu::lanes::load_vector<C>(w.kept + {} + h);\n", in, it->second, at)
+                            : fmt::format("{}    const C l{} = nelu::lanes::load_cols<C>(rhs[{}] + h);\n", in, it->second, rhs_row[it->second]);
         }
     };
     for (Id i : kp.statements) {
@@ -279,7 +291,16 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     }
     // the outputs to res, their finiteness in lanes: z sums x - x over them (0 where every one is
     // finite, NaN else); then into jac, and what a column adds beyond the kernel (a combination's
-    // terms free of dx)
+    // terms free of dx). The block's columns in runs of consecutive columns of jac: one memcpy a run
+    // and output; a block that is one run as wide as its lanes (4 or 8 columns: as wide for float
+    // and double, Block) stores its outputs into jac itself, with no res
+    std::vector<std::pair<std::size_t, std::size_t>> runs;  // (first place in the block, columns)
+    for (std::size_t c = 0; c < n; ++c)
+        if (c > 0 && columns[c].jac(0, nc) == columns[c - 1].jac(0, nc) + 1)
+            ++runs.back().second;
+        else
+            runs.push_back({c, 1});
+    const bool direct = runs.size() == 1 && (n == 4 || n == 8);
     std::string z, to_jac, after;
     std::size_t results = 0;
     for (std::size_t o = 0; o < no; ++o) {
@@ -287,26 +308,34 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
         if (dep[ko]) {
             load_rows({ko});
             const std::string k = kernel_operand(ko);
-            body += fmt::format("{}    nelu::lanes::store_cols(res[{}] + h, {});\n", in, results, k);
+            if (direct)
+                body += fmt::format("{}    nelu::lanes::store_cols(jac + {} + h, {});\n", in, columns[0].jac(o, nc), k);
+            else
+                body += fmt::format("{}    nelu::lanes::store_cols(res[{}] + h, {});\n", in, results, k);
             z += fmt::format("{}({} - {})", z.empty() ? "" : " + ", k, k);
+            for (const auto& [c, len] : runs) {
+                if (direct) break;
+                const std::size_t e = columns[c].jac(o, nc);
+                to_jac += len == 1 ? fmt::format("{}jac[{}] = res[{}][{}];\n", in, e, results, c)
+                                   : fmt::format("{}std::memcpy(jac + {}, res[{}] + {}, {} * sizeof(T));\n", in, e, results, c, len);
+            }
         }
         for (std::size_t c = 0; c < n; ++c) {
             const Id extra = columns[c].extra(o);
             const std::size_t e = columns[c].jac(o, nc);
-            if (dep[ko]) to_jac += fmt::format("{}jac[{}] = res[{}][{}];\n", in, e, results, c);
             if (dep[ko] && extra == P.zero()) continue;
             const std::string v = dep[ko] ? fmt::format("jac[{}]", e) : operand(ko);
             after += fmt::format("{0}jac[{1}] = {2}{3};\n{0}ok = ok && std::isfinite(jac[{1}]);\n", in, e, v,
                                  extra == P.zero() ? "" : " + " + operand(extra));
         }
-        results += dep[ko];
+        results += dep[ko] && !direct;
     }
     if (!z.empty()) body += fmt::format("{}    finite = finite && nelu::lanes::finite_cols({});\n", in, z);
     return fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, in lanes\n"
                        "{0}using B = nelu::lanes::Block<T, {2}>;\n"
                        "{0}using C = typename B::V;\n"
-                       "{0}const T rhs[{5}][B::lanes] = {{\n{6}{0}}};\n"
-                       "{0}T res[{7}][B::lanes];\n"
+                       "{6}"
+                       "{7}"
                        "{0}bool finite = true;\n"
                        "{11}"
                        "{0}const auto* const table = &splats;\n"
@@ -318,7 +347,9 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
                        "{0}}}\n"
                        "{0}ok = ok && finite;\n"
                        "{9}{10}",
-                       in, cols, n, n == 1 ? "" : "s", rows, std::max<std::size_t>(read, 1), rhs_rows, std::max<std::size_t>(results, 1), body,
+                       in, cols, n, n == 1 ? "" : "s", rows, read,
+                       read ? fmt::format("{0}const T rhs[{1}][B::lanes] = {{\n{2}{0}}};\n", in, read, rhs_rows) : std::string(),
+                       results ? fmt::format("{}T res[{}][B::lanes];\n", in, results) : std::string(), body,
                        to_jac, after,
                        // in parts, the work struct's pointer hidden too (its values are not locals)
                        split() ? fmt::format("{}const auto* const work = &w;\n", in) : std::string(),

@@ -386,6 +386,14 @@ template <class V, class T>
 inline V load_cols(const T* p) noexcept {
     return load_cols<V>(p, std::make_index_sequence<sizeof(V) / sizeof(T)>());
 }
+/// The vector at p (any alignment) in one load: for values stored long before (a generated
+/// solver's work struct), where load_cols would load them one by one.
+template <class V, class T>
+inline V load_vector(const T* p) noexcept {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
 /// x to p (any alignment).
 template <class V, class T>
 inline void store_cols(T* p, const V& x) noexcept {
