@@ -68,7 +68,10 @@ def main():
             continue
         if l.startswith("    // --- outputs"):
             outputs_block = []
-        if l.startswith("    // --- outputs") or (outputs_block is not None and l.startswith(("    if (!(std::isfinite", "    if (!(true", "    out["))):
+        # the test (four to a line, its continuation lines indented under it) and the writes (an
+        # entry each, or a loop over a run of one constant)
+        if l.startswith("    // --- outputs") or (outputs_block is not None and l.startswith(
+                ("    if (!(std::isfinite", "    if (!(true", "    out[", "    for (int e", "          std::isfinite"))):
             outputs_block.append(l)
     outputs_block = [l for l in outputs_block if not l.startswith("    // ---")]
     out_ids = set()

@@ -35,10 +35,20 @@ STMT = re.compile(r"^\s*(?:const T |w\.|const nelu::SinCos<T> )?(t\d+|sc\d+)\s*=
 TOKEN = re.compile(r"w\.t\d+|t\d+|sc\d+\.[sc]|T\([^)]*\)|q\[\d+\]|qd\[\d+\]|in\[\d+\]|nelu::sincos|std::\w+|[-+*/]")
 
 
+KEPT_STMT = re.compile(r"^(\s*)w\.kept\[(\d+)\] = (.*;)\s*// (t\d+)")
+KEPT = re.compile(r"\bw\.kept\[(\d+)\]")
+
+
 def statements(path):
     """[(name, [tokens])] of the double path in emission order (the float path repeats it)."""
     out, seen = [], set()
+    kept = {}  # element of the work struct's array `kept` -> its node, from the comment of its statement
     for line in open(path):
+        m = KEPT_STMT.match(line)
+        if m:  # `w.kept[k] = ...;  // tN`: the statement of node tN
+            kept[m.group(2)] = m.group(4)
+            line = f"{m.group(1)}w.{m.group(4)} = {m.group(3)}"
+        line = KEPT.sub(lambda r: "w." + kept.get(r.group(1), "kept" + r.group(1)), line)
         m = STMT.match(line)
         if not m:
             continue
