@@ -107,6 +107,20 @@ std::string Form::name(Id x) const {
 
 bool Form::staged(Id x) const { return staged_names() && L.stage[x] >= 0; }
 
+std::vector<Id> Form::unstaged(const std::vector<Id>& xs) const {
+    std::vector<Id> r;
+    for (Id x : xs)
+        if (!staged(x)) r.push_back(x);
+    return r;
+}
+
+std::size_t Form::staged_run(const std::vector<Id>& xs, std::size_t k, const std::function<bool(std::size_t)>& skip) const {
+    if (!staged(xs[k])) return 0;
+    std::size_t n = 1;
+    while (k + n < xs.size() && !skip(k + n) && staged(xs[k + n]) && L.stage[xs[k + n]] == L.stage[xs[k]] + static_cast<int>(n)) ++n;
+    return n;
+}
+
 std::string Form::declare(Id x) const { return L.shared[x] ? name(x) : fmt::format("const {} t{}", value_type(), x); }
 
 std::string Form::operand(Id x) const {
@@ -159,13 +173,12 @@ std::string Form::outputs() const {
         // the kernels' scalar operands, broadcast once for all of them where the target wants it
         // (nelu/lanes.hpp, Splats): in the work struct when there is one
         s += split() ? fmt::format("    {}& splats = w.splats;\n", splats_type()) : fmt::format("    {} splats;\n", splats_type());
-        for (std::size_t e = 0, n = 1; e < L.splats.size(); e += n, n = 1) {  // runs of staged values in a loop
-            const Id x = L.splats[e];
-            while (staged(x) && e + n < L.splats.size() && staged(L.splats[e + n]) && L.stage[L.splats[e + n]] == L.stage[x] + static_cast<int>(n)) ++n;
+        for (std::size_t e = 0, n = 1; e < L.splats.size(); e += n) {  // runs of staged values in a loop
+            n = staged_run(L.splats, e);
             if (n >= 4)
-                s += fmt::format("    splats.put_run({}, w.kept + {}, {});\n", e, L.stage[x], n);
+                s += fmt::format("    splats.put_run({}, w.kept + {}, {});\n", e, L.stage[L.splats[e]], n);
             else
-                n = 1, s += fmt::format("    splats.put({}, {});\n", e, operand(x));
+                n = 1, s += fmt::format("    splats.put({}, {});\n", e, operand(L.splats[e]));
         }
         const std::vector<std::vector<std::size_t>> blocks = lane_blocks(f);
         for (std::size_t b = 0; b < blocks.size(); ++b)
@@ -186,12 +199,9 @@ std::string Form::writes(const char* array, const std::vector<Id>& xs, const std
             continue;
         }
         const Id x = xs[k];
-        std::size_t n = 1;  // the run from k: entries staged one after the other, or one constant
-        const auto next = [&](std::size_t e) { return k + e < xs.size() && !skip(k + e); };
-        if (staged(x))
-            while (next(n) && staged(xs[k + n]) && L.stage[xs[k + n]] == L.stage[x] + static_cast<int>(n)) ++n;
-        else if (P.is_const(x))
-            while (next(n) && xs[k + n] == x) ++n;
+        std::size_t n = staged_run(xs, k, skip);  // the run from k: entries staged one after the other, or one constant
+        if (n == 0)
+            for (n = 1; P.is_const(x) && k + n < xs.size() && !skip(k + n) && xs[k + n] == x;) ++n;
         if (staged(x) && n >= 2)
             s += fmt::format("    std::memcpy({0} + {1}, w.kept + {2}, {3} * sizeof *{0});  // {0}[{1}..{4}]\n", array, k, L.stage[x], n, k + n - 1);
         else if (n >= 4)
@@ -247,17 +257,16 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     std::size_t read = 0;
     for (std::size_t i = 0; i < rows; ++i) {
         if (!kp.row_read[i]) continue;
+        std::vector<Id> row(n);
+        for (std::size_t c = 0; c < n; ++c) row[c] = columns[c].rhs(i);
         // a row of consecutive elements of w.kept (Layout::lane_rhs), as wide as the block's lanes
         // for float and double (4 or 8 columns, Block): loaded from there
-        bool consecutive = (n == 4 || n == 8) && staged(columns[0].rhs(i));
-        for (std::size_t c = 1; consecutive && c < n; ++c)
-            consecutive = staged(columns[c].rhs(i)) && L.stage[columns[c].rhs(i)] == L.stage[columns[0].rhs(i)] + static_cast<int>(c);
-        if (consecutive) {
-            in_place[i] = L.stage[columns[0].rhs(i)];
+        if ((n == 4 || n == 8) && staged_run(row, 0) == n) {
+            in_place[i] = L.stage[row[0]];
             continue;
         }
         std::string values;
-        for (std::size_t c = 0; c < n; ++c) values += (c ? ", " : "") + operand(columns[c].rhs(i));
+        for (std::size_t c = 0; c < n; ++c) values += (c ? ", " : "") + operand(row[c]);
         rhs_rows += fmt::format("{}    {{{}}},  // l{}\n", in, values, i);
         rhs_row[i] = read++;
     }
@@ -313,12 +322,12 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
             else
                 body += fmt::format("{}    nelu::lanes::store_cols(res[{}] + h, {});\n", in, results, k);
             z += fmt::format("{}({} - {})", z.empty() ? "" : " + ", k, k);
-            for (const auto& [c, len] : runs) {
-                if (direct) break;
-                const std::size_t e = columns[c].jac(o, nc);
-                to_jac += len == 1 ? fmt::format("{}jac[{}] = res[{}][{}];\n", in, e, results, c)
-                                   : fmt::format("{}std::memcpy(jac + {}, res[{}] + {}, {} * sizeof(T));\n", in, e, results, c, len);
-            }
+            if (!direct)
+                for (const auto& [c, len] : runs) {
+                    const std::size_t e = columns[c].jac(o, nc);
+                    to_jac += len == 1 ? fmt::format("{}jac[{}] = res[{}][{}];\n", in, e, results, c)
+                                       : fmt::format("{}std::memcpy(jac + {}, res[{}] + {}, {} * sizeof(T));\n", in, e, results, c, len);
+                }
         }
         for (std::size_t c = 0; c < n; ++c) {
             const Id extra = columns[c].extra(o);
@@ -334,20 +343,20 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     return fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, in lanes\n"
                        "{0}using B = nelu::lanes::Block<T, {2}>;\n"
                        "{0}using C = typename B::V;\n"
+                       "{5}"
                        "{6}"
-                       "{7}"
                        "{0}bool finite = true;\n"
-                       "{11}"
+                       "{10}"
                        "{0}const auto* const table = &splats;\n"
                        "{0}for (int h = 0; h < B::lanes; h += B::step) {{  // (once with lanes as wide as the block)\n"
                        "{0}    nelu::lanes::keep_loop<B>(h);\n"
-                       "{12}"
+                       "{11}"
                        "{0}    const auto& s = *nelu::lanes::opaque(table);\n"
-                       "{8}"
+                       "{7}"
                        "{0}}}\n"
                        "{0}ok = ok && finite;\n"
-                       "{9}{10}",
-                       in, cols, n, n == 1 ? "" : "s", rows, read,
+                       "{8}{9}",
+                       in, cols, n, n == 1 ? "" : "s", rows,
                        read ? fmt::format("{0}const T rhs[{1}][B::lanes] = {{\n{2}{0}}};\n", in, read, rhs_rows) : std::string(),
                        results ? fmt::format("{}T res[{}][B::lanes];\n", in, results) : std::string(), body,
                        to_jac, after,
@@ -424,8 +433,7 @@ std::string ScalarForm::call_part(std::size_t p) const {
 std::string ScalarForm::finite_check(const std::vector<Id>& values) const {
     std::vector<std::string> tests;  // the staged values in one loop (nelu/outputs.hpp), the others one by one
     if (staged_names()) tests.push_back("nelu::all_finite(w.kept)");
-    for (Id x : values)
-        if (!staged(x)) tests.push_back(fmt::format("std::isfinite({})", operand(x)));
+    for (Id x : unstaged(values)) tests.push_back(fmt::format("std::isfinite({})", operand(x)));
     std::string s = fmt::format("    // --- outputs{}: written only when every one is finite\n    if (!(", outputs_named(L));
     for (std::size_t k = 0; k < tests.size(); ++k)  // four to a line: a line of thousands of columns makes g++ drop column tracking
         s += (k == 0 ? "" : k % 4 == 0 ? " &&\n          " : " && ") + tests[k];
@@ -517,9 +525,7 @@ std::string LaneForm::call_part(std::size_t p) const { return fmt::format("    {
 std::string LaneForm::finite_check(const std::vector<Id>& values) const {
     std::string s = fmt::format("    // --- outputs{}, every lane's; its status says whether they are finite\n    M fin = ~M{{}};\n", outputs_named(L));
     if (staged_names()) s += "    for (const V& x : w.kept) fin &= nelu::lanes::finite(x);\n";
-    std::vector<Id> rest;
-    for (Id x : values)
-        if (!staged(x)) rest.push_back(x);
+    const std::vector<Id> rest = unstaged(values);
     for (std::size_t k = 0; k < rest.size(); ++k)  // four to a line, as in the scalar form
         s += fmt::format("{}nelu::lanes::finite({}){}", k % 4 == 0 ? "    fin &= " : " & ", operand(rest[k]), k % 4 == 3 ? ";\n" : "");
     return s + (rest.size() % 4 != 0 ? ";\n" : "");

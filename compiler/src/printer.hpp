@@ -61,6 +61,12 @@ protected:
     virtual bool staged_names() const { return !L.staged.empty(); }
     /// Whether value x is named so.
     bool staged(ir::Id x) const;
+    /// xs without the values named so.
+    std::vector<ir::Id> unstaged(const std::vector<ir::Id>& xs) const;
+    /// How many of xs[k], xs[k + 1], ... are consecutive elements of `kept` from xs[k]'s on,
+    /// stopping before an entry e where skip(e): 0 when xs[k] is not staged.
+    std::size_t staged_run(const std::vector<ir::Id>& xs, std::size_t k,
+                           const std::function<bool(std::size_t)>& skip = [](std::size_t) { return false; }) const;
     /// Node x as an output of its own.
     virtual std::string output(ir::Id x) const { return operand(x); }
     /// The namespace of sin, cos and sqrt.
