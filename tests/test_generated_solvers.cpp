@@ -635,7 +635,10 @@ TEST_CASE("generated solvers: generated chains and trees, n = 1, 2, 7, 30") {
     run_family(generated_cases({1, 2, 7, 30}, "generated robots, n <= 30"));
 }
 
-TEST_CASE("generated solvers: generated chains and trees, n = 100") {
+// n = 100 (about a minute of the suite's three on 2 cores) runs as test_generated_solvers_extended
+// (ctest -L extended; not in CI): the large-robot forms (parts, work struct) are built in CI from
+// the shipped humanoid and the shared iCub above.
+TEST_CASE("generated solvers (extended): generated chains and trees, n = 100" * doctest::skip()) {
     run_family(generated_cases({100}, "generated robots, n = 100"));
 }
 
