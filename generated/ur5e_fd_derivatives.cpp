@@ -6822,7 +6822,8 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, c
         {T(-1), T(0)},  // l0
         {T(0), T(-1)},  // l1
     };
-    T res[6][B::lanes];
+    constexpr bool direct = B::lanes == 2 && B::step <= 2;  // each pass into jac
+    [[maybe_unused]] T res[6][B::lanes];
     bool finite = true;
     const auto* const work = &w;
     const auto* const table = &splats;
@@ -6984,21 +6985,23 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, c
         const C k9123 = nelu::lanes::splat<C>(s, 2, w.kept[203]) * k9099;
         const C k9124 = k9123 - k9122;
         const C k9128 = -k9124;
-        nelu::lanes::store_cols(res[0] + h, k9039);
-        nelu::lanes::store_cols(res[1] + h, k9043);
-        nelu::lanes::store_cols(res[2] + h, k9058);
-        nelu::lanes::store_cols(res[3] + h, k9092);
-        nelu::lanes::store_cols(res[4] + h, k9121);
-        nelu::lanes::store_cols(res[5] + h, k9128);
+        nelu::lanes::store_cols(direct ? jac + 51 + h : res[0] + h, k9039);
+        nelu::lanes::store_cols(direct ? jac + 105 + h : res[1] + h, k9043);
+        nelu::lanes::store_cols(direct ? jac + 159 + h : res[2] + h, k9058);
+        nelu::lanes::store_cols(direct ? jac + 213 + h : res[3] + h, k9092);
+        nelu::lanes::store_cols(direct ? jac + 267 + h : res[4] + h, k9121);
+        nelu::lanes::store_cols(direct ? jac + 321 + h : res[5] + h, k9128);
         finite = finite && nelu::lanes::finite_cols((k9039 - k9039) + (k9043 - k9043) + (k9058 - k9058) + (k9092 - k9092) + (k9121 - k9121) + (k9128 - k9128));
     }
     ok = ok && finite;
-    std::memcpy(jac + 51, res[0] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 105, res[1] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 159, res[2] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 213, res[3] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 267, res[4] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 321, res[5] + 0, 2 * sizeof(T));
+    if constexpr (!direct) {
+        std::memcpy(jac + 51, res[0] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 105, res[1] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 159, res[2] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 213, res[3] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 267, res[4] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 321, res[5] + 0, 2 * sizeof(T));
+    }
     return ok;
 }
 

@@ -3642,7 +3642,8 @@ bool ur5e_id_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in
         {T(-1), T(0)},  // l0
         {T(0), T(-1)},  // l1
     };
-    T res[5][B::lanes];
+    constexpr bool direct = B::lanes == 2 && B::step <= 2;  // each pass into jac
+    [[maybe_unused]] T res[5][B::lanes];
     bool finite = true;
     const auto* const work = &w;
     const auto* const table = &splats;
@@ -3708,19 +3709,21 @@ bool ur5e_id_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in
         const C k3478 = nelu::lanes::splat<C>(s, 9, w.kept[130]) * k3476;
         const C k3479 = -k3474;
         const C k3480 = k3478 - k3477;
-        nelu::lanes::store_cols(res[0] + h, k3480);
-        nelu::lanes::store_cols(res[1] + h, k3479);
-        nelu::lanes::store_cols(res[2] + h, k3469);
-        nelu::lanes::store_cols(res[3] + h, k3442);
-        nelu::lanes::store_cols(res[4] + h, k3431);
+        nelu::lanes::store_cols(direct ? jac + 51 + h : res[0] + h, k3480);
+        nelu::lanes::store_cols(direct ? jac + 105 + h : res[1] + h, k3479);
+        nelu::lanes::store_cols(direct ? jac + 159 + h : res[2] + h, k3469);
+        nelu::lanes::store_cols(direct ? jac + 213 + h : res[3] + h, k3442);
+        nelu::lanes::store_cols(direct ? jac + 267 + h : res[4] + h, k3431);
         finite = finite && nelu::lanes::finite_cols((k3480 - k3480) + (k3479 - k3479) + (k3469 - k3469) + (k3442 - k3442) + (k3431 - k3431));
     }
     ok = ok && finite;
-    std::memcpy(jac + 51, res[0] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 105, res[1] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 159, res[2] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 213, res[3] + 0, 2 * sizeof(T));
-    std::memcpy(jac + 267, res[4] + 0, 2 * sizeof(T));
+    if constexpr (!direct) {
+        std::memcpy(jac + 51, res[0] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 105, res[1] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 159, res[2] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 213, res[3] + 0, 2 * sizeof(T));
+        std::memcpy(jac + 267, res[4] + 0, 2 * sizeof(T));
+    }
     jac[321] = T(0);
     ok = ok && std::isfinite(jac[321]);
     jac[322] = T(0);

@@ -301,8 +301,11 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     // the outputs to res, their finiteness in lanes: z sums x - x over them (0 where every one is
     // finite, NaN else); then into jac, and what a column adds beyond the kernel (a combination's
     // terms free of dx). The block's columns in runs of consecutive columns of jac: one memcpy a run
-    // and output; a block that is one run as wide as its lanes (4 or 8 columns: as wide for float
-    // and double, Block) stores its outputs into jac itself, with no res
+    // and output. A pass of the loop stores into jac itself where its columns are consecutive there:
+    // for every pass where the block is one run as wide as its lanes (4 or 8 columns: as wide for
+    // float and double, Block), and where the runs' bounds fall on the passes' bounds, for the
+    // targets whose passes are that narrow (`fit`: the widest pass, a power of two, for which they
+    // do; say SSE2's two double columns a pass over runs of 6 and 2 columns); res only where not
     std::vector<std::pair<std::size_t, std::size_t>> runs;  // (first place in the block, columns)
     for (std::size_t c = 0; c < n; ++c)
         if (c > 0 && columns[c].jac(0, nc) == columns[c - 1].jac(0, nc) + 1)
@@ -310,6 +313,15 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
         else
             runs.push_back({c, 1});
     const bool direct = runs.size() == 1 && (n == 4 || n == 8);
+    std::size_t fit = 0;  // (a pass never crosses n: the lanes are n, a power of two, in every form that fits)
+    if (!direct && (n & (n - 1)) == 0)
+        for (std::size_t s = 2; s <= n; s *= 2) {  // (a pass is 16 bytes at least: two columns)
+            bool consecutive = true;
+            for (std::size_t c = 1; c < n; ++c)
+                consecutive = consecutive && (c % s == 0 || columns[c].jac(0, nc) == columns[c - 1].jac(0, nc) + 1);
+            if (!consecutive) break;
+            fit = s;
+        }
     std::string z, to_jac, after;
     std::size_t results = 0;
     for (std::size_t o = 0; o < no; ++o) {
@@ -319,6 +331,10 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
             const std::string k = kernel_operand(ko);
             if (direct)
                 body += fmt::format("{}    nelu::lanes::store_cols(jac + {} + h, {});\n", in, columns[0].jac(o, nc), k);
+            else if (fit > 0)
+                body += runs.size() == 1
+                            ? fmt::format("{}    nelu::lanes::store_cols(direct ? jac + {} + h : res[{}] + h, {});\n", in, columns[0].jac(o, nc), results, k)
+                            : fmt::format("{}    nelu::lanes::store_cols(direct ? jac + {} + at[h] : res[{}] + h, {});\n", in, o * nc, results, k);
             else
                 body += fmt::format("{}    nelu::lanes::store_cols(res[{}] + h, {});\n", in, results, k);
             z += fmt::format("{}({} - {})", z.empty() ? "" : " + ", k, k);
@@ -340,6 +356,21 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
         results += dep[ko] && !direct;
     }
     if (!z.empty()) body += fmt::format("{}    finite = finite && nelu::lanes::finite_cols({});\n", in, z);
+    std::string res_decl = results ? fmt::format("{}T res[{}][B::lanes];\n", in, results) : std::string();
+    if (fit > 0 && results) {  // the passes that store into jac (the target's width decides), res for the others
+        std::string lane_jac;    // (each lane's column of jac)
+        for (std::size_t c = 0; c < n; ++c) lane_jac += fmt::format("{}{}", c ? ", " : "", columns[c].jac(0, nc));
+        res_decl = fmt::format("{0}constexpr bool direct = {1};  // each pass into jac\n"
+                               "{2}"
+                               "{0}[[maybe_unused]] T res[{3}][B::lanes];\n",
+                               in, fmt::format("B::lanes == {} && B::step <= {}", n, fit),
+                               runs.size() == 1 ? std::string() : fmt::format("{}static constexpr std::size_t at[] = {{{}}};  // the Jacobian's column of each lane\n", in, lane_jac),
+                               results);
+        std::string copies;
+        for (std::size_t a = 0, b; a < to_jac.size(); a = b + 1)
+            b = to_jac.find('\n', a), copies += "    " + to_jac.substr(a, b - a + 1);
+        to_jac = fmt::format("{0}if constexpr (!direct) {{\n{1}{0}}}\n", in, copies);
+    }
     return fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, in lanes\n"
                        "{0}using B = nelu::lanes::Block<T, {2}>;\n"
                        "{0}using C = typename B::V;\n"
@@ -358,7 +389,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
                        "{8}{9}",
                        in, cols, n, n == 1 ? "" : "s", rows,
                        read ? fmt::format("{0}const T rhs[{1}][B::lanes] = {{\n{2}{0}}};\n", in, read, rhs_rows) : std::string(),
-                       results ? fmt::format("{}T res[{}][B::lanes];\n", in, results) : std::string(), body,
+                       res_decl, body,
                        to_jac, after,
                        // in parts, the work struct's pointer hidden too (its values are not locals)
                        split() ? fmt::format("{}const auto* const work = &w;\n", in) : std::string(),
