@@ -312,9 +312,8 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
             ++runs.back().second;
         else
             runs.push_back({c, 1});
-    const bool direct = runs.size() == 1 && (n == 4 || n == 8);
     std::size_t fit = 0;  // (a pass never crosses n: the lanes are n, a power of two, in every form that fits)
-    if (!direct && (n & (n - 1)) == 0)
+    if ((n & (n - 1)) == 0)
         for (std::size_t s = 2; s <= n; s *= 2) {  // (a pass is 16 bytes at least: two columns)
             bool consecutive = true;
             for (std::size_t c = 1; c < n; ++c)
@@ -322,6 +321,8 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
             if (!consecutive) break;
             fit = s;
         }
+    const bool direct = fit == n && n >= 4;  // (one run, its lanes n for float and double: every pass on every target)
+    const std::string copy_in = fit > 0 ? std::string(in) + "    " : std::string(in);  // (the copies under if constexpr)
     std::string z, to_jac, after;
     std::size_t results = 0;
     for (std::size_t o = 0; o < no; ++o) {
@@ -341,8 +342,8 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
             if (!direct)
                 for (const auto& [c, len] : runs) {
                     const std::size_t e = columns[c].jac(o, nc);
-                    to_jac += len == 1 ? fmt::format("{}jac[{}] = res[{}][{}];\n", in, e, results, c)
-                                       : fmt::format("{}std::memcpy(jac + {}, res[{}] + {}, {} * sizeof(T));\n", in, e, results, c, len);
+                    to_jac += len == 1 ? fmt::format("{}jac[{}] = res[{}][{}];\n", copy_in, e, results, c)
+                                       : fmt::format("{}std::memcpy(jac + {}, res[{}] + {}, {} * sizeof(T));\n", copy_in, e, results, c, len);
                 }
         }
         for (std::size_t c = 0; c < n; ++c) {
@@ -366,10 +367,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
                                in, fmt::format("B::lanes == {} && B::step <= {}", n, fit),
                                runs.size() == 1 ? std::string() : fmt::format("{}static constexpr std::size_t at[] = {{{}}};  // the Jacobian's column of each lane\n", in, lane_jac),
                                results);
-        std::string copies;
-        for (std::size_t a = 0, b; a < to_jac.size(); a = b + 1)
-            b = to_jac.find('\n', a), copies += "    " + to_jac.substr(a, b - a + 1);
-        to_jac = fmt::format("{0}if constexpr (!direct) {{\n{1}{0}}}\n", in, copies);
+        to_jac = fmt::format("{0}if constexpr (!direct) {{\n{1}{0}}}\n", in, to_jac);
     }
     return fmt::format("{0}// columns {1} of the Jacobian: {2} right-hand side{3} on {4} rows through the kernel, in lanes\n"
                        "{0}using B = nelu::lanes::Block<T, {2}>;\n"
