@@ -652,8 +652,9 @@ struct Drawn {
 
 /// Random tree (or chain) of 3 to 14 links, fixed or floating, with 1 to 4 random contacts: random
 /// links (repeats allowed), point or 6d, either frame, origins within 10 cm and turned, Baumgarte
-/// gains on some, damping on some; problem fd, or impulse with a random restitution.
-Drawn draw(std::uint64_t seed) {
+/// gains on some, damping on some; problem fd, or impulse with a random restitution. With `mimic`,
+/// the tree's last one or two joints mimic the joint before them (`nelu robot gen --mimic`).
+Drawn draw(std::uint64_t seed, bool mimic = false) {
     std::mt19937_64 rng(seed);
     auto pick = [&](int n) { return static_cast<int>(nelu::uniform(rng, 0, n)); };
     Drawn d;
@@ -684,6 +685,7 @@ Drawn draw(std::uint64_t seed) {
     }
     y += impulse ? "outputs: [joint_velocities, contact_impulses]\n" : "outputs: [joint_accelerations, contact_forces]\n";
     d.spec = y;
+    if (mimic) d.gen_args += fmt::format(" --mimic {}", std::min(1 + pick(2), links - 2));  // (drawn last: the cases without mimics are unchanged)
     return d;
 }
 
@@ -706,12 +708,12 @@ nelu::test::CliResult check_random(const std::string& urdf, const std::string& s
 /// the target's lanes, double and float; not in the sanitizer build, whose subject is nelu itself):
 /// small trees give solvers of one function, large ones solvers in parts, with and without columns
 /// in lanes.
-void run_property(int first, int count) {
+void run_property(int first, int count, bool mimic = false) {
     const fs::path dir = scratch() / "property";
     fs::create_directories(dir);
     int compiled = 0, refused = 0;
     for (int k = first; k < first + count; ++k) {
-        const Drawn d = draw(0x70726f70 + static_cast<std::uint64_t>(k) * 7919);
+        const Drawn d = draw(0x70726f70 + static_cast<std::uint64_t>(k) * 7919, mimic);
         const std::string urdf = (dir / fmt::format("robot{}.urdf", k)).string(), spec = (dir / fmt::format("spec{}.yaml", k)).string();
         const nelu::test::CliResult g = run_nelu(d.gen_args + " -o '" + urdf + "'");
         REQUIRE_MESSAGE(g.exit_code == 0, g.err);
@@ -759,6 +761,10 @@ void run_property(int first, int count) {
 }  // namespace
 
 TEST_CASE("contacts: random contact sets on random trees compile (verified) or exit 1 with a diagnosis, never 3") { run_property(0, 6); }
+
+TEST_CASE("contacts: random contact sets on random trees with mimic joints compile (verified) or exit 1, never 3") {
+    run_property(1000, 12, /*mimic=*/true);
+}
 
 TEST_CASE("contacts (extended): random contact sets on random trees, more cases" * doctest::skip()) {
     // NELU_PROPERTY_CASE=K runs case K alone, to reproduce one that a run reports

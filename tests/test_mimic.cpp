@@ -6,18 +6,22 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 
+#include <Eigen/Dense>
 #include <nlohmann/json.hpp>
 
 #include "diagnostics.hpp"
 #include "io.hpp"
 #include "load.hpp"
+#include "nelu/contact.hpp"
 #include "nelu/mimic.hpp"
 #include "nelu/reference.hpp"
 #include "nelu/state.hpp"
 #include "pipeline.hpp"
 #include "robot_gen.hpp"
+#include "schedule.hpp"
 #include "test_support.hpp"
 #include "verify.hpp"
 
@@ -130,6 +134,101 @@ TEST_CASE("mimic: the reduced references agree with each other (tau_r = G^T RNEA
         for (std::size_t a = 0; a < v.size(); ++a) CHECK(qdd_r[a] == doctest::Approx(s.qdd[v[a]]).epsilon(1e-9));
         CHECK(nelu::backward_error(fd.system, m, fd.problem, s, qdd_r) < 1e-13);
     }
+}
+
+namespace {
+
+/// The KKT system of contacts on a robot with mimic joints in the full coordinates, each coupling
+/// qdd_i = k qdd_master a constraint of its own (row e_i - k e_master, with its own multiplier):
+/// [M -J^T -C^T; J mu 0; C 0 0] [x; lambda; nu] = [top; bottom; 0]. Returns x (nv) then lambda.
+Eigen::VectorXd coupled_kkt(const nelu::Model& m, const Eigen::MatrixXd& M, const Eigen::MatrixXd& J, double mu,
+                            const Eigen::VectorXd& top, const Eigen::VectorXd& bottom) {
+    const long nv = m.nv, nc = J.rows();
+    std::vector<std::pair<int, int>> couplings;  // (mimic slot, master slot)
+    std::vector<double> k;
+    for (const nelu::Body& b : m.bodies)
+        if (b.is_mimic()) couplings.push_back({b.v_index, m.bodies[b.mimic].v_index}), k.push_back(b.multiplier);
+    const long nk = static_cast<long>(couplings.size()), n = nv + nc + nk;
+    Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n, n);
+    Eigen::VectorXd rhs = Eigen::VectorXd::Zero(n);
+    A.topLeftCorner(nv, nv) = M;
+    A.block(0, nv, nv, nc) = -J.transpose();
+    A.block(nv, 0, nc, nv) = J;
+    A.block(nv, nv, nc, nc) = mu * Eigen::MatrixXd::Identity(nc, nc);
+    for (long a = 0; a < nk; ++a) {
+        const long r = nv + nc + a;
+        A(r, couplings[a].first) = 1, A(r, couplings[a].second) = -k[a];
+        A(couplings[a].first, r) = -1, A(couplings[a].second, r) = k[a];
+    }
+    rhs.head(nv) = top, rhs.segment(nv, nc) = bottom;
+    return A.fullPivLu().solve(rhs).head(nv + nc);
+}
+
+}  // namespace
+
+TEST_CASE("mimic: contacts (runtime's dense KKT in the independent coordinates) equal the full KKT with each coupling a constraint") {
+    // the floating gripper held at the arm and at the tip (below a chain of mimics), Baumgarte on the tip
+    const nelu::CompileResult r = compile(gripper(), mimic_fixture("spec_contacts.yaml"));
+    const nelu::Model& m = r.load.model;
+    auto body = [&](const std::string& name) {
+        for (std::size_t i = 0; i < m.bodies.size(); ++i)
+            if (m.bodies[i].name == name) return static_cast<int>(i);
+        FAIL("no body " << name);
+        return -1;
+    };
+    std::vector<nelu::Contact> contacts(2);
+    contacts[0].body = body("arm"), contacts[0].placement = nelu::origin_xform<double>({{0.01, 0, 0.05}}, {{0, 0, 0}});
+    contacts[1].body = body("tip"), contacts[1].frame = nelu::ContactFrame::LocalWorldAligned;
+    contacts[1].placement = nelu::origin_xform<double>({{0, 0.01, 0.02}}, {{0.3, -0.2, 0.1}});
+    for (int k = 0; k < 3; ++k) contacts[1].kd[k] = 1.5;  // (no kp: no reference placement needed)
+    const int nv = m.nv, nc = nelu::contact_rows(contacts);
+    std::mt19937_64 rng(5);
+    int compared = 0;
+    for (int trial = 0; trial < 20; ++trial) {
+        const nelu::State s = nelu::random_state(m, rng);
+        const double mu = trial % 2 ? 1e-3 : 0.0;
+        nelu::ContactSettings settings;
+        settings.mu = mu, settings.max_iter = 1;
+        std::vector<double> qdd(nv), lambda(nc), v(nv), impulse(nc);
+        if (!nelu::contact_dynamics(m, contacts, s.q.data(), s.qd.data(), s.tau.data(), s.fext.data(), static_cast<const nelu::Xform<double>*>(nullptr),
+                                    settings, qdd.data(), lambda.data()) ||
+            !nelu::impulse_dynamics(m, contacts, s.q.data(), s.qd.data(), 0.4, settings, v.data(), impulse.data()))
+            continue;  // a singular contact set at this state
+        ++compared;
+        std::vector<double> Mv(nv * nv), h(nv);
+        nelu::crba(m, s.q.data(), Mv.data());
+        nelu::nonlinear_effects(m, s.q.data(), s.qd.data(), s.fext.data(), h.data());
+        const Eigen::MatrixXd M = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(Mv.data(), nv, nv);
+        const nelu::ContactTerms<double> t = nelu::contact_terms<double>(m, contacts, s.q.data(), s.qd.data(), nullptr);
+        const Eigen::MatrixXd J = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.J.data(), nc, nv);
+        const Eigen::VectorXd tau = Eigen::Map<const Eigen::VectorXd>(s.tau.data(), nv), hv = Eigen::Map<const Eigen::VectorXd>(h.data(), nv),
+                              vm = Eigen::Map<const Eigen::VectorXd>(s.qd.data(), nv);
+        Eigen::VectorXd bottom(nc);
+        for (int i = 0; i < nc; ++i) bottom(i) = -t.gamma[i] - t.corrector[i];
+        const Eigen::VectorXd fd = coupled_kkt(m, M, J, mu, tau - hv, bottom);
+        const Eigen::VectorXd im = coupled_kkt(m, M, J, mu, M * vm, -0.4 * J * vm);
+        auto check = [&](const char* what, const Eigen::VectorXd& want, const std::vector<double>& x, const std::vector<double>& l) {
+            CAPTURE(what);
+            CAPTURE(trial);
+            const double scale = want.cwiseAbs().maxCoeff();
+            for (int j = 0; j < nv; ++j) CHECK(std::abs(x[j] - want(j)) <= 1e-10 * scale);
+            for (int i = 0; i < nc; ++i) CHECK(std::abs(l[i] - want(nv + i)) <= 1e-10 * scale);
+        };
+        check("contact_dynamics", fd, qdd, lambda);
+        check("impulse_dynamics", im, v, impulse);
+    }
+    CHECK(compared >= 15);
+}
+
+TEST_CASE("mimic: contacts on the gripper: compiled and verified, structured derivatives, nelu check") {
+    // the compiler's verification compares with the reduced KKT above; the derivatives are the
+    // structured ones (each mimic's row and column folded into its master's), against complex step
+    nelu::CompileOptions o;
+    o.urdf = gripper(), o.problem = mimic_fixture("spec_contacts.yaml"), o.derivatives = true, o.verify_states = 20;
+    const nelu::CompileResult r = nelu::compile(o);
+    CHECK(r.order.best.derivative_form != nelu::JacobianForm::Forward);
+    CHECK(r.derivatives.max_error <= 1e-10);
+    nelu::test::compile_and_check(gripper(), mimic_fixture("spec_contacts.yaml"), "mimic_gripper_contacts", "--derivatives");
 }
 
 TEST_CASE("mimic: generated solvers of the gripper fixture, a hybrid spec and a sensor spec pass nelu check") {

@@ -115,6 +115,28 @@ TEST_CASE("structured derivatives: the form kept on the shipped robots, fewer op
     }
 }
 
+TEST_CASE("structured derivatives: mimic joints (gripper fixture), id, fd and hybrid, fixed and floating") {
+    // each mimic's row and column fold into its master's (G^T dID/dy G): the structured form is
+    // kept, against complex step; the fixture has a prismatic master, a revolute mimic of it and a
+    // mimic of that mimic
+    const std::string dir = nelu::test::source_dir() + "/tests/fixtures/mimic/";
+    for (const std::string& urdf : {dir + "mimic_gripper.urdf", dir + "mimic_gripper_reversed.urdf"})
+        for (const std::string& problem : {std::string("id"), std::string("fd"), dir + "spec_hybrid.yaml"})
+            for (bool floating : {false, true}) {
+                CAPTURE(urdf);
+                CAPTURE(problem);
+                CAPTURE(floating);
+                nelu::CompileOptions o = options("", problem, floating);
+                o.urdf = urdf;
+                const nelu::CompileResult r = nelu::compile(o);
+                const nelu::Factorization& f = r.order.best;
+                CHECK(f.derivative_form != nelu::JacobianForm::Forward);
+                CHECK(ops_of(f, f.derivative_form) < ops_of(f, nelu::JacobianForm::Forward));
+                CHECK(f.ops_derivatives.total() < forward_mode_ops(r));
+                CHECK(r.derivatives.max_error <= 1e-10);
+            }
+}
+
 TEST_CASE("structured derivatives: problems they do not apply to keep forward mode") {
     // a least-squares sensor problem, and forward dynamics whose outputs include the links'
     // accelerations (the structured form gives joint quantities only)

@@ -205,6 +205,17 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
     for (const BodyKinematics& k : sys.kinematics) D.nv = std::max(D.nv, k.v_index + static_cast<int>(k.S.size()));
     const std::size_t nv = static_cast<std::size_t>(D.nv);
     D.dq.assign(nv * nv, P.zero()), D.dqd.assign(nv * nv, P.zero()), D.M.assign(nv * nv, P.zero());
+    // the solved (or known) acceleration of body i's degree of freedom d; a mimic's is its
+    // multiplier times its master's when the system has no unknown of its own for it
+    auto joint_qdd = [&](int i, std::size_t d) -> ir::Id {
+        const BodyKinematics& k = sys.kinematics[i];
+        const BodyBlock& B = sys.blocks[i];
+        if (k.qdd_input[d] >= 0) return P.input(ir::Source::In, k.qdd_input[d]);
+        if (!B.qdd.empty()) return x[static_cast<std::size_t>(B.qdd[d])];
+        const BodyKinematics& m = sys.kinematics[k.master];
+        const ir::Id qm = m.qdd_input[0] >= 0 ? P.input(ir::Source::In, m.qdd_input[0]) : x[static_cast<std::size_t>(sys.blocks[k.master].qdd[0])];
+        return P.mul(P.constant(k.multiplier), qm);
+    };
     std::vector<std::vector<Xform<Sym>>> X(nb);
     std::vector<std::vector<Dof>> dofs(nb);
     std::vector<Inertia<Sym>> IC(nb), IdotC(nb);
@@ -218,7 +229,7 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
         V6s vS = zero6<Sym>(), ap = solution(P, x, B.a) - vec(P, k.c);
         for (std::size_t d = 0; d < k.S.size(); ++d) {
             const V6s S = vec(P, k.S[d]);
-            const ir::Id qdd = k.qdd_input[d] >= 0 ? P.input(ir::Source::In, k.qdd_input[d]) : x[static_cast<std::size_t>(B.qdd[d])];
+            const ir::Id qdd = joint_qdd(i, d);
             vS = vS + Sym(P, k.qd[d]) * S;
             ap = ap - Sym(P, qdd) * S;
         }
@@ -313,6 +324,22 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
             }
             if (!framed[j].empty()) pair(i, mine, j, framed[j]);
             j = sys.kinematics[j].parent;
+        }
+    }
+    // Mimic joints: the entries above are those of the tree's inverse dynamics in the coordinates of
+    // every joint, y = G x (+ offsets) with x the independent ones; the system's torque rows and
+    // the Jacobian's columns are the independent coordinates', G^T (d ID / d y) G, and G^T M G for
+    // the accelerations. Each mimic's row and column fold into its master's (a mimic's slot in the
+    // (3tau) rows is its coupling row, whose right-hand side is zero).
+    for (int i = 0; i < nb; ++i) {
+        const BodyKinematics& k = sys.kinematics[i];
+        if (!k.mimic) continue;
+        const int r = k.v_index, m = sys.kinematics[k.master].v_index;
+        const ir::Id g = P.constant(k.multiplier);
+        for (std::vector<ir::Id>* A : {&D.dq, &D.dqd, &D.M}) {
+            for (int c = 0; c < D.nv; ++c) at(*A, m, c) = P.add(at(*A, m, c), P.mul(g, at(*A, r, c)));
+            for (int c = 0; c < D.nv; ++c) at(*A, c, m) = P.add(at(*A, c, m), P.mul(g, at(*A, c, r)));
+            for (int c = 0; c < D.nv; ++c) at(*A, r, c) = at(*A, c, r) = P.zero();
         }
     }
     return D;

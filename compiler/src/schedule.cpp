@@ -272,8 +272,9 @@ void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
 
 /// Whether the structured derivatives of inverse dynamics (derivatives.hpp) give the Jacobian of a
 /// problem whose square system is solved by its factors alone (schedule_jacobian's by_factors: no
-/// least-squares block, extra right-hand sides or Lambda): a classical one, without mimic joints,
-/// whose outputs are joint accelerations and torques. Then a column x of q or qd is the solution
+/// least-squares block, extra right-hand sides or Lambda): a classical one, whose outputs are joint
+/// accelerations and torques (mimic joints included: structured_id_derivatives folds their rows
+/// and columns into their masters'). Then a column x of q or qd is the solution
 /// for a right-hand side that is zero but in the (3tau) rows, where it is d ID / d x at the solved
 /// accelerations: the (3a) and (3f) rows determine a_i and f_i from qdd as before, and the joint
 /// rows read M dqdd - dtau + dID/dx = 0.
@@ -283,8 +284,6 @@ void invert_lambda(ir::Program& P, const System& sys, Factorization& out) {
 /// or, in a LocalWorldAligned frame, as combinations with coefficients in q.
 bool structured_applies(const System& sys) {
     if (!sys.classical && !sys.contact_tree) return false;
-    for (const BodyKinematics& k : sys.kinematics)
-        if (k.mimic) return false;
     for (const Slot& o : sys.out) {
         if (o.rhs != 0) return false;
         if (o.quantity == Quantity::ContactForce && sys.contact_tree) continue;
@@ -401,7 +400,10 @@ std::vector<int> torque_columns(const System& sys, const Model& model, const std
             const Slot& s = sys.in[cols[j].index];
             tau_column[sys.kinematics[s.body].v_index + s.comp] = static_cast<int>(j);
         }
-    bool forward_dynamics = std::find(tau_column.begin(), tau_column.end(), -1) == tau_column.end();
+    bool forward_dynamics = true;  // every independent slot has its torque (a mimic's slot has none)
+    for (const BodyKinematics& k : sys.kinematics)
+        for (std::size_t d = 0; d < k.S.size(); ++d)
+            forward_dynamics = forward_dynamics && (k.mimic || tau_column[static_cast<std::size_t>(k.v_index) + d] >= 0);
     for (const Slot& o : sys.out) forward_dynamics = forward_dynamics && o.quantity == Quantity::JointAcceleration;
     return forward_dynamics ? tau_column : std::vector<int>{};
 }
@@ -456,7 +458,8 @@ std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, c
             for (std::size_t o = 0; o < no; ++o) {
                 Id v = P.zero();
                 for (std::size_t k = 0; k < tau_column.size(); ++k)
-                    v = P.sub(v, P.mul(forward[static_cast<std::size_t>(tau_column[k])].at(from)[o], entry(dID, k, slot)));
+                    if (tau_column[k] >= 0)  // (a mimic's slot: its entries folded into its master's)
+                        v = P.sub(v, P.mul(forward[static_cast<std::size_t>(tau_column[k])].at(from)[o], entry(dID, k, slot)));
                 c[o] = v;
             }
             options[j][from == ColumnForm::Forward ? ColumnForm::FromTorques : ColumnForm::FromTorquesTransfers] = c;

@@ -544,6 +544,7 @@ void Builder::kinematics() {
         const Body* master = b.is_mimic() ? &m_.bodies[b.mimic] : nullptr;
         BodyKinematics& K = s_.kinematics[i];
         K.parent = b.parent, K.v_index = b.v_index, K.mimic = b.is_mimic(), K.I = b.I;
+        if (master) K.master = b.mimic, K.multiplier = b.multiplier;
         K.factors = body_factors(P, b, im_.frames[i], master);
         V6 vj;
         vj.fill(P.zero());

@@ -81,11 +81,14 @@ struct TransformFactor {
 /// What the structured derivative programs (derivatives.hpp) need of a body, in its internal frame:
 /// X_i = F_{m-1} ... F_0 (`factors` in motion order: F_0 applied first), the joint's motion subspace
 /// and velocity nodes per degree of freedom, the velocity-product acceleration c_i = v_i x S_i qd_i,
-/// the known accelerations' input slots (-1: sought), and the constant inertia.
+/// the known accelerations' input slots (-1: sought), and the constant inertia. A mimic joint's
+/// body names its master body and multiplier (q = multiplier q_master + offset).
 struct BodyKinematics {
     int parent = -1;
     int v_index = 0;
     bool mimic = false;
+    int master = -1;
+    double multiplier = 0;
     std::vector<TransformFactor> factors;
     std::vector<std::array<ir::Id, 6>> S;
     std::vector<ir::Id> qd;

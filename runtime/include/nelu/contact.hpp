@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "nelu/mimic.hpp"
 #include "nelu/model.hpp"
 #include "nelu/reference.hpp"
 #include "nelu/small_dense.hpp"
@@ -279,42 +280,82 @@ ContactTerms<S> contact_terms(const Model& m, const std::vector<Contact>& contac
 }
 
 // ---------------------------------------------------------------------------------------------
-// The dense solves
+// The dense solves, in the independent coordinates of a model with mimic joints (nelu/mimic.hpp:
+// qdd_full = G qdd_r, M_r = G^T M G, J_r = J G, forces G^T tau; without mimics G = 1). Vectors
+// in and out are in the full index space, as everywhere in the runtime: a mimic's velocity and
+// acceleration follow its master's, its torque slot is read as part of its master's (G^T tau).
 
 namespace contact_detail {
 
-/// The Schur complement of the KKT system on the contact rows: the factor of M, Y = M^-1 J^T
-/// (nv x rows, row major) and the factor of D = J Y + mu 1. False when M is not positive definite
-/// or D is singular (a pivot not above settings.singular_tolerance times D's largest diagonal entry).
+/// The Schur complement of the KKT system on the contact rows, in the n = nr independent
+/// coordinates: the factor of M_r, J_r (rows x n, row major), Y = M_r^-1 J_r^T (n x rows, row
+/// major) and the factor of D = J_r Y + mu 1; `slots` the independent velocity slots. False when
+/// M_r is not positive definite or D is singular (a pivot not above settings.singular_tolerance
+/// times D's largest diagonal entry).
 template <class S> struct Schur {
-    std::vector<S> M, Y, D;
+    int n = 0;
+    std::vector<int> slots;
+    std::vector<S> M, J, Y, D;
 };
+
+/// G^T x of a full vector x (nv): the n reduced entries.
+template <class S> std::vector<S> reduce(const Model& m, const std::vector<int>& slots, std::vector<S> x) {
+    reduce_forces(m, x.data());
+    return gather(x, slots);
+}
+
+/// x_full = G x_r: the independent slots from x_r, the mimics' from their masters'.
+template <class S> void expand(const Model& m, const std::vector<int>& slots, const std::vector<S>& xr, S* x) {
+    for (int j = 0; j < m.nv; ++j) x[j] = S(0);
+    for (std::size_t a = 0; a < slots.size(); ++a) x[slots[a]] = xr[a];
+    couple_velocities(m, x);
+}
+
 template <class S>
 bool schur(const Model& m, const S* q, const ContactTerms<S>& t, double mu, double tol, Schur<S>& s) {
     const int nv = m.nv, nc = t.rows;
-    s.M.resize(nv * nv);
-    crba(m, q, s.M.data());
-    if (!ldlt_factor(nv, s.M.data())) return false;
-    s.Y.assign(nv * nc, S(0));
-    std::vector<S> col(nv);
-    for (int r = 0; r < nc; ++r) {  // column r of Y = M^-1 (row r of J)^T
-        for (int j = 0; j < nv; ++j) col[j] = t.J[r * nv + j];
-        ldlt_solve(nv, s.M.data(), col.data());
-        for (int j = 0; j < nv; ++j) s.Y[j * nc + r] = col[j];
+    s.slots = independent_v_slots(m);
+    const int n = s.n = static_cast<int>(s.slots.size());
+    std::vector<S> M(nv * nv);
+    crba(m, q, M.data());
+    s.M.assign(n * n, S(0)), s.J.assign(nc * n, S(0));
+    std::vector<S> MG(nv * n);  // M G (nv x n): row r is G^T of M's row r (M is symmetric)
+    for (int r = 0; r < nv; ++r) {
+        const std::vector<S> g = reduce(m, s.slots, std::vector<S>(M.begin() + r * nv, M.begin() + (r + 1) * nv));
+        for (int c = 0; c < n; ++c) MG[r * n + c] = g[c];
+    }
+    for (int c = 0; c < n; ++c) {  // M_r = G^T (M G), column by column
+        std::vector<S> col(nv);
+        for (int r = 0; r < nv; ++r) col[r] = MG[r * n + c];
+        const std::vector<S> g = reduce(m, s.slots, col);
+        for (int a = 0; a < n; ++a) s.M[a * n + c] = g[a];
+    }
+    for (int r = 0; r < nc; ++r) {  // J_r = J G
+        const std::vector<S> row(t.J.begin() + r * nv, t.J.begin() + (r + 1) * nv);
+        const std::vector<S> g = reduce(m, s.slots, row);
+        for (int c = 0; c < n; ++c) s.J[r * n + c] = g[c];
+    }
+    if (!ldlt_factor(n, s.M.data())) return false;
+    s.Y.assign(n * nc, S(0));
+    std::vector<S> col(n);
+    for (int r = 0; r < nc; ++r) {  // column r of Y = M_r^-1 (row r of J_r)^T
+        for (int j = 0; j < n; ++j) col[j] = s.J[r * n + j];
+        ldlt_solve(n, s.M.data(), col.data());
+        for (int j = 0; j < n; ++j) s.Y[j * nc + r] = col[j];
     }
     s.D.assign(nc * nc, S(0));
     for (int r = 0; r < nc; ++r)
         for (int c = 0; c <= r; ++c) {  // the lower triangle, which ldlt_factor reads
             S d = r == c ? S(mu) : S(0);
-            for (int j = 0; j < nv; ++j) d = d + t.J[r * nv + j] * s.Y[j * nc + c];
+            for (int j = 0; j < n; ++j) d = d + s.J[r * n + j] * s.Y[j * nc + c];
             s.D[r * nc + c] = d;
         }
     return nc == 0 || ldlt_factor(nc, s.D.data(), tol);
 }
 
-/// x = x + Y lambda (nv entries).
-template <class S> void add_Y_times(const Schur<S>& s, int nv, int nc, const std::vector<S>& lambda, S* x) {
-    for (int j = 0; j < nv; ++j)
+/// x = x + Y lambda (n entries).
+template <class S> void add_Y_times(const Schur<S>& s, int nc, const std::vector<S>& lambda, std::vector<S>& x) {
+    for (int j = 0; j < s.n; ++j)
         for (int r = 0; r < nc; ++r) x[j] = x[j] + s.Y[j * nc + r] * lambda[r];
 }
 
@@ -324,6 +365,7 @@ template <class S> void add_Y_times(const Schur<S>& s, int nv, int nc, const std
 /// fext as in nelu/reference.hpp, may be null): qdd (nv) and lambda (contact_rows, the forces on the
 /// robot in each contact's constraint frame, contacts in order). `refs` as contact_terms. False when
 /// M is not positive definite or the contact set is singular for this mu (nothing written then).
+/// With mimic joints, q and qd must be coupled (couple_positions, couple_velocities).
 template <class S>
 bool contact_dynamics(const Model& m, const std::vector<Contact>& contacts, const S* q, const S* qd, const S* tau,
                       const SVec<S>* fext, const Xform<S>* refs, const ContactSettings& settings, S* qdd, S* lambda) {
@@ -333,13 +375,15 @@ bool contact_dynamics(const Model& m, const std::vector<Contact>& contacts, cons
     const int nc = t.rows;
     contact_detail::Schur<S> s;
     if (!contact_detail::schur(m, q, t, settings.mu, settings.singular_tolerance, s)) return false;
-    std::vector<S> a(nv), b(nc), lam(nc, S(0)), prox(nc, S(0));
-    nonlinear_effects(m, q, qd, fext, a.data());
-    for (int j = 0; j < nv; ++j) a[j] = tau[j] - a[j];
-    ldlt_solve(nv, s.M.data(), a.data());  // the free acceleration M^-1 (tau - h)
-    for (int r = 0; r < nc; ++r) {          // b = -gamma - k - J a_free
+    const int n = s.n;
+    std::vector<S> h(nv), b(nc), lam(nc, S(0)), prox(nc, S(0));
+    nonlinear_effects(m, q, qd, fext, h.data());
+    for (int j = 0; j < nv; ++j) h[j] = tau[j] - h[j];
+    std::vector<S> a = contact_detail::reduce(m, s.slots, h);
+    ldlt_solve(n, s.M.data(), a.data());  // the free acceleration M_r^-1 G^T (tau - h)
+    for (int r = 0; r < nc; ++r) {         // b = -gamma - k - J_r a_free
         b[r] = -t.gamma[r] - t.corrector[r];
-        for (int j = 0; j < nv; ++j) b[r] = b[r] - t.J[r * nv + j] * a[j];
+        for (int j = 0; j < n; ++j) b[r] = b[r] - s.J[r * n + j] * a[j];
     }
     for (int it = 0; it < settings.max_iter; ++it) {  // D lambda = b + mu lambda_prox
         for (int r = 0; r < nc; ++r) lam[r] = b[r] + S(settings.mu) * prox[r];
@@ -349,15 +393,16 @@ bool contact_dynamics(const Model& m, const std::vector<Contact>& contacts, cons
         prox = lam;
         if (change <= S(settings.accuracy)) break;
     }
-    contact_detail::add_Y_times(s, nv, nc, lam, a.data());  // qdd = a_free + M^-1 J^T lambda
-    for (int j = 0; j < nv; ++j) qdd[j] = a[j];
+    contact_detail::add_Y_times(s, nc, lam, a);  // qdd = a_free + M_r^-1 J_r^T lambda
+    contact_detail::expand(m, s.slots, a, qdd);
     for (int r = 0; r < nc; ++r) lambda[r] = lam[r];
     return true;
 }
 
 /// Impulse dynamics (Pinocchio's impulseDynamics): from v_minus (nv), the post-impact velocity
 /// v_plus (nv) and the impulses Lambda (contact_rows, on the robot, constraint frames) with
-/// M (v+ - v-) = J^T Lambda, J v+ + mu Lambda = -r J v-. False as contact_dynamics.
+/// M (v+ - v-) = J^T Lambda, J v+ + mu Lambda = -r J v-. False as contact_dynamics. With mimic
+/// joints, q and v_minus must be coupled.
 template <class S>
 bool impulse_dynamics(const Model& m, const std::vector<Contact>& contacts, const S* q, const S* v_minus, double r,
                       const ContactSettings& settings, S* v_plus, S* impulse) {
@@ -366,15 +411,15 @@ bool impulse_dynamics(const Model& m, const std::vector<Contact>& contacts, cons
     const int nc = t.rows;
     contact_detail::Schur<S> s;
     if (!contact_detail::schur(m, q, t, settings.mu, settings.singular_tolerance, s)) return false;
-    std::vector<S> lam(nc), v(v_minus, v_minus + nv);
-    for (int i = 0; i < nc; ++i) {  // D Lambda = -(1 + r) J v-
+    std::vector<S> lam(nc), v = gather(std::vector<S>(v_minus, v_minus + nv), s.slots);
+    for (int i = 0; i < nc; ++i) {  // D Lambda = -(1 + r) J_r v-
         S Jv = S(0);
-        for (int j = 0; j < nv; ++j) Jv = Jv + t.J[i * nv + j] * v_minus[j];
+        for (int j = 0; j < s.n; ++j) Jv = Jv + s.J[i * s.n + j] * v[j];
         lam[i] = -S(1 + r) * Jv;
     }
     if (nc > 0) ldlt_solve(nc, s.D.data(), lam.data());
-    contact_detail::add_Y_times(s, nv, nc, lam, v.data());
-    for (int j = 0; j < nv; ++j) v_plus[j] = v[j];
+    contact_detail::add_Y_times(s, nc, lam, v);
+    contact_detail::expand(m, s.slots, v, v_plus);
     for (int i = 0; i < nc; ++i) impulse[i] = lam[i];
     return true;
 }
