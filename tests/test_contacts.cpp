@@ -702,13 +702,14 @@ nelu::test::CliResult check_random(const std::string& urdf, const std::string& s
     return run_nelu(fmt::format("check '{}' '{}' --problem '{}' --states 10 --cxx '{}'", urdf, (dir / "out" / "p.json").string(), spec, cxx));
 }
 
-/// Cases `first`..`first + count - 1` through `nelu robot gen` and `nelu compile`: each exits 0
+/// Cases `first`..`first + count - 1` through `nelu robot gen` and `nelu compile`, returning how many
+/// compiled: each exits 0
 /// (its program verified) or 1 with a diagnosis; never 2 (the specs are valid), 3 or a crash. A
 /// compiled solver with derivatives is built and run too (nelu check: clang++ -O0 where present,
 /// the target's lanes, double and float; not in the sanitizer build, whose subject is nelu itself):
 /// small trees give solvers of one function, large ones solvers in parts, with and without columns
 /// in lanes.
-void run_property(int first, int count, bool mimic = false) {
+int run_property(int first, int count, bool mimic = false) {
     const fs::path dir = scratch() / "property";
     fs::create_directories(dir);
     int compiled = 0, refused = 0;
@@ -756,6 +757,7 @@ void run_property(int first, int count, bool mimic = false) {
     }
     MESSAGE(fmt::format("{} random contact sets compiled and verified, {} refused with exit 1", compiled, refused));
     fs::remove_all(dir);
+    return compiled;
 }
 
 }  // namespace
@@ -763,7 +765,8 @@ void run_property(int first, int count, bool mimic = false) {
 TEST_CASE("contacts: random contact sets on random trees compile (verified) or exit 1 with a diagnosis, never 3") { run_property(0, 6); }
 
 TEST_CASE("contacts: random contact sets on random trees with mimic joints compile (verified) or exit 1, never 3") {
-    run_property(1000, 12, /*mimic=*/true);
+    // (7 of these 12 compile: before the reference KKT solved in the independent coordinates, none did)
+    CHECK(run_property(1000, 12, /*mimic=*/true) >= 5);
 }
 
 TEST_CASE("contacts (extended): random contact sets on random trees, more cases" * doctest::skip()) {

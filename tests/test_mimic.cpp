@@ -185,7 +185,9 @@ TEST_CASE("mimic: contacts (runtime's dense KKT in the independent coordinates) 
     std::mt19937_64 rng(5);
     int compared = 0;
     for (int trial = 0; trial < 20; ++trial) {
-        const nelu::State s = nelu::random_state(m, rng);
+        nelu::State s = nelu::random_state(m, rng);
+        for (const nelu::Body& b : m.bodies)  // a mimic's own torque: part of its master's generalized force (G^T tau)
+            if (b.is_mimic()) s.tau[b.v_index] = nelu::uniform(rng, -1.0, 1.0);
         const double mu = trial % 2 ? 1e-3 : 0.0;
         nelu::ContactSettings settings;
         settings.mu = mu, settings.max_iter = 1;
@@ -210,9 +212,9 @@ TEST_CASE("mimic: contacts (runtime's dense KKT in the independent coordinates) 
         auto check = [&](const char* what, const Eigen::VectorXd& want, const std::vector<double>& x, const std::vector<double>& l) {
             CAPTURE(what);
             CAPTURE(trial);
-            const double scale = want.cwiseAbs().maxCoeff();
-            for (int j = 0; j < nv; ++j) CHECK(std::abs(x[j] - want(j)) <= 1e-10 * scale);
-            for (int i = 0; i < nc; ++i) CHECK(std::abs(l[i] - want(nv + i)) <= 1e-10 * scale);
+            const double vs = want.head(nv).cwiseAbs().maxCoeff(), ls = want.tail(nc).cwiseAbs().maxCoeff();
+            for (int j = 0; j < nv; ++j) CHECK(std::abs(x[j] - want(j)) <= 1e-10 * vs);
+            for (int i = 0; i < nc; ++i) CHECK(std::abs(l[i] - want(nv + i)) <= 1e-10 * ls);
         };
         check("contact_dynamics", fd, qdd, lambda);
         check("impulse_dynamics", im, v, impulse);
@@ -221,13 +223,24 @@ TEST_CASE("mimic: contacts (runtime's dense KKT in the independent coordinates) 
 }
 
 TEST_CASE("mimic: contacts on the gripper: compiled and verified, structured derivatives, nelu check") {
-    // the compiler's verification compares with the reduced KKT above; the derivatives are the
-    // structured ones (each mimic's row and column folded into its master's), against complex step
+    // the compiler's verification compares with the reduced KKT above and judges the candidates by
+    // the KKT residual in the independent coordinates (as on a robot without mimics); the
+    // derivatives are the structured ones (each mimic's row and column folded into its master's),
+    // against complex step
     nelu::CompileOptions o;
     o.urdf = gripper(), o.problem = mimic_fixture("spec_contacts.yaml"), o.derivatives = true, o.verify_states = 20;
     const nelu::CompileResult r = nelu::compile(o);
+    REQUIRE(nelu::contact_residual_applies(r.system, r.problem));
     CHECK(r.order.best.derivative_form != nelu::JacobianForm::Forward);
     CHECK(r.derivatives.max_error <= 1e-10);
+    std::mt19937_64 rng(9);
+    for (int k = 0; k < 10; ++k) {  // the reference's own outputs have a residual of rounding size; perturbed ones do not
+        const nelu::State s = nelu::random_state(r.load.model, rng);
+        std::vector<double> out = nelu::reference_outputs(r.system, r.load.model, r.problem, s);
+        CHECK(nelu::backward_error(r.system, r.load.model, r.problem, s, out) < 1e-14);
+        out[0] += 1e-6 * std::max(1.0, std::abs(out[0]));  // the base's first acceleration component
+        CHECK(nelu::backward_error(r.system, r.load.model, r.problem, s, out) > 1e-10);
+    }
     nelu::test::compile_and_check(gripper(), mimic_fixture("spec_contacts.yaml"), "mimic_gripper_contacts", "--derivatives");
 }
 

@@ -70,7 +70,8 @@ enum class PairFrame { Local, Root };
 /// The values it reads are those of a solved classical system: the velocities, the accelerations
 /// a_i and joint wrenches f_i of the solution x, the known or solved joint accelerations. The
 /// matrices are row-major nv x nv over the full model's velocity slots (rows: tau; columns: the
-/// q-tangent, qd, qdd slot).
+/// q-tangent, qd, qdd slot). With mimic joints they are those of the independent coordinates,
+/// G^T (d ID / d y) G: each mimic's row and column folded into its master's, and zero.
 struct IdDerivatives {
     int nv = 0;
     std::vector<ir::Id> dq, dqd, M;

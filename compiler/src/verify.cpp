@@ -654,8 +654,8 @@ bool lambda_refusal_justified(const System& sys, const std::vector<ScheduledPivo
 
 namespace {
 
-/// Problems with contacts whose outputs hold every velocity coordinate's acceleration (or v+) and
-/// every contact row: where the KKT system's residual can be formed from the outputs alone. The
+/// Problems with contacts whose outputs hold every independent velocity coordinate's acceleration
+/// (or v+) and every contact row: where the KKT system's residual can be formed from the outputs alone. The
 /// slots' positions: v[k] in out (-1 where absent), lambda[r] in out.
 struct ContactOutputs {
     std::vector<int> v, lambda;
@@ -676,74 +676,70 @@ ContactOutputs contact_outputs(const System& sys, const Model& m, const Problem&
         else if (s.quantity == Quantity::ContactForce || s.quantity == Quantity::ContactImpulse)
             c.lambda[static_cast<std::size_t>(offset[static_cast<std::size_t>(s.contact)] + s.comp)] = static_cast<int>(k);
     }
-    c.complete = std::find(c.v.begin(), c.v.end(), -1) == c.v.end() && std::find(c.lambda.begin(), c.lambda.end(), -1) == c.lambda.end();
+    bool every_v = true;  // every independent velocity coordinate (a mimic's follows its master's)
+    for (int k : independent_v_slots(m)) every_v = every_v && c.v[static_cast<std::size_t>(k)] >= 0;
+    c.complete = every_v && std::find(c.lambda.begin(), c.lambda.end(), -1) == c.lambda.end();
     return c;
 }
 
 /// The backward error of a contact problem's outputs: the normwise scaled residual of its KKT system
-/// (the runtime's terms, nelu/contact.hpp),
+/// (the runtime's terms, nelu/contact.hpp; in the independent coordinates with mimic joints),
 ///   fd:      M qdd + h - tau - J^T lambda = 0,      J qdd + gamma + k + mu lambda = 0;
 ///   impulse: M (v+ - v-) - J^T Lambda = 0,          J v+ + r J v- + mu Lambda = 0,
 /// |residual|_inf / (|A|_inf |x|_inf + |b|_inf). A backward-stable solve makes it a few rounding units whatever the condition
 /// of the contact set (redundant contacts with a small damping, an arm whose tool contact fixes
 /// it near a kinematic singularity), where the forward error is that condition times it.
 double contact_backward_error(const Model& m, const Problem& p, const State& st, const ContactOutputs& c, const std::vector<double>& out) {
+    using Mat = Eigen::MatrixXd;
+    using Vec = Eigen::VectorXd;
+    using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     const Model mg = with_gravity(m, p);
     const std::vector<Contact> contacts = runtime_contacts(p);
     const int nv = m.nv, nc = static_cast<int>(c.lambda.size());
-    std::vector<double> v(static_cast<std::size_t>(nv)), lambda(static_cast<std::size_t>(nc)), M(static_cast<std::size_t>(nv * nv));
-    for (int k = 0; k < nv; ++k) v[k] = out[static_cast<std::size_t>(c.v[k])];
-    for (int k = 0; k < nc; ++k) lambda[k] = out[static_cast<std::size_t>(c.lambda[k])];
-    crba(mg, st.q.data(), M.data());
+    // in the independent coordinates of a robot with mimic joints (G = 1 without): M_r = G^T M G,
+    // J_r = J G, G^T h, G^T tau, and the independent velocities' outputs
+    const Mat G = coupling_matrix(m);
+    const std::vector<int> I = independent_v_slots(m);
+    const int n = static_cast<int>(I.size());
+    Vec v(n), lambda(nc), vm(n);
+    for (int a = 0; a < n; ++a) v(a) = out[static_cast<std::size_t>(c.v[I[a]])], vm(a) = st.qd[I[a]];  // vm: v- of an impulse
+    for (int k = 0; k < nc; ++k) lambda(k) = out[static_cast<std::size_t>(c.lambda[k])];
+    std::vector<double> Mv(static_cast<std::size_t>(nv * nv));
+    crba(mg, st.q.data(), Mv.data());
+    const Mat M = G.transpose() * Eigen::Map<const RowMajor>(Mv.data(), nv, nv) * G;
     const bool impulse = p.impulse();
     const std::vector<Xform<double>> refs = impulse ? std::vector<Xform<double>>() : contact_references(m, p, st);
     const ContactTerms<double> t = contact_terms<double>(mg, contacts, st.q.data(), impulse ? nullptr : st.qd.data(),
                                                          refs.empty() ? nullptr : refs.data(), !impulse);
-    std::vector<double> h(static_cast<std::size_t>(nv), 0.0);
+    const Mat J = Eigen::Map<const RowMajor>(t.J.data(), nc, nv) * G;
+    Vec h = Vec::Zero(n), tau = Vec::Zero(n);
     if (!impulse) {
         const std::vector<SVec<double>> fext = problem_wrenches(m, p, st);
-        nonlinear_effects(mg, st.q.data(), st.qd.data(), fext.data(), h.data());
+        std::vector<double> hv(static_cast<std::size_t>(nv));
+        nonlinear_effects(mg, st.q.data(), st.qd.data(), fext.data(), hv.data());
+        h = G.transpose() * Eigen::Map<const Vec>(hv.data(), nv);
+        tau = G.transpose() * Eigen::Map<const Vec>(st.tau.data(), nv);
     }
-    auto norm = [](const std::vector<double>& x) {
-        double n = 0;
-        for (double e : x) n = std::max(n, std::abs(e));
-        return n;
+    const Vec gamma = Eigen::Map<const Vec>(t.gamma.data(), nc), corrector = Eigen::Map<const Vec>(t.corrector.data(), nc);
+    auto norm = [](const Vec& x) {  // |x|_inf, infinite where an entry is NaN
+        double r = 0;
+        for (Eigen::Index k = 0; k < x.size(); ++k) r = std::max(r, std::abs(x(k)) == std::abs(x(k)) ? std::abs(x(k)) : INFINITY);
+        return r;
     };
-    double Mn = 0, Jn = 0, JTn = 0;
-    for (int i = 0; i < nv; ++i) {
-        double row = 0, col = 0;
-        for (int j = 0; j < nv; ++j) row += std::abs(M[i * nv + j]);
-        for (int r = 0; r < nc; ++r) col += std::abs(t.J[r * nv + i]);
-        Mn = std::max(Mn, row), JTn = std::max(JTn, col);
-    }
-    for (int r = 0; r < nc; ++r) {
-        double row = 0;
-        for (int j = 0; j < nv; ++j) row += std::abs(t.J[r * nv + j]);
-        Jn = std::max(Jn, row);
-    }
+    const double Mn = n ? M.cwiseAbs().rowwise().sum().maxCoeff() : 0.0, JTn = n && nc ? J.cwiseAbs().colwise().sum().maxCoeff() : 0.0,
+                 Jn = n && nc ? J.cwiseAbs().rowwise().sum().maxCoeff() : 0.0;
     const double rest = impulse ? p.restitution : 0.0;
-    const std::vector<double>& vm = st.qd;  // v- of an impulse
-    double r1 = 0, r2 = 0;
-    for (int i = 0; i < nv; ++i) {  // the dynamics rows
-        double e = impulse ? 0.0 : h[i] - st.tau[i];
-        for (int j = 0; j < nv; ++j) e += M[i * nv + j] * (impulse ? v[j] - vm[j] : v[j]);
-        for (int r = 0; r < nc; ++r) e -= t.J[r * nv + i] * lambda[r];
-        r1 = std::max(r1, std::abs(e) == std::abs(e) ? std::abs(e) : INFINITY);
-    }
-    for (int r = 0; r < nc; ++r) {  // the contact rows
-        double e = impulse ? 0.0 : t.gamma[r] + t.corrector[r];
-        e += p.damping * lambda[r];
-        for (int j = 0; j < nv; ++j) e += t.J[r * nv + j] * (v[j] + rest * (impulse ? vm[j] : 0.0));
-        r2 = std::max(r2, std::abs(e) == std::abs(e) ? std::abs(e) : INFINITY);
-    }
+    // the dynamics rows and the contact rows
+    const Vec e1 = impulse ? Vec(M * (v - vm) - J.transpose() * lambda) : Vec(M * v + h - tau - J.transpose() * lambda);
+    const Vec e2 = impulse ? Vec(J * (v + rest * vm) + p.damping * lambda) : Vec(J * v + gamma + corrector + p.damping * lambda);
+    const double r1 = norm(e1), r2 = norm(e2);
     // normwise: |A|_inf |x|_inf + |b|_inf with A = [M -J^T; J mu 1], x = [v; lambda] and b the
     // terms that hold no unknown (a block row may have no term but the unknowns': the fully held
     // arm's J v+ = 0 at r = 0, whose v+ is zero to rounding)
     const double A = std::max(Mn + JTn, Jn + p.damping), x = std::max(norm(v), norm(lambda));
     double b1 = 0, b2 = 0;
-    for (int i = 0; i < nv && !impulse; ++i) b1 = std::max(b1, std::abs(h[i] - st.tau[i]));
     if (impulse) b1 = Mn * norm(vm), b2 = rest * Jn * norm(vm);
-    else b2 = std::max(b2, norm(t.gamma) + norm(t.corrector));
+    else b1 = norm(h - tau), b2 = norm(gamma) + norm(corrector);
     const double scale = A * x + std::max(b1, b2), r = std::max(r1, r2);
     return scale > 0 ? r / scale : r;
 }
@@ -765,7 +761,7 @@ bool contact_residual_applies(const System& sys, const Problem& p) {
     }
     int want_rows = 0, want_nv = 0;
     for (const ContactSpec& c : p.contacts) want_rows += c.contact.dim();
-    for (const BodyBlock& B : sys.blocks) want_nv += static_cast<int>(B.qdd.size());
+    for (const BodyBlock& B : sys.blocks) want_nv += B.mimic ? 0 : static_cast<int>(B.qdd.size());  // (a mimic's is no output)
     return nv == want_nv && rows == want_rows;
 }
 

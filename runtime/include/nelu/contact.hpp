@@ -39,6 +39,8 @@
 // one solve is exact.
 // Impulse (Pinocchio's impulseDynamics, restitution r in [0, 1], one solve):
 //   M (v+ - v-) = J^T Lambda,   J v+ + mu Lambda = -r J v-.
+// With mimic joints (nelu/mimic.hpp) both are solved in the independent coordinates: M, J, h and
+// tau above become G^T M G, J G, G^T h and G^T tau (qdd_full = G qdd_r).
 //
 // Floating base: q = [x y z qx qy qz qw ...], qd = the base's body twist [omega; v], then the
 // joints (nelu/model.hpp); Pinocchio's free-flyer velocity is [v; omega].
