@@ -765,8 +765,10 @@ int run_property(int first, int count, bool mimic = false) {
 TEST_CASE("contacts: random contact sets on random trees compile (verified) or exit 1 with a diagnosis, never 3") { run_property(0, 6); }
 
 TEST_CASE("contacts: random contact sets on random trees with mimic joints compile (verified) or exit 1, never 3") {
-    // (7 of these 12 compile: before the reference KKT solved in the independent coordinates, none did)
-    CHECK(run_property(1000, 12, /*mimic=*/true) >= 5);
+    // (7 of these 12 compile, 1 of the first 4: before the reference KKT solved in the independent
+    // coordinates, none did; the sanitizer build runs the first 4)
+    if (nelu::test::sanitized()) CHECK(run_property(1000, 4, /*mimic=*/true) >= 1);
+    else CHECK(run_property(1000, 12, /*mimic=*/true) >= 5);
 }
 
 TEST_CASE("contacts (extended): random contact sets on random trees, more cases" * doctest::skip()) {

@@ -132,6 +132,10 @@ TEST_CASE("structured derivatives: mimic joints (gripper fixture), id, fd and hy
             for (bool floating : {false, true}) {
                 // (the hybrid spec names the fixture's joints; the generated robots' base link has no inertia to float)
                 if ((problem.find("hybrid") != std::string::npos || floating) && urdf.find("fixtures") == std::string::npos) continue;
+                // (the sanitizer build, whose subject is the compiler's code paths: the first fixture, fixed, id and fd)
+                if (nelu::test::sanitized() && (floating || problem.find("hybrid") != std::string::npos || urdf.find("reversed") != std::string::npos ||
+                                                urdf.find("fixtures") == std::string::npos))
+                    continue;
                 CAPTURE(urdf);
                 CAPTURE(problem);
                 CAPTURE(floating);
