@@ -207,14 +207,11 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
     D.dq.assign(nv * nv, P.zero()), D.dqd.assign(nv * nv, P.zero()), D.M.assign(nv * nv, P.zero());
     // the solved (or known) acceleration of body i's degree of freedom d; a mimic's is its
     // multiplier times its master's when the system has no unknown of its own for it
-    auto joint_qdd = [&](int i, std::size_t d) -> ir::Id {
+    auto joint_qdd = [&](auto&& self, int i, std::size_t d) -> ir::Id {
         const BodyKinematics& k = sys.kinematics[i];
-        const BodyBlock& B = sys.blocks[i];
         if (k.qdd_input[d] >= 0) return P.input(ir::Source::In, k.qdd_input[d]);
-        if (!B.qdd.empty()) return x[static_cast<std::size_t>(B.qdd[d])];
-        const BodyKinematics& m = sys.kinematics[k.master];
-        const ir::Id qm = m.qdd_input[0] >= 0 ? P.input(ir::Source::In, m.qdd_input[0]) : x[static_cast<std::size_t>(sys.blocks[k.master].qdd[0])];
-        return P.mul(P.constant(k.multiplier), qm);
+        if (!sys.blocks[i].qdd.empty()) return x[static_cast<std::size_t>(sys.blocks[i].qdd[d])];
+        return P.mul(P.constant(k.multiplier), self(self, k.master, 0));  // (a master is no mimic)
     };
     std::vector<std::vector<Xform<Sym>>> X(nb);
     std::vector<std::vector<Dof>> dofs(nb);
@@ -229,7 +226,7 @@ IdDerivatives structured_id_derivatives(ir::Program& P, const System& sys, const
         V6s vS = zero6<Sym>(), ap = solution(P, x, B.a) - vec(P, k.c);
         for (std::size_t d = 0; d < k.S.size(); ++d) {
             const V6s S = vec(P, k.S[d]);
-            const ir::Id qdd = joint_qdd(i, d);
+            const ir::Id qdd = joint_qdd(joint_qdd, i, d);
             vS = vS + Sym(P, k.qd[d]) * S;
             ap = ap - Sym(P, qdd) * S;
         }

@@ -37,12 +37,9 @@ Eigen::Matrix<double, 6, 6> force_matrix(const Xform<double>& X) {
 
 /// G (nv x nr): qdd_full = G qdd_r for the independent velocity slots `independent_v_slots(m)`.
 Eigen::MatrixXd coupling_matrix(const Model& m) {
-    const std::vector<int> I = independent_v_slots(m);
-    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(m.nv, static_cast<long>(I.size()));
-    std::vector<int> reduced(m.nv, -1);
-    for (std::size_t a = 0; a < I.size(); ++a) G(I[a], static_cast<long>(a)) = 1, reduced[I[a]] = static_cast<int>(a);
-    for (const Body& b : m.bodies)
-        if (b.is_mimic()) G(b.v_index, reduced[m.bodies[b.mimic].v_index]) = b.multiplier;
+    const Coupling c = coupling(m);
+    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(m.nv, static_cast<long>(independent_v_slots(m).size()));
+    for (int j = 0; j < m.nv; ++j) G(j, c.index[j]) = c.factor[j];
     return G;
 }
 

@@ -291,52 +291,41 @@ namespace contact_detail {
 
 /// The Schur complement of the KKT system on the contact rows, in the n = nr independent
 /// coordinates: the factor of M_r, J_r (rows x n, row major), Y = M_r^-1 J_r^T (n x rows, row
-/// major) and the factor of D = J_r Y + mu 1; `slots` the independent velocity slots. False when
+/// major) and the factor of D = J_r Y + mu 1; `G` the coupling (nelu/mimic.hpp). False when
 /// M_r is not positive definite or D is singular (a pivot not above settings.singular_tolerance
 /// times D's largest diagonal entry).
 template <class S> struct Schur {
     int n = 0;
-    std::vector<int> slots;
+    Coupling G;
     std::vector<S> M, J, Y, D;
 };
 
 /// G^T x of a full vector x (nv): the n reduced entries.
-template <class S> std::vector<S> reduce(const Model& m, const std::vector<int>& slots, std::vector<S> x) {
-    reduce_forces(m, x.data());
-    return gather(x, slots);
+template <class S> std::vector<S> reduce(const Model& m, const Schur<S>& s, const S* x) {
+    std::vector<S> r(static_cast<std::size_t>(s.n), S(0));
+    for (int j = 0; j < m.nv; ++j) r[s.G.index[j]] = r[s.G.index[j]] + S(s.G.factor[j]) * x[j];
+    return r;
 }
 
-/// x_full = G x_r: the independent slots from x_r, the mimics' from their masters'.
-template <class S> void expand(const Model& m, const std::vector<int>& slots, const std::vector<S>& xr, S* x) {
-    for (int j = 0; j < m.nv; ++j) x[j] = S(0);
-    for (std::size_t a = 0; a < slots.size(); ++a) x[slots[a]] = xr[a];
-    couple_velocities(m, x);
+/// x_full = G x_r.
+template <class S> void expand(const Model& m, const Schur<S>& s, const std::vector<S>& xr, S* x) {
+    for (int j = 0; j < m.nv; ++j) x[j] = S(s.G.factor[j]) * xr[s.G.index[j]];
 }
 
 template <class S>
 bool schur(const Model& m, const S* q, const ContactTerms<S>& t, double mu, double tol, Schur<S>& s) {
     const int nv = m.nv, nc = t.rows;
-    s.slots = independent_v_slots(m);
-    const int n = s.n = static_cast<int>(s.slots.size());
+    s.G = coupling(m);
+    const std::vector<int>& g = s.G.index;
+    const std::vector<double>& f = s.G.factor;
+    const int n = s.n = static_cast<int>(independent_v_slots(m).size());
     std::vector<S> M(nv * nv);
     crba(m, q, M.data());
     s.M.assign(n * n, S(0)), s.J.assign(nc * n, S(0));
-    std::vector<S> MG(nv * n);  // M G (nv x n): row r is G^T of M's row r (M is symmetric)
-    for (int r = 0; r < nv; ++r) {
-        const std::vector<S> g = reduce(m, s.slots, std::vector<S>(M.begin() + r * nv, M.begin() + (r + 1) * nv));
-        for (int c = 0; c < n; ++c) MG[r * n + c] = g[c];
-    }
-    for (int c = 0; c < n; ++c) {  // M_r = G^T (M G), column by column
-        std::vector<S> col(nv);
-        for (int r = 0; r < nv; ++r) col[r] = MG[r * n + c];
-        const std::vector<S> g = reduce(m, s.slots, col);
-        for (int a = 0; a < n; ++a) s.M[a * n + c] = g[a];
-    }
-    for (int r = 0; r < nc; ++r) {  // J_r = J G
-        const std::vector<S> row(t.J.begin() + r * nv, t.J.begin() + (r + 1) * nv);
-        const std::vector<S> g = reduce(m, s.slots, row);
-        for (int c = 0; c < n; ++c) s.J[r * n + c] = g[c];
-    }
+    for (int i = 0; i < nv; ++i)  // M_r = G^T M G
+        for (int j = 0; j < nv; ++j) s.M[g[i] * n + g[j]] = s.M[g[i] * n + g[j]] + S(f[i] * f[j]) * M[i * nv + j];
+    for (int r = 0; r < nc; ++r)  // J_r = J G
+        for (int j = 0; j < nv; ++j) s.J[r * n + g[j]] = s.J[r * n + g[j]] + S(f[j]) * t.J[r * nv + j];
     if (!ldlt_factor(n, s.M.data())) return false;
     s.Y.assign(n * nc, S(0));
     std::vector<S> col(n);
@@ -381,7 +370,7 @@ bool contact_dynamics(const Model& m, const std::vector<Contact>& contacts, cons
     std::vector<S> h(nv), b(nc), lam(nc, S(0)), prox(nc, S(0));
     nonlinear_effects(m, q, qd, fext, h.data());
     for (int j = 0; j < nv; ++j) h[j] = tau[j] - h[j];
-    std::vector<S> a = contact_detail::reduce(m, s.slots, h);
+    std::vector<S> a = contact_detail::reduce(m, s, h.data());
     ldlt_solve(n, s.M.data(), a.data());  // the free acceleration M_r^-1 G^T (tau - h)
     for (int r = 0; r < nc; ++r) {         // b = -gamma - k - J_r a_free
         b[r] = -t.gamma[r] - t.corrector[r];
@@ -396,7 +385,7 @@ bool contact_dynamics(const Model& m, const std::vector<Contact>& contacts, cons
         if (change <= S(settings.accuracy)) break;
     }
     contact_detail::add_Y_times(s, nc, lam, a);  // qdd = a_free + M_r^-1 J_r^T lambda
-    contact_detail::expand(m, s.slots, a, qdd);
+    contact_detail::expand(m, s, a, qdd);
     for (int r = 0; r < nc; ++r) lambda[r] = lam[r];
     return true;
 }
@@ -413,7 +402,7 @@ bool impulse_dynamics(const Model& m, const std::vector<Contact>& contacts, cons
     const int nc = t.rows;
     contact_detail::Schur<S> s;
     if (!contact_detail::schur(m, q, t, settings.mu, settings.singular_tolerance, s)) return false;
-    std::vector<S> lam(nc), v = gather(std::vector<S>(v_minus, v_minus + nv), s.slots);
+    std::vector<S> lam(nc), v = gather(std::vector<S>(v_minus, v_minus + nv), independent_v_slots(m));
     for (int i = 0; i < nc; ++i) {  // D Lambda = -(1 + r) J_r v-
         S Jv = S(0);
         for (int j = 0; j < s.n; ++j) Jv = Jv + s.J[i * s.n + j] * v[j];
@@ -421,7 +410,7 @@ bool impulse_dynamics(const Model& m, const std::vector<Contact>& contacts, cons
     }
     if (nc > 0) ldlt_solve(nc, s.D.data(), lam.data());
     contact_detail::add_Y_times(s, nc, lam, v);
-    contact_detail::expand(m, s.slots, v, v_plus);
+    contact_detail::expand(m, s, v, v_plus);
     for (int i = 0; i < nc; ++i) impulse[i] = lam[i];
     return true;
 }

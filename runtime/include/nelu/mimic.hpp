@@ -37,6 +37,25 @@ inline std::vector<int> independent_v_slots(const Model& m) {
     return s;
 }
 
+/// The coupling matrix G (qd_full = G qd_r), which has one nonzero per row: velocity slot j of the
+/// full model follows reduced coordinate index[j] (the order of independent_v_slots) with the
+/// factor factor[j] (1 for an independent slot, the multiplier for a mimic's).
+struct Coupling {
+    std::vector<int> index;
+    std::vector<double> factor;
+};
+inline Coupling coupling(const Model& m) {
+    Coupling g;
+    g.index.assign(static_cast<std::size_t>(m.nv), -1), g.factor.assign(static_cast<std::size_t>(m.nv), 1.0);
+    const std::vector<int> slots = independent_v_slots(m);
+    for (std::size_t a = 0; a < slots.size(); ++a) g.index[static_cast<std::size_t>(slots[a])] = static_cast<int>(a);
+    for (const Body& b : m.bodies)
+        if (b.is_mimic())
+            g.index[static_cast<std::size_t>(b.v_index)] = g.index[static_cast<std::size_t>(m.bodies[b.mimic].v_index)],
+            g.factor[static_cast<std::size_t>(b.v_index)] = b.multiplier;
+    return g;
+}
+
 /// Sets every mimic joint's position from its master's: q_i = multiplier q_master + offset.
 template <class S> void couple_positions(const Model& m, S* q) {
     for (const Body& b : m.bodies)
