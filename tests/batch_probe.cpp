@@ -15,7 +15,10 @@ int probe_fd_batch(int n, const double* q, const double* qd, const double* in, d
     const int failed = ur5e_fd_b_batch(n, q, qd, in, out, status);
     for (int k = 0; k < n; ++k) {
         ++probe::states;
-        if (status[k] == NELU_STATUS_OK) continue;
+        if (status[k] == NELU_STATUS_OK) {
+            if (probe::fault == probe::Fault::Perturbs) out[k * ur5e_fd_b_NOUT] *= 1 + 1e-8;
+            continue;
+        }
         ++probe::failed;
         if (probe::fault == probe::Fault::WritesFailingRows) out[k * ur5e_fd_b_NOUT] = 0.0;
     }

@@ -5,7 +5,10 @@
 #pragma once
 
 namespace probe {
-enum class Fault { None, WritesFailingRows, ReturnsZero };
+/// What the probe's batch form does wrong: nothing; writes the rows of failing states; returns 0
+/// whatever failed; changes each computed row's first output by 1e-8 relative (rows that are not
+/// bit for bit, for the judgement).
+enum class Fault { None, WritesFailingRows, ReturnsZero, Perturbs };
 extern Fault fault;
 extern long states, failed;
 }  // namespace probe

@@ -224,4 +224,41 @@ TEST_CASE("batch check: it counts the failing states, and fails a batch form tha
     CHECK(any_error(written, "failed but its rows were written"));
     const nelu::BatchEntryReport miscounted = check(probe::Fault::ReturnsZero);
     CHECK(any_error(miscounted, "returned 0, but"));
+    // rows that are not bit for bit are judged: 1e-8 off fails the flat 1e-12 ...
+    // (a build that does not contract also requires them bit for bit: that error aside)
+    auto judgement_errors = [](const nelu::BatchEntryReport& e) {
+        std::vector<std::string> r;
+        for (const std::string& x : e.errors)
+            if (x.find("differs from the scalar entry point's") == std::string::npos) r.push_back(x);
+        return r;
+    };
+    const nelu::BatchEntryReport perturbed = check(probe::Fault::Perturbs);
+    CHECK(perturbed.bitwise == 0);
+    CHECK(perturbed.judged > 1e-11);  // (relative to the row's largest entry)
+    CHECK(any_error(perturbed, "above 1.0e-12"));
+    // ... passes where its state's tolerance is larger (a Jacobian's tolerance follows its state's
+    // conditioning, as nelu check's scalar judgement sets it), and fails where that tolerance is
+    // smaller than the row's error at one state
+    auto judged_with = [&](double tolerance_of_state, std::size_t tight_state) {
+        nelu::BatchJudge j = judge;
+        j.state_tolerance = [=](std::size_t k, const std::vector<double>&, bool) { return k == tight_state ? 0.0 : tolerance_of_state; };
+        probe::fault = probe::Fault::Perturbs, probe::states = probe::failed = 0;
+        return nelu::check_batch(lib, "probe_fd", ur5e_fd_b_NOUT, 0, st, j, j).entries.at(0);
+    };
+    const nelu::BatchEntryReport loose = judged_with(1e-6, st.q.size());
+    INFO((judgement_errors(loose).empty() ? std::string() : judgement_errors(loose).front()));
+    CHECK(judgement_errors(loose).empty());
+    CHECK(loose.judged_share <= 1e-2);
+    const nelu::BatchEntryReport one_tight = judged_with(1e-6, 0);  // (state 0 gets no NaN or infinite input)
+    CHECK(any_error(one_tight, "times their state's tolerance"));
+    // a judge's values: the row's outputs judged as the value solver's, whatever the Jacobian's tolerance
+    nelu::BatchJudge tight_values = judge;  // the flat 1e-12
+    nelu::BatchJudge with_values = judge;
+    with_values.state_tolerance = [](std::size_t, const std::vector<double>&, bool) { return 1.0; };
+    with_values.values = &tight_values;
+    probe::fault = probe::Fault::Perturbs, probe::states = probe::failed = 0;
+    const nelu::BatchEntryReport values_judged = nelu::check_batch(lib, "probe_fd", ur5e_fd_b_NOUT, 0, st, with_values, with_values).entries.at(0);
+    CHECK(values_judged.judged_share <= 1e-6);
+    CHECK(any_error(values_judged, "the outputs' error"));
+    probe::fault = probe::Fault::None;
 }

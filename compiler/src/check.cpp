@@ -4,6 +4,7 @@
 #include "derivatives.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -215,8 +216,12 @@ CheckReport run_check(const CheckOptions& o) {
     std::vector<ir::Id> jroots = r.order.best.jacobian;
     const std::vector<bool> jlive = r.order.best.prog.live_nodes(jroots);
     // e, e_float: the value solvers' forward errors at this state (CheckReport::derivatives)
+    // per state, the Jacobian's tolerances the scalar check set (double against the program, float
+    // against double): the batch forms' rows are judged by them too
+    std::vector<std::array<double, 2>> jac_tolerance(states.size(), {1e-10, 1e-4});
     auto check_derivatives = [&](const State& st, const std::vector<double>& q, const std::vector<double>& qd,
                                  const std::vector<double>& in, const std::vector<double>& out, double e, double e_float) {
+        std::array<double, 2>& state_tolerance = jac_tolerance[static_cast<std::size_t>(&st - states.data())];
         double tol_ir = std::max(1e-10, 10 * e);
         const double tol_fd = std::max(1e-5, 10 * e / 1e-6);
         // float: the Jacobian's right-hand sides read the float values (dD/dx d) and go through the
@@ -247,6 +252,7 @@ CheckReport run_check(const CheckOptions& o) {
                                               ws_jac_bitwise ? -1 : 2 * tol_ir));
         if (jac_status != NELU_STATUS_OK) { ++rep.failed_status; return; }
         rep.out_vs_value = std::max(rep.out_vs_value, forward_error(o2, out));
+        state_tolerance[0] = 2 * tol_ir;  // (the batch row and the scalar one each within tol_ir of the exact Jacobian)
         const double e_ir = forward_error(J, Jir);
         rep.jac_vs_ir = std::max(rep.jac_vs_ir, e_ir);
         rep.jac_vs_ir_judged = std::max(rep.jac_vs_ir_judged, e_ir / tol_ir);
@@ -276,6 +282,7 @@ CheckReport run_check(const CheckOptions& o) {
                 std::vector<double> or_(nout), Jr(J.size());
                 if (call(fjac, Arguments<double>(Arguments<float>(q, qd, in)), or_, Jr) == NELU_STATUS_OK)
                     tol_f = std::max(tol_f, 100 * forward_error(Jr, J));
+                state_tolerance[1] = tol_f;
                 const double e_f = forward_error(Jf, J);
                 rep.jac_float = std::max(rep.jac_float, e_f);
                 rep.jac_float_judged = std::max(rep.jac_float_judged, e_f / tol_f);
@@ -336,7 +343,15 @@ CheckReport run_check(const CheckOptions& o) {
                                  out.insert(out.end(), jac.begin(), jac.end());
                                  return forward_error(row, out);
                              },
-                             1e-10, 1e-4};
+                             1e-10, 1e-4, [&](std::size_t k, const std::vector<double>& row, bool single) {
+                                 if (!single) return jac_tolerance[k][0];
+                                 // the float row's values carry their own error into its Jacobian
+                                 // (as the scalar float's, CheckReport::derivatives): 100 times it
+                                 const std::vector<double> out(row.begin(), row.begin() + static_cast<long>(nout));
+                                 const double e_row = reference_refused(refs[k]) ? 0 : response_forward_error(r.system, out, refs[k]);
+                                 return std::max(jac_tolerance[k][1], 100 * e_row);
+                             },
+                             &values};
         const std::size_t njac = co.derivatives ? cols.size() * nout : 0;
         // a scalar NAME_derivatives with its columns in lanes (manifest derivatives.lanes) rounds
         // its Jacobian otherwise than the batch form's column-by-column program: judged, not bitwise

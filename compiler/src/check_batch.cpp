@@ -97,7 +97,16 @@ void run_call(const Entry<S>& e, const BatchStates& st, std::size_t k0, int n, c
         const std::vector<double> g(got.begin(), got.end()), x(expected[k].begin(), expected[k].end());
         r.vs_scalar = std::max(r.vs_scalar, forward_error(g, x));
         if (e.exact && !bitwise) error(fmt::format("state {}: the row differs from the scalar entry point's (relative {:.3g})", k, forward_error(g, x)));
-        if (!bitwise && !poisoned(k)) r.judged = std::max(r.judged, judge.error(k, g, e.single));
+        if (!bitwise && !poisoned(k)) {
+            const double err = judge.error(k, g, e.single);
+            r.judged = std::max(r.judged, err);
+            r.judged_share = std::max(r.judged_share, err / judge.tolerance(k, g, e.single));
+            if (judge.values) {
+                const std::vector<double> values(g.begin(), g.begin() + static_cast<long>(e.nout));
+                const double ev = judge.values->error(k, values, e.single), tv = judge.values->tolerance(k, values, e.single);
+                if (!(ev <= tv)) error(fmt::format("state {}: the outputs' error {:.3g} against the reference, above {:.1e}", k, ev, tv));
+            }
+        }
     }
     if (failed != counted) error(fmt::format("returned {}, but {} states failed", failed, counted));
 }
@@ -127,8 +136,13 @@ BatchEntryReport check_entry(const std::string& function, int width, const Entry
     }
     run_call(e, st, 0, static_cast<int>(count), status_of, expected, judge, r);
     const double tolerance = e.single ? judge.tolerance_float : judge.tolerance_double;
-    if (!(r.judged <= tolerance))
-        r.errors.push_back(fmt::format("rows that differ from the scalar entry point's: error {:.3g} against the reference, above {:.1e}", r.judged, tolerance));
+    if (!(r.judged_share <= 1))
+        r.errors.push_back(judge.state_tolerance
+                               ? fmt::format("rows that differ from the scalar entry point's: error {:.3g} against the reference, {:.3g} times "
+                                             "their state's tolerance (at least {:.1e})",
+                                             r.judged, r.judged_share, tolerance)
+                               : fmt::format("rows that differ from the scalar entry point's: error {:.3g} against the reference, above {:.1e}",
+                                             r.judged, tolerance));
     return r;
 }
 

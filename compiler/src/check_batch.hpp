@@ -3,6 +3,7 @@
 // states mixed in; the same for NAME_f_batch and the _derivatives forms.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -26,6 +27,7 @@ struct BatchEntryReport {
     long bitwise = 0;          ///< rows equal to the scalar entry point's bit for bit
     double vs_scalar = 0;      ///< max relative difference from the scalar entry point's rows
     double judged = 0;         ///< rows that are not bit for bit: the scalar's own measure against the reference
+    double judged_share = 0;   ///< the same, each over its state's tolerance (BatchJudge::tolerance): above 1 fails
     std::vector<std::string> errors;  ///< what went wrong (a wrong status, a row touched, a guard overwritten, ...)
 };
 
@@ -39,10 +41,22 @@ struct BatchReport {
 /// How the scalar entry points judge a row, given to the batch check by nelu check: the decisive
 /// error of a row of outputs (and Jacobian) of state `k` against the reference (relative or
 /// backward error, or for a Jacobian the difference from the double scalar Jacobian), and the
-/// tolerance it must meet, for double or float (`single`).
+/// tolerance it must meet, for double or float (`single`): the flat one, or the larger tolerance
+/// that state and row are given (`state_tolerance`, when set: a Jacobian's tolerance follows the
+/// conditioning of its state and the error of the row's own values, CheckReport::derivatives).
 struct BatchJudge {
-    std::function<double(std::size_t k, const std::vector<double>& row, bool single)> error;
+    using RowFn = std::function<double(std::size_t k, const std::vector<double>& row, bool single)>;
+    RowFn error;
     double tolerance_double = 0, tolerance_float = 0;
+    RowFn state_tolerance = nullptr;
+    /// A Jacobian's judge: how the row's outputs (its first entries) are judged, as the value
+    /// solver's are (a row whose values are wrong fails, whatever its Jacobian's tolerance).
+    const BatchJudge* values = nullptr;
+
+    double tolerance(std::size_t k, const std::vector<double>& row, bool single) const {
+        const double flat = single ? tolerance_float : tolerance_double;
+        return state_tolerance ? std::max(flat, state_tolerance(k, row, single)) : flat;
+    }
 };
 
 /// Calls of the batch entry points of `name` (and `name`_derivatives when njac > 0) in `lib` against

@@ -692,7 +692,8 @@ void schedule_lanes(ir::Program& P, const System& sys, const Model& model, const
 /// from its natural choice per column and moves a column to another choice while that lowers the
 /// count of the whole (ColumnSearch). Every form is built in P (dead code is removed later) and the
 /// one with the fewest operations is kept; each form's count is recorded
-/// (Factorization::derivative_forms). `x` is the solution for b; `factors_only`: no trailing block.
+/// (Factorization::derivative_forms). `x` is the solution for b; `factors_only`: the factors solve D
+/// exactly (no trailing block, or a square one: a held arm's contact rows by Gram-Schmidt), no least squares.
 void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, const std::vector<Id>& x, FactorSolve& solve,
                        bool factors_only, StructuredTerm omit, bool lanes, Factorization& out) {
     const std::vector<Tangent> cols = jacobian_columns(model, static_cast<int>(sys.in.size()));
@@ -1107,7 +1108,8 @@ bool run_schedule(const Model& model, const System& sys, const std::string& name
     out.x = xs[0];
     form_outputs(P, sys, xs, out);
     if (sys.lambda_size > 0) invert_lambda(P, sys, out);
-    if (opt.derivatives) schedule_jacobian(P, sys, model, xs[0], solve, tail.cols.empty(), opt.omit_structured_term, opt.lanes, out);
+    // a square trailing block is solved exactly by its QR: derivative columns go through it as through L and U
+    if (opt.derivatives) schedule_jacobian(P, sys, model, xs[0], solve, tail.rows.size() == tail.cols.size(), opt.omit_structured_term, opt.lanes, out);
     merge_and_count(sys, opt.derivatives, out);
     out.order = order;
     return true;
