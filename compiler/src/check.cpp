@@ -215,10 +215,10 @@ CheckReport run_check(const CheckOptions& o) {
     const std::vector<Tangent> cols = co.derivatives ? jacobian_columns(m, static_cast<int>(r.system.in.size())) : std::vector<Tangent>();
     std::vector<ir::Id> jroots = r.order.best.jacobian;
     const std::vector<bool> jlive = r.order.best.prog.live_nodes(jroots);
-    // e, e_float: the value solvers' forward errors at this state (CheckReport::derivatives)
     // per state, the Jacobian's tolerances the scalar check set (double against the program, float
     // against double): the batch forms' rows are judged by them too
     std::vector<std::array<double, 2>> jac_tolerance(states.size(), {1e-10, 1e-4});
+    // e, e_float: the value solvers' forward errors at this state (CheckReport::derivatives)
     auto check_derivatives = [&](const State& st, const std::vector<double>& q, const std::vector<double>& qd,
                                  const std::vector<double>& in, const std::vector<double>& out, double e, double e_float) {
         std::array<double, 2>& state_tolerance = jac_tolerance[static_cast<std::size_t>(&st - states.data())];
