@@ -38,7 +38,7 @@ Eigen::Matrix<double, 6, 6> force_matrix(const Xform<double>& X) {
 /// G (nv x nr): qdd_full = G qdd_r for the independent velocity slots `independent_v_slots(m)`.
 Eigen::MatrixXd coupling_matrix(const Model& m) {
     const Coupling c = coupling(m);
-    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(m.nv, static_cast<long>(independent_v_slots(m).size()));
+    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(m.nv, c.columns);
     for (int j = 0; j < m.nv; ++j) G(j, c.index[j]) = c.factor[j];
     return G;
 }

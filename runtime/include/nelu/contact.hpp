@@ -318,7 +318,7 @@ bool schur(const Model& m, const S* q, const ContactTerms<S>& t, double mu, doub
     s.G = coupling(m);
     const std::vector<int>& g = s.G.index;
     const std::vector<double>& f = s.G.factor;
-    const int n = s.n = static_cast<int>(independent_v_slots(m).size());
+    const int n = s.n = s.G.columns;
     std::vector<S> M(nv * nv);
     crba(m, q, M.data());
     s.M.assign(n * n, S(0)), s.J.assign(nc * n, S(0));

@@ -39,15 +39,18 @@ inline std::vector<int> independent_v_slots(const Model& m) {
 
 /// The coupling matrix G (qd_full = G qd_r), which has one nonzero per row: velocity slot j of the
 /// full model follows reduced coordinate index[j] (the order of independent_v_slots) with the
-/// factor factor[j] (1 for an independent slot, the multiplier for a mimic's).
+/// factor factor[j] (1 for an independent slot, the multiplier for a mimic's); G has `columns`
+/// columns, one per independent slot.
 struct Coupling {
     std::vector<int> index;
     std::vector<double> factor;
+    int columns = 0;
 };
 inline Coupling coupling(const Model& m) {
     Coupling g;
     g.index.assign(static_cast<std::size_t>(m.nv), -1), g.factor.assign(static_cast<std::size_t>(m.nv), 1.0);
     const std::vector<int> slots = independent_v_slots(m);
+    g.columns = static_cast<int>(slots.size());
     for (std::size_t a = 0; a < slots.size(); ++a) g.index[static_cast<std::size_t>(slots[a])] = static_cast<int>(a);
     for (const Body& b : m.bodies)
         if (b.is_mimic())
