@@ -243,6 +243,34 @@ std::vector<std::vector<std::size_t>> lane_blocks(const Factorization& f) {
 
 std::size_t Layout::part_end(std::size_t p) const { return std::min(stmts.size(), part_begin(p) + per_part); }
 
+void share_work(Layout& L, const ir::Program& P) {
+    if (L.parts <= 1) return;
+    const std::size_t end = L.stmts.size();
+    auto in_struct = [&](Id x) { return x >= 0 && L.shared[x] && L.stage[x] < 0; };
+    std::vector<std::size_t> last(P.size(), 0);
+    for (std::size_t k = 0; k < end; ++k) {
+        const ir::Node& n = P.node(L.stmts[k]);
+        for (Id o : {n.a, n.b})
+            if (in_struct(o)) last[o] = is_trig(n) ? end : std::max(last[o], k);
+    }
+    L.work_slot.assign(P.size(), -1);
+    std::set<int> free;
+    int slots = 0;
+    long members = 0;
+    for (std::size_t k = 0; k < end; ++k) {
+        const Id x = L.stmts[k];
+        const ir::Node& n = P.node(x);
+        for (Id o : {n.a, n.b})
+            if (in_struct(o) && last[o] == k) free.insert(L.work_slot[o]);  // (a set: an operand read twice frees once)
+        if (!in_struct(x)) continue;
+        ++members;
+        if (free.empty()) L.work_slot[x] = slots++;
+        else L.work_slot[x] = *free.begin(), free.erase(free.begin());
+    }
+    L.work_values += slots - members;
+    L.values += slots - members;
+}
+
 Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac, bool lanes, Order order) {
     const Factorization& f = *in.factorization;
     const ir::Program& P = f.prog;
@@ -331,11 +359,11 @@ Layouts plan_layouts(const EmitInput& in) {
     Layout depth_first = plan_layout(in, in.name, {}, false, Order::depth_first);
     Layout program = plan_layout(in, in.name, {}, false, Order::program);
     const bool take = 4 * depth_first.values <= 3 * program.values;
-    if (in.batch) l.batch.push_back(depth_first);
+    if (in.batch) l.batch.push_back(depth_first), share_work(l.batch.back(), in.factorization->prog);
     l.scalar.push_back(take ? std::move(depth_first) : std::move(program));  // (the lane variant of NAME_derivatives: emit.cpp)
     if (!in.factorization->jacobian.empty()) {
         l.scalar.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, false, Order::depth_first));
-        if (in.batch) l.batch.push_back(l.scalar.back());
+        if (in.batch) l.batch.push_back(l.scalar.back()), share_work(l.batch.back(), in.factorization->prog);
         if (has_lanes(in)) l.lanes = plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, true, Order::depth_first);
     }
     settle_workspace(in, l.scalar.front(), nullptr);

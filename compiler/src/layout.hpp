@@ -96,6 +96,9 @@ struct Layout {
     /// block is consecutive elements of `kept` where its values are not constants or staged before
     /// (the kernel then loads it from there: Form::lane_block).
     std::vector<ir::Id> lane_rhs;
+    /// Batch forms (share_work): node -> its element of the NAME_work struct's array `v`, reused
+    /// once the value is dead (-1: not there; empty: every value a member of its own, `t<id>`).
+    std::vector<int> work_slot;
     std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
     int slots = 0;             ///< elements of that array: the most values live at once
     std::set<ir::Id> sincos_first;  ///< the first of a sine and cosine of one angle that follow each other in one part: one nelu::sincos
@@ -168,6 +171,14 @@ enum class Order { program, depth_first };
 /// against in.max_stack.
 Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<ir::Id>& jac, bool lanes = false,
                    Order order = Order::program);
+
+/// The values of L's NAME_work struct (those that cross parts, outputs aside) share its elements:
+/// each takes the lowest element free at its statement, and frees it at its last reader (a sine's
+/// or cosine's operand never: the lane form defers those statements). The batch forms' values are
+/// W lanes wide, so the struct of one member per value outgrew the L1 data cache (the Mini
+/// Cheetah's point-feet derivatives: 4,920 vectors of 32 bytes with AVX2) while a few hundred are
+/// live at once (docs/batch.md, "Work struct").
+void share_work(Layout& L, const ir::Program& P);
 
 /// NAME_derivatives with its columns in lanes, when the factorization has lane groups.
 bool has_lanes(const EmitInput& in);

@@ -1,6 +1,7 @@
 // printer.cpp: see printer.hpp.
 #include "printer.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -102,6 +103,7 @@ std::string Form::functions() {
 
 std::string Form::name(Id x) const {
     if (!L.shared[x]) return fmt::format("t{}", x);
+    if (!L.work_slot.empty() && L.work_slot[x] >= 0) return fmt::format("w.v[{}]", L.work_slot[x]);
     return staged(x) ? fmt::format("w.kept[{}]", L.stage[x]) : fmt::format("w.t{}", x);
 }
 
@@ -565,8 +567,12 @@ std::string LaneForm::finite_check(const std::vector<Id>& values) const {
 std::string work_struct(const Layout& L) {
     if (L.parts <= 1) return "";
     std::string s = fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
-    for (Id x : L.stmts)
-        if (L.shared[x] && L.stage[x] < 0) s += fmt::format("    T t{};\n", x);
+    if (!L.work_slot.empty()) {
+        const int n = *std::max_element(L.work_slot.begin(), L.work_slot.end()) + 1;
+        if (n > 0) s += fmt::format("    T v[{}];  // each element holds one value after another (Layout::work_slot)\n", n);
+    } else
+        for (Id x : L.stmts)
+            if (L.shared[x] && L.stage[x] < 0) s += fmt::format("    T t{};\n", x);
     if (!L.staged.empty())  // (Layout::staged)
         s += fmt::format("    T kept[{}];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)\n", L.staged.size());
     if (L.lanes)  // (Form::splats_type)
