@@ -176,8 +176,8 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
 /// each takes the lowest element free at its statement, and frees it at its last reader (a sine's
 /// or cosine's operand never: the lane form defers those statements). The batch forms' values are
 /// W lanes wide, so the struct of one member per value outgrew the L1 data cache (the Mini
-/// Cheetah's point-feet derivatives: 4,920 vectors of 32 bytes with AVX2) while a few hundred are
-/// live at once (docs/batch.md, "Work struct").
+/// Cheetah's point-feet derivatives: 4,920 vectors of 32 bytes with AVX2), of which at most 1,171
+/// are live at once (docs/batch.md, "Work struct"). The scalar entry points keep one member each.
 void share_work(Layout& L, const ir::Program& P);
 
 /// NAME_derivatives with its columns in lanes, when the factorization has lane groups.
