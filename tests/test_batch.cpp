@@ -156,7 +156,7 @@ TEST_CASE("batch: the work struct's values share its elements, and no value is o
             holds[L.work_slot[x]] = x, ++members, elements = std::max(elements, L.work_slot[x] + 1);
         }
         CHECK(stale == 0);
-        // the scalar entry points keep one member per value (shared = what crosses parts, outputs aside)
+        // every value crossing parts (outputs aside: they are in `kept`) has an element
         long crossing = 0;
         for (nelu::ir::Id x : L.stmts) crossing += L.shared[x] && L.stage[x] < 0;
         CHECK(members == crossing);
