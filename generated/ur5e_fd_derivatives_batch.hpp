@@ -27,8 +27,8 @@
  * contraction; float lanes compute sine and cosine with a kernel of their own (within float's
  * accuracy of the scalar float entry point). Reentrant, no heap. Stack, estimated by nelu: 512 bytes
  * plus W times 3168 bytes (ur5e_fd_derivatives_batch), 1584 bytes (ur5e_fd_derivatives_f_batch),
- * 14192 bytes (ur5e_fd_derivatives_derivatives_batch),
- * 7096 bytes (ur5e_fd_derivatives_derivatives_f_batch). */
+ * 10400 bytes (ur5e_fd_derivatives_derivatives_batch),
+ * 5200 bytes (ur5e_fd_derivatives_derivatives_f_batch). */
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -127,7 +127,7 @@ TEST_CASE("batch: NAME.hpp and NAME.cpp are the same with and without --batch; t
     CHECK(nlohmann::json::parse(text(single + "/b.json")).at("batch").at("entry_points").size() == 1);
 }
 
-TEST_CASE("batch: the work struct's values share its elements, and no value is overwritten before its last reader") {
+TEST_CASE("batch: the work struct's values share its elements, the outputs are written in place, nothing is overwritten before its last reader") {
     // the Mini Cheetah on four point feet, values and derivatives: both in parts (layout.hpp, share_work)
     nelu::CompileOptions o;
     o.urdf = robot("quadruped_minicheetah.urdf");
@@ -143,29 +143,37 @@ TEST_CASE("batch: the work struct's values share its elements, and no value is o
         CAPTURE(L.fn);
         REQUIRE(L.parts > 1);
         REQUIRE(L.work_slot.size() == P.size());
+        REQUIRE(L.place.size() == P.size());
+        CHECK(L.staged.empty());  // no `kept` array to copy from
+        // each computed output in place: at the first entry of out, then jac, that holds it
+        const std::vector<nelu::ir::Id> written = L.written();
+        std::map<nelu::ir::Id, int> first;
+        for (std::size_t e = 0; e < written.size(); ++e)
+            if (!P.is_const(written[e]) && P.node(written[e]).op != nelu::ir::Op::Input) first.emplace(written[e], static_cast<int>(e));
+        for (const auto& [x, e] : first) CHECK(L.place[x] == e);
         // replay the emitted order: every operand read from the struct is still the value its element holds
         std::map<int, nelu::ir::Id> holds;
-        long members = 0, stale = 0;
+        long members = 0, stale = 0, crossing = 0;
         int elements = 0;
         for (nelu::ir::Id x : L.stmts) {
             const nelu::ir::Node& n = P.node(x);
             for (nelu::ir::Id a : {n.a, n.b})
                 if (a >= 0 && L.work_slot[a] >= 0) stale += holds[L.work_slot[a]] != a;
+            crossing += L.shared[x] && L.place[x] < 0;  // the values crossing parts, outputs aside
             if (L.work_slot[x] < 0) continue;
-            CHECK((L.shared[x] && L.stage[x] < 0));  // only values crossing parts, not the outputs' array
+            CHECK((L.shared[x] && L.place[x] < 0));
             holds[L.work_slot[x]] = x, ++members, elements = std::max(elements, L.work_slot[x] + 1);
         }
         CHECK(stale == 0);
-        // every value crossing parts (outputs aside: they are in `kept`) has an element
-        long crossing = 0;
-        for (nelu::ir::Id x : L.stmts) crossing += L.shared[x] && L.stage[x] < 0;
-        CHECK(members == crossing);
+        CHECK(members == crossing);  // every one has an element
         MESSAGE(L.fn, ": ", members, " values crossing parts in ", elements, " elements");
         CHECK(elements < members);  // measured: 831 elements for 1,301 values, 1,223 for 4,968 (derivatives)
     }
-    for (const nelu::emit::Layout& L : planned.scalar) CHECK(L.work_slot.empty());
+    for (const nelu::emit::Layout& L : planned.scalar) CHECK((L.work_slot.empty() && L.place.empty()));
     CHECK(r.emitted.batch_source.find("    T v[") != std::string::npos);
+    CHECK(r.emitted.batch_source.find("kept[") == std::string::npos);
     CHECK(r.emitted.source.find("    T v[") == std::string::npos);
+    CHECK(r.emitted.source.find("kept[") != std::string::npos);
 }
 
 TEST_CASE("batch: n = 0, a null status, short last blocks within the arrays, a failing state among good ones") {

@@ -246,7 +246,14 @@ std::size_t Layout::part_end(std::size_t p) const { return std::min(stmts.size()
 void share_work(Layout& L, const ir::Program& P) {
     if (L.parts <= 1) return;
     const std::size_t end = L.stmts.size();
-    auto in_struct = [&](Id x) { return x >= 0 && L.shared[x] && L.stage[x] < 0; };
+    // the outputs in place, each value where it is first written; the others copied there at the end
+    L.place.assign(P.size(), -1);
+    const std::vector<Id> written = L.written();
+    for (std::size_t e = 0; e < written.size(); ++e)
+        if (L.stage[written[e]] >= 0 && L.place[written[e]] < 0) L.place[written[e]] = static_cast<int>(e);
+    const long placed = static_cast<long>(L.staged.size());  // (no longer in the struct: in the caller's lanes of out and jac)
+    L.staged.clear(), L.stage.assign(P.size(), -1);
+    auto in_struct = [&](Id x) { return x >= 0 && L.shared[x] && L.place[x] < 0; };
     std::vector<std::size_t> last(P.size(), 0);
     for (std::size_t k = 0; k < end; ++k) {
         const ir::Node& n = P.node(L.stmts[k]);
@@ -267,8 +274,8 @@ void share_work(Layout& L, const ir::Program& P) {
         if (free.empty()) L.work_slot[x] = slots++;
         else L.work_slot[x] = *free.begin(), free.erase(free.begin());
     }
-    L.work_values += slots - members;
-    L.values += slots - members;
+    L.work_values += slots - members - placed;
+    L.values += slots - members - placed;
 }
 
 Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac, bool lanes, Order order) {

@@ -99,6 +99,10 @@ struct Layout {
     /// Batch forms (share_work): node -> its element of the NAME_work struct's array `v`, reused
     /// once the value is dead (-1: not there; empty: every value a member of its own, `t<id>`).
     std::vector<int> work_slot;
+    /// Batch forms in parts (share_work): node -> its entry of `out` (0 .. NOUT - 1), then of `jac`
+    /// (NOUT + e), which the parts write in place, the first it fills (-1: none; empty: the
+    /// outputs are staged in `kept` and copied at the end).
+    std::vector<int> place;
     std::vector<int> slot;     ///< workspace form: node -> its element of the caller's array (reused once the value is dead)
     int slots = 0;             ///< elements of that array: the most values live at once
     std::set<ir::Id> sincos_first;  ///< the first of a sine and cosine of one angle that follow each other in one part: one nelu::sincos
@@ -172,12 +176,14 @@ enum class Order { program, depth_first };
 Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<ir::Id>& jac, bool lanes = false,
                    Order order = Order::program);
 
-/// The values of L's NAME_work struct (those that cross parts, outputs aside) share its elements:
-/// each takes the lowest element free at its statement, and frees it at its last reader (a sine's
-/// or cosine's operand never: the lane form defers those statements). The batch forms' values are
-/// W lanes wide, so the struct of one member per value outgrew the L1 data cache (the Mini
-/// Cheetah's point-feet derivatives: 4,920 vectors of 32 bytes with AVX2), of which at most 1,171
-/// are live at once (docs/batch.md, "Work struct"). The scalar entry points keep one member each.
+/// The batch forms' memory: the values of L's NAME_work struct (those that cross parts, outputs
+/// aside) share its elements: each takes the lowest element free at its statement, and frees it at
+/// its last reader (a sine's or cosine's operand never: the lane form defers those statements).
+/// The batch forms' values are W lanes wide, so the struct of one member per value outgrew the L1
+/// data cache (the Mini Cheetah's point-feet derivatives: 4,920 vectors of 32 bytes with AVX2), of
+/// which at most 1,171 are live at once (docs/batch.md, "Work struct"). And each output is written
+/// in place, into the lanes of `out` or `jac` (place), instead of an array `kept` copied at the
+/// end. The scalar entry points keep one member each, and `kept`.
 void share_work(Layout& L, const ir::Program& P);
 
 /// NAME_derivatives with its columns in lanes, when the factorization has lane groups.

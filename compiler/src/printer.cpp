@@ -103,6 +103,10 @@ std::string Form::functions() {
 
 std::string Form::name(Id x) const {
     if (!L.shared[x]) return fmt::format("t{}", x);
+    if (!L.place.empty() && L.place[x] >= 0) {
+        const std::size_t e = static_cast<std::size_t>(L.place[x]);
+        return e < L.out.size() ? fmt::format("w.out[{}]", e) : fmt::format("w.jac[{}]", e - L.out.size());
+    }
     if (!L.work_slot.empty() && L.work_slot[x] >= 0) return fmt::format("w.v[{}]", L.work_slot[x]);
     return staged(x) ? fmt::format("w.kept[{}]", L.stage[x]) : fmt::format("w.t{}", x);
 }
@@ -159,11 +163,20 @@ std::string Form::statement(std::size_t k) const {
 std::string Form::assign(Id x, const std::string& rhs) const {
     auto note = notes.find(x);
     std::string comment = note == notes.end() ? "" : note->second;
-    if (staged(x)) comment = fmt::format("t{}{}", x, comment.empty() ? "" : ": " + comment);  // (the node, as nelu analyze --dump ir names it)
+    if (staged(x) || (!L.place.empty() && L.place[x] >= 0)) comment = fmt::format("t{}{}", x, comment.empty() ? "" : ": " + comment);  // (the node, as nelu analyze --dump ir names it)
     return fmt::format("    {} = {};{}\n", declare(x), rhs, comment.empty() ? "" : "  // " + comment);
 }
 
 std::string Form::outputs() const {
+    if (!L.place.empty()) {  // (a batch form: its parts wrote each output in place) the other entries, then one test of all
+        const std::size_t no = L.out.size();
+        std::string s = writes("out", L.out, [&](std::size_t k) { return L.place[L.out[k]] == static_cast<int>(k); });
+        s += writes("jac", L.jac, [&](std::size_t k) { return L.place[L.jac[k]] == static_cast<int>(no + k); });
+        s += fmt::format("    // --- outputs{}, every lane's; its status says whether they are finite\n    M fin = ~M{{}};\n", outputs_named(L));
+        s += fmt::format("    for (int e = 0; e < {}; ++e) fin &= nelu::lanes::finite(out[e]);\n", no);
+        if (!L.jac.empty()) s += fmt::format("    for (int e = 0; e < {}; ++e) fin &= nelu::lanes::finite(jac[e]);\n", L.jac.size());
+        return s + give_status();
+    }
     std::vector<Id> values;  // each value once (a symmetric matrix repeats half of them); constants are finite
     std::set<Id> tested;
     for (Id o : L.kept())  // (with lanes: what the kernels read, so that only an overflow in them is left)
@@ -547,8 +560,9 @@ std::string LaneForm::open_part(std::size_t p) const {
 }
 
 std::string LaneForm::open_caller() const {
-    return fmt::format("{0}M {1}_lanes_impl(const V* q, const V* qd, const V* in, V* out, V* jac) {{\n    (void)jac;\n    {1}_work<V> w;\n    M bad{{}};\n",
-                       kLaneTemplate, L.fn);
+    const std::string place = L.place.empty() ? "" : L.jac.empty() ? "    w.out = out;\n" : "    w.out = out, w.jac = jac;\n";
+    return fmt::format("{0}M {1}_lanes_impl(const V* q, const V* qd, const V* in, V* out, V* jac) {{\n    (void)jac;\n    {1}_work<V> w;\n{2}    M bad{{}};\n",
+                       kLaneTemplate, L.fn, place);
 }
 
 std::string LaneForm::call_part(std::size_t p) const { return fmt::format("    {}_lanes_part{}<T>(q, qd, in, w, bad);\n", L.fn, p); }
@@ -573,6 +587,9 @@ std::string work_struct(const Layout& L) {
     } else
         for (Id x : L.stmts)
             if (L.shared[x] && L.stage[x] < 0) s += fmt::format("    T t{};\n", x);
+    if (!L.place.empty())  // (Layout::place)
+        s += L.jac.empty() ? "    T* out;  // the lanes of out, which the parts write in place\n"
+                           : "    T* out;  // the lanes of out and jac, which the parts write in place\n    T* jac;\n";
     if (!L.staged.empty())  // (Layout::staged)
         s += fmt::format("    T kept[{}];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)\n", L.staged.size());
     if (L.lanes)  // (Form::splats_type)
