@@ -128,7 +128,7 @@ TEST_CASE("batch: NAME.hpp and NAME.cpp are the same with and without --batch; t
 }
 
 TEST_CASE("batch: the work struct's values share its elements, the outputs are written in place, nothing is overwritten before its last reader") {
-    // the Mini Cheetah on four point feet, values and derivatives: both in parts (layout.hpp, share_work)
+    // the Mini Cheetah on four point feet, values and derivatives: both in parts (layout.hpp, batch_memory)
     nelu::CompileOptions o;
     o.urdf = robot("quadruped_minicheetah.urdf");
     o.problem = nelu::test::source_dir() + "/robots/specs/minicheetah_point_feet.yaml";

@@ -77,8 +77,35 @@ std::vector<Id> statements(const ir::Program& P, const std::vector<Id>& roots, O
     return paired;
 }
 
+/// The lowest-free-slot scan over the emitted order, which both the workspace form's array
+/// (allocate) and the batch forms' work struct (batch_memory) use: at each statement the operands
+/// held (holds(o)) whose last reader it is (last[o]) give back their slot, then the statement, when
+/// held, takes the lowest slot free, and gives it back at once when no later statement reads it (a
+/// value only its own pivot test reads). on_take(x) follows each take, on_free(x) each give-back.
+/// Returns the slots used: the most values held at once.
+template <class Holds, class OnTake, class OnFree>
+int scan_slots(const std::vector<Id>& stmts, const ir::Program& P, const std::vector<std::size_t>& last, Holds holds,
+               std::vector<int>& slot, OnTake on_take, OnFree on_free) {
+    slot.assign(P.size(), -1);
+    std::set<int> free;
+    int slots = 0;
+    auto give = [&](Id x) { free.insert(slot[x]), on_free(x); };
+    for (std::size_t k = 0; k < stmts.size(); ++k) {
+        const Id x = stmts[k];
+        const ir::Node& n = P.node(x);
+        if (holds(n.a) && last[n.a] == k) give(n.a);
+        if (n.b != n.a && holds(n.b) && last[n.b] == k) give(n.b);
+        if (!holds(x)) continue;
+        slot[x] = free.empty() ? slots++ : *free.begin();
+        free.erase(slot[x]);
+        on_take(x);
+        if (last[x] == k) give(x);
+    }
+    return slots;
+}
+
 /// Liveness over the emitted order: the last statement that reads each value (its own, when only
-/// its pivot test does; past the end for outputs). Then a linear scan gives each value the lowest
+/// its pivot test does; past the end for outputs). Then scan_slots gives each value the lowest
 /// free workspace slot, and counts the values the ordinary form keeps on the stack at once.
 void allocate(Layout& L, const ir::Program& P, const std::vector<int>& part) {
     const std::size_t end = L.stmts.size();
@@ -90,22 +117,15 @@ void allocate(Layout& L, const ir::Program& P, const std::vector<int>& part) {
     }
     for (Id o : L.kept())
         if (part[o] >= 0) last[o] = end;
-    L.slot.assign(P.size(), -1);
-    std::set<int> free;
     long locals = 0, shared = 0;  // locals never cross a part: at a part's end every one is dead
     std::vector<long> max_locals(L.parts, 0);
-    auto release = [&](Id x) { free.insert(L.slot[x]), locals -= !L.shared[x]; };
-    for (std::size_t k = 0; k < end; ++k) {
-        const Id x = L.stmts[k];
-        const ir::Node& n = P.node(x);
-        if (n.a >= 0 && part[n.a] >= 0 && last[n.a] == k) release(n.a);
-        if (n.b >= 0 && n.b != n.a && part[n.b] >= 0 && last[n.b] == k) release(n.b);
-        L.slot[x] = free.empty() ? L.slots++ : *free.begin();
-        free.erase(L.slot[x]);
-        if (L.shared[x]) ++shared;
-        else max_locals[part[x]] = std::max(max_locals[part[x]], ++locals);
-        if (last[x] == k) release(x);  // its pivot test reads it before the next statement writes
-    }
+    L.slots = scan_slots(
+        L.stmts, P, last, [&](Id o) { return o >= 0 && part[o] >= 0; }, L.slot,
+        [&](Id x) {
+            if (L.shared[x]) ++shared;
+            else max_locals[part[x]] = std::max(max_locals[part[x]], ++locals);
+        },
+        [&](Id x) { locals -= !L.shared[x]; });
     // the C++ compiler may inline every part into NAME_impl, each with its own spill slots: the
     // most locals live in each part, summed
     L.values = shared;
@@ -243,7 +263,7 @@ std::vector<std::vector<std::size_t>> lane_blocks(const Factorization& f) {
 
 std::size_t Layout::part_end(std::size_t p) const { return std::min(stmts.size(), part_begin(p) + per_part); }
 
-void share_work(Layout& L, const ir::Program& P) {
+void batch_memory(Layout& L, const ir::Program& P) {
     if (L.parts <= 1) return;
     const std::size_t end = L.stmts.size();
     // the outputs in place, each value where it is first written; the others copied there at the end
@@ -257,25 +277,14 @@ void share_work(Layout& L, const ir::Program& P) {
     std::vector<std::size_t> last(P.size(), 0);
     for (std::size_t k = 0; k < end; ++k) {
         const ir::Node& n = P.node(L.stmts[k]);
+        last[L.stmts[k]] = std::max(last[L.stmts[k]], k);
         for (Id o : {n.a, n.b})
             if (in_struct(o)) last[o] = is_trig(n) ? end : std::max(last[o], k);
     }
-    L.work_slot.assign(P.size(), -1);
-    std::set<int> free;
-    int slots = 0;
     long members = 0;
-    for (std::size_t k = 0; k < end; ++k) {
-        const Id x = L.stmts[k];
-        const ir::Node& n = P.node(x);
-        for (Id o : {n.a, n.b})
-            if (in_struct(o) && last[o] == k) free.insert(L.work_slot[o]);  // (a set: an operand read twice frees once)
-        if (!in_struct(x)) continue;
-        ++members;
-        if (free.empty()) L.work_slot[x] = slots++;
-        else L.work_slot[x] = *free.begin(), free.erase(free.begin());
-    }
-    L.work_values += slots - members - placed;
-    L.values += slots - members - placed;
+    L.work_slots = scan_slots(L.stmts, P, last, in_struct, L.work_slot, [&](Id) { ++members; }, [](Id) {});
+    L.work_values += L.work_slots - members - placed;
+    L.values += L.work_slots - members - placed;
 }
 
 Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector<Id>& jac, bool lanes, Order order) {
@@ -366,11 +375,11 @@ Layouts plan_layouts(const EmitInput& in) {
     Layout depth_first = plan_layout(in, in.name, {}, false, Order::depth_first);
     Layout program = plan_layout(in, in.name, {}, false, Order::program);
     const bool take = 4 * depth_first.values <= 3 * program.values;
-    if (in.batch) l.batch.push_back(depth_first), share_work(l.batch.back(), in.factorization->prog);
+    if (in.batch) l.batch.push_back(depth_first), batch_memory(l.batch.back(), in.factorization->prog);
     l.scalar.push_back(take ? std::move(depth_first) : std::move(program));  // (the lane variant of NAME_derivatives: emit.cpp)
     if (!in.factorization->jacobian.empty()) {
         l.scalar.push_back(plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, false, Order::depth_first));
-        if (in.batch) l.batch.push_back(l.scalar.back()), share_work(l.batch.back(), in.factorization->prog);
+        if (in.batch) l.batch.push_back(l.scalar.back()), batch_memory(l.batch.back(), in.factorization->prog);
         if (has_lanes(in)) l.lanes = plan_layout(in, in.name + "_derivatives", in.factorization->jacobian, true, Order::depth_first);
     }
     settle_workspace(in, l.scalar.front(), nullptr);

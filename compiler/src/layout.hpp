@@ -96,10 +96,11 @@ struct Layout {
     /// block is consecutive elements of `kept` where its values are not constants or staged before
     /// (the kernel then loads it from there: Form::lane_block).
     std::vector<ir::Id> lane_rhs;
-    /// Batch forms (share_work): node -> its element of the NAME_work struct's array `v`, reused
+    /// Batch forms (batch_memory): node -> its element of the NAME_work struct's array `v`, reused
     /// once the value is dead (-1: not there; empty: every value a member of its own, `t<id>`).
     std::vector<int> work_slot;
-    /// Batch forms in parts (share_work): node -> its entry of `out` (0 .. NOUT - 1), then of `jac`
+    int work_slots = 0;  ///< the elements of `v`: the most such values live at once
+    /// Batch forms in parts (batch_memory): node -> its entry of `out` (0 .. NOUT - 1), then of `jac`
     /// (NOUT + e), which the parts write in place, the first it fills (-1: none; empty: the
     /// outputs are staged in `kept` and copied at the end).
     std::vector<int> place;
@@ -184,7 +185,7 @@ Layout plan_layout(const EmitInput& in, const std::string& fn, const std::vector
 /// which at most 1,171 are live at once (docs/batch.md, "Work struct"). And each output is written
 /// in place, into the lanes of `out` or `jac` (place), instead of an array `kept` copied at the
 /// end. The scalar entry points keep one member each, and `kept`.
-void share_work(Layout& L, const ir::Program& P);
+void batch_memory(Layout& L, const ir::Program& P);
 
 /// NAME_derivatives with its columns in lanes, when the factorization has lane groups.
 bool has_lanes(const EmitInput& in);

@@ -103,7 +103,7 @@ std::string Form::functions() {
 
 std::string Form::name(Id x) const {
     if (!L.shared[x]) return fmt::format("t{}", x);
-    if (!L.place.empty() && L.place[x] >= 0) {
+    if (placed(x)) {
         const std::size_t e = static_cast<std::size_t>(L.place[x]);
         return e < L.out.size() ? fmt::format("w.out[{}]", e) : fmt::format("w.jac[{}]", e - L.out.size());
     }
@@ -112,6 +112,8 @@ std::string Form::name(Id x) const {
 }
 
 bool Form::staged(Id x) const { return staged_names() && L.stage[x] >= 0; }
+
+bool Form::placed(Id x) const { return !L.place.empty() && L.place[x] >= 0; }
 
 std::vector<Id> Form::unstaged(const std::vector<Id>& xs) const {
     std::vector<Id> r;
@@ -163,7 +165,7 @@ std::string Form::statement(std::size_t k) const {
 std::string Form::assign(Id x, const std::string& rhs) const {
     auto note = notes.find(x);
     std::string comment = note == notes.end() ? "" : note->second;
-    if (staged(x) || (!L.place.empty() && L.place[x] >= 0)) comment = fmt::format("t{}{}", x, comment.empty() ? "" : ": " + comment);  // (the node, as nelu analyze --dump ir names it)
+    if (staged(x) || placed(x)) comment = fmt::format("t{}{}", x, comment.empty() ? "" : ": " + comment);  // (the node, as nelu analyze --dump ir names it)
     return fmt::format("    {} = {};{}\n", declare(x), rhs, comment.empty() ? "" : "  // " + comment);
 }
 
@@ -582,8 +584,7 @@ std::string work_struct(const Layout& L) {
     if (L.parts <= 1) return "";
     std::string s = fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
     if (!L.work_slot.empty()) {
-        const int n = *std::max_element(L.work_slot.begin(), L.work_slot.end()) + 1;
-        if (n > 0) s += fmt::format("    T v[{}];  // each element holds one value after another (Layout::work_slot)\n", n);
+        if (L.work_slots > 0) s += fmt::format("    T v[{}];  // each element holds one value after another (Layout::work_slot)\n", L.work_slots);
     } else
         for (Id x : L.stmts)
             if (L.shared[x] && L.stage[x] < 0) s += fmt::format("    T t{};\n", x);

@@ -61,6 +61,8 @@ protected:
     virtual bool staged_names() const { return !L.staged.empty(); }
     /// Whether value x is named so.
     bool staged(ir::Id x) const;
+    /// x written in place into the lanes of out or jac (a batch form in parts: Layout::place).
+    bool placed(ir::Id x) const;
     /// xs without the values named so.
     std::vector<ir::Id> unstaged(const std::vector<ir::Id>& xs) const;
     /// How many of xs[k], xs[k + 1], ... are consecutive elements of `kept` from xs[k]'s on,
