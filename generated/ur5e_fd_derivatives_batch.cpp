@@ -6968,9 +6968,8 @@ M ur5e_fd_derivatives_derivatives_lanes_impl(const V* q, const V* qd, const V* i
     jac[320] = nelu::lanes::broadcast(T(2705.9022492812446));
     jac[323] = w.jac[316];
     // --- outputs and their Jacobian, every lane's; its status says whether they are finite
-    M fin = ~M{};
-    for (int e = 0; e < 6; ++e) fin &= nelu::lanes::finite(out[e]);
-    for (int e = 0; e < 324; ++e) fin &= nelu::lanes::finite(jac[e]);
+    M fin = nelu::lanes::all_finite<T>(out, 6);
+    fin &= nelu::lanes::all_finite<T>(jac, 324);
     return nelu::lanes::status(bad, fin);
 }
 

@@ -7,13 +7,53 @@
 // stored to an array, the loop kept a loop where it takes more than one pass) reaches every column
 // once, computes what scalar code computes for each, and reports a column that is not finite. The
 // table holds what was put, in every lane and bit for bit (-0 included), wherever its storage starts.
+// And the batch forms' finiteness test (all_finite) flags exactly the lanes with an infinity or a
+// NaN, on targets with and without lanes.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <utility>
 
 #include "nelu/lanes.hpp"
+
+namespace {
+
+/// all_finite over 0 to 9 entries: every lane finite with values whose sum would overflow, then
+/// each of +inf, -inf and NaN in each entry and lane in turn, which only that lane reports.
+template <class T>
+void check_all_finite() {
+    using V = nelu::lanes::Vec<T>;
+    constexpr int W = nelu::lanes::Lane<T>::W;
+    CAPTURE(sizeof(T));
+    const T big = std::numeric_limits<T>::max();
+    const std::array<T, 3> bad = {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN()};
+    for (int n = 0; n <= 9; ++n) {
+        CAPTURE(n);
+        std::array<V, 9> x{};
+        for (int e = 0; e < n; ++e)
+            for (int l = 0; l < W; ++l) nelu::lanes::set(x[e], l, e % 3 == 2 ? -T(0) : big);
+        const auto all = nelu::lanes::all_finite<T>(x.data(), n);
+        for (int l = 0; l < W; ++l) CHECK(nelu::lanes::get(all, l) != 0);
+        for (int e = 0; e < n; ++e)
+            for (int l = 0; l < W; ++l)
+                for (T b : bad) {
+                    const V keep = x[e];
+                    nelu::lanes::set(x[e], l, b);
+                    const auto m = nelu::lanes::all_finite<T>(x.data(), n);
+                    for (int k = 0; k < W; ++k) CHECK((nelu::lanes::get(m, k) != 0) == (k != l));
+                    x[e] = keep;
+                }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("lanes: all_finite flags exactly the lanes with an infinity or a NaN, however large the finite values") {
+    check_all_finite<double>();
+    check_all_finite<float>();
+}
 
 #if NELU_LANE_BYTES
 namespace {

@@ -174,9 +174,9 @@ std::string Form::outputs() const {
         const std::size_t no = L.out.size();
         std::string s = writes("out", L.out, [&](std::size_t k) { return L.place[L.out[k]] == static_cast<int>(k); });
         s += writes("jac", L.jac, [&](std::size_t k) { return L.place[L.jac[k]] == static_cast<int>(no + k); });
-        s += fmt::format("    // --- outputs{}, every lane's; its status says whether they are finite\n    M fin = ~M{{}};\n", outputs_named(L));
-        s += fmt::format("    for (int e = 0; e < {}; ++e) fin &= nelu::lanes::finite(out[e]);\n", no);
-        if (!L.jac.empty()) s += fmt::format("    for (int e = 0; e < {}; ++e) fin &= nelu::lanes::finite(jac[e]);\n", L.jac.size());
+        s += fmt::format("    // --- outputs{}, every lane's; its status says whether they are finite\n", outputs_named(L));
+        s += fmt::format("    M fin = nelu::lanes::all_finite<T>(out, {});\n", no);
+        if (!L.jac.empty()) s += fmt::format("    fin &= nelu::lanes::all_finite<T>(jac, {});\n", L.jac.size());
         return s + give_status();
     }
     std::vector<Id> values;  // each value once (a symmetric matrix repeats half of them); constants are finite

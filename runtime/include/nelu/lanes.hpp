@@ -343,6 +343,22 @@ inline M status(M small_pivot, M finite_outputs) noexcept {
     return (small_pivot & NELU_STATUS_SMALL_PIVOT) | (~small_pivot & ~finite_outputs & NELU_STATUS_NOT_FINITE);
 }
 
+/// Lanes where every x[e], e < n, is finite: x * 0 is +0 or -0 for a finite x and NaN for an
+/// infinity or a NaN, so a sum of them is 0 exactly when every term is finite (no overflow, whatever
+/// the values). Four sums, one test at the end: a multiply-add an entry where the compiler
+/// contracts them (else a multiply that reads x from memory, and an add), where a test per entry
+/// takes a load, a subtraction, a comparison and a mask (the batch forms' end: docs/batch.md). As
+/// std::isfinite, this needs IEEE arithmetic (-ffinite-math-only would fold it to true).
+template <class T>
+inline Mask<T> all_finite(const Vec<T>* x, int n) noexcept {
+    const Vec<T> zero{};
+    Vec<T> s0{}, s1{}, s2{}, s3{};
+    int e = 0;
+    for (; e + 4 <= n; e += 4) s0 += x[e] * zero, s1 += x[e + 1] * zero, s2 += x[e + 2] * zero, s3 += x[e + 3] * zero;
+    for (; e < n; ++e) s0 += x[e] * zero;
+    return finite((s0 + s1) + (s2 + s3));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The Jacobian's columns in lanes (nelu compile --derivatives, docs/derivatives.md "Columns in
 // lanes"): a kernel solves the N right-hand sides of a block at once. Its right-hand sides are an
@@ -527,6 +543,20 @@ inline void transpose(Vec<T>* r) noexcept {
 }
 #endif
 
+/// tile(k) for the W x W tiles of N values: k = 0, W, 2W, .. while a whole tile fits, then N - W
+/// when W does not divide N (overlapping the one before); with N < W, k = 0 alone. The whole tiles
+/// in a loop of their own, so that the compiler walks them with pointers: the clamp of the last
+/// tile inside the loop had cost nine integer instructions a tile, as many as the transpose's
+/// shuffles (the Mini Cheetah's point-feet Jacobian, 405 tiles a block: docs/batch.md).
+template <int W, int N, class Tile>
+inline void tiles(Tile tile) noexcept {
+    if constexpr (N >= W) {
+        for (int k = 0; k + W <= N; k += W) tile(k);
+        if constexpr (N % W != 0) tile(N - W);
+    } else
+        tile(0);
+}
+
 /// dst[k] <- lane l of dst[k] is row(l)[k], k = 0 .. N - 1: W rows of N values into N lanes. In
 /// W x W tiles transposed in registers where the target has vectors (the last tile overlapping the
 /// one before when W does not divide N; with N < W, one tile when `wide`, that is when reading W
@@ -536,8 +566,7 @@ inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) noexcept {
     constexpr int W = Lane<T>::W;
 #ifdef NELU_LANES_SHUFFLE
     if (N >= W || (wide && W > 1)) {
-        for (int k = 0;; k += W) {
-            if (N >= W && k > N - W) k = N - W;
+        auto tile = [&](int k) {
             Vec<T> r[W];
 #pragma GCC unroll 16
             for (int l = 0; l < W; ++l) std::memcpy(&r[l], row(l) + k, sizeof(Vec<T>));
@@ -545,8 +574,9 @@ inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) noexcept {
 #pragma GCC unroll 16
             for (int j = 0; j < W; ++j)
                 if (j < N) dst[k + j] = r[j];
-            if (k + W >= N) return;
-        }
+        };
+        tiles<W, N>(tile);
+        return;
     }
 #else
     (void)wide;
@@ -585,8 +615,7 @@ inline void store_block(T* dst, const Vec<T>* src, std::size_t i) noexcept {
     T* block = dst + i * N;
 #ifdef NELU_LANES_SHUFFLE
     if constexpr (W > 1) {
-        for (int k = 0;; k += W) {
-            if (N >= W && k > N - W) k = N - W;
+        auto tile = [&](int k) {
             Vec<T> r[W];
 #pragma GCC unroll 16
             for (int j = 0; j < W; ++j) r[j] = j < N ? src[k + j] : Vec<T>{};
@@ -594,8 +623,9 @@ inline void store_block(T* dst, const Vec<T>* src, std::size_t i) noexcept {
 #pragma GCC unroll 16
             for (int l = 0; l < W; ++l)
                 std::memcpy(block + static_cast<std::size_t>(l) * N + k, &r[l], N >= W || l * N + W <= W * N ? sizeof(Vec<T>) : N * sizeof(T));
-            if (k + W >= N) return;
-        }
+        };
+        tiles<W, N>(tile);
+        return;
     }
 #endif
     for (int l = 0; l < W; ++l) store<T, N>(block, src, static_cast<std::size_t>(l), l);
