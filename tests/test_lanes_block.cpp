@@ -7,8 +7,9 @@
 // stored to an array, the loop kept a loop where it takes more than one pass) reaches every column
 // once, computes what scalar code computes for each, and reports a column that is not finite. The
 // table holds what was put, in every lane and bit for bit (-0 included), wherever its storage starts.
-// And the batch forms' finiteness test (all_finite) flags exactly the lanes with an infinity or a
-// NaN, on targets with and without lanes.
+// And the finiteness tests at the solvers' ends (nelu::lanes::all_finite for the batch forms,
+// nelu::all_finite for the scalar solvers in parts) flag exactly the lanes, or the arrays, with an
+// infinity or a NaN, on targets with and without lanes.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -17,6 +18,7 @@
 #include <utility>
 
 #include "nelu/lanes.hpp"
+#include "nelu/outputs.hpp"
 
 namespace {
 
@@ -48,11 +50,40 @@ void check_all_finite() {
     }
 }
 
+/// nelu::all_finite over an array of N values (whole passes of the vector loop, and the scalar
+/// tail): true with values whose sum would overflow, false with +inf, -inf or NaN at any index.
+template <class T, std::size_t N>
+void check_array_finite() {
+    CAPTURE(N);
+    CAPTURE(sizeof(T));
+    T x[N];
+    for (std::size_t i = 0; i < N; ++i) x[i] = i % 3 == 2 ? -T(0) : (i % 2 ? -1 : 1) * std::numeric_limits<T>::max();
+    CHECK(nelu::all_finite(x));
+    const std::array<T, 3> bad = {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN()};
+    for (std::size_t i = 0; i < N; ++i)
+        for (T b : bad) {
+            const T keep = x[i];
+            x[i] = b;
+            CHECK_FALSE(nelu::all_finite(x));
+            x[i] = keep;
+        }
+}
+
+template <class T, std::size_t... N>
+void check_arrays_finite(std::index_sequence<N...>) {
+    (check_array_finite<T, N + 1>(), ...);
+}
+
 }  // namespace
 
 TEST_CASE("lanes: all_finite flags exactly the lanes with an infinity or a NaN, however large the finite values") {
     check_all_finite<double>();
     check_all_finite<float>();
+}
+
+TEST_CASE("outputs: all_finite of an array of 1 to 70 values is false exactly when one is infinite or NaN") {
+    check_arrays_finite<double>(std::make_index_sequence<70>());
+    check_arrays_finite<float>(std::make_index_sequence<70>());
 }
 
 #if NELU_LANE_BYTES
