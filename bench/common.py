@@ -1,7 +1,12 @@
 """common.py: what the benchmark's Python scripts (batch.py, large.py, scaling.py,
-derivatives_pinocchio.py, report.py) share: the repository's root, the robots and specs they time,
-running a command that must succeed, and reading a driver's output."""
+derivatives_pinocchio.py, contacts_pinocchio.py, report.py) share: the repository's root, the robots
+and specs they time, running a command that must succeed, building a generated source unless it was
+built before, and reading a driver's output."""
+import filecmp
+import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +49,40 @@ def run(cmd, cwd=None):
             script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
             raise SystemExit(f"{script}: FAILED ({p.returncode}): {' '.join(cmd)}")
     return Ran(stdout, wall, usage.ru_utime + usage.ru_stime)
+
+
+def runtime_digest():
+    """SHA-256 of the runtime headers (runtime/include), which every generated source includes."""
+    inc = os.path.join(ROOT, "runtime", "include")
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(inc):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            h.update(os.path.relpath(path, inc).encode() + b"\0")
+            with open(path, "rb") as f:
+                h.update(f.read() + b"\0")
+    return h.hexdigest()
+
+
+def build_cached(new_cpp, cpp, obj, stamp, cxx, flags, cwd):
+    """cxx FLAGS -std=c++17 -c of new_cpp, copied to cpp, into obj, unless cpp already holds the same
+    source and obj was built from it with the same flags against the same runtime headers (the stamp,
+    a JSON file beside it, records them: an object built against other headers is stale, and the
+    timings would be the old code's). Returns the stamp's record: build_s, build_cpu_s, flags, and
+    reused (True when nothing was built)."""
+    runtime = runtime_digest()
+    if os.path.exists(obj) and os.path.exists(stamp) and os.path.exists(cpp) and filecmp.cmp(new_cpp, cpp, shallow=False):
+        with open(stamp) as f:
+            rec = json.load(f)
+        if rec.get("flags") == flags and rec.pop("runtime", None) == runtime:
+            return dict(rec, reused=True)
+    shutil.copyfile(new_cpp, cpp)
+    built = run(cxx + flags + ["-std=c++17", "-I", os.path.join(ROOT, "runtime", "include"), "-c", cpp, "-o", obj], cwd=cwd)
+    rec = {"build_s": round(built.wall_s, 1), "build_cpu_s": round(built.cpu_s, 1), "flags": flags}
+    with open(stamp, "w") as f:
+        json.dump(dict(rec, runtime=runtime), f)
+    return dict(rec, reused=False)
 
 
 def key_values(text):

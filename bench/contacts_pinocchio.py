@@ -39,7 +39,6 @@ usage: contacts_pinocchio.py --nelu NELU --bench-dir BUILD/bench --out JSON [--c
 """
 import argparse
 import concurrent.futures
-import filecmp
 import json
 import os
 import platform
@@ -50,7 +49,7 @@ import sys
 import time
 from statistics import median
 
-from common import ROOT, arithmetic_ops, run
+from common import ROOT, arithmetic_ops, build_cached, run
 
 QUAD = "robots/quadruped_minicheetah.urdf"
 HUMANOID = "robots/humanoid_winter.urdf"
@@ -233,24 +232,13 @@ def stage(c, name, work):
 
 
 def build_object(c, name, flags, work, cxx, staged=False):
-    """g++ FLAGS -c of work/CASE/new/NAME.cpp into work/CASE/, unless the same .cpp was built with the same flags before.
+    """g++ FLAGS -c of work/CASE/new/NAME.cpp into work/CASE/, unless it was built before (common.build_cached).
     staged: stage() was called for every object of the case before any was built (NAME_batch.cpp includes NAME.hpp)."""
     d = os.path.join(work, c["name"])
-    new_cpp, cpp, obj, stamp = (os.path.join(d, "new", name + ".cpp"), os.path.join(d, name + ".cpp"),
-                                os.path.join(d, name + ".o"), os.path.join(d, name + ".build.json"))
     if not staged:
         stage(c, name, work)
-    if os.path.exists(obj) and os.path.exists(stamp) and os.path.exists(cpp) and filecmp.cmp(new_cpp, cpp, shallow=False):
-        with open(stamp) as f:
-            rec = json.load(f)
-        if rec.get("flags") == flags:
-            return dict(rec, reused=True)
-    shutil.copyfile(new_cpp, cpp)
-    built = run(cxx + flags + ["-std=c++17", "-I", os.path.join(ROOT, "runtime", "include"), "-c", cpp, "-o", obj], cwd=d)
-    rec = {"build_s": round(built.wall_s, 1), "build_cpu_s": round(built.cpu_s, 1), "flags": flags}
-    with open(stamp, "w") as f:
-        json.dump(rec, f)
-    return dict(rec, reused=False)
+    return build_cached(os.path.join(d, "new", name + ".cpp"), os.path.join(d, name + ".cpp"), os.path.join(d, name + ".o"),
+                        os.path.join(d, name + ".build.json"), cxx, flags, d)
 
 
 def cpu_model():

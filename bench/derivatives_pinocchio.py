@@ -31,7 +31,6 @@ usage: derivatives_pinocchio.py --nelu NELU --bench-dir BUILD/bench --out JSON
 """
 import argparse
 import concurrent.futures
-import filecmp
 import json
 import os
 import re
@@ -41,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from common import ROOT, SHARED_ROBOTS, ZERO_FX_SPECS, arithmetic_ops, run
+from common import ROOT, SHARED_ROBOTS, ZERO_FX_SPECS, arithmetic_ops, build_cached, run
 
 # (row name, URDF file, floating base, extra nelu flags, robot class); SHARED/ is --shared-robots
 ROWS = [
@@ -77,22 +76,13 @@ def compile_solver(nelu, row, problem, work):
 
 
 def build_object(row, problem, work, cxx):
-    """g++ -O2 -c of work/ROW/new/nelu_P.cpp into work/ROW/, unless the same .cpp was built before."""
+    """g++ -O2 -c of work/ROW/new/nelu_P.cpp into work/ROW/, unless it was built before (common.build_cached)."""
     d = os.path.join(work, row[0])
     base = f"nelu_{problem}"
-    new_cpp, cpp, obj, stamp = (os.path.join(d, "new", base + ".cpp"), os.path.join(d, base + ".cpp"),
-                                os.path.join(d, base + ".o"), os.path.join(d, base + ".build.json"))
     for ext in (".hpp", ".json"):
         shutil.copyfile(os.path.join(d, "new", base + ext), os.path.join(d, base + ext))
-    if os.path.exists(obj) and os.path.exists(stamp) and os.path.exists(cpp) and filecmp.cmp(new_cpp, cpp, shallow=False):
-        with open(stamp) as f:
-            return dict(json.load(f), reused=True)
-    shutil.copyfile(new_cpp, cpp)
-    built = run(cxx + ["-O2", "-std=c++17", "-I", os.path.join(ROOT, "runtime", "include"), "-c", cpp, "-o", obj], cwd=d)
-    rec = {"build_s": round(built.wall_s, 1), "build_cpu_s": round(built.cpu_s, 1)}
-    with open(stamp, "w") as f:
-        json.dump(rec, f)
-    return dict(rec, reused=False)
+    return build_cached(os.path.join(d, "new", base + ".cpp"), os.path.join(d, base + ".cpp"), os.path.join(d, base + ".o"),
+                        os.path.join(d, base + ".build.json"), cxx, ["-O2"], d)
 
 
 def main():
