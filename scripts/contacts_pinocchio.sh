@@ -20,8 +20,9 @@
 #   bash scripts/contacts_pinocchio.sh --report   only rewrite docs/bench.md from the JSON file
 #
 # The run exits 1 when nelu disagrees with Pinocchio on any case (the JSON file marks the case).
-# Generated sources identical to those of an earlier run are not compiled again
-# (BUILD/bench/contacts_pinocchio/); the humanoid's derivative solvers are the longest builds.
+# Generated sources identical to those of an earlier run, with the same flags and runtime headers,
+# are not compiled again (BUILD/bench/contacts_pinocchio/, bench/common.py build_cached); the
+# humanoid's derivative solvers are the longest builds.
 # About 25 minutes on two cores from scratch.
 #
 # Environment:

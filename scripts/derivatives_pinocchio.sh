@@ -15,8 +15,9 @@
 #   bash scripts/derivatives_pinocchio.sh --report   only rewrite the tables from the JSON file
 #
 # It takes whatever `nelu compile --derivatives` emits: rerun it after a change of the derivative
-# programs. Generated sources identical to those of an earlier run are not compiled again
-# (BUILD/bench/derivatives_pinocchio/). The floating humanoids' fd derivative solvers are the
+# programs. Generated sources identical to those of an earlier run, with the same runtime headers,
+# are not compiled again (BUILD/bench/derivatives_pinocchio/, bench/common.py build_cached). The
+# floating humanoids' fd derivative solvers are the
 # longest builds (minutes of g++ -O2 each, started first).
 #
 # Environment:
