@@ -3,6 +3,7 @@ derivatives_pinocchio.py, contacts_pinocchio.py, report.py) share: the repositor
 and specs they time, running a command that must succeed, building a generated source unless it was
 built before, and reading a driver's output."""
 import filecmp
+import functools
 import hashlib
 import json
 import os
@@ -51,8 +52,10 @@ def run(cmd, cwd=None):
     return Ran(stdout, wall, usage.ru_utime + usage.ru_stime)
 
 
+@functools.lru_cache(maxsize=None)
 def runtime_digest():
-    """SHA-256 of the runtime headers (runtime/include), which every generated source includes."""
+    """SHA-256 of the runtime headers (runtime/include), which every generated source includes: read
+    once per run, not once per object."""
     inc = os.path.join(ROOT, "runtime", "include")
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(inc):
