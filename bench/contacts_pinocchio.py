@@ -35,6 +35,8 @@ checked on --states states, nothing timed, no JSON; exit 1 on a disagreement.
 usage: contacts_pinocchio.py --nelu NELU --bench-dir BUILD/bench --out JSON [--cases REGEX] [--jobs N]
                              [--work DIR] [--rounds R] [--copies K] [--states N]
        contacts_pinocchio.py --nelu NELU --bench-dir BUILD/bench --check-only [--states N]
+       contacts_pinocchio.py --nelu NELU --bench-dir BUILD/bench --oracle DIR [--oracle-states K]
+                             (tests/oracle/contacts: scripts/contact_oracle.sh)
        contacts_pinocchio.py --report JSON       (prints docs/bench.md's section)
 """
 import argparse
@@ -267,13 +269,15 @@ def main():
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--cxx-flags", default="-O1", help="with --check-only: the generated code's flags")
     ap.add_argument("--report", help="print docs/bench.md's section from this JSON file")
+    ap.add_argument("--oracle", help="write the oracle files of tests/test_oracle.cpp into this directory (ORACLE cases)")
+    ap.add_argument("--oracle-states", type=int, default=3)
     args = ap.parse_args()
     if args.report:
         with open(args.report) as f:
             print(section(json.load(f)))
         return
-    if not args.nelu or not args.bench_dir or not (args.out or args.check_only):
-        ap.error("--nelu, --bench-dir and --out (or --check-only) are required")
+    if not args.nelu or not args.bench_dir or not (args.out or args.check_only or args.oracle):
+        ap.error("--nelu, --bench-dir and --out (or --check-only, or --oracle) are required")
     args.nelu = os.path.abspath(args.nelu)
     link_file = os.path.join(args.bench_dir, "contacts_pinocchio_link.txt")
     if not os.path.exists(link_file):
@@ -284,6 +288,9 @@ def main():
     cxx = args.cxx.split()
     if args.check_only:
         check_only(args, link, cxx)
+        return
+    if args.oracle:
+        write_oracle(args, link, cxx)
         return
     work = os.path.abspath(args.work or os.path.join(args.bench_dir, "contacts_pinocchio"))
     cases = [c for c in CASES if not args.cases or re.fullmatch(args.cases, c["name"])]
@@ -439,6 +446,50 @@ def check_only(args, link, cxx):
     if failed:
         raise SystemExit(f"contacts_pinocchio: nelu's generated contact solvers disagree with Pinocchio on {', '.join(failed)}")
     print(f"check contacts (generated): {len(cases)} cases agree with Pinocchio 3.7")
+
+
+# the oracle files of tests/test_oracle.cpp (--oracle DIR): every contact kind, frame, gain and the
+# impulse once (the SMOKE cases), and the plain LOCAL cases of the two legged robots
+ORACLE = SMOKE + [c for c in CASES if c["name"] in ("minicheetah_points_local", "humanoid_impulse_local")]
+
+
+def write_oracle(args, link, cxx):
+    """Pinocchio's values and derivatives at a few regular states of each ORACLE case, in nelu's slots
+    (the driver's --oracle), with the case's problem spec, into DIR/CASE.json."""
+    import tempfile
+    os.makedirs(args.oracle, exist_ok=True)
+    cases = [c for c in ORACLE if not args.cases or re.fullmatch(args.cases, c["name"])]
+    with tempfile.TemporaryDirectory(prefix="nelu-contact-oracle-") as work:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            list(pool.map(lambda c: compile_solver(args.nelu, c, "nelu_c", work, False), cases))
+            list(pool.map(lambda c: build_object(c, "nelu_c", ["-O1"], work, cxx), cases))
+        for c in cases:
+            d = os.path.join(work, c["name"])
+            with open(os.path.join(d, "case.json"), "w") as f:
+                json.dump(case_json(c, os.path.join(d, "nelu_c.json")), f, indent=1)
+            exe = os.path.join(d, "driver")
+            run([cxx[0], "-o", exe, os.path.join(d, "nelu_c.o")] + link)
+            raw = os.path.join(d, "oracle.json")
+            run([exe, os.path.join(d, "case.json"), "--check-only", "--states", "16", "--oracle", raw,
+                 "--oracle-states", str(args.oracle_states)])
+            with open(raw) as f:
+                o = json.load(f)
+            head = {"generator": "bench/contacts_pinocchio.py --oracle (Pinocchio 3.7.0: constraintDynamics, impulseDynamics, "
+                                 "computeConstraintDynamicsDerivatives, computeImpulseDynamicsDerivatives)",
+                    "case": c["name"], "label": c["label"], "urdf": c["urdf"], "spec": spec_yaml(c)}
+            head.update({k: o[k] for k in ("problem", "nq", "nv", "nin", "nout", "njac", "difference_tolerance", "differences")})
+            lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()] + [' "states": [']
+            for i, st in enumerate(o["states"]):
+                lines.append("  {" + ", ".join(f"{json.dumps(k)}: {json.dumps(st[k])}" for k in ("q", "qd", "in", "out")) + ', "jac": [')
+                lines += ["   " + json.dumps(row) + ("," if r + 1 < len(st["jac"]) else "") for r, row in enumerate(st["jac"])]
+                lines.append("  ]}" + ("," if i + 1 < len(o["states"]) else ""))
+            lines += [" ]", "}"]
+            out = os.path.join(args.oracle, c["name"] + ".json")
+            with open(out + ".tmp", "w") as f:
+                f.write("\n".join(lines) + "\n")
+            os.replace(out + ".tmp", out)
+            print(f"contact oracle: {out}: {len(o['states'])} states, {len(o['differences'])} blocks of Pinocchio's analytic "
+                  "derivatives replaced by central differences of its values")
 
 
 # ------------------------------------------------------------------------------------------------

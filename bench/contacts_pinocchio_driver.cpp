@@ -14,7 +14,10 @@
 // (all but nelu_c are weak: a binary without them checks and times what it has).
 //
 //   nelu_contacts_pinocchio CASE.json [--states N] [--rounds R] [--check-only] [--json OUT]
-//                           [--caba-mu MU] [--caba-iterations K] [--min-pivot P]
+//                           [--caba-mu MU] [--caba-iterations K] [--min-pivot P] [--oracle OUT [--oracle-states K]]
+//
+// --oracle OUT writes Pinocchio's values and derivatives at the first K (3) checked states in
+// nelu's slots, for tests/test_oracle.cpp (oracle_json below; scripts/contact_oracle.sh).
 //
 // CASE.json (written by contacts_pinocchio.py): the URDF, floating base, problem (fd or impulse),
 // restitution, the contacts as the spec gives them (name, link, type point or 6d, frame local or
@@ -135,6 +138,8 @@ constexpr double kPeerTolerance = 1e-6;
 // kDifferenceTolerance of central differences of Pinocchio's values and Pinocchio's beyond kPinocchioWrong
 constexpr double kDifferenceTolerance = 1e-5;
 constexpr double kPinocchioWrong = 1e-3;
+// the oracle files' tolerance for the blocks given as central differences (oracle_json)
+constexpr double kOracleDifferenceTolerance = 1e-7;
 
 json read_json(const std::string& path) {
     std::ifstream in(path);
@@ -744,9 +749,72 @@ Errors check(const Case& c, std::vector<State>& states, Peers& peers) {
     return err;
 }
 
+/// The oracle file (`--oracle OUT`): Pinocchio's values and derivatives at the first `count` checked
+/// states, in nelu's slots (q, qd, in as nelu's entry points take them; out and jac as they return
+/// them, jac row-major NOUT x NJAC with NJAC = 2 nv + n_in), for tests/test_oracle.cpp. A Jacobian
+/// entry is null where Pinocchio has no derivative (a Baumgarte reference's column, the inputs of
+/// an impulse). A block of Pinocchio's analytic derivatives that disagrees with five-point central
+/// differences of its own values beyond kDifferenceTolerance at a state (Pinocchio 3.7.0's
+/// LOCAL_WORLD_ALIGNED derivatives with Baumgarte gains: docs/contacts.md) is written as those
+/// differences, and listed under "differences" with its rows and columns, to be compared at
+/// kOracleDifferenceTolerance (their error, O(h^4) and about eps / h, is far below it: nelu's
+/// derivatives meet them to 6e-10). Nothing of nelu's solvers enters the numbers written: nelu_c only chose
+/// the states (regular ones).
+json oracle_json(const Case& c, const std::vector<State>& states, int count) {
+    Pinocchio p(c);
+    const int nv = c.nv, njac = 2 * nv + c.nin;
+    std::vector<int> x_rows, l_rows;
+    for (int k = 0; k < c.nout; ++k) (c.out_v[k] >= 0 ? x_rows : l_rows).push_back(k);
+    json out_states = json::array(), differenced = json::array();
+    for (int n = 0; n < count && n < static_cast<int>(states.size()); ++n) {
+        const State& s = states[static_cast<std::size_t>(n)];
+        PinResult r = p.solve(s, true);
+        // each block checked against Pinocchio's own central differences, and replaced by them where it disagrees
+        for (const char w : {'q', 'v', 't'}) {
+            if (w == 't' && c.impulse) continue;
+            const auto [fx, fl] = central_differences(c, s, w);
+            for (const bool contact : {false, true}) {
+                Eigen::MatrixXd& block = w == 'q' ? (contact ? r.dl_dq : r.dx_dq) : w == 'v' ? (contact ? r.dl_dv : r.dx_dv) : (contact ? r.dl_dtau : r.dx_dtau);
+                const Eigen::MatrixXd& fd = contact ? fl : fx;
+                const double e = scaled_error(block, fd);
+                if (e <= kDifferenceTolerance) continue;
+                block = fd;
+                const int b = w == 'q' ? 0 : w == 'v' ? nv : 2 * nv, end = w == 't' ? njac : b + nv;
+                differenced.push_back({{"state", n},
+                                       {"block", std::string(contact ? "dlambda/d" : "dx/d") + (w == 't' ? "tau" : std::string(1, w))},
+                                       {"rows", contact ? l_rows : x_rows},
+                                       {"cols", {b, end}},
+                                       {"analytic_vs_differences", e}});
+            }
+        }
+        json out = json::array(), jac = json::array();
+        for (int k = 0; k < c.nout; ++k) {
+            const bool x = c.out_v[k] >= 0;
+            const int row = x ? c.out_v[k] : c.out_c[k];
+            out.push_back(x ? r.x[row] : r.lambda[row]);
+            json jrow = json::array();
+            for (int col = 0; col < njac; ++col) {
+                json v = nullptr;
+                if (col < nv) v = x ? r.dx_dq(row, c.v_to_pin[col]) : r.dl_dq(row, c.v_to_pin[col]);
+                else if (col < 2 * nv) v = x ? r.dx_dv(row, c.v_to_pin[col - nv]) : r.dl_dv(row, c.v_to_pin[col - nv]);
+                else if (!c.impulse && c.tau_in[col - 2 * nv] >= 0) {
+                    const int pc = c.tau_in[col - 2 * nv];
+                    v = x ? r.dx_dtau(row, pc) : r.dl_dtau(row, pc);
+                }
+                jrow.push_back(v);
+            }
+            jac.push_back(jrow);
+        }
+        out_states.push_back({{"q", s.q}, {"qd", s.qd}, {"in", std::vector<double>(s.in.begin(), s.in.begin() + c.nin)}, {"out", out}, {"jac", jac}});
+    }
+    return {{"case", c.name}, {"problem", c.problem}, {"nq", c.nq},         {"nv", c.nv},
+            {"nin", c.nin},   {"nout", c.nout},       {"njac", njac},       {"difference_tolerance", kOracleDifferenceTolerance},
+            {"differences", differenced}, {"states", out_states}};
+}
+
 int run(int argc, char** argv) {
-    std::string case_path, json_out;
-    int rounds = 21, count = 50;
+    std::string case_path, json_out, oracle_out;
+    int rounds = 21, count = 50, oracle_states = 3;
     double min_pivot = 1e-5;
     bool check_only = false;
     Peers peers;
@@ -759,10 +827,12 @@ int run(int argc, char** argv) {
         else if (a == "--caba-iterations" && i + 1 < argc) peers.caba_iterations = std::max(1, std::atoi(argv[++i]));
         else if (a == "--min-pivot" && i + 1 < argc) min_pivot = std::atof(argv[++i]);
         else if (a == "--check-only") check_only = true;
+        else if (a == "--oracle" && i + 1 < argc) oracle_out = argv[++i];
+        else if (a == "--oracle-states" && i + 1 < argc) oracle_states = std::max(1, std::atoi(argv[++i]));
         else if (case_path.empty() && a[0] != '-') case_path = a;
         else {
             std::fprintf(stderr, "usage: %s CASE.json [--states N] [--rounds R] [--check-only] [--json OUT] [--caba-mu MU] [--caba-iterations K] "
-                         "[--min-pivot P]\n",
+                         "[--min-pivot P] [--oracle OUT [--oracle-states K]]\n",
                          argv[0]);
             return 2;
         }
@@ -871,6 +941,11 @@ int run(int argc, char** argv) {
             result[keys[k]] = per_knot ? ns[k] / kKnots : ns[k];
             std::printf("%s %.1f%s\n", keys[k].c_str(), per_knot ? ns[k] / kKnots : ns[k], per_knot ? " (per knot)" : "");
         }
+    }
+    if (!oracle_out.empty()) {
+        std::ofstream f(oracle_out);
+        f << oracle_json(c, states, oracle_states).dump() << "\n";
+        if (!f) throw std::runtime_error("cannot write " + oracle_out);
     }
     if (!json_out.empty()) {
         std::ofstream f(json_out);
