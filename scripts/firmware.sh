@@ -22,6 +22,9 @@
 #            (libm included); instructions: one call on state 0, counted in QEMU's execution trace
 #            with one instruction per translation block (-singlestep -d exec,nochain); for a
 #            batch form, per state of a call of 8 states
+#   derivatives  ROBOT_fdj, fd --derivatives (double): NAME_derivatives with its Jacobian's columns in
+#            NEON lanes on aarch64 and column by column on the Cortex-M7, every state's out and jac
+#            against the host's (SSE2 lanes) to 1e-12 (scripts/firmware/jac_driver.cpp)
 #   also     builds examples/firmware with its Makefile and runs it on the Cortex-M7
 # Exits 1 on any mismatch or failed build or run, 2 on a missing tool or a bad argument.
 #   NELU, NELU_BUILD_DIR  the nelu used (scripts/lib.sh)
@@ -173,6 +176,37 @@ for t in cortex-m7 cortex-m4; do
 done
 target aarch64 "$work/src" aarch64-linux-gnu-g++ aarch64-linux-gnu-nm -march=armv8-a -- -static -- qemu-aarch64
 
+# --- a derivative solver (fd --derivatives): its Jacobian's columns in NEON lanes on aarch64 and column
+# by column on the Cortex-M7 (no lanes: the #else program), every state's out and jac against the
+# host's (SSE2 lanes), scripts/firmware/jac_driver.cpp
+echo "== derivatives: $base fd --derivatives on aarch64 and cortex-m7" | tee -a "$log"
+jn="${base}_fdj" jdir="$work/jac"
+mkdir -p "$jdir"/{src,host,aarch64,cortex-m7}
+# shellcheck disable=SC2086  # fb is one word or none
+run "$nelu" compile "$robot" --problem fd $fb --derivatives --name "$jn" -o "$jdir/src"
+jac_rows="$jdir/rows.md"
+: >"$jac_rows"
+jac_target() {  # jac_target NAME CXX CPU_FLAGS... -- LINK_FLAGS... -- RUN_COMMAND...
+  local tname="$1" cxx="$2" cpu=() lnk=() runner=() out="$jdir/$1"
+  shift 2
+  while [ "$1" != "--" ]; do cpu+=("$1"); shift; done; shift
+  while [ "$1" != "--" ]; do lnk+=("$1"); shift; done; shift
+  runner=("$@")
+  run "$cxx" "${common[@]}" "${cpu[@]}" -c "$jdir/src/$jn.cpp" -o "$out/$jn.o"
+  run "$cxx" "${common[@]}" "${cpu[@]}" "${driver_flags[@]}" -include "$jdir/src/$jn.hpp" -DFW_JAC="$jn" -c scripts/firmware/jac_driver.cpp -o "$out/driver.o"
+  run "$cxx" "${cpu[@]}" "$out/driver.o" "$out/$jn.o" "${lnk[@]}" -o "$out/jac.elf"
+  timeout 600 "${runner[@]}" "$out/jac.elf" >"$out/out.txt" 2>>"$log" || fail "$tname: the derivative driver did not run to its end"
+}
+jac_target host g++ -- -- env
+for t in aarch64 cortex-m7; do
+  case $t in
+    aarch64) jac_target aarch64 aarch64-linux-gnu-g++ -march=armv8-a -- -static -- qemu-aarch64; lanes=16 ;;
+    cortex-m7) jac_target cortex-m7 arm-none-eabi-g++ -mcpu=cortex-m7 -mfpu=fpv5-d16 -mfloat-abi=hard -mthumb -- "$work/cortex-m7/startup.o" "${m_link[@]}" -- \
+                 "${qemu_m[0]}" -M mps2-an500 "${qemu_m[@]:1}" -kernel; lanes=0 ;;
+  esac
+  "$fwtool" jac "$jdir/host/out.txt" "$jdir/$t/out.txt" "$t" "$lanes" 1e-12 >>"$jac_rows" || status=1
+done
+
 # --- examples/firmware, built with its own Makefile and run on the Cortex-M7
 echo "== examples/firmware" | tee -a "$log"
 run make -C examples/firmware BUILD="$work/example" NELU="$nelu" URDF="$robot" >>"$log" 2>&1
@@ -187,6 +221,12 @@ echo
 echo "| target | entry point | code (B) | stack estimate (B) | static stack (B) | measured stack (B) | instructions/call | states | max rel. error | result |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
 cat "$rows"
+echo
+echo "$base: a derivative solver (fd --derivatives: out and jac) on two targets, 100 states each, compared with the host (SSE2 lanes)"
+echo
+echo "| target | entry point | Jacobian's columns in lanes | states | max rel. error | result |"
+echo "|---|---|---|---:|---:|---|"
+cat "$jac_rows"
 if [ "$status" -ne 0 ]; then
   echo "firmware: FAILED: an output differs from the host's beyond its tolerance, or a status differs (rows above)" >&2
   exit 1

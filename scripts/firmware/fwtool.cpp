@@ -9,6 +9,11 @@
 //   compare HOST TARGET NAME COUNTS STATIC SIZES ESTIMATES TOL_D TOL_F
 //                                 every output of TARGET against HOST; prints the table rows of NAME;
 //                                 exit 1 on any mismatch or missing output
+//   jac HOST TARGET NAME LANE_BYTES TOL
+//                                 a derivative solver's out and jac (jac_driver.cpp) on TARGET against
+//                                 HOST, state by state: max |target - host| / max(1, max |host|) over
+//                                 out and jac; prints a table row; exit 1 on a mismatch, a missing
+//                                 state, or lanes other than LANE_BYTES on the target
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -220,6 +225,65 @@ int compare(char** argv) {
     return bad ? 1 : 0;
 }
 
+/// jac_driver.cpp's "J state status hex..." lines, by state
+std::map<int, std::vector<std::string>> jac_rows(const std::string& file, std::string& name, int& lane_bytes, bool& ended) {
+    std::map<int, std::vector<std::string>> rows;
+    ended = false;
+    lane_bytes = -1;
+    for (const std::string& l : lines(file)) {
+        std::istringstream s(l);
+        std::string tag;
+        s >> tag;
+        if (tag == "N") {
+            int nout = 0, njac = 0;
+            s >> name >> nout >> njac >> lane_bytes;
+        }
+        if (tag == "E") ended = true;
+        if (tag != "J") continue;
+        int k = -1;
+        s >> k;
+        std::vector<std::string>& r = rows[k];
+        for (std::string w; s >> w;) r.push_back(w);  // status, then the values
+    }
+    return rows;
+}
+
+int jac(char** argv) {
+    std::string host_name, target_name;
+    bool host_ended = false, target_ended = false;
+    int host_lanes = -1, target_lanes = -1;
+    const auto host = jac_rows(argv[2], host_name, host_lanes, host_ended), target = jac_rows(argv[3], target_name, target_lanes, target_ended);
+    const std::string name = argv[4];
+    const int expected_lanes = std::atoi(argv[5]);  // the lane bytes the target must build with
+    const double tol = std::atof(argv[6]);
+    double worst = 0;
+    int states = 0, status_mismatch = 0;
+    for (const auto& [k, h] : host) {
+        if (!target.count(k)) continue;
+        const std::vector<std::string>& t = target.at(k);
+        if (t.empty() || t.size() != h.size() || t[0] != h[0]) {
+            ++status_mismatch;
+            continue;
+        }
+        double diff = 0, scale = 1;
+        for (std::size_t i = 1; i < t.size(); ++i) {
+            const double a = value(t[i], false), b = value(h[i], false);
+            diff = std::max(diff, std::isfinite(a) ? std::fabs(a - b) : INFINITY);
+            scale = std::max(scale, std::fabs(b));
+        }
+        worst = std::max(worst, diff / scale);
+        ++states;
+    }
+    const bool ok = host_ended && target_ended && host.size() == 100 && states == 100 && status_mismatch == 0 && worst <= tol &&
+                    target_lanes == expected_lanes;
+    const std::string lanes = target_lanes > 0 ? std::to_string(target_lanes / 8) + " columns of double per instruction (" +
+                                                     std::to_string(target_lanes) + "-byte vectors)"
+                                               : "none: column by column";
+    std::printf("| %s | %s_derivatives | %s | %d | %.1e | %s |\n", name.c_str(), host_name.c_str(), lanes.c_str(), states, worst,
+                ok ? "ok" : target_lanes != expected_lanes ? "FAIL (lanes)" : status_mismatch ? "FAIL (status)" : "FAIL");
+    return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,6 +292,7 @@ int main(int argc, char** argv) {
     if (cmd == "static" && argc >= 3) return static_stack(argc, argv);
     if (cmd == "count" && argc == 4) return count(argv);
     if (cmd == "compare" && argc == 11) return compare(argv);
-    std::fprintf(stderr, "usage: fwtool sizes|static|count|compare ... (see fwtool.cpp)\n");
+    if (cmd == "jac" && argc == 7) return jac(argv);
+    std::fprintf(stderr, "usage: fwtool sizes|static|count|compare|jac ... (see fwtool.cpp)\n");
     return 2;
 }
