@@ -27,8 +27,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -627,14 +630,42 @@ TEST_CASE("contacts: each lane kernel reads only its own rows' inputs (the human
     CHECK(d.max_error < kDerivativeTolerance);
 }
 
-TEST_CASE("contacts: two 6-D contacts on one foot: exit 1 naming both contacts' forces and suggesting damping") {
+TEST_CASE("contacts: two 6-D contacts on one foot: exit 1 naming both contacts and their forces and suggesting damping") {
     const nelu::test::CliResult r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", source_dir() + "/robots/humanoid_winter.urdf",
                                                          source_dir() + "/tests/fixtures/contacts/redundant_soles.yaml", (scratch() / "out").string()));
     INFO(r.err);
     CHECK(r.exit_code == nelu::kExitIllPosed);
-    for (const char* part : {"ill-posed", "lambda[heel].nx", "lambda[heel].fz", "lambda[toe].nx", "lambda[toe].fz", "'damping: MU'"})
+    for (const char* part : {"ill-posed", "lambda[heel].nx", "lambda[heel].fz", "lambda[toe].nx", "lambda[toe].fz", "dependent contacts: 'heel', 'toe'",
+                             "'damping: MU'"})
         CHECK(r.err.find(part) != std::string::npos);
     CHECK(!fs::exists(scratch() / "out"));
+}
+
+// Issue 27, item 4: `nelu analyze` reports what each candidate order costs on a contact problem,
+// the tree-aware contact orders among them, and picks the cheapest of those it accepts.
+TEST_CASE("contacts: nelu analyze lists the candidate orders of a contact problem with their costs and picks the cheapest") {
+    const nelu::test::CliResult r = run_nelu(fmt::format("analyze '{}' --problem '{}' --verify 2 --validate 1000", source_dir() + "/robots/quadruped_minicheetah.urdf",
+                                                         source_dir() + "/robots/specs/minicheetah_point_feet.yaml"));
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    std::map<std::string, long> ops;  // accepted candidates
+    std::istringstream lines(r.out);
+    std::string winner;
+    long winner_ops = -1;
+    for (std::string l; std::getline(lines, l);) {
+        std::smatch m;
+        if (std::regex_search(l, m, std::regex("^  candidate (\\S+) +ops +([0-9]+) fill +[0-9]+$"))) ops[m[1]] = std::stol(m[2]);
+        if (std::regex_search(l, m, std::regex("^  ordering (\\S+): .*\\(total ([0-9]+)\\)$"))) winner = m[1], winner_ops = std::stol(m[2]);
+    }
+    // the tree orders with the contacts' rows paired to their forces (order.cpp tree_contact), with
+    // and without the symmetric elimination, and the generic ones
+    for (const char* name : {"tree-contact", "tree-contact/symmetric", "tree-lu", "const-first"}) CHECK(ops.count(name) == 1);
+    REQUIRE(ops.count(winner) == 1);
+    long best = ops.begin()->second;
+    for (const auto& [name, n] : ops) best = std::min(best, n);
+    CHECK(ops[winner] == best);
+    CHECK(winner_ops == best);
+    CHECK(winner.rfind("tree-contact", 0) == 0);
 }
 
 // Redundant contacts made unique by Pinocchio's damping: the damped KKT system is well posed but

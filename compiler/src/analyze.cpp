@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include <btf.h>
 #include <fmt/format.h>
@@ -135,6 +136,20 @@ std::vector<int> null_space_columns(const Eigen::MatrixXd& D) {
     return out;
 }
 
+/// The contacts whose forces are among `cols` (by name, in spec order), as a line of the diagnosis:
+/// the set the user has to change ("" when none is).
+std::string contacts_involved(const System& sys, const std::vector<int>& cols) {
+    const std::set<int> in(cols.begin(), cols.end());
+    std::string s;
+    for (const ContactBlock& k : sys.contacts) {
+        if (std::none_of(k.force.begin(), k.force.end(), [&](int c) { return in.count(c) > 0; })) continue;
+        const std::string& label = sys.cols[k.force.front()].label;  // lambda[NAME].fx
+        const std::size_t a = label.find('['), b = label.find(']');
+        s += (s.empty() ? "\n  dependent contacts: '" : ", '") + label.substr(a + 1, b - a - 1) + "'";
+    }
+    return s;
+}
+
 /// `special`: the loss of rank is at a special configuration only (allowed by the spec), where
 /// what is not determined is a property of the configuration, not something to add to the spec.
 std::string undetermined_message(const System& sys, const std::vector<int>& cols, bool special = false) {
@@ -153,7 +168,7 @@ std::string undetermined_message(const System& sys, const std::vector<int>& cols
                          "constrained robot: a held arm at a singular pose, straight legs, parallel soles); the solver returns "
                          "NELU_STATUS_SMALL_PIVOT near it, and 'damping: MU' (Pinocchio's damped KKT) gives damped least-norm "
                          "forces there instead";
-        if (contact >= 0) return msg + "\n  what would determine them: " + remedy(sys.cols[contact]);
+        if (contact >= 0) return msg + contacts_involved(sys, cols) + "\n  what would determine them: " + remedy(sys.cols[contact]);
     }
     std::vector<std::string> seen;
     for (int c : by_kind(sys, physical)) {
