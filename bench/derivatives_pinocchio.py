@@ -20,6 +20,12 @@ the last two fixed and floating):
      recorded with the driver's message and not timed; the script then exits 1 after writing.
      Each time is the median over the copies of each copy's median (the per-copy times are kept,
      "copies_ns", for the report's ratios and spreads).
+  4. the horizon (issue 28: NAME_derivatives_batch, 50 knots, AVX2 double): every solver is
+     compiled with --batch too (NAME.cpp is the same with and without it), and where this machine
+     has AVX2 and FMA (--no-horizon: never) its NAME_batch.cpp is built `g++ -O2 -march=x86-64-v3`
+     and linked; the driver checks each knot of one batch call against the scalar derivatives and
+     times, in the same alternating rounds, one batch call on 50 knots against 50 calls of
+     Pinocchio's derivatives, per knot (horizon_*_ns).
 Writes one JSON file (--out) with, per robot, the driver's times and check errors, the manifests'
 operation counts (value solver: `ops`; derivative solver: `derivatives.ops`; mul + add + div), the
 generated C++ size and the nelu compile and g++ times (wall and CPU: user + sys); bench/report.py
@@ -65,24 +71,48 @@ def compile_solver(nelu, row, problem, work):
     name, urdf, floating, flags, _ = row
     new = os.path.join(work, name, "new")
     os.makedirs(new, exist_ok=True)
-    cmd = [nelu, "compile", urdf, "--problem", ZERO_FX_SPECS[problem], "--derivatives", "--scalar", "double",
+    cmd = [nelu, "compile", urdf, "--problem", ZERO_FX_SPECS[problem], "--derivatives", "--batch", "--scalar", "double",
            "--name", f"nelu_{problem}", "-o", new] + flags + (["--floating-base"] if floating else [])
     compiled = run(cmd, cwd=new)
     with open(os.path.join(new, f"nelu_{problem}.json")) as f:
         man = json.load(f)
     return {"compile_s": round(compiled.wall_s, 2), "compile_cpu_s": round(compiled.cpu_s, 2),
             "value_ops": arithmetic_ops(man["ops"]), "derivative_ops": arithmetic_ops(man["derivatives"]["ops"]), "jac_cols": man["derivatives"]["jac_cols"],
-            "cpp_bytes": os.path.getsize(os.path.join(new, f"nelu_{problem}.cpp"))}
+            "cpp_bytes": os.path.getsize(os.path.join(new, f"nelu_{problem}.cpp")),
+            "batch_cpp_bytes": os.path.getsize(os.path.join(new, f"nelu_{problem}_batch.cpp"))}
 
 
-def build_object(row, problem, work, cxx):
-    """g++ -O2 -c of work/ROW/new/nelu_P.cpp into work/ROW/, unless it was built before (common.build_cached)."""
+# the horizon's batch forms: AVX2 double (four lanes), as issue 28's target names
+BATCH_FLAGS = ["-O2", "-march=x86-64-v3"]
+
+
+def has_avx2():
+    """Whether this machine runs -march=x86-64-v3 code (AVX2 and FMA)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+def stage(row, problem, work):
+    """nelu_P.hpp, nelu_P.json and nelu_P_batch.hpp copied from work/ROW/new/ to work/ROW/ (before any
+    object of the row is built: nelu_P_batch.cpp includes nelu_P.hpp)."""
+    d = os.path.join(work, row[0])
+    for ext in (".hpp", ".json", "_batch.hpp"):
+        shutil.copyfile(os.path.join(d, "new", f"nelu_{problem}{ext}"), os.path.join(d, f"nelu_{problem}{ext}"))
+
+
+def build_object(row, problem, work, cxx, batch=False):
+    """g++ -O2 -c of work/ROW/new/nelu_P.cpp (batch: nelu_P_batch.cpp, BATCH_FLAGS) into work/ROW/, unless it
+    was built before (common.build_cached); stage() first."""
     d = os.path.join(work, row[0])
     base = f"nelu_{problem}"
-    for ext in (".hpp", ".json"):
-        shutil.copyfile(os.path.join(d, "new", base + ext), os.path.join(d, base + ext))
+    if batch:
+        base += "_batch"
     return build_cached(os.path.join(d, "new", base + ".cpp"), os.path.join(d, base + ".cpp"), os.path.join(d, base + ".o"),
-                        os.path.join(d, base + ".build.json"), cxx, ["-O2"], d)
+                        os.path.join(d, base + ".build.json"), cxx, BATCH_FLAGS if batch else ["-O2"], d)
 
 
 def main():
@@ -97,7 +127,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--copies", type=int, default=3, help="fresh copies of each robot's driver, run one after the other")
     ap.add_argument("--cxx", default="g++")
+    ap.add_argument("--no-horizon", action="store_true", help="do not build and time the batch forms (the horizon)")
     args = ap.parse_args()
+    horizon = not args.no_horizon and has_avx2()
+    if not args.no_horizon and not horizon:
+        print("derivatives_pinocchio: no AVX2 and FMA on this machine: the horizon (batch forms, -march=x86-64-v3) is not timed",
+              flush=True)
     args.nelu = os.path.abspath(args.nelu)
     link_file = os.path.join(args.bench_dir, "pinocchio_derivatives_link.txt")
     if not os.path.exists(link_file):
@@ -129,14 +164,22 @@ def main():
                   f"  value ops {r['value_ops']:6d}  derivative ops {r['derivative_ops']:7d}  {r['compile_s']:6.1f} s", flush=True)
     compile_wall = time.perf_counter() - start
     start = time.perf_counter()
-    order = sorted(jobs, key=lambda j: -rec[(j[0][0], j[1])]["cpp_bytes"])  # largest first
+    builds = [(row, p, False) for row, p in jobs] + ([(row, p, True) for row, p in jobs] if horizon else [])
+    size = lambda b: rec[(b[0][0], b[1])]["batch_cpp_bytes" if b[2] else "cpp_bytes"]  # noqa: E731
+    order = sorted(builds, key=lambda b: -size(b))  # largest first
+    for row, p in jobs:
+        stage(row, p, work)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(build_object, row, p, work, args.cxx.split()): (row, p) for row, p in order}
+        futures = {pool.submit(build_object, row, p, work, args.cxx.split(), batch): (row, p, batch) for row, p, batch in order}
         for fut in concurrent.futures.as_completed(futures):
-            row, p = futures[fut]
+            row, p, batch = futures[fut]
             r = fut.result()
-            rec[(row[0], p)].update(r)
-            print(f"derivatives_pinocchio: g++ -O2 {row[0]:32s} {p}  {r['build_s']:6.1f} s (CPU {r['build_cpu_s']:.1f} s)"
+            if batch:
+                rec[(row[0], p)].update({"batch_" + k: v for k, v in r.items()})
+            else:
+                rec[(row[0], p)].update(r)
+            print(f"derivatives_pinocchio: g++ {' '.join(BATCH_FLAGS) if batch else '-O2'} {row[0]:32s} {p}{' batch' if batch else ''}"
+                  f"  {r['build_s']:6.1f} s (CPU {r['build_cpu_s']:.1f} s)"
                   f"{'  (unchanged: built by an earlier run)' if r['reused'] else ''}", flush=True)
     build_wall = time.perf_counter() - start
 
@@ -144,7 +187,8 @@ def main():
     for name, urdf, floating, flags, cls in rows:
         d = os.path.join(work, name)
         exe = os.path.join(d, "driver")
-        run(["g++", "-o", exe, os.path.join(d, "nelu_id.o"), os.path.join(d, "nelu_fd.o")] + link)
+        objs = ["nelu_id.o", "nelu_fd.o"] + (["nelu_id_batch.o", "nelu_fd_batch.o"] if horizon else [])
+        run(["g++", "-o", exe] + [os.path.join(d, o) for o in objs] + link)
         r = {"robot": name, "class": cls, "urdf": os.path.relpath(urdf, ROOT), "floating": floating, "flags": flags,
              "id": rec[(name, "id")], "fd": rec[(name, "fd")]}
         copies, error = [], None
@@ -180,12 +224,16 @@ def main():
         print(f"derivatives_pinocchio: {name:32s} id {res['id_value_ns']:8.1f} / {res['pinocchio_rnea_ns']:8.1f} ns,"
               f" derivatives {res['id_derivatives_ns']:9.1f} / {res['pinocchio_rnea_derivatives_ns']:9.1f} ns;"
               f" fd {res['fd_value_ns']:8.1f} / {res['pinocchio_aba_ns']:8.1f} ns,"
-              f" derivatives {res['fd_derivatives_ns']:9.1f} / {res['pinocchio_aba_derivatives_ns']:9.1f} ns (nelu / Pinocchio)",
+              f" derivatives {res['fd_derivatives_ns']:9.1f} / {res['pinocchio_aba_derivatives_ns']:9.1f} ns (nelu / Pinocchio)"
+              + (f"; horizon per knot id {res['horizon_id_batch_ns']:8.1f} / {res['horizon_pinocchio_rnea_derivatives_ns']:8.1f},"
+                 f" fd {res['horizon_fd_batch_ns']:8.1f} / {res['horizon_pinocchio_aba_derivatives_ns']:8.1f} ns"
+                 if "horizon_id_batch_ns" in res else ""),
               flush=True)
     cxx_version = subprocess.run(args.cxx.split() + ["--version"], capture_output=True, text=True).stdout.splitlines()[0]
     with open(args.out, "w") as f:
         json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_avg": os.getloadavg(), "jobs": args.jobs,
                    "cxx": cxx_version, "compile_wall_s": round(compile_wall, 1), "build_wall_s": round(build_wall, 1),
+                   "batch_flags": BATCH_FLAGS if horizon else None,
                    "records": records}, f, indent=1)
         f.write("\n")
     if failed:

@@ -24,6 +24,14 @@
 // Timing: CPU time per call, alternating batches: each of R rounds times every contender once
 // (a batch cycles through the 16 states for at least 20 ms), in a fixed order, so that load from
 // other work spreads over every contender alike; the result is the median over the rounds.
+//
+// The horizon (when the batch forms are linked: nelu compile --batch, NAME_batch.cpp built with
+// -march=x86-64-v3 by derivatives_pinocchio.py; issue 28's 50-knot target): 50 knots (the 16 states
+// and 34 more from the same generator), in state-major arrays prepared beforehand; checked first
+// (every status 0, each knot's out and jac row by row against the scalar NAME_derivatives within
+// 1e-12: max |batch - scalar| / max(1, max |scalar|) per row), then timed in the same alternating
+// rounds: one call of nelu_id_derivatives_batch (nelu_fd_derivatives_batch) on the 50 knots against
+// 50 calls of computeRNEADerivatives (computeABADerivatives); reported per knot (horizon_*_ns).
 // Printed as "key value" lines (and JSON with --json): value and derivative ns of nelu and
 // Pinocchio for id and fd, the worst check errors, the number of rounds.
 #include <pinocchio/algorithm/aba-derivatives.hpp>
@@ -55,6 +63,10 @@ int nelu_id(const double* q, const double* qd, const double* in, double* out);
 int nelu_id_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
 int nelu_fd(const double* q, const double* qd, const double* in, double* out);
 int nelu_fd_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
+__attribute__((weak)) int nelu_id_derivatives_batch(int n, const double* q, const double* qd, const double* in, double* out, double* jac,
+                                                    int* status);
+__attribute__((weak)) int nelu_fd_derivatives_batch(int n, const double* q, const double* qd, const double* in, double* out, double* jac,
+                                                    int* status);
 }
 
 namespace {
@@ -63,7 +75,9 @@ using json = nlohmann::json;
 using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 constexpr int kStates = 16;
+constexpr int kKnots = 50;  // the horizon
 constexpr double kTolerance = 1e-8;
+constexpr double kBatchTolerance = 1e-12;
 
 json read_json(const std::string& path) {
     std::ifstream in(path);
@@ -118,10 +132,10 @@ struct State {
     Eigen::VectorXd pq, pv, pa, ptau;      // Pinocchio's
 };
 
-std::vector<State> make_states(const SlotMap& map, const pinocchio::Model& pin) {
+std::vector<State> make_states(const SlotMap& map, const pinocchio::Model& pin, int count) {
     std::mt19937_64 rng(7);
     auto u = [&] { return -1.0 + 2.0 * double(rng() >> 11) * 0x1.0p-53; };
-    std::vector<State> states(kStates);
+    std::vector<State> states(static_cast<std::size_t>(count));
     for (State& s : states) {
         s.q.resize(map.nq), s.qd.resize(map.nv), s.qdd.resize(map.nv), s.tau.resize(map.nv);
         for (double& x : s.q) x = u();
@@ -218,6 +232,52 @@ Errors check(bool id, const SlotMap& map, int njac, const pinocchio::Model& pin,
     return e;
 }
 
+using BatchFn = int (*)(int, const double*, const double*, const double*, double*, double*, int*);
+
+/// A horizon of knots for one problem's batch derivative form: state-major arguments and results.
+struct Horizon {
+    BatchFn fn;
+    int n, nq, nv, njac;
+    std::vector<double> q, qd, in, out, jac;
+    std::vector<int> status;
+    Horizon(BatchFn f, bool id, const SlotMap& map, int njac_, const std::vector<State>& knots)
+        : fn(f), n(static_cast<int>(knots.size())), nq(map.nq), nv(map.nv), njac(njac_) {
+        for (const State& s : knots) {
+            q.insert(q.end(), s.q.begin(), s.q.end()), qd.insert(qd.end(), s.qd.begin(), s.qd.end());
+            const std::vector<double>& x = id ? s.qdd : s.tau;
+            in.insert(in.end(), x.begin(), x.end());
+        }
+        out.resize(static_cast<std::size_t>(n) * nv), jac.resize(static_cast<std::size_t>(n) * nv * njac), status.resize(n);
+    }
+    int call() { return fn(n, q.data(), qd.data(), in.data(), out.data(), jac.data(), status.data()); }
+};
+
+/// The batch form on every knot against the scalar derivatives, row by row; throws beyond kBatchTolerance.
+double check_horizon(bool id, Horizon& h, const std::vector<State>& knots) {
+    const char* what = id ? "nelu_id_derivatives_batch" : "nelu_fd_derivatives_batch";
+    if (h.call() != 0) throw std::runtime_error(std::string(what) + ": a knot failed");
+    std::vector<double> out(h.nv), jac(static_cast<std::size_t>(h.nv) * h.njac);
+    double worst = 0;
+    for (int k = 0; k < h.n; ++k) {
+        const State& s = knots[static_cast<std::size_t>(k)];
+        const int st = id ? nelu_id_derivatives(s.q.data(), s.qd.data(), s.qdd.data(), out.data(), jac.data())
+                          : nelu_fd_derivatives(s.q.data(), s.qd.data(), s.tau.data(), out.data(), jac.data());
+        if (st != 0 || h.status[static_cast<std::size_t>(k)] != 0) throw std::runtime_error(std::string(what) + ": status at knot " + std::to_string(k));
+        for (int r = 0; r < h.nv; ++r) {
+            double d = std::abs(h.out[static_cast<std::size_t>(k * h.nv + r)] - out[r]), scale = std::max(1.0, std::abs(out[r]));
+            for (int c = 0; c < h.njac; ++c) {
+                const double a = h.jac[(static_cast<std::size_t>(k) * h.nv + r) * h.njac + c], b = jac[static_cast<std::size_t>(r) * h.njac + c];
+                d = std::max(d, std::abs(a - b)), scale = std::max(scale, std::abs(b));
+            }
+            if (!(d / scale <= kBatchTolerance))
+                throw std::runtime_error(std::string(what) + ": knot " + std::to_string(k) + " row " + std::to_string(r) +
+                                         " differs from the scalar derivatives by " + std::to_string(d / scale));
+            worst = std::max(worst, d / scale);
+        }
+    }
+    return worst;
+}
+
 int run(int argc, char** argv) {
     std::string urdf, id_manifest, fd_manifest, json_out;
     bool floating = false;
@@ -249,8 +309,14 @@ int run(int argc, char** argv) {
     if (id_map.v_to_pin != fd_map.v_to_pin) throw std::runtime_error("the id and fd solvers order the velocities differently");
     const int id_njac = idm.at("derivatives").at("jac_cols").get<int>(), fd_njac = fdm.at("derivatives").at("jac_cols").get<int>();
     if (id_njac != 3 * id_map.nv || fd_njac != 3 * fd_map.nv) throw std::runtime_error("jac is not nv x 3 nv");
-    std::vector<State> states = make_states(id_map, pin);
+    const bool horizon = nelu_id_derivatives_batch != nullptr && nelu_fd_derivatives_batch != nullptr;
+    std::vector<State> states = make_states(id_map, pin, horizon ? kKnots : kStates);
     const Errors id_err = check(true, id_map, id_njac, pin, states), fd_err = check(false, fd_map, fd_njac, pin, states);
+    const std::vector<State> knots(states.begin(), states.begin() + (horizon ? kKnots : 0));
+    Horizon id_h(nelu_id_derivatives_batch, true, id_map, id_njac, knots), fd_h(nelu_fd_derivatives_batch, false, fd_map, fd_njac, knots);
+    double id_batch_err = 0, fd_batch_err = 0;
+    if (horizon) id_batch_err = check_horizon(true, id_h, knots), fd_batch_err = check_horizon(false, fd_h, knots);
+    states.resize(kStates);
 
     // timing: every contender writes into its own buffers; the status is or-ed and checked after
     pinocchio::Data data(pin);
@@ -259,7 +325,7 @@ int run(int argc, char** argv) {
     Eigen::MatrixXd dq = Eigen::MatrixXd::Zero(nv, nv), dv = dq, dx = dq;
     int status = 0;
     auto& st = states;
-    const std::vector<std::function<void(int)>> calls = {
+    std::vector<std::function<void(int)>> calls = {
         [&](int k) { status |= nelu_id(st[k].q.data(), st[k].qd.data(), st[k].qdd.data(), out.data()); },
         [&](int k) { pinocchio::rnea(pin, data, st[k].pq, st[k].pv, st[k].pa); },
         [&](int k) { status |= nelu_id_derivatives(st[k].q.data(), st[k].qd.data(), st[k].qdd.data(), out.data(), jac.data()); },
@@ -269,15 +335,31 @@ int run(int argc, char** argv) {
         [&](int k) { status |= nelu_fd_derivatives(st[k].q.data(), st[k].qd.data(), st[k].tau.data(), out.data(), jac.data()); },
         [&](int k) { pinocchio::computeABADerivatives(pin, data, st[k].pq, st[k].pv, st[k].ptau, dq, dv, dx); },
     };
-    const std::vector<double> ns = nelu::bench::alternating_medians(calls, kStates, rounds);
+    std::vector<std::string> keys = {"id_value_ns", "pinocchio_rnea_ns", "id_derivatives_ns", "pinocchio_rnea_derivatives_ns",
+                                     "fd_value_ns", "pinocchio_aba_ns", "fd_derivatives_ns", "pinocchio_aba_derivatives_ns"};
+    if (horizon) {  // each call is one horizon of kKnots knots (its time / kKnots is the time per knot)
+        calls.push_back([&](int) { status |= id_h.call(); });
+        calls.push_back([&](int) {
+            for (const State& s : knots) pinocchio::computeRNEADerivatives(pin, data, s.pq, s.pv, s.pa, dq, dv, dx);
+        });
+        calls.push_back([&](int) { status |= fd_h.call(); });
+        calls.push_back([&](int) {
+            for (const State& s : knots) pinocchio::computeABADerivatives(pin, data, s.pq, s.pv, s.ptau, dq, dv, dx);
+        });
+        for (const char* k : {"horizon_id_batch_ns", "horizon_pinocchio_rnea_derivatives_ns", "horizon_fd_batch_ns",
+                              "horizon_pinocchio_aba_derivatives_ns"})
+            keys.push_back(k);
+    }
+    std::vector<double> ns = nelu::bench::alternating_medians(calls, kStates, rounds);
     if (status != 0) throw std::runtime_error("a timed nelu call returned status " + std::to_string(status));
-    const char* keys[] = {"id_value_ns", "pinocchio_rnea_ns", "id_derivatives_ns", "pinocchio_rnea_derivatives_ns",
-                          "fd_value_ns", "pinocchio_aba_ns", "fd_derivatives_ns", "pinocchio_aba_derivatives_ns"};
+    for (size_t c = 0; c < ns.size(); ++c)
+        if (keys[c].rfind("horizon_", 0) == 0) ns[c] /= kKnots;  // per knot
     json result = {{"urdf", urdf}, {"floating_base", floating}, {"nv", nv}, {"rounds", rounds}, {"states", kStates}};
     for (size_t c = 0; c < ns.size(); ++c) result[keys[c]] = ns[c];
+    if (horizon) result["horizon_knots"] = kKnots, result["horizon_check"] = {{"id", id_batch_err}, {"fd", fd_batch_err}};
     result["id_check"] = {{"tau", id_err.value}, {"dq", id_err.dq}, {"dqd", id_err.dqd}, {"M", id_err.din}};
     result["fd_check"] = {{"qdd", fd_err.value}, {"dq", fd_err.dq}, {"dqd", fd_err.dqd}, {"Minv", fd_err.din}};
-    for (size_t c = 0; c < ns.size(); ++c) std::printf("%s %.1f\n", keys[c], ns[c]);
+    for (size_t c = 0; c < ns.size(); ++c) std::printf("%s %.1f\n", keys[c].c_str(), ns[c]);
     std::printf("id_check %.3g %.3g %.3g %.3g\nfd_check %.3g %.3g %.3g %.3g\n", id_err.value, id_err.dq, id_err.dqd, id_err.din,
                 fd_err.value, fd_err.dq, fd_err.dqd, fd_err.din);
     if (!json_out.empty()) {

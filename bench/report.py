@@ -589,6 +589,26 @@ def derivatives_pinocchio_tables(d):
               f"{ns(r[kd])} | {ns(r[kpd])} | {rx(copy_ratio(r, kpd, kd))} |{cs} {rx(copy_ratio(r, kd, kv))} | "
               f"{rx(copy_ratio(r, kpd, kpv))} | {rx(ratio(b['derivative_ops'], b['value_ops']))} |")
         w("")
+    hz = [r for r in recs if "horizon_id_batch_ns" in r]
+    if hz:
+        flags = " ".join(d.get("batch_flags") or ["-O2", "-march=x86-64-v3"])
+        w(f"The horizon (issue 28's target: 20× per knot): `NAME_derivatives_batch` on {hz[0].get('horizon_knots', 50)} knots "
+          f"in one call (`nelu compile --batch`, `NAME_batch.cpp` built `g++ {flags}`: AVX2, four lanes of double) against "
+          "as many calls of Pinocchio's derivatives (-O3, generic, as above), in the same process and alternating rounds; "
+          "times per knot. Before timing, the driver checks every knot of one batch call against the scalar "
+          "`NAME_derivatives` (row by row, max |batch − scalar| / max(1, max |scalar|), at most 1e-12; the worst is the last "
+          "column).")
+        w("")
+        w("| robot | class | nv | nelu id batch | computeRNEADerivatives | Pinocchio ÷ nelu | nelu fd batch | "
+          "computeABADerivatives | Pinocchio ÷ nelu | batch vs scalar |")
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in hz:
+            c = r.get("horizon_check", {})
+            w(f"| {r['robot']} | {r['class']} | {r['nv']} | {ns(r['horizon_id_batch_ns'])} | {ns(r['horizon_pinocchio_rnea_derivatives_ns'])} | "
+              f"{rx(copy_ratio(r, 'horizon_pinocchio_rnea_derivatives_ns', 'horizon_id_batch_ns'))} | {ns(r['horizon_fd_batch_ns'])} | "
+              f"{ns(r['horizon_pinocchio_aba_derivatives_ns'])} | {rx(copy_ratio(r, 'horizon_pinocchio_aba_derivatives_ns', 'horizon_fd_batch_ns'))} | "
+              f"{max(c.get('id', 0), c.get('fd', 0)):.1e} |")
+        w("")
     if copies > 1:
         placed = []
         for r in recs:

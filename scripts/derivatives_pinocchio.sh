@@ -27,6 +27,9 @@
 #   NELU_DERIV_ROBOTS      only the rows matching this regular expression (e.g. 'ur5e|iiwa')
 #   NELU_DERIV_JOBS        parallel nelu compile and g++ jobs (default: nproc)
 #   NELU_DERIV_ROUNDS      rounds of alternating batches (default 21)
+#   NELU_DERIV_HORIZON     0: no horizon (by default, where the machine has AVX2 and FMA, every solver's batch
+#                          derivative form is built -march=x86-64-v3 and a horizon of 50 knots timed against
+#                          Pinocchio, per knot)
 #   NELU_DERIV_COPIES      fresh copies (cp) of each robot's driver, run one after the other; every time
 #                          is the median over them, every ratio the median of the copies' ratios (default 3)
 #   NELU_PINOCCHIO_DIR     Pinocchio's folder (default ../shared/peers/pinocchio-3.7.0)
@@ -59,7 +62,8 @@ if [ "${1:-run}" = run ]; then
   echo "== nelu compile, g++ -O2, check and time"
   python3 bench/derivatives_pinocchio.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" --out "$json" \
     --shared-robots "${NELU_BENCH_SHARED_ROBOTS:-../shared/robots}" --jobs "${NELU_DERIV_JOBS:-$(nproc)}" \
-    --rounds "${NELU_DERIV_ROUNDS:-21}" --copies "${NELU_DERIV_COPIES:-3}" ${NELU_DERIV_ROBOTS:+--robots "$NELU_DERIV_ROBOTS"}
+    --rounds "${NELU_DERIV_ROUNDS:-21}" --copies "${NELU_DERIV_COPIES:-3}" ${NELU_DERIV_ROBOTS:+--robots "$NELU_DERIV_ROBOTS"} \
+    $([ "${NELU_DERIV_HORIZON:-1}" = 0 ] && echo --no-horizon)
 fi
 
 echo "== report"
