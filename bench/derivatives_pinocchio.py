@@ -20,10 +20,12 @@ the last two fixed and floating):
      recorded with the driver's message and not timed; the script then exits 1 after writing.
      Each time is the median over the copies of each copy's median (the per-copy times are kept,
      "copies_ns", for the report's ratios and spreads).
-  4. the horizon (issue 28: NAME_derivatives_batch, 50 knots, AVX2 double): every solver is
-     compiled with --batch too (NAME.cpp is the same with and without it), and where this machine
-     has AVX2 and FMA (--no-horizon: never) its NAME_batch.cpp is built `g++ -O2 -march=x86-64-v3`
-     and linked; the driver checks each knot of one batch call against the scalar derivatives and
+  4. -march=x86-64-v3 and the horizon (issue 28: NAME_derivatives_batch, 50 knots, AVX2 double):
+     every solver is compiled with --batch too (NAME.cpp is the same with and without it), and once
+     more under the names nelu_id_v3 and nelu_fd_v3; where this machine has AVX2 and FMA
+     (--no-horizon: never) those and NAME_batch.cpp are built `g++ -O2 -march=x86-64-v3` and
+     linked: the driver checks the v3 derivatives against the generic ones and times them beside
+     them; the driver checks each knot of one batch call against the scalar derivatives and
      times, in the same alternating rounds, one batch call on 50 knots against 50 calls of
      Pinocchio's derivatives, per knot (horizon_*_ns).
 Writes one JSON file (--out) with, per robot, the driver's times and check errors, the manifests'
@@ -66,14 +68,18 @@ ROWS = [
 ]
 
 
-def compile_solver(nelu, row, problem, work):
-    """nelu compile of one solver into work/ROW/new/; returns its record."""
+def compile_solver(nelu, row, problem, work, v3=False):
+    """nelu compile of one solver into work/ROW/new/ under the name nelu_P (v3: nelu_P_v3, the same spec for the
+    -march=x86-64-v3 build, which needs names of its own to be linked beside the generic one); returns its record."""
     name, urdf, floating, flags, _ = row
     new = os.path.join(work, name, "new")
     os.makedirs(new, exist_ok=True)
-    cmd = [nelu, "compile", urdf, "--problem", ZERO_FX_SPECS[problem], "--derivatives", "--batch", "--scalar", "double",
-           "--name", f"nelu_{problem}", "-o", new] + flags + (["--floating-base"] if floating else [])
+    base = f"nelu_{problem}" + ("_v3" if v3 else "")
+    cmd = [nelu, "compile", urdf, "--problem", ZERO_FX_SPECS[problem], "--derivatives", "--scalar", "double",
+           "--name", base, "-o", new] + ([] if v3 else ["--batch"]) + flags + (["--floating-base"] if floating else [])
     compiled = run(cmd, cwd=new)
+    if v3:
+        return {"v3_cpp_bytes": os.path.getsize(os.path.join(new, f"{base}.cpp"))}
     with open(os.path.join(new, f"nelu_{problem}.json")) as f:
         man = json.load(f)
     return {"compile_s": round(compiled.wall_s, 2), "compile_cpu_s": round(compiled.cpu_s, 2),
@@ -96,23 +102,21 @@ def has_avx2():
     return "avx2" in flags and "fma" in flags
 
 
-def stage(row, problem, work):
-    """nelu_P.hpp, nelu_P.json and nelu_P_batch.hpp copied from work/ROW/new/ to work/ROW/ (before any
-    object of the row is built: nelu_P_batch.cpp includes nelu_P.hpp)."""
+def stage(row, problem, work, v3):
+    """nelu_P.hpp, nelu_P.json and nelu_P_batch.hpp (and nelu_P_v3.hpp) copied from work/ROW/new/ to work/ROW/
+    (before any object of the row is built: nelu_P_batch.cpp includes nelu_P.hpp)."""
     d = os.path.join(work, row[0])
-    for ext in (".hpp", ".json", "_batch.hpp"):
-        shutil.copyfile(os.path.join(d, "new", f"nelu_{problem}{ext}"), os.path.join(d, f"nelu_{problem}{ext}"))
+    for f in [f"nelu_{problem}{ext}" for ext in (".hpp", ".json", "_batch.hpp")] + ([f"nelu_{problem}_v3.hpp"] if v3 else []):
+        shutil.copyfile(os.path.join(d, "new", f), os.path.join(d, f))
 
 
-def build_object(row, problem, work, cxx, batch=False):
-    """g++ -O2 -c of work/ROW/new/nelu_P.cpp (batch: nelu_P_batch.cpp, BATCH_FLAGS) into work/ROW/, unless it
-    was built before (common.build_cached); stage() first."""
+def build_object(row, problem, work, cxx, kind=""):
+    """g++ -O2 -c of work/ROW/new/nelu_P.cpp (kind "_batch": nelu_P_batch.cpp, kind "_v3": nelu_P_v3.cpp, both with
+    BATCH_FLAGS) into work/ROW/, unless it was built before (common.build_cached); stage() first."""
     d = os.path.join(work, row[0])
-    base = f"nelu_{problem}"
-    if batch:
-        base += "_batch"
+    base = f"nelu_{problem}{kind}"
     return build_cached(os.path.join(d, "new", base + ".cpp"), os.path.join(d, base + ".cpp"), os.path.join(d, base + ".o"),
-                        os.path.join(d, base + ".build.json"), cxx, BATCH_FLAGS if batch else ["-O2"], d)
+                        os.path.join(d, base + ".build.json"), cxx, BATCH_FLAGS if kind else ["-O2"], d)
 
 
 def main():
@@ -162,23 +166,24 @@ def main():
             rec[(row[0], p)].update(r)
             print(f"derivatives_pinocchio: nelu compile {row[0]:32s} {p}  {r['cpp_bytes'] / 1e6:6.2f} MB of C++"
                   f"  value ops {r['value_ops']:6d}  derivative ops {r['derivative_ops']:7d}  {r['compile_s']:6.1f} s", flush=True)
+        if horizon:  # the same solvers under names of their own, for the -march=x86-64-v3 build
+            for (row, p), r in zip(jobs, pool.map(lambda j: compile_solver(args.nelu, j[0], j[1], work, True), jobs)):
+                rec[(row[0], p)].update(r)
     compile_wall = time.perf_counter() - start
     start = time.perf_counter()
-    builds = [(row, p, False) for row, p in jobs] + ([(row, p, True) for row, p in jobs] if horizon else [])
-    size = lambda b: rec[(b[0][0], b[1])]["batch_cpp_bytes" if b[2] else "cpp_bytes"]  # noqa: E731
+    kinds = [""] + (["_batch", "_v3"] if horizon else [])
+    builds = [(row, p, kind) for row, p in jobs for kind in kinds]
+    size = lambda b: rec[(b[0][0], b[1])][(b[2][1:] + "_" if b[2] else "") + "cpp_bytes"]  # noqa: E731
     order = sorted(builds, key=lambda b: -size(b))  # largest first
     for row, p in jobs:
-        stage(row, p, work)
+        stage(row, p, work, horizon)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(build_object, row, p, work, args.cxx.split(), batch): (row, p, batch) for row, p, batch in order}
+        futures = {pool.submit(build_object, row, p, work, args.cxx.split(), kind): (row, p, kind) for row, p, kind in order}
         for fut in concurrent.futures.as_completed(futures):
-            row, p, batch = futures[fut]
+            row, p, kind = futures[fut]
             r = fut.result()
-            if batch:
-                rec[(row[0], p)].update({"batch_" + k: v for k, v in r.items()})
-            else:
-                rec[(row[0], p)].update(r)
-            print(f"derivatives_pinocchio: g++ {' '.join(BATCH_FLAGS) if batch else '-O2'} {row[0]:32s} {p}{' batch' if batch else ''}"
+            rec[(row[0], p)].update({(kind[1:] + "_" if kind else "") + k: v for k, v in r.items()})
+            print(f"derivatives_pinocchio: g++ {' '.join(BATCH_FLAGS) if kind else '-O2'} {row[0]:32s} {p}{kind.replace('_', ' ')}"
                   f"  {r['build_s']:6.1f} s (CPU {r['build_cpu_s']:.1f} s)"
                   f"{'  (unchanged: built by an earlier run)' if r['reused'] else ''}", flush=True)
     build_wall = time.perf_counter() - start
@@ -187,7 +192,7 @@ def main():
     for name, urdf, floating, flags, cls in rows:
         d = os.path.join(work, name)
         exe = os.path.join(d, "driver")
-        objs = ["nelu_id.o", "nelu_fd.o"] + (["nelu_id_batch.o", "nelu_fd_batch.o"] if horizon else [])
+        objs = ["nelu_id.o", "nelu_fd.o"] + ([f"nelu_{p}{k}.o" for p in ("id", "fd") for k in ("_batch", "_v3")] if horizon else [])
         run(["g++", "-o", exe] + [os.path.join(d, o) for o in objs] + link)
         r = {"robot": name, "class": cls, "urdf": os.path.relpath(urdf, ROOT), "floating": floating, "flags": flags,
              "id": rec[(name, "id")], "fd": rec[(name, "fd")]}

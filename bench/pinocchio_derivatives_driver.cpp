@@ -25,6 +25,10 @@
 // (a batch cycles through the 16 states for at least 20 ms), in a fixed order, so that load from
 // other work spreads over every contender alike; the result is the median over the rounds.
 //
+// -march=x86-64-v3 (when nelu_id_v3 and nelu_fd_v3 are linked: the same specs compiled under those names
+// and built -O2 -march=x86-64-v3): their derivatives checked against the generic build's (row by row,
+// within 1e-10) and timed in the same rounds (id_v3_derivatives_ns, fd_v3_derivatives_ns).
+//
 // The horizon (when the batch forms are linked: nelu compile --batch, NAME_batch.cpp built with
 // -march=x86-64-v3 by derivatives_pinocchio.py; issue 28's 50-knot target): 50 knots (the 16 states
 // and 34 more from the same generator), in state-major arrays prepared beforehand; checked first
@@ -63,6 +67,9 @@ int nelu_id(const double* q, const double* qd, const double* in, double* out);
 int nelu_id_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
 int nelu_fd(const double* q, const double* qd, const double* in, double* out);
 int nelu_fd_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
+// the same solvers compiled under the names nelu_id_v3 and nelu_fd_v3 and built -march=x86-64-v3 (optional)
+__attribute__((weak)) int nelu_id_v3_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
+__attribute__((weak)) int nelu_fd_v3_derivatives(const double* q, const double* qd, const double* in, double* out, double* jac);
 __attribute__((weak)) int nelu_id_derivatives_batch(int n, const double* q, const double* qd, const double* in, double* out, double* jac,
                                                     int* status);
 __attribute__((weak)) int nelu_fd_derivatives_batch(int n, const double* q, const double* qd, const double* in, double* out, double* jac,
@@ -78,6 +85,9 @@ constexpr int kStates = 16;
 constexpr int kKnots = 50;  // the horizon
 constexpr double kTolerance = 1e-8;
 constexpr double kBatchTolerance = 1e-12;
+// the -march=x86-64-v3 build against the generic one: fused multiply-adds round differently, and the
+// large robots' M^-1 carries cond(M) (the batch forms, also built v3, met 1e-13 against the generic)
+constexpr double kV3Tolerance = 1e-10;
 
 json read_json(const std::string& path) {
     std::ifstream in(path);
@@ -278,6 +288,33 @@ double check_horizon(bool id, Horizon& h, const std::vector<State>& knots) {
     return worst;
 }
 
+/// The -march=x86-64-v3 build's derivatives against the generic build's (checked against Pinocchio
+/// above), out and jac row by row; throws beyond kV3Tolerance.
+double check_v3(bool id, const SlotMap& map, int njac, const std::vector<State>& states) {
+    const char* what = id ? "nelu_id_v3_derivatives" : "nelu_fd_v3_derivatives";
+    std::vector<double> out(map.nv), jac(static_cast<std::size_t>(map.nv) * njac), out3(out), jac3(jac);
+    double worst = 0;
+    for (const State& s : states) {
+        const double* in = id ? s.qdd.data() : s.tau.data();
+        const int a = id ? nelu_id_derivatives(s.q.data(), s.qd.data(), in, out.data(), jac.data())
+                         : nelu_fd_derivatives(s.q.data(), s.qd.data(), in, out.data(), jac.data());
+        const int b = id ? nelu_id_v3_derivatives(s.q.data(), s.qd.data(), in, out3.data(), jac3.data())
+                         : nelu_fd_v3_derivatives(s.q.data(), s.qd.data(), in, out3.data(), jac3.data());
+        if (a != 0 || b != 0) throw std::runtime_error(std::string(what) + ": status");
+        for (int r = 0; r < map.nv; ++r) {
+            double d = std::abs(out3[r] - out[r]), scale = std::max(1.0, std::abs(out[r]));
+            for (int c = 0; c < njac; ++c) {
+                const std::size_t e = static_cast<std::size_t>(r) * njac + c;
+                d = std::max(d, std::abs(jac3[e] - jac[e])), scale = std::max(scale, std::abs(jac[e]));
+            }
+            if (!(d / scale <= kV3Tolerance))
+                throw std::runtime_error(std::string(what) + ": row " + std::to_string(r) + " differs from the generic build's by " + std::to_string(d / scale));
+            worst = std::max(worst, d / scale);
+        }
+    }
+    return worst;
+}
+
 int run(int argc, char** argv) {
     std::string urdf, id_manifest, fd_manifest, json_out;
     bool floating = false;
@@ -317,6 +354,8 @@ int run(int argc, char** argv) {
     double id_batch_err = 0, fd_batch_err = 0;
     if (horizon) id_batch_err = check_horizon(true, id_h, knots), fd_batch_err = check_horizon(false, fd_h, knots);
     states.resize(kStates);
+    const bool v3 = nelu_id_v3_derivatives != nullptr && nelu_fd_v3_derivatives != nullptr;
+    const double id_v3_err = v3 ? check_v3(true, id_map, id_njac, states) : 0, fd_v3_err = v3 ? check_v3(false, fd_map, fd_njac, states) : 0;
 
     // timing: every contender writes into its own buffers; the status is or-ed and checked after
     pinocchio::Data data(pin);
@@ -337,6 +376,11 @@ int run(int argc, char** argv) {
     };
     std::vector<std::string> keys = {"id_value_ns", "pinocchio_rnea_ns", "id_derivatives_ns", "pinocchio_rnea_derivatives_ns",
                                      "fd_value_ns", "pinocchio_aba_ns", "fd_derivatives_ns", "pinocchio_aba_derivatives_ns"};
+    if (v3) {
+        calls.push_back([&](int k) { status |= nelu_id_v3_derivatives(st[k].q.data(), st[k].qd.data(), st[k].qdd.data(), out.data(), jac.data()); });
+        calls.push_back([&](int k) { status |= nelu_fd_v3_derivatives(st[k].q.data(), st[k].qd.data(), st[k].tau.data(), out.data(), jac.data()); });
+        keys.push_back("id_v3_derivatives_ns"), keys.push_back("fd_v3_derivatives_ns");
+    }
     if (horizon) {  // each call is one horizon of kKnots knots (its time / kKnots is the time per knot)
         calls.push_back([&](int) { status |= id_h.call(); });
         calls.push_back([&](int) {
@@ -357,6 +401,7 @@ int run(int argc, char** argv) {
     json result = {{"urdf", urdf}, {"floating_base", floating}, {"nv", nv}, {"rounds", rounds}, {"states", kStates}};
     for (size_t c = 0; c < ns.size(); ++c) result[keys[c]] = ns[c];
     if (horizon) result["horizon_knots"] = kKnots, result["horizon_check"] = {{"id", id_batch_err}, {"fd", fd_batch_err}};
+    if (v3) result["v3_check"] = {{"id", id_v3_err}, {"fd", fd_v3_err}};
     result["id_check"] = {{"tau", id_err.value}, {"dq", id_err.dq}, {"dqd", id_err.dqd}, {"M", id_err.din}};
     result["fd_check"] = {{"qdd", fd_err.value}, {"dq", fd_err.dq}, {"dqd", fd_err.dqd}, {"Minv", fd_err.din}};
     for (size_t c = 0; c < ns.size(); ++c) std::printf("%s %.1f\n", keys[c].c_str(), ns[c]);

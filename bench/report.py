@@ -589,6 +589,25 @@ def derivatives_pinocchio_tables(d):
               f"{ns(r[kd])} | {ns(r[kpd])} | {rx(copy_ratio(r, kpd, kd))} |{cs} {rx(copy_ratio(r, kd, kv))} | "
               f"{rx(copy_ratio(r, kpd, kpv))} | {rx(ratio(b['derivative_ops'], b['value_ops']))} |")
         w("")
+    v3 = [r for r in recs if "id_v3_derivatives_ns" in r]
+    if v3:
+        flags = " ".join(d.get("batch_flags") or ["-O2", "-march=x86-64-v3"])
+        w(f"Built for the machine (issue 28: \"report -march=x86-64-v3 beside it\"): the same derivative solvers compiled "
+          f"under names of their own and built `g++ {flags}` (AVX2 and FMA: four columns of double per lane instruction), "
+          "timed in the same process and rounds against the same Pinocchio calls (generic -O3); checked first against the "
+          "generic build, row by row within 1e-10 (the worst is the last column).")
+        w("")
+        w("| robot | class | nelu id derivatives, v3 | Pinocchio ÷ nelu | generic ÷ v3 | nelu fd derivatives, v3 | Pinocchio ÷ nelu "
+          "| generic ÷ v3 | v3 vs generic |")
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        for r in v3:
+            c = r.get("v3_check", {})
+            w(f"| {r['robot']} | {r['class']} | {ns(r['id_v3_derivatives_ns'])} | "
+              f"{rx(copy_ratio(r, 'pinocchio_rnea_derivatives_ns', 'id_v3_derivatives_ns'))} | "
+              f"{rx(copy_ratio(r, 'id_derivatives_ns', 'id_v3_derivatives_ns'))} | {ns(r['fd_v3_derivatives_ns'])} | "
+              f"{rx(copy_ratio(r, 'pinocchio_aba_derivatives_ns', 'fd_v3_derivatives_ns'))} | "
+              f"{rx(copy_ratio(r, 'fd_derivatives_ns', 'fd_v3_derivatives_ns'))} | {max(c.get('id', 0), c.get('fd', 0)):.1e} |")
+        w("")
     hz = [r for r in recs if "horizon_id_batch_ns" in r]
     if hz:
         flags = " ".join(d.get("batch_flags") or ["-O2", "-march=x86-64-v3"])
