@@ -421,23 +421,33 @@ def merge(path, run_info, records):
     return data
 
 
+def unchecked_drivers(args, cases, work, link, cxx, flags, derivatives):
+    """Each case compiled as nelu_c (with --derivatives where derivatives(case)), built with flags, its case file
+    written and the driver linked, in work/CASE/: returns (driver, case file) per case, nothing run."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(lambda c: compile_solver(args.nelu, c, "nelu_c", work, derivatives(c)), cases))
+        list(pool.map(lambda c: build_object(c, "nelu_c", flags, work, cxx), cases))
+    out = []
+    for c in cases:
+        d = os.path.join(work, c["name"])
+        case = os.path.join(d, "case.json")
+        with open(case, "w") as f:
+            json.dump(case_json(c, os.path.join(d, "nelu_c.json")), f, indent=1)
+        exe = os.path.join(d, "driver")
+        run([cxx[0], "-o", exe, os.path.join(d, "nelu_c.o")] + link)
+        out.append((exe, case))
+    return out
+
+
 def check_only(args, link, cxx):
     """The benchmark smoke: the SMOKE cases compiled with --cxx-flags, checked, not timed."""
     import tempfile
-    flags = args.cxx_flags.split()
     with tempfile.TemporaryDirectory(prefix="nelu-contacts-") as work:
         cases = [c for c in SMOKE if not args.cases or re.fullmatch(args.cases, c["name"])]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(lambda c: compile_solver(args.nelu, c, "nelu_c", work, c["derivatives"]), cases))
-            list(pool.map(lambda c: build_object(c, "nelu_c", flags, work, cxx), cases))
+        drivers = unchecked_drivers(args, cases, work, link, cxx, args.cxx_flags.split(), lambda c: c["derivatives"])
         failed = []
-        for c in cases:
-            d = os.path.join(work, c["name"])
-            with open(os.path.join(d, "case.json"), "w") as f:
-                json.dump(case_json(c, os.path.join(d, "nelu_c.json")), f, indent=1)
-            exe = os.path.join(d, "driver")
-            run([cxx[0], "-o", exe, os.path.join(d, "nelu_c.o")] + link)
-            p = subprocess.run([exe, os.path.join(d, "case.json"), "--check-only", "--states", str(min(args.states, 20))],
+        for c, (exe, case) in zip(cases, drivers):
+            p = subprocess.run([exe, case, "--check-only", "--states", str(min(args.states, 20))],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             sys.stdout.write("".join("check contacts (generated): " + line + "\n" for line in p.stdout.splitlines()))
             if p.returncode != 0:
@@ -460,17 +470,10 @@ def write_oracle(args, link, cxx):
     os.makedirs(args.oracle, exist_ok=True)
     cases = [c for c in ORACLE if not args.cases or re.fullmatch(args.cases, c["name"])]
     with tempfile.TemporaryDirectory(prefix="nelu-contact-oracle-") as work:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(lambda c: compile_solver(args.nelu, c, "nelu_c", work, False), cases))
-            list(pool.map(lambda c: build_object(c, "nelu_c", ["-O1"], work, cxx), cases))
-        for c in cases:
-            d = os.path.join(work, c["name"])
-            with open(os.path.join(d, "case.json"), "w") as f:
-                json.dump(case_json(c, os.path.join(d, "nelu_c.json")), f, indent=1)
-            exe = os.path.join(d, "driver")
-            run([cxx[0], "-o", exe, os.path.join(d, "nelu_c.o")] + link)
-            raw = os.path.join(d, "oracle.json")
-            run([exe, os.path.join(d, "case.json"), "--check-only", "--states", "16", "--oracle", raw,
+        drivers = unchecked_drivers(args, cases, work, link, cxx, ["-O1"], lambda c: False)
+        for c, (exe, case) in zip(cases, drivers):
+            raw = os.path.join(work, c["name"], "oracle.json")
+            run([exe, case, "--check-only", "--states", "16", "--oracle", raw,
                  "--oracle-states", str(args.oracle_states)])
             with open(raw) as f:
                 o = json.load(f)

@@ -17,14 +17,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$root"
 build="$bench_build_dir"
-new=()
-[ -f "$build/CMakeCache.txt" ] || new=(-DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_TESTS=OFF)
-nelu_configure "$build" "${new[@]}" -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CONTACTS_DRIVER_OPT=-O3 ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"} |
-  grep -E "nelu_bench: .*Pinocchio" || true
-if [ ! -f "$build/bench/contacts_pinocchio_link.txt" ]; then
-  echo "contact_oracle: Pinocchio is not configured in $build (see the message above): nothing written" >&2
-  exit 1
-fi
-nelu_build "$build" nelu nelu_bench_contacts_pinocchio
+contacts_driver_build "$build" "nothing written"
 python3 bench/contacts_pinocchio.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" \
   --oracle tests/oracle/contacts --oracle-states "${NELU_ORACLE_STATES:-3}" --jobs "$(nproc)"

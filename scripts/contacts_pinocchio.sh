@@ -47,15 +47,7 @@ esac
 
 if [ "${1:-run}" = run ]; then
   echo "== configure and build ($build): nelu and the Pinocchio contact driver"
-  new=()
-  [ -f "$build/CMakeCache.txt" ] || new=(-DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_TESTS=OFF)
-  nelu_configure "$build" "${new[@]}" -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CONTACTS_DRIVER_OPT=-O3 ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"} |
-    grep -E "nelu_bench: .*Pinocchio" || true
-  if [ ! -f "$build/bench/contacts_pinocchio_link.txt" ]; then
-    echo "contacts_pinocchio: Pinocchio is not configured in $build (see the message above): nothing measured" >&2
-    exit 1
-  fi
-  nelu_build "$build" nelu nelu_bench_contacts_pinocchio
+  contacts_driver_build "$build" "nothing measured"
   mkdir -p docs/bench
   echo "== nelu compile, g++ -O2 (and -march=x86-64-v3), check and time"
   python3 bench/contacts_pinocchio.py --nelu "$build/compiler/nelu" --bench-dir "$build/bench" --out "$json" \

@@ -75,6 +75,21 @@ nelu_build() {
   rm -f "$log"
 }
 
+# contacts_driver_build DIR WHAT: configure DIR with the benchmarks and Pinocchio (a new DIR: Release,
+# no tests) and build nelu and the Pinocchio contact driver (bench/contacts_pinocchio_driver.cpp at
+# -O3); exit 1 saying that WHAT is not done when Pinocchio is not found
+contacts_driver_build() {
+  local dir="$1" what="$2" new=()
+  [ -f "$dir/CMakeCache.txt" ] || new=(-DCMAKE_BUILD_TYPE=Release -DNELU_BUILD_TESTS=OFF)
+  nelu_configure "$dir" "${new[@]}" -DNELU_BUILD_BENCHMARKS=ON -DNELU_BENCH_CONTACTS_DRIVER_OPT=-O3 ${NELU_PINOCCHIO_DIR:+-DNELU_PINOCCHIO_DIR="$NELU_PINOCCHIO_DIR"} |
+    grep -E "nelu_bench: .*Pinocchio" || true
+  if [ ! -f "$dir/bench/contacts_pinocchio_link.txt" ]; then
+    echo "$script: Pinocchio is not configured in $dir (see the message above): $what" >&2
+    exit 1
+  fi
+  nelu_build "$dir" nelu nelu_bench_contacts_pinocchio
+}
+
 # find_nelu: set `nelu` (absolute) to NELU, or to NELU_BUILD_DIR's compiler/nelu, built as above
 find_nelu() {
   if [ -n "$nelu_given" ]; then

@@ -177,6 +177,18 @@ double value(const std::string& hex, bool is_float) {
     return v;
 }
 
+/// One output line of a state, target against host (entry 0 the status, then the values in hex):
+/// max |target - host| / max(1, max |host|); infinite where the target's value is not finite.
+double row_error(const std::vector<std::string>& t, const std::vector<std::string>& h, bool is_float) {
+    double diff = 0, scale = 1;
+    for (std::size_t i = 1; i < t.size(); ++i) {
+        const double a = value(t[i], is_float), b = value(h[i], is_float);
+        diff = std::max(diff, std::isfinite(a) ? std::fabs(a - b) : INFINITY);
+        scale = std::max(scale, std::fabs(b));
+    }
+    return diff / scale;
+}
+
 int compare(char** argv) {
     const Run host = parse(argv[2]), target = parse(argv[3]);
     const std::string name = argv[4];
@@ -204,13 +216,7 @@ int compare(char** argv) {
                 ++status_mismatch;
                 continue;
             }
-            double diff = 0, scale = 1;
-            for (std::size_t i = 1; i < t.size(); ++i) {
-                const double a = value(t[i], is_float), b = value(h[i], is_float);
-                diff = std::max(diff, std::isfinite(a) ? std::fabs(a - b) : INFINITY);
-                scale = std::max(scale, std::fabs(b));
-            }
-            worst = std::max(worst, diff / scale);
+            worst = std::max(worst, row_error(t, h, is_float));
             ++states;
         }
         const double tol = is_float ? tol_f : tol_d;
@@ -265,13 +271,7 @@ int jac(char** argv) {
             ++status_mismatch;
             continue;
         }
-        double diff = 0, scale = 1;
-        for (std::size_t i = 1; i < t.size(); ++i) {
-            const double a = value(t[i], false), b = value(h[i], false);
-            diff = std::max(diff, std::isfinite(a) ? std::fabs(a - b) : INFINITY);
-            scale = std::max(scale, std::fabs(b));
-        }
-        worst = std::max(worst, diff / scale);
+        worst = std::max(worst, row_error(t, h, false));
         ++states;
     }
     const bool ok = host_ended && target_ended && host.size() == 100 && states == 100 && status_mismatch == 0 && worst <= tol &&
