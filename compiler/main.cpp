@@ -124,8 +124,10 @@ void print_summary(const nelu::CompileResult& r) {
         std::string forms;
         for (const auto& [form, ops] : r.order.best.derivative_forms)
             forms += fmt::format("{}{} {}", forms.empty() ? "" : ", ", jacobian_form_name(form), ops);
-        std::cout << fmt::format("  derivative form: {} (operations of each form built: {})\n",
-                                 jacobian_form_name(r.order.best.derivative_form), forms);
+        const nelu::ColumnFormCounts& n = r.order.best.column_forms;
+        std::cout << fmt::format("  derivative form: {} (operations of each form built: {}); columns by the per-column search: "
+                                 "{} forward, {} structured, {} as -M^-1 dID/dx (M^-1 applied)\n",
+                                 jacobian_form_name(r.order.best.derivative_form), forms, n.forward, n.structured, n.from_inverse_mass);
         const nelu::Factorization& f = r.order.best;
         if (!f.lane_groups.empty())
             std::cout << fmt::format("  columns in lanes: {} groups of up to {} columns through {} kernels; instructions per call with W "

@@ -472,7 +472,18 @@ std::vector<ColumnOptions> structured_forms(ir::Program& P, const System& sys, c
 struct JacobianChoice {
     long ops = 0;
     std::vector<Id> jac;
+    std::vector<ColumnForm> pick;  ///< per column, the form chosen
 };
+
+/// How many columns took each kind of form (the counts of Factorization::column_forms).
+ColumnFormCounts count_forms(const std::vector<ColumnForm>& pick) {
+    ColumnFormCounts n;
+    for (ColumnForm f : pick) {
+        const ColumnForm p = plain(f);
+        (p == ColumnForm::Forward ? n.forward : p == ColumnForm::Structured ? n.structured : n.from_inverse_mass) += 1;
+    }
+    return n;
+}
 
 /// The local search over the columns' forms: from a form per column, move one column to another of
 /// its forms while that lowers the count of the whole (the `values` and the Jacobian, shared values
@@ -516,6 +527,7 @@ class ColumnSearch {
                     else set(j, pick[j]);
                 }
         }
+        r.pick = std::move(pick);
         return r;
     }
 
@@ -711,6 +723,7 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
     if (by_factors) starts.push_back(std::vector<ColumnForm>(cols.size(), ColumnForm::ForwardTransfers));
     JacobianChoice best = search.best(forward, starts);
     out.jacobian = best.jac;
+    out.column_forms = count_forms(best.pick);
     out.derivative_form = JacobianForm::Forward;
     out.derivative_forms = {{JacobianForm::Forward, best.ops}};
     if (!by_factors) return;
@@ -730,7 +743,7 @@ void schedule_jacobian(ir::Program& P, const System& sys, const Model& model, co
             JacobianChoice c = search.best(options, {start, start_plain});
             out.derivative_forms.push_back({form, c.ops});
             if (c.ops >= best.ops) continue;
-            out.jacobian = c.jac, out.derivative_form = form, best = std::move(c);
+            out.jacobian = c.jac, out.derivative_form = form, out.column_forms = count_forms(c.pick), best = std::move(c);
             for (std::size_t j = 0; j < cols.size(); ++j) lane_rhs[j] = structured_rhs[j].empty() ? forward_rhs[j] : structured_rhs[j];
         }
     }

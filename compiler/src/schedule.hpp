@@ -137,6 +137,13 @@ struct KernelProgram {
 };
 KernelProgram kernel_program(const ir::Program& P, const LaneKernel& K, const std::vector<bool>& dep);
 
+/// How many of the Jacobian's columns the per-column search gave each kind of form (with or without
+/// subtree transfers): forward mode's solve, the structured right-hand side's solve, or -M^-1 d ID / dx
+/// from the torque columns (M^-1 formed once and applied: Pinocchio's choice; forward dynamics only).
+struct ColumnFormCounts {
+    int forward = 0, structured = 0, from_inverse_mass = 0;
+};
+
 struct Factorization {
     std::string ordering;  ///< name of the candidate order
     ir::Program prog;      ///< the system's program extended with factorization and solve
@@ -155,6 +162,7 @@ struct Factorization {
     /// problem (outputs and Jacobian; before value numbering).
     JacobianForm derivative_form = JacobianForm::Forward;
     std::vector<std::pair<JacobianForm, long>> derivative_forms;
+    ColumnFormCounts column_forms;  ///< of the form kept
     /// The columns in lanes (empty: none, every column in the scalar program), and the operations
     /// of NAME_derivatives per call when each kernel instruction works on W columns, for W = 1, 2,
     /// 4, 8 (lane_ops[k] for W = 2^k; 0 when no lanes).
