@@ -58,6 +58,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "timing.hpp"
@@ -262,28 +263,43 @@ struct Horizon {
     int call() { return fn(n, q.data(), qd.data(), in.data(), out.data(), jac.data(), status.data()); }
 };
 
+using DerivFn = int (*)(const double*, const double*, const double*, double*, double*);
+
+/// One solver's out and jac (a) against another's (b), output by output (the output and its Jacobian
+/// row, one gradient): max |a - b| / max(1, max |b|) in the row; the worst row and its error (NaN
+/// where a difference is NaN).
+std::pair<int, double> worst_row(const double* out_a, const double* jac_a, const double* out_b, const double* jac_b, int nv, int njac) {
+    std::pair<int, double> worst{0, 0.0};
+    for (int r = 0; r < nv; ++r) {
+        double d = std::abs(out_a[r] - out_b[r]), scale = std::max(1.0, std::abs(out_b[r]));
+        for (int c = 0; c < njac; ++c) {
+            const std::size_t e = static_cast<std::size_t>(r) * njac + c;
+            d = std::max(d, std::abs(jac_a[e] - jac_b[e])), scale = std::max(scale, std::abs(jac_b[e]));
+            if (std::isnan(jac_a[e] - jac_b[e])) d = NAN;
+        }
+        if (std::isnan(d)) return {r, NAN};
+        if (d / scale > worst.second) worst = {r, d / scale};
+    }
+    return worst;
+}
+
 /// The batch form on every knot against the scalar derivatives, row by row; throws beyond kBatchTolerance.
 double check_horizon(bool id, Horizon& h, const std::vector<State>& knots) {
     const char* what = id ? "nelu_id_derivatives_batch" : "nelu_fd_derivatives_batch";
+    const DerivFn scalar = id ? nelu_id_derivatives : nelu_fd_derivatives;
     if (h.call() != 0) throw std::runtime_error(std::string(what) + ": a knot failed");
     std::vector<double> out(h.nv), jac(static_cast<std::size_t>(h.nv) * h.njac);
     double worst = 0;
     for (int k = 0; k < h.n; ++k) {
         const State& s = knots[static_cast<std::size_t>(k)];
-        const int st = id ? nelu_id_derivatives(s.q.data(), s.qd.data(), s.qdd.data(), out.data(), jac.data())
-                          : nelu_fd_derivatives(s.q.data(), s.qd.data(), s.tau.data(), out.data(), jac.data());
+        const int st = scalar(s.q.data(), s.qd.data(), id ? s.qdd.data() : s.tau.data(), out.data(), jac.data());
         if (st != 0 || h.status[static_cast<std::size_t>(k)] != 0) throw std::runtime_error(std::string(what) + ": status at knot " + std::to_string(k));
-        for (int r = 0; r < h.nv; ++r) {
-            double d = std::abs(h.out[static_cast<std::size_t>(k * h.nv + r)] - out[r]), scale = std::max(1.0, std::abs(out[r]));
-            for (int c = 0; c < h.njac; ++c) {
-                const double a = h.jac[(static_cast<std::size_t>(k) * h.nv + r) * h.njac + c], b = jac[static_cast<std::size_t>(r) * h.njac + c];
-                d = std::max(d, std::abs(a - b)), scale = std::max(scale, std::abs(b));
-            }
-            if (!(d / scale <= kBatchTolerance))
-                throw std::runtime_error(std::string(what) + ": knot " + std::to_string(k) + " row " + std::to_string(r) +
-                                         " differs from the scalar derivatives by " + std::to_string(d / scale));
-            worst = std::max(worst, d / scale);
-        }
+        const auto [r, e] = worst_row(&h.out[static_cast<std::size_t>(k) * h.nv], &h.jac[static_cast<std::size_t>(k) * h.nv * h.njac], out.data(),
+                                      jac.data(), h.nv, h.njac);
+        if (!(e <= kBatchTolerance))
+            throw std::runtime_error(std::string(what) + ": knot " + std::to_string(k) + " row " + std::to_string(r) +
+                                     " differs from the scalar derivatives by " + std::to_string(e));
+        worst = std::max(worst, e);
     }
     return worst;
 }
@@ -292,25 +308,17 @@ double check_horizon(bool id, Horizon& h, const std::vector<State>& knots) {
 /// above), out and jac row by row; throws beyond kV3Tolerance.
 double check_v3(bool id, const SlotMap& map, int njac, const std::vector<State>& states) {
     const char* what = id ? "nelu_id_v3_derivatives" : "nelu_fd_v3_derivatives";
+    const DerivFn generic = id ? nelu_id_derivatives : nelu_fd_derivatives, v3 = id ? nelu_id_v3_derivatives : nelu_fd_v3_derivatives;
     std::vector<double> out(map.nv), jac(static_cast<std::size_t>(map.nv) * njac), out3(out), jac3(jac);
     double worst = 0;
     for (const State& s : states) {
         const double* in = id ? s.qdd.data() : s.tau.data();
-        const int a = id ? nelu_id_derivatives(s.q.data(), s.qd.data(), in, out.data(), jac.data())
-                         : nelu_fd_derivatives(s.q.data(), s.qd.data(), in, out.data(), jac.data());
-        const int b = id ? nelu_id_v3_derivatives(s.q.data(), s.qd.data(), in, out3.data(), jac3.data())
-                         : nelu_fd_v3_derivatives(s.q.data(), s.qd.data(), in, out3.data(), jac3.data());
-        if (a != 0 || b != 0) throw std::runtime_error(std::string(what) + ": status");
-        for (int r = 0; r < map.nv; ++r) {
-            double d = std::abs(out3[r] - out[r]), scale = std::max(1.0, std::abs(out[r]));
-            for (int c = 0; c < njac; ++c) {
-                const std::size_t e = static_cast<std::size_t>(r) * njac + c;
-                d = std::max(d, std::abs(jac3[e] - jac[e])), scale = std::max(scale, std::abs(jac[e]));
-            }
-            if (!(d / scale <= kV3Tolerance))
-                throw std::runtime_error(std::string(what) + ": row " + std::to_string(r) + " differs from the generic build's by " + std::to_string(d / scale));
-            worst = std::max(worst, d / scale);
-        }
+        if (generic(s.q.data(), s.qd.data(), in, out.data(), jac.data()) != 0 || v3(s.q.data(), s.qd.data(), in, out3.data(), jac3.data()) != 0)
+            throw std::runtime_error(std::string(what) + ": status");
+        const auto [r, e] = worst_row(out3.data(), jac3.data(), out.data(), jac.data(), map.nv, njac);
+        if (!(e <= kV3Tolerance))
+            throw std::runtime_error(std::string(what) + ": row " + std::to_string(r) + " differs from the generic build's by " + std::to_string(e));
+        worst = std::max(worst, e);
     }
     return worst;
 }
