@@ -151,9 +151,10 @@ int run_compile(const CompileArgs& a, bool write) {
         for (const nelu::SnapChange& c : r.load.snapped) std::cerr << "  " << nelu::format_snap_change(r.load.source, c) << "\n";
     }
     if (a.o.dump.empty()) print_summary(r);
-    if (write) nelu::write_outputs(r, a.out_dir);
-    if (!a.spy.empty())
-        nelu::write_file_atomic(a.spy, nelu::spy_svg(r.system, r.order.best, r.name + " (" + r.problem.kind + ")"));
+    std::vector<std::pair<std::string, std::string>> spy;
+    if (!a.spy.empty()) spy.emplace_back(a.spy, nelu::spy_svg(r.system, r.order.best, r.name + " (" + r.problem.kind + ")"));
+    if (write) nelu::write_outputs(r, a.out_dir, std::move(spy));  // the spy plots with the solver: all or none
+    else if (!spy.empty()) nelu::write_files_atomic(spy);
     return nelu::kExitOk;
 }
 

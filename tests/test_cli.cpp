@@ -155,6 +155,49 @@ TEST_CASE("cli: an unwritable output path exits 2 naming it and leaves nothing")
     }
 }
 
+TEST_CASE("cli: compile writes its files all or none: a spy plot or an output that cannot be written leaves no solver behind") {
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const std::string base = "compile " + quoted(urdf) + " --problem id --verify 0 -o ";
+    SUBCASE("the spy plot's directory does not exist: no solver files either") {
+        ScratchDir dir("spy_fails");
+        const nelu::test::CliResult r = run_nelu(base + quoted(dir.path.string()) + " --spy /nonexistent/dir/d.svg");
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK(contains(r.err, "error: /nonexistent/dir/d.svg: cannot write the file"));
+        CHECK(dir.entries().empty());
+    }
+    SUBCASE("the manifest's path is a directory: the header and source already in place are removed") {
+        ScratchDir dir("manifest_is_dir");
+        fs::create_directory(dir.path / "ur5e_id.json");
+        const nelu::test::CliResult r = run_nelu(base + quoted(dir.path.string()));
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK(contains(r.err, (dir.path / "ur5e_id.json").string() + ": cannot write the file"));
+        CHECK(contains(r.err, "the files written before it in this run were removed"));
+        CHECK(dir.entries() == std::vector<std::string>{"ur5e_id.json"});
+        CHECK(fs::is_empty(dir.path / "ur5e_id.json"));
+    }
+    SUBCASE("with a writable spy path, the four files") {
+        ScratchDir dir("all_written");
+        const nelu::test::CliResult r = run_nelu(base + quoted(dir.path.string()) + " --spy " + quoted((dir.path / "d.svg").string()));
+        REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+        CHECK(dir.entries() == std::vector<std::string>{"d.svg", "ur5e_id.cpp", "ur5e_id.hpp", "ur5e_id.json"});
+    }
+}
+
+TEST_CASE("cli: a problem spec that is a directory, and a --name the generated code cannot take, exit 2 naming them") {
+    ScratchDir dir("spec_dir");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult d = run_nelu("analyze " + quoted(urdf) + " --problem " + quoted(dir.path.string()));
+    CHECK(d.exit_code == nelu::kExitBadInput);
+    CHECK(contains(d.err, "error: " + dir.path.string() + ": is a directory, not a problem spec"));
+    for (const char* name : {"int", "double", "std", "__solver", "_Solver"}) {
+        const nelu::test::CliResult r = run_nelu("compile " + quoted(urdf) + " --problem id --verify 0 --name " + name + " -o " +
+                                                 quoted((dir.path / "out").string()));
+        CHECK_MESSAGE(r.exit_code == nelu::kExitBadInput, name);
+        CHECK_MESSAGE(contains(r.err, std::string("--name '") + name + "' is a C++ keyword or a name reserved"), r.err);
+        CHECK(!fs::exists(dir.path / "out"));
+    }
+}
+
 TEST_CASE("cli: `nelu report --chains 7` prints the published RNEA and ABA counts") {
     const nelu::test::CliResult r = run_nelu("report --chains 7");
     CHECK(r.exit_code == 0);
@@ -239,7 +282,7 @@ TEST_CASE("cli: a problem spec's errors name the file and line (exit 2); a valid
         {"version: 1\nproblem: sideways\n", "spec.yaml:2: 'problem' must be id, fd, hybrid, osim, iwim or impulse"},
         {"version: 1\nunknown_key: 3\n", "spec.yaml:2: unknown key 'unknown_key'"},
         {"version: 1\njoints:\n  default: [1, 2]\n", "spec.yaml:3:"},
-        {"version: 1\nfloating_base: maybe\n", "spec.yaml:2: floating_base"},
+        {"version: 1\nfloating_base: maybe\n", "spec.yaml:2: 'floating_base' must be true or false (here 'maybe')"},
         {"version: 1\njoints: [\n", "spec.yaml:"},
     };
     for (const Bad& b : cases) {

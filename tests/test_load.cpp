@@ -66,6 +66,8 @@ const std::vector<ErrorCase>& error_cases() {
         {"root_not_robot.urdf", 2, {"the root element is not <robot>"}, {}},
         {"no_links.urdf", 2, {"the robot has no <link>"}, {}},
         {"link_without_name.urdf", 4, {"<link> has no 'name' attribute"}, {}},
+        {"name_ends_comment.urdf", 4, {"<link name=\"arm */ int injected; /*\">: the name contains '*/', which nelu cannot write into the generated code"}, {}},
+        {"name_with_line_break.urdf", 10, {"<joint name=\"shoulder\\n#define tau 0\">: the name contains a control character"}, {}},
         {"joint_without_type.urdf", 5, {"<joint> has no 'type' attribute"}, {}},
         {"duplicate_link.urdf", 5, {"link 'arm' is defined twice (first at line 4)"}, {}},
         {"duplicate_joint.urdf", 10, {"joint 'shoulder' is defined twice (first at line 6)"}, {}},

@@ -108,7 +108,7 @@ double umfpack_rcond(const Csc& A) {
 }
 
 /// What would determine an unknown, by kind.
-std::string remedy(const Column& c) {
+std::string remedy(const System& sys, const Column& c) {
     switch (c.quantity) {
         case Quantity::ExternalWrench: return "a contact_wrench or load_cell sensor on the link (or 'zero:' for components known to vanish)";
         case Quantity::JointTorque: return "a joint_torque sensor (or the torque known under joints:)";
@@ -117,6 +117,10 @@ std::string remedy(const Column& c) {
         case Quantity::JointWrench: return "a force_torque sensor on the joint";
         case Quantity::ContactForce:
         case Quantity::ContactImpulse:
+            if (sys.damping > 0)
+                return fmt::format("fewer contacts: these constrain motions the others already fix, so their forces are not unique, "
+                                   "and the spec's 'damping: {:g}' is too small to make them so in double precision; drop the redundant "
+                                   "contacts, or give a larger damping", sys.damping);
             return "fewer contacts: these constrain motions the others already fix (two contacts on one rigid body, more constraints "
                    "than the robot's joints can meet), so their forces are not unique; drop the redundant ones, or give 'damping: MU' "
                    "(Pinocchio's damped KKT) for the damped least-norm forces";
@@ -168,11 +172,11 @@ std::string undetermined_message(const System& sys, const std::vector<int>& cols
                          "constrained robot: a held arm at a singular pose, straight legs, parallel soles); the solver returns "
                          "NELU_STATUS_SMALL_PIVOT near it, and 'damping: MU' (Pinocchio's damped KKT) gives damped least-norm "
                          "forces there instead";
-        if (contact >= 0) return msg + contacts_involved(sys, cols) + "\n  what would determine them: " + remedy(sys.cols[contact]);
+        if (contact >= 0) return msg + contacts_involved(sys, cols) + "\n  what would determine them: " + remedy(sys, sys.cols[contact]);
     }
     std::vector<std::string> seen;
     for (int c : by_kind(sys, physical)) {
-        std::string r = remedy(sys.cols[c]);
+        std::string r = remedy(sys, sys.cols[c]);
         if (std::find(seen.begin(), seen.end(), r) == seen.end()) seen.push_back(r);
     }
     for (const std::string& r : seen) msg += "\n  what would determine them: " + r;

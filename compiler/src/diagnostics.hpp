@@ -33,4 +33,46 @@ inline std::string location(const std::string& file, int line) {
     return line > 0 ? file + ":" + std::to_string(line) + ": " : file + ": ";
 }
 
+/// What in a name from the input (a URDF's robot, link or joint, a sensor, a contact) could not be
+/// written into the generated code's comments, where names appear: a control character (a line
+/// break would end a `//` comment), a backslash (one at a line's end continues a `//` comment) or
+/// "*/" and "/*" (they end or nest a `/* */` comment). Empty when the name is fine.
+inline std::string unwritable_in_comments(const std::string& name) {
+    for (char ch : name) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == 0x7f) return "a control character (a line break, a tab, ...)";
+        if (c == '\\') return "a backslash";
+    }
+    if (name.find("*/") != std::string::npos) return "'*/'";
+    if (name.find("/*") != std::string::npos) return "'/*'";
+    return {};
+}
+
+/// `text` with its control characters and backslashes escaped (\\n, \\t, \\xHH, \\\\), for an error message
+/// that quotes a name.
+inline std::string escaped(const std::string& text) {
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\\') out += "\\\\";
+        else if (c < 0x20 || c == 0x7f) out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+        else out += ch;
+    }
+    return out;
+}
+
+/// Whether `name` is a word of letters, digits, '_' and '-' (the names the problem spec gives
+/// sensors and contacts, which become the output slots' names, `NAME.fx`).
+inline bool is_slot_word(const std::string& name) {
+    if (name.empty()) return false;
+    for (char ch : name) {
+        const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+        if (!ok) return false;
+    }
+    return true;
+}
+
 }  // namespace nelu

@@ -46,6 +46,10 @@ std::string required_attribute(const tinyxml2::XMLElement* e, const char* name, 
     if (!v || !*v)
         throw InputError(fmt::format("{}<{}> has no '{}' attribute", location(src, e->GetLineNum()),
                                      e->Name(), name));
+    if (std::string(name) == "name")
+        if (const std::string bad = unwritable_in_comments(v); !bad.empty())
+            throw InputError(fmt::format("{}<{} name=\"{}\">: the name contains {}, which nelu cannot write into the generated code",
+                                         location(src, e->GetLineNum()), e->Name(), escaped(v), bad));
     return v;
 }
 
@@ -73,6 +77,7 @@ XmlTree scan_xml(const std::string& xml, const std::string& src) {
     if (!robot || std::string(robot->Name()) != "robot")
         throw InputError(fmt::format("{}the root element is not <robot>",
                                      location(src, robot ? robot->GetLineNum() : 0)));
+    if (robot->Attribute("name")) required_attribute(robot, "name", src);  // (a name nelu can write into its comments)
     XmlTree t;
     for (auto* e = robot->FirstChildElement("link"); e; e = e->NextSiblingElement("link")) {
         std::string name = required_attribute(e, "name", src);

@@ -3,6 +3,8 @@
 
 #include <iosfwd>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "analyze.hpp"
 #include "emit.hpp"
@@ -55,6 +57,8 @@ CompileResult compile(const CompileOptions& options, std::ostream* dump = nullpt
 
 /// Write NAME.hpp, NAME.cpp and NAME.json (and with --batch NAME_batch.hpp and NAME_batch.cpp) into
 /// `dir` (each atomically).
-void write_outputs(const CompileResult& r, const std::string& dir);
+/// The generated files of `r` into `dir` (created when missing), with `extra` (path, content) files
+/// beside them (the spy plots), all or none (write_files_atomic).
+void write_outputs(const CompileResult& r, const std::string& dir, std::vector<std::pair<std::string, std::string>> extra = {});
 
 }  // namespace nelu

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -28,14 +29,44 @@ std::string where(const std::string& file, const YAML::Node& n) {
     return location(file, n.Mark().line >= 0 ? n.Mark().line + 1 : 0);
 }
 
+/// A key given twice in one map of the spec (YAML's maps have unique keys; yaml-cpp keeps both and
+/// reads the first): an error naming the key and both lines.
+void refuse_duplicate_keys(const YAML::Node& n, const std::string& file) {
+    if (n.IsSequence())
+        for (const YAML::Node& e : n) refuse_duplicate_keys(e, file);
+    if (!n.IsMap()) return;
+    std::map<std::string, int> seen;  // key -> its line
+    for (const auto& kv : n) {
+        if (kv.first.IsScalar()) {
+            const std::string key = kv.first.Scalar();
+            const int line = kv.first.Mark().line + 1;
+            if (const auto [it, fresh] = seen.emplace(key, line); !fresh)
+                throw InputError(where(file, kv.first) + fmt::format("duplicate key '{}' (first at line {})", key, it->second));
+        }
+        refuse_duplicate_keys(kv.second, file);
+    }
+}
+
 YAML::Node load_spec(const std::string& file) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(file, ec)) throw InputError(file + ": is a directory, not a problem spec");
     try {
-        return YAML::LoadFile(file);
+        YAML::Node spec = YAML::LoadFile(file);
+        refuse_duplicate_keys(spec, file);
+        return spec;
     } catch (const YAML::BadFile&) {
         throw InputError(file + ": cannot open the problem spec");
     } catch (const YAML::Exception& e) {
         throw InputError(fmt::format("{}{}", location(file, e.mark.line + 1), e.msg));
     }
+}
+
+/// A true/false key of the spec, or an error naming it.
+bool spec_bool(const YAML::Node& n, const std::string& file, const std::string& what) {
+    bool v = false;
+    if (!n.IsScalar() || n.Tag() == "!" || !YAML::convert<bool>::decode(n, v))
+        throw InputError(where(file, n) + fmt::format("{} must be true or false (here {})", what, n.IsScalar() ? "'" + n.Scalar() + "'" : "not a word"));
+    return v;
 }
 
 /// Joint name -> body index (bodies with a movable joint).
@@ -220,6 +251,8 @@ std::vector<SensorDecl> urdf_sensor_decls(const std::string& path) {
         d.name = e->Attribute("name") ? e->Attribute("name") : "";
         d.type = e->Attribute("type") ? e->Attribute("type") : "";
         if (d.name.empty()) throw InputError(d.where + "<sensor> without a name");
+        if (const std::string bad = unwritable_in_comments(d.name); !bad.empty())
+            throw InputError(d.where + fmt::format("sensor '{}': the name contains {}, which nelu cannot write into the generated code", escaped(d.name), bad));
         if (const auto* par = e->FirstChildElement("parent")) {
             if (par->Attribute("joint")) d.joint = par->Attribute("joint");
             if (par->Attribute("link")) d.link = par->Attribute("link");
@@ -257,6 +290,9 @@ std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::str
         d.type = n["type"] ? n["type"].as<std::string>() : "";
         d.name = n["name"] ? n["name"].as<std::string>() : fmt::format("{}{}", d.type, index);
         ++index;
+        if (const std::string bad = unwritable_in_comments(d.name); !bad.empty())
+            throw InputError(where(file, n["name"] ? n["name"] : n) +
+                             fmt::format("sensor '{}': the name contains {}, which nelu cannot write into the generated code", escaped(d.name), bad));
         if (n["link"]) d.link = n["link"].as<std::string>();
         if (n["joint"]) d.joint = n["joint"].as<std::string>();
         if (n["frame"]) d.frame = n["frame"].as<std::string>();
@@ -276,7 +312,7 @@ std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::str
         }
         if (n["components"]) d.components = string_list(n["components"], file, "components"), d.components_given = true;
         if (n["zero"]) d.zero = string_list(n["zero"], file, "zero");
-        if (n["slippery"]) d.slippery = n["slippery"].as<bool>();
+        if (n["slippery"]) d.slippery = spec_bool(n["slippery"], file, fmt::format("sensor '{}': 'slippery'", d.name));
         if (n["variance"]) {
             const YAML::Node v = n["variance"];
             if (v.IsScalar()) d.variance.push_back(v.as<double>());
@@ -472,6 +508,7 @@ std::vector<SensorDecl> selected_urdf_sensors(const YAML::Node& sel, const std::
 
 void read_outputs(const YAML::Node& o, const std::string& file, Problem& p) {
     if (!o) return;
+    if (o.IsSequence() && o.size() == 0) throw InputError(where(file, o) + "'outputs' is empty: a solver that outputs nothing computes nothing");
     Outputs out{false, false, false, false, false, false, false};
     const bool impulse = p.impulse();
     for (const std::string& k : string_list(o, file, "outputs")) {
@@ -497,6 +534,7 @@ void read_outputs(const YAML::Node& o, const std::string& file, Problem& p) {
 double spec_number(const YAML::Node& n, const std::string& file, const std::string& what, double lo, double hi) {
     double v = 0;
     if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) throw InputError(where(file, n) + fmt::format("{} must be a number", what));
+    if (n.Tag() == "!") throw InputError(where(file, n) + fmt::format("{} must be a number, not a quoted string ('{}')", what, n.Scalar()));
     if (!std::isfinite(v) || v < lo || v > hi)
         throw InputError(where(file, n) + (lo <= -1e300 && hi >= 1e300 ? fmt::format("{} must be a finite number (here {})", what, n.as<std::string>())
                                                                        : fmt::format("{} must be a finite number in [{:g}, {:g}] (here {})", what, lo,
@@ -528,6 +566,9 @@ void read_contacts(const YAML::Node& list, const std::string& file, const LoadRe
         if (!n.IsMap()) throw InputError(cs.where + "each contact is a map {name, link, type, origin, frame, baumgarte}");
         Contact& c = cs.contact;
         c.name = n["name"] ? text(n["name"], "", "name") : fmt::format("contact{}", p.contacts.size());
+        if (!is_slot_word(c.name))
+            throw InputError(where(file, n["name"]) + fmt::format("contact '{}': a name is a word of letters, digits, '_' and '-' (it names the "
+                                                                  "output slots, NAME.fx)", escaped(c.name)));
         auto fail = [&](const YAML::Node& at, const std::string& what) {
             throw InputError((at ? where(file, at) : cs.where) + fmt::format("contact '{}': {}", c.name, what));
         };
@@ -558,7 +599,7 @@ void read_contacts(const YAML::Node& list, const std::string& file, const LoadRe
                 if (key != "xyz" && key != "rpy") fail(kv.first, fmt::format("unknown key 'origin.{}' (expected xyz, rpy)", key));
                 const YAML::Node v = kv.second;
                 if (!v.IsSequence() || v.size() != 3) fail(v, fmt::format("origin.{} must be [a, b, c]", key));
-                for (int k = 0; k < 3; ++k) (key == "xyz" ? xyz : rpy)[k] = spec_number(v[k], file, fmt::format("contact '{}': origin.{}", c.name, key), -1e300, 1e300);
+                for (int k = 0; k < 3; ++k) (key == "xyz" ? xyz : rpy)[k] = spec_number(v[k], file, fmt::format("contact '{}': origin.{}", c.name, key), -HUGE_VAL, HUGE_VAL);
             }
         }
         const double reach = std::hypot(xyz[0], std::hypot(xyz[1], xyz[2]));
@@ -726,11 +767,7 @@ bool spec_requests_floating_base(const ProblemInput& in) {
     if (in.floating_base) return true;
     if (is_preset(in.problem)) return false;
     YAML::Node spec = load_spec(in.problem);
-    try {
-        return spec.IsMap() && spec["floating_base"] && spec["floating_base"].as<bool>();
-    } catch (const YAML::Exception& e) {
-        throw InputError(fmt::format("{}floating_base: {}", location(in.problem, e.mark.line + 1), e.msg));
-    }
+    return spec.IsMap() && spec["floating_base"] && spec_bool(spec["floating_base"], in.problem, "'floating_base'");
 }
 
 std::vector<std::string> sensor_joints(const ProblemInput& in, const std::string& urdf_path) {
@@ -863,7 +900,7 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
                                                                    "(here '{}'); compile with --ignore-mimic to treat them as independent joints",
                                                                    p.kind, loaded.mimics.empty() ? std::string() : loaded.mimics[0].joint));
     if (p.response_kind()) read_response_problem(spec, file, loaded, p);
-    if (spec["allow_singular_configurations"]) p.allow_special_singularities = spec["allow_singular_configurations"].as<bool>();
+    if (spec["allow_singular_configurations"]) p.allow_special_singularities = spec_bool(spec["allow_singular_configurations"], file, "'allow_singular_configurations'");
     return p;
 }
 

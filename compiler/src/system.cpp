@@ -572,6 +572,7 @@ void Builder::columns() {
     const int nb = m_.num_bodies();
     s_.blocks.resize(nb);
     s_.classical = p_.classical();
+    s_.damping = p_.damping;
     for (int i = 0; i < nb; ++i) {
         const Body& b = m_.bodies[i];
         BodyBlock& B = s_.blocks[i];

@@ -172,6 +172,7 @@ struct System {
     std::vector<bool> soft;
     std::vector<double> variance;
     bool classical = true;  ///< every body has the classical block structure (tree orders apply)
+    double damping = 0;     ///< the contacts' damping mu of the problem spec (0: none)
     bool allow_special_singularities = false;  ///< Problem::allow_special_singularities
     /// osim with `lambda`: the size k of Lambda; the outputs are Lambda^-1 (k x k, row major), then
     /// Lambda (k x k), the latter computed by a static LDL^T of the former (run_schedule).
