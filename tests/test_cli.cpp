@@ -513,6 +513,26 @@ TEST_CASE("cli: check --library of a library with batch forms, built without che
     CHECK(!contains(k.out, "double rows bit for bit"));
 }
 
+TEST_CASE("cli: check compares with the solver's own program: a manifest whose ordering the recompile does not give is exit 2 naming both") {
+    ScratchDir dir("winner");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem id --verify 0 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const fs::path manifest = dir.path / "ur5e_id.json";
+    std::string text = read_text(manifest);
+    const std::string winner = "\"winner\": \"";
+    const auto at = text.find(winner);
+    REQUIRE(at != std::string::npos);
+    const auto end = text.find('"', at + winner.size());
+    const std::string own = text.substr(at + winner.size(), end - at - winner.size());
+    text.replace(at + winner.size(), end - at - winner.size(), "umfpack-of-another-nelu");
+    std::ofstream(manifest) << text;
+    const nelu::test::CliResult k = run_nelu("check " + quoted(urdf) + " " + quoted(manifest.string()));
+    CHECK(k.exit_code == nelu::kExitBadInput);
+    CHECK_MESSAGE(contains(k.err, "the solver's ordering is 'umfpack-of-another-nelu', but " + urdf + " compiled with problem 'id' gives '" +
+                                      own + "'"), k.err);
+}
+
 TEST_CASE("cli: check refuses fewer than one random state (exit 2), which compared nothing or divided by zero") {
     ScratchDir dir("states");
     // a spec that allows singular configurations leaves the special states out: none is left with --states 0

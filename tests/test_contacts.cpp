@@ -668,6 +668,21 @@ TEST_CASE("contacts: a redundant set whose damping is too small for accurate der
     }
 }
 
+// The special configurations (every joint at 0, +-pi/2, pi, a limit) are where a contact set may be
+// singular, so their errors are not judged; but a solver may refuse only where the reference does.
+// With 200 validation configurations, umfpack's pivots on the humanoid's soles (a division by the
+// sine of a joint angle) look safe over the random ones and vanish at the special ones, where the
+// soles are regular: the order is refused for that, and tree-contact/symmetric wins (as with the
+// default 10,000, where another of umfpack's pivots is unsafe).
+TEST_CASE("contacts: an order whose pivots vanish at a special configuration where the contact set is regular is refused") {
+    const nelu::test::CliResult r = run_nelu(fmt::format("analyze '{}' --problem '{}' --validate 200", source_dir() + "/robots/humanoid_winter.urdf",
+                                                         source_dir() + "/robots/specs/humanoid_soles.yaml"));
+    INFO(r.out, r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("candidate umfpack    rejected: ordering umfpack is not accurate: its pivot checks refuse") != std::string::npos);
+    CHECK(r.out.find("ordering tree-contact/symmetric:") != std::string::npos);
+}
+
 // Issue 27, item 4: `nelu analyze` reports what each candidate order costs on a contact problem,
 // the tree-aware contact orders among them, and picks the cheapest of those it accepts.
 TEST_CASE("contacts: nelu analyze lists the candidate orders of a contact problem with their costs and picks the cheapest") {
@@ -883,6 +898,37 @@ TEST_CASE("contacts (extended): random contact sets on random trees, more cases"
 // round alike but for the sine and cosine, and differed by 2.7e-8 in jac where the values' error
 // set a tolerance of 4e-9: `nelu check` judged the solver wrong. It now takes the program's own
 // rounding error at the state (its double evaluation against its long double one) as the measure.
+// A damped, ill-conditioned contact set on a random tree (an audit's find): the values' rounding
+// over the central differences' step (1e-6) was 2.5 times check's tolerance of 1e-5, while the
+// Jacobian agreed with complex step to 2e-10, and check failed (exit 3). It takes the better of the
+// steps 1e-6 and 1e-4 now.
+TEST_CASE("contacts: nelu check's central differences of an ill-conditioned damped contact set: the better of two steps") {
+    if (nelu::test::sanitized()) return;  // (it builds the generated C++; the sanitizer build's subject is nelu)
+    const fs::path dir = scratch() / "steps";
+    fs::create_directories(dir);
+    const std::string urdf = (dir / "tree.urdf").string(), spec = (dir / "fd.yaml").string();
+    const nelu::test::CliResult g = run_nelu("robot gen tree --links 8 --branching 2 --seed 11 --no-base -o '" + urdf + "'");
+    REQUIRE_MESSAGE(g.exit_code == 0, g.err);
+    write(spec, R"(version: 2
+problem: fd
+floating_base: true
+external_wrenches: zero
+contacts:
+  - {name: a, link: link5, type: 6d, baumgarte: {kp: 20, kd: 5}}
+  - {name: c, link: link8, type: point, frame: local_world_aligned}
+damping: 1e-6
+outputs: [joint_accelerations, contact_forces]
+)");
+    const nelu::test::CliResult r = run_nelu(fmt::format("compile '{}' --problem '{}' --name p --derivatives -o '{}'", urdf, spec, (dir / "out").string()));
+    REQUIRE_MESSAGE(r.exit_code == 0, r.out << r.err);
+    static const std::string cxx = nelu::test::cxx_with("-O0", nelu::test::have_clang() ? "clang++" : "c++");
+    const nelu::test::CliResult c =
+        run_nelu(fmt::format("check '{}' '{}' --problem '{}' --states 30 --cxx '{}'", urdf, (dir / "out" / "p.json").string(), spec, cxx));
+    INFO(c.out << c.err);
+    CHECK(c.exit_code == 0);
+    fs::remove_all(dir);
+}
+
 TEST_CASE("contacts: nelu check judges an ill-conditioned impulse's derivatives by the program's own rounding") {
     if (nelu::test::sanitized()) return;  // (it builds the generated C++; the sanitizer build's subject is nelu)
     const fs::path dir = scratch() / "rounding";

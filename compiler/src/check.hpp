@@ -32,8 +32,9 @@ struct CheckReport {
     bool sensor = false;  ///< a sensor problem (its outputs compared with a consistent world)
     /// With NAME_derivatives (compiled with --derivatives): its jac against the compiler's own
     /// derivative program (the IR, evaluated: the C++ compiler's translation is exact to rounding)
-    /// and against central differences of the compiled value solver along each column (step 1e-6;
-    /// agreement to about 1e-6 relative is what differences give), and its out against NAME's;
+    /// and against central differences of the compiled value solver along each column (steps 1e-6
+    /// and 1e-4, the better of the two: rounding grows as 1/h, truncation as h^2; agreement to
+    /// about 1e-6 relative is what differences give), and its out against NAME's;
     /// NAME_derivatives_f's jac against the double one to 1e-4 of its largest entry. A state whose
     /// values the problem's conditioning makes less accurate (the value solvers' forward error e
     /// against the reference at that state, double and float) cannot have a more accurate

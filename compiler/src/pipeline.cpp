@@ -159,6 +159,9 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     const double selection = contact_residual_applies(r.system, r.problem) ? 1e-12 : tolerance;
     oo.accurate = [&](const Factorization& f) {
         const VerifyReport v = run_verify(r.load.model, r.problem, r.system, f, kCandidateStates);
+        if (v.refused_regular > 0)
+            return fmt::format("its pivot checks refuse {} of the sample states where the problem is regular (NELU_STATUS_SMALL_PIVOT "
+                               "where the reference solves it)", v.refused_regular);
         return v.decisive() <= selection ? std::string()
                                          : fmt::format("forward relative error {:.3g}, backward error {:.3g} over {} states", v.max_rel_error,
                                                        v.max_backward_error, v.states);
