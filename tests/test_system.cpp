@@ -17,6 +17,7 @@
 #include "nelu/state.hpp"
 #include "problem.hpp"
 #include "system.hpp"
+#include "verify.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -155,4 +156,43 @@ TEST_CASE("system: osim and iwim take no inputs, and b is its constant part") {
             CHECK(B.sys.b.input[r].empty());
         }
     }
+}
+
+// The verification's states (compiler/src/verify.hpp): after the special configurations and the
+// random states, a floating base at its identity orientation and turned by 90 and 180 degrees
+// about an axis (a random pose is never one), and velocities 10 and 100 times the random scale.
+TEST_CASE("verification states: the floating base's axis-aligned orientations and large velocities are among them") {
+    const std::string urdf = root() + "/robots/quadruped_minicheetah.urdf";
+    const nelu::LoadResult floating = nelu::load_urdf_file(urdf, {true, {}, false, 0});
+    const std::vector<nelu::State> states = nelu::verification_states(floating.model, 7, 3);
+    std::mt19937_64 rng(7);
+    const std::size_t special = nelu::special_configurations(floating.model, rng).size();
+    REQUIRE(states.size() == special + 3 + 4);
+    const nelu::Body& base = floating.model.bodies[0];
+    REQUIRE(base.type == nelu::JointType::Floating);
+    auto quaternion = [&](const nelu::State& s) {
+        const double* q = s.q.data() + base.q_index + 3;
+        return std::vector<double>{q[0], q[1], q[2], q[3]};
+    };
+    auto speed = [](const nelu::State& s) {
+        double v = 0;
+        for (double x : s.qd) v = std::max(v, std::abs(x));
+        return v;
+    };
+    const double h = std::sqrt(0.5);
+    const std::vector<std::vector<double>> expected{{0, 0, 0, 1}, {h, 0, 0, h}, {0, 1, 0, 0}, {0, 0, -h, h}};
+    for (std::size_t k = 0; k < 4; ++k) {
+        const nelu::State& s = states[special + 3 + k];
+        CHECK(quaternion(s) == expected[k]);
+        const double scale = k == 0 ? 1 : k == 2 ? 100 : 10;
+        CHECK(speed(s) <= scale);
+        CHECK(speed(s) > 0.2 * scale);  // (the largest of 18 uniform draws in [-scale, scale])
+    }
+    // a fixed base: the two velocity scales only
+    const nelu::LoadResult fixed = nelu::load_urdf_file(urdf, {false, {}, false, 0});
+    const std::vector<nelu::State> f = nelu::verification_states(fixed.model, 7, 0);
+    std::mt19937_64 rng2(7);
+    REQUIRE(f.size() == nelu::special_configurations(fixed.model, rng2).size() + 2);
+    CHECK(speed(f[f.size() - 2]) > 2);
+    CHECK(speed(f.back()) > 20);
 }

@@ -15,7 +15,9 @@
 namespace nelu {
 
 /// The special configurations (each with random velocities and inputs), then `random_states`
-/// random states, from one seed.
+/// random states, then a few random states with a floating base at its identity orientation or
+/// turned by 90 or 180 degrees about an axis and velocities 10 or 100 times the random scale, from
+/// one seed.
 std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states);
 
 /// verification_states without the special configurations when the system is allowed to be
