@@ -1,5 +1,6 @@
 // main.cpp: the `nelu` command line. Wires the passes together; no logic of its own.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -142,6 +143,9 @@ void print_summary(const nelu::CompileResult& r) {
 }
 
 int run_compile(const CompileArgs& a, bool write) {
+    // an output path that cannot be a directory is named before the compile, not after it
+    if (std::error_code ec; write && std::filesystem::exists(a.out_dir, ec) && !std::filesystem::is_directory(a.out_dir, ec))
+        throw nelu::InputError(a.out_dir + ": exists and is not a directory (-o names the output directory)");
     nelu::CompileResult r = nelu::compile(a.o, &std::cout);
     for (const std::string& w : r.load.warnings) std::cerr << "warning: " << w << "\n";
     if (r.load.snap > 0) {

@@ -175,6 +175,16 @@ TEST_CASE("cli: compile writes its files all or none: a spy plot or an output th
         CHECK(dir.entries() == std::vector<std::string>{"ur5e_id.json"});
         CHECK(fs::is_empty(dir.path / "ur5e_id.json"));
     }
+    SUBCASE("-o names an existing file: exit 2 before the compile, the file untouched") {
+        ScratchDir dir("out_is_file");
+        const fs::path file = dir.path / "solver";
+        std::ofstream(file) << "mine";
+        const nelu::test::CliResult r = run_nelu(base + quoted(file.string()));
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK(contains(r.err, "error: " + file.string() + ": exists and is not a directory"));
+        CHECK(r.out.empty());  // (nothing compiled: no summary)
+        CHECK(read_text(file) == "mine");
+    }
     SUBCASE("with a writable spy path, the four files") {
         ScratchDir dir("all_written");
         const nelu::test::CliResult r = run_nelu(base + quoted(dir.path.string()) + " --spy " + quoted((dir.path / "d.svg").string()));
