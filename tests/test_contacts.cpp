@@ -926,6 +926,9 @@ outputs: [joint_accelerations, contact_forces]
         run_nelu(fmt::format("check '{}' '{}' --problem '{}' --states 30 --cxx '{}'", urdf, (dir / "out" / "p.json").string(), spec, cxx));
     INFO(c.out << c.err);
     CHECK(c.exit_code == 0);
+    // and the special configurations, where only the solver's refusals are judged (as run_verify)
+    CHECK(c.out.find("and at 6 special configurations (every joint at 0, +-pi/2, pi or a limit), where the contact set may be singular") !=
+          std::string::npos);
     fs::remove_all(dir);
 }
 

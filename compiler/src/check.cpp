@@ -221,7 +221,8 @@ CheckReport run_check(const CheckOptions& o) {
     // sensor problems, and contact problems with only some of their unknowns as outputs, are judged
     // by their forward error; the others by a backward error
     rep.sensor = !r.system.classical && !contact_residual_applies(r.system, r.problem);
-    const std::vector<State> states = checked_states(m, r.system, 0x636865636b, o.states);
+    int lenient = 0;  // contacts: the special configurations first, where only refusals are judged (run_verify)
+    const std::vector<State> states = checked_states(m, r.system, 0x636865636b, o.states, &lenient);
     const std::size_t nout = r.system.out.size();
     const std::vector<int> q_slots = independent_q_slots(m), v_slots = independent_v_slots(m);
     // NAME_derivatives at one state: out as NAME's, jac as the IR's and as central differences of NAME
@@ -317,6 +318,15 @@ CheckReport run_check(const CheckOptions& o) {
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);
         const std::vector<double> q = gather(st.q, q_slots), qd = gather(st.qd, v_slots);  // the independent coordinates
+        if (&st - states.data() < lenient) {  // the solver may refuse only where the reference does
+            std::vector<double> out(nout);
+            const int status = call(fd, Arguments<double>(q, qd, in), out);
+            if (status != NELU_STATUS_OK)
+                ++(status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, r.order.best.pivots, ref, false) ? rep.refused_singular
+                                                                                                                          : rep.failed_status);
+            ++rep.special_states;
+            continue;
+        }
         if (co.batch) batch_states.q.push_back(q), batch_states.qd.push_back(qd), batch_states.in.push_back(in), refs.push_back(ref);
         // One call's status and outputs, in either precision. A non-zero status is right only where
         // Lambda does not exist (osim with lambda); the outputs are then untouched and not compared.
@@ -354,7 +364,7 @@ CheckReport run_check(const CheckOptions& o) {
     if (co.batch) {  // the batch forms against the scalar ones; rows that are not bitwise, as the scalar ones are judged
         rep.batch = true;
         BatchJudge values{[&](std::size_t k, const std::vector<double>& out, bool) {
-                              return rep.seeks_qdd ? backward_error(r.system, m, r.problem, states[k], out, refs[k])
+                              return rep.seeks_qdd ? backward_error(r.system, m, r.problem, states[k + static_cast<std::size_t>(lenient)], out, refs[k])
                                                    : response_forward_error(r.system, out, refs[k]);
                           },
                           rep.tolerance_double(), rep.tolerance_float()};
@@ -365,12 +375,13 @@ CheckReport run_check(const CheckOptions& o) {
                                  return forward_error(row, out);
                              },
                              1e-10, 1e-4, [&](std::size_t k, const std::vector<double>& row, bool single) {
-                                 if (!single) return jac_tolerance[k][0];
+                                 const std::size_t at = k + static_cast<std::size_t>(lenient);  // (the batch has no special state)
+                                 if (!single) return jac_tolerance[at][0];
                                  // the float row's values carry their own error into its Jacobian
                                  // (as the scalar float's, CheckReport::derivatives): 100 times it
                                  const std::vector<double> out(row.begin(), row.begin() + static_cast<long>(nout));
                                  const double e_row = reference_refused(refs[k]) ? 0 : response_forward_error(r.system, out, refs[k]);
-                                 return std::max(jac_tolerance[k][1], 100 * e_row);
+                                 return std::max(jac_tolerance[at][1], 100 * e_row);
                              },
                              &values};
         const std::size_t njac = co.derivatives ? cols.size() * nout : 0;

@@ -28,6 +28,7 @@ struct CheckReport {
     double forward_double = 0, forward_float = 0;    ///< max relative forward error
     double backward_double = 0, backward_float = 0;  ///< max scaled residual (when accelerations are sought)
     int failed_status = 0;                           ///< calls that returned non-zero where they should not
+    int special_states = 0;    ///< contacts: special configurations where only the solver's refusals are judged (run_verify)
     int refused_singular = 0;  ///< calls that returned NELU_STATUS_SMALL_PIVOT where Lambda does not exist (osim with lambda)
     bool sensor = false;  ///< a sensor problem (its outputs compared with a consistent world)
     /// With NAME_derivatives (compiled with --derivatives): its jac against the compiler's own
