@@ -385,6 +385,11 @@ TEST_CASE("Sensor specs: every error names the spec file and line, and the senso
         {"version: 2\nexternal_wrenches: {unknown: [base_link]}\n", "link 'base_link' is fixed to the world"},
         {"version: 2\nsensors:\n  - {name: c, type: load_cell, link: wrist_3_link}\n  - {name: d, type: contact_wrench, link: wrist_3_link}\n",
          "link 'wrist_3_link' already has the contact sensor 'c' (one per link)"},
+        // names are written into the generated code's comments
+        {"version: 2\nsensors:\n  - {name: 'a */ int x; /*', type: accelerometer, link: wrist_3_link}\n",
+         "sensor 'a */ int x; /*': the name contains '*/', which nelu cannot write into the generated code"},
+        {"version: 2\nsensors:\n  - {name: \"a\\n#define tau 0\", type: accelerometer, link: wrist_3_link}\n",
+         "sensor 'a\\n#define tau 0': the name contains a control character"},
     };
     for (const Case& c : cases) {
         write(d / "spec.yaml", c.text);

@@ -315,25 +315,28 @@ CheckReport run_check(const CheckOptions& o) {
     };
     BatchStates batch_states;  // every state's arguments, and its reference outputs, for the batch forms
     std::vector<std::vector<double>> refs;
+    // A call's non-zero status is right only where Lambda does not exist (osim with lambda) or the
+    // reference refuses too (a singular contact set): lambda_refusal_justified, as the compile's
+    // verification judges its program.
+    auto refusal_right = [&](int status, const std::vector<double>& ref, bool single) {
+        return status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, r.order.best.pivots, ref, single);
+    };
     for (const State& st : states) {
         std::vector<double> in = solver_inputs(r.system, m, r.problem, st), ref = reference_outputs(r.system, m, r.problem, st);
         const std::vector<double> q = gather(st.q, q_slots), qd = gather(st.qd, v_slots);  // the independent coordinates
         if (&st - states.data() < lenient) {  // the solver may refuse only where the reference does
             std::vector<double> out(nout);
             const int status = call(fd, Arguments<double>(q, qd, in), out);
-            if (status != NELU_STATUS_OK)
-                ++(status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, r.order.best.pivots, ref, false) ? rep.refused_singular
-                                                                                                                          : rep.failed_status);
+            if (status != NELU_STATUS_OK) ++(refusal_right(status, ref, false) ? rep.refused_singular : rep.failed_status);
             ++rep.special_states;
             continue;
         }
         if (co.batch) batch_states.q.push_back(q), batch_states.qd.push_back(qd), batch_states.in.push_back(in), refs.push_back(ref);
-        // One call's status and outputs, in either precision. A non-zero status is right only where
-        // Lambda does not exist (osim with lambda); the outputs are then untouched and not compared.
+        // One call's status and outputs, in either precision; after a refusal the outputs are
+        // untouched and not compared.
         auto judge = [&](int status, const std::vector<double>& out, bool single, double& forward, double& backward) {
             if (status != NELU_STATUS_OK) {
-                const bool right = status == NELU_STATUS_SMALL_PIVOT && lambda_refusal_justified(r.system, r.order.best.pivots, ref, single);
-                ++(right ? rep.refused_singular : rep.failed_status);
+                ++(refusal_right(status, ref, single) ? rep.refused_singular : rep.failed_status);
                 return;
             }
             if (!reference_refused(ref)) forward = std::max(forward, response_forward_error(r.system, out, ref));

@@ -64,6 +64,15 @@ inline std::string escaped(const std::string& text) {
     return out;
 }
 
+/// Throws InputError "WHERE`open`NAME`close`: the name contains ..." when `name` could not be written
+/// into the generated code's comments (unwritable_in_comments); NAME is `name` escaped. `where`: the
+/// location prefix ("FILE:LINE: "); `open` and `close` name the element: "sensor '" and "'", or
+/// "<link name=\"" and "\">".
+inline void refuse_unwritable_name(const std::string& where, const std::string& name, const std::string& open, const std::string& close) {
+    if (const std::string bad = unwritable_in_comments(name); !bad.empty())
+        throw InputError(where + open + escaped(name) + close + ": the name contains " + bad + ", which nelu cannot write into the generated code");
+}
+
 /// Whether `name` is a word of letters, digits, '_' and '-' (the names the problem spec gives
 /// sensors and contacts, which become the output slots' names, `NAME.fx`).
 inline bool is_slot_word(const std::string& name) {

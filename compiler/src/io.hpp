@@ -1,4 +1,4 @@
-// io.hpp: file output that never leaves a half-written file behind.
+// io.hpp: file output that never leaves a half-written file behind, and the text it writes.
 #pragma once
 
 #include <string>
@@ -19,5 +19,9 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
 
 /// The whole file at `path`; throws InputError naming it when it cannot be read.
 std::string read_file(const std::string& path);
+
+/// `s` with XML's special characters replaced by entities (&amp; &lt; &gt; &quot; &apos;), for an
+/// attribute value or text of the XML nelu writes (URDF, SVG).
+std::string xml_escape(const std::string& s);
 
 }  // namespace nelu

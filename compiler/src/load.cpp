@@ -46,11 +46,15 @@ std::string required_attribute(const tinyxml2::XMLElement* e, const char* name, 
     if (!v || !*v)
         throw InputError(fmt::format("{}<{}> has no '{}' attribute", location(src, e->GetLineNum()),
                                      e->Name(), name));
-    if (std::string(name) == "name")
-        if (const std::string bad = unwritable_in_comments(v); !bad.empty())
-            throw InputError(fmt::format("{}<{} name=\"{}\">: the name contains {}, which nelu cannot write into the generated code",
-                                         location(src, e->GetLineNum()), e->Name(), escaped(v), bad));
     return v;
+}
+
+/// The name of `e` (<robot>, <link>, <joint>): an attribute it must have when `required`, and one
+/// nelu can write into the generated code's comments (refuse_unwritable_name).
+std::string element_name(const tinyxml2::XMLElement* e, const std::string& src, bool required = true) {
+    const std::string name = required || e->Attribute("name") ? required_attribute(e, "name", src) : std::string();
+    refuse_unwritable_name(location(src, e->GetLineNum()), name, fmt::format("<{} name=\"", e->Name()), "\">");
+    return name;
 }
 
 /// The `link` attribute of the child element `tag` (<parent>, <child>) of joint `j`.
@@ -77,10 +81,10 @@ XmlTree scan_xml(const std::string& xml, const std::string& src) {
     if (!robot || std::string(robot->Name()) != "robot")
         throw InputError(fmt::format("{}the root element is not <robot>",
                                      location(src, robot ? robot->GetLineNum() : 0)));
-    if (robot->Attribute("name")) required_attribute(robot, "name", src);  // (a name nelu can write into its comments)
+    element_name(robot, src, /*required=*/false);
     XmlTree t;
     for (auto* e = robot->FirstChildElement("link"); e; e = e->NextSiblingElement("link")) {
-        std::string name = required_attribute(e, "name", src);
+        std::string name = element_name(e, src);
         if (!t.link_line.emplace(name, e->GetLineNum()).second)
             throw InputError(fmt::format("{}link '{}' is defined twice (first at line {})",
                                          location(src, e->GetLineNum()), name, t.link_line[name]));
@@ -89,7 +93,7 @@ XmlTree scan_xml(const std::string& xml, const std::string& src) {
     if (t.links.empty()) throw InputError(fmt::format("{}the robot has no <link>", location(src, robot->GetLineNum())));
     for (auto* e = robot->FirstChildElement("joint"); e; e = e->NextSiblingElement("joint")) {
         XmlJoint j;
-        j.name = required_attribute(e, "name", src);
+        j.name = element_name(e, src);
         j.type = required_attribute(e, "type", src);
         j.line = e->GetLineNum();
         j.parent = joint_link(e, "parent", j.name, src);

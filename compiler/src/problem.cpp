@@ -251,8 +251,7 @@ std::vector<SensorDecl> urdf_sensor_decls(const std::string& path) {
         d.name = e->Attribute("name") ? e->Attribute("name") : "";
         d.type = e->Attribute("type") ? e->Attribute("type") : "";
         if (d.name.empty()) throw InputError(d.where + "<sensor> without a name");
-        if (const std::string bad = unwritable_in_comments(d.name); !bad.empty())
-            throw InputError(d.where + fmt::format("sensor '{}': the name contains {}, which nelu cannot write into the generated code", escaped(d.name), bad));
+        refuse_unwritable_name(d.where, d.name, "sensor '", "'");
         if (const auto* par = e->FirstChildElement("parent")) {
             if (par->Attribute("joint")) d.joint = par->Attribute("joint");
             if (par->Attribute("link")) d.link = par->Attribute("link");
@@ -290,9 +289,7 @@ std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::str
         d.type = n["type"] ? n["type"].as<std::string>() : "";
         d.name = n["name"] ? n["name"].as<std::string>() : fmt::format("{}{}", d.type, index);
         ++index;
-        if (const std::string bad = unwritable_in_comments(d.name); !bad.empty())
-            throw InputError(where(file, n["name"] ? n["name"] : n) +
-                             fmt::format("sensor '{}': the name contains {}, which nelu cannot write into the generated code", escaped(d.name), bad));
+        refuse_unwritable_name(where(file, n["name"] ? n["name"] : n), d.name, "sensor '", "'");
         if (n["link"]) d.link = n["link"].as<std::string>();
         if (n["joint"]) d.joint = n["joint"].as<std::string>();
         if (n["frame"]) d.frame = n["frame"].as<std::string>();

@@ -19,6 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "io.hpp"
+
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -97,22 +99,6 @@ std::string robot_name(const RobotGenOptions& opt) {
     if (opt.shape == RobotGenOptions::Shape::Chain)
         return fmt::format("chain{}_s{}", opt.links, opt.seed);
     return fmt::format("tree{}_b{}_s{}", opt.links, opt.branching, opt.seed);
-}
-
-/// `s` with the XML special characters replaced by entities, for an attribute value.
-std::string xml_escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            default: out += c;
-        }
-    }
-    return out;
 }
 
 /// The provenance comment; spelled without "--", which XML forbids inside comments.

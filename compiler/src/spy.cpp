@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "io.hpp"
+
 namespace nelu {
 namespace {
 
@@ -55,20 +57,6 @@ void symbolic_lu(std::vector<std::set<int>> A, const std::vector<Pivot>& order, 
         col_rows[c].clear();
         A[r].clear();
     }
-}
-
-std::string xml_escape(const std::string& s) {
-    std::string o;
-    for (char ch : s) {
-        switch (ch) {
-            case '&': o += "&amp;"; break;
-            case '<': o += "&lt;"; break;
-            case '>': o += "&gt;"; break;
-            case '"': o += "&quot;"; break;
-            default: o += ch;
-        }
-    }
-    return o;
 }
 
 /// Positions (in 0..n) where the body changes along an axis: `body[k]` is the body at position k.

@@ -6,6 +6,7 @@
 #include "derivatives.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -326,21 +327,20 @@ std::vector<State> verification_states(const Model& m, std::uint64_t seed, int r
     // identity orientation and turned by 90 and 180 degrees about each axis (a random pose is never
     // one), and velocities 10 and 100 times the random ones' scale (quadratic terms that dominate)
     struct Hard {
-        double w, x, y, z;  // the floating base's orientation (w = 2: a random one)
-        double velocity;    // scale of qd
+        double velocity;                  // scale of qd
+        std::array<double, 4> xyzw{};     // the floating base's orientation, when `oriented`
+        bool oriented = false;            // (otherwise the random one)
     };
     const double h = std::sqrt(0.5);
     bool floating = false;
     for (const Body& b : m.bodies) floating = floating || b.type == JointType::Floating;
-    const std::vector<Hard> hard = floating ? std::vector<Hard>{{1, 0, 0, 0, 1}, {h, h, 0, 0, 10}, {0, 0, 1, 0, 100}, {h, 0, 0, -h, 10}}
-                                            : std::vector<Hard>{{2, 0, 0, 0, 10}, {2, 0, 0, 0, 100}};
+    const std::vector<Hard> hard = floating ? std::vector<Hard>{{1, {0, 0, 0, 1}, true}, {10, {h, 0, 0, h}, true}, {100, {0, 1, 0, 0}, true},
+                                                                {10, {0, 0, -h, h}, true}}
+                                            : std::vector<Hard>{{10}, {100}};
     for (const Hard& c : hard) {
         State s = random_state(m, rng);
         for (const Body& b : m.bodies)
-            if (b.type == JointType::Floating && c.w <= 1) {
-                double* quat = s.q.data() + b.q_index + 3;  // [qx qy qz qw]
-                quat[0] = c.x, quat[1] = c.y, quat[2] = c.z, quat[3] = c.w;
-            }
+            if (b.type == JointType::Floating && c.oriented) std::copy(c.xyzw.begin(), c.xyzw.end(), s.q.begin() + b.q_index + 3);  // [qx qy qz qw]
         for (double& v : s.qd) v *= c.velocity;
         states.push_back(s);
     }
