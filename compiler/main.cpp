@@ -1,4 +1,5 @@
 // main.cpp: the `nelu` command line. Wires the passes together; no logic of its own.
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -283,6 +284,17 @@ int run_report(const ReportArgs& a) {
     return nelu::kExitOk;
 }
 
+/// A seed: a decimal integer in [0, 2^64) (CLI11 would wrap "-1" and saturate the too large).
+const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+        std::uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [at, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc() || at != end) return "a seed is an integer from 0 to 18446744073709551615, not '" + text + "'";
+        return {};
+    },
+    "SEED");
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -302,7 +314,7 @@ int main(int argc, char** argv) {
     model->add_flag("--ignore-mimic", ma.ignore_mimic, "Treat mimic joints as independent joints (with a warning each)");
     CLI::Option* dynamics = model->add_flag("--dynamics", ma.dynamics, "Also print the reference dynamics at a random state");
     model->add_flag("--json", ma.json, "Print the summary as JSON (bodies, joints, masses, inertias; docs/python.md)")->excludes(dynamics);
-    model->add_option("--seed", ma.seed, "Seed of the random state (with --dynamics)");
+    model->add_option("--seed", ma.seed, "Seed of the random state (with --dynamics)")->check(kSeed);
     model->add_option("--snap", ma.snap, "Print the model idealized as `nelu compile --snap TOL` compiles it, with every change")
         ->type_name("TOL");
 
@@ -315,7 +327,7 @@ int main(int argc, char** argv) {
     gen->add_option("--branching", ga.branching, "Children per body (tree)");
     gen->add_option("--transforms", ga.transforms, "dh (autoTree shape) or general (random rotations)")
         ->check(CLI::IsMember({"dh", "general"}));
-    gen->add_option("--seed", ga.seed, "Random seed")->required();
+    gen->add_option("--seed", ga.seed, "Random seed")->required()->check(kSeed);
     gen->add_option("--name", ga.name, "Robot name");
     gen->add_option("--mimic", ga.mimic, "The last K joints each mimic the joint before them (a mimic chain)");
     gen->add_flag("--no-base", ga.no_base,
@@ -330,7 +342,7 @@ int main(int argc, char** argv) {
     perturb->add_option("--tiny-links", pa.o.tiny_links, "Add this many 1 mg links with indefinite inertias on fixed joints");
     perturb->add_option("--massless-leaves", pa.o.massless_leaves, "Add this many zero-mass links on continuous joints");
     perturb->add_option("--mimic", pa.o.mimic, "Make this many joints mimic their parent joint");
-    perturb->add_option("--seed", pa.o.seed, "Random seed")->required();
+    perturb->add_option("--seed", pa.o.seed, "Random seed")->required()->check(kSeed);
     perturb->add_option("-o,--output", pa.output, "Output URDF file ('-' for standard output)")->required();
 
     CompileArgs ca;
@@ -363,8 +375,9 @@ int main(int argc, char** argv) {
     ReportArgs ra;
     CLI::App* report = app.add_subcommand("report", "Operation-count tables");
     report->add_option("files", ra.urdfs, "Solver manifests (NAME.json) to tabulate, or URDF files whose reference algorithms to count");
-    report->add_option("--chains", ra.chains, "Also count generated DH revolute chains of these sizes")
-        ->delimiter(',');
+    report->add_option("--chains", ra.chains, "Also count generated DH revolute chains of these sizes (1 to 10000 links)")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 10000));
 
     try {
         app.parse(argc, argv);

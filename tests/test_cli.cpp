@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -589,4 +590,67 @@ TEST_CASE("cli: check builds in a directory of its own and removes it, also when
     const nelu::test::CliResult ok = run_nelu(check + "'c++ -O0'");
     CHECK_MESSAGE(ok.exit_code == 0, (ok.out + ok.err));
     CHECK(left().empty());
+}
+
+// Found by an audit run as a user would (2026-12-06): each was exit 3, a crash or a silent wrong
+// choice; each is now exit 2 naming the file or option.
+TEST_CASE("cli: check, report, robot gen and perturb refuse bad input with exit 2 naming it") {
+    ScratchDir dir("audit");
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem id --verify 0 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const std::string manifest = (dir.path / "ur5e_id.json").string();
+    auto bad = [&](const std::string& args, const std::string& message) {
+        CAPTURE(args);
+        const nelu::test::CliResult r = run_nelu(args);
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK_MESSAGE(contains(r.err, message), r.err);
+        CHECK(!contains(r.err, "internal error"));
+    };
+    // manifests that are JSON but not nelu's
+    std::ofstream(dir.path / "list.json") << "[]";
+    bad("check " + quoted(urdf) + " " + quoted((dir.path / "list.json").string()), "list.json: not a nelu manifest (not a JSON object)");
+    bad("report " + quoted((dir.path / "list.json").string()), "list.json: not a nelu manifest (not a JSON object)");
+    nlohmann::json m = nlohmann::json::parse(read_text(manifest));
+    m["floating_base"] = "yes";
+    std::ofstream(dir.path / "typed.json") << m.dump();
+    bad("check " + quoted(urdf) + " " + quoted((dir.path / "typed.json").string()), "typed.json: not a nelu manifest");
+    m = nlohmann::json::parse(read_text(manifest));
+    m["ops"] = 5;
+    std::ofstream(dir.path / "ops.json") << m.dump();
+    bad("report " + quoted((dir.path / "ops.json").string()), "ops.json: not a nelu manifest");
+    // the solver's source missing beside its manifest
+    fs::create_directories(dir.path / "nosrc");
+    fs::copy_file(manifest, dir.path / "nosrc" / "ur5e_id.json");
+    bad("check " + quoted(urdf) + " " + quoted((dir.path / "nosrc" / "ur5e_id.json").string()), "ur5e_id.cpp is missing");
+    // another URDF than the solver's: the manifest's hash names it (a heavier link would fail the numbers instead)
+    std::string heavier = read_text(urdf);
+    heavier.replace(heavier.find("<mass value=\"3.761\"/>"), 21, "<mass value=\"4.761\"/>");
+    std::ofstream(dir.path / "heavier.urdf") << heavier;
+    bad("check " + quoted((dir.path / "heavier.urdf").string()) + " " + quoted(manifest), "generated from another URDF than");
+    // --library is a file, never a name the dynamic loader searches for
+    bad("check " + quoted(urdf) + " " + quoted(manifest) + " --library libm.so.6", "--library libm.so.6: no such file");
+    bad("check " + quoted(urdf) + " " + quoted(manifest) + " --states 2147483647", "at most 1000000 random states");
+    {  // a TMPDIR that does not exist (set for nelu alone: run_nelu's own files go to the temporary directory)
+        const fs::path err = dir.path / "tmpdir.err";
+        const int status = std::system(("TMPDIR=" + quoted((dir.path / "none").string()) + " " + NELU_BINARY + " check " + quoted(urdf) +
+                                        " " + quoted(manifest) + " --states 2 2>" + quoted(err.string()) + " >/dev/null").c_str());
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == nelu::kExitBadInput));
+        CHECK_MESSAGE(contains(read_text(err), "TMPDIR"), read_text(err));
+    }
+    // a float-only solver: check compares the double entry points
+    const nelu::test::CliResult f = run_nelu("compile " + quoted(urdf) + " --problem id --scalar float --verify 0 -o " +
+                                             quoted((dir.path / "float").string()));
+    REQUIRE_MESSAGE(f.exit_code == 0, f.err);
+    bad("check " + quoted(urdf) + " " + quoted((dir.path / "float" / "ur5e_id.json").string()), "compile it with --scalar both");
+    // report --chains and the generators' seeds: their ranges
+    for (const char* n : {"0", "-5", "100001"}) bad(std::string("report --chains ") + n, "--chains");
+    const std::string out = quoted((dir.path / "gen.urdf").string());
+    for (const char* seed : {"-1", "99999999999999999999999", "1.5"}) bad(std::string("robot gen chain --links 3 --seed ") + seed + " -o " + out, "--seed");
+    CHECK(run_nelu("robot gen chain --links 3 --seed 18446744073709551615 -o " + out).exit_code == 0);
+    // robot perturb reads its URDF as nelu model does (a joint without a name crashed --mimic)
+    std::ofstream(dir.path / "unnamed.urdf")
+        << "<robot name=\"r\"><link name=\"a\"/><link name=\"b\"/><link name=\"c\"/><joint type=\"revolute\"><parent link=\"a\"/>"
+           "<child link=\"b\"/></joint><joint name=\"j2\" type=\"revolute\"><parent link=\"b\"/><child link=\"c\"/></joint></robot>";
+    bad("robot perturb " + quoted((dir.path / "unnamed.urdf").string()) + " --mimic 1 --seed 1 -o " + out, "<joint> has no 'name' attribute");
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnostics.hpp"
+#include "emit.hpp"
 #include "nelu/mimic.hpp"
 #include "nelu/status.h"
 #include "io.hpp"
@@ -143,15 +144,20 @@ std::string runtime_include_dir() {
     return NELU_RUNTIME_INCLUDE_DIR;
 }
 
-CheckReport run_check(const CheckOptions& o) {
-    if (o.states < 1)  // with no random state, nothing might be compared (special states are left out of singular problems)
-        throw InputError(fmt::format("nelu check: --states {}: check at least one random state", o.states));
-    nlohmann::json man;
-    try {
-        man = nlohmann::json::parse(read_file(o.manifest));
-    } catch (const nlohmann::json::exception& e) {
-        throw InputError(o.manifest + ": not a nelu manifest (" + e.what() + ")");
-    }
+namespace {
+
+/// run_check on the parsed manifest `man` (a field of the wrong type throws nlohmann::json's
+/// exceptions, which run_check reports as a manifest that is not nelu's).
+CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
+    if (const std::string urdf_hash = man.contains("robot") ? man["robot"].value("fnv1a64", "") : "";
+        !urdf_hash.empty() && urdf_hash != content_hash(read_file(o.urdf)))
+        throw InputError(fmt::format("{}: the solver was generated from another URDF than {} (fnv1a64 {} in the manifest, {} for the file): "
+                                     "check it with the URDF it was compiled from",
+                                     o.manifest, o.urdf, urdf_hash, content_hash(read_file(o.urdf))));
+    if (man.contains("scalars") && !std::any_of(man["scalars"].begin(), man["scalars"].end(), [](const nlohmann::json& x) { return x == "double"; }))
+        throw InputError(fmt::format("{}: the solver has no double entry points (--scalar float), which nelu check compares with the "
+                                     "references: compile it with --scalar both (its float functions are the same program) and check that",
+                                     o.manifest));
     CompileOptions co;
     co.urdf = o.urdf;
     const std::string spec = man["problem"].value("spec", "");
@@ -394,6 +400,22 @@ CheckReport run_check(const CheckOptions& o) {
         rep.batch_report = check_batch(lib, r.name, nout, njac, batch_states, values, jacobians, !jac_lanes);
     }
     return rep;
+}
+
+}  // namespace
+
+CheckReport run_check(const CheckOptions& o) {
+    if (o.states < 1)  // with no random state, nothing might be compared (special states are left out of singular problems)
+        throw InputError(fmt::format("nelu check: --states {}: check at least one random state", o.states));
+    if (o.states > kMaxCheckStates)
+        throw InputError(fmt::format("nelu check: --states {}: at most {} random states", o.states, kMaxCheckStates));
+    try {
+        nlohmann::json man = nlohmann::json::parse(read_file(o.manifest));
+        if (!man.is_object()) throw InputError(o.manifest + ": not a nelu manifest (not a JSON object)");
+        return check_solver(o, man);
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(o.manifest + ": not a nelu manifest (" + e.what() + ")");
+    }
 }
 
 }  // namespace nelu

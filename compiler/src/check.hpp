@@ -96,8 +96,13 @@ struct CheckReport {
 /// includes: beside an installed executable (PREFIX/include), else the source tree's runtime/include.
 std::string runtime_include_dir();
 
-/// Build (or take `library`), load and compare. Throws InputError for unreadable or invalid inputs and std::runtime_error when the
-/// solver cannot be built or loaded.
+/// The most random states nelu check takes (each holds its arguments and reference outputs, and
+/// the batch forms' copies).
+constexpr int kMaxCheckStates = 1000000;
+
+/// Build (or take `library`), load and compare. Throws InputError for unreadable or invalid inputs
+/// (a manifest that is not nelu's, a URDF other than the solver's, a missing source, a solver
+/// without double entry points) and std::runtime_error when the solver cannot be built or loaded.
 CheckReport run_check(const CheckOptions& options);
 
 }  // namespace nelu

@@ -32,30 +32,35 @@ std::string format_solver_report(const std::vector<std::string>& paths) {
         } catch (const nlohmann::json::exception& e) {
             throw InputError(p + ": not a nelu manifest (" + e.what() + ")");
         }
-        if (!j.contains("ops") || !j.contains("reference_ops")) throw InputError(p + ": not a nelu manifest (no ops or reference_ops)");
-        const nlohmann::json& ops = j["ops"];
-        const std::string kind = j["problem"].value("kind", "?");
-        const bool id = kind == "id";
-        const char* ref = id ? "rnea" : "aba";
-        const long ref_total = total(j["reference_ops"][ref]);
-        const int nv = j.value("nv", 0);
-        OpCounts pub = id ? published_rnea(nv) : published_aba(nv);
-        if (j.contains("estimation")) {  // a sensor problem: compare the ways of solving the same system
-            const nlohmann::json& e = j["estimation"];
-            const nlohmann::json& c = e["factor_solve_ops"];
-            const long ours = c.value("generated", 0L), dense = c.value("dense", 0L);
-            const long umf = c["umfpack"].is_number() ? c["umfpack"].get<long>() : -1;
-            est += fmt::format("| {} | {} | {} x {} | {} | {} | {} | {} | {} | {:.1f} |\n", j.value("name", "?"), j["robot"].value("name", "?"),
-                               e.value("equations", 0), e.value("unknowns", 0), e.value("weighted_least_squares", false) ? "WLS" : "square",
-                               e["sensors"].size(), ours, umf >= 0 ? std::to_string(umf) : std::string("-"), dense,
-                               umf > 0 ? double(umf) / double(ours) : double(dense) / double(ours));
-            continue;
+        if (!j.is_object()) throw InputError(p + ": not a nelu manifest (not a JSON object)");
+        try {  // (a field of the wrong type, or missing where it is read)
+            if (!j.contains("ops") || !j.contains("reference_ops")) throw InputError(p + ": not a nelu manifest (no ops or reference_ops)");
+            const nlohmann::json& ops = j["ops"];
+            const std::string kind = j["problem"].value("kind", "?");
+            const bool id = kind == "id";
+            const char* ref = id ? "rnea" : "aba";
+            const long ref_total = total(j["reference_ops"][ref]);
+            const int nv = j.value("nv", 0);
+            OpCounts pub = id ? published_rnea(nv) : published_aba(nv);
+            if (j.contains("estimation")) {  // a sensor problem: compare the ways of solving the same system
+                const nlohmann::json& e = j["estimation"];
+                const nlohmann::json& c = e["factor_solve_ops"];
+                const long ours = c.value("generated", 0L), dense = c.value("dense", 0L);
+                const long umf = c["umfpack"].is_number() ? c["umfpack"].get<long>() : -1;
+                est += fmt::format("| {} | {} | {} x {} | {} | {} | {} | {} | {} | {:.1f} |\n", j.value("name", "?"), j["robot"].value("name", "?"),
+                                   e.value("equations", 0), e.value("unknowns", 0), e.value("weighted_least_squares", false) ? "WLS" : "square",
+                                   e["sensors"].size(), ours, umf >= 0 ? std::to_string(umf) : std::string("-"), dense,
+                                   umf > 0 ? double(umf) / double(ours) : double(dense) / double(ours));
+                continue;
+            }
+            s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.2f} | {} |\n",
+                             j.value("name", "?"), j["robot"].value("name", "?"), kind, nv, j["ordering"].value("winner", "?"),
+                             ops.value("mul", 0L), ops.value("add", 0L), ops.value("div", 0L), ops.value("sincos", 0L), total(ops),
+                             split(ops), j["pattern"].value("fill", 0L), id ? "RNEA" : "ABA", ref_total,
+                             ref_total > 0 ? double(total(ops)) / double(ref_total) : 0.0, pub.mul + pub.add);
+        } catch (const nlohmann::json::exception& e) {
+            throw InputError(p + ": not a nelu manifest (" + e.what() + ")");
         }
-        s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.2f} | {} |\n",
-                         j.value("name", "?"), j["robot"].value("name", "?"), kind, nv, j["ordering"].value("winner", "?"),
-                         ops.value("mul", 0L), ops.value("add", 0L), ops.value("div", 0L), ops.value("sincos", 0L), total(ops),
-                         split(ops), j["pattern"].value("fill", 0L), id ? "RNEA" : "ABA", ref_total,
-                         ref_total > 0 ? double(total(ops)) / double(ref_total) : 0.0, pub.mul + pub.add);
     }
     if (!est.empty())
         s += "\nSensor problems: factorization and solve of the same system (kinematics excluded)\n\n"

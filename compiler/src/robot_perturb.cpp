@@ -9,6 +9,7 @@
 #include <tinyxml2.h>
 
 #include "diagnostics.hpp"
+#include "load.hpp"
 
 namespace nelu {
 namespace {
@@ -125,6 +126,11 @@ std::string perturb_urdf(const std::string& urdf, const std::string& source, con
         throw InputError(fmt::format("--jitter {}: the amplitude must be at least 0 and below 0.1", o.jitter));
     for (int n : {o.tiny_links, o.massless_leaves, o.mimic})
         if (n < 0 || n > 1000) throw InputError(fmt::format("nelu robot perturb: a count must be in [0, 1000], not {}", n));
+    {  // a URDF nelu loads (names, links and joints that exist, a tree): the errors of `nelu model`
+        LoadOptions lenient;
+        lenient.ignore_mimic = true;  // (mimic joints are the perturbation's subject)
+        load_urdf_string(urdf, source, lenient);
+    }
     tinyxml2::XMLDocument doc;
     if (doc.Parse(urdf.data(), urdf.size()) != tinyxml2::XML_SUCCESS)
         throw InputError(fmt::format("{}malformed XML: {}", location(source, doc.ErrorLineNum()), doc.ErrorStr() ? doc.ErrorStr() : "parse error"));

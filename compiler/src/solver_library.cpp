@@ -46,9 +46,12 @@ constexpr const char* kContractionProbeSource =
 }  // namespace
 
 TempDir::TempDir(const std::string& prefix) {
-    std::string pattern = (fs::temp_directory_path() / (prefix + "XXXXXX")).string();
-    if (!::mkdtemp(pattern.data()))
-        throw std::runtime_error(fmt::format("cannot create a temporary directory {}: {}", pattern, std::strerror(errno)));
+    std::error_code ec;
+    const fs::path tmp = fs::temp_directory_path(ec);
+    std::string pattern = (tmp / (prefix + "XXXXXX")).string();
+    if (ec || !::mkdtemp(pattern.data()))  // (the environment's TMPDIR: an input)
+        throw InputError(ec ? fmt::format("cannot find a directory for temporary files: {} (TMPDIR names one)", ec.message())
+                            : fmt::format("cannot create a temporary directory {}: {} (TMPDIR names the directory)", pattern, std::strerror(errno)));
     path_ = pattern;
 }
 
@@ -69,6 +72,8 @@ SolverLibrary SolverLibrary::build(const std::vector<fs::path>& sources, const s
         throw InputError(fmt::format("nelu check: --cxx '{}': the compiler '{}' is not found", cxx, w[0]));
     std::string flags;
     for (std::size_t k = 1; k < w.size(); ++k) flags += " " + quote(w[k]);
+    for (const fs::path& f : sources)
+        if (!fs::is_regular_file(f)) throw InputError(fmt::format("nelu check: the solver's source {} is missing", f.string()));
     auto dir = std::make_unique<TempDir>("nelu-check-");
     const fs::path& source = sources.front();
     const fs::path so = dir->path() / (source.stem().string() + ".so"), probe = dir->path() / "contraction_probe.cpp";
@@ -87,7 +92,9 @@ SolverLibrary SolverLibrary::build(const std::vector<fs::path>& sources, const s
 
 SolverLibrary SolverLibrary::load(const std::string& path) {
     if (!fs::is_regular_file(path)) throw InputError(fmt::format("nelu check: --library {}: no such file", path));
-    std::unique_ptr<void, Close> handle(::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));
+    // a path, never a name for the loader's search (a bare "x.so" is the file here, not a system library)
+    const std::string file = fs::path(path).has_parent_path() ? path : "./" + path;
+    std::unique_ptr<void, Close> handle(::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL));
     if (!handle) throw InputError(fmt::format("nelu check: --library {}: cannot load it: {}", path, ::dlerror()));
     return SolverLibrary(nullptr, std::move(handle), path);
 }

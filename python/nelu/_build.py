@@ -13,6 +13,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from . import _tool
 from ._errors import BuildError, CompileWarning, Error, InputError, ToolNotFoundError
 from ._solver import Solver
@@ -26,14 +28,15 @@ _BASE_FLAGS = ["-std=c++17", "-O2", "-shared", "-fPIC"]
 
 def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
     """Where compiled solvers are kept: ``path`` if given, else NELU_CACHE_DIR, else
-    $XDG_CACHE_HOME/nelu, else ~/.cache/nelu. Deleting it (or an entry in it) is always safe for
-    processes that do not use it at the time."""
+    $XDG_CACHE_HOME/nelu, else ~/.cache/nelu; absolute (a relative one is taken from the current
+    directory now, so that solvers keep finding their entries after os.chdir). Deleting it (or an
+    entry in it) is always safe for processes that do not use it at the time."""
     if path is not None:
-        return Path(path)
+        return Path(path).absolute()
     if os.environ.get("NELU_CACHE_DIR"):
-        return Path(os.environ["NELU_CACHE_DIR"])
+        return Path(os.environ["NELU_CACHE_DIR"]).absolute()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "nelu"
+    return ((Path(xdg) if xdg else Path.home() / ".cache") / "nelu").absolute()
 
 
 _cache_root = cache_dir  # the function, where a parameter of compile() takes its name
@@ -58,11 +61,24 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _spec_value(value: object) -> object:
+    """A spec's value that JSON does not know: NumPy's scalars and arrays as Python numbers and
+    lists; anything else is a TypeError that names its type."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"a value of type {type(value).__name__} ({value!r}) is not a number, a string, a list or a map")
+
+
 def _problem(problem: object, cache: Path) -> tuple[str, bytes | None]:
     """The --problem argument and the spec's text (None for a preset). A dict is a spec's content:
     written as JSON (which is YAML) to cache/specs/SHA.yaml, so that messages name a real file."""
     if isinstance(problem, dict):
-        text = (json.dumps(problem, indent=2) + "\n").encode()
+        try:
+            text = (json.dumps(problem, indent=2, default=_spec_value) + "\n").encode()
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"problem (a spec as a dict): {exc}", exit_code=2) from None
         path = cache / "specs" / f"{hashlib.sha256(text).hexdigest()[:24]}.yaml"
         if not path.is_file():
             _write_atomic(path, text)

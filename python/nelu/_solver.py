@@ -331,6 +331,9 @@ class Solver:
             for k, arg in enumerate(args):
                 if np.may_share_memory(arg, a):
                     args[k] = arg.copy()
+            for (other, _, _), b in zip(given, outs):  # two outputs written into one memory: one would be lost
+                if b is not None and np.may_share_memory(a, b):
+                    raise ShapeError(f"{self.name}: {label} and {other} share memory; each output needs its own array")
             outs.append(a)
         return outs
 

@@ -4,6 +4,7 @@ C++ compiler; a changed URDF, spec or option builds anew; concurrent processes a
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -103,6 +104,22 @@ def test_cache_location(tmp_path, monkeypatch):
     assert nelu.cache_dir(tmp_path / "given") == tmp_path / "given"
     solver = nelu.compile(ROBOTS / "ur5e.urdf", problem="id", cxxflags=TEST_FLAGS)
     assert solver.directory.parent == tmp_path / "mine"
+
+
+def test_relative_cache_dir_survives_chdir(tmp_path, monkeypatch):
+    """A relative cache directory is taken from the directory at compile time: the solver still
+    checks and pickles after os.chdir."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    solver = nelu.compile(ROBOTS / "ur5e.urdf", problem="id", cache_dir="relcache", cxxflags=TEST_FLAGS)
+    assert solver.directory.is_absolute() and solver.directory.parent == tmp_path / "work" / "relcache"
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert "PASS" in solver.check(states=3)
+    again = pickle.loads(pickle.dumps(solver))
+    assert again.directory == solver.directory
+    monkeypatch.setenv("NELU_CACHE_DIR", "envcache")
+    assert nelu.cache_dir() == tmp_path / "elsewhere" / "envcache"
 
 
 def test_concurrent_processes_build_one_entry(tmp_path):

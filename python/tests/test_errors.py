@@ -3,6 +3,7 @@ by exit code with its message, array arguments, a missing compiler or nelu, a fa
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -70,11 +71,29 @@ def test_failed_check_is_internal_error(build, tmp_path):
     shutil.copytree(solver.directory, directory)
     urdf = (directory / "robot.urdf").read_text()
     assert '<mass value="3.761"/>' in urdf
-    (directory / "robot.urdf").write_text(urdf.replace('<mass value="3.761"/>', '<mass value="4.761"/>', 1))
+    heavier = urdf.replace('<mass value="3.761"/>', '<mass value="4.761"/>', 1)
+    (directory / "robot.urdf").write_text(heavier)
     wrong = nelu.Solver(directory, nelu_exe=nelu.find_nelu())
+    # the manifest names the URDF it was generated from (its FNV-1a hash): another one is bad input
+    with pytest.raises(nelu.InputError, match="generated from another URDF") as err:
+        wrong.check(states=10)
+    assert err.value.exit_code == 2
+    # past that guard (the manifest's hash made the heavier URDF's), the numbers fail
+    manifest = directory / f"{solver.name}.json"
+    data = json.loads(manifest.read_text())
+    data["robot"]["fnv1a64"] = fnv1a64(heavier.encode())
+    manifest.write_text(json.dumps(data))
     with pytest.raises(nelu.InternalError, match="FAIL") as err:
         wrong.check(states=10)
     assert err.value.exit_code == 3
+
+
+def fnv1a64(data: bytes) -> str:
+    """The URDF's hash as the manifest records it (robot.fnv1a64): 64-bit FNV-1a, 16 hex digits."""
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
 
 
 def test_wrong_shapes(fd, state):
@@ -169,3 +188,33 @@ def test_compile_warnings_become_python_warnings(build):
             solver = build(path, problem="id")
         assert str(path) in str(record[0].message)
     assert "warning: " in solver.log
+
+
+def test_check_of_a_float_only_solver_says_what_to_do(build):
+    """nelu check compares the double entry points with the references: a --scalar float solver is
+    bad input with the remedy, not an internal error."""
+    solver = build("ur5e.urdf", problem="id", scalar="float")
+    with pytest.raises(nelu.InputError, match=r"no double entry points \(--scalar float\).*--scalar both") as err:
+        solver.check(states=3)
+    assert err.value.exit_code == 2
+
+
+def test_outputs_that_share_memory_are_refused(build):
+    fd = build("ur5e.urdf", problem="fd", derivatives=True)
+    q, qd, known = random_states(fd, np.random.default_rng(7), 1)
+    buf = np.zeros(6 + 6 * fd.njac)
+    with pytest.raises(nelu.ShapeError, match=r"out\[1\] and out\[0\] share memory"):
+        fd.derivatives(q[0], qd[0], known[0], out=(buf[:6], buf[:6 * fd.njac].reshape(6, fd.njac)))
+    out, jac = fd.derivatives(q[0], qd[0], known[0], out=(buf[:6], buf[6:].reshape(6, fd.njac)))  # apart: fine
+    assert np.shares_memory(out, buf) and np.shares_memory(jac, buf)
+
+
+def test_spec_dict_with_numpy_values(build):
+    """A spec given as a dict may hold NumPy's numbers (they are written as Python's); a value JSON
+    cannot hold is InputError naming its type."""
+    spec = {"version": np.int64(2), "problem": "fd", "gravity": np.array([0.0, 0.0, -9.81])}
+    solver = build("ur5e.urdf", problem=spec)
+    assert solver.name
+    with pytest.raises(nelu.InputError, match="type object") as err:
+        build("ur5e.urdf", problem={"version": 2, "problem": "fd", "gravity": object()})
+    assert err.value.exit_code == 2

@@ -54,3 +54,13 @@ def test_model_snap_and_ignore_mimic(tmp_path):
     assert coupled["mimic"] and not coupled["ignored_mimic"]
     assert independent["ignored_mimic"] and not independent["mimic"]
     assert independent["independent_nv"] == coupled["independent_nv"] + len(coupled["mimic"])
+
+
+def test_keep_fixed_takes_one_name_or_several():
+    """keep_fixed="joint" is that joint (not its letters), as a list of one is."""
+    urdf = ROBOTS / "panda_gaz2019.urdf"
+    fixed = [j.get("name") for j in ET.parse(urdf).getroot().iter("joint") if j.get("type") == "fixed"]
+    assert fixed, "the Panda has fixed joints"
+    one = nelu.model(urdf, keep_fixed=fixed[0])
+    assert one == nelu.model(urdf, keep_fixed=[fixed[0]])
+    assert len(one["bodies"]) == len(nelu.model(urdf)["bodies"]) + 1
