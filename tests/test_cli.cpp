@@ -590,6 +590,14 @@ TEST_CASE("cli: check builds in a directory of its own and removes it, also when
     const nelu::test::CliResult ok = run_nelu(check + "'c++ -O0'");
     CHECK_MESSAGE(ok.exit_code == 0, (ok.out + ok.err));
     CHECK(left().empty());
+    // ended by a signal once the library is built (a million states take long): the directory goes too
+    const fs::path script = dir.path / "interrupt.sh";
+    std::ofstream(script) << "TMPDIR=" << quoted(tmp.string()) << " " << NELU_BINARY << " check " << quoted(urdf) << " "
+                          << quoted((dir.path / "ur5e_id.json").string()) << " --states 1000000 --cxx 'c++ -O0' >/dev/null 2>&1 &\n"
+                          << "pid=$!\nfor i in $(seq 1200); do ls " << quoted(tmp.string()) << "/nelu-check-*/*.so >/dev/null 2>&1 && break; sleep 0.1; done\n"
+                          << "sleep 1\nkill -TERM $pid\nwait $pid\ntest $? -eq 143\n";  // ended by SIGTERM (128 + 15)
+    CHECK(std::system(("bash " + quoted(script.string())).c_str()) == 0);
+    CHECK(left().empty());
 }
 
 // Found by an audit run as a user would (2026-12-06): each was exit 3, a crash or a silent wrong

@@ -2,6 +2,7 @@
 #include "solver_library.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <system_error>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -40,6 +42,26 @@ std::vector<std::string> words(const std::string& cxx) {
 /// -ffp-contract=fast where the target has FMA): built with the solver, it returns a * b + c for
 /// a = 1 + 2^-30, b = 1 - 2^-30, c = -1, which is 0 rounded twice and -2^-60 fused.
 constexpr const char* kContractionProbe = "nelu_check_contraction";
+
+/// What the signal handler removes (TempDir::remove_on_signal): fixed buffers, read only by the
+/// handler, which calls only async-signal-safe functions (unlink, rmdir, signal, raise).
+struct SignalCleanup {
+    static constexpr std::size_t kFiles = 4, kPath = 4096;
+    char files[kFiles][kPath]{};
+    char dir[kPath]{};
+};
+SignalCleanup g_cleanup;
+volatile std::sig_atomic_t g_cleanup_armed = 0;
+
+extern "C" void remove_and_reraise(int sig) {
+    if (g_cleanup_armed) {
+        for (const char* f : g_cleanup.files)
+            if (f[0]) ::unlink(f);
+        ::rmdir(g_cleanup.dir);
+    }
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
 constexpr const char* kContractionProbeSource =
     "extern \"C\" double nelu_check_contraction(double a, double b, double c) { return a * b + c; }\n";
 
@@ -56,8 +78,24 @@ TempDir::TempDir(const std::string& prefix) {
 }
 
 TempDir::~TempDir() {
+    if (on_signal_) g_cleanup_armed = 0;
     std::error_code ec;  // nothing to do about a directory that cannot be removed
     fs::remove_all(path_, ec);
+}
+
+void TempDir::remove_on_signal(const std::vector<std::string>& files) {
+    g_cleanup_armed = 0;
+    const std::string dir = path_.string();
+    if (files.size() > SignalCleanup::kFiles || dir.size() >= SignalCleanup::kPath) return;
+    for (std::size_t k = 0; k < SignalCleanup::kFiles; ++k) {
+        const std::string f = k < files.size() ? (path_ / files[k]).string() : std::string();
+        if (f.size() >= SignalCleanup::kPath) return;
+        std::memcpy(g_cleanup.files[k], f.c_str(), f.size() + 1);
+    }
+    std::memcpy(g_cleanup.dir, dir.c_str(), dir.size() + 1);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+        if (std::signal(sig, remove_and_reraise) == SIG_IGN) std::signal(sig, SIG_IGN);  // (ignored by the parent: kept so)
+    g_cleanup_armed = 1, on_signal_ = true;
 }
 
 void SolverLibrary::Close::operator()(void* handle) const { ::dlclose(handle); }
@@ -77,6 +115,7 @@ SolverLibrary SolverLibrary::build(const std::vector<fs::path>& sources, const s
     auto dir = std::make_unique<TempDir>("nelu-check-");
     const fs::path& source = sources.front();
     const fs::path so = dir->path() / (source.stem().string() + ".so"), probe = dir->path() / "contraction_probe.cpp";
+    dir->remove_on_signal({so.filename().string(), probe.filename().string()});  // (an interrupted nelu check leaves nothing)
     write_file_atomic(probe.string(), kContractionProbeSource);
     std::string files;
     for (const fs::path& f : sources) files += " " + quote(f.string());

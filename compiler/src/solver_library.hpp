@@ -51,7 +51,8 @@ constexpr const char* scalar_suffix() {
 enum class Contraction { Absent, Present, Unknown };
 
 /// A fresh directory of its own under the system's temporary directory (mkdtemp: a unique name,
-/// mode 0700), removed with everything in it when the object goes away.
+/// mode 0700), removed with everything in it when the object goes away; and, for the one directory
+/// of the process that asks (`remove_on_signal`), also when SIGINT, SIGTERM or SIGHUP ends it.
 class TempDir {
   public:
     explicit TempDir(const std::string& prefix);
@@ -59,9 +60,15 @@ class TempDir {
     TempDir& operator=(const TempDir&) = delete;
     ~TempDir();
     const std::filesystem::path& path() const { return path_; }
+    /// On SIGINT, SIGTERM or SIGHUP while this object lives: unlink `files` (the names in it this
+    /// process writes) and the directory, then end as the signal would have. One directory a
+    /// process (a later call replaces an earlier one's); a path too long for the handler's buffers
+    /// is left to the destructor alone.
+    void remove_on_signal(const std::vector<std::string>& files);
 
   private:
     std::filesystem::path path_;
+    bool on_signal_ = false;
 };
 
 /// A solver's shared library, loaded. The handle is closed, and the directory it was built in
