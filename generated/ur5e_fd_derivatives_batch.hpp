@@ -20,11 +20,12 @@
  * NELU_STATUS_OK leaves its rows of out (and jac) untouched. They return the number of such states
  * (0 when n <= 0). Inside, W states at once in the lanes of the target's vector registers, W chosen
  * when ur5e_fd_derivatives_batch.cpp is compiled (runtime nelu/lanes.hpp): 8 doubles with AVX-512, 4 with AVX, 2
- * with SSE2 or aarch64 NEON, 1 elsewhere (a loop over the states); twice as many floats.
+ * with SSE2 or aarch64 NEON, twice as many floats; 1 elsewhere (a loop over the states).
  * ur5e_fd_derivatives_batch_width() and ur5e_fd_derivatives_f_batch_width() say which.
  * The n mod W states left are computed without reading or writing past the arrays. A double lane
  * equals the scalar entry point bit for bit when both are built with the same flags and without FMA
- * contraction; float lanes compute sine and cosine with a kernel of their own (within float's
+ * contraction (the values; jac within its tolerance where the scalar entry point solves its columns in
+ * lanes, docs/derivatives.md); float lanes compute sine and cosine with a kernel of their own (within float's
  * accuracy of the scalar float entry point). Reentrant, no heap. Stack, estimated by nelu: 512 bytes
  * plus W times 3168 bytes (ur5e_fd_derivatives_batch), 1584 bytes (ur5e_fd_derivatives_f_batch),
  * 10400 bytes (ur5e_fd_derivatives_derivatives_batch),

@@ -200,7 +200,7 @@ TEST_CASE("cli: a problem spec that is a directory, and a --name the generated c
     const nelu::test::CliResult d = run_nelu("analyze " + quoted(urdf) + " --problem " + quoted(dir.path.string()));
     CHECK(d.exit_code == nelu::kExitBadInput);
     CHECK(contains(d.err, "error: " + dir.path.string() + ": is a directory, not a problem spec"));
-    for (const char* name : {"int", "double", "std", "__solver", "_Solver"}) {
+    for (const char* name : {"int", "double", "std", "__solver", "_Solver", "sin", "sqrtf", "memcpy", "size_t", "NAN", "NELU_STATUS_OK"}) {
         const nelu::test::CliResult r = run_nelu("compile " + quoted(urdf) + " --problem id --verify 0 --name " + name + " -o " +
                                                  quoted((dir.path / "out").string()));
         CHECK_MESSAGE(r.exit_code == nelu::kExitBadInput, name);
@@ -651,6 +651,15 @@ TEST_CASE("cli: check, report, robot gen and perturb refuse bad input with exit 
                                              quoted((dir.path / "float").string()));
     REQUIRE_MESSAGE(f.exit_code == 0, f.err);
     bad("check " + quoted(urdf) + " " + quoted((dir.path / "float" / "ur5e_id.json").string()), "compile it with --scalar both");
+    // another spec than the solver's (its manifest records the spec's hash too)
+    fs::copy_file(nelu::test::source_dir() + "/robots/specs/ur5e_hybrid.yaml", dir.path / "hybrid.yaml");
+    const nelu::test::CliResult h = run_nelu("compile " + quoted(urdf) + " --problem " + quoted((dir.path / "hybrid.yaml").string()) +
+                                             " --verify 0 -o " + quoted((dir.path / "hybrid").string()));
+    REQUIRE_MESSAGE(h.exit_code == 0, h.err);
+    std::ofstream(dir.path / "hybrid.yaml", std::ios::app) << "# edited\n";
+    bad("check " + quoted(urdf) + " " + quoted((dir.path / "hybrid" / "ur5e_hybrid.json").string()) + " --problem " +
+            quoted((dir.path / "hybrid.yaml").string()),
+        "compiled from another spec than");
     // report --chains and the generators' seeds: their ranges
     for (const char* n : {"0", "-5", "100001"}) bad(std::string("report --chains ") + n, "--chains");
     const std::string out = quoted((dir.path / "gen.urdf").string());

@@ -739,6 +739,40 @@ TEST_CASE("generated solvers: the header is valid C99") {
     CHECK(rc == 0);
 }
 
+// Found by an audit of the generated code's ABI (2026-12-06): the batch form built without
+// -fno-exceptions needed the C++ runtime's personality routine (a C program did not link it), and
+// the runtime's helpers were weak symbols shared by name, so that solvers built for different
+// instruction sets linked into one program ran one copy (another's AVX-512 code: SIGILL on a
+// baseline CPU, or its results changed by the link order).
+TEST_CASE("generated solvers: a C program links the solver and its batch form without the C++ runtime; no shared runtime symbols") {
+    const CaseSpec c = chain7("c link", "fd");
+    ScratchDir dir("c_link");
+    nelu::CompileOptions o;
+    o.urdf = c.urdf, o.problem = c.problem, o.verify_states = 0, o.name = solver_name(c), o.batch = true;
+    nelu::write_outputs(nelu::compile(o), dir.path.string());
+    const std::string& n = o.name;
+    write_text(dir.path / "main.c", "#include \"" + n + "_batch.hpp\"\n"
+               "int main(void) {\n"
+               "    double q[3 * " + n + "_NQ] = {0}, qd[3 * " + n + "_NV] = {0}, in[3 * " + n + "_NIN] = {0}, out[3 * " + n + "_NOUT];\n"
+               "    int status[3];\n"
+               "    if (" + n + "(q, qd, in, out) != NELU_STATUS_OK) return 1;\n"
+               "    return " + n + "_batch(3, q, qd, in, out, status) == 0 ? 0 : 2;\n"
+               "}\n");
+    const std::string d = quoted(dir.path.string()) + "/", inc = " -I" + quoted(runtime_include()) + " -I" + d;
+    const std::string cxx_c = cxx() + " -std=c++17 -O2 -Wall -Wextra -Werror" + inc + " -c ";
+    const std::string cc = env_or("NELU_TEST_CC", "cc");
+    const int rc = run_shell(cxx_c + d + n + ".cpp -o " + d + "s.o > " + d + "log 2>&1 && " + cxx_c + d + n + "_batch.cpp -o " + d + "b.o >> " + d +
+                             "log 2>&1 && " + cc + " -std=c11 -Wall -Wextra -Werror" + inc + " -c " + d + "main.c -o " + d + "m.o >> " + d +
+                             "log 2>&1 && " + cc + " " + d + "m.o " + d + "s.o " + d + "b.o -lm -o " + d + "prog >> " + d + "log 2>&1 && " + d +
+                             "prog >> " + d + "log 2>&1");
+    INFO("output:\n", read_text(dir.path / "log"));
+    CHECK(rc == 0);
+    // the runtime's functions and templates have internal linkage in each object: none is a weak
+    // (shared by name) symbol that another object built with other flags could replace
+    const int weak = run_shell("nm -C " + d + "s.o " + d + "b.o | grep -E ' [WVuw] ' | grep -q 'nelu::'");
+    CHECK(weak != 0);
+}
+
 namespace {
 
 /// What calls did with a non-finite (or overflowing) input, per input group.

@@ -166,6 +166,11 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
                                     : (fs::path(o.manifest).parent_path() / spec).string();
     if (o.problem.empty() && !spec.empty() && !fs::exists(co.problem))
         throw InputError(fmt::format("{}: the solver was compiled from the spec '{}'; name it with --problem", o.manifest, spec));
+    if (const std::string spec_hash = man["problem"].value("fnv1a64", ""); !spec_hash.empty() && fs::is_regular_file(co.problem))
+        if (const std::string file_hash = content_hash(read_file(co.problem)); file_hash != spec_hash)
+            throw InputError(fmt::format("{}: the solver was compiled from another spec than {} (fnv1a64 {} in the manifest, {} for the file): "
+                                         "check it with the spec it was compiled from",
+                                         o.manifest, co.problem, spec_hash, file_hash));
     co.floating_base = man.value("floating_base", false);
     if (man.contains("snap")) co.snap = man["snap"].value("tolerance", 0.0);  // the model the solver computes
     co.ignore_mimic = man.value("ignore_mimic", false);

@@ -346,14 +346,17 @@ std::string batch_header(const EmitInput& in, const std::vector<Layout>& layouts
         " * NELU_STATUS_OK leaves its rows of out{2} untouched. They return the number of such states\n"
         " * (0 when n <= 0). Inside, W states at once in the lanes of the target's vector registers, W chosen\n"
         " * when {0}_batch.cpp is compiled (runtime nelu/lanes.hpp): 8 doubles with AVX-512, 4 with AVX, 2\n"
-        " * with SSE2 or aarch64 NEON, 1 elsewhere (a loop over the states); twice as many floats.\n"
+        " * with SSE2 or aarch64 NEON, twice as many floats; 1 elsewhere (a loop over the states).\n"
         " * {3} which.\n"
         " * The n mod W states left are computed without reading or writing past the arrays. A double lane\n"
         " * equals the scalar entry point bit for bit when both are built with the same flags and without FMA\n"
-        " * contraction; float lanes compute sine and cosine with a kernel of their own (within float's\n"
+        " * contraction{4}; float lanes compute sine and cosine with a kernel of their own (within float's\n"
         " * accuracy of the scalar float entry point). Reentrant, no heap. Stack, estimated by nelu: 512 bytes\n"
         " * plus W times",
-        N, jac ? fmt::format("\n * (and jac n x {0}_NOUT x {0}_NJAC for the _derivatives forms)", N) : std::string(), jac ? " (and jac)" : "", widths);
+        N, jac ? fmt::format("\n * (and jac n x {0}_NOUT x {0}_NJAC for the _derivatives forms)", N) : std::string(), jac ? " (and jac)" : "", widths,
+        jac ? " (the values; jac within its tolerance where the scalar entry point solves its columns in\n"
+              " * lanes, docs/derivatives.md)"
+            : "");
     std::string line;
     const std::vector<BatchEntry> entries = emit::batch_entries(in, layouts);
     for (const BatchEntry& e : entries) {

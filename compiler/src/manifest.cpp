@@ -24,7 +24,7 @@ nlohmann::ordered_json code_json(const Layout& L) {
 }
 
 /// Lane widths of the batch form per target (runtime lanes.hpp): doubles in a vector register; a
-/// float lane holds twice as many.
+/// float lane holds twice as many where there are vector registers (one state at a time without).
 const std::vector<std::pair<const char*, int>> kLaneTargets = {
     {"avx512 (__AVX512F__, -march=x86-64-v4)", 8}, {"avx (__AVX__, -march=x86-64-v3)", 4}, {"sse2 (x86-64)", 2},
     {"neon (aarch64)", 2}, {"other targets and compilers, or NELU_LANES_SCALAR", 1}};
@@ -141,8 +141,8 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     j["stack"] = {{"values_live", D.values}, {"estimate_double", D.stack(sizeof(double))}, {"estimate_float", D.stack(sizeof(float))},
                   {"form", D.workspace ? "ordinary+workspace" : "ordinary"}};
     if (D.workspace) {
-        j["workspace"] = {{"double", {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}}},
-                          {"float", {{"entry", D.fn + "_f_ws"}, {"bytes", D.work_bytes(sizeof(float))}}}};
+        j["workspace"] = {{"double", {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}, {"align", alignof(double)}}},
+                          {"float", {{"entry", D.fn + "_f_ws"}, {"bytes", D.work_bytes(sizeof(float))}, {"align", alignof(float)}}}};
         add_workspace_shape(j["workspace"], D);
     }
     return j;
@@ -164,7 +164,7 @@ nlohmann::ordered_json batch_json(const EmitInput& in, const std::vector<Layout>
     j["width_functions"] = widths;
     j["layout"] = "state-major (row-major): q n x nq, qd n x nv, in n x n_in, out n x n_out, jac n x n_out x jac_cols; status n "
                   "(a state that fails leaves its rows untouched)";
-    for (const auto& [target, w] : kLaneTargets) lanes[target] = {{"double", w}, {"float", 2 * w}};
+    for (const auto& [target, w] : kLaneTargets) lanes[target] = {{"double", w}, {"float", w > 1 ? 2 * w : 1}};
     j["lanes"] = lanes;
     j["sincos"] = {{"double", "nelu::lanes::sincos: nelu::sincos's arithmetic in every lane (bit for bit)"},
                    {"float", "nelu::lanes::sincos: float Cody-Waite reduction and Cephes' sinf/cosf polynomials (the scalar float "
@@ -179,6 +179,7 @@ void add_arguments(nlohmann::ordered_json& j, const EmitInput& in) {
     j["generator"] = std::string("nelu ") + NELU_VERSION;
     j["robot"] = {{"name", m.name}, {"urdf", in.urdf_path}, {"fnv1a64", content_hash(in.urdf_text)}};
     j["problem"] = {{"kind", in.problem->kind}, {"spec", spec_name(in)}};
+    if (!in.problem->spec_file.empty()) j["problem"]["fnv1a64"] = content_hash(in.spec_text);  // (nelu check compares)
     j["nq"] = independent_q_slots(m).size();
     j["nv"] = independent_v_slots(m).size();
     j["floating_base"] = in.problem->floating_base;

@@ -113,6 +113,40 @@ void check_forward_dynamics(const LoadResult& load, const Problem& p) {
 
 }  // namespace
 
+namespace {
+
+/// Whether `name` is an identifier of the C standard library that the generated code's headers
+/// declare (<cmath>, <cstring>, <cstdlib>, <cstdio>, <cstddef>, <cstdint>): functions (the math
+/// functions with their f and l forms), types and macros. An extern "C" solver of that name would
+/// not compile, or would replace the library's function (memcpy) in the whole program.
+bool c_library_name(const std::string& name) {
+    static const std::set<std::string> math{
+        "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh", "erf", "erfc", "exp",
+        "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "frexp", "hypot", "ilogb", "ldexp", "lgamma",
+        "llrint", "llround", "log", "log10", "log1p", "log2", "logb", "lrint", "lround", "modf", "nan", "nearbyint", "nextafter",
+        "nexttoward", "pow", "remainder", "remquo", "rint", "round", "scalbln", "scalbn", "sin", "sinh", "sqrt", "tan", "tanh",
+        "tgamma", "trunc", "sincos", "exp10", "pow10", "j0", "j1", "jn", "y0", "y1", "yn", "gamma", "drem", "significand"};
+    static const std::set<std::string> other{
+        // <cstring>, <cstdlib>, <cstdio>
+        "memcpy", "memmove", "memset", "memcmp", "memchr", "strcpy", "strncpy", "strcat", "strncat", "strcmp", "strncmp", "strlen",
+        "strchr", "strrchr", "strstr", "strtok", "strerror", "strcoll", "strxfrm", "strspn", "strcspn", "strpbrk", "strdup",
+        "malloc", "calloc", "realloc", "free", "aligned_alloc", "abort", "exit", "quick_exit", "atexit", "at_quick_exit", "_Exit",
+        "getenv", "system", "abs", "labs", "llabs", "div", "ldiv", "lldiv", "atof", "atoi", "atol", "atoll", "strtod", "strtof",
+        "strtold", "strtol", "strtoll", "strtoul", "strtoull", "rand", "srand", "qsort", "bsearch", "printf", "fprintf", "sprintf",
+        "snprintf", "puts", "putchar", "getchar", "fopen", "fclose", "fread", "fwrite", "fflush", "remove", "rename", "perror",
+        // types and macros
+        "size_t", "ptrdiff_t", "max_align_t", "nullptr_t", "div_t", "ldiv_t", "lldiv_t", "FILE", "fpos_t", "float_t", "double_t",
+        "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "intptr_t", "uintptr_t",
+        "intmax_t", "uintmax_t", "NULL", "EOF", "NAN", "INFINITY", "HUGE_VAL", "HUGE_VALF", "HUGE_VALL", "EXIT_SUCCESS",
+        "EXIT_FAILURE", "RAND_MAX", "errno", "assert", "offsetof", "isfinite", "isinf", "isnan", "isnormal", "signbit",
+        "fpclassify", "stdin", "stdout", "stderr", "FP_NAN", "FP_INFINITE", "FP_ZERO", "FP_NORMAL", "FP_SUBNORMAL"};
+    if (other.count(name) || math.count(name)) return true;
+    const char last = name.empty() ? '\0' : name.back();
+    return (last == 'f' || last == 'l') && math.count(name.substr(0, name.size() - 1)) > 0;
+}
+
+}  // namespace
+
 CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     CompileResult r;
     auto want = [&](const char* pass) { return dump && o.dump == pass; };
@@ -223,7 +257,8 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw",
         "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
         "wchar_t", "while", "xor", "xor_eq", "std", "nelu", "main"};
-    if (!o.name.empty() && (keywords.count(r.name) || r.name.find("__") != std::string::npos || (r.name.size() > 1 && r.name[0] == '_' && std::isupper(static_cast<unsigned char>(r.name[1])))))
+    if (!o.name.empty() && (keywords.count(r.name) || r.name.find("__") != std::string::npos || (r.name.size() > 1 && r.name[0] == '_' && std::isupper(static_cast<unsigned char>(r.name[1]))) ||
+                            c_library_name(r.name) || r.name.rfind("NELU", 0) == 0))
         throw InputError(fmt::format("--name '{}' is a C++ keyword or a name reserved to the compiler, the standard library or nelu; "
                                      "choose another", r.name));
     EmitInput ein;

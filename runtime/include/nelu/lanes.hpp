@@ -28,9 +28,17 @@
 // and reports its own status. The entry points' state-major rows go into lanes and back by W x W
 // transposes in registers (batch, below).
 //
-// Every name here lives in an inline namespace named after the lane width, so that translation
-// units built with different flags (say, one with -mavx2 and one without) can be linked into one
-// program without their templates colliding.
+// No function here is noexcept: a noexcept function that calls what the compiler cannot prove
+// non-throwing (<cmath>'s wrappers of libm on the cold path of the sine and cosine, a solver's lane
+// program) gets a terminate region, whose personality routine is the C++ runtime's
+// (__gxx_personality_v0): a C program could not link a batch form built without -fno-exceptions.
+// Nothing here throws either way.
+//
+// Every name here has internal linkage (an unnamed namespace; within it an inline namespace named
+// after the lane width, which names the width in symbols), so that translation units built with
+// different flags (say, one with -mavx2 or -march=x86-64-v2 and one without) link into one program
+// each with its own code: with weak symbols shared by name, the linker kept one copy for all, and a
+// baseline solver ran another's AVX-512 or SSE4.1 instructions (docs/firmware.md, "In your own build").
 #ifndef NELU_LANES_HPP
 #define NELU_LANES_HPP
 
@@ -67,6 +75,7 @@
 
 namespace nelu {
 namespace lanes {
+namespace {  // internal linkage: see the note above
 inline namespace NELU_LANES_ABI {
 
 /// The lane type of scalar T: V (W values of T), its mask M (a comparison's result: all bits set in
@@ -106,21 +115,21 @@ using Mask = typename Lane<T>::M;
 // One lane: W = 1 (T itself) and vectors alike.
 
 template <class T>
-inline T get(T x, int) noexcept { return x; }
+inline T get(T x, int) { return x; }
 template <class T>
-inline void set(T& x, int, T v) noexcept { x = v; }
+inline void set(T& x, int, T v) { x = v; }
 #if NELU_LANE_BYTES
-inline double get(VecD x, int l) noexcept { return x[l]; }
-inline float get(VecF x, int l) noexcept { return x[l]; }
-inline long long get(Mask<double> x, int l) noexcept { return x[l]; }
-inline int get(Mask<float> x, int l) noexcept { return x[l]; }
-inline void set(VecD& x, int l, double v) noexcept { x[l] = v; }
-inline void set(VecF& x, int l, float v) noexcept { x[l] = v; }
+inline double get(VecD x, int l) { return x[l]; }
+inline float get(VecF x, int l) { return x[l]; }
+inline long long get(Mask<double> x, int l) { return x[l]; }
+inline int get(Mask<float> x, int l) { return x[l]; }
+inline void set(VecD& x, int l, double v) { x[l] = v; }
+inline void set(VecF& x, int l, float v) { x[l] = v; }
 #endif
 
 /// Every lane x (exactly, -0 included).
 template <class T>
-inline Vec<T> broadcast(T x) noexcept {
+inline Vec<T> broadcast(T x) {
     Vec<T> v{};
     for (int l = 0; l < Lane<T>::W; ++l) set(v, l, x);
     return v;
@@ -129,37 +138,37 @@ inline Vec<T> broadcast(T x) noexcept {
 // ---------------------------------------------------------------------------------------------
 // W = 1: the scalar functions, so that the lane program is the scalar program.
 
-inline int finite(double x) noexcept { return -static_cast<int>(std::isfinite(x)); }
-inline int finite(float x) noexcept { return -static_cast<int>(std::isfinite(x)); }
+inline int finite(double x) { return -static_cast<int>(std::isfinite(x)); }
+inline int finite(float x) { return -static_cast<int>(std::isfinite(x)); }
 /// Lanes where a pivot fails its test |x| >= threshold (NaN fails).
-inline int small(double x, double threshold) noexcept { return -static_cast<int>(!(std::fabs(x) >= threshold)); }
-inline int small(float x, float threshold) noexcept { return -static_cast<int>(!(std::fabs(x) >= threshold)); }
+inline int small(double x, double threshold) { return -static_cast<int>(!(std::fabs(x) >= threshold)); }
+inline int small(float x, float threshold) { return -static_cast<int>(!(std::fabs(x) >= threshold)); }
 /// Lanes where a signed pivot fails its test x >= threshold (NaN fails).
-inline int below(double x, double threshold) noexcept { return -static_cast<int>(!(x >= threshold)); }
-inline int below(float x, float threshold) noexcept { return -static_cast<int>(!(x >= threshold)); }
-inline double sqrt(double x) noexcept { return std::sqrt(x); }
-inline float sqrt(float x) noexcept { return std::sqrt(x); }
-inline double sin(double x) noexcept { return std::sin(x); }
-inline float sin(float x) noexcept { return std::sin(x); }
-inline double cos(double x) noexcept { return std::cos(x); }
-inline float cos(float x) noexcept { return std::cos(x); }
-inline SinCos<double> sincos(double x) noexcept { return nelu::sincos(x); }
-inline SinCos<float> sincos(float x) noexcept { return nelu::sincos(x); }
-inline void sincos(const double* x, SinCos<double>* out, int n) noexcept {
+inline int below(double x, double threshold) { return -static_cast<int>(!(x >= threshold)); }
+inline int below(float x, float threshold) { return -static_cast<int>(!(x >= threshold)); }
+inline double sqrt(double x) { return std::sqrt(x); }
+inline float sqrt(float x) { return std::sqrt(x); }
+inline double sin(double x) { return std::sin(x); }
+inline float sin(float x) { return std::sin(x); }
+inline double cos(double x) { return std::cos(x); }
+inline float cos(float x) { return std::cos(x); }
+inline SinCos<double> sincos(double x) { return nelu::sincos(x); }
+inline SinCos<float> sincos(float x) { return nelu::sincos(x); }
+inline void sincos(const double* x, SinCos<double>* out, int n) {
     for (int k = 0; k < n; ++k) out[k] = nelu::sincos(x[k]);
 }
-inline void sincos(const float* x, SinCos<float>* out, int n) noexcept {
+inline void sincos(const float* x, SinCos<float>* out, int n) {
     for (int k = 0; k < n; ++k) out[k] = nelu::sincos(x[k]);
 }
 /// The rotation-log functions of trig.hpp (a 6-D contact's Baumgarte placement error).
-inline double log3_ratio(double x, double c) noexcept { return nelu::log3_ratio(x, c); }
-inline float log3_ratio(float x, float c) noexcept { return nelu::log3_ratio(x, c); }
-inline double log3_ratio_dx(double x, double c) noexcept { return nelu::log3_ratio_dx(x, c); }
-inline float log3_ratio_dx(float x, float c) noexcept { return nelu::log3_ratio_dx(x, c); }
-inline double log6_beta(double t) noexcept { return nelu::log6_beta(t); }
-inline float log6_beta(float t) noexcept { return nelu::log6_beta(t); }
-inline double log6_beta_dt(double t) noexcept { return nelu::log6_beta_dt(t); }
-inline float log6_beta_dt(float t) noexcept { return nelu::log6_beta_dt(t); }
+inline double log3_ratio(double x, double c) { return nelu::log3_ratio(x, c); }
+inline float log3_ratio(float x, float c) { return nelu::log3_ratio(x, c); }
+inline double log3_ratio_dx(double x, double c) { return nelu::log3_ratio_dx(x, c); }
+inline float log3_ratio_dx(float x, float c) { return nelu::log3_ratio_dx(x, c); }
+inline double log6_beta(double t) { return nelu::log6_beta(t); }
+inline float log6_beta(float t) { return nelu::log6_beta(t); }
+inline double log6_beta_dt(double t) { return nelu::log6_beta_dt(t); }
+inline float log6_beta_dt(float t) { return nelu::log6_beta_dt(t); }
 
 // ---------------------------------------------------------------------------------------------
 // Vectors: masks, and the lanes' sqrt, sin, cos and sincos.
@@ -168,7 +177,7 @@ inline float log6_beta_dt(float t) noexcept { return nelu::log6_beta_dt(t); }
 /// Whether any lane of mask m (all bits set or none, per lane) is set: one test instruction where the
 /// target has one.
 template <class M>
-inline bool any(M m) noexcept {
+inline bool any(M m) {
 #if defined(__AVX512F__)
     return _mm512_test_epi64_mask(reinterpret_cast<__m512i>(m), reinterpret_cast<__m512i>(m)) != 0;
 #elif defined(__AVX__)
@@ -181,15 +190,15 @@ inline bool any(M m) noexcept {
 }
 /// a where m is set, else b (bit for bit).
 template <class V, class M>
-inline V select(M m, V a, V b) noexcept { return reinterpret_cast<V>((reinterpret_cast<M>(a) & m) | (reinterpret_cast<M>(b) & ~m)); }
+inline V select(M m, V a, V b) { return reinterpret_cast<V>((reinterpret_cast<M>(a) & m) | (reinterpret_cast<M>(b) & ~m)); }
 /// The sign bit of every lane.
 template <class T>
-inline Mask<T> sign_bits() noexcept { return reinterpret_cast<Mask<T>>(broadcast(T(-0.0))); }
+inline Mask<T> sign_bits() { return reinterpret_cast<Mask<T>>(broadcast(T(-0.0))); }
 /// sin and cos of x = n pi/2 + r from s = sin r and c = cos r, n in the low bits of each lane of n:
 /// quadrants 1 and 3 swap s and c, and the sign bit is flipped (exactly what negation does) in
 /// quadrants 2 and 3 for sin, 1 and 2 for cos.
 template <class T>
-inline SinCos<Vec<T>> quadrant(Mask<T> n, Vec<T> s, Vec<T> c) noexcept {
+inline SinCos<Vec<T>> quadrant(Mask<T> n, Vec<T> s, Vec<T> c) {
     using M = Mask<T>;
     using U = typename Lane<T>::U;
     constexpr int top = 8 * sizeof(T) - 1;  // bit 1 of n shifted to the sign bit (unsigned: no overflow)
@@ -199,39 +208,39 @@ inline SinCos<Vec<T>> quadrant(Mask<T> n, Vec<T> s, Vec<T> c) noexcept {
     return {reinterpret_cast<Vec<T>>(reinterpret_cast<M>(select(odd, c, s)) ^ sin_sign),
             reinterpret_cast<Vec<T>>(reinterpret_cast<M>(select(odd, s, c)) ^ cos_sign)};
 }
-inline VecD abs(VecD x) noexcept { return reinterpret_cast<VecD>(reinterpret_cast<Mask<double>>(x) & ~sign_bits<double>()); }
-inline VecF abs(VecF x) noexcept { return reinterpret_cast<VecF>(reinterpret_cast<Mask<float>>(x) & ~sign_bits<float>()); }
+inline VecD abs(VecD x) { return reinterpret_cast<VecD>(reinterpret_cast<Mask<double>>(x) & ~sign_bits<double>()); }
+inline VecF abs(VecF x) { return reinterpret_cast<VecF>(reinterpret_cast<Mask<float>>(x) & ~sign_bits<float>()); }
 
-inline Mask<double> finite(VecD x) noexcept { return (x - x) == 0; }  // inf - inf and NaN - NaN are NaN
-inline Mask<float> finite(VecF x) noexcept { return (x - x) == 0; }
-inline Mask<double> small(VecD x, double threshold) noexcept { return ~((x >= threshold) | (x <= -threshold)); }
-inline Mask<float> small(VecF x, float threshold) noexcept { return ~((x >= threshold) | (x <= -threshold)); }
-inline Mask<double> below(VecD x, double threshold) noexcept { return ~(x >= threshold); }
-inline Mask<float> below(VecF x, float threshold) noexcept { return ~(x >= threshold); }
+inline Mask<double> finite(VecD x) { return (x - x) == 0; }  // inf - inf and NaN - NaN are NaN
+inline Mask<float> finite(VecF x) { return (x - x) == 0; }
+inline Mask<double> small(VecD x, double threshold) { return ~((x >= threshold) | (x <= -threshold)); }
+inline Mask<float> small(VecF x, float threshold) { return ~((x >= threshold) | (x <= -threshold)); }
+inline Mask<double> below(VecD x, double threshold) { return ~(x >= threshold); }
+inline Mask<float> below(VecF x, float threshold) { return ~(x >= threshold); }
 
 /// f applied to every lane (std::sqrt, std::sin, std::cos: correctly rounded or the C library's).
 template <class V, class F>
-inline V each(V x, F f) noexcept {
+inline V each(V x, F f) {
     for (int l = 0; l < static_cast<int>(sizeof(V) / sizeof(x[0])); ++l) x[l] = f(x[l]);
     return x;
 }
-inline VecD sqrt(VecD x) noexcept { return each(x, [](double v) { return std::sqrt(v); }); }
-inline VecF sqrt(VecF x) noexcept { return each(x, [](float v) { return std::sqrt(v); }); }
+inline VecD sqrt(VecD x) { return each(x, [](double v) { return std::sqrt(v); }); }
+inline VecF sqrt(VecF x) { return each(x, [](float v) { return std::sqrt(v); }); }
 /// f of every lane of x and y.
 template <class V, class F>
-inline V each(V x, V y, F f) noexcept {
+inline V each(V x, V y, F f) {
     for (int l = 0; l < static_cast<int>(sizeof(V) / sizeof(x[0])); ++l) x[l] = f(x[l], y[l]);
     return x;
 }
 /// The rotation-log functions (trig.hpp) lane by lane: one call per 6-D contact with Baumgarte Kp.
-inline VecD log3_ratio(VecD x, VecD c) noexcept { return each(x, c, [](double a, double b) { return nelu::log3_ratio(a, b); }); }
-inline VecF log3_ratio(VecF x, VecF c) noexcept { return each(x, c, [](float a, float b) { return nelu::log3_ratio(a, b); }); }
-inline VecD log3_ratio_dx(VecD x, VecD c) noexcept { return each(x, c, [](double a, double b) { return nelu::log3_ratio_dx(a, b); }); }
-inline VecF log3_ratio_dx(VecF x, VecF c) noexcept { return each(x, c, [](float a, float b) { return nelu::log3_ratio_dx(a, b); }); }
-inline VecD log6_beta(VecD t) noexcept { return each(t, [](double v) { return nelu::log6_beta(v); }); }
-inline VecF log6_beta(VecF t) noexcept { return each(t, [](float v) { return nelu::log6_beta(v); }); }
-inline VecD log6_beta_dt(VecD t) noexcept { return each(t, [](double v) { return nelu::log6_beta_dt(v); }); }
-inline VecF log6_beta_dt(VecF t) noexcept { return each(t, [](float v) { return nelu::log6_beta_dt(v); }); }
+inline VecD log3_ratio(VecD x, VecD c) { return each(x, c, [](double a, double b) { return nelu::log3_ratio(a, b); }); }
+inline VecF log3_ratio(VecF x, VecF c) { return each(x, c, [](float a, float b) { return nelu::log3_ratio(a, b); }); }
+inline VecD log3_ratio_dx(VecD x, VecD c) { return each(x, c, [](double a, double b) { return nelu::log3_ratio_dx(a, b); }); }
+inline VecF log3_ratio_dx(VecF x, VecF c) { return each(x, c, [](float a, float b) { return nelu::log3_ratio_dx(a, b); }); }
+inline VecD log6_beta(VecD t) { return each(t, [](double v) { return nelu::log6_beta(v); }); }
+inline VecF log6_beta(VecF t) { return each(t, [](float v) { return nelu::log6_beta(v); }); }
+inline VecD log6_beta_dt(VecD t) { return each(t, [](double v) { return nelu::log6_beta_dt(v); }); }
+inline VecF log6_beta_dt(VecF t) { return each(t, [](float v) { return nelu::log6_beta_dt(v); }); }
 
 /// nelu::sincos (trig.hpp) in every lane, the same arithmetic: Cody-Waite reduction by pi/2 in up to
 /// three rounds (a round is computed for every lane when any lane needs it, and kept where it is
@@ -249,13 +258,13 @@ inline VecF log6_beta_dt(VecF t) noexcept { return each(t, [](float v) { return 
 /// beyond the reduction's range, infinite or NaN, rare, so out of line (and by value, so that the
 /// usual path keeps its results in registers).
 template <class T>
-NELU_LANES_COLD Vec<T> from_libm(Vec<T> x, Mask<T> reduced, Vec<T> v, bool cosine) noexcept {
+NELU_LANES_COLD Vec<T> from_libm(Vec<T> x, Mask<T> reduced, Vec<T> v, bool cosine) {
     for (int l = 0; l < Lane<T>::W; ++l)
         if (!reduced[l]) v[l] = cosine ? std::cos(x[l]) : std::sin(x[l]);
     return v;
 }
 
-NELU_LANES_INLINE SinCos<VecD> sincos_lanes(VecD x) noexcept {
+NELU_LANES_INLINE SinCos<VecD> sincos_lanes(VecD x) {
     using namespace trig_detail;
     using M = Mask<double>;
     const M reduced = abs(x) < kReducedBelow;  // false for NaN
@@ -298,7 +307,7 @@ NELU_LANES_INLINE SinCos<VecD> sincos_lanes(VecD x) noexcept {
 /// within 1e-7 absolute everywhere below 8192 (tests/test_trig.cpp). Lanes at or beyond 8192,
 /// infinite or NaN go to std::sin and std::cos (sinf, cosf) one by one. A float solver's accuracy is
 /// judged against its tolerance (1e-4 relative), not bit for bit against sinf.
-NELU_LANES_INLINE SinCos<VecF> sincos_lanes(VecF x) noexcept {
+NELU_LANES_INLINE SinCos<VecF> sincos_lanes(VecF x) {
     using M = Mask<float>;
     constexpr float invpio2 = 0.636619772367581343f, toint = 12582912.0f;  // 1.5 * 2^23
     constexpr float pio2_1 = 1.5703125f, pio2_2 = 4.837512969970703125e-4f, pio2_3 = 7.54978995489188216e-8f;
@@ -316,22 +325,22 @@ NELU_LANES_INLINE SinCos<VecF> sincos_lanes(VecF x) noexcept {
     return out;
 }
 
-NELU_TRIG_NOINLINE inline SinCos<VecD> sincos(VecD x) noexcept { return sincos_lanes(x); }
-NELU_TRIG_NOINLINE inline SinCos<VecF> sincos(VecF x) noexcept { return sincos_lanes(x); }
+NELU_TRIG_NOINLINE inline SinCos<VecD> sincos(VecD x) { return sincos_lanes(x); }
+NELU_TRIG_NOINLINE inline SinCos<VecF> sincos(VecF x) { return sincos_lanes(x); }
 
 /// out[k] = sincos(x[k]), k < n: the sines and cosines of a solver's angles in one call (the
 /// constants of the kernel loaded once, no call per angle).
-NELU_TRIG_NOINLINE inline void sincos(const VecD* x, SinCos<VecD>* out, int n) noexcept {
+NELU_TRIG_NOINLINE inline void sincos(const VecD* x, SinCos<VecD>* out, int n) {
     for (int k = 0; k < n; ++k) out[k] = sincos_lanes(x[k]);
 }
-NELU_TRIG_NOINLINE inline void sincos(const VecF* x, SinCos<VecF>* out, int n) noexcept {
+NELU_TRIG_NOINLINE inline void sincos(const VecF* x, SinCos<VecF>* out, int n) {
     for (int k = 0; k < n; ++k) out[k] = sincos_lanes(x[k]);
 }
 
-inline VecD sin(VecD x) noexcept { return sincos(x).s; }
-inline VecF sin(VecF x) noexcept { return sincos(x).s; }
-inline VecD cos(VecD x) noexcept { return sincos(x).c; }
-inline VecF cos(VecF x) noexcept { return sincos(x).c; }
+inline VecD sin(VecD x) { return sincos(x).s; }
+inline VecF sin(VecF x) { return sincos(x).s; }
+inline VecD cos(VecD x) { return sincos(x).c; }
+inline VecF cos(VecF x) { return sincos(x).c; }
 
 #endif
 
@@ -339,7 +348,7 @@ inline VecF cos(VecF x) noexcept { return sincos(x).c; }
 /// NELU_STATUS_NOT_FINITE where an output is not finite, else NELU_STATUS_OK (the order in which
 /// the scalar solver tests them).
 template <class M>
-inline M status(M small_pivot, M finite_outputs) noexcept {
+inline M status(M small_pivot, M finite_outputs) {
     return (small_pivot & NELU_STATUS_SMALL_PIVOT) | (~small_pivot & ~finite_outputs & NELU_STATUS_NOT_FINITE);
 }
 
@@ -350,7 +359,7 @@ inline M status(M small_pivot, M finite_outputs) noexcept {
 /// takes a load, a subtraction, a comparison and a mask (the batch forms' end: docs/batch.md). As
 /// std::isfinite, this needs IEEE arithmetic (-ffinite-math-only would fold it to true).
 template <class T>
-inline Mask<T> all_finite(const Vec<T>* x, int n) noexcept {
+inline Mask<T> all_finite(const Vec<T>* x, int n) {
     const Vec<T> zero{};
     Vec<T> s0{}, s1{}, s2{}, s3{};
     int e = 0;
@@ -395,40 +404,40 @@ struct Block {
 /// that wrote it (the rows are written one value at a time just before the loop; a wider load over
 /// several such stores is not forwarded from them).
 template <class V, class T, std::size_t... L>
-inline V load_cols(const T* p, std::index_sequence<L...>) noexcept {
+inline V load_cols(const T* p, std::index_sequence<L...>) {
     return V{p[L]...};
 }
 template <class V, class T>
-inline V load_cols(const T* p) noexcept {
+inline V load_cols(const T* p) {
     return load_cols<V>(p, std::make_index_sequence<sizeof(V) / sizeof(T)>());
 }
 /// The vector at p (any alignment) in one load: for values stored long before (a generated
 /// solver's work struct), where load_cols would load them one by one.
 template <class V, class T>
-inline V load_vector(const T* p) noexcept {
+inline V load_vector(const T* p) {
     V v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
 /// x to p (any alignment).
 template <class V, class T>
-inline void store_cols(T* p, const V& x) noexcept {
+inline void store_cols(T* p, const V& x) {
     std::memcpy(p, &x, sizeof x);
 }
 /// Hides the loop counter's value from the optimizer, so that a kernel's loop over its block is not
 /// unrolled into copies of the kernel.
-inline void opaque(int& h) noexcept { __asm__("" : "+r"(h)); }
+inline void opaque(int& h) { __asm__("" : "+r"(h)); }
 /// The loop over block B's lanes kept a loop where it takes more than one pass; where it takes one
 /// (four double columns with AVX2), the optimizer sees that it does and keeps the right-hand sides
 /// in registers, as straight-line code would.
 template <class B>
-inline void keep_loop(int& h) noexcept {
+inline void keep_loop(int& h) {
     if constexpr (B::step < B::lanes) opaque(h);
 }
 /// p, hidden from the optimizer: read through it in the loop, the kernel's scalar operands are not
 /// hoisted out of the loop (where hundreds of broadcasts would wait on the stack for their use).
 template <class P>
-inline const P* opaque(const P* p) noexcept {
+inline const P* opaque(const P* p) {
     __asm__("" : "+r"(p));
     return p;
 }
@@ -456,47 +465,47 @@ struct Splats {
 #ifdef NELU_LANES_SPLATS
     typedef T V __attribute__((vector_size(16)));
     /// The entries, from the first 16-byte boundary in raw.
-    const V* table() const noexcept {
+    const V* table() const {
         return static_cast<const V*>(__builtin_assume_aligned(reinterpret_cast<const unsigned char*>(raw) + skip(), 16));
     }
     /// Entry i <- x in every lane.
-    void put(int i, T x) noexcept {
+    void put(int i, T x) {
         // (16, not sizeof(V): g++ 12 takes sizeof of this dependent vector typedef, in a template
         // argument, as the size of T)
         const V v = fill(x, std::make_index_sequence<16 / sizeof(T)>());
         std::memcpy(reinterpret_cast<unsigned char*>(raw) + skip() + 16 * static_cast<std::size_t>(i), &v, 16);
     }
     /// Entries first .. first + n - 1 <- x[0 .. n - 1], each in every lane.
-    void put_run(int first, const T* x, int n) noexcept {
+    void put_run(int first, const T* x, int n) {
 #pragma GCC unroll 4
         for (int e = 0; e < n; ++e) put(first + e, x[e]);
     }
     /// Bytes from raw to the first 16-byte boundary.
-    std::size_t skip() const noexcept { return (16 - reinterpret_cast<std::uintptr_t>(raw) % 16) % 16; }
+    std::size_t skip() const { return (16 - reinterpret_cast<std::uintptr_t>(raw) % 16) % 16; }
     template <std::size_t... L>
-    static V fill(T x, std::index_sequence<L...>) noexcept { return V{(static_cast<void>(L), x)...}; }
+    static V fill(T x, std::index_sequence<L...>) { return V{(static_cast<void>(L), x)...}; }
 #else
-    void put(int, T) noexcept {}
-    void put_run(int, const T*, int) noexcept {}
+    void put(int, T) {}
+    void put_run(int, const T*, int) {}
 #endif
 };
 /// Operand i of a kernel, x: entry i of the table where the target keeps one (a vector of the
 /// kernel's width C, read from memory by the operation), else x itself (broadcast by the operation).
 #ifdef NELU_LANES_SPLATS
 template <class C, class T, int N>
-inline const C& splat(const Splats<T, N>& s, int i, T) noexcept {
+inline const C& splat(const Splats<T, N>& s, int i, T) {
     static_assert(sizeof(C) == 16, "without AVX a kernel's vectors are 16 bytes (Block)");
     return *reinterpret_cast<const C*>(s.table() + i);
 }
 #else
 template <class C, class T, int N>
-inline T splat(const Splats<T, N>&, int, T x) noexcept { return x; }
+inline T splat(const Splats<T, N>&, int, T x) { return x; }
 #endif
 
 /// Whether every lane of z is finite, where z is the sum of every output's x - x (0 where all are
 /// finite, NaN where one is infinite or NaN): the sum of its lanes is 0 or NaN.
 template <class C>
-inline bool finite_cols(const C& z) noexcept {
+inline bool finite_cols(const C& z) {
     auto sum = z[0];
 #if defined(__GNUC__)
 #pragma GCC unroll 16
@@ -523,12 +532,12 @@ constexpr int interleave_index(int w, int S, bool high, int m) {
     return off < S + (high ? S : 0) ? block + off : w + block + off - S;
 }
 template <int S, bool High, class V, std::size_t... M>
-inline V interleave(V a, V b, std::index_sequence<M...>) noexcept {
+inline V interleave(V a, V b, std::index_sequence<M...>) {
     return __builtin_shufflevector(a, b, interleave_index(sizeof...(M), S, High, M)...);
 }
 /// r[j] <- lane j of every r[l], l = 0 .. W - 1 (a W x W transpose, log2 W steps of interleaves).
 template <class T, int S = 1>
-inline void transpose(Vec<T>* r) noexcept {
+inline void transpose(Vec<T>* r) {
     constexpr int W = Lane<T>::W;
     if constexpr (S < W) {
 #pragma GCC unroll 16
@@ -549,7 +558,7 @@ inline void transpose(Vec<T>* r) noexcept {
 /// tile inside the loop had cost nine integer instructions a tile, as many as the transpose's
 /// shuffles (the Mini Cheetah's point-feet Jacobian, 405 tiles a block: docs/batch.md).
 template <int W, int N, class Tile>
-inline void tiles(Tile tile) noexcept {
+inline void tiles(Tile tile) {
     if constexpr (N >= W) {
         for (int k = 0; k + W <= N; k += W) tile(k);
         if constexpr (N % W != 0) tile(N - W);
@@ -562,7 +571,7 @@ inline void tiles(Tile tile) noexcept {
 /// one before when W does not divide N; with N < W, one tile when `wide`, that is when reading W
 /// values from every row stays inside the array), else value by value.
 template <class T, int N, class Row>
-inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) noexcept {
+inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) {
     constexpr int W = Lane<T>::W;
 #ifdef NELU_LANES_SHUFFLE
     if (N >= W || (wide && W > 1)) {
@@ -590,7 +599,7 @@ inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) noexcept {
 /// lanes w .. W - 1 repeat row i, so that they compute a real state and read nothing past the
 /// array. A whole block (w = W) reads its rows at constant offsets.
 template <class T, int N>
-inline void load(Vec<T>* dst, const T* src, std::size_t i, int w, std::size_t n) noexcept {
+inline void load(Vec<T>* dst, const T* src, std::size_t i, int w, std::size_t n) {
     constexpr int W = Lane<T>::W;
     const T* block = src + i * N;
     if (w == W) rows_to_lanes<T, N>(dst, [block](int l) { return block + static_cast<std::size_t>(l) * N; }, (i + W) * N + W <= (n + 1) * N);
@@ -599,7 +608,7 @@ inline void load(Vec<T>* dst, const T* src, std::size_t i, int w, std::size_t n)
 
 /// Lane l of N lanes into row r of a state-major array.
 template <class T, int N>
-inline void store(T* dst, const Vec<T>* src, std::size_t r, int l) noexcept {
+inline void store(T* dst, const Vec<T>* src, std::size_t r, int l) {
     const unsigned char* lanes = reinterpret_cast<const unsigned char*>(src);
     T* row = dst + r * N;
     for (int k = 0; k < N; ++k) std::memcpy(row + k, lanes + (static_cast<std::size_t>(k) * Lane<T>::W + l) * sizeof(T), sizeof(T));
@@ -610,7 +619,7 @@ inline void store(T* dst, const Vec<T>* src, std::size_t r, int l) noexcept {
 /// inside the block (the values past a row's end are overwritten by the rows after it), the last
 /// ones N values at a time: nothing outside the block is written.
 template <class T, int N>
-inline void store_block(T* dst, const Vec<T>* src, std::size_t i) noexcept {
+inline void store_block(T* dst, const Vec<T>* src, std::size_t i) {
     constexpr int W = Lane<T>::W;
     T* block = dst + i * N;
 #ifdef NELU_LANES_SHUFFLE
@@ -631,7 +640,7 @@ inline void store_block(T* dst, const Vec<T>* src, std::size_t i) noexcept {
     for (int l = 0; l < W; ++l) store<T, N>(block, src, static_cast<std::size_t>(l), l);
 }
 
-inline bool any(int m) noexcept { return m != 0; }
+inline bool any(int m) { return m != 0; }
 
 /// The batch form of a solver whose lane program is `lanes(q, qd, in, out, jac)` (returning each
 /// lane's status): n states, each array state-major (q n x NQ, qd n x NV, in n x NIN, out n x NOUT,
@@ -640,7 +649,7 @@ inline bool any(int m) noexcept { return m != 0; }
 /// number of such states (0 when n <= 0). W states per call of `lanes`; the last call takes the
 /// n mod W states left, reading and writing only their rows. No heap: the lanes are on the stack.
 template <class T, int NQ, int NV, int NIN, int NOUT, int NJAC, class F>
-inline int batch(int n, const T* q, const T* qd, const T* in, T* out, T* jac, int* status, F lanes) noexcept {
+inline int batch(int n, const T* q, const T* qd, const T* in, T* out, T* jac, int* status, F lanes) {
     constexpr int W = Lane<T>::W;
     int failed = 0;
     for (int i = 0; i < n; i += W) {
@@ -675,6 +684,7 @@ inline int batch(int n, const T* q, const T* qd, const T* in, T* out, T* jac, in
 }
 
 }  // namespace NELU_LANES_ABI
+}  // namespace
 }  // namespace lanes
 }  // namespace nelu
 

@@ -15,6 +15,9 @@
 #include <cstring>
 
 namespace nelu {
+// Internal linkage (docs/firmware.md, "In your own build"): each translation unit has its own copy, built
+// with its own flags, so that solvers built for different instruction sets link into one program.
+namespace {
 
 /// Whether every x[i] is finite. x * 0 is +0 or -0 for a finite x and NaN for an infinity or a NaN,
 /// and a NaN stays NaN through a sum (no finite value can overflow it). Under GCC and Clang in
@@ -49,6 +52,7 @@ inline bool all_finite(const T (&x)[N]) noexcept {
     return sum == T(0);
 }
 
+}  // namespace
 }  // namespace nelu
 
 #endif

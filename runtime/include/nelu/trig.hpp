@@ -22,6 +22,9 @@
 #include <cmath>
 
 namespace nelu {
+// Internal linkage (docs/firmware.md, "In your own build"): each translation unit has its own copy, built
+// with its own flags, so that solvers built for different instruction sets link into one program.
+namespace {
 
 template <class T>
 struct SinCos {
@@ -220,6 +223,7 @@ inline T log6_beta_dt(T t) noexcept {
     return s;
 }
 
+}  // namespace
 }  // namespace nelu
 
 #endif
