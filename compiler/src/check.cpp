@@ -149,11 +149,16 @@ namespace {
 /// run_check on the parsed manifest `man` (a field of the wrong type throws nlohmann::json's
 /// exceptions, which run_check reports as a manifest that is not nelu's).
 CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
-    if (const std::string urdf_hash = man.contains("robot") ? man["robot"].value("fnv1a64", "") : "";
-        !urdf_hash.empty() && urdf_hash != content_hash(read_file(o.urdf)))
-        throw InputError(fmt::format("{}: the solver was generated from another URDF than {} (fnv1a64 {} in the manifest, {} for the file): "
-                                     "check it with the URDF it was compiled from",
-                                     o.manifest, o.urdf, urdf_hash, content_hash(read_file(o.urdf))));
+    // the URDF and the spec must be those the solver was compiled from: their hashes, as the
+    // manifest records them (absent in older manifests)
+    auto refuse_other = [&](const char* made, const char* what, const std::string& path, const std::string& recorded) {
+        if (recorded.empty()) return;
+        if (const std::string hash = content_hash(read_file(path)); hash != recorded)
+            throw InputError(fmt::format("{}: the solver was {} from another {} than {} (fnv1a64 {} in the manifest, {} for the file): "
+                                         "check it with the {} it was compiled from",
+                                         o.manifest, made, what, path, recorded, hash, what));
+    };
+    refuse_other("generated", "URDF", o.urdf, man.contains("robot") ? man["robot"].value("fnv1a64", "") : "");
     if (man.contains("scalars") && !std::any_of(man["scalars"].begin(), man["scalars"].end(), [](const nlohmann::json& x) { return x == "double"; }))
         throw InputError(fmt::format("{}: the solver has no double entry points (--scalar float), which nelu check compares with the "
                                      "references: compile it with --scalar both (its float functions are the same program) and check that",
@@ -166,11 +171,7 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
                                     : (fs::path(o.manifest).parent_path() / spec).string();
     if (o.problem.empty() && !spec.empty() && !fs::exists(co.problem))
         throw InputError(fmt::format("{}: the solver was compiled from the spec '{}'; name it with --problem", o.manifest, spec));
-    if (const std::string spec_hash = man["problem"].value("fnv1a64", ""); !spec_hash.empty() && fs::is_regular_file(co.problem))
-        if (const std::string file_hash = content_hash(read_file(co.problem)); file_hash != spec_hash)
-            throw InputError(fmt::format("{}: the solver was compiled from another spec than {} (fnv1a64 {} in the manifest, {} for the file): "
-                                         "check it with the spec it was compiled from",
-                                         o.manifest, co.problem, spec_hash, file_hash));
+    if (fs::is_regular_file(co.problem)) refuse_other("compiled", "spec", co.problem, man["problem"].value("fnv1a64", ""));
     co.floating_base = man.value("floating_base", false);
     if (man.contains("snap")) co.snap = man["snap"].value("tolerance", 0.0);  // the model the solver computes
     co.ignore_mimic = man.value("ignore_mimic", false);
@@ -199,6 +200,8 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
         static_cast<int>(r.system.out.size()) != static_cast<int>(man["out"].size()))
         throw InputError(fmt::format("{}: the manifest's slots do not match {} compiled with problem '{}'", o.manifest, o.urdf, co.problem));
     std::vector<fs::path> sources{fs::path(o.manifest).replace_extension(".cpp")};
+    if (o.library.empty() && !fs::is_regular_file(sources.front()))
+        throw InputError(fmt::format("{}: the solver's source {} is missing", o.manifest, sources.front().string()));
     if (co.batch && o.library.empty()) {
         sources.push_back(fs::path(o.manifest).parent_path() / (r.name + "_batch.cpp"));
         if (!fs::exists(sources.back()))

@@ -26,14 +26,9 @@ std::string format_solver_report(const std::vector<std::string>& paths) {
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     std::string est;
     for (const std::string& p : paths) {
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(read_file(p));
-        } catch (const nlohmann::json::exception& e) {
-            throw InputError(p + ": not a nelu manifest (" + e.what() + ")");
-        }
-        if (!j.is_object()) throw InputError(p + ": not a nelu manifest (not a JSON object)");
-        try {  // (a field of the wrong type, or missing where it is read)
+        try {  // (not JSON, or a field of the wrong type or missing where it is read)
+            nlohmann::json j = nlohmann::json::parse(read_file(p));
+            if (!j.is_object()) throw InputError(p + ": not a nelu manifest (not a JSON object)");
             if (!j.contains("ops") || !j.contains("reference_ops")) throw InputError(p + ": not a nelu manifest (no ops or reference_ops)");
             const nlohmann::json& ops = j["ops"];
             const std::string kind = j["problem"].value("kind", "?");
