@@ -243,7 +243,7 @@ int run_check_command(const nelu::CheckOptions& o) {
     std::cout << fmt::format("  {} (tolerances: double {:.0e}, float {:.1e}; {} error{})\n", ok ? "PASS" : "FAIL", r.tolerance_double(), r.tolerance_float(),
                              r.seeks_qdd ? "backward" : "relative", r.failed_status ? fmt::format("; {} calls returned a non-zero status", r.failed_status) : "");
     if (r.special_states > 0)
-        std::cout << fmt::format("  and at {} special configurations (every joint at 0, +-pi/2, pi or a limit), where the contact set may be "
+        std::cout << fmt::format("  and at {} special configurations (the joints at multiples of pi/2 or at limits, all alike or mixed), where the contact set may be "
                                  "singular, whether it refuses only where the reference does\n", r.special_states);
     if (r.refused_singular > 0)
         std::cout << fmt::format("  {} calls returned NELU_STATUS_SMALL_PIVOT where Lambda does not exist (a kinematic singularity)\n",

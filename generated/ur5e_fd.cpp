@@ -739,7 +739,7 @@ int ur5e_fd_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t1100 = t1092 * t1096;
     const T t1101 = t1100 - t1094;
     const T t1102 = T(0.0095418760188999991) + t1099;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
-    if (!(std::fabs(t1102) >= T(9.9999999999999995e-08))) return NELU_STATUS_SMALL_PIVOT;
+    if (!(std::fabs(t1102) >= T(1e-08))) return NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
     const T t1103 = in[14] - t52;
     const T t1104 = in[20] - t116;

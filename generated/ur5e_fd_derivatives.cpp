@@ -743,7 +743,7 @@ int ur5e_fd_derivatives_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t1102 = t1094 * t1098;
     const T t1103 = t1102 - t1096;
     const T t1104 = T(0.0095418760188999991) + t1101;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
-    if (!(std::fabs(t1104) >= T(9.9999999999999995e-08))) return NELU_STATUS_SMALL_PIVOT;
+    if (!(std::fabs(t1104) >= T(1e-08))) return NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
     const T t1105 = in[14] - t52;
     const T t1106 = in[20] - t116;
@@ -2116,7 +2116,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     const T t1099 = w.kept[225] * w.kept[224];
     const T t1101 = t1090 - t1099;
     const T t1104 = T(0.0095418760188999991) + t1101;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
-    if (!(std::fabs(t1104) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
+    if (!(std::fabs(t1104) >= T(1e-08))) status = NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
     w.kept[17] = T(1) / t1104;  // t1446
     // --- kinematics: transforms, velocities, bias terms b
@@ -8204,7 +8204,7 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part1(const T* q, const T* qd, con
     const T t1099 = w.t1079 * w.t1098;
     const T t1101 = t1090 - t1099;
     const T t1104 = T(0.0095418760188999991) + t1101;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
-    if (!(std::fabs(t1104) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
+    if (!(std::fabs(t1104) >= T(1e-08))) status = NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
     w.kept[17] = T(1) / t1104;  // t1446
     // --- kinematics: transforms, velocities, bias terms b

@@ -415,7 +415,7 @@ M ur5e_fd_derivatives_lanes_impl(const V* q, const V* qd, const V* in, V* out, V
     const V t1099 = t1079 * t1098;
     const V t1101 = t1090 - t1099;
     const V t1104 = T(0.0095418760188999991) + t1101;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
-    bad |= nelu::lanes::small(t1104, T(9.9999999999999995e-08));
+    bad |= nelu::lanes::small(t1104, T(1e-08));
     // --- kinematics: transforms, velocities, bias terms b
     const V t8 = qd[0] * t6;
     const V t9 = qd[0] * t5;
@@ -1656,7 +1656,7 @@ void ur5e_fd_derivatives_derivatives_lanes_part1(const V* q, const V* qd, const 
     const V t1099 = w.v[127] * w.v[128];
     const V t1101 = t1090 - t1099;
     const V t1104 = T(0.0095418760188999991) + t1101;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
-    bad |= nelu::lanes::small(t1104, T(9.9999999999999995e-08));
+    bad |= nelu::lanes::small(t1104, T(1e-08));
     // --- solve: forward and back substitution
     w.jac[12] = T(1) / t1104;  // t1446
     // --- kinematics: transforms, velocities, bias terms b

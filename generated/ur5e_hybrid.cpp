@@ -687,7 +687,7 @@ int ur5e_hybrid_impl(const T* q, const T* qd, const T* in, T* out) {
     const T t948 = t940 * t944;
     const T t949 = t948 - t942;
     const T t950 = T(0.0095418760188999991) + t947;  // pivot 173: ((3tau) shoulder_pan_joint, qdd[shoulder_pan_joint])
-    if (!(std::fabs(t950) >= T(9.9999999999999995e-08))) return NELU_STATUS_SMALL_PIVOT;
+    if (!(std::fabs(t950) >= T(1e-08))) return NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
     const T t951 = t186 - t181;
     const T t952 = t261 * t324;

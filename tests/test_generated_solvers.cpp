@@ -156,11 +156,14 @@ nelu::State rounded_to_float(const nelu::State& s, const nelu::Model& m) {
     return f;
 }
 
-/// The special configurations (each with random qd and inputs), then kRandomStates random states.
+/// The special configurations, every joint alike and then mixed (each with random qd and inputs),
+/// then kRandomStates random states.
 std::vector<nelu::State> test_states(const nelu::Model& m) {
     std::mt19937_64 rng(kStateSeed);
+    std::vector<std::vector<double>> qs = nelu::special_configurations(m, rng);
+    for (auto& q : nelu::mixed_configurations(m, rng)) qs.push_back(std::move(q));
     std::vector<nelu::State> states;
-    for (const auto& q : nelu::special_configurations(m, rng)) {
+    for (const auto& q : qs) {
         nelu::State s = nelu::random_state(m, rng);
         s.q = q;
         states.push_back(s);
@@ -170,7 +173,8 @@ std::vector<nelu::State> test_states(const nelu::Model& m) {
 }
 
 std::string state_name(std::size_t k, std::size_t specials) {
-    return k < specials ? std::string("special: ") + kSpecialNames[k % 6] : "random #" + std::to_string(k - specials);
+    if (k >= specials) return "random #" + std::to_string(k - specials);
+    return k < 6 ? std::string("special: ") + kSpecialNames[k] : "special: mixed #" + std::to_string(k - 6) + " (nelu::mixed_configurations)";
 }
 
 /// Condition number of the joint-space inertia matrix M(q) (CRBA), from its eigenvalues.

@@ -196,3 +196,50 @@ TEST_CASE("verification states: the floating base's axis-aligned orientations an
     CHECK(speed(f[f.size() - 2]) > 2);
     CHECK(speed(f.back()) > 20);
 }
+
+// The pivot validation's special configurations (nelu/state.hpp): with every joint alike
+// (special_configurations) and mixed (mixed_configurations), every two consecutive one-DoF joints
+// meet at every pair of multiples of pi/2; the joints' limits alternate; a floating base takes its
+// identity orientation and turns of 90 and 180 degrees about each axis.
+TEST_CASE("special configurations: consecutive joints at every pair of multiples of pi/2, limits alternating, the base turned") {
+    const double h = std::sqrt(0.5);
+    for (const bool floating : {false, true}) {
+        const nelu::LoadResult r = nelu::load_urdf_file(root() + "/robots/ur5e.urdf", {floating, {}, false, 0});
+        const nelu::Model& m = r.model;
+        std::mt19937_64 rng(3);
+        std::vector<std::vector<double>> qs = nelu::special_configurations(m, rng);
+        const std::vector<std::vector<double>> mixed = nelu::mixed_configurations(m, rng);
+        REQUIRE(mixed.size() == 14);
+        qs.insert(qs.end(), mixed.begin(), mixed.end());
+        std::vector<const nelu::Body*> joints;
+        for (const nelu::Body& b : m.bodies)
+            if (b.nq() == 1) joints.push_back(&b);
+        REQUIRE(joints.size() == 6);
+        const double multiples[4] = {0.0, M_PI / 2, M_PI, -M_PI / 2};
+        for (std::size_t k = 0; k + 1 < joints.size(); ++k)
+            for (double a : multiples)
+                for (double b : multiples) {
+                    const bool met = std::any_of(qs.begin(), qs.end(), [&](const std::vector<double>& q) {
+                        return q[joints[k]->q_index] == a && q[joints[k + 1]->q_index] == b;
+                    });
+                    CHECK_MESSAGE(met, joints[k]->joint_name << " at " << a << " and " << joints[k + 1]->joint_name << " at " << b);
+                }
+        // the last two: each limited joint at its lower limit in one and at its upper in the other,
+        // neighbours at opposite ones
+        for (int side = 0; side < 2; ++side) {
+            const std::vector<double>& q = mixed[static_cast<std::size_t>(12 + side)];
+            int k = 0;
+            for (const nelu::Body* b : joints)
+                if (b->has_limits) CHECK(q[b->q_index] == ((k++ + side) % 2 ? b->upper : b->lower));
+            CHECK(k >= 2);
+        }
+        if (!floating) continue;
+        const nelu::Body& base = m.bodies[0];
+        REQUIRE(base.type == nelu::JointType::Floating);
+        const std::vector<std::vector<double>> turns = {{0, 0, 0, 1}, {h, 0, 0, h}, {0, h, 0, h}, {0, 0, h, h}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}};
+        for (std::size_t c = 0; c < mixed.size(); ++c) {
+            const std::vector<double> xyzw(mixed[c].begin() + base.q_index + 3, mixed[c].begin() + base.q_index + 7);
+            CHECK(xyzw == turns[c % turns.size()]);
+        }
+    }
+}

@@ -463,14 +463,42 @@ Candidate btf_triangular(const Analysis& an) {
     return c;
 }
 
-/// Configurations for validation: the special ones (their number in `special`), then random ones.
+/// Configurations for validation: the special ones, every joint alike and then each at its own
+/// multiple of pi/2 or limit with the floating base turned (mixed_configurations; their number in
+/// `special`), then random ones. A pivot that vanishes where two joints meet at multiples of pi/2
+/// (a pose users hold, and one the random configurations come near but never reach) is caught
+/// here, not at run time as NELU_STATUS_SMALL_PIVOT on a problem that is regular there.
 std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false, int* special = nullptr) {
     std::mt19937_64 rng(0x76616c69);
     std::vector<std::vector<double>> qs;
-    if (!random_only) qs = special_configurations(model, rng);
+    if (!random_only) {
+        qs = special_configurations(model, rng);
+        for (auto& q : mixed_configurations(model, rng)) qs.push_back(std::move(q));
+    }
     if (special) *special = static_cast<int>(qs.size());
     while (static_cast<int>(qs.size()) < count) qs.push_back(random_configuration(model, rng));
     return qs;
+}
+
+/// The one-DoF joints of configuration q, for a message: "joint = pi/2, ..." (angles that are
+/// multiples of pi/2 as such), up to 40 joints and how many more.
+std::string configuration_text(const Model& model, const std::vector<double>& q) {
+    std::string s;
+    int shown = 0, more = 0;
+    for (const Body& b : model.bodies) {
+        if (b.nq() != 1 || b.is_mimic()) continue;
+        if (shown == 40) {
+            ++more;
+            continue;
+        }
+        const double x = q[static_cast<std::size_t>(b.q_index)];
+        std::string v = fmt::format("{:.6g}", x);
+        if (b.type == JointType::Revolute)
+            for (const auto& [a, name] : {std::pair<double, const char*>{0.0, "0"}, {M_PI / 2, "pi/2"}, {-M_PI / 2, "-pi/2"}, {M_PI, "pi"}, {-M_PI, "-pi"}})
+                if (x == a) v = name;
+        s += fmt::format("{}{} = {}", shown++ ? ", " : "", b.joint_name, v);
+    }
+    return more ? fmt::format("{} and {} more", s, more) : s;
 }
 
 /// A basis pivot of a trailing block's exact rows (Tail::basis) that is not safe: the candidate is
@@ -604,18 +632,31 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
             v.worst_ratio = ratio;
             v.worst_pivot = fmt::format("({}, {})", sys.rows[p.at.row].label, sys.cols[p.at.col].label);
         }
-        if (p.kind == PivotKind::Gram && !(lo[k] > 0) && sys.n() <= 4000) {
-            // a norm of the least-squares block is zero: D itself loses rank there (whatever the order)?
+        // A pivot that vanishes (or comes within kMinPivotRatio of it) at a special configuration:
+        // D itself may lose rank there, whatever the order (the problem is ill-posed there: said
+        // so, with the remedy when the random configurations are regular). Otherwise a validated
+        // pivot that small is this order's own (the candidate is refused below); a Gram pivot (a
+        // norm of a trailing block's column, r_jj of its QR) stays positive wherever the block has
+        // full rank, and a small one is the problem's conditioning, which the QR solves backward
+        // stably: it is refused only at exactly zero.
+        const bool validated_like = p.kind == PivotKind::Validated || p.kind == PivotKind::Gram;
+        const bool small = !(lo[k] > 0) || (validated_like && ratio < kMinPivotRatio);
+        const bool unsafe = !(lo[k] > 0) || (p.kind == PivotKind::Validated && ratio < kMinPivotRatio);
+        // (D's rank is looked at where a special configuration is the worst, or a norm is exactly zero:
+        // a candidate refused at a random configuration costs no dense factorization)
+        if (small && validated_like && sys.n() <= 4000 && (where[k] < special || (p.kind == PivotKind::Gram && !(lo[k] > 0)))) {
             const std::string loss = rank_loss_at(sys, qs[static_cast<std::size_t>(where[k])], qd);
+            const bool random_regular = lo_random[k] >= kMinPivotRatio * hi[k];
             if (!loss.empty())
                 throw OrderIndependentError(fmt::format(
-                    "ill-posed: the equations lose rank at {} ({} of the {} configurations that validate the pivots): {}{}",
-                    where[k] < special ? "a special configuration (every joint at 0, +-pi/2, pi or a limit)" : "a random configuration",
-                    where[k] + 1, v.configurations, loss,
-                    lo_random[k] > 0 ? "\n  (the rank is full at random configurations: 'allow_singular_configurations: true' in the spec "
-                                       "generates a solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)" : ""));
+                    "ill-posed: the equations lose rank at {} ({} of the {} configurations that validate the pivots: {}): {}{}",
+                    where[k] < special ? "a special configuration (the joints at multiples of pi/2 or at limits)" : "a random configuration",
+                    where[k] + 1, v.configurations, configuration_text(model, qs[static_cast<std::size_t>(where[k])]), loss,
+                    where[k] < special && random_regular
+                        ? "\n  (the rank is full at random configurations: 'allow_singular_configurations: true' in the spec "
+                          "generates a solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)" : ""));
         }
-        if (!(lo[k] > 0) || (p.kind == PivotKind::Validated && ratio < kMinPivotRatio)) {
+        if (unsafe) {
             const auto row = std::find(tail.rows.begin(), tail.rows.end(), p.at.row);
             const bool basis = !tail.basis.empty() && row != tail.rows.end() && tail.weights[static_cast<std::size_t>(row - tail.rows.begin())] == 0;
             const std::string why = fmt::format("pivot ({}, {}) of ordering {} is not safe: |pivot| ranges over [{:.3g}, {:.3g}] "

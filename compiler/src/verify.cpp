@@ -353,8 +353,18 @@ std::vector<State> checked_states(const Model& m, const System& sys, std::uint64
     if (sys.allow_special_singularities) {  // the problem is singular at some of the special ones
         std::mt19937_64 rng(seed);
         const std::size_t special = std::min(special_configurations(m, rng).size(), states.size());
-        if (lenient && !sys.contacts.empty()) *lenient = static_cast<int>(special);  // kept, first
-        else states.erase(states.begin(), states.begin() + static_cast<long>(special));
+        if (lenient && !sys.contacts.empty()) {  // kept, first, with the mixed ones before them
+            std::vector<State> mixed;
+            for (const auto& q : mixed_configurations(m, rng)) {
+                State s = random_state(m, rng);
+                s.q = q;
+                mixed.push_back(s);
+            }
+            states.insert(states.begin(), mixed.begin(), mixed.end());
+            *lenient = static_cast<int>(special + mixed.size());
+        } else {
+            states.erase(states.begin(), states.begin() + static_cast<long>(special));
+        }
     }
     return states;
 }

@@ -22,8 +22,9 @@ std::vector<State> verification_states(const Model& m, std::uint64_t seed, int r
 
 /// verification_states without the special configurations when the system is allowed to be
 /// singular there (Problem::allow_special_singularities), unless `lenient` is given and the
-/// problem has contacts: then they stay, first, and *lenient says how many (0 otherwise), for a
-/// judgment that allows for their conditioning (run_verify).
+/// problem has contacts: then they stay, first, after the mixed special configurations
+/// (mixed_configurations, each with random velocities and inputs), and *lenient says how many
+/// (0 otherwise), for a judgment that allows for their conditioning (run_verify).
 std::vector<State> checked_states(const Model& m, const System& sys, std::uint64_t seed, int random_states, int* lenient = nullptr);
 
 /// max_k |out_k - ref_k| / max(max_k |ref_k|, 1) (infinite when an output is NaN).

@@ -78,6 +78,46 @@ inline std::vector<std::vector<double>> special_configurations(const Model& m, s
     return qs;
 }
 
+/// Mixed special configurations, where special_configurations turns every joint alike: the k-th
+/// one-DoF joint (in body order) at ((m k + s) mod 4) pi/2 for m = 1, 2, 3 and s = 0..3 (revolute;
+/// prismatic at 0), so that with special_configurations' m = 0 every two consecutive joints meet
+/// at every pair of multiples of pi/2 (an arm's home pose [0, -pi/2, 0, -pi/2, 0, 0] is such a
+/// pair pattern); then the joints with limits alternately at their lower and upper limit (and the
+/// other way round; joints without limits at random values). A floating base takes its identity
+/// orientation and turns of 90 and 180 degrees about each axis in turn (positions random).
+inline std::vector<std::vector<double>> mixed_configurations(const Model& m, std::mt19937_64& rng) {
+    const double h = std::sqrt(0.5);
+    const double turns[7][4] = {{0, 0, 0, 1}, {h, 0, 0, h}, {0, h, 0, h}, {0, 0, h, h}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}};  // [x y z w]
+    std::vector<std::vector<double>> qs;
+    auto finish = [&](std::vector<double>& q) {
+        for (const Body& b : m.bodies)
+            if (b.type == JointType::Floating)
+                for (int k = 0; k < 4; ++k) q[b.q_index + 3 + k] = turns[qs.size() % 7][k];
+        couple_positions(m, q.data());
+        qs.push_back(q);
+    };
+    const double multiples[4] = {0.0, M_PI / 2, M_PI, -M_PI / 2};
+    for (int mult = 1; mult <= 3; ++mult)
+        for (int shift = 0; shift < 4; ++shift) {
+            std::vector<double> q = random_configuration(m, rng);
+            int k = 0;  // the joint's number among the one-DoF joints
+            for (const Body& b : m.bodies) {
+                if (b.nq() != 1) continue;
+                q[b.q_index] = b.type == JointType::Revolute ? multiples[(mult * k + shift) % 4] : 0.0;
+                ++k;
+            }
+            finish(q);
+        }
+    for (int side = 0; side < 2; ++side) {
+        std::vector<double> q = random_configuration(m, rng);
+        int k = 0;
+        for (const Body& b : m.bodies)
+            if (b.nq() == 1 && b.has_limits) q[b.q_index] = (k++ + side) % 2 ? b.upper : b.lower;
+        finish(q);
+    }
+    return qs;
+}
+
 /// A random state: q as random_configuration, qd, qdd, tau in [-scale, scale], fext in [-1, 1]
 /// (zero when `with_fext` is false). With mimic joints (nelu/mimic.hpp) the state is coupled: q, qd
 /// and qdd of the mimic joints follow their masters', and tau holds the independent joints'
