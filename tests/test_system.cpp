@@ -243,3 +243,30 @@ TEST_CASE("special configurations: consecutive joints at every pair of multiples
         }
     }
 }
+
+// A mimic joint follows its master: the mixed configurations number the independent joints only,
+// so that two of them with a mimic joint between them still meet at every pair of multiples.
+TEST_CASE("special configurations: joints on either side of a mimic joint meet at every pair of multiples of pi/2") {
+    auto link = [](const std::string& name) {
+        return "<link name='" + name + "'><inertial><mass value='1'/><inertia ixx='0.01' ixy='0' ixz='0' iyy='0.02' iyz='0' izz='0.03'/></inertial></link>";
+    };
+    auto joint = [](const std::string& name, const std::string& parent, const std::string& child, const std::string& extra) {
+        return "<joint name='" + name + "' type='continuous'><parent link='" + parent + "'/><child link='" + child +
+               "'/><origin xyz='0 0 0.3'/><axis xyz='0 1 0'/>" + extra + "</joint>";
+    };
+    const std::string urdf = "<robot name='m'>" + link("l0") + link("l1") + link("l2") + link("l3") + joint("a", "l0", "l1", "") +
+                             joint("b", "l1", "l2", "<mimic joint='a' multiplier='-1' offset='0.5'/>") + joint("c", "l2", "l3", "") + "</robot>";
+    const nelu::Model m = nelu::load_urdf_string(urdf, "mimic chain").model;
+    REQUIRE(m.bodies.size() == 3);
+    REQUIRE(m.bodies[1].is_mimic());
+    std::mt19937_64 rng(5);
+    std::vector<std::vector<double>> qs = nelu::special_configurations(m, rng);
+    for (auto& q : nelu::mixed_configurations(m, rng)) qs.push_back(std::move(q));
+    const int a = m.bodies[0].q_index, b = m.bodies[1].q_index, c = m.bodies[2].q_index;
+    const double multiples[4] = {0.0, M_PI / 2, M_PI, -M_PI / 2};
+    for (double x : multiples)
+        for (double y : multiples)
+            CHECK_MESSAGE(std::any_of(qs.begin(), qs.end(), [&](const std::vector<double>& q) { return q[a] == x && q[c] == y; }),
+                          "a at " << x << " and c at " << y);
+    for (const auto& q : qs) CHECK(q[b] == doctest::Approx(0.5 - q[a]));  // the mimic joint follows
+}

@@ -480,11 +480,16 @@ std::vector<std::vector<double>> validation_configurations(const Model& model, i
     return qs;
 }
 
-/// The one-DoF joints of configuration q, for a message: "joint = pi/2, ..." (angles that are
-/// multiples of pi/2 as such), up to 40 joints and how many more.
+/// Configuration q for a message: a floating base's orientation, then the one-DoF joints, "joint =
+/// pi/2, ..." (angles that are multiples of pi/2 as such), up to 40 joints and how many more.
 std::string configuration_text(const Model& model, const std::vector<double>& q) {
     std::string s;
     int shown = 0, more = 0;
+    for (const Body& b : model.bodies)
+        if (b.type == JointType::Floating) {
+            const double* x = q.data() + b.q_index + 3;
+            s += fmt::format("{}{} turned by the quaternion [x y z w] = [{:.6g} {:.6g} {:.6g} {:.6g}]", shown++ ? ", " : "", b.joint_name, x[0], x[1], x[2], x[3]);
+        }
     for (const Body& b : model.bodies) {
         if (b.nq() != 1 || b.is_mimic()) continue;
         if (shown == 40) {
@@ -536,7 +541,9 @@ double factorization_growth(const Model& model, const System& sys, const Factori
     std::vector<bool> live = f.prog.live_nodes(roots);
     std::vector<double> qd(model.nv, 0.0), in(std::max<std::size_t>(1, sys.in.size()), 0.0);
     double growth = 0;
-    for (const auto& q : validation_configurations(model, 12, sys.allow_special_singularities)) {
+    int special = 0;  // the special configurations, then 6 random ones
+    validation_configurations(model, 0, sys.allow_special_singularities, &special);
+    for (const auto& q : validation_configurations(model, special + 6, sys.allow_special_singularities)) {
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
         double a = 0, u = 0;
         for (ir::Id e : entries) a = std::max(a, std::abs(val[e]));
@@ -597,6 +604,7 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
     for (std::size_t k = 0; k < roots.size(); ++k)
         if (f.pivots[which[k]].kind == PivotKind::Lambda) lambda_scale = std::max(lambda_scale, hi[k]);
     v.worst_ratio = 1;
+    std::map<int, std::string> rank_losses;  // configuration -> rank_loss_at there
     int conflict = -1;  // a configuration where the exact rows of the trailing block lose rank
     bool conflict_random = false;  // ... and whether they do at random configurations
     for (std::size_t k = 0; k < roots.size(); ++k)
@@ -645,14 +653,17 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
         // (D's rank is looked at where a special configuration is the worst, or a norm is exactly zero:
         // a candidate refused at a random configuration costs no dense factorization)
         if (small && validated_like && sys.n() <= 4000 && (where[k] < special || (p.kind == PivotKind::Gram && !(lo[k] > 0)))) {
-            const std::string loss = rank_loss_at(sys, qs[static_cast<std::size_t>(where[k])], qd);
-            const bool random_regular = lo_random[k] >= kMinPivotRatio * hi[k];
+            auto at = rank_losses.find(where[k]);  // (one dense factorization per configuration)
+            if (at == rank_losses.end()) at = rank_losses.emplace(where[k], rank_loss_at(sys, qs[static_cast<std::size_t>(where[k])], qd)).first;
+            const std::string& loss = at->second;
+            // the remedy where the loss is at a special configuration only: D has full rank at
+            // random ones (checked before the orders: analyze.cpp check_configurations)
             if (!loss.empty())
                 throw OrderIndependentError(fmt::format(
                     "ill-posed: the equations lose rank at {} ({} of the {} configurations that validate the pivots: {}): {}{}",
                     where[k] < special ? "a special configuration (the joints at multiples of pi/2 or at limits)" : "a random configuration",
                     where[k] + 1, v.configurations, configuration_text(model, qs[static_cast<std::size_t>(where[k])]), loss,
-                    where[k] < special && random_regular
+                    where[k] < special
                         ? "\n  (the rank is full at random configurations: 'allow_singular_configurations: true' in the spec "
                           "generates a solver that returns NELU_STATUS_SMALL_PIVOT near the singular configurations)" : ""));
         }

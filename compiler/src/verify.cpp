@@ -355,8 +355,9 @@ std::vector<State> checked_states(const Model& m, const System& sys, std::uint64
         const std::size_t special = std::min(special_configurations(m, rng).size(), states.size());
         if (lenient && !sys.contacts.empty()) {  // kept, first, with the mixed ones before them
             std::vector<State> mixed;
-            for (const auto& q : mixed_configurations(m, rng)) {
-                State s = random_state(m, rng);
+            std::mt19937_64 rng_mixed(seed ^ 0x6d69786564);  // ("mixed": draws of their own)
+            for (const auto& q : mixed_configurations(m, rng_mixed)) {
+                State s = random_state(m, rng_mixed);
                 s.q = q;
                 mixed.push_back(s);
             }

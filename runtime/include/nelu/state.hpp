@@ -79,7 +79,7 @@ inline std::vector<std::vector<double>> special_configurations(const Model& m, s
 }
 
 /// Mixed special configurations, where special_configurations turns every joint alike: the k-th
-/// one-DoF joint (in body order) at ((m k + s) mod 4) pi/2 for m = 1, 2, 3 and s = 0..3 (revolute;
+/// independent one-DoF joint (in body order; mimic joints follow their masters) at ((m k + s) mod 4) pi/2 for m = 1, 2, 3 and s = 0..3 (revolute;
 /// prismatic at 0), so that with special_configurations' m = 0 every two consecutive joints meet
 /// at every pair of multiples of pi/2 (an arm's home pose [0, -pi/2, 0, -pi/2, 0, 0] is such a
 /// pair pattern); then the joints with limits alternately at their lower and upper limit (and the
@@ -100,9 +100,9 @@ inline std::vector<std::vector<double>> mixed_configurations(const Model& m, std
     for (int mult = 1; mult <= 3; ++mult)
         for (int shift = 0; shift < 4; ++shift) {
             std::vector<double> q = random_configuration(m, rng);
-            int k = 0;  // the joint's number among the one-DoF joints
+            int k = 0;  // the joint's number among the independent one-DoF joints
             for (const Body& b : m.bodies) {
-                if (b.nq() != 1) continue;
+                if (b.nq() != 1 || b.is_mimic()) continue;  // (a mimic joint follows its master)
                 q[b.q_index] = b.type == JointType::Revolute ? multiples[(mult * k + shift) % 4] : 0.0;
                 ++k;
             }
@@ -112,7 +112,7 @@ inline std::vector<std::vector<double>> mixed_configurations(const Model& m, std
         std::vector<double> q = random_configuration(m, rng);
         int k = 0;
         for (const Body& b : m.bodies)
-            if (b.nq() == 1 && b.has_limits) q[b.q_index] = (k++ + side) % 2 ? b.upper : b.lower;
+            if (b.nq() == 1 && b.has_limits && !b.is_mimic()) q[b.q_index] = (k++ + side) % 2 ? b.upper : b.lower;
         finish(q);
     }
     return qs;
