@@ -205,7 +205,11 @@ int run_check_command(const nelu::CheckOptions& o) {
                              r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_double) : std::string());
     std::cout << fmt::format("  float:  max relative error {:.2e}{}{}\n", r.forward_float,
                              r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_float) : std::string(),
-                             r.sensor ? fmt::format(" (the double solver on the inputs rounded to float: {:.2e})", r.rounding) : std::string());
+                             r.sensor ? fmt::format(" (the double solver on the inputs rounded to float: {:.2e})", r.rounding)
+                             : r.rounded_states ? fmt::format(" (at {} states the rounding of the inputs to float costs the double solver more: "
+                                                              "judged there against 100 times its backward error on the rounded inputs; worst "
+                                                              "error over tolerance {:.2g})", r.rounded_states, r.backward_float_judged)
+                                                : std::string());
     if (r.derivatives)
         std::cout << fmt::format("  derivatives on {} states: jac against the compiler's derivative program {:.2e} (tolerance 1e-10), "
                                  "against central differences of the value solver {:.2e} (1e-5); out against the value solver {:.2e} (1e-13); "

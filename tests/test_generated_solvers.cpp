@@ -162,12 +162,7 @@ std::vector<nelu::State> test_states(const nelu::Model& m) {
     std::mt19937_64 rng(kStateSeed);
     std::vector<std::vector<double>> qs = nelu::special_configurations(m, rng);
     for (auto& q : nelu::mixed_configurations(m, rng)) qs.push_back(std::move(q));
-    std::vector<nelu::State> states;
-    for (const auto& q : qs) {
-        nelu::State s = nelu::random_state(m, rng);
-        s.q = q;
-        states.push_back(s);
-    }
+    std::vector<nelu::State> states = nelu::states_at(m, qs, rng);
     for (int k = 0; k < kRandomStates; ++k) states.push_back(nelu::random_state(m, rng));
     return states;
 }

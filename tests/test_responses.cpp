@@ -160,6 +160,21 @@ inputs:
 )", "ur5e_iwim");
 }
 
+TEST_CASE("iwim in float where a right-hand side cancels: judged against what rounding its inputs costs") {
+    // The UR5e along its first joint's axis (shoulder_lift +-pi/2, elbow 0 or pi, wrist_1 -+pi/2:
+    // mixed special configurations) has h(q, qd) of 1e-15 whatever qd, computed from terms of order
+    // 10 N m: float rounds them to 1e-6, so qdd_0 = -M^-1 h in float has a backward error of 0.3
+    // against the vanishing right-hand side, as has the double solver on the inputs rounded to
+    // float. nelu check judges such a state against 100 times the latter, every other one against 1e-4.
+    const std::string root = nelu::test::source_dir();
+    const nelu::test::CliResult k =
+        nelu::test::compile_and_check(root + "/robots/ur5e.urdf", root + "/bench/specs/iwim_all.yaml", "ur5e_iwim_upright");
+    CHECK(k.out.find("states the rounding of the inputs to float costs the double solver more") != std::string::npos);
+    const std::size_t at = k.out.find("max backward error", k.out.find("float:"));
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stod(k.out.substr(at + 19)) > 1e-4);  // (what the flat tolerance refused)
+}
+
 TEST_CASE("osim and iwim specs: errors name the file and line") {
     fs::path d = scratch("errors");
     const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";

@@ -329,6 +329,7 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
     };
     BatchStates batch_states;  // every state's arguments, and its reference outputs, for the batch forms
     std::vector<std::vector<double>> refs;
+    std::vector<double> float_tolerance;  // per batch state: a float row's (CheckReport::backward_float_judged)
     // A call's non-zero status is right only where Lambda does not exist (osim with lambda) or the
     // reference refuses too (a singular contact set): lambda_refusal_justified, as the compile's
     // verification judges its program.
@@ -367,13 +368,24 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
             std::vector<double> outf(nout);
             const int status_f = call(ff, rounded, outf);
             if (ws_f.fn) judge_workspace(workspace_differs(ws_f.fn, ws_f.bytes, ws_call++, rounded, status_f, outf));
-            judge(status_f, outf, true, rep.forward_float, rep.backward_float);
+            double backward_f = 0;  // this state's
+            judge(status_f, outf, true, rep.forward_float, backward_f);
+            rep.backward_float = std::max(rep.backward_float, backward_f);
             if (status_f == NELU_STATUS_OK && !reference_refused(ref)) e_float = response_forward_error(r.system, outf, ref);
-            if (rep.sensor && status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
+            double tolerance_f = rep.seeks_qdd ? 1e-4 : rep.tolerance_float();  // (a sensor problem's grows with the states)
+            if ((rep.sensor || rep.seeks_qdd) && status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
                 std::vector<double> outr(nout);
-                if (call(fd, Arguments<double>(rounded), outr) == NELU_STATUS_OK && !reference_refused(ref))
-                    rep.rounding = std::max(rep.rounding, response_forward_error(r.system, outr, ref));
+                if (call(fd, Arguments<double>(rounded), outr) == NELU_STATUS_OK) {
+                    if (rep.sensor && !reference_refused(ref)) rep.rounding = std::max(rep.rounding, response_forward_error(r.system, outr, ref));
+                    if (rep.seeks_qdd) {
+                        const double rounding = 100 * backward_error(r.system, m, r.problem, st, outr, ref);
+                        rep.rounded_states += rounding > tolerance_f;
+                        tolerance_f = std::max(tolerance_f, rounding);
+                    }
+                }
             }
+            if (rep.seeks_qdd) rep.backward_float_judged = std::max(rep.backward_float_judged, backward_f / tolerance_f);
+            if (co.batch) float_tolerance.push_back(tolerance_f);
         }
         if (fjac && status == NELU_STATUS_OK) check_derivatives(st, q, qd, in, out, e, e_float);
         ++rep.states;
@@ -384,7 +396,9 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
                               return rep.seeks_qdd ? backward_error(r.system, m, r.problem, states[k + static_cast<std::size_t>(lenient)], out, refs[k])
                                                    : response_forward_error(r.system, out, refs[k]);
                           },
-                          rep.tolerance_double(), rep.tolerance_float()};
+                          rep.tolerance_double(), rep.tolerance_float(), [&](std::size_t k, const std::vector<double>&, bool single) {
+                              return single && k < float_tolerance.size() ? float_tolerance[k] : 0.0;
+                          }};
         BatchJudge jacobians{[&](std::size_t k, const std::vector<double>& row, bool) {  // against the double scalar row
                                  std::vector<double> out(nout), jac(row.size() - nout);
                                  call(fjac, Arguments<double>(batch_states.q[k], batch_states.qd[k], batch_states.in[k]), out, jac);

@@ -465,10 +465,11 @@ Candidate btf_triangular(const Analysis& an) {
 
 /// Configurations for validation: the special ones, every joint alike and then each at its own
 /// multiple of pi/2 or limit with the floating base turned (mixed_configurations; their number in
-/// `special`), then random ones. A pivot that vanishes where two joints meet at multiples of pi/2
+/// `special`), then random ones up to `count` in all and at least `random` of them. A pivot that vanishes where two joints meet at multiples of pi/2
 /// (a pose users hold, and one the random configurations come near but never reach) is caught
 /// here, not at run time as NELU_STATUS_SMALL_PIVOT on a problem that is regular there.
-std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false, int* special = nullptr) {
+std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false, int* special = nullptr,
+                                                           int random = 0) {
     std::mt19937_64 rng(0x76616c69);
     std::vector<std::vector<double>> qs;
     if (!random_only) {
@@ -476,7 +477,8 @@ std::vector<std::vector<double>> validation_configurations(const Model& model, i
         for (auto& q : mixed_configurations(model, rng)) qs.push_back(std::move(q));
     }
     if (special) *special = static_cast<int>(qs.size());
-    while (static_cast<int>(qs.size()) < count) qs.push_back(random_configuration(model, rng));
+    const std::size_t total = std::max(static_cast<std::size_t>(std::max(count, 0)), qs.size() + static_cast<std::size_t>(random));
+    while (qs.size() < total) qs.push_back(random_configuration(model, rng));
     return qs;
 }
 
@@ -541,9 +543,7 @@ double factorization_growth(const Model& model, const System& sys, const Factori
     std::vector<bool> live = f.prog.live_nodes(roots);
     std::vector<double> qd(model.nv, 0.0), in(std::max<std::size_t>(1, sys.in.size()), 0.0);
     double growth = 0;
-    int special = 0;  // the special configurations, then 6 random ones
-    validation_configurations(model, 0, sys.allow_special_singularities, &special);
-    for (const auto& q : validation_configurations(model, special + 6, sys.allow_special_singularities)) {
+    for (const auto& q : validation_configurations(model, 0, sys.allow_special_singularities, nullptr, 6)) {  // the special ones and 6 random
         std::vector<double> val = f.prog.evaluate(q.data(), qd.data(), in.data(), live);
         double a = 0, u = 0;
         for (ir::Id e : entries) a = std::max(a, std::abs(val[e]));

@@ -316,12 +316,7 @@ std::vector<SVec<double>> problem_wrenches(const Model& m, const Problem& p, con
 
 std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states) {
     std::mt19937_64 rng(seed);
-    std::vector<State> states;
-    for (const auto& q : special_configurations(m, rng)) {
-        State s = random_state(m, rng);
-        s.q = q;
-        states.push_back(s);
-    }
+    std::vector<State> states = states_at(m, special_configurations(m, rng), rng);
     for (int k = 0; k < random_states; ++k) states.push_back(random_state(m, rng));
     // Last, random joint positions with what neither of the above draws: a floating base at its
     // identity orientation and turned by 90 and 180 degrees about each axis (a random pose is never
@@ -349,23 +344,18 @@ std::vector<State> verification_states(const Model& m, std::uint64_t seed, int r
 
 std::vector<State> checked_states(const Model& m, const System& sys, std::uint64_t seed, int random_states, int* lenient) {
     std::vector<State> states = verification_states(m, seed, random_states);
+    std::mt19937_64 rng(seed);
+    const std::size_t special = std::min(special_configurations(m, rng).size(), states.size());
+    std::mt19937_64 rng_mixed(seed ^ 0x6d69786564);  // ("mixed": draws of their own)
+    const std::vector<State> mixed = states_at(m, mixed_configurations(m, rng_mixed), rng_mixed);
     if (lenient) *lenient = 0;
-    if (sys.allow_special_singularities) {  // the problem is singular at some of the special ones
-        std::mt19937_64 rng(seed);
-        const std::size_t special = std::min(special_configurations(m, rng).size(), states.size());
-        if (lenient && !sys.contacts.empty()) {  // kept, first, with the mixed ones before them
-            std::vector<State> mixed;
-            std::mt19937_64 rng_mixed(seed ^ 0x6d69786564);  // ("mixed": draws of their own)
-            for (const auto& q : mixed_configurations(m, rng_mixed)) {
-                State s = random_state(m, rng_mixed);
-                s.q = q;
-                mixed.push_back(s);
-            }
-            states.insert(states.begin(), mixed.begin(), mixed.end());
-            *lenient = static_cast<int>(special + mixed.size());
-        } else {
-            states.erase(states.begin(), states.begin() + static_cast<long>(special));
-        }
+    if (!sys.allow_special_singularities) {  // regular at every one: judged there as anywhere
+        states.insert(states.begin() + static_cast<long>(special), mixed.begin(), mixed.end());
+    } else if (lenient && !sys.contacts.empty()) {  // kept, first, with the mixed ones before them
+        states.insert(states.begin(), mixed.begin(), mixed.end());
+        *lenient = static_cast<int>(special + mixed.size());
+    } else {  // the problem is singular at some of the special ones
+        states.erase(states.begin(), states.begin() + static_cast<long>(special));
     }
     return states;
 }

@@ -20,11 +20,11 @@ namespace nelu {
 /// one seed.
 std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states);
 
-/// verification_states without the special configurations when the system is allowed to be
-/// singular there (Problem::allow_special_singularities), unless `lenient` is given and the
-/// problem has contacts: then they stay, first, after the mixed special configurations
-/// (mixed_configurations, each with random velocities and inputs), and *lenient says how many
-/// (0 otherwise), for a judgment that allows for their conditioning (run_verify).
+/// verification_states with the mixed special configurations (mixed_configurations, each with
+/// random velocities and inputs) after the special ones. When the system is allowed to be singular
+/// there (Problem::allow_special_singularities), without either, unless `lenient` is given and the
+/// problem has contacts: then they stay, first, the mixed ones before the others, and *lenient
+/// says how many (0 otherwise), for a judgment that allows for their conditioning (run_verify).
 std::vector<State> checked_states(const Model& m, const System& sys, std::uint64_t seed, int random_states, int* lenient = nullptr);
 
 /// max_k |out_k - ref_k| / max(max_k |ref_k|, 1) (infinite when an output is NaN).

@@ -79,8 +79,8 @@ inline std::vector<std::vector<double>> special_configurations(const Model& m, s
 }
 
 /// Mixed special configurations, where special_configurations turns every joint alike: the k-th
-/// independent one-DoF joint (in body order; mimic joints follow their masters) at ((m k + s) mod 4) pi/2 for m = 1, 2, 3 and s = 0..3 (revolute;
-/// prismatic at 0), so that with special_configurations' m = 0 every two consecutive joints meet
+/// independent one-DoF joint (in body order; mimic joints follow their masters) at
+/// ((m k + s) mod 4) pi/2 for m = 1, 2, 3 and s = 0..3 (revolute; prismatic at 0), so that with special_configurations' m = 0 every two consecutive joints meet
 /// at every pair of multiples of pi/2 (an arm's home pose [0, -pi/2, 0, -pi/2, 0, 0] is such a
 /// pair pattern); then the joints with limits alternately at their lower and upper limit (and the
 /// other way round; joints without limits at random values). A floating base takes its identity
@@ -137,6 +137,19 @@ inline State random_state(const Model& m, std::mt19937_64& rng, bool with_fext =
     for (auto& f : s.fext)
         for (int k = 0; k < 6; ++k) f[k] = with_fext ? uniform(rng, -1, 1) : 0.0;
     return s;
+}
+
+/// States at the configurations `qs`: each random_state's velocities, accelerations, torques and
+/// wrenches (drawn from `rng` in turn) with its positions replaced by the configuration's.
+inline std::vector<State> states_at(const Model& m, const std::vector<std::vector<double>>& qs, std::mt19937_64& rng) {
+    std::vector<State> states;
+    states.reserve(qs.size());
+    for (const std::vector<double>& q : qs) {
+        State s = random_state(m, rng);
+        s.q = q;
+        states.push_back(std::move(s));
+    }
+    return states;
 }
 
 }  // namespace nelu
