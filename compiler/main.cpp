@@ -203,18 +203,21 @@ int run_check_command(const nelu::CheckOptions& o) {
                              o.library.empty() ? "built with " + o.cxx : "loaded from " + o.library, r.states);
     std::cout << fmt::format("  double: max relative error {:.2e}{}\n", r.forward_double,
                              r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_double) : std::string());
-    std::cout << fmt::format("  float:  max relative error {:.2e}{}{}\n", r.forward_float,
-                             r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_float) : std::string(),
-                             r.sensor ? fmt::format(" (the double solver on the inputs rounded to float: {:.2e})", r.rounding)
-                             : r.rounded_states ? fmt::format(" (at {} states the rounding of the inputs to float costs the double solver more: "
-                                                              "judged there against 100 times its backward error on the rounded inputs; worst "
-                                                              "error over tolerance {:.2g})", r.rounded_states, r.backward_float_judged)
-                                                : std::string());
+    if (!r.has_float) std::cout << "  float:  no float entry points (the manifest lists double only)\n";
+    else if (r.sensor) std::cout << fmt::format("  float:  max relative error {:.2e} (the double solver on the inputs rounded to float: {:.2e})\n",
+                                               r.forward_float, r.rounding);
+    else std::cout << fmt::format("  float:  max relative error {:.2e}{}{}\n", r.forward_float,
+                                  r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_float) : std::string(),
+                                  r.rounded_states ? fmt::format("; judged state by state: at {} states 100 times the double solver's backward error "
+                                                                 "on the inputs rounded to float (up to {:.2e}) is the tolerance, worst error over "
+                                                                 "its tolerance {:.2g}", r.rounded_states, r.rounding, r.float_judged)
+                                                   : std::string());
     if (r.derivatives)
         std::cout << fmt::format("  derivatives on {} states: jac against the compiler's derivative program {:.2e} (tolerance 1e-10), "
-                                 "against central differences of the value solver {:.2e} (1e-5); out against the value solver {:.2e} (1e-13); "
-                                 "float jac against double {:.2e} (1e-4){}\n",
-                                 r.derivative_states, r.jac_vs_ir, r.jac_vs_differences, r.out_vs_value, r.jac_float,
+                                 "against central differences of the value solver {:.2e} (1e-5); out against the value solver {:.2e} (1e-13)"
+                                 "{}{}\n",
+                                 r.derivative_states, r.jac_vs_ir, r.jac_vs_differences, r.out_vs_value,
+                                 r.has_float ? fmt::format("; float jac against double {:.2e} (1e-4)", r.jac_float) : std::string(),
                                  r.conditioned_states == 0 ? std::string()
                                  : fmt::format("; at {} states the values' own forward error e set larger tolerances (10 e or 10 x the "
                                                "program's rounding error in double, 10 e / 1e-6, "
@@ -244,8 +247,8 @@ int run_check_command(const nelu::CheckOptions& o) {
                                  r.workspace_differing ? ": FAIL" : "");
     }
     const bool ok = r.pass();
-    std::cout << fmt::format("  {} (tolerances: double {:.0e}, float {:.1e}; {} error{})\n", ok ? "PASS" : "FAIL", r.tolerance_double(), r.tolerance_float(),
-                             r.seeks_qdd ? "backward" : "relative", r.failed_status ? fmt::format("; {} calls returned a non-zero status", r.failed_status) : "");
+    std::cout << fmt::format("  {} (tolerances: double {:.0e}, float {:.1e}{}; {} error{})\n", ok ? "PASS" : "FAIL", r.tolerance_double(), r.tolerance_float(),
+                             r.rounded_states ? " or per state larger" : "", r.seeks_qdd ? "backward" : "relative", r.failed_status ? fmt::format("; {} calls returned a non-zero status", r.failed_status) : "");
     if (r.special_states > 0)
         std::cout << fmt::format("  and at {} special configurations (the joints at multiples of pi/2 or at limits, all alike or mixed), where the contact set may be "
                                  "singular, whether it refuses only where the reference does\n", r.special_states);

@@ -497,6 +497,21 @@ TEST_CASE("cli: --runtime-include prints the directory of the runtime headers; c
     CHECK(contains(missing.err, "none.so: no such file"));
     const nelu::test::CliResult both = run_nelu(check + quoted(so.string()) + " --cxx g++");
     CHECK(both.exit_code == nelu::kExitBadInput);
+    // every entry point the manifest lists is required: a library of the double entry point alone
+    // is refused for a manifest that lists float too (it was checked in double only, and passed)
+    const nelu::test::CliResult single = run_nelu("compile " + quoted(urdf) + " --problem id --scalar double --verify 0 -o " +
+                                                  quoted((dir.path / "double").string()));
+    REQUIRE_MESSAGE(single.exit_code == 0, single.err);
+    const fs::path so_double = dir.path / "libdouble.so";
+    REQUIRE(std::system(("c++ -std=c++17 -O0 -shared -fPIC -I" + quoted(dir_include.string()) + " " +
+                         quoted((dir.path / "double" / "ur5e_id.cpp").string()) + " -o " + quoted(so_double.string())).c_str()) == 0);
+    const nelu::test::CliResult no_float = run_nelu(check + quoted(so_double.string()));
+    CHECK(no_float.exit_code == nelu::kExitBadInput);
+    CHECK(contains(no_float.err, "has no entry point ur5e_id_f (the manifest lists float)"));
+    const nelu::test::CliResult own = run_nelu("check " + quoted(urdf) + " " + quoted((dir.path / "double" / "ur5e_id.json").string()) +
+                                               " --states 20 --library " + quoted(so_double.string()));
+    CHECK_MESSAGE(own.exit_code == 0, (own.out + own.err));
+    CHECK(contains(own.out, "float:  no float entry points (the manifest lists double only)"));
 }
 
 TEST_CASE("cli: check --library of a library with batch forms, built without check's contraction probe, judges rows as if contracted") {

@@ -204,7 +204,7 @@ Mat3<double> constraint_axes(const Model& m, const Contact& c, const std::vector
 
 double max_abs(const std::vector<double>& x) {
     double a = 0;
-    for (double v : x) a = std::max(a, std::abs(v));
+    for (double v : x) a = v == v ? std::max(a, std::abs(v)) : INFINITY;  // (NaN counts as infinitely large)
     return a;
 }
 
@@ -367,7 +367,7 @@ TEST_CASE("contact Jacobian and drift against derivatives of the contact placeme
                         e[j] = 1;
                         const std::vector<double> col = velocity_along(m, c, s.q, e, 0.0, axes);
                         for (int i = 0; i < c.dim(); ++i)
-                            err = std::max(err, std::abs(col[i] - t.J[(row + i) * m.nv + j])), scale = std::max(scale, std::abs(col[i]));
+                            err = nelu::test::worse(err, std::abs(col[i] - t.J[(row + i) * m.nv + j])), scale = std::max(scale, std::abs(col[i]));
                     }
                     CHECK_RESIDUAL(jac, name, err / scale, 1e-12);
                     // constrained acceleration at qdd = 0: d/dt of the velocity in the constraint axes
@@ -392,7 +392,7 @@ TEST_CASE("contact Jacobian and drift against derivatives of the contact placeme
                     }
                     double derr = 0, dscale = 1;
                     for (int i = 0; i < c.dim(); ++i)
-                        derr = std::max(derr, std::abs(acc[i] - t.gamma[row + i])), dscale = std::max(dscale, std::abs(acc[i]));
+                        derr = nelu::test::worse(derr, std::abs(acc[i] - t.gamma[row + i])), dscale = std::max(dscale, std::abs(acc[i]));
                     CHECK_RESIDUAL(drift, name, derr / dscale, 1e-8);
                     row += c.dim();
                 }
@@ -476,8 +476,8 @@ TEST_CASE("damping: proximal iterations converge to the rigid solution; a redund
         const std::vector<double> Jq = mul(t.J, t.rows, arm.model.nv, x.qdd);
         const double scale = std::max({1.0, max_abs(t.gamma), row_sum_norm(t.J, t.rows, arm.model.nv) * max_abs(x.qdd)});
         double err = 0;
-        for (int i = 0; i < t.rows; ++i) err = std::max(err, std::abs(Jq[i] + t.gamma[i]) / scale);
-        for (int i = 0; i < 6; ++i) err = std::max(err, std::abs(x.lambda[i] - x.lambda[i + 6]) / std::max(1.0, max_abs(x.lambda)));
+        for (int i = 0; i < t.rows; ++i) err = nelu::test::worse(err, std::abs(Jq[i] + t.gamma[i]) / scale);
+        for (int i = 0; i < 6; ++i) err = nelu::test::worse(err, std::abs(x.lambda[i] - x.lambda[i + 6]) / std::max(1.0, max_abs(x.lambda)));
         CHECK_RESIDUAL(redundant, arm.name, err, 1e-7);  // rounding grows as |D| / mu, the damped system's condition
     }
 }
@@ -518,8 +518,8 @@ TEST_CASE("world_pose inverts world_placement: x y z and a unit quaternion with 
         CHECK(std::abs(pose[3] * pose[3] + pose[4] * pose[4] + pose[5] * pose[5] + pose[6] * pose[6] - 1) < 1e-15);
         const nelu::Xform<double> Y = nelu::world_placement(pose);
         for (int i = 0; i < 3; ++i) {
-            worst = std::max(worst, std::abs(Y.r[i] - X.r[i]));
-            for (int j = 0; j < 3; ++j) worst = std::max(worst, std::abs(Y.E(i, j) - X.E(i, j)));
+            worst = nelu::test::worse(worst, std::abs(Y.r[i] - X.r[i]));
+            for (int j = 0; j < 3; ++j) worst = nelu::test::worse(worst, std::abs(Y.E(i, j) - X.E(i, j)));
         }
     }
     CHECK(worst < 4e-15);  // a few units in the last place of entries up to 1

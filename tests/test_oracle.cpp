@@ -142,7 +142,7 @@ std::vector<SVec<double>> body_wrenches(const json& per_link, const nelu::LoadRe
 
 double max_abs(const std::vector<double>& x) {
     double r = 0;
-    for (double v : x) r = std::max(r, std::abs(v));
+    for (double v : x) r = v == v ? std::max(r, std::abs(v)) : INFINITY;  // (NaN counts as infinitely large)
     return r;
 }
 
@@ -150,7 +150,10 @@ double max_abs(const std::vector<double>& x) {
 double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
     REQUIRE(a.size() == b.size());
     double d = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const double e = std::abs(a[i] - b[i]);
+        d = e == e ? std::max(d, e) : INFINITY;  // (a NaN on either side fails)
+    }
     return d / std::max(max_abs(b), 1e-300);
 }
 
@@ -219,7 +222,7 @@ Worst check_oracle_file(const fs::path& file, const std::string& robots_dir) {
         const Eigen::VectorXd qdd_abs = Eigen::Map<const Eigen::VectorXd>(qdd_aba.data(), m.nv).cwiseAbs();
         const double back_scale = std::max(max_abs(tau_in), (Mm.cwiseAbs() * qdd_abs).maxCoeff());
         double e_back = 0;
-        for (int i = 0; i < m.nv; ++i) e_back = std::max(e_back, std::abs(tau_back[i] - tau_in[i]) / back_scale);
+        for (int i = 0; i < m.nv; ++i) e_back = nelu::test::worse(e_back, std::abs(tau_back[i] - tau_in[i]) / back_scale);
         CHECK(e_back <= kTol);
         worst.tau = std::max(worst.tau, e_tau), worst.qdd = std::max(worst.qdd, e_qdd), worst.M = std::max(worst.M, e_M);
         worst.qdd_back = std::max(worst.qdd_back, e_back), worst.cond = std::max(worst.cond, lambda(m.nv - 1) / lambda(0));

@@ -80,7 +80,8 @@ std::vector<TestRobot> all_test_robots() {
 double rel_error(const std::vector<double>& a, const std::vector<double>& b, double floor) {
     double num = 0, den = floor;
     for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        num = std::max(num, std::abs(a[i] - b[i]));
+        const double d = std::abs(a[i] - b[i]);
+        num = d == d ? std::max(num, d) : INFINITY;  // (std::max would keep num beside a NaN)
         den = std::max(den, std::abs(b[i]));
     }
     if (a.size() != b.size()) return INFINITY;

@@ -37,6 +37,10 @@ std::vector<TestRobot> all_test_robots();
 /// max_i |a_i - b_i| / max(max_i |b_i|, floor): a relative error with a floor for near-zero vectors.
 double rel_error(const std::vector<double>& a, const std::vector<double>& b, double floor = 1.0);
 
+/// The larger of a running worst error and a new one, where a NaN error is infinitely large
+/// (std::max(worst, NaN) keeps worst: a solver that returns NaN would pass).
+inline double worse(double worst, double error) { return error == error ? std::max(worst, error) : INFINITY; }
+
 /// Vectors in another scalar (double, float, the counting scalar) and back.
 template <class S> std::vector<S> convert(const std::vector<double>& x) { return std::vector<S>(x.begin(), x.end()); }
 template <class S> std::vector<SVec<S>> convert(const std::vector<SVec<double>>& f) {

@@ -27,13 +27,16 @@ namespace {
 struct Built {
     nelu::Model model;
     nelu::System sys;
+    nelu::Problem problem;
 };
 
 Built build(const std::string& urdf, const std::string& problem, bool floating = false) {
     nelu::ProblemInput pin{problem, floating};
     pin.floating_base = nelu::spec_requests_floating_base(pin);
     const nelu::LoadResult load = nelu::load_urdf_file(urdf, {pin.floating_base, nelu::sensor_joints(pin, urdf), false, 0});
-    return {load.model, nelu::run_system(load.model, nelu::run_problem(pin, load))};
+    nelu::Problem p = nelu::run_problem(pin, load);
+    nelu::System sys = nelu::run_system(load.model, p);
+    return {load.model, std::move(sys), std::move(p)};
 }
 
 /// Which rows may read an input of quantity q: the equation the known quantity enters.
@@ -142,6 +145,38 @@ TEST_CASE("system: b is one affine form in the inputs, and every input slot is r
     std::ofstream(merged) << "version: 2\nproblem: id\nfloating_base: true\njoints: {default: qdd}\n"
                              "external_wrenches: {default: zero, input: [l_foot, r_foot, l_ankle_roll_link]}\n";
     check_affine("humanoid merged-link inputs", build(root() + "/robots/humanoid_winter.urdf", merged));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("verification: forward dynamics' link outputs are judged beside the residual, which reads only qdd") {
+    // fd and hybrid problems are judged by the backward error of M qdd + h = tau; the links'
+    // accelerations and joint wrenches among their outputs are judged against their values from
+    // the solver's own qdd (a wrong link output passed nelu check while the residual was exact)
+    const fs::path dir = nelu::test::scratch_dir("system_fd_links");
+    const std::string spec = (dir / "fd_links.yaml").string();
+    std::ofstream(spec) << "version: 2\nproblem: fd\noutputs: [joint_accelerations, link_accelerations, joint_wrenches]\n";
+    for (const auto& [robot, floating] : {std::pair<const char*, bool>{"ur5e", false}, {"quadruped_minicheetah", true}}) {
+        CAPTURE(robot);
+        const Built b = build(root() + "/robots/" + robot + ".urdf", spec, floating);
+        REQUIRE(nelu::judged_by_backward_error(b.sys, b.problem));
+        std::mt19937_64 rng(5);
+        for (int k = 0; k < 5; ++k) {
+            const nelu::State st = nelu::random_state(b.model, rng);
+            const std::vector<double> ref = nelu::reference_outputs(b.sys, b.model, b.problem, st);
+            CHECK(nelu::backward_error(b.sys, b.model, b.problem, st, ref) < 1e-14);
+            for (const nelu::Quantity q : {nelu::Quantity::LinkAcceleration, nelu::Quantity::JointWrench}) {
+                const auto at = std::find_if(b.sys.out.begin(), b.sys.out.end(), [&](const nelu::Slot& s) { return s.quantity == q; });
+                REQUIRE(at != b.sys.out.end());
+                std::vector<double> out = ref;
+                double largest = 1;  // (the error is relative to the links' largest output)
+                for (double x : ref) largest = std::max(largest, std::abs(x));
+                out[static_cast<std::size_t>(at - b.sys.out.begin())] += 1e-6 * largest;
+                CHECK(nelu::backward_error(b.sys, b.model, b.problem, st, out) > 1e-8);
+                out[static_cast<std::size_t>(at - b.sys.out.begin())] = NAN;
+                CHECK(std::isinf(nelu::backward_error(b.sys, b.model, b.problem, st, out)));
+            }
+        }
+    }
     fs::remove_all(dir);
 }
 

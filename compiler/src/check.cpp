@@ -96,8 +96,9 @@ template <class F>
 Workspace<F> workspace_form(const SolverLibrary& lib, const nlohmann::json& stack_owner, const char* scalar, CheckReport& rep) {
     if (!stack_owner.contains("workspace") || !stack_owner["workspace"].contains(scalar)) return {};
     const nlohmann::json& w = stack_owner["workspace"][scalar];
-    Workspace<F> ws{lib.find<F>(w.at("entry").get<std::string>()), w.at("bytes").get<long>()};
-    if (ws.fn) rep.workspace_entries.push_back(w.at("entry").get<std::string>());
+    const std::string entry = w.at("entry").get<std::string>();
+    Workspace<F> ws{lib.require<F>(entry, "the manifest lists this workspace form"), w.at("bytes").get<long>()};
+    rep.workspace_entries.push_back(entry);
     return ws;
 }
 
@@ -209,12 +210,17 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
     }
     const SolverLibrary lib = o.library.empty() ? SolverLibrary::build(sources, o.cxx) : SolverLibrary::load(o.library);
     const auto fd = lib.require<ValueFn<double>>(r.name);
-    const auto ff = lib.find<ValueFn<float>>(r.name + scalar_suffix<float>());
+    // every entry point the manifest lists is required: one missing is an error, not a comparison left out
+    const bool has_float = man.contains("scalars") && std::any_of(man["scalars"].begin(), man["scalars"].end(), [](const nlohmann::json& x) { return x == "float"; });
+    const auto ff = has_float ? lib.require<ValueFn<float>>(r.name + scalar_suffix<float>(), "the manifest lists float") : nullptr;
     const std::string derivatives = r.name + "_derivatives";
     const auto fjac = co.derivatives ? lib.require<DerivativesFn<double>>(derivatives, "the manifest lists derivatives") : nullptr;
-    const auto fjac_f = co.derivatives ? lib.find<DerivativesFn<float>>(derivatives + scalar_suffix<float>()) : nullptr;
+    const auto fjac_f = co.derivatives && has_float
+                            ? lib.require<DerivativesFn<float>>(derivatives + scalar_suffix<float>(), "the manifest lists derivatives and float")
+                            : nullptr;
     CheckReport rep;
     rep.name = r.name;
+    rep.has_float = ff != nullptr;
     // the workspace forms (docs/firmware.md, "Stack"), each against its ordinary entry point
     const auto ws_d = workspace_form<WsValueFn<double>>(lib, man, "double", rep);
     const auto ws_f = workspace_form<WsValueFn<float>>(lib, man, "float", rep);
@@ -314,7 +320,7 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
             if (jac_status_f != NELU_STATUS_OK) ++rep.failed_status;
             else {
                 // what rounding the arguments to float alone does to the double Jacobian (as for
-                // sensor problems' values, CheckReport::tolerance_float): 100 times it, when larger
+                // sensor problems' values, CheckReport::float_judged): 100 times it, when larger
                 std::vector<double> or_(nout), Jr(J.size());
                 if (call(fjac, Arguments<double>(Arguments<float>(q, qd, in)), or_, Jr) == NELU_STATUS_OK)
                     tol_f = std::max(tol_f, 100 * forward_error(Jr, J));
@@ -329,7 +335,7 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
     };
     BatchStates batch_states;  // every state's arguments, and its reference outputs, for the batch forms
     std::vector<std::vector<double>> refs;
-    std::vector<double> float_tolerance;  // per batch state: a float row's (CheckReport::backward_float_judged)
+    std::vector<double> float_tolerance;  // per batch state: a float row's (CheckReport::float_judged)
     // A call's non-zero status is right only where Lambda does not exist (osim with lambda) or the
     // reference refuses too (a singular contact set): lambda_refusal_justified, as the compile's
     // verification judges its program.
@@ -372,24 +378,27 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
             judge(status_f, outf, true, rep.forward_float, backward_f);
             rep.backward_float = std::max(rep.backward_float, backward_f);
             if (status_f == NELU_STATUS_OK && !reference_refused(ref)) e_float = response_forward_error(r.system, outf, ref);
-            double tolerance_f = rep.seeks_qdd ? 1e-4 : rep.tolerance_float();  // (a sensor problem's grows with the states)
+            // this state's float tolerance (CheckReport::float_judged): 1e-4, or what the state's
+            // conditioning and the rounding of its inputs to float allow, when larger
+            double tolerance_f = 1e-4;  // (a sensor problem's is set over all states, below)
             if ((rep.sensor || rep.seeks_qdd) && status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
                 std::vector<double> outr(nout);
                 if (call(fd, Arguments<double>(rounded), outr) == NELU_STATUS_OK) {
-                    if (rep.sensor && !reference_refused(ref)) rep.rounding = std::max(rep.rounding, response_forward_error(r.system, outr, ref));
-                    if (rep.seeks_qdd) {
-                        const double rounding = 100 * backward_error(r.system, m, r.problem, st, outr, ref);
-                        rep.rounded_states += rounding > tolerance_f;
-                        tolerance_f = std::max(tolerance_f, rounding);
-                    }
+                    double rounding = 0;
+                    if (rep.seeks_qdd) rounding = backward_error(r.system, m, r.problem, st, outr, ref);
+                    else if (!reference_refused(ref)) rounding = response_forward_error(r.system, outr, ref);
+                    rep.rounding = std::max(rep.rounding, rounding);
+                    if (rep.seeks_qdd) rep.rounded_states += 100 * rounding > tolerance_f, tolerance_f = std::max(tolerance_f, 100 * rounding);
                 }
             }
-            if (rep.seeks_qdd) rep.backward_float_judged = std::max(rep.backward_float_judged, backward_f / tolerance_f);
+            if (status_f == NELU_STATUS_OK && !rep.sensor)
+                rep.float_judged = std::max(rep.float_judged, (rep.seeks_qdd ? backward_f : e_float) / tolerance_f);
             if (co.batch) float_tolerance.push_back(tolerance_f);
         }
         if (fjac && status == NELU_STATUS_OK) check_derivatives(st, q, qd, in, out, e, e_float);
         ++rep.states;
     }
+    if (rep.sensor) rep.float_judged = rep.forward_float / rep.tolerance_float();  // (over all states: CheckReport::tolerance_float)
     if (co.batch) {  // the batch forms against the scalar ones; rows that are not bitwise, as the scalar ones are judged
         rep.batch = true;
         BatchJudge values{[&](std::size_t k, const std::vector<double>& out, bool) {

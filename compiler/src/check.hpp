@@ -25,6 +25,7 @@ struct CheckReport {
     std::string name;
     int states = 0;
     bool seeks_qdd = false;
+    bool has_float = false;  ///< the manifest lists float entry points (each then required and compared)
     double forward_double = 0, forward_float = 0;    ///< max relative forward error
     double backward_double = 0, backward_float = 0;  ///< max scaled residual (when accelerations are sought)
     int failed_status = 0;                           ///< calls that returned non-zero where they should not
@@ -70,29 +71,33 @@ struct CheckReport {
     /// NAME_derivatives_ws in its every-value shape (column by column) beside columns in lanes: its
     /// jac judged within twice the state's Jacobian tolerance (both are within it of the exact one).
     bool workspace_jac_judged = false;
-    /// Problems judged by a backward error: a state's float backward error is judged against the
-    /// larger of 1e-4 and 100 times the double solver's backward error on the same inputs rounded
-    /// to float (what the rounding of the inputs alone costs, as `rounding` for sensors, but per
-    /// state). It is the larger at a configuration where a right-hand side cancels to zero (iwim's
-    /// qdd_0 = -M^-1 h where the UR5e stands upright: h of 1e-15 computed from terms of 10 N m, which
-    /// float rounds to 1e-6). `backward_float_judged`: the worst error over its state's tolerance (at
-    /// most 1 passes); `rounded_states`: states where the rounding set the tolerance.
-    double backward_float_judged = 0;
+    /// Float is judged by its decisive error (backward where accelerations are sought, forward
+    /// otherwise): state by state against 1e-4, or, where larger, 100 times the double solver's
+    /// backward error on the same inputs rounded to float (what the rounding of the inputs alone
+    /// costs), which is the larger at a configuration where a right-hand side cancels to zero
+    /// (iwim's qdd_0 = -M^-1 h where the UR5e has its arm along its first joint's axis: h of 1e-15
+    /// from terms of 10 N m, which float rounds to 1e-6; the double solver is itself judged at
+    /// 1e-10); a sensor problem's forward error over all states against tolerance_float().
+    /// `float_judged`: the worst error over its tolerance (at most 1 passes); `rounded_states`:
+    /// states where the rounding set it.
+    double float_judged = 0;
     int rounded_states = 0;
     double decisive_double() const { return seeks_qdd ? backward_double : forward_double; }
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }
-    bool float_passes() const { return seeks_qdd ? backward_float_judged <= 1 : forward_float <= tolerance_float(); }
-    /// Sensor problems: the largest forward error of the double solver on the float solver's
-    /// inputs (the double inputs rounded to float), what the rounding of the inputs alone costs.
+    bool float_passes() const { return float_judged <= 1; }
+    /// The largest error of the double solver on the float solver's inputs (the double inputs
+    /// rounded to float): forward for sensor problems, backward where accelerations are sought.
     double rounding = 0;
-    /// Tolerances: 1e-10 (double) and 1e-4 (float) for inverse, forward and hybrid dynamics. A
-    /// sensor problem's forward error is its condition number times the rounding error, and its
-    /// outputs are compared directly: 1e-9 in double, and in float the largest of 1e-4, the double
-    /// error scaled by twice the ratio of the two precisions' rounding units (2 x 2^-24 / 2^-53,
-    /// about 1.1e9) and 100 times `rounding`: the float solution must be as good as the problem's
+    /// Tolerances: 1e-10 (double) and 1e-4 (float) for inverse, forward and hybrid dynamics (float
+    /// per state larger where the rounding of the inputs sets it: float_judged). A sensor problem's
+    /// forward error is its condition number times the rounding error, and its outputs are compared
+    /// directly: 1e-9 in double, and in float the largest of 1e-4, the double error scaled by twice
+    /// the ratio of the two precisions' rounding units (2 x 2^-24 / 2^-53, about 1.1e9) and 100
+    /// times `rounding`, each over all states: the float solution must be as good as the problem's
     /// conditioning allows (the double error alone underestimates it on ill-conditioned problems,
     /// where a static order can amplify the rounding of intermediate values more than the problem
-    /// amplifies that of its inputs).
+    /// amplifies that of its inputs; judged state by state, the paper's serial-chain experiment
+    /// (sie7) is 1.2 times over at one state of 1022).
     double tolerance_double() const { return sensor ? 1e-9 : 1e-10; }
     double tolerance_float() const { return sensor ? std::max({1e-4, 1.07e9 * forward_double, 1e2 * rounding}) : 1e-4; }
     bool pass() const {

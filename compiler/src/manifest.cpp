@@ -140,9 +140,11 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     j["code"] = code_json(D);
     j["stack"] = {{"values_live", D.values}, {"estimate_double", D.stack(sizeof(double))}, {"estimate_float", D.stack(sizeof(float))},
                   {"form", D.workspace ? "ordinary+workspace" : "ordinary"}};
-    if (D.workspace) {
-        j["workspace"] = {{"double", {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}, {"align", alignof(double)}}},
-                          {"float", {{"entry", D.fn + "_f_ws"}, {"bytes", D.work_bytes(sizeof(float))}, {"align", alignof(float)}}}};
+    if (D.workspace) {  // the scalars emitted (a --scalar double solver has no float workspace form)
+        nlohmann::ordered_json work = nlohmann::ordered_json::object();
+        if (in.scalar_double) work["double"] = {{"entry", D.fn + "_ws"}, {"bytes", D.work_bytes(sizeof(double))}, {"align", alignof(double)}};
+        if (in.scalar_float) work["float"] = {{"entry", D.fn + "_f_ws"}, {"bytes", D.work_bytes(sizeof(float))}, {"align", alignof(float)}};
+        j["workspace"] = work;
         add_workspace_shape(j["workspace"], D);
     }
     return j;

@@ -228,6 +228,8 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
                                                 "rounding error with it; give a larger damping (or fewer, independent contacts), or "
                                                 "compile without --derivatives (the values are verified on their own)",
                                                 r.derivatives.max_error, r.derivatives.worst, r.system.damping));
+            if (r.derivatives.states == 0 && o.verify_states > 0)  // (every state refused: nothing was compared)
+                throw std::runtime_error("verification of the derivatives compared no state: the value program refused every one");
             if (!(r.derivatives.max_error <= 1e-8))
                 throw std::runtime_error(fmt::format("verification of the derivatives failed over {} states: relative error {:.3g} "
                                                      "against complex-step differentiation of the value program (at {})",
@@ -237,6 +239,8 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     if (o.verify_states >= 0) {
         if (o.progress) std::fprintf(stderr, "nelu: verify: interpreting the program on %d random states\n", o.verify_states);
         r.verify = run_verify(r.load.model, r.problem, r.system, r.order.best, o.verify_states);
+        if (r.verify.states == 0 && o.verify_states > 0)  // (every state refused: nothing was compared)
+            throw std::runtime_error("verification compared no state: the program refused every one");
         if (!(r.verify.decisive() <= tolerance))
             throw std::runtime_error(fmt::format("verification failed over {} states: forward relative error {:.3g}, "
                                                  "backward error {:.3g}{}", r.verify.states, r.verify.max_rel_error, r.verify.max_backward_error,

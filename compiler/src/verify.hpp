@@ -42,7 +42,9 @@ std::vector<double> solver_inputs(const System& sys, const Model& m, const Probl
 std::vector<double> reference_outputs(const System& sys, const Model& m, const Problem& p, const State& st);
 
 /// Scaled residual of a solution: |M qdd + h - tau|_inf / (|M|_inf |qdd|_inf + |h|_inf + |tau|_inf),
-/// with the solver's outputs `out` filled into qdd and tau (CRBA and RNEA as references).
+/// with the solver's outputs `out` filled into qdd and tau (CRBA and RNEA as references); and, when
+/// larger, the relative error of the links' outputs (accelerations, joint wrenches) against their
+/// values from the solver's own qdd (reference RNEA), which the residual does not read.
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out);
 /// The same, given `ref` = reference_outputs(sys, m, p, st) (osim reads it; the others ignore it).
 double backward_error(const System& sys, const Model& m, const Problem& p, const State& st, const std::vector<double>& out,

@@ -133,7 +133,11 @@ def slots_of(solver: nelu.Solver, side: str, contact: str) -> list[int]:
 
 
 def relative(a, b) -> float:
-    return float(np.abs(np.asarray(a) - np.asarray(b)).max() / max(1.0, np.abs(np.asarray(b)).max()))
+    """max |a - b| / max(1, max |b|); infinite when a difference is NaN (Python's max would drop it)."""
+    d = np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))
+    if d.size and np.isnan(d).any():
+        return float("inf")
+    return float(d.max(initial=0.0) / max(1.0, np.abs(np.asarray(b, dtype=float)).max(initial=0.0)))
 
 
 # -- slots -------------------------------------------------------------------------------------------
