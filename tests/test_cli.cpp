@@ -468,10 +468,13 @@ TEST_CASE("cli: --runtime-include prints the directory of the runtime headers; c
     const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
     const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem id --verify 0 -o " + quoted(dir.path.string()));
     REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    auto build_library = [&](const fs::path& source, const fs::path& library) {  // as a user would, with the runtime headers
+        const std::string build = "c++ -std=c++17 -O0 -shared -fPIC -I" + quoted(dir_include.string()) + " " + quoted(source.string()) +
+                                  " -o " + quoted(library.string());
+        return std::system(build.c_str()) == 0;
+    };
     const fs::path so = dir.path / "libur5e_id.so";
-    const std::string build = "c++ -std=c++17 -O0 -shared -fPIC -I" + quoted(dir_include.string()) + " " +
-                              quoted((dir.path / "ur5e_id.cpp").string()) + " -o " + quoted(so.string());
-    REQUIRE(std::system(build.c_str()) == 0);
+    REQUIRE(build_library(dir.path / "ur5e_id.cpp", so));
     const std::string check = "check " + quoted(urdf) + " " + quoted((dir.path / "ur5e_id.json").string()) + " --states 20 --library ";
     const nelu::test::CliResult ok = run_nelu(check + quoted(so.string()));
     CHECK_MESSAGE(ok.exit_code == 0, (ok.out + ok.err));
@@ -483,12 +486,16 @@ TEST_CASE("cli: --runtime-include prints the directory of the runtime headers; c
     REQUIRE(heavier.find(mass) != std::string::npos);
     heavier.replace(heavier.find(mass), mass.size(), "<mass value=\"4.761\"/>");
     std::ofstream(dir.path / "heavier.urdf") << heavier;
-    const nelu::test::CliResult other = run_nelu("compile " + quoted((dir.path / "heavier.urdf").string()) +
-                                                 " --problem id --name ur5e_id --verify 0 -o " + quoted((dir.path / "other").string()));
-    REQUIRE_MESSAGE(other.exit_code == 0, other.err);
-    const fs::path wrong = dir.path / "libwrong.so";
-    REQUIRE(std::system(("c++ -std=c++17 -O0 -shared -fPIC -I" + quoted(dir_include.string()) + " " +
-                         quoted((dir.path / "other" / "ur5e_id.cpp").string()) + " -o " + quoted(wrong.string())).c_str()) == 0);
+    // ur5e_id compiled into dir/sub with `flags`, and built as dir/lib<sub>.so
+    auto compiled_library = [&](const fs::path& robot, const std::string& flags, const std::string& sub) {
+        const nelu::test::CliResult r = run_nelu("compile " + quoted(robot.string()) + " --problem id --name ur5e_id --verify 0 " + flags +
+                                                 " -o " + quoted((dir.path / sub).string()));
+        REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+        const fs::path library = dir.path / ("lib" + sub + ".so");
+        REQUIRE(build_library(dir.path / sub / "ur5e_id.cpp", library));
+        return library;
+    };
+    const fs::path wrong = compiled_library(dir.path / "heavier.urdf", "", "wrong");
     const nelu::test::CliResult bad = run_nelu(check + quoted(wrong.string()));
     CHECK(bad.exit_code == nelu::kExitInternal);
     CHECK(contains(bad.out, "FAIL"));
@@ -499,12 +506,7 @@ TEST_CASE("cli: --runtime-include prints the directory of the runtime headers; c
     CHECK(both.exit_code == nelu::kExitBadInput);
     // every entry point the manifest lists is required: a library of the double entry point alone
     // is refused for a manifest that lists float too (it was checked in double only, and passed)
-    const nelu::test::CliResult single = run_nelu("compile " + quoted(urdf) + " --problem id --scalar double --verify 0 -o " +
-                                                  quoted((dir.path / "double").string()));
-    REQUIRE_MESSAGE(single.exit_code == 0, single.err);
-    const fs::path so_double = dir.path / "libdouble.so";
-    REQUIRE(std::system(("c++ -std=c++17 -O0 -shared -fPIC -I" + quoted(dir_include.string()) + " " +
-                         quoted((dir.path / "double" / "ur5e_id.cpp").string()) + " -o " + quoted(so_double.string())).c_str()) == 0);
+    const fs::path so_double = compiled_library(urdf, "--scalar double", "double");
     const nelu::test::CliResult no_float = run_nelu(check + quoted(so_double.string()));
     CHECK(no_float.exit_code == nelu::kExitBadInput);
     CHECK(contains(no_float.err, "has no entry point ur5e_id_f (the manifest lists float)"));
