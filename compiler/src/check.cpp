@@ -388,7 +388,7 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
                     if (rep.seeks_qdd) rounding = backward_error(r.system, m, r.problem, st, outr, ref);
                     else if (!reference_refused(ref)) rounding = response_forward_error(r.system, outr, ref);
                     rep.rounding = std::max(rep.rounding, rounding);
-                    if (rep.seeks_qdd) rep.rounded_states += 100 * rounding > tolerance_f, tolerance_f = std::max(tolerance_f, 100 * rounding);
+                    if (rep.seeks_qdd && 100 * rounding > tolerance_f) ++rep.rounded_states, tolerance_f = 100 * rounding;
                 }
             }
             if (status_f == NELU_STATUS_OK && !rep.sensor)

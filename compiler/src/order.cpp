@@ -465,9 +465,10 @@ Candidate btf_triangular(const Analysis& an) {
 
 /// Configurations for validation: the special ones, every joint alike and then each at its own
 /// multiple of pi/2 or limit with the floating base turned (mixed_configurations; their number in
-/// `special`), then random ones up to `count` in all and at least `random` of them. A pivot that vanishes where two joints meet at multiples of pi/2
-/// (a pose users hold, and one the random configurations come near but never reach) is caught
-/// here, not at run time as NELU_STATUS_SMALL_PIVOT on a problem that is regular there.
+/// `special`), then random ones up to `count` in all and at least `random` of them. A pivot that
+/// vanishes where two joints meet at multiples of pi/2 (a pose users hold, and one the random
+/// configurations come near but never reach) is caught here, not at run time as
+/// NELU_STATUS_SMALL_PIVOT on a problem that is regular there.
 std::vector<std::vector<double>> validation_configurations(const Model& model, int count, bool random_only = false, int* special = nullptr,
                                                            int random = 0) {
     std::mt19937_64 rng(0x76616c69);

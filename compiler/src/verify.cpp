@@ -314,9 +314,10 @@ std::vector<SVec<double>> problem_wrenches(const Model& m, const Problem& p, con
 
 }  // namespace
 
-std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states) {
+std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states, std::size_t* special) {
     std::mt19937_64 rng(seed);
     std::vector<State> states = states_at(m, special_configurations(m, rng), rng);
+    if (special) *special = states.size();
     for (int k = 0; k < random_states; ++k) states.push_back(random_state(m, rng));
     // Last, random joint positions with what neither of the above draws: a floating base at its
     // identity orientation and turned by 90 and 180 degrees about each axis (a random pose is never
@@ -343,19 +344,21 @@ std::vector<State> verification_states(const Model& m, std::uint64_t seed, int r
 }
 
 std::vector<State> checked_states(const Model& m, const System& sys, std::uint64_t seed, int random_states, int* lenient) {
-    std::vector<State> states = verification_states(m, seed, random_states);
-    std::mt19937_64 rng(seed);
-    const std::size_t special = std::min(special_configurations(m, rng).size(), states.size());
+    std::size_t special = 0;
+    std::vector<State> states = verification_states(m, seed, random_states, &special);
+    if (lenient) *lenient = 0;
+    const bool keep = !sys.allow_special_singularities || (lenient && !sys.contacts.empty());
+    if (!keep) {  // the problem is singular at some of the special ones
+        states.erase(states.begin(), states.begin() + static_cast<long>(special));
+        return states;
+    }
     std::mt19937_64 rng_mixed(seed ^ 0x6d69786564);  // ("mixed": draws of their own)
     const std::vector<State> mixed = states_at(m, mixed_configurations(m, rng_mixed), rng_mixed);
-    if (lenient) *lenient = 0;
     if (!sys.allow_special_singularities) {  // regular at every one: judged there as anywhere
         states.insert(states.begin() + static_cast<long>(special), mixed.begin(), mixed.end());
-    } else if (lenient && !sys.contacts.empty()) {  // kept, first, with the mixed ones before them
+    } else {  // contacts: kept, first, with the mixed ones before them
         states.insert(states.begin(), mixed.begin(), mixed.end());
         *lenient = static_cast<int>(special + mixed.size());
-    } else {  // the problem is singular at some of the special ones
-        states.erase(states.begin(), states.begin() + static_cast<long>(special));
     }
     return states;
 }

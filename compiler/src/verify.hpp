@@ -17,8 +17,8 @@ namespace nelu {
 /// The special configurations (each with random velocities and inputs), then `random_states`
 /// random states, then a few random states with a floating base at its identity orientation or
 /// turned by 90 or 180 degrees about an axis and velocities 10 or 100 times the random scale, from
-/// one seed.
-std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states);
+/// one seed. `special`, when given: how many states are at the special configurations (first).
+std::vector<State> verification_states(const Model& m, std::uint64_t seed, int random_states, std::size_t* special = nullptr);
 
 /// verification_states with the mixed special configurations (mixed_configurations, each with
 /// random velocities and inputs) after the special ones. When the system is allowed to be singular

@@ -80,9 +80,9 @@ inline std::vector<std::vector<double>> special_configurations(const Model& m, s
 
 /// Mixed special configurations, where special_configurations turns every joint alike: the k-th
 /// independent one-DoF joint (in body order; mimic joints follow their masters) at
-/// ((m k + s) mod 4) pi/2 for m = 1, 2, 3 and s = 0..3 (revolute; prismatic at 0), so that with special_configurations' m = 0 every two consecutive joints meet
-/// at every pair of multiples of pi/2 (an arm's home pose [0, -pi/2, 0, -pi/2, 0, 0] is such a
-/// pair pattern); then the joints with limits alternately at their lower and upper limit (and the
+/// ((m k + s) mod 4) pi/2 for m = 1, 2, 3 and s = 0..3 (revolute; prismatic at 0), so that with
+/// special_configurations' m = 0 every two consecutive joints meet at every pair of multiples of
+/// pi/2 (an arm's home pose [0, -pi/2, 0, -pi/2, 0, 0] is such a pair pattern); then the joints with limits alternately at their lower and upper limit (and the
 /// other way round; joints without limits at random values). A floating base takes its identity
 /// orientation and turns of 90 and 180 degrees about each axis in turn (positions random).
 inline std::vector<std::vector<double>> mixed_configurations(const Model& m, std::mt19937_64& rng) {
