@@ -153,8 +153,9 @@ template <class S> bool spd_inverse(int n, const S* A, S* Ainv, S* work, double 
 }
 /// A^-1 of a small symmetric positive-definite matrix; false when it is not positive definite.
 template <class S> bool spd_inverse(const SmallMat<S>& A, SmallMat<S>& Ainv) {
-    assert(A.rows == A.cols);
+    assert(A.rows == A.cols && A.rows <= 6);
     const int n = A.rows;
+    if (n > 6) return false;  // a SmallMat holds at most 6 x 6 (small_zero asserts it); lets GCC bound the buffers
     Ainv = small_zero<S>(n, n);
     if (n == 0) return true;
     S a[36]{}, ainv[36]{}, work[42]{};  // initialized: GCC cannot see that n entries are written
