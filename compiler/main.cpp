@@ -139,7 +139,8 @@ void print_summary(const nelu::CompileResult& r) {
                                                                              : std::string());
     }
     if (r.verify.refused_singular > 0)
-        std::cout << fmt::format("  and NELU_STATUS_SMALL_PIVOT, rightly, on {} more, where Lambda does not exist (a kinematic singularity)\n",
+        std::cout << fmt::format("  and NELU_STATUS_SMALL_PIVOT, rightly, on {} more, where the reference is singular too (a kinematic singularity: "
+                                 "Lambda does not exist, or the contacts' constraints are dependent)\n",
                                  r.verify.refused_singular);
 }
 
@@ -168,7 +169,7 @@ void add_problem_options(CLI::App* cmd, CompileArgs& a) {
     cmd->add_option("--problem", a.o.problem, "id, fd, hybrid, or a YAML problem spec")->required();
     cmd->add_flag("--floating-base", a.o.floating_base, "Attach the root link to the world by a 6-DoF joint");
     cmd->add_flag("--ignore-mimic", a.o.ignore_mimic, "Treat mimic joints as independent joints (with a warning each)");
-    cmd->add_option("--dump", a.o.dump, "Print the output of a pass: load, problem, system, analyze, order, emit")
+    cmd->add_option("--dump", a.o.dump, "Print the output of a pass: load, problem, system, analyze, order, schedule, ir, emit")
         ->check(CLI::IsMember({"load", "problem", "system", "analyze", "order", "schedule", "ir", "emit"}));
     cmd->add_option("--verify", a.o.verify_states, "Random states on which the interpreter checks the program (plus special ones)");
     cmd->add_option("--validate", a.o.validation_configs, "Configurations on which non-constant pivots are validated (default 10000)")
@@ -253,7 +254,8 @@ int run_check_command(const nelu::CheckOptions& o) {
         std::cout << fmt::format("  and at {} special configurations (the joints at multiples of pi/2 or at limits, all alike or mixed), where the contact set may be "
                                  "singular, whether it refuses only where the reference does\n", r.special_states);
     if (r.refused_singular > 0)
-        std::cout << fmt::format("  {} calls returned NELU_STATUS_SMALL_PIVOT where Lambda does not exist (a kinematic singularity)\n",
+        std::cout << fmt::format("  {} calls returned NELU_STATUS_SMALL_PIVOT where the reference is singular too (a kinematic singularity: Lambda does "
+                                 "not exist, or the contacts' constraints are dependent)\n",
                                  r.refused_singular);
     return ok ? nelu::kExitOk : nelu::kExitInternal;
 }
