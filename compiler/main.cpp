@@ -209,9 +209,10 @@ int run_check_command(const nelu::CheckOptions& o) {
                                                r.forward_float, r.rounding);
     else std::cout << fmt::format("  float:  max relative error {:.2e}{}{}\n", r.forward_float,
                                   r.seeks_qdd ? fmt::format(", max backward error {:.2e}", r.backward_float) : std::string(),
-                                  r.rounded_states ? fmt::format("; judged state by state: at {} states 100 times the double solver's backward error "
+                                  r.rounded_states ? fmt::format("; judged state by state: at {} states 100 times the double solver's {} error "
                                                                  "on the inputs rounded to float (up to {:.2e}) is the tolerance, worst error over "
-                                                                 "its tolerance {:.2g}", r.rounded_states, r.rounding, r.float_judged)
+                                                                 "its tolerance {:.3g}", r.rounded_states, r.seeks_qdd ? "backward" : "relative",
+                                                                 r.rounding, r.float_judged)
                                                    : std::string());
     if (r.derivatives)
         std::cout << fmt::format("  derivatives on {} states: jac against the compiler's derivative program {:.2e} (tolerance 1e-10), "

@@ -688,3 +688,90 @@ TEST_CASE("cli: check, report, robot gen and perturb refuse bad input with exit 
            "<child link=\"b\"/></joint><joint name=\"j2\" type=\"revolute\"><parent link=\"b\"/><child link=\"c\"/></joint></robot>";
     bad("robot perturb " + quoted((dir.path / "unnamed.urdf").string()) + " --mimic 1 --seed 1 -o " + out, "<joint> has no 'name' attribute");
 }
+
+namespace {
+
+/// A two-link URDF written by the test: link l1 on revolute j1 about z, l2 on `second` (the joint's
+/// element's inside, say its axis and mimic), each link 1 kg.
+std::string two_links(const std::string& robot, const std::string& second_type, const std::string& second) {
+    const std::string inertial = "<inertial><origin xyz=\"0 0 0.1\"/><mass value=\"1\"/>"
+                                 "<inertia ixx=\"0.01\" ixy=\"0\" ixz=\"0\" iyy=\"0.01\" iyz=\"0\" izz=\"0.01\"/></inertial>";
+    return "<robot name=\"" + robot + "\"><link name=\"base\"/><link name=\"l1\">" + inertial + "</link><link name=\"l2\">" + inertial +
+           "</link><joint name=\"j1\" type=\"continuous\"><parent link=\"base\"/><child link=\"l1\"/><origin xyz=\"0 0 0.1\"/>"
+           "<axis xyz=\"0 0 1\"/></joint><joint name=\"j2\" type=\"" + second_type + "\"><parent link=\"l1\"/><child link=\"l2\"/>"
+           "<origin xyz=\"0 0 0.1\"/>" + second + "</joint></robot>\n";
+}
+
+void write_text(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+}  // namespace
+
+TEST_CASE("cli: a robot without a moving joint is exit 2 naming it, and moves with --floating-base") {
+    ScratchDir dir("no_dof");
+    const fs::path urdf = dir.path / "fixed.urdf";
+    std::string fixed = two_links("allfixed", "fixed", "");
+    fixed.replace(fixed.find("type=\"continuous\""), 17, "type=\"fixed\"");  // both joints fixed
+    write_text(urdf, fixed);
+    const fs::path one = dir.path / "one.urdf";
+    write_text(one, "<robot name=\"one\"><link name=\"base\"><inertial><mass value=\"1\"/>"
+                    "<inertia ixx=\"0.01\" ixy=\"0\" ixz=\"0\" iyy=\"0.01\" iyz=\"0\" izz=\"0.01\"/></inertial></link></robot>\n");
+    for (const fs::path& p : {urdf, one})
+        for (const char* cmd : {"analyze", "compile"}) {
+            // (it crashed in the structural analysis: an empty system)
+            const std::string out = std::string(cmd) == "compile" ? " -o " + quoted((dir.path / "out").string()) : std::string();
+            const nelu::test::CliResult r = run_nelu(std::string(cmd) + " " + quoted(p.string()) + " --problem id" + out);
+            CHECK_MESSAGE(r.exit_code == nelu::kExitBadInput, r.err);
+            CHECK_MESSAGE(contains(r.err, p.string() + ": robot '"), r.err);
+            CHECK_MESSAGE(contains(r.err, "has no moving joint"), r.err);
+            CHECK(!fs::exists(dir.path / "out"));
+        }
+    const nelu::test::CliResult f = run_nelu("analyze " + quoted(one.string()) + " --problem fd --floating-base");
+    CHECK_MESSAGE(f.exit_code == 0, f.err);
+}
+
+TEST_CASE("cli: the solver's name from a robot name that C++ reserves is made a plain one; a trigraph in a name is refused") {
+    ScratchDir dir("names");
+    const fs::path urdf = dir.path / "r.urdf";
+    for (const auto& [robot, name] : std::vector<std::pair<std::string, std::string>>{
+             {"robot__v2", "robot_v2_id"}, {"_Robot", "Robot_id"}, {"NELU_STATUS_OK", "robot_NELU_STATUS_OK_id"}, {"9dof", "robot_9dof_id"}}) {
+        write_text(urdf, two_links(robot, "continuous", "<axis xyz=\"1 0 0\"/>"));
+        const fs::path out = dir.path / robot;
+        const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf.string()) + " --problem id --verify 2 -o " + quoted(out.string()));
+        REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+        CHECK_MESSAGE(fs::exists(out / (name + ".json")), robot);  // (check refused the names compile wrote)
+        const nelu::test::CliResult k = run_nelu("check " + quoted(urdf.string()) + " " + quoted((out / (name + ".json")).string()) + " --states 5");
+        CHECK_MESSAGE(k.exit_code == 0, (k.out + k.err));
+    }
+    // '??/' ending a comment line continues the comment under -std=c++17 (ISO trigraphs)
+    std::string text = two_links("trigraph", "continuous", "<axis xyz=\"1 0 0\"/>");
+    text.replace(text.find("name=\"j2\""), 9, "name=\"j2?" "?/\"");  // (split: this file is C++ too)
+    write_text(urdf, text);
+    const nelu::test::CliResult t = run_nelu("compile " + quoted(urdf.string()) + " --problem id -o " + quoted((dir.path / "t").string()));
+    CHECK(t.exit_code == nelu::kExitBadInput);
+    CHECK_MESSAGE(contains(t.err, "the name contains the trigraph '\?\?/'"), t.err);
+    CHECK(!fs::exists(dir.path / "t"));
+}
+
+TEST_CASE("cli: a mimic joint geared 100:1 checks in float against what the rounding of its inputs allows") {
+    ScratchDir dir("gear");
+    const fs::path urdf = dir.path / "gear.urdf";
+    // j2 turns 100 times j1: the rounding of j1's angle to float, times 100, is what float can give
+    write_text(urdf, two_links("gear", "continuous", "<axis xyz=\"1 0 0\"/><mimic joint=\"j1\" multiplier=\"100\" offset=\"0\"/>"));
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf.string()) + " --problem id --verify 5 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const nelu::test::CliResult k = run_nelu("check " + quoted(urdf.string()) + " " + quoted((dir.path / "gear_id.json").string()) + " --states 300");
+    CHECK_MESSAGE(k.exit_code == 0, (k.out + k.err));  // (exit 3 with the flat 1e-4: float's error 2e-4)
+    CHECK_MESSAGE(contains(k.out, "100 times the double solver's relative error on the inputs rounded to float"), k.out);
+}
+
+TEST_CASE("cli: a lane kernel that reads no operand of the model builds under -Werror (a single floating body's fd derivatives)") {
+    ScratchDir dir("lanes_no_operand");
+    const fs::path urdf = dir.path / "body.urdf";
+    REQUIRE(run_nelu("robot gen chain --links 1 --no-base --seed 1 -o " + quoted(urdf.string())).exit_code == 0);
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf.string()) + " --floating-base --problem fd --derivatives --verify 2 -o " +
+                                             quoted(dir.path.string()) + " --name body_fd");
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    // (check builds with -Wall -Wextra -Werror: an unused 'splats' or 's' was exit 3)
+    const nelu::test::CliResult k = run_nelu("check " + quoted(urdf.string()) + " " + quoted((dir.path / "body_fd.json").string()) + " --states 20");
+    CHECK_MESSAGE(k.exit_code == 0, (k.out + k.err));
+}

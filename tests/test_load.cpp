@@ -743,3 +743,30 @@ TEST_CASE("load: a file the two XML readers would see differently is refused wit
         CHECK(std::string(e.what()).find("regression_urdfdom_cycle.urdf:") != std::string::npos);
     }
 }
+
+TEST_CASE("load: an axis given at a scale whose squares overflow or underflow is normalized, not zero") {
+    for (const auto& [given, expected] : std::vector<std::pair<std::string, Vec3<double>>>{
+             {"1e300 1e300 0", {{std::sqrt(0.5), std::sqrt(0.5), 0}}},  // (its norm overflowed: the axis became 0 0 0)
+             {"0 0 1e308", {{0, 0, 1}}},
+             {"1e-300 0 0", {{1, 0, 0}}},  // (its norm underflowed: "<axis> is zero")
+             {"4e-320 0 -4e-320", {{std::sqrt(0.5), 0, -std::sqrt(0.5)}}}}) {
+        const std::string xml = robot_xml("scaled", link_xml("base", 0) + link_xml("a", 1) +
+                                                        joint_xml("r", "continuous", "base", "a", "0 0 0", "0 0 0", given));
+        LoadResult r = nelu::load_urdf_string(xml, "scaled.urdf");
+        CHECK_MESSAGE(max_diff(r.model.bodies[0].axis, expected) < 1e-15, given);
+        REQUIRE(r.warnings.size() == 1);
+        CHECK_MESSAGE(r.warnings[0].find("joint 'r': axis has norm") != std::string::npos, r.warnings[0]);
+    }
+}
+
+TEST_CASE("load: a joint whose parent is its child is named as such") {
+    const std::string xml = robot_xml("loop", link_xml("base", 0) + link_xml("a", 1) +
+                                                  joint_xml("j1", "continuous", "base", "a", "0 0 0", "0 0 0", "0 0 1") +
+                                                  joint_xml("j2", "continuous", "a", "a", "0 0 0", "0 0 0", "0 0 1"));
+    try {
+        nelu::load_urdf_string(xml, "loop.urdf");
+        FAIL("no InputError");
+    } catch (const InputError& e) {
+        CHECK_MESSAGE(std::string(e.what()).find("joint 'j2' has link 'a' as both its parent and its child") != std::string::npos, e.what());
+    }
+}

@@ -381,14 +381,14 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
             // this state's float tolerance (CheckReport::float_judged): 1e-4, or what the state's
             // conditioning and the rounding of its inputs to float allow, when larger
             double tolerance_f = 1e-4;  // (a sensor problem's is set over all states, below)
-            if ((rep.sensor || rep.seeks_qdd) && status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
+            if (status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
                 std::vector<double> outr(nout);
                 if (call(fd, Arguments<double>(rounded), outr) == NELU_STATUS_OK) {
                     double rounding = 0;
                     if (rep.seeks_qdd) rounding = backward_error(r.system, m, r.problem, st, outr, ref);
                     else if (!reference_refused(ref)) rounding = response_forward_error(r.system, outr, ref);
                     rep.rounding = std::max(rep.rounding, rounding);
-                    if (rep.seeks_qdd && 100 * rounding > tolerance_f) ++rep.rounded_states, tolerance_f = 100 * rounding;
+                    if (!rep.sensor && 100 * rounding > tolerance_f) ++rep.rounded_states, tolerance_f = 100 * rounding;
                 }
             }
             if (status_f == NELU_STATUS_OK && !rep.sensor)

@@ -73,11 +73,13 @@ struct CheckReport {
     bool workspace_jac_judged = false;
     /// Float is judged by its decisive error (backward where accelerations are sought, forward
     /// otherwise): state by state against 1e-4, or, where larger, 100 times the double solver's
-    /// backward error on the same inputs rounded to float (what the rounding of the inputs alone
+    /// decisive error on the same inputs rounded to float (what the rounding of the inputs alone
     /// costs), which is the larger at a configuration where a right-hand side cancels to zero
     /// (iwim's qdd_0 = -M^-1 h where the UR5e has its arm along its first joint's axis: h of 1e-15
     /// from terms of 10 N m, which float rounds to 1e-6; the double solver is itself judged at
-    /// 1e-10); a sensor problem's forward error over all states against tolerance_float().
+    /// 1e-10) and where the model amplifies its inputs (a mimic joint geared 100:1 turns 100 times
+    /// its master's angle, and so its rounding); a sensor problem's forward error over all states
+    /// against tolerance_float().
     /// `float_judged`: the worst error over its tolerance (at most 1 passes); `rounded_states`:
     /// states where the rounding set it.
     double float_judged = 0;

@@ -45,6 +45,10 @@ inline std::string unwritable_in_comments(const std::string& name) {
     }
     if (name.find("*/") != std::string::npos) return "'*/'";
     if (name.find("/*") != std::string::npos) return "'/*'";
+    // a trigraph: compilers in ISO mode (-std=c++17) read '??/' at a comment's end as a backslash
+    // that continues the comment onto the next line of code
+    for (std::size_t k = name.find("??"); k != std::string::npos && k + 2 < name.size(); k = name.find("??", k + 1))
+        if (std::string("=/'()!<>-").find(name[k + 2]) != std::string::npos) return "the trigraph '" + name.substr(k, 3) + "'";
     return {};
 }
 

@@ -114,6 +114,8 @@ XmlTree scan_xml(const std::string& xml, const std::string& src) {
 void check_tree(XmlTree& t, const std::string& src) {
     std::map<std::string, const XmlJoint*> parent_joint;
     for (const XmlJoint& j : t.joints) {
+        if (j.child == j.parent)
+            throw InputError(fmt::format("{}joint '{}' has link '{}' as both its parent and its child", location(src, j.line), j.name, j.child));
         auto [it, fresh] = parent_joint.emplace(j.child, &j);
         if (!fresh)
             throw InputError(fmt::format("{}link '{}' has two parent joints: '{}' (line {}) and '{}'",
@@ -437,10 +439,15 @@ void read_joint(const urdf::Joint& j, Body& b, const Context& cx) {
     if (b.type == JointType::Revolute || b.type == JointType::Prismatic) {
         const urdf::Vector3& a = j.axis;
         if (!finite3(a.x, a.y, a.z)) throw InputError(where + "non-finite <axis>");
-        double n = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
-        if (n < 1e-12) throw InputError(where + "<axis> is zero");
+        const double big = std::max({std::abs(a.x), std::abs(a.y), std::abs(a.z)});
+        if (big == 0) throw InputError(where + "<axis> is zero");
+        // an axis given at a scale whose squares overflow (1e300) or underflow (1e-300) is scaled by
+        // its largest component first; any other is normalized as given (the same bits as always)
+        const double scale = big > 1e150 || big < 1e-150 ? big : 1.0;
+        const double x = a.x / scale, y = a.y / scale, z = a.z / scale, s = std::sqrt(x * x + y * y + z * z);
+        const double n = scale * s;
         if (std::abs(n - 1) > 1e-6) cx.warn(line, fmt::format("joint '{}': axis has norm {:.6g}; normalized", j.name, n));
-        b.axis = {{a.x / n, a.y / n, a.z / n}};
+        b.axis = {{x / s, y / s, z / s}};
         if (j.limits && !b.continuous) {
             b.lower = j.limits->lower, b.upper = j.limits->upper;
             if (!std::isfinite(b.lower) || !std::isfinite(b.upper) || b.lower > b.upper)

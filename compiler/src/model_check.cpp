@@ -17,11 +17,16 @@ namespace nelu {
 /// A multi-DoF joint whose dimensionless articulated pivot has an eigenvalue below this fraction
 /// of its largest cannot be accelerated in some direction.
 constexpr double kRelativeEigenTol = 1e-12;
+/// A 1-DoF pivot at most this fraction of its joint's diagonal entry of M is zero up to rounding.
+constexpr double kRelativePivotTol = 1e-12;
 
 namespace {
 
 /// Whether a joint's articulated pivot D = S^T IA S is singular. 1-DoF: the scalar itself, exactly
-/// 0 when nothing with inertia moves with the joint, against an absolute floor. Multi-DoF (a
+/// 0 when nothing with inertia moves with the joint, against `tol`: a small multiple of the joint's
+/// own diagonal entry of the mass matrix at the same configuration (S^T Ic S, the composite inertia
+/// of its subtree, which bounds the terms D is computed from, so that D's rounding stays below it
+/// whatever the units and the rest of the robot weigh). Multi-DoF (a
 /// floating joint, [angular; linear]): D mixes kg m^2, kg m and kg, and a singular direction
 /// (a massless base turning about a child's axis) is a combination of its coordinates, which a
 /// fixed-order LDL^T pivot cannot isolate from rounding. So D is made dimensionless with the
@@ -48,7 +53,7 @@ bool pivot_singular(const std::vector<double>& D, double tol) {
 /// condenses leaves first), per independent slot, at a few configurations; a joint is singular when
 /// one of its pivots is zero at every one of them. Mimic joints move with their masters and are
 /// never singular themselves.
-std::vector<std::string> singular_reduced_joints(const Model& model, double tol) {
+std::vector<std::string> singular_reduced_joints(const Model& model) {
     const std::vector<int> slots = independent_v_slots(model);
     const int n = static_cast<int>(slots.size()), nv = model.nv;
     std::vector<bool> singular(n, true);
@@ -69,9 +74,11 @@ std::vector<std::string> singular_reduced_joints(const Model& model, double tol)
             for (int c = 0; c < n; ++c)
                 for (const auto& [i, gi] : G[a])
                     for (const auto& [j, gj] : G[c]) A[a][c] += gi * M[static_cast<std::size_t>(i) * nv + j] * gj;
+        std::vector<double> tol(n);  // (pivot_singular: relative to the slot's own diagonal entry)
+        for (int a = 0; a < n; ++a) tol[a] = kRelativePivotTol * std::abs(A[a][a]);
         for (int k = n - 1; k >= 0; --k) {
             const double d = A[k][k];
-            if (!(std::abs(d) <= tol)) singular[k] = false;
+            if (!(std::abs(d) <= tol[k])) singular[k] = false;
             else continue;
             for (int i = 0; i < k; ++i)
                 for (int j = 0; j < k; ++j) A[i][j] -= A[i][k] * A[k][j] / d;
@@ -91,20 +98,23 @@ std::vector<std::string> singular_reduced_joints(const Model& model, double tol)
 namespace {
 
 /// Joints of `model` whose ABA pivot is singular at every sampled configuration.
-std::vector<int> singular_pivots(const Model& model, double tol) {
+std::vector<int> singular_pivots(const Model& model) {
     std::vector<int> movable;  // bodies with a movable joint, in the order ABA reports pivots
     for (int i = model.num_bodies() - 1; i >= 0; --i)
         if (model.bodies[i].nv() > 0) movable.push_back(i);
     std::vector<bool> singular(movable.size(), true);
     std::mt19937_64 rng(20261121);
-    std::vector<double> q(model.nq, 0.0), zero(model.nv, 0.0), qdd(model.nv);
+    std::vector<double> q(model.nq, 0.0), zero(model.nv, 0.0), qdd(model.nv), M(static_cast<std::size_t>(model.nv) * model.nv);
     for (const Body& b : model.bodies)
         if (b.type == JointType::Floating) q[b.q_index + 6] = 1.0;  // identity quaternion
     for (int sample = 0; sample < 6; ++sample) {
         AbaPivots<double> piv;
         aba(model, q.data(), zero.data(), zero.data(), static_cast<const SVec<double>*>(nullptr), qdd.data(), &piv);
-        for (std::size_t k = 0; k < movable.size(); ++k)
-            if (!pivot_singular(piv.D[k], tol)) singular[k] = false;
+        crba(model, q.data(), M.data());
+        for (std::size_t k = 0; k < movable.size(); ++k) {
+            const int v = model.bodies[movable[k]].v_index;
+            if (!pivot_singular(piv.D[k], kRelativePivotTol * std::abs(M[static_cast<std::size_t>(v) * model.nv + v]))) singular[k] = false;
+        }
         for (const Body& b : model.bodies)  // next configuration: random joint positions
             if (b.nq() == 1) q[b.q_index] = -3.0 + 6.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53;
     }
@@ -117,11 +127,7 @@ std::vector<int> singular_pivots(const Model& model, double tol) {
 }  // namespace
 
 std::vector<std::string> singular_fd_joints(const Model& model) {
-    // One scale for all pivots: kg m^2 and kg mixed on purpose, as a generous floor.
-    double scale = 0;
-    for (const Body& b : model.bodies) scale += b.I.m + b.I.Ibar(0, 0) + b.I.Ibar(1, 1) + b.I.Ibar(2, 2);
-    const double tol = 1e-12 * std::max(scale, 1e-300);
-    if (has_mimics(model)) return singular_reduced_joints(model, tol);
+    if (has_mimics(model)) return singular_reduced_joints(model);
     // A singular pivot makes every pivot towards the root meaningless (ABA divides by it), so only
     // the singular joints with no singular joint below them are certain. Their accelerations are
     // what the user must give; with them given (their joints rigid, as a known qdd makes them for
@@ -129,7 +135,7 @@ std::vector<std::string> singular_fd_joints(const Model& model) {
     Model work = model;
     std::vector<bool> found(model.bodies.size(), false);
     for (;;) {
-        const std::vector<int> singular = singular_pivots(work, tol);
+        const std::vector<int> singular = singular_pivots(work);
         std::vector<bool> is_singular(model.bodies.size(), false);
         for (int i : singular) is_singular[i] = true;
         bool more = false;

@@ -153,6 +153,10 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     ProblemInput pin{o.problem, o.floating_base};
     pin.floating_base = spec_requests_floating_base(pin);
     r.load = load_urdf_file(o.urdf, {pin.floating_base, sensor_joints(pin, o.urdf), o.ignore_mimic, o.snap});
+    if (r.load.model.num_bodies() == 0)
+        throw InputError(fmt::format("{}: robot '{}' has no moving joint (every link is fixed to its root link), so there is nothing to "
+                                     "compute; with --floating-base (or 'floating_base: true' in the spec) its root link moves",
+                                     o.urdf, r.load.model.name));
     if (want("load")) *dump << format_model_summary(r.load, singular_fd_joints(r.load.model));
     r.problem = run_problem(pin, r.load);
     if (want("problem")) {
@@ -247,8 +251,6 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
                                                  r.verify.refused_regular > 0 ? fmt::format("; a pivot check fails at {} states where the "
                                                  "problem is regular", r.verify.refused_regular) : std::string()));
     }
-    r.name = o.name.empty() ? c_identifier(r.load.model.name + "_" + r.problem.kind) : o.name;
-    if (r.name != c_identifier(r.name)) throw InputError(fmt::format("--name '{}' is not a C identifier", r.name));
     // the name is the solver function's own: a keyword or a name reserved to the implementation
     // (C++17 [lex.name]) would not compile or would clash with the standard library
     static const std::set<std::string> keywords{
@@ -261,10 +263,25 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw",
         "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
         "wchar_t", "while", "xor", "xor_eq", "std", "nelu", "main"};
-    if (!o.name.empty() && (keywords.count(r.name) || r.name.find("__") != std::string::npos || (r.name.size() > 1 && r.name[0] == '_' && std::isupper(static_cast<unsigned char>(r.name[1]))) ||
-                            c_library_name(r.name) || r.name.rfind("NELU", 0) == 0))
-        throw InputError(fmt::format("--name '{}' is a C++ keyword or a name reserved to the compiler, the standard library or nelu; "
-                                     "choose another", r.name));
+    auto reserved = [&](const std::string& n) {
+        return keywords.count(n) || n.find("__") != std::string::npos || (n.size() > 1 && n[0] == '_' && std::isupper(static_cast<unsigned char>(n[1]))) ||
+               c_library_name(n) || n.rfind("NELU", 0) == 0;
+    };
+    if (o.name.empty()) {
+        // from the robot's name: a C identifier without "__" or a leading '_' (both reserved), and
+        // "robot_" before one that would still be reserved or begin with a digit
+        std::string n;
+        for (char ch : c_identifier(r.load.model.name + "_" + r.problem.kind))
+            if (ch != '_' || (!n.empty() && n.back() != '_')) n += ch;
+        if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) || reserved(n)) n = "robot_" + n;
+        r.name = n;
+    } else {
+        r.name = o.name;
+        if (r.name != c_identifier(r.name)) throw InputError(fmt::format("--name '{}' is not a C identifier", r.name));
+        if (reserved(r.name))
+            throw InputError(fmt::format("--name '{}' is a C++ keyword or a name reserved to the compiler, the standard library or nelu; "
+                                         "choose another", r.name));
+    }
     EmitInput ein;
     ein.name = r.name;
     ein.urdf_path = std::filesystem::path(o.urdf).filename().string();

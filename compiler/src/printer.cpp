@@ -189,7 +189,9 @@ std::string Form::outputs() const {
              "    //     with out untouched and jac partly written (docs/derivatives.md, \"Columns in lanes\")\n    bool ok = true;\n";
         // the kernels' scalar operands, broadcast once for all of them where the target wants it
         // (nelu/lanes.hpp, Splats): in the work struct when there is one
-        s += split() ? fmt::format("    {}& splats = w.splats;\n", splats_type()) : fmt::format("    {} splats;\n", splats_type());
+        // ([[maybe_unused]] where no kernel reads an operand of the model: its table is then empty)
+        const char* unused = L.splats.empty() ? "[[maybe_unused]] " : "";
+        s += split() ? fmt::format("    {}{}& splats = w.splats;\n", unused, splats_type()) : fmt::format("    {}{} splats;\n", unused, splats_type());
         for (std::size_t e = 0, n = 1; e < L.splats.size(); e += n) {  // runs of staged values in a loop
             n = staged_run(L.splats, e);
             if (n >= 4)
@@ -374,6 +376,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
         results += dep[ko] && !direct;
     }
     if (!z.empty()) body += fmt::format("{}    finite = finite && nelu::lanes::finite_cols({});\n", in, z);
+    const bool splats = body.find("nelu::lanes::splat<C>(s, ") != std::string::npos;  // (kernel_operand's form)
     std::string res_decl = results ? fmt::format("{}T res[{}][B::lanes];\n", in, results) : std::string();
     if (fit > 0 && results) {  // the passes that store into jac (the target's width decides), res for the others
         std::string lane_jac;    // (each lane's column of jac)
@@ -393,11 +396,11 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
                        "{6}"
                        "{0}bool finite = true;\n"
                        "{10}"
-                       "{0}const auto* const table = &splats;\n"
+                       "{12}"
                        "{0}for (int h = 0; h < B::lanes; h += B::step) {{  // (once with lanes as wide as the block)\n"
                        "{0}    nelu::lanes::keep_loop<B>(h);\n"
                        "{11}"
-                       "{0}    const auto& s = *nelu::lanes::opaque(table);\n"
+                       "{13}"
                        "{7}"
                        "{0}}}\n"
                        "{0}ok = ok && finite;\n"
@@ -408,7 +411,11 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
                        to_jac, after,
                        // in parts, the work struct's pointer hidden too (its values are not locals)
                        split() ? fmt::format("{}const auto* const work = &w;\n", in) : std::string(),
-                       split() ? fmt::format("{}    const auto& w = *nelu::lanes::opaque(work);\n", in) : std::string());
+                       split() ? fmt::format("{}    const auto& w = *nelu::lanes::opaque(work);\n", in) : std::string(),
+                       // the broadcast operands' table, where the kernel reads one (a kernel of constants and
+                       // right-hand sides alone does not: an unused variable would break -Werror builds)
+                       splats ? fmt::format("{}const auto* const table = &splats;\n", in) : std::string(),
+                       splats ? fmt::format("{}    const auto& s = *nelu::lanes::opaque(table);\n", in) : std::string());
 }
 
 // --- ScalarForm
