@@ -775,3 +775,19 @@ TEST_CASE("cli: a lane kernel that reads no operand of the model builds under -W
     const nelu::test::CliResult k = run_nelu("check " + quoted(urdf.string()) + " " + quoted((dir.path / "body_fd.json").string()) + " --states 20");
     CHECK_MESSAGE(k.exit_code == 0, (k.out + k.err));
 }
+
+TEST_CASE("cli: a directory given as the URDF is named as one; urdf_sensors: all leaves a ROS camera out with a note") {
+    ScratchDir dir("urdf_dir");
+    const nelu::test::CliResult d = run_nelu("analyze " + quoted(dir.path.string()) + " --problem id");
+    CHECK(d.exit_code == nelu::kExitBadInput);
+    CHECK_MESSAGE(contains(d.err, dir.path.string() + ": is a directory, not a file"), d.err);  // (was "malformed XML: ... EMPTY_DOCUMENT")
+    // an accelerometer (iDynTree's convention) and a camera (ROS's: no 'type')
+    std::string urdf = two_links("cam", "continuous", "<axis xyz=\"1 0 0\"/>");
+    urdf.insert(urdf.rfind("</robot>"), "<sensor name=\"acc\" type=\"accelerometer\"><parent link=\"l2\"/><origin xyz=\"0.05 0 0.1\"/></sensor>"
+                                        "<sensor name=\"cam\" update_rate=\"20\"><parent link=\"l2\"/><camera><image width=\"640\" height=\"480\"/></camera></sensor>");
+    write_text(dir.path / "cam.urdf", urdf);
+    write_text(dir.path / "spec.yaml", "version: 2\nproblem: id\njoints: {default: qdd, unknown: [j2]}\nexternal_wrenches: zero\nurdf_sensors: all\n");
+    const nelu::test::CliResult r = run_nelu("analyze " + quoted((dir.path / "cam.urdf").string()) + " --problem " + quoted((dir.path / "spec.yaml").string()));
+    CHECK_MESSAGE(r.exit_code == 0, r.err);  // (was exit 2: "unknown type ''")
+    CHECK_MESSAGE(contains(r.err, "note: " + (dir.path / "cam.urdf").string() + ":1: sensor 'cam' (no type) measures no dynamic quantity"), r.err);
+}

@@ -770,3 +770,19 @@ TEST_CASE("load: a joint whose parent is its child is named as such") {
         CHECK_MESSAGE(std::string(e.what()).find("joint 'j2' has link 'a' as both its parent and its child") != std::string::npos, e.what());
     }
 }
+
+TEST_CASE("load: a link's second <inertial> is refused (urdfdom dropped it); mass 0 with a rotational inertia is warned") {
+    std::string two = link_xml("a", 1);
+    two.insert(two.find("</link>"), "<inertial><mass value='5'/><inertia ixx='1' ixy='0' ixz='0' iyy='1' iyz='0' izz='1'/></inertial>");
+    try {
+        nelu::load_urdf_string(robot_xml("two", link_xml("base", 0) + two + joint_xml("j", "continuous", "base", "a")), "two.urdf");
+        FAIL("no InputError");
+    } catch (const InputError& e) {
+        CHECK_MESSAGE(std::string(e.what()).find("two.urdf:4: link 'a' has a second <inertial> (the first at line 4)") != std::string::npos, e.what());
+    }
+    std::string massless = link_xml("a", 1);
+    massless.replace(massless.find("value='1.000000'"), 16, "value='0'");
+    LoadResult r = nelu::load_urdf_string(robot_xml("m0", link_xml("base", 0) + massless + joint_xml("j", "continuous", "base", "a")), "m0.urdf");
+    REQUIRE(r.warnings.size() == 1);
+    CHECK_MESSAGE(r.warnings[0].find("link 'a': mass 0 with a rotational inertia") != std::string::npos, r.warnings[0]);
+}

@@ -2,6 +2,7 @@
 #include "io.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -55,6 +56,8 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 std::string read_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open the file");
     std::stringstream ss;

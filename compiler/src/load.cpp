@@ -89,6 +89,10 @@ XmlTree scan_xml(const std::string& xml, const std::string& src) {
             throw InputError(fmt::format("{}link '{}' is defined twice (first at line {})",
                                          location(src, e->GetLineNum()), name, t.link_line[name]));
         t.links.push_back(name);
+        if (const auto* first = e->FirstChildElement("inertial"))  // (urdfdom reads the first and drops the others)
+            if (const auto* second = first->NextSiblingElement("inertial"))
+                throw InputError(fmt::format("{}link '{}' has a second <inertial> (the first at line {}); a link has one",
+                                             location(src, second->GetLineNum()), name, first->GetLineNum()));
     }
     if (t.links.empty()) throw InputError(fmt::format("{}the robot has no <link>", location(src, robot->GetLineNum())));
     for (auto* e = robot->FirstChildElement("joint"); e; e = e->NextSiblingElement("joint")) {
@@ -403,6 +407,8 @@ Inertia<double> link_inertia(const urdf::Link& link, const Context& cx) {
         !finite_pose(in.origin))
         throw InputError(where + "non-finite inertial value");
     if (in.mass < 0) throw InputError(where + fmt::format("negative mass {}", in.mass));
+    if (in.mass == 0 && (in.ixx != 0 || in.iyy != 0 || in.izz != 0 || in.ixy != 0 || in.ixz != 0 || in.iyz != 0))
+        cx.warn(line, fmt::format("link '{}': mass 0 with a rotational inertia (no body without mass has one); loaded as is", link.name));
     Eigen::Matrix3d Iin;
     Iin << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
     Eigen::Vector3d lam = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(Iin, Eigen::EigenvaluesOnly).eigenvalues();

@@ -207,6 +207,14 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     r.order = run_order(r.load.model, r.system, r.analysis, oo);
     if (want("order") || want("schedule")) *dump << dump_order(r.order);
     if (o.derivatives) {  // the winner again, with the Jacobian; its pivots keep the validated thresholds
+        // a preset takes every link's external wrench as an input: six columns a link, which on a
+        // long robot are most of the Jacobian and of its build (a 60-link chain's fd: 540 columns)
+        const long wrench_columns = 6 * std::count(r.problem.wrench.begin(), r.problem.wrench.end(), WrenchMode::Input);
+        if (r.problem.spec_file.empty() && wrench_columns >= 60)
+            std::fprintf(stderr, "note: the Jacobian has %ld columns, %ld of them the external wrenches of every link, which problem '%s' "
+                                 "takes as inputs; the problem spec {version: 1, problem: %s, external_wrenches: zero} leaves them out "
+                                 "(docs/problem-spec.md)\n",
+                         2L * r.load.model.nv + static_cast<long>(r.system.in.size()), wrench_columns, r.problem.kind.c_str(), r.problem.kind.c_str());
         if (o.progress) std::fprintf(stderr, "nelu: schedule: derivatives of %zu outputs\n", r.system.out.size());
         const Factorization& best = r.order.best;
         Factorization f;

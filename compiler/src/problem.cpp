@@ -484,14 +484,25 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
     return s;
 }
 
-/// Which URDF sensors a spec uses: `urdf_sensors: all | none | [names]` (default none).
-std::vector<SensorDecl> selected_urdf_sensors(const YAML::Node& sel, const std::string& file, const std::string& urdf) {
+/// Which URDF sensors a spec uses: `urdf_sensors: all | none | [names]` (default none). `all`
+/// takes the sensors of the types this convention has (force_torque, accelerometer, gyroscope) and
+/// leaves the others (a ROS camera or laser, which has no 'type') to `skipped`, with a note each.
+std::vector<SensorDecl> selected_urdf_sensors(const YAML::Node& sel, const std::string& file, const std::string& urdf,
+                                              std::vector<std::string>* skipped = nullptr) {
     if (!sel) return {};
     std::vector<SensorDecl> all = urdf_sensor_decls(urdf);
     if (sel.IsScalar()) {
         const std::string v = sel.as<std::string>();
         if (v == "none") return {};
-        if (v == "all") return all;
+        if (v == "all") {
+            std::vector<SensorDecl> kept;
+            for (SensorDecl& d : all)
+                if (d.type == "force_torque" || d.type == "accelerometer" || d.type == "gyroscope") kept.push_back(std::move(d));
+                else if (skipped)
+                    skipped->push_back(d.where + fmt::format("sensor '{}' ({}) measures no dynamic quantity nelu knows: not used by "
+                                                             "'urdf_sensors: all'", d.name, d.type.empty() ? "no type" : "type '" + d.type + "'"));
+            return kept;
+        }
         throw InputError(where(file, sel) + "'urdf_sensors' must be all, none or a list of sensor names");
     }
     std::vector<SensorDecl> out;
@@ -877,7 +888,9 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
         for (JointKnown& j : p.joint)
             if (j == JointKnown::None || j == JointKnown::Both)
                 throw InputError(where(file, spec["joints"]) + "joints 'unknown' and 'both' need 'version: 2'");
-    std::vector<SensorDecl> decls = selected_urdf_sensors(spec["urdf_sensors"], file, loaded.source);
+    std::vector<std::string> skipped;
+    std::vector<SensorDecl> decls = selected_urdf_sensors(spec["urdf_sensors"], file, loaded.source, &skipped);
+    for (std::string& note : skipped) p.notes.push_back(std::move(note));
     for (const SensorDecl& d : yaml_sensor_decls(spec["sensors"], file)) decls.push_back(d);
     std::set<std::string> names;
     for (const SensorDecl& d : decls) {
