@@ -790,4 +790,11 @@ TEST_CASE("cli: a directory given as the URDF is named as one; urdf_sensors: all
     const nelu::test::CliResult r = run_nelu("analyze " + quoted((dir.path / "cam.urdf").string()) + " --problem " + quoted((dir.path / "spec.yaml").string()));
     CHECK_MESSAGE(r.exit_code == 0, r.err);  // (was exit 2: "unknown type ''")
     CHECK_MESSAGE(contains(r.err, "note: " + (dir.path / "cam.urdf").string() + ":1: sensor 'cam' (no type) measures no dynamic quantity"), r.err);
+    // a joint torque sensor is a type nelu knows: 'all' takes it (without it j2's torque is not determined)
+    std::string torque = two_links("tq", "continuous", "<axis xyz=\"1 0 0\"/>");
+    torque.insert(torque.rfind("</robot>"), "<sensor name=\"tq\" type=\"joint_torque\"><parent joint=\"j2\"/></sensor>");
+    write_text(dir.path / "tq.urdf", torque);
+    const nelu::test::CliResult t = run_nelu("analyze " + quoted((dir.path / "tq.urdf").string()) + " --problem " + quoted((dir.path / "spec.yaml").string()));
+    CHECK_MESSAGE(t.exit_code == 0, t.err);
+    CHECK_MESSAGE(!contains(t.err, "sensor 'tq'"), t.err);
 }

@@ -786,3 +786,22 @@ TEST_CASE("load: a link's second <inertial> is refused (urdfdom dropped it); mas
     REQUIRE(r.warnings.size() == 1);
     CHECK_MESSAGE(r.warnings[0].find("link 'a': mass 0 with a rotational inertia") != std::string::npos, r.warnings[0]);
 }
+
+TEST_CASE("load: a joint carries no inertia judged in its own units: a point mass on a general axis is singular, a light rotor on a heavy body is not") {
+    auto joints = [](const std::string& xml) { return nelu::singular_fd_joints(nelu::load_urdf_string(xml, "t.urdf").model); };
+    const std::string base = "<link name='base'><inertial><mass value='1'/><inertia ixx='0.01' ixy='0' ixz='0' iyy='0.01' iyz='0' izz='0.01'/></inertial></link>";
+    // a 2 kg point mass on the axis (1 2 3): its pivot and its M_ii are both rounding (the old global
+    // floor found it; a test relative to M_ii alone did not)
+    CHECK(joints("<robot name='p'>" + base +
+                 "<link name='l1'><inertial><origin xyz='0.37 0.74 1.11'/><mass value='2'/><inertia ixx='0' ixy='0' ixz='0' iyy='0' iyz='0' izz='0'/></inertial></link>"
+                 "<joint name='j1' type='continuous'><parent link='base'/><child link='l1'/><axis xyz='1 2 3'/></joint></robot>") ==
+          std::vector<std::string>{"j1"});
+    // a 1e-8 kg m^2 rotor about its own axis on a 1e4 kg body (was refused: 1e-12 times every mass and moment added)
+    CHECK(joints("<robot name='r'><link name='base'/><link name='body'><inertial><mass value='1e4'/>"
+                 "<inertia ixx='1e3' ixy='0' ixz='0' iyy='1e3' iyz='0' izz='1e3'/></inertial></link>"
+                 "<link name='rotor'><inertial><mass value='1e-3'/><inertia ixx='1e-8' ixy='0' ixz='0' iyy='1e-8' iyz='0' izz='1e-8'/></inertial></link>"
+                 "<joint name='lift' type='prismatic'><parent link='base'/><child link='body'/><axis xyz='0 0 1'/>"
+                 "<limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
+                 "<joint name='spin' type='continuous'><parent link='body'/><child link='rotor'/><axis xyz='0 0 1'/></joint></robot>")
+              .empty());
+}

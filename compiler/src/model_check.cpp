@@ -17,16 +17,46 @@ namespace nelu {
 /// A multi-DoF joint whose dimensionless articulated pivot has an eigenvalue below this fraction
 /// of its largest cannot be accelerated in some direction.
 constexpr double kRelativeEigenTol = 1e-12;
-/// A 1-DoF pivot at most this fraction of its joint's diagonal entry of M is zero up to rounding.
+/// A 1-DoF pivot at most this fraction of its joint's pivot_scales is zero up to rounding.
 constexpr double kRelativePivotTol = 1e-12;
 
 namespace {
 
+/// Per velocity slot, at configuration q: a bound on the terms its pivot (S^T IA S of a 1-DoF joint,
+/// or of G^T M G with mimic joints) is computed from, each term non-negative so that none cancels
+/// (a mass on the axis gives M_ii of rounding size): a rotation's (a revolute joint, a floating
+/// joint's first three slots), the trace of its subtree's rotational inertia about the joint's
+/// origin (every body's tr Icom + 2 m |p - o|^2); a translation's, its subtree's mass. Units are
+/// the pivot's own (kg m^2 or kg), whatever the rest of the robot weighs.
+std::vector<double> pivot_scales(const Model& m, const double* q) {
+    const Kinematics<double> k = forward_kinematics(m, q, static_cast<const double*>(nullptr));
+    const int nb = m.num_bodies();
+    std::vector<Vec3<double>> com(static_cast<std::size_t>(nb));  // in world coordinates
+    std::vector<double> own(static_cast<std::size_t>(nb));         // |tr Icom|
+    for (int b = 0; b < nb; ++b) {
+        const Inertia<double>& I = m.bodies[b].I;
+        const Vec3<double> c = I.m > 0 ? (1 / I.m) * I.h : zero3<double>();
+        com[b] = k.X_world[b].r + mul_transpose(k.X_world[b].E, c);
+        own[b] = std::abs(I.Ibar(0, 0) + I.Ibar(1, 1) + I.Ibar(2, 2) - 2 * I.m * dot(c, c));
+    }
+    std::vector<double> scale(static_cast<std::size_t>(m.nv), 0.0);
+    for (int b = 0; b < nb; ++b)
+        for (int a = b; a >= 0; a = m.bodies[a].parent) {  // b and its ancestors
+            const Body& j = m.bodies[a];
+            const double mass = std::abs(m.bodies[b].I.m);
+            const Vec3<double> d = com[b] - k.X_world[a].r;
+            const double rotation = own[b] + 2 * mass * dot(d, d);
+            for (int s = 0; s < j.nv(); ++s)
+                scale[static_cast<std::size_t>(j.v_index + s)] +=
+                    j.type == JointType::Prismatic || (j.type == JointType::Floating && s >= 3) ? mass : rotation;
+        }
+    return scale;
+}
+
 /// Whether a joint's articulated pivot D = S^T IA S is singular. 1-DoF: the scalar itself, exactly
 /// 0 when nothing with inertia moves with the joint, against `tol`: a small multiple of the joint's
-/// own diagonal entry of the mass matrix at the same configuration (S^T Ic S, the composite inertia
-/// of its subtree, which bounds the terms D is computed from, so that D's rounding stays below it
-/// whatever the units and the rest of the robot weigh). Multi-DoF (a
+/// pivot_scales, which bounds the terms D is computed from without cancelling (so that D's rounding
+/// stays below it whatever the units and whatever the rest of the robot weighs). Multi-DoF (a
 /// floating joint, [angular; linear]): D mixes kg m^2, kg m and kg, and a singular direction
 /// (a massless base turning about a child's axis) is a combination of its coordinates, which a
 /// fixed-order LDL^T pivot cannot isolate from rounding. So D is made dimensionless with the
@@ -74,8 +104,15 @@ std::vector<std::string> singular_reduced_joints(const Model& model) {
             for (int c = 0; c < n; ++c)
                 for (const auto& [i, gi] : G[a])
                     for (const auto& [j, gj] : G[c]) A[a][c] += gi * M[static_cast<std::size_t>(i) * nv + j] * gj;
-        std::vector<double> tol(n);  // (pivot_singular: relative to the slot's own diagonal entry)
-        for (int a = 0; a < n; ++a) tol[a] = kRelativePivotTol * std::abs(A[a][a]);
+        // each slot's tolerance from its joints' pivot_scales, (sum |g_i| sqrt(scale_i))^2: a bound on
+        // the slot's pivot that nothing cancels (A's own diagonal is of rounding size where it vanishes)
+        const std::vector<double> scale_of_v = pivot_scales(model, q.data());
+        std::vector<double> tol(n);
+        for (int a = 0; a < n; ++a) {
+            double root = 0;
+            for (const auto& [i, gi] : G[a]) root += std::abs(gi) * std::sqrt(scale_of_v[static_cast<std::size_t>(i)]);
+            tol[a] = kRelativePivotTol * root * root;
+        }
         for (int k = n - 1; k >= 0; --k) {
             const double d = A[k][k];
             if (!(std::abs(d) <= tol[k])) singular[k] = false;
@@ -104,17 +141,15 @@ std::vector<int> singular_pivots(const Model& model) {
         if (model.bodies[i].nv() > 0) movable.push_back(i);
     std::vector<bool> singular(movable.size(), true);
     std::mt19937_64 rng(20261121);
-    std::vector<double> q(model.nq, 0.0), zero(model.nv, 0.0), qdd(model.nv), M(static_cast<std::size_t>(model.nv) * model.nv);
+    std::vector<double> q(model.nq, 0.0), zero(model.nv, 0.0), qdd(model.nv);
     for (const Body& b : model.bodies)
         if (b.type == JointType::Floating) q[b.q_index + 6] = 1.0;  // identity quaternion
     for (int sample = 0; sample < 6; ++sample) {
         AbaPivots<double> piv;
         aba(model, q.data(), zero.data(), zero.data(), static_cast<const SVec<double>*>(nullptr), qdd.data(), &piv);
-        crba(model, q.data(), M.data());
-        for (std::size_t k = 0; k < movable.size(); ++k) {
-            const int v = model.bodies[movable[k]].v_index;
-            if (!pivot_singular(piv.D[k], kRelativePivotTol * std::abs(M[static_cast<std::size_t>(v) * model.nv + v]))) singular[k] = false;
-        }
+        const std::vector<double> scale = pivot_scales(model, q.data());
+        for (std::size_t k = 0; k < movable.size(); ++k)
+            if (!pivot_singular(piv.D[k], kRelativePivotTol * scale[static_cast<std::size_t>(model.bodies[movable[k]].v_index)])) singular[k] = false;
         for (const Body& b : model.bodies)  // next configuration: random joint positions
             if (b.nq() == 1) q[b.q_index] = -3.0 + 6.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53;
     }

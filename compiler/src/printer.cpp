@@ -88,12 +88,15 @@ std::string Form::functions() {
     }
     if (split()) {
         const std::vector<std::vector<std::size_t>> blocks = L.lanes ? lane_blocks(f) : std::vector<std::vector<std::size_t>>{};
-        for (std::size_t b = 0; b < blocks.size(); ++b)  // each block a function of its own, reading the work struct
+        for (std::size_t b = 0; b < blocks.size(); ++b) {  // each block a function of its own, reading the work struct
+            const std::string body = lane_block(blocks[b], "    ");
+            // (a block whose kernel reads no operand of the model, or that has no kernel, leaves splats unread)
+            const char* unread = body.find("&splats") == std::string::npos ? ", (void)splats" : "";
             s += fmt::format("template <class T>\n{3}bool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w,\n"
                              "{5:{4}}const {6}& splats, T* jac) {{\n"
-                             "    (void)q, (void)qd, (void)in, (void)w;\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
-                             L.fn, b, lane_block(blocks[b], "    "), part_attributes(),
-                             fmt::format("bool {}_lanes{}(", L.fn, b).size(), "", splats_type());
+                             "    (void)q, (void)qd, (void)in, (void)w{7};\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
+                             L.fn, b, body, part_attributes(), fmt::format("bool {}_lanes{}(", L.fn, b).size(), "", splats_type(), unread);
+        }
         s += open_caller();
         for (std::size_t p = 0; p < L.parts; ++p) s += call_part(p);
         s += outputs() + "}\n\n" + close_caller();

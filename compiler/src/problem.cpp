@@ -484,9 +484,14 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
     return s;
 }
 
+/// The sensor types `resolve` knows (its error message lists them too).
+const std::set<std::string> kSensorTypes{"force_torque", "load_cell", "contact_wrench", "accelerometer", "gyroscope",
+                                         "joint_torque", "joint_acceleration", "link_acceleration"};
+
 /// Which URDF sensors a spec uses: `urdf_sensors: all | none | [names]` (default none). `all`
-/// takes the sensors of the types this convention has (force_torque, accelerometer, gyroscope) and
-/// leaves the others (a ROS camera or laser, which has no 'type') to `skipped`, with a note each.
+/// takes the sensors of the types nelu knows (kSensorTypes) and leaves the others (a ROS camera or
+/// laser, which has no 'type') to `skipped`, with a note each; a sensor named in a list is taken
+/// whatever its type (resolve refuses an unknown one).
 std::vector<SensorDecl> selected_urdf_sensors(const YAML::Node& sel, const std::string& file, const std::string& urdf,
                                               std::vector<std::string>* skipped = nullptr) {
     if (!sel) return {};
@@ -497,7 +502,7 @@ std::vector<SensorDecl> selected_urdf_sensors(const YAML::Node& sel, const std::
         if (v == "all") {
             std::vector<SensorDecl> kept;
             for (SensorDecl& d : all)
-                if (d.type == "force_torque" || d.type == "accelerometer" || d.type == "gyroscope") kept.push_back(std::move(d));
+                if (kSensorTypes.count(d.type)) kept.push_back(std::move(d));
                 else if (skipped)
                     skipped->push_back(d.where + fmt::format("sensor '{}' ({}) measures no dynamic quantity nelu knows: not used by "
                                                              "'urdf_sensors: all'", d.name, d.type.empty() ? "no type" : "type '" + d.type + "'"));
