@@ -24,6 +24,12 @@ constexpr std::size_t kWorkspaceChunk = 16;
 
 const char* kLaneTemplate = "template <class T, class V = nelu::lanes::Vec<T>, class M = nelu::lanes::Mask<T>>\n";
 
+/// How a lane kernel reads a scalar operand from the broadcast table `s` (nelu/lanes.hpp, Splats),
+/// and whether printed lane code reads one: the table and its parameter are declared or marked
+/// used accordingly (an unused variable breaks -Werror builds).
+const char* kSplatRead = "nelu::lanes::splat<C>(s, ";
+bool reads_splats(const std::string& code) { return code.find(kSplatRead) != std::string::npos; }
+
 /// What the outputs block names: the outputs, and the Jacobian of a derivatives entry point.
 const char* outputs_named(const Layout& L) { return L.jac.empty() ? "" : " and their Jacobian"; }
 
@@ -91,7 +97,7 @@ std::string Form::functions() {
         for (std::size_t b = 0; b < blocks.size(); ++b) {  // each block a function of its own, reading the work struct
             const std::string body = lane_block(blocks[b], "    ");
             // (a block whose kernel reads no operand of the model, or that has no kernel, leaves splats unread)
-            const char* unread = body.find("&splats") == std::string::npos ? ", (void)splats" : "";
+            const char* unread = reads_splats(body) ? "" : ", (void)splats";
             s += fmt::format("template <class T>\n{3}bool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w,\n"
                              "{5:{4}}const {6}& splats, T* jac) {{\n"
                              "    (void)q, (void)qd, (void)in, (void)w{7};\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
@@ -294,7 +300,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     }
     auto kernel_operand = [&](Id x) {
         if (!dep[x] && P.is_const(x)) return operand(x);
-        if (!dep[x]) return fmt::format("nelu::lanes::splat<C>(s, {}, {})", L.splat_of.at(x), operand(x));
+        if (!dep[x]) return fmt::format("{}{}, {})", kSplatRead, L.splat_of.at(x), operand(x));
         auto it = row_of.find(x);
         if (it == row_of.end() && P.node(x).op == Op::Input)  // (schedule.cpp lanes_kept_apart)
             throw std::logic_error(fmt::format("lane kernel {} reads the lane input of row {}, not one of its rows", kernel, P.node(x).index));
@@ -379,7 +385,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
         results += dep[ko] && !direct;
     }
     if (!z.empty()) body += fmt::format("{}    finite = finite && nelu::lanes::finite_cols({});\n", in, z);
-    const bool splats = body.find("nelu::lanes::splat<C>(s, ") != std::string::npos;  // (kernel_operand's form)
+    const bool splats = reads_splats(body);
     std::string res_decl = results ? fmt::format("{}T res[{}][B::lanes];\n", in, results) : std::string();
     if (fit > 0 && results) {  // the passes that store into jac (the target's width decides), res for the others
         std::string lane_jac;    // (each lane's column of jac)
