@@ -247,6 +247,28 @@ TEST_CASE("cli: compile writes the three outputs and a spy plot; check builds an
     CHECK(contains(rep.out, "| ur5e_fd | ur5e | fd | 6 |"));
 }
 
+TEST_CASE("cli: a preset's derivatives on a long robot note the external wrenches' columns; check does not repeat it") {
+    ScratchDir dir("wrench_note");
+    const std::string urdf = (dir.path / "chain10.urdf").string();
+    REQUIRE(run_nelu("robot gen chain --links 10 --seed 3 -o " + quoted(urdf)).exit_code == 0);
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(urdf) + " --problem id --derivatives --verify 0 --scalar double -o " +
+                                             quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    // 10 links: 60 wrench columns beside 2 x 10 (q, qd) and the 10 qdd
+    CHECK_MESSAGE(contains(c.err, "note: the Jacobian has 90 columns, 60 of them the external wrenches of every link"), c.err);
+    CHECK(contains(c.err, "{version: 1, problem: id, external_wrenches: zero}"));
+    const nelu::test::CliResult k = run_nelu("check " + quoted(urdf) + " " + quoted((dir.path / "chain10_s3_id.json").string()) +
+                                             " --states 5");
+    CHECK_MESSAGE(k.exit_code == 0, (k.out + k.err));
+    CHECK_MESSAGE(!contains(k.out + k.err, "note: the Jacobian has"), k.err);
+    // below 60 columns of wrenches (9 links), and from a spec, no note
+    REQUIRE(run_nelu("robot gen chain --links 9 --seed 3 -o " + quoted(urdf)).exit_code == 0);
+    const nelu::test::CliResult nine = run_nelu("compile " + quoted(urdf) + " --problem id --derivatives --verify 0 --scalar double -o " +
+                                                quoted(dir.path.string()));
+    CHECK_MESSAGE(nine.exit_code == 0, nine.err);
+    CHECK(!contains(nine.err, "note: the Jacobian has"));
+}
+
 TEST_CASE("cli: check --cxx takes a compiler and its flags, which come last; a missing compiler is named") {
     ScratchDir dir("check_cxx");
     const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -304,4 +305,19 @@ TEST_CASE("special configurations: joints on either side of a mimic joint meet a
             CHECK_MESSAGE(std::any_of(qs.begin(), qs.end(), [&](const std::vector<double>& q) { return q[a] == x && q[c] == y; }),
                           "a at " << x << " and c at " << y);
     for (const auto& q : qs) CHECK(q[b] == doctest::Approx(0.5 - q[a]));  // the mimic joint follows
+}
+
+TEST_CASE("forward_error: a NaN is infinitely wrong, unless two rows of one solver are compared NaN as NaN") {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    CHECK(nelu::forward_error({1.0, 2.0}, {1.0, 2.0}) == 0);
+    CHECK(nelu::forward_error({1.0, 2.5}, {1.0, 2.0}) == doctest::Approx(0.25));  // relative to max(|ref|, 1)
+    CHECK(nelu::forward_error({0.5}, {0.0}) == doctest::Approx(0.5));               // absolute below 1
+    CHECK(std::isinf(nelu::forward_error({nan, 2.0}, {nan, 2.0})));
+    CHECK(std::isinf(nelu::forward_error({inf}, {inf})));
+    CHECK(nelu::forward_error({nan, 2.0}, {nan, 2.0}, true) == 0);
+    CHECK(nelu::forward_error({nan, 2.5}, {nan, 2.0}, true) == doctest::Approx(0.25));
+    CHECK(nelu::forward_error({inf, 2.0}, {inf, 2.0}, true) == 0);
+    CHECK(std::isinf(nelu::forward_error({nan, 2.0}, {1.0, 2.0}, true)));  // a NaN where the other row has a number
+    CHECK(std::isinf(nelu::forward_error({1.0, 2.0}, {nan, 2.0}, true)));
+    CHECK(std::isinf(nelu::forward_error({-inf}, {inf}, true)));
 }

@@ -179,6 +179,7 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
     if (o.ignore_mimic && !co.ignore_mimic)
         throw InputError(fmt::format("{}: --ignore-mimic, but the solver was compiled without it (its manifest says so)", o.manifest));
     co.verify_states = -1, co.validation_configs = 200;
+    co.advice = false;  // (the compile's advice is for `nelu compile`; this is the solver as it was compiled)
     co.derivatives = man.contains("derivatives");
     co.batch = man.contains("batch");
     co.name = man.value("name", "");

@@ -210,7 +210,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         // a preset takes every link's external wrench as an input: six columns a link, which on a
         // long robot are most of the Jacobian and of its build (a 60-link chain's fd: 540 columns)
         const long wrench_columns = 6 * std::count(r.problem.wrench.begin(), r.problem.wrench.end(), WrenchMode::Input);
-        if (r.problem.spec_file.empty() && wrench_columns >= 60)
+        if (o.advice && r.problem.spec_file.empty() && wrench_columns >= 60)
             std::fprintf(stderr, "note: the Jacobian has %ld columns, %ld of them the external wrenches of every link, which problem '%s' "
                                  "takes as inputs; the problem spec {version: 1, problem: %s, external_wrenches: zero} leaves them out "
                                  "(docs/problem-spec.md)\n",

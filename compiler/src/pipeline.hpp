@@ -27,6 +27,7 @@ struct CompileOptions {
     int verify_states = 20;         ///< random states for the interpreter check (plus special ones)
     int validation_configs = 10000; ///< configurations for pivot validation
     bool progress = false;
+    bool advice = true;             ///< notes on stderr about the options of the compile (nelu check recompiles without them)
     double snap = 0;                ///< --snap TOL: idealize near-structure (LoadOptions::snap), reported
     bool derivatives = false;       ///< --derivatives: also NAME_derivatives (outputs and their Jacobian)
     bool lanes = true;              ///< derivatives: the Jacobian's columns in SIMD lanes where they pay (--no-lanes: not)

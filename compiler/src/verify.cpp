@@ -363,13 +363,18 @@ std::vector<State> checked_states(const Model& m, const System& sys, std::uint64
     return states;
 }
 
-double forward_error(const std::vector<double>& out, const std::vector<double>& ref) {
+double forward_error(const std::vector<double>& out, const std::vector<double>& ref, bool nan_as_nan) {
     double e = 0, scale = 1;
     for (std::size_t k = 0; k < ref.size(); ++k) {
-        const double d = std::abs(out[k] - ref[k]);
-        e = std::max(e, d == d ? d : INFINITY), scale = std::max(scale, std::abs(ref[k]));
+        const double a = out[k], b = ref[k];
+        if (nan_as_nan && (a != a || b != b)) {
+            if ((a != a) != (b != b)) e = INFINITY;
+            continue;
+        }
+        const double d = nan_as_nan && a == b ? 0.0 : std::abs(a - b);
+        e = std::max(e, d == d ? d : INFINITY), scale = std::max(scale, std::abs(b));
     }
-    return e / scale;
+    return e == INFINITY ? INFINITY : e / scale;  // (not inf / inf: an infinite reference beside an infinite error)
 }
 
 /// osim and iwim by the dense route: M from CRBA, point Jacobians from the body Jacobians.

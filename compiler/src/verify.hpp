@@ -27,8 +27,10 @@ std::vector<State> verification_states(const Model& m, std::uint64_t seed, int r
 /// says how many (0 otherwise), for a judgment that allows for their conditioning (run_verify).
 std::vector<State> checked_states(const Model& m, const System& sys, std::uint64_t seed, int random_states, int* lenient = nullptr);
 
-/// max_k |out_k - ref_k| / max(max_k |ref_k|, 1) (infinite when an output is NaN).
-double forward_error(const std::vector<double>& out, const std::vector<double>& ref);
+/// max_k |out_k - ref_k| / max(max_k |ref_k|, 1) (infinite when an output is NaN). With
+/// `nan_as_nan`, a NaN matches a NaN (and nothing else), and equal infinities match: two rows of
+/// one solver at a non-finite input (a batch row against its scalar row).
+double forward_error(const std::vector<double>& out, const std::vector<double>& ref, bool nan_as_nan = false);
 
 /// The `in` vector of a solver for a full state, in the system's slot order (classical problems).
 std::vector<double> solver_inputs(const System& sys, const Model& m, const State& st);
