@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite, as CI runs it.
 #   1. Release-with-debug-info build, every doctest suite through CTest (but the label extended: the
-#      largest derivative solvers, `ctest --test-dir build -L extended`), then the installed
+#      largest derivative solvers, `ctest --test-dir build -L extended`), then the README's main job
+#      (scripts/demo.sh: the UR5e's id and fd compiled, built, checked, counted), then the installed
 #      package used by examples/consumer and examples/contacts (scripts/example.sh, about a
 #      minute and a half, mostly g++ on the contact example's derivatives), then a benchmark
 #      smoke (bench/ built with the chain of 7 only and the iwim cases on a DH chain of 8 instead
@@ -32,6 +33,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests (at ${SECONDS} s)"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L extended: the largest derivative solvers
+echo "== the README's main job: scripts/demo.sh on the UR5e (at ${SECONDS} s)"
+demo_out=$(mktemp -d)
+NELU_DEMO_OUT="$demo_out" bash scripts/demo.sh
+rm -rf "$demo_out"
 echo "== installed package: examples/consumer, examples/contacts (at ${SECONDS} s)"
 bash scripts/example.sh
 echo "== Python package: pytest (python/tests), installed into .venv as the README says (at ${SECONDS} s)"
