@@ -784,6 +784,15 @@ TEST_CASE("cli: a mimic joint geared 100:1 checks in float against what the roun
     const nelu::test::CliResult k = run_nelu("check " + quoted(urdf.string()) + " " + quoted((dir.path / "gear_id.json").string()) + " --states 300");
     CHECK_MESSAGE(k.exit_code == 0, (k.out + k.err));  // (exit 3 with the flat 1e-4: float's error 2e-4)
     CHECK_MESSAGE(contains(k.out, "100 times the double solver's relative error on the inputs rounded to float"), k.out);
+    // 1000:1, forward dynamics: the float solver forms j2's angle, 1000 q1, itself, rounded at 1000
+    // times q1's magnitude, which no input's rounding carries (exit 3 at 1.01 times the tolerance
+    // when only the inputs' rounding counted)
+    write_text(urdf, two_links("gear", "continuous", "<axis xyz=\"1 0 0\"/><mimic joint=\"j1\" multiplier=\"1000\" offset=\"0\"/>"));
+    const nelu::test::CliResult c2 = run_nelu("compile " + quoted(urdf.string()) + " --problem fd --verify 5 -o " + quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c2.exit_code == 0, c2.err);
+    const nelu::test::CliResult k2 = run_nelu("check " + quoted(urdf.string()) + " " + quoted((dir.path / "gear_fd.json").string()));
+    CHECK_MESSAGE(k2.exit_code == 0, (k2.out + k2.err));
+    CHECK_MESSAGE(contains(k2.out, "or the reference's at the mimic joints' angles as float arithmetic forms them"), k2.out);
 }
 
 TEST_CASE("cli: a lane kernel that reads no operand of the model builds under -Werror (a single floating body's fd derivatives)") {

@@ -26,6 +26,25 @@ namespace fs = std::filesystem;
 namespace nelu {
 namespace {
 
+/// The state as a float solver of a model with mimic joints sees it: every value rounded to float,
+/// and each mimic joint's position and velocity computed from its master's in float arithmetic.
+State float_view(const Model& m, const State& st) {
+    auto rounded = [](const std::vector<double>& v) {
+        std::vector<float> f(v.begin(), v.end());
+        return f;
+    };
+    std::vector<float> q = rounded(st.q), qd = rounded(st.qd), qdd = rounded(st.qdd);
+    couple_positions(m, q.data());
+    couple_velocities(m, qd.data());
+    if (static_cast<int>(qdd.size()) == m.nv) couple_velocities(m, qdd.data());
+    State out = st;
+    out.q.assign(q.begin(), q.end()), out.qd.assign(qd.begin(), qd.end()), out.qdd.assign(qdd.begin(), qdd.end());
+    for (double& x : out.tau) x = static_cast<float>(x);
+    for (SVec<double>& f : out.fext)
+        for (int k = 0; k < 6; ++k) f[k] = static_cast<float>(f[k]);
+    return out;
+}
+
 /// One call of a value entry point in S: its status, and its outputs in double in `out` (NaN where it wrote none).
 template <class S>
 int call(ValueFn<S> f, const Arguments<S>& a, std::vector<double>& out) {
@@ -242,6 +261,7 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
     // sensor problems, and contact problems with only some of their unknowns as outputs, are judged
     // by their forward error; the others by a backward error
     rep.sensor = !r.system.classical && !contact_residual_applies(r.system, r.problem);
+    rep.mimics = has_mimics(m);
     int lenient = 0;  // contacts: the special configurations first, where only refusals are judged (run_verify)
     const std::vector<State> states = checked_states(m, r.system, 0x636865636b, o.states, &lenient);
     const std::size_t nout = r.system.out.size();
@@ -385,9 +405,19 @@ CheckReport check_solver(const CheckOptions& o, nlohmann::json& man) {
             if (status == NELU_STATUS_OK) {  // the double solver on the float solver's (rounded) inputs
                 std::vector<double> outr(nout);
                 if (call(fd, Arguments<double>(rounded), outr) == NELU_STATUS_OK) {
-                    double rounding = 0;
-                    if (rep.seeks_qdd) rounding = backward_error(r.system, m, r.problem, st, outr, ref);
-                    else if (!reference_refused(ref)) rounding = response_forward_error(r.system, outr, ref);
+                    auto error_of = [&](const std::vector<double>& o) {  // as the float solver is judged
+                        if (rep.seeks_qdd) return backward_error(r.system, m, r.problem, st, o, ref);
+                        return reference_refused(ref) ? 0.0 : response_forward_error(r.system, o, ref);
+                    };
+                    double rounding = error_of(outr);
+                    // A mimic joint's angle is the float solver's own product multiplier x q + offset,
+                    // rounded at the mimic's magnitude (a 1000:1 gear: 1000 times its master's
+                    // rounding), which no input carries: the reference's outputs at the angles float
+                    // arithmetic gives them are what that rounding alone moves
+                    if (rep.mimics) {
+                        const std::vector<double> at_float = reference_outputs(r.system, m, r.problem, float_view(m, st));
+                        if (!reference_refused(at_float)) rounding = std::max(rounding, error_of(at_float));
+                    }
                     rep.rounding = std::max(rep.rounding, rounding);
                     if (!rep.sensor && 100 * rounding > tolerance_f) ++rep.rounded_states, tolerance_f = 100 * rounding;
                 }

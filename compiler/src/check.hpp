@@ -32,6 +32,7 @@ struct CheckReport {
     int special_states = 0;    ///< contacts: special configurations where only the solver's refusals are judged (run_verify)
     int refused_singular = 0;  ///< calls that returned NELU_STATUS_SMALL_PIVOT where Lambda does not exist (osim with lambda)
     bool sensor = false;  ///< a sensor problem (its outputs compared with a consistent world)
+    bool mimics = false;  ///< the model has mimic joints (their angles' float rounding counts in `rounding`)
     /// With NAME_derivatives (compiled with --derivatives): its jac against the compiler's own
     /// derivative program (the IR, evaluated: the C++ compiler's translation is exact to rounding)
     /// and against central differences of the compiled value solver along each column (steps 1e-6
@@ -78,8 +79,10 @@ struct CheckReport {
     /// (iwim's qdd_0 = -M^-1 h where the UR5e has its arm along its first joint's axis: h of 1e-15
     /// from terms of 10 N m, which float rounds to 1e-6; the double solver is itself judged at
     /// 1e-10) and where the model amplifies its inputs (a mimic joint geared 100:1 turns 100 times
-    /// its master's angle, and so its rounding); a sensor problem's forward error over all states
-    /// against tolerance_float().
+    /// its master's angle, and so its rounding; and the float solver forms the mimic's angle
+    /// itself, multiplier x q + offset rounded at the mimic's magnitude, so that with mimic joints
+    /// the reference's error at the angles float arithmetic gives them counts too: check.cpp
+    /// float_view); a sensor problem's forward error over all states against tolerance_float().
     /// `float_judged`: the worst error over its tolerance (at most 1 passes); `rounded_states`:
     /// states where the rounding set it.
     double float_judged = 0;
@@ -88,7 +91,8 @@ struct CheckReport {
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }
     bool float_passes() const { return float_judged <= 1; }
     /// The largest error of the double solver on the float solver's inputs (the double inputs
-    /// rounded to float): forward for sensor problems, backward where accelerations are sought.
+    /// rounded to float), or with mimic joints of the reference at the mimics' angles in float
+    /// arithmetic where larger: forward for sensor problems, backward where accelerations are sought.
     double rounding = 0;
     /// Tolerances: 1e-10 (double) and 1e-4 (float) for inverse, forward and hybrid dynamics (float
     /// per state larger where the rounding of the inputs sets it: float_judged). A sensor problem's
