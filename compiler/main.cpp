@@ -212,7 +212,7 @@ int run_check_command(const nelu::CheckOptions& o) {
                                   r.rounded_states ? fmt::format("; judged state by state: at {} states 100 times the double solver's {} error "
                                                                  "on the inputs rounded to float{} (up to {:.2e}) is the tolerance, worst error over "
                                                                  "its tolerance {:.3g}", r.rounded_states, r.seeks_qdd ? "backward" : "relative",
-                                                                 r.mimics ? ", or the reference's at the mimic joints' angles as float arithmetic forms them" : "",
+                                                                 r.mimics ? ", or the reference's at the mimic joints' angles and velocities as float arithmetic forms them" : "",
                                                                  r.rounding, r.float_judged)
                                                    : std::string());
     if (r.derivatives)

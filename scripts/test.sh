@@ -35,8 +35,8 @@ echo "== tests (at ${SECONDS} s)"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE extended   # ctest -L extended: the largest derivative solvers
 echo "== the README's main job: scripts/demo.sh on the UR5e (at ${SECONDS} s)"
 demo_out=$(mktemp -d)
+trap 'rm -rf "$demo_out"' EXIT
 NELU_DEMO_OUT="$demo_out" bash scripts/demo.sh
-rm -rf "$demo_out"
 echo "== installed package: examples/consumer, examples/contacts (at ${SECONDS} s)"
 bash scripts/example.sh
 echo "== Python package: pytest (python/tests), installed into .venv as the README says (at ${SECONDS} s)"

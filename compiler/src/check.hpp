@@ -81,8 +81,9 @@ struct CheckReport {
     /// 1e-10) and where the model amplifies its inputs (a mimic joint geared 100:1 turns 100 times
     /// its master's angle, and so its rounding; and the float solver forms the mimic's angle
     /// itself, multiplier x q + offset rounded at the mimic's magnitude, so that with mimic joints
-    /// the reference's error at the angles float arithmetic gives them counts too: check.cpp
-    /// float_view); a sensor problem's forward error over all states against tolerance_float().
+    /// the reference's error at the angles and velocities float arithmetic gives them counts too,
+    /// state by state: check.cpp float_view); a sensor problem's forward error over all states
+    /// against tolerance_float() (the inputs' rounding only).
     /// `float_judged`: the worst error over its tolerance (at most 1 passes); `rounded_states`:
     /// states where the rounding set it.
     double float_judged = 0;
@@ -91,8 +92,9 @@ struct CheckReport {
     double decisive_float() const { return seeks_qdd ? backward_float : forward_float; }
     bool float_passes() const { return float_judged <= 1; }
     /// The largest error of the double solver on the float solver's inputs (the double inputs
-    /// rounded to float), or with mimic joints of the reference at the mimics' angles in float
-    /// arithmetic where larger: forward for sensor problems, backward where accelerations are sought.
+    /// rounded to float), or with mimic joints of the reference at the mimics' angles and velocities
+    /// in float arithmetic where larger (not for sensor problems): forward for sensor problems,
+    /// backward where accelerations are sought.
     double rounding = 0;
     /// Tolerances: 1e-10 (double) and 1e-4 (float) for inverse, forward and hybrid dynamics (float
     /// per state larger where the rounding of the inputs sets it: float_judged). A sensor problem's
