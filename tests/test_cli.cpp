@@ -267,6 +267,13 @@ TEST_CASE("cli: a preset's derivatives on a long robot note the external wrenche
                                                 quoted(dir.path.string()));
     CHECK_MESSAGE(nine.exit_code == 0, nine.err);
     CHECK(!contains(nine.err, "note: the Jacobian has"));
+    // with mimic joints (no columns of their own) the count is the Jacobian's, as the compile reports it
+    REQUIRE(run_nelu("robot gen chain --links 10 --mimic 2 --seed 3 -o " + quoted(urdf)).exit_code == 0);
+    const nelu::test::CliResult mimic = run_nelu("compile " + quoted(urdf) + " --problem id --derivatives --verify 0 --scalar double -o " +
+                                                 quoted(dir.path.string()));
+    REQUIRE_MESSAGE(mimic.exit_code == 0, mimic.err);
+    CHECK_MESSAGE(contains(mimic.out, " x 84 columns;"), mimic.out);  // 2 x 8 independent joints, 8 qdd, 60 wrenches
+    CHECK_MESSAGE(contains(mimic.err, "note: the Jacobian has 84 columns, 60 of them"), mimic.err);
 }
 
 TEST_CASE("cli: check --cxx takes a compiler and its flags, which come last; a missing compiler is named") {

@@ -214,7 +214,8 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
             std::fprintf(stderr, "note: the Jacobian has %ld columns, %ld of them the external wrenches of every link, which problem '%s' "
                                  "takes as inputs; the problem spec {version: 1, problem: %s, external_wrenches: zero} leaves them out "
                                  "(docs/problem-spec.md)\n",
-                         2L * r.load.model.nv + static_cast<long>(r.system.in.size()), wrench_columns, r.problem.kind.c_str(), r.problem.kind.c_str());
+                         static_cast<long>(jacobian_columns(r.load.model, static_cast<int>(r.system.in.size())).size()), wrench_columns,
+                         r.problem.kind.c_str(), r.problem.kind.c_str());
         if (o.progress) std::fprintf(stderr, "nelu: schedule: derivatives of %zu outputs\n", r.system.out.size());
         const Factorization& best = r.order.best;
         Factorization f;
