@@ -81,6 +81,8 @@ const std::vector<ErrorCase>& error_cases() {
         {"cycle_no_root.urdf", 6, {"joint 'a_b' closes a kinematic loop (link 'b' is on a cycle, and no link is a root)"}, {}},
         {"cycle_unreachable.urdf", 11, {"joint 'loop_12' closes a kinematic loop (link 'loop2' is on a cycle)"}, {}},
         {"negative_mass.urdf", 4, {"link 'arm': negative mass -1"}, {}},
+        {"huge_mass.urdf", 4, {"link 'arm': mass 1e+300 kg is above 1e+18", "overflow"}, {}},
+        {"huge_inertia.urdf", 4, {"link 'arm': inertia entry 2e+19 kg m^2 is above 1e+18"}, {}},
         {"nan_mass.urdf", 4, {"invalid URDF", "mass [nan] is not a float", "Link [arm]"}, {}},
         {"inf_inertia.urdf", 4, {"invalid URDF", "inertia element ixx is not a valid double", "Link [arm]"}, {}},
         {"zero_axis.urdf", 11, {"joint 'shoulder': <axis> is zero"}, {}},

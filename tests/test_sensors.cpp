@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
+#include <tinyxml2.h>
 
 #include "analyze.hpp"
 #include "diagnostics.hpp"
@@ -398,6 +400,103 @@ TEST_CASE("Sensor specs: every error names the spec file and line, and the senso
         CHECK(r.exit_code == 2);
         CHECK(r.err.find(c.expect) != std::string::npos);
         CHECK(r.err.find("spec.yaml:") != std::string::npos);
+    }
+    fs::remove_all(d);
+}
+
+namespace {
+
+/// The robot of the URDF at `path` in other units: every mass times `mass`, every origin's xyz
+/// times `length`, every inertia times mass * length^2 (the robots have no prismatic joints, whose
+/// limits would scale too). Its D is R0 D C0 for diagonal R0, C0 (units of rows and columns).
+std::string scaled_urdf(const std::string& path, double mass, double length) {
+    tinyxml2::XMLDocument doc;
+    REQUIRE(doc.LoadFile(path.c_str()) == tinyxml2::XML_SUCCESS);
+    auto scale = [](tinyxml2::XMLElement* e, const char* attr, double by) {
+        const char* v = e->Attribute(attr);
+        if (!v) return;
+        std::istringstream in(v);
+        std::string out;
+        for (double x; in >> x;) out += fmt::format("{}{:.17g}", out.empty() ? "" : " ", x * by);
+        e->SetAttribute(attr, out.c_str());
+    };
+    std::vector<tinyxml2::XMLElement*> stack{doc.RootElement()};
+    while (!stack.empty()) {
+        tinyxml2::XMLElement* e = stack.back();
+        stack.pop_back();
+        const std::string name = e->Name();
+        if (name == "origin") scale(e, "xyz", length);
+        if (name == "mass") scale(e, "value", mass);
+        if (name == "inertia")
+            for (const char* a : {"ixx", "ixy", "ixz", "iyy", "iyz", "izz"}) scale(e, a, mass * length * length);
+        for (tinyxml2::XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) stack.push_back(c);
+    }
+    tinyxml2::XMLPrinter printer;
+    doc.Print(&printer);
+    return printer.CStr();
+}
+
+/// The smallest reciprocal condition of `nelu compile --dump analyze`, or -1.
+double min_rcond(const std::string& err_and_out) {
+    const std::size_t at = err_and_out.find("min rcond ");
+    return at == std::string::npos ? -1 : std::stod(err_and_out.substr(at + 10));
+}
+
+}  // namespace
+
+TEST_CASE("The well-posedness checks do not depend on the robot's units: a UR5e of 0.1 mg links 1 mm long") {
+    // D mixes units (a link's mass beside the 1 of its force, lengths beside the 1 of a kinematic
+    // row), so its condition fell with the robot's scale: this UR5e's fd was "numerically singular"
+    // (reciprocal condition 3.7e-17) where the UR5e's is 5e-5. The checks now look at D
+    // equilibrated before they call it singular (analyze.hpp, Equilibration).
+    fs::path d = scratch("units");
+    write(d / "ur5e_micro.urdf", scaled_urdf(robot("ur5e.urdf"), 1e-7, 1e-3));
+    auto unit = run_nelu(fmt::format("compile '{}' --problem fd --dump analyze -o '{}'", robot("ur5e.urdf"), (d / "unit").string()));
+    auto micro = run_nelu(fmt::format("compile '{}' --problem fd --dump analyze -o '{}'", (d / "ur5e_micro.urdf").string(), (d / "micro").string()));
+    INFO(unit.out << unit.err << micro.out << micro.err);
+    REQUIRE(unit.exit_code == 0);
+    REQUIRE(micro.exit_code == 0);  // and its interpreter verification passed (compile fails otherwise)
+    // the condition the check accepted: the UR5e's as it comes (5.0e-5), the micro UR5e's once
+    // equilibrated (1.1e-3; the UR5e's equilibrated: 1.0e-3), far above the threshold of 1e-14
+    const double a = min_rcond(unit.out + unit.err), b = min_rcond(micro.out + micro.err);
+    CHECK(a > 1e-5);
+    CHECK(b > 1e-4);
+    auto check = run_nelu(fmt::format("check '{}' '{}'", (d / "ur5e_micro.urdf").string(), (d / "micro" / "ur5e_fd.json").string()));
+    INFO(check.out << check.err);
+    CHECK(check.exit_code == 0);
+
+    SUBCASE("a gimbal with an exporter's quarter turn (1.5707963), regular everywhere, stays accepted") {
+        // its equilibrated D loses rank at every joint at pi (the fit spreads its scales over
+        // 2^+-15), D itself does not: a loss counts only when both show it
+        std::string links, joints;
+        for (int k = 1; k <= 3; ++k)
+            links += fmt::format(R"(<link name="l{}"><inertial><origin xyz="0 0 0.1"/><mass value="1"/>)"
+                                 R"(<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>)", k);
+        const char* rpy[3] = {"0.7 1.5707963267948966 0.3", "0 -1.5707963267948966 0", "1.2 1.5707963 -0.4"};
+        const char* axis[3] = {"0 0 1", "1 0 0", "0 1 0"};
+        for (int k = 1; k <= 3; ++k)
+            joints += fmt::format(R"(<joint name="j{}" type="revolute"><parent link="{}"/><child link="l{}"/><origin xyz="0 0 0.1" rpy="{}"/>)"
+                                  R"(<axis xyz="{}"/><limit lower="-4" upper="4" effort="10" velocity="2"/></joint>)",
+                                  k, k == 1 ? "base" : fmt::format("l{}", k - 1), k, rpy[k - 1], axis[k - 1]);
+        write(d / "gimbal.urdf", R"(<?xml version="1.0"?><robot name="gimbal"><link name="base"/>)" + links + joints + "</robot>\n");
+        auto r = run_nelu(fmt::format("compile '{}' --problem fd -o '{}'", (d / "gimbal.urdf").string(), (d / "g").string()));
+        INFO(r.err);
+        CHECK(r.exit_code == 0);
+    }
+    SUBCASE("a loss of rank at a special configuration is still found at that scale: the humanoid on a slippery floor, feet parallel") {
+        write(d / "humanoid_micro.urdf", scaled_urdf(robot("humanoid_winter.urdf"), 1e-3, 1e-2));
+        std::ifstream in(spec("humanoid_slippery.yaml"));
+        std::string text((std::istreambuf_iterator<char>(in)), {});
+        text = text.substr(0, text.find("allow_singular_configurations"));
+        const std::string at = "xyz: [0.04, 0, -0.08]";  // the soles' offsets, in the same units
+        for (std::size_t k = text.find(at); k != std::string::npos; k = text.find(at)) text.replace(k, at.size(), "xyz: [0.0004, 0, -0.0008]");
+        write(d / "spec.yaml", text);
+        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", (d / "humanoid_micro.urdf").string(), (d / "spec.yaml").string(), (d / "h").string()));
+        INFO(r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("every revolute joint at 0") != std::string::npos);
+        CHECK(r.err.find("f^x[l_foot].nz") != std::string::npos);
+        CHECK(!fs::exists(d / "h"));
     }
     fs::remove_all(d);
 }

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 
 #include <btf.h>
 #include <fmt/format.h>
 #include <umfpack.h>
+#include <Eigen/SparseCholesky>
 
 #include "diagnostics.hpp"
 #include "nelu/state.hpp"
@@ -298,12 +300,25 @@ std::string dependent_exact_rows(const System& sys, const std::vector<double>& q
     return s;
 }
 
-std::string rank_loss_at(const System& sys, const std::vector<double>& q, const std::vector<double>& qd) {
-    const Eigen::MatrixXd D = dense_of(sys, q, qd);
+namespace {
+
+/// Numeric rank of a dense D by column-pivoted QR (pivots within 1e-10 of the largest are zero).
+int numeric_rank(const Eigen::MatrixXd& D) {
     Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(D);
     qr.setThreshold(1e-10);
-    if (qr.rank() == D.cols()) return {};
-    return fmt::format("numeric rank {} for {} unknowns.", qr.rank(), D.cols()) + undetermined_message(sys, null_space_columns(D));
+    return static_cast<int>(qr.rank());
+}
+
+}  // namespace
+
+std::string rank_loss_at(const Model& model, const System& sys, const std::vector<double>& q, const std::vector<double>& qd) {
+    const Eigen::MatrixXd D = dense_of(sys, q, qd);
+    const int rank = numeric_rank(D);
+    if (rank == D.cols()) return {};
+    Eigen::MatrixXd S = D;  // regular once equilibrated: a matter of units
+    equilibration(model, sys).apply(S);
+    if (numeric_rank(S) == D.cols()) return {};
+    return fmt::format("numeric rank {} for {} unknowns.", rank, D.cols()) + undetermined_message(sys, null_space_columns(D));
 }
 
 std::string check_full_column_rank(const Model& model, const System& sys) {
@@ -319,10 +334,15 @@ std::string check_full_column_rank(const Model& model, const System& sys) {
     check_exact_consistency(model, sys);
     const auto qs = check_configurations(model, 6);
     const std::vector<double> qd(model.nv, 0.0);
+    std::optional<Equilibration> eq;  // formed at the first loss of rank
     auto rank_at = [&](std::size_t k) {
-        Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(dense_of(sys, qs[k], qd));
-        qr.setThreshold(1e-10);
-        return static_cast<int>(qr.rank());
+        const Eigen::MatrixXd D = dense_of(sys, qs[k], qd);
+        const int rank = numeric_rank(D);
+        if (rank == n) return rank;
+        if (!eq) eq = equilibration(model, sys);
+        Eigen::MatrixXd S = D;
+        eq->apply(S);
+        return std::max(rank, numeric_rank(S));
     };
     std::string special;
     for (std::size_t k = 0; k < qs.size(); ++k) {
@@ -372,6 +392,72 @@ Csc values_of(const System& sys, const std::vector<double>& q, const std::vector
     for (int r = 0; r < A.m; ++r)
         for (const auto& [c, v] : sys.entries[r]) A.x[next[c]++] = val[v];
     return A;
+}
+
+Equilibration equilibration(const Model& model, const System& sys) {
+    Equilibration eq;
+    eq.row.assign(static_cast<std::size_t>(sys.m()), 1.0), eq.col.assign(static_cast<std::size_t>(sys.n()), 1.0);
+    // max |D_ij| over the random configurations of the checks (check_configurations' last three)
+    const auto qs = check_configurations(model, 6);
+    const std::vector<double> qd(model.nv, 0.0);
+    Csc M = pattern_of(sys);
+    M.x.assign(M.i.size(), 0.0);
+    for (std::size_t k = 3; k < qs.size(); ++k) {
+        const Csc A = values_of(sys, qs[k], qd);
+        for (std::size_t e = 0; e < A.x.size(); ++e)
+            if (std::isfinite(A.x[e])) M.x[e] = std::max(M.x[e], std::abs(A.x[e]));
+    }
+    // Curtis and Reid's scaling: the row and column logarithms r, c that bring the entries' log2
+    // magnitudes l_ij closest to 0 in least squares, min sum (l_ij + r_i + c_j)^2, whose normal
+    // equations are a graph Laplacian over D's bipartite graph (rows then columns), made definite
+    // by a small ridge that fixes the free shift (r + t, c - t). The scaled entries do not depend
+    // on D's units: a robot scaled in mass and length is R0 D C0, whose r and c shift by log R0
+    // and log C0 exactly, and units are all the fit has to absorb, so a robot's entries end within
+    // a few powers of two of 1. An entry far from 1 after the fit is a number that no units
+    // explain (cos 1.5707963 = 2.7e-8 of an exporter's quarter turn, a centre of mass 1e-5 m off
+    // an axis): it would pull its row and column by a share of its own distance, so it is left out
+    // and the fit made again (trimmed least squares; entries beyond 2^10 of 1, four rounds at most).
+    const int m = sys.m(), n = sys.n();
+    std::vector<bool> used(M.x.size());
+    for (std::size_t e = 0; e < M.x.size(); ++e) used[e] = M.x[e] > 0;
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(m + n);
+    for (int round = 0; round < 4; ++round) {
+        std::vector<Eigen::Triplet<double>> t;
+        Eigen::VectorXd rhs = Eigen::VectorXd::Zero(m + n), degree = Eigen::VectorXd::Zero(m + n);
+        for (int c = 0; c < n; ++c)
+            for (int e = M.p[c]; e < M.p[c + 1]; ++e) {
+                if (!used[static_cast<std::size_t>(e)]) continue;
+                const double l = std::log2(M.x[e]);
+                const int r = M.i[e];
+                rhs(r) -= l, rhs(m + c) -= l, degree(r) += 1, degree(m + c) += 1;
+                t.emplace_back(r, m + c, 1.0), t.emplace_back(m + c, r, 1.0);
+            }
+        for (int k = 0; k < m + n; ++k) t.emplace_back(k, k, degree(k) + 1e-6);
+        Eigen::SparseMatrix<double> L(m + n, m + n);
+        L.setFromTriplets(t.begin(), t.end());
+        Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(L);
+        if (ldlt.info() != Eigen::Success) break;  // (cannot happen: L is definite) the last fit
+        x = ldlt.solve(rhs);
+        bool dropped = false;
+        for (int c = 0; c < n; ++c)
+            for (int e = M.p[c]; e < M.p[c + 1]; ++e)
+                if (used[static_cast<std::size_t>(e)] && std::abs(std::log2(M.x[e]) + x(M.i[e]) + x(m + c)) > 10)
+                    used[static_cast<std::size_t>(e)] = false, dropped = true;
+        if (!dropped) break;
+    }
+    for (int r = 0; r < m; ++r) eq.row[static_cast<std::size_t>(r)] = std::exp2(std::round(x(r)));
+    for (int c = 0; c < n; ++c) eq.col[static_cast<std::size_t>(c)] = std::exp2(std::round(x(m + c)));
+    return eq;
+}
+
+void Equilibration::apply(Csc& A) const {
+    for (int c = 0; c < A.n; ++c)
+        for (int e = A.p[c]; e < A.p[c + 1]; ++e) A.x[e] *= row[A.i[e]] * col[c];
+}
+
+void Equilibration::apply(Eigen::MatrixXd& D) const {
+    for (long c = 0; c < D.cols(); ++c)
+        for (long r = 0; r < D.rows(); ++r) D(r, c) *= row[r] * col[c];
 }
 
 double umfpack_flops(const Model& model, const System& sys) {
@@ -456,7 +542,15 @@ Analysis run_analyze(const Model& model, const System& sys) {
     an.min_rcond = INFINITY;
     const auto qs = check_configurations(model, 6);
     const std::vector<double> qd(model.nv, 0.0);
-    auto rcond_at = [&](std::size_t k) { return umfpack_rcond(values_of(sys, qs[k], qd)); };
+    std::optional<Equilibration> eq;  // formed at the first small condition
+    auto rcond_at = [&](std::size_t k) {
+        Csc A = values_of(sys, qs[k], qd);
+        const double rc = umfpack_rcond(A);
+        if (rc > 1e-14) return rc;
+        if (!eq) eq = equilibration(model, sys);
+        eq->apply(A);
+        return std::max(rc, umfpack_rcond(A));
+    };
     for (std::size_t trial = 0; trial < qs.size(); ++trial) {
         const double rc = rcond_at(trial);
         an.min_rcond = std::min(an.min_rcond, rc);

@@ -31,6 +31,23 @@ Csc pattern_of(const System& sys);
 /// D evaluated at (q, qd) (the inputs `in` do not enter D).
 Csc values_of(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
 
+/// Row and column scales, powers of two, for a second look at D when the rank and condition checks
+/// find it singular: R D C. D mixes units (a Newton row reads a link's mass on its acceleration
+/// and 1 on its force; a kinematic row reads 1 and lengths), so its condition follows the robot's
+/// scale: a UR5e of 0.1 mg links 1 mm long has a reciprocal condition of 3.7e-17 where the UR5e
+/// has 5e-5, and the checks' thresholds, relative to D's largest entry, would call it singular.
+/// Scaling changes no rank, so D is singular only when the equilibrated D is too. The scales are
+/// Curtis and Reid's (the least-squares fit of log |D_ij| by row and column terms), of max |D_ij|
+/// over random configurations: units do not depend on q, and a column that vanishes only at a
+/// special configuration keeps its scale there. A robot scaled in mass and length is R0 D C0
+/// exactly, so its equilibrated D is the robot's own. Powers of two: exact, deterministic.
+struct Equilibration {
+    std::vector<double> row, col;
+    void apply(Csc& A) const;
+    void apply(Eigen::MatrixXd& D) const;
+};
+Equilibration equilibration(const Model& model, const System& sys);
+
 struct Analysis {
     int n = 0;
     long nnz = 0;
@@ -55,7 +72,9 @@ std::string check_full_column_rank(const Model& model, const System& sys);
 
 /// The well-posedness diagnosis at one configuration: "" when D has full column rank at (q, qd),
 /// else the numeric rank and the quantities its null space moves, with what would determine them.
-std::string rank_loss_at(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
+/// A loss that D's equilibration does not show is none (rank does not change with scaling: the
+/// threshold met units, not a dependence).
+std::string rank_loss_at(const Model& model, const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
 
 /// The exact equations (rows that are not measurements) that are combinations of one another at
 /// (q, qd): the rows of the combinations, the conditions and joint equations of known quantities
@@ -71,5 +90,6 @@ double umfpack_flops(const Model& model, const System& sys);
 
 /// Dense D at (q, qd) (rows x columns), for the numeric checks and the tests.
 Eigen::MatrixXd dense_of(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
+
 
 }  // namespace nelu

@@ -655,7 +655,7 @@ PivotValidation validate_pivots(const Model& model, const System& sys, Factoriza
         // a candidate refused at a random configuration costs no dense factorization)
         if (small && validated_like && sys.n() <= 4000 && (where[k] < special || (p.kind == PivotKind::Gram && !(lo[k] > 0)))) {
             auto at = rank_losses.find(where[k]);  // (one dense factorization per configuration)
-            if (at == rank_losses.end()) at = rank_losses.emplace(where[k], rank_loss_at(sys, qs[static_cast<std::size_t>(where[k])], qd)).first;
+            if (at == rank_losses.end()) at = rank_losses.emplace(where[k], rank_loss_at(model, sys, qs[static_cast<std::size_t>(where[k])], qd)).first;
             const std::string& loss = at->second;
             // the remedy where the loss is at a special configuration only: D has full rank at
             // random ones (checked before the orders: analyze.cpp check_configurations)
