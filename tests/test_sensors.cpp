@@ -465,6 +465,21 @@ TEST_CASE("The well-posedness checks do not depend on the robot's units: a UR5e 
     INFO(check.out << check.err);
     CHECK(check.exit_code == 0);
 
+    SUBCASE("an over-determined problem in grams and centimetres: the UR5e's accelerometer spec") {
+        // its exact rows in those units looked dependent (FullPivLU's threshold met units), and
+        // their combination conflicted: "exact equations in conflict", where the UR5e in kg and m
+        // compiles; the conflict is looked at again equilibrated
+        write(d / "ur5e_gcm.urdf", scaled_urdf(robot("ur5e.urdf"), 1e3, 1e2));
+        std::ifstream in(spec("ur5e_accelerometer.yaml"));
+        std::string text((std::istreambuf_iterator<char>(in)), {});
+        const std::string at = "xyz: [0.03, 0.02, 0.01]";
+        REQUIRE(text.find(at) != std::string::npos);
+        text.replace(text.find(at), at.size(), "xyz: [3, 2, 1]");
+        write(d / "acc.yaml", text);
+        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", (d / "ur5e_gcm.urdf").string(), (d / "acc.yaml").string(), (d / "a").string()));
+        INFO(r.err);
+        CHECK(r.exit_code == 0);
+    }
     SUBCASE("a gimbal with an exporter's quarter turn (1.5707963), regular everywhere, stays accepted") {
         // its equilibrated D loses rank at every joint at pi (the fit spreads its scales over
         // 2^+-15), D itself does not: a loss counts only when both show it

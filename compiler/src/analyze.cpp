@@ -2,6 +2,7 @@
 #include "analyze.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -227,6 +228,27 @@ void check_exact_consistency(const Model& model, const System& sys) {
     for (int r = 0; r < sys.m(); ++r)
         if (!sys.soft[r]) exact.push_back(r);
     const long me = static_cast<long>(exact.size()), nin = static_cast<long>(sys.in.size());
+    std::optional<Equilibration> eq;  // for a second look at a conflict (formed at the first)
+    // The rows that conflict at one look at E (exact rows, transposed), b0 and B: "" when none do,
+    // or when E has full row rank (`independent`).
+    auto conflict = [&](const Eigen::MatrixXd& Et, const Eigen::VectorXd& b0, const Eigen::MatrixXd& B, bool& independent) -> std::string {
+        Eigen::FullPivLU<Eigen::MatrixXd> lu(Et);
+        lu.setThreshold(1e-10);
+        const Eigen::MatrixXd N = lu.kernel();  // y with y^T E = 0
+        independent = lu.rank() == me || N.cols() == 0 || N.norm() == 0;
+        if (independent) return {};
+        const Eigen::MatrixXd M = N.transpose() * B;
+        const Eigen::VectorXd r0 = N.transpose() * b0;
+        const Eigen::VectorXd res = r0 - M * M.completeOrthogonalDecomposition().solve(r0);  // what no input can cancel
+        const double scale = std::max(1.0, N.cwiseAbs().maxCoeff() * b0.cwiseAbs().maxCoeff());
+        if (res.cwiseAbs().maxCoeff() <= 1e-8 * scale) return {};
+        const Eigen::VectorXd y = N * res;  // the combination that conflicts
+        std::string rows;
+        int named = 0;
+        for (long k = 0; k < me; ++k)
+            if (std::abs(y(k)) > 1e-6 * y.cwiseAbs().maxCoeff() && named++ < 12) rows += (rows.empty() ? "" : ", ") + sys.rows[exact[static_cast<std::size_t>(k)]].label;
+        return rows;
+    };
     std::mt19937_64 rng(0x636f6e66);
     for (int trial = 0; trial < 2; ++trial) {
         const std::vector<double> q = random_configuration(model, rng);
@@ -236,10 +258,6 @@ void check_exact_consistency(const Model& model, const System& sys) {
         const Eigen::MatrixXd D = dense_of(sys, q, qd);
         Eigen::MatrixXd Et(D.cols(), me);
         for (long k = 0; k < me; ++k) Et.col(k) = D.row(exact[static_cast<std::size_t>(k)]).transpose();
-        Eigen::FullPivLU<Eigen::MatrixXd> lu(Et);
-        lu.setThreshold(1e-10);
-        const Eigen::MatrixXd N = lu.kernel();  // y with y^T E = 0
-        if (lu.rank() == me || N.cols() == 0 || N.norm() == 0) return;
         // b at the inputs 0 (b.value there when b is not affine: a 6-D contact's placement error
         // against the reference at the origin, taken as fixed)
         const std::vector<ir::Id>& b_zero = sys.b.affine ? sys.b.constant : sys.b.value;
@@ -251,16 +269,25 @@ void check_exact_consistency(const Model& model, const System& sys) {
             b0(k) = b[b_zero[r]];
             for (const auto& [slot, coef] : sys.b.input[r]) B(k, slot) += coef;
         }
-        const Eigen::MatrixXd M = N.transpose() * B;
-        const Eigen::VectorXd r0 = N.transpose() * b0;
-        const Eigen::VectorXd res = r0 - M * M.completeOrthogonalDecomposition().solve(r0);  // what no input can cancel
-        const double scale = std::max(1.0, N.cwiseAbs().maxCoeff() * b0.cwiseAbs().maxCoeff());
-        if (res.cwiseAbs().maxCoeff() <= 1e-8 * scale) continue;
-        const Eigen::VectorXd y = N * res;  // the combination that conflicts
-        std::string rows;
-        int named = 0;
-        for (long k = 0; k < me; ++k)
-            if (std::abs(y(k)) > 1e-6 * y.cwiseAbs().maxCoeff() && named++ < 12) rows += (rows.empty() ? "" : ", ") + sys.rows[exact[static_cast<std::size_t>(k)]].label;
+        bool independent = false;
+        const std::string rows = conflict(Et, b0, B, independent);
+        if (independent) return;
+        if (rows.empty()) continue;
+        // A second look with D equilibrated (R E C, R b0, R B: the same combinations, y = R y'):
+        // a conflict that only D's units made (a robot in grams and centimetres) is none.
+        if (!eq) eq = equilibration(model, sys);
+        if (eq->usable()) {
+            Eigen::MatrixXd Es = Et;
+            Eigen::VectorXd bs = b0;
+            Eigen::MatrixXd Bs = B;
+            for (long k = 0; k < me; ++k) {
+                const double rk = eq->row[static_cast<std::size_t>(exact[static_cast<std::size_t>(k)])];
+                for (long j = 0; j < Es.rows(); ++j) Es(j, k) *= rk * eq->col[static_cast<std::size_t>(j)];
+                bs(k) *= rk, Bs.row(k) *= rk;
+            }
+            bool independent_scaled = false;
+            if (conflict(Es, bs, Bs, independent_scaled).empty()) continue;
+        }
         throw IllPosedError(fmt::format("ill-posed: exact equations in conflict: {} cannot all hold at a random state, whatever the "
                                         "known quantities (a known link acceleration that its joints cannot give, say).\n  "
                                         "Know fewer of them, or measure one instead (a sensor's reading is fitted, not imposed)", rows));
@@ -315,9 +342,11 @@ std::string rank_loss_at(const Model& model, const System& sys, const std::vecto
     const Eigen::MatrixXd D = dense_of(sys, q, qd);
     const int rank = numeric_rank(D);
     if (rank == D.cols()) return {};
-    Eigen::MatrixXd S = D;  // regular once equilibrated: a matter of units
-    equilibration(model, sys).apply(S);
-    if (numeric_rank(S) == D.cols()) return {};
+    if (const Equilibration eq = equilibration(model, sys); eq.usable()) {  // regular once equilibrated: a matter of units
+        Eigen::MatrixXd S = D;
+        eq.apply(S);
+        if (numeric_rank(S) == D.cols()) return {};
+    }
     return fmt::format("numeric rank {} for {} unknowns.", rank, D.cols()) + undetermined_message(sys, null_space_columns(D));
 }
 
@@ -340,6 +369,7 @@ std::string check_full_column_rank(const Model& model, const System& sys) {
         const int rank = numeric_rank(D);
         if (rank == n) return rank;
         if (!eq) eq = equilibration(model, sys);
+        if (!eq->usable()) return rank;
         Eigen::MatrixXd S = D;
         eq->apply(S);
         return std::max(rank, numeric_rank(S));
@@ -409,19 +439,18 @@ Equilibration equilibration(const Model& model, const System& sys) {
     }
     // Curtis and Reid's scaling: the row and column logarithms r, c that bring the entries' log2
     // magnitudes l_ij closest to 0 in least squares, min sum (l_ij + r_i + c_j)^2, whose normal
-    // equations are a graph Laplacian over D's bipartite graph (rows then columns), made definite
-    // by a small ridge that fixes the free shift (r + t, c - t). The scaled entries do not depend
-    // on D's units: a robot scaled in mass and length is R0 D C0, whose r and c shift by log R0
-    // and log C0 exactly, and units are all the fit has to absorb, so a robot's entries end within
-    // a few powers of two of 1. An entry far from 1 after the fit is a number that no units
-    // explain (cos 1.5707963 = 2.7e-8 of an exporter's quarter turn, a centre of mass 1e-5 m off
-    // an axis): it would pull its row and column by a share of its own distance, so it is left out
-    // and the fit made again (trimmed least squares; entries beyond 2^10 of 1, four rounds at most).
+    // equations are the signless Laplacian of D's bipartite graph (rows then columns), made
+    // definite by a small ridge that fixes the free shift (r + t, c - t). A robot scaled in mass
+    // and length is R0 D C0, whose r and c shift by log R0 and log C0 exactly. An entry far below
+    // 1 after the fit is a number that no units explain (cos 1.5707963 = 2.7e-8 of an exporter's
+    // quarter turn): it pulls its row and column up by a share of its distance and the ordinary
+    // entries beside it above 1, so it is left out and the fit made again (entries below 2^-10,
+    // six rounds at most; an entry above the fit is kept, and capped below).
     const int m = sys.m(), n = sys.n();
     std::vector<bool> used(M.x.size());
     for (std::size_t e = 0; e < M.x.size(); ++e) used[e] = M.x[e] > 0;
     Eigen::VectorXd x = Eigen::VectorXd::Zero(m + n);
-    for (int round = 0; round < 4; ++round) {
+    for (int round = 0;; ++round) {
         std::vector<Eigen::Triplet<double>> t;
         Eigen::VectorXd rhs = Eigen::VectorXd::Zero(m + n), degree = Eigen::VectorXd::Zero(m + n);
         for (int c = 0; c < n; ++c)
@@ -436,17 +465,45 @@ Equilibration equilibration(const Model& model, const System& sys) {
         Eigen::SparseMatrix<double> L(m + n, m + n);
         L.setFromTriplets(t.begin(), t.end());
         Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(L);
-        if (ldlt.info() != Eigen::Success) break;  // (cannot happen: L is definite) the last fit
+        if (ldlt.info() != Eigen::Success) return eq.lo = 0, eq;  // (cannot happen: L is definite) unusable
         x = ldlt.solve(rhs);
+        if (round == 5) break;
         bool dropped = false;
         for (int c = 0; c < n; ++c)
             for (int e = M.p[c]; e < M.p[c + 1]; ++e)
-                if (used[static_cast<std::size_t>(e)] && std::abs(std::log2(M.x[e]) + x(M.i[e]) + x(m + c)) > 10)
+                if (used[static_cast<std::size_t>(e)] && std::log2(M.x[e]) + x(M.i[e]) + x(m + c) < -10)
                     used[static_cast<std::size_t>(e)] = false, dropped = true;
         if (!dropped) break;
     }
-    for (int r = 0; r < m; ++r) eq.row[static_cast<std::size_t>(r)] = std::exp2(std::round(x(r)));
-    for (int c = 0; c < n; ++c) eq.col[static_cast<std::size_t>(c)] = std::exp2(std::round(x(m + c)));
+    eq.lo = INFINITY, eq.hi = 0;  // the entries that units explain (those the fit kept)
+    for (std::size_t e = 0; e < M.x.size(); ++e)
+        if (used[e]) eq.lo = std::min(eq.lo, M.x[e]), eq.hi = std::max(eq.hi, M.x[e]);
+    if (!eq.usable()) return eq;
+    // Powers of two (floor: half-integers round alike everywhere), then no scaled entry above 2:
+    // Ruiz's sweeps, each row and column over 2 divided by about the square root of its largest.
+    std::vector<long> r(static_cast<std::size_t>(m)), c(static_cast<std::size_t>(n));
+    for (int k = 0; k < m; ++k) r[static_cast<std::size_t>(k)] = static_cast<long>(std::floor(x(k) + 0.5));
+    for (int k = 0; k < n; ++k) c[static_cast<std::size_t>(k)] = static_cast<long>(std::floor(x(m + k) + 0.5));
+    std::vector<long> le(M.x.size(), 0);
+    for (std::size_t e = 0; e < M.x.size(); ++e)
+        if (M.x[e] > 0) le[e] = std::ilogb(M.x[e]);  // |D_ij| in [2^le, 2^(le+1))
+    for (int sweep = 0; sweep < 64; ++sweep) {
+        std::vector<long> rmax(r.size(), LONG_MIN), cmax(c.size(), LONG_MIN);
+        for (int j = 0; j < n; ++j)
+            for (int e = M.p[j]; e < M.p[j + 1]; ++e)
+                if (M.x[e] > 0) rmax[M.i[e]] = std::max(rmax[M.i[e]], le[e] + r[M.i[e]] + c[j]);
+        bool over = false;
+        for (std::size_t k = 0; k < r.size(); ++k)
+            if (rmax[k] > 0) r[k] -= (rmax[k] + 1) / 2, over = true;
+        for (int j = 0; j < n; ++j)
+            for (int e = M.p[j]; e < M.p[j + 1]; ++e)
+                if (M.x[e] > 0) cmax[j] = std::max(cmax[j], le[e] + r[M.i[e]] + c[j]);
+        for (std::size_t k = 0; k < c.size(); ++k)
+            if (cmax[k] > 0) c[k] -= cmax[k], over = true;
+        if (!over) break;
+    }
+    for (int k = 0; k < m; ++k) eq.row[static_cast<std::size_t>(k)] = std::ldexp(1.0, static_cast<int>(r[static_cast<std::size_t>(k)]));
+    for (int k = 0; k < n; ++k) eq.col[static_cast<std::size_t>(k)] = std::ldexp(1.0, static_cast<int>(c[static_cast<std::size_t>(k)]));
     return eq;
 }
 
@@ -548,6 +605,7 @@ Analysis run_analyze(const Model& model, const System& sys) {
         const double rc = umfpack_rcond(A);
         if (rc > 1e-14) return rc;
         if (!eq) eq = equilibration(model, sys);
+        if (!eq->usable()) return rc;
         eq->apply(A);
         return std::max(rc, umfpack_rcond(A));
     };
@@ -561,6 +619,9 @@ Analysis run_analyze(const Model& model, const System& sys) {
             if (n <= 4000)
                 msg += "." + undetermined_message(sys, null_space_columns(dense_of(sys, qs[trial], qd)), trial < 3 && sys.allow_special_singularities);
             else msg += "; a joint may carry no inertia";
+            if (eq && !eq->usable())
+                msg += fmt::format("\n  (D's entries range from {:.3g} to {:.3g} at random configurations, beyond 1e-19 to 1e19, where "
+                                   "the products of two stay in float's range: D is judged as it comes, in the robot's units)", eq->lo, eq->hi);
             if (trial < 3 && sys.allow_special_singularities) {
                 if (an.special_singularity.empty()) an.special_singularity = msg;
                 continue;

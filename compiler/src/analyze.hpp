@@ -43,6 +43,11 @@ Csc values_of(const System& sys, const std::vector<double>& q, const std::vector
 /// exactly, so its equilibrated D is the robot's own. Powers of two: exact, deterministic.
 struct Equilibration {
     std::vector<double> row, col;
+    double lo = 0, hi = 0;  ///< the smallest and largest |D_ij| the fit kept (those units explain)
+    /// Whether the second look may be taken: those entries within [1e-19, 1e19], where the product
+    /// of two stays in float's normal range (a float solver of a robot beyond it underflows or
+    /// overflows whatever its conditioning; its D is judged as it comes).
+    bool usable() const { return lo >= 1e-19 && hi <= 1e19; }
     void apply(Csc& A) const;
     void apply(Eigen::MatrixXd& D) const;
 };
