@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import tempfile
 import warnings
@@ -162,9 +163,16 @@ def compile(urdf: str | os.PathLike[str], problem: str | os.PathLike[str] | dict
     if rebuild or not (entry / "entry.json").is_file():
         _build(entry, exe, urdf_path, urdf_text, problem_arg, spec_text, options, compiler, flags, include, key_material, rebuild)
     solver = Solver(entry, nelu_exe=exe, urdf=os.path.abspath(urdf_path))
+    # the log of the call that built the entry names the URDF as that call spelled it: a call with
+    # another file of the same contents gets its own file's name in the warnings
+    built_as = json.loads((entry / "entry.json").read_text()).get("urdf_arg")
+    here = _tool.path_arg(urdf_path)
     for line in solver.log.splitlines():
         if line.startswith("warning: "):
-            warnings.warn(CompileWarning(line[len("warning: "):]), stacklevel=2)
+            text = line[len("warning: "):]
+            if built_as and built_as != here and text.startswith(built_as + ":"):
+                text = here + text[len(built_as):]
+            warnings.warn(CompileWarning(text), stacklevel=2)
     return solver
 
 
@@ -176,7 +184,8 @@ def _build(entry: Path, exe: str, urdf_path: Path, urdf_text: bytes, problem_arg
         raise ToolNotFoundError(f"the C++ compiler '{compiler[0] if compiler else ''}' is not found: set CXX (or pass cxx=) "
                                 f"to a C++17 compiler, e.g. g++")
     entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".tmp-{entry.name}-"))
+    _sweep(entry.parent)
+    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".tmp-{entry.name}-{_owner()}-"))
     try:
         proc = _tool.run(exe, ["compile", _tool.path_arg(urdf_path), "--problem", problem_arg, *options, "-o", str(tmp)])
         if _read(urdf_path, "URDF") != urdf_text or (spec_text is not None and _read(Path(problem_arg), "problem spec") != spec_text):
@@ -199,13 +208,43 @@ def _build(entry: Path, exe: str, urdf_path: Path, urdf_text: bytes, problem_arg
         if spec_text is not None:
             (tmp / "spec.yaml").write_bytes(spec_text)
         (tmp / "compile.log").write_text(proc.stdout + proc.stderr)
-        record = {"name": name, "library": library, "urdf": os.path.abspath(urdf_path), "spec": spec_text is not None,
+        record = {"name": name, "library": library, "urdf": os.path.abspath(urdf_path), "urdf_arg": _tool.path_arg(urdf_path),
+                  "spec": spec_text is not None,
                   "sources": [Path(s).name for s in sources], "build": command, "key": key_material}
         (tmp / "entry.json").write_text(json.dumps(record, indent=2) + "\n")
         _publish(tmp, entry, rebuild)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _owner() -> str:
+    """This process in a temporary directory's name: its host (a digest) and its pid."""
+    return f"{hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]}.{os.getpid()}"
+
+
+def _sweep(cache: Path) -> None:
+    """Remove the temporary directories of builds whose process is gone (killed by SIGTERM or
+    SIGKILL, where no `finally` runs): those named with this host and a pid that no longer runs."""
+    host = _owner().split(".")[0]
+    for d in cache.glob(".tmp-*"):
+        parts = d.name.split("-")
+        if len(parts) < 4 or "." not in parts[2]:
+            continue  # (not ours: .tmp-KEY-HOST.PID-RANDOM)
+        h, _, pid = parts[2].partition(".")
+        if h != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # (exists, another user's)
+    return True
 
 
 def _publish(tmp: Path, entry: Path, replace: bool) -> None:

@@ -139,3 +139,20 @@ def test_concurrent_processes_build_one_entry(tmp_path):
     assert len(lines) == 1
     assert [p for p in cache.iterdir() if not p.name.startswith(".")] == [Path(lines.pop().split()[0])]
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]
+
+
+def test_a_killed_builds_directory_is_removed_by_the_next_build(tmp_path):
+    """SIGTERM or SIGKILL leave a build's temporary directory (no `finally` runs): the next build in
+    the cache removes those of processes that are gone, not those of processes that run."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    host = nelu._build._owner().split(".")[0]
+    dead = cache / f".tmp-{'0' * 32}-{host}.999999999-abc"  # above any pid_max: no such process
+    running = cache / f".tmp-{'1' * 32}-{host}.{os.getpid()}-def"
+    other_host = cache / f".tmp-{'2' * 32}-00000000.999999999-ghi"
+    for d in (dead, running, other_host):
+        (d / "partial").mkdir(parents=True)
+    nelu.compile(ROBOTS / "ur5e.urdf", problem="id", cache_dir=cache, cxxflags=TEST_FLAGS)
+    assert not dead.exists()
+    assert running.exists() and other_host.exists()
+    assert not [p for p in cache.glob(".tmp-*") if p not in (running, other_host)]

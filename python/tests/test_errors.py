@@ -218,3 +218,20 @@ def test_spec_dict_with_numpy_values(build):
     with pytest.raises(nelu.InputError, match="type object") as err:
         build("ur5e.urdf", problem={"version": 2, "problem": "fd", "gravity": object()})
     assert err.value.exit_code == 2
+
+
+def test_cached_warnings_name_the_callers_file(build, tmp_path):
+    """The cache is keyed by contents: a second file with the same contents loads the entry the
+    first built, and its warnings name the second file, not the first."""
+    text = (FIXTURES / "malformed" / "warn_non_unit_axis.urdf").read_bytes()
+    first, second = tmp_path / "first.urdf", tmp_path / "second.urdf"
+    first.write_bytes(text)
+    second.write_bytes(text)
+    with pytest.warns(nelu.CompileWarning) as record:
+        a = build(first, problem="id")
+    assert str(record[0].message).startswith(f"{first}:")
+    with pytest.warns(nelu.CompileWarning) as record:
+        b = build(second, problem="id")
+    assert a.directory == b.directory  # the cached entry
+    assert str(record[0].message).startswith(f"{second}:")
+    assert str(first) not in str(record[0].message)
