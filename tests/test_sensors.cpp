@@ -480,6 +480,35 @@ TEST_CASE("The well-posedness checks do not depend on the robot's units: a UR5e 
         INFO(r.err);
         CHECK(r.exit_code == 0);
     }
+    SUBCASE("a least-squares problem regular only equilibrated, whose accuracy its units spoil, is no internal error") {
+        // the UR5e at 1e9 times its masses and 100 times its lengths with the accelerometer spec
+        // (variances as given): full rank only equilibrated, and the solver's forward error 5.5e-7
+        // against the dense reference, which exit 3 (internal error) reported; it is the problem's
+        // condition in these units (exit 1, saying so)
+        write(d / "ur5e_big.urdf", scaled_urdf(robot("ur5e.urdf"), 1e9, 1e2));
+        std::ifstream in(spec("ur5e_accelerometer.yaml"));
+        std::string text((std::istreambuf_iterator<char>(in)), {});
+        const std::string at = "xyz: [0.03, 0.02, 0.01]";
+        REQUIRE(text.find(at) != std::string::npos);
+        text.replace(text.find(at), at.size(), "xyz: [3, 2, 1]");
+        write(d / "acc_big.yaml", text);
+        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", (d / "ur5e_big.urdf").string(), (d / "acc_big.yaml").string(), (d / "b").string()));
+        INFO(r.err);
+        CHECK(r.exit_code != 3);
+        if (r.exit_code == 1) CHECK(r.err.find("ill-conditioned in these units") != std::string::npos);
+    }
+    SUBCASE("a true conflict stays one in milligrams and millimetres") {
+        // (a first form of the second look accepted it: the exact rows looked dependent as they
+        // come, and the conflict's residual fell under a threshold set by the Newton rows' m g,
+        // while D's rank was full once equilibrated)
+        write(d / "ur5e_mgmm.urdf", scaled_urdf(robot("ur5e.urdf"), 1e6, 1e3));
+        write(d / "conflict.yaml", "version: 2\nproblem: hybrid\njoints: {default: tau}\nexternal_wrenches: zero\nsensors:\n"
+                                   "  - {name: c, type: link_acceleration, link: shoulder_link, value: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]}\n");
+        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", (d / "ur5e_mgmm.urdf").string(), (d / "conflict.yaml").string(), (d / "c").string()));
+        INFO(r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("exact equations in conflict") != std::string::npos);
+    }
     SUBCASE("a gimbal with an exporter's quarter turn (1.5707963), regular everywhere, stays accepted") {
         // its equilibrated D loses rank at every joint at pi (the fit spreads its scales over
         // 2^+-15), D itself does not: a loss counts only when both show it

@@ -223,7 +223,10 @@ std::string special_hint(int k, int count, Singular singular_at) {
 /// horizontal forces of a robot on a slippery floor with every acceleration known). When it cannot
 /// be met whatever the inputs (y^T b_0 outside the range of y^T B_in at a random position and
 /// velocity), the equations conflict: say which.
-void check_exact_consistency(const Model& model, const System& sys) {
+/// `scaled`: decide on the equilibrated look alone (check_full_column_rank: D's rank at random
+/// configurations was full only equilibrated, so the look at D as it comes saw dependences that
+/// units made, and its residual threshold, set by the largest |b0|, could hide a true conflict).
+void check_exact_consistency(const Model& model, const System& sys, const Equilibration* scaled = nullptr) {
     std::vector<int> exact;
     for (int r = 0; r < sys.m(); ++r)
         if (!sys.soft[r]) exact.push_back(r);
@@ -269,24 +272,28 @@ void check_exact_consistency(const Model& model, const System& sys) {
             b0(k) = b[b_zero[r]];
             for (const auto& [slot, coef] : sys.b.input[r]) B(k, slot) += coef;
         }
-        bool independent = false;
-        const std::string rows = conflict(Et, b0, B, independent);
-        if (independent) return;
-        if (rows.empty()) continue;
-        // A second look with D equilibrated (R E C, R b0, R B: the same combinations, y = R y'):
-        // a conflict that only D's units made (a robot in grams and centimetres) is none.
-        if (!eq) eq = equilibration(model, sys);
-        if (eq->usable()) {
+        // The look with D equilibrated: R E C, R b0, R B (the same combinations, y = R y')
+        auto equilibrated = [&](const Equilibration& e, bool& independent_scaled) {
             Eigen::MatrixXd Es = Et;
             Eigen::VectorXd bs = b0;
             Eigen::MatrixXd Bs = B;
             for (long k = 0; k < me; ++k) {
-                const double rk = eq->row[static_cast<std::size_t>(exact[static_cast<std::size_t>(k)])];
-                for (long j = 0; j < Es.rows(); ++j) Es(j, k) *= rk * eq->col[static_cast<std::size_t>(j)];
+                const double rk = e.row[static_cast<std::size_t>(exact[static_cast<std::size_t>(k)])];
+                for (long j = 0; j < Es.rows(); ++j) Es(j, k) *= rk * e.col[static_cast<std::size_t>(j)];
                 bs(k) *= rk, Bs.row(k) *= rk;
             }
+            return conflict(Es, bs, Bs, independent_scaled);
+        };
+        bool independent = false;
+        const std::string rows = scaled ? equilibrated(*scaled, independent) : conflict(Et, b0, B, independent);
+        if (independent) return;
+        if (rows.empty()) continue;
+        // A second look with D equilibrated: a conflict that only D's units made (a robot in grams
+        // and centimetres) is none.
+        if (!scaled) {
+            if (!eq) eq = equilibration(model, sys);
             bool independent_scaled = false;
-            if (conflict(Es, bs, Bs, independent_scaled).empty()) continue;
+            if (eq->usable() && equilibrated(*eq, independent_scaled).empty()) continue;
         }
         throw IllPosedError(fmt::format("ill-posed: exact equations in conflict: {} cannot all hold at a random state, whatever the "
                                         "known quantities (a known link acceleration that its joints cannot give, say).\n  "
@@ -350,7 +357,7 @@ std::string rank_loss_at(const Model& model, const System& sys, const std::vecto
     return fmt::format("numeric rank {} for {} unknowns.", rank, D.cols()) + undetermined_message(sys, null_space_columns(D));
 }
 
-std::string check_full_column_rank(const Model& model, const System& sys) {
+std::string check_full_column_rank(const Model& model, const System& sys, bool* equilibrated) {
     Csc A = pattern_of(sys);
     const int n = A.n, m = A.m;
     std::vector<int> match(m), work(5 * n);
@@ -364,6 +371,7 @@ std::string check_full_column_rank(const Model& model, const System& sys) {
     const auto qs = check_configurations(model, 6);
     const std::vector<double> qd(model.nv, 0.0);
     std::optional<Equilibration> eq;  // formed at the first loss of rank
+    bool rescued = false;  // full rank at a random configuration only equilibrated
     auto rank_at = [&](std::size_t k) {
         const Eigen::MatrixXd D = dense_of(sys, qs[k], qd);
         const int rank = numeric_rank(D);
@@ -372,7 +380,9 @@ std::string check_full_column_rank(const Model& model, const System& sys) {
         if (!eq->usable()) return rank;
         Eigen::MatrixXd S = D;
         eq->apply(S);
-        return std::max(rank, numeric_rank(S));
+        const int scaled = numeric_rank(S);
+        rescued = rescued || (k >= 3 && scaled == n);
+        return std::max(rank, scaled);
     };
     std::string special;
     for (std::size_t k = 0; k < qs.size(); ++k) {
@@ -387,6 +397,13 @@ std::string check_full_column_rank(const Model& model, const System& sys) {
             throw IllPosedError("ill-posed: " + msg + special_hint(static_cast<int>(k), static_cast<int>(qs.size()),
                                                                    [&](int j) { return rank_at(static_cast<std::size_t>(j)) < n; }));
         }
+    }
+    if (rescued) {
+        // The exact rows' consistency was judged on D as it comes, whose rank only the equilibrated
+        // look found full: judged again equilibrated (a true conflict in milligrams and millimetres
+        // hid under a threshold set by the Newton rows' m g)
+        check_exact_consistency(model, sys, &*eq);
+        if (equilibrated) *equilibrated = true;
     }
     return special;
 }
@@ -480,7 +497,8 @@ Equilibration equilibration(const Model& model, const System& sys) {
         if (used[e]) eq.lo = std::min(eq.lo, M.x[e]), eq.hi = std::max(eq.hi, M.x[e]);
     if (!eq.usable()) return eq;
     // Powers of two (floor: half-integers round alike everywhere), then no scaled entry above 2:
-    // Ruiz's sweeps, each row and column over 2 divided by about the square root of its largest.
+    // each row over 2 divided by about the square root of its largest, then each column over 2 by
+    // its largest (one sweep leaves every entry below 2; a second finds nothing to do).
     std::vector<long> r(static_cast<std::size_t>(m)), c(static_cast<std::size_t>(n));
     for (int k = 0; k < m; ++k) r[static_cast<std::size_t>(k)] = static_cast<long>(std::floor(x(k) + 0.5));
     for (int k = 0; k < n; ++k) c[static_cast<std::size_t>(k)] = static_cast<long>(std::floor(x(m + k) + 0.5));
@@ -607,7 +625,9 @@ Analysis run_analyze(const Model& model, const System& sys) {
         if (!eq) eq = equilibration(model, sys);
         if (!eq->usable()) return rc;
         eq->apply(A);
-        return std::max(rc, umfpack_rcond(A));
+        const double scaled = umfpack_rcond(A);
+        an.equilibrated = an.equilibrated || (k >= 3 && scaled > 1e-14);
+        return std::max(rc, scaled);
     };
     for (std::size_t trial = 0; trial < qs.size(); ++trial) {
         const double rc = rcond_at(trial);
@@ -620,7 +640,7 @@ Analysis run_analyze(const Model& model, const System& sys) {
                 msg += "." + undetermined_message(sys, null_space_columns(dense_of(sys, qs[trial], qd)), trial < 3 && sys.allow_special_singularities);
             else msg += "; a joint may carry no inertia";
             if (eq && !eq->usable())
-                msg += fmt::format("\n  (D's entries range from {:.3g} to {:.3g} at random configurations, beyond 1e-19 to 1e19, where "
+                msg += fmt::format("\n  (D's entries that its units explain range from {:.3g} to {:.3g} at random configurations, beyond 1e-19 to 1e19, where "
                                    "the products of two stay in float's range: D is judged as it comes, in the robot's units)", eq->lo, eq->hi);
             if (trial < 3 && sys.allow_special_singularities) {
                 if (an.special_singularity.empty()) an.special_singularity = msg;

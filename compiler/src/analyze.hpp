@@ -64,6 +64,9 @@ struct Analysis {
     int numeric_configs = 0;  ///< configurations at which D was factored numerically
     double min_rcond = 0;     ///< smallest UMFPACK reciprocal condition estimate seen
     std::string special_singularity;  ///< where D is singular at a special configuration (allowed)
+    /// D is regular at random configurations only once equilibrated (its units made it look
+    /// singular): a failed verification is then the problem's condition in these units (exit 1)
+    bool equilibrated = false;
 };
 
 /// Analyze `sys`; throws IllPosedError naming the undetermined quantities when D is singular.
@@ -73,7 +76,9 @@ Analysis run_analyze(const Model& model, const System& sys);
 /// numeric full column rank at random and special configurations. Throws IllPosedError naming the
 /// undetermined quantities.
 /// Returns a description of a rank loss at a special configuration when the system allows it.
-std::string check_full_column_rank(const Model& model, const System& sys);
+/// `equilibrated`, when given, is set when D has full rank at random configurations only once
+/// equilibrated (Equilibration).
+std::string check_full_column_rank(const Model& model, const System& sys, bool* equilibrated = nullptr);
 
 /// The well-posedness diagnosis at one configuration: "" when D has full column rank at (q, qd),
 /// else the numeric rank and the quantities its null space moves, with what would determine them.

@@ -176,7 +176,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     r.equations = r.system.m(), r.unknowns = r.system.n();
     if (r.system.m() > r.system.n()) {  // redundant sensors: weighted least squares
         if (o.progress) std::fprintf(stderr, "nelu: analyze: %d equations for %d unknowns: weighted least squares\n", r.system.m(), r.system.n());
-        r.analysis.special_singularity = check_full_column_rank(r.load.model, r.system);
+        r.analysis.special_singularity = check_full_column_rank(r.load.model, r.system, &r.analysis.equilibrated);
     }
     if (o.progress) std::fprintf(stderr, "nelu: analyze: %d unknowns\n", r.system.n());
     if (r.system.m() <= r.system.n()) r.analysis = run_analyze(r.load.model, r.system);  // fewer equations: names what is not determined
@@ -254,6 +254,13 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
         r.verify = run_verify(r.load.model, r.problem, r.system, r.order.best, o.verify_states);
         if (r.verify.states == 0 && o.verify_states > 0)  // (every state refused: nothing was compared)
             throw std::runtime_error("verification compared no state: the program refused every one");
+        if (!(r.verify.decisive() <= tolerance) && r.analysis.equilibrated && r.verify.refused_regular == 0)
+            throw IllPosedError(fmt::format(
+                "ill-conditioned in these units: the solver's forward relative error is {:.3g} (backward error {:.3g}) over {} states, "
+                "above {:g}. D has full rank at random configurations only once its rows and columns are scaled to comparable "
+                "magnitudes (as it comes, its units make it look singular), and the solution's accuracy follows the problem's "
+                "condition in the units given: give masses in kg and lengths in m, and the sensors' variances in their units",
+                r.verify.max_rel_error, r.verify.max_backward_error, r.verify.states, tolerance));
         if (!(r.verify.decisive() <= tolerance))
             throw std::runtime_error(fmt::format("verification failed over {} states: forward relative error {:.3g}, "
                                                  "backward error {:.3g}{}", r.verify.states, r.verify.max_rel_error, r.verify.max_backward_error,

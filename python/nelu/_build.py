@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
@@ -165,7 +166,7 @@ def compile(urdf: str | os.PathLike[str], problem: str | os.PathLike[str] | dict
     solver = Solver(entry, nelu_exe=exe, urdf=os.path.abspath(urdf_path))
     # the log of the call that built the entry names the URDF as that call spelled it: a call with
     # another file of the same contents gets its own file's name in the warnings
-    built_as = json.loads((entry / "entry.json").read_text()).get("urdf_arg")
+    built_as = solver._urdf_arg
     here = _tool.path_arg(urdf_path)
     for line in solver.log.splitlines():
         if line.startswith("warning: "):
@@ -185,8 +186,10 @@ def _build(entry: Path, exe: str, urdf_path: Path, urdf_text: bytes, problem_arg
                                 f"to a C++17 compiler, e.g. g++")
     entry.parent.mkdir(parents=True, exist_ok=True)
     _sweep(entry.parent)
-    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".tmp-{entry.name}-{_owner()}-"))
+    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".tmp-{entry.name}-"))
+    lock = os.open(tmp / _LOCK, os.O_CREAT | os.O_RDWR, 0o600)  # held while this process builds
     try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         proc = _tool.run(exe, ["compile", _tool.path_arg(urdf_path), "--problem", problem_arg, *options, "-o", str(tmp)])
         if _read(urdf_path, "URDF") != urdf_text or (spec_text is not None and _read(Path(problem_arg), "problem spec") != spec_text):
             raise Error(f"{urdf_path} or its problem spec changed while it was being compiled: compile again")
@@ -212,39 +215,44 @@ def _build(entry: Path, exe: str, urdf_path: Path, urdf_text: bytes, problem_arg
                   "spec": spec_text is not None,
                   "sources": [Path(s).name for s in sources], "build": command, "key": key_material}
         (tmp / "entry.json").write_text(json.dumps(record, indent=2) + "\n")
+        os.unlink(tmp / _LOCK)  # (still held: the directory is not a killed build's)
         _publish(tmp, entry, rebuild)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        os.close(lock)
 
 
-def _owner() -> str:
-    """This process in a temporary directory's name: its host (a digest) and its pid."""
-    return f"{hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]}.{os.getpid()}"
+_LOCK = ".building"
+_STALE_SECONDS = 24 * 3600
 
 
 def _sweep(cache: Path) -> None:
     """Remove the temporary directories of builds whose process is gone (killed by SIGTERM or
-    SIGKILL, where no `finally` runs): those named with this host and a pid that no longer runs."""
-    host = _owner().split(".")[0]
+    SIGKILL, where no `finally` runs). A build holds an flock on its directory's `.building` file,
+    which the kernel releases when the process dies (whatever its host or PID namespace, NFS
+    included); a directory whose lock can be taken, and that is over a minute old (not one whose
+    builder is about to take it), is a dead build's. One without the file (a finished build's
+    last step, or an older package's) is removed after a day."""
+    now = time.time()
     for d in cache.glob(".tmp-*"):
-        parts = d.name.split("-")
-        if len(parts) < 4 or "." not in parts[2]:
-            continue  # (not ours: .tmp-KEY-HOST.PID-RANDOM)
-        h, _, pid = parts[2].partition(".")
-        if h != host or not pid.isdigit() or _alive(int(pid)):
+        try:
+            age = now - d.stat().st_mtime
+            fd = os.open(d / _LOCK, os.O_RDWR)
+        except FileNotFoundError:
+            if d.is_dir() and now - d.stat().st_mtime > _STALE_SECONDS:
+                shutil.rmtree(d, ignore_errors=True)
             continue
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # (exists, another user's)
-    return True
+        except OSError:
+            continue
+        try:
+            if age > 60:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(d, ignore_errors=True)  # (its lock still held: no other sweeper removes it twice)
+        except OSError:
+            pass  # locked: a build in progress
+        finally:
+            os.close(fd)
 
 
 def _publish(tmp: Path, entry: Path, replace: bool) -> None:

@@ -113,6 +113,7 @@ class Solver:
         self.library = self.directory / entry["library"]
         self.urdf = urdf if urdf is not None else entry["urdf"]
         self.log: str = (self.directory / "compile.log").read_text()
+        self._urdf_arg: str | None = entry.get("urdf_arg")  # the URDF as the building call named it
         self._exe = nelu_exe
         self._spec = self.directory / "spec.yaml" if entry.get("spec") else None
         m = self.manifest

@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -143,16 +144,31 @@ def test_concurrent_processes_build_one_entry(tmp_path):
 
 def test_a_killed_builds_directory_is_removed_by_the_next_build(tmp_path):
     """SIGTERM or SIGKILL leave a build's temporary directory (no `finally` runs): the next build in
-    the cache removes those of processes that are gone, not those of processes that run."""
+    the cache removes it, as its lock is free; not a directory whose build holds its lock (here
+    another process of this test), nor a young one."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    host = nelu._build._owner().split(".")[0]
-    dead = cache / f".tmp-{'0' * 32}-{host}.999999999-abc"  # above any pid_max: no such process
-    running = cache / f".tmp-{'1' * 32}-{host}.{os.getpid()}-def"
-    other_host = cache / f".tmp-{'2' * 32}-00000000.999999999-ghi"
-    for d in (dead, running, other_host):
+    old = time.time() - 3600
+    dead, live, young = (cache / f".tmp-{c * 32}-x" for c in "012")
+    for d in (dead, live, young):
         (d / "partial").mkdir(parents=True)
-    nelu.compile(ROBOTS / "ur5e.urdf", problem="id", cache_dir=cache, cxxflags=TEST_FLAGS)
-    assert not dead.exists()
-    assert running.exists() and other_host.exists()
-    assert not [p for p in cache.glob(".tmp-*") if p not in (running, other_host)]
+        (d / ".building").touch()
+    for d in (dead, live):
+        os.utime(d, (old, old))
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import fcntl, os, sys, time
+        fd = os.open({str(live / '.building')!r}, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        print("locked", flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        nelu.compile(ROBOTS / "ur5e.urdf", problem="id", cache_dir=cache, cxxflags=TEST_FLAGS)
+        assert not dead.exists()
+        assert live.exists() and young.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sorted(p.name for p in cache.glob(".tmp-*")) == sorted([live.name, young.name])
+    assert not [p for p in cache.iterdir() if not p.name.startswith(".") and (p / ".building").exists()]  # no lock file in an entry
