@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from ._errors import ToolNotFoundError, error_for_exit
+from ._errors import Error, ToolNotFoundError, error_for_exit
 
 def _repository_build() -> Path | None:
     """build/compiler/nelu of the nelu repository the package sits in: imported from its python/
@@ -82,8 +83,16 @@ def _stamp(exe: str) -> tuple[str, int, int]:
 @functools.lru_cache(maxsize=None)
 def _about(stamp: tuple[str, int, int]) -> tuple[str, str]:
     exe = stamp[0]
-    version = run(exe, ["--version"]).stdout.strip()
-    include = run(exe, ["--runtime-include"]).stdout.strip()
+    try:
+        version = run(exe, ["--version"]).stdout.strip()
+        include = run(exe, ["--runtime-include"]).stdout.strip()
+    except Error as e:
+        raise ToolNotFoundError(f"{exe} does not answer as nelu: `{exe} --version` failed ({e}); point NELU_EXE "
+                                f"(or nelu_exe=) at the nelu executable") from None
+    if not re.fullmatch(r"\d+\.\d+\.\d+\S*", version) or not (Path(include) / "nelu" / "status.h").is_file():
+        raise ToolNotFoundError(f"{exe} does not answer as nelu: `--version` printed {version[:80]!r} and `--runtime-include` "
+                                f"{include[:80]!r} (nelu prints its version, e.g. 0.1.0, and the directory of its runtime headers); "
+                                f"point NELU_EXE (or nelu_exe=) at the nelu executable")
     return version, include
 
 

@@ -4,6 +4,7 @@ by exit code with its message, array arguments, a missing compiler or nelu, a fa
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -164,6 +165,16 @@ def test_missing_compiler_and_failing_build(build, cache):
         build("ur5e.urdf", problem="id", cxxflags="-include nelu_no_such_header.h")
     assert "nelu_no_such_header.h" in err.value.stderr
     assert sorted(p.name for p in cache.iterdir()) == before  # nothing left behind, no entry
+
+
+@pytest.mark.parametrize("exe", ["/bin/true", "/bin/false"])
+def test_an_executable_that_is_not_nelu(build, exe):
+    """Another program given as nelu is said to be one, not taken for nelu's answers (/bin/false's
+    exit 1 read as an ill-posed problem, /bin/true's silence as a compile that wrote nothing)."""
+    if not os.access(exe, os.X_OK):
+        pytest.skip(f"{exe} is not on this system")
+    with pytest.raises(nelu.ToolNotFoundError, match=f"{exe} does not answer as nelu"):
+        build("ur5e.urdf", problem="id", nelu_exe=exe)
 
 
 def test_missing_nelu(build, monkeypatch):
