@@ -78,9 +78,12 @@ def _problem(problem: object, cache: Path) -> tuple[str, bytes | None]:
     written as JSON (which is YAML) to cache/specs/SHA.yaml, so that messages name a real file."""
     if isinstance(problem, dict):
         try:
-            text = (json.dumps(problem, indent=2, default=_spec_value) + "\n").encode()
+            # (allow_nan=False: JSON's NaN and Infinity are no YAML numbers, and the message would
+            # name the generated file, not the value)
+            text = (json.dumps(problem, indent=2, default=_spec_value, allow_nan=False) + "\n").encode()
         except (TypeError, ValueError) as exc:
-            raise InputError(f"problem (a spec as a dict): {exc}", exit_code=2) from None
+            why = "a number is NaN or infinite, where a spec's numbers are finite" if "Out of range float" in str(exc) else str(exc)
+            raise InputError(f"problem (a spec as a dict): {why}", exit_code=2) from None
         path = cache / "specs" / f"{hashlib.sha256(text).hexdigest()[:24]}.yaml"
         if not path.is_file():
             _write_atomic(path, text)

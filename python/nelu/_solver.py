@@ -381,7 +381,10 @@ class Solver:
         (fewer cores for fewer states), and 1 for a loop over the single-state function from
         Python (which holds the GIL between calls)."""
         if workers is not None:
-            count = operator.index(workers)
+            try:
+                count = operator.index(workers)
+            except TypeError:
+                raise TypeError(f"{self.name}: workers must be an integer (a count of threads), got {workers!r}") from None
             if count < 1:
                 raise ValueError(f"{self.name}: workers must be at least 1, got {count}")
             return count

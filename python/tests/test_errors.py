@@ -229,6 +229,20 @@ def test_spec_dict_with_numpy_values(build):
     with pytest.raises(nelu.InputError, match="type object") as err:
         build("ur5e.urdf", problem={"version": 2, "problem": "fd", "gravity": object()})
     assert err.value.exit_code == 2
+    # NaN and infinity: JSON would write NaN and Infinity, which no YAML reader takes for numbers
+    # (the CLI's message then named the generated file): said for what it is
+    for bad in (float("nan"), float("inf"), np.float64("-inf")):
+        with pytest.raises(nelu.InputError, match="a number is NaN or infinite") as err:
+            build("ur5e.urdf", problem={"version": 2, "problem": "fd", "gravity": [0.0, 0.0, bad]})
+        assert err.value.exit_code == 2
+
+
+def test_workers_must_be_an_integer(fd):
+    Q, QD, IN = random_states(fd, np.random.default_rng(3), 4)
+    with pytest.raises(TypeError, match="workers must be an integer"):
+        fd(Q, QD, IN, workers=2.5)
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        fd(Q, QD, IN, workers=0)
 
 
 def test_cached_warnings_name_the_callers_file(build, tmp_path):
