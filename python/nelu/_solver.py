@@ -232,6 +232,10 @@ class Solver:
         """``nelu check`` on the library this solver loaded: compares it with the reference
         algorithms on many states, double and float (and the Jacobian with derivatives). Returns
         the report; a failure raises InternalError with it."""
+        if not self.library.is_file():  # (rebuild=True replaced the entry: this process keeps the old library loaded)
+            raise Error(f"{self.name}: the library this solver loaded, {self.library}, is no longer in the cache (a compile with "
+                        f"rebuild=True replaced its entry); this solver still computes, but check() can only check the new one: "
+                        f"compile again and check that")
         args = ["check", str(self.directory / "robot.urdf"), str(self.directory / f"{self.name}.json"), "--library", str(self.library)]
         if self._spec is not None:
             args += ["--problem", str(self._spec)]

@@ -172,3 +172,16 @@ def test_a_killed_builds_directory_is_removed_by_the_next_build(tmp_path):
         holder.wait()
     assert sorted(p.name for p in cache.glob(".tmp-*")) == sorted([live.name, young.name])
     assert not [p for p in cache.iterdir() if not p.name.startswith(".") and (p / ".building").exists()]  # no lock file in an entry
+
+
+def test_check_after_a_rebuild_says_what_happened(tmp_path):
+    """rebuild=True replaces the entry: a solver loaded before keeps computing with its library, and
+    its check() says that library is gone instead of failing in nelu check on a missing file."""
+    cache = tmp_path / "cache"
+    old = nelu.compile(ROBOTS / "ur5e.urdf", problem="id", cache_dir=cache, cxxflags=TEST_FLAGS)
+    new = nelu.compile(ROBOTS / "ur5e.urdf", problem="id", cache_dir=cache, cxxflags=TEST_FLAGS, rebuild=True)
+    Q, QD, IN = random_states(old, np.random.default_rng(5), 3)
+    assert bitwise_equal(old(Q, QD, IN), new(Q, QD, IN))
+    with pytest.raises(nelu.Error, match="no longer in the cache"):
+        old.check(states=2)
+    assert "PASS" in new.check(states=2)
