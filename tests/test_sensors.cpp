@@ -436,6 +436,20 @@ std::string scaled_urdf(const std::string& path, double mass, double length) {
     return printer.CStr();
 }
 
+/// `nelu compile` of robots/specs/ur5e_accelerometer.yaml on the UR5e in other units (masses times
+/// `mass`, lengths times `length`, the sensor's offset with them; the variances as given), in `d`.
+nelu::test::CliResult compile_accelerometer_spec(const fs::path& d, double mass, double length) {
+    write(d / "ur5e_scaled.urdf", scaled_urdf(robot("ur5e.urdf"), mass, length));
+    std::ifstream in(spec("ur5e_accelerometer.yaml"));
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::string at = "xyz: [0.03, 0.02, 0.01]";
+    REQUIRE(text.find(at) != std::string::npos);
+    text.replace(text.find(at), at.size(), fmt::format("xyz: [{:.17g}, {:.17g}, {:.17g}]", 0.03 * length, 0.02 * length, 0.01 * length));
+    write(d / "accelerometer.yaml", text);
+    return run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", (d / "ur5e_scaled.urdf").string(), (d / "accelerometer.yaml").string(),
+                                (d / "accelerometer").string()));
+}
+
 /// The smallest reciprocal condition of `nelu compile --dump analyze`, or -1.
 double min_rcond(const std::string& err_and_out) {
     const std::size_t at = err_and_out.find("min rcond ");
@@ -469,14 +483,7 @@ TEST_CASE("The well-posedness checks do not depend on the robot's units: a UR5e 
         // its exact rows in those units looked dependent (FullPivLU's threshold met units), and
         // their combination conflicted: "exact equations in conflict", where the UR5e in kg and m
         // compiles; the conflict is looked at again equilibrated
-        write(d / "ur5e_gcm.urdf", scaled_urdf(robot("ur5e.urdf"), 1e3, 1e2));
-        std::ifstream in(spec("ur5e_accelerometer.yaml"));
-        std::string text((std::istreambuf_iterator<char>(in)), {});
-        const std::string at = "xyz: [0.03, 0.02, 0.01]";
-        REQUIRE(text.find(at) != std::string::npos);
-        text.replace(text.find(at), at.size(), "xyz: [3, 2, 1]");
-        write(d / "acc.yaml", text);
-        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", (d / "ur5e_gcm.urdf").string(), (d / "acc.yaml").string(), (d / "a").string()));
+        auto r = compile_accelerometer_spec(d, 1e3, 1e2);
         INFO(r.err);
         CHECK(r.exit_code == 0);
     }
@@ -485,14 +492,7 @@ TEST_CASE("The well-posedness checks do not depend on the robot's units: a UR5e 
         // (variances as given): full rank only equilibrated, and the solver's forward error 5.5e-7
         // against the dense reference, which exit 3 (internal error) reported; it is the problem's
         // condition in these units (exit 1, saying so)
-        write(d / "ur5e_big.urdf", scaled_urdf(robot("ur5e.urdf"), 1e9, 1e2));
-        std::ifstream in(spec("ur5e_accelerometer.yaml"));
-        std::string text((std::istreambuf_iterator<char>(in)), {});
-        const std::string at = "xyz: [0.03, 0.02, 0.01]";
-        REQUIRE(text.find(at) != std::string::npos);
-        text.replace(text.find(at), at.size(), "xyz: [3, 2, 1]");
-        write(d / "acc_big.yaml", text);
-        auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", (d / "ur5e_big.urdf").string(), (d / "acc_big.yaml").string(), (d / "b").string()));
+        auto r = compile_accelerometer_spec(d, 1e9, 1e2);
         INFO(r.err);
         CHECK(r.exit_code != 3);
         if (r.exit_code == 1) CHECK(r.err.find("ill-conditioned in these units") != std::string::npos);
