@@ -343,17 +343,23 @@ int numeric_rank(const Eigen::MatrixXd& D) {
     return static_cast<int>(qr.rank());
 }
 
+/// The numeric rank of D equilibrated (`eq`, formed when first needed), or -1 when the second look
+/// is not taken (Equilibration::usable).
+int equilibrated_rank(const Model& model, const System& sys, Eigen::MatrixXd D, std::optional<Equilibration>& eq) {
+    if (!eq) eq = equilibration(model, sys);
+    if (!eq->usable()) return -1;
+    eq->apply(D);
+    return numeric_rank(D);
+}
+
 }  // namespace
 
 std::string rank_loss_at(const Model& model, const System& sys, const std::vector<double>& q, const std::vector<double>& qd) {
     const Eigen::MatrixXd D = dense_of(sys, q, qd);
     const int rank = numeric_rank(D);
     if (rank == D.cols()) return {};
-    if (const Equilibration eq = equilibration(model, sys); eq.usable()) {  // regular once equilibrated: a matter of units
-        Eigen::MatrixXd S = D;
-        eq.apply(S);
-        if (numeric_rank(S) == D.cols()) return {};
-    }
+    std::optional<Equilibration> eq;
+    if (equilibrated_rank(model, sys, D, eq) == D.cols()) return {};  // regular once equilibrated: a matter of units
     return fmt::format("numeric rank {} for {} unknowns.", rank, D.cols()) + undetermined_message(sys, null_space_columns(D));
 }
 
@@ -376,11 +382,7 @@ std::string check_full_column_rank(const Model& model, const System& sys, bool* 
         const Eigen::MatrixXd D = dense_of(sys, qs[k], qd);
         const int rank = numeric_rank(D);
         if (rank == n) return rank;
-        if (!eq) eq = equilibration(model, sys);
-        if (!eq->usable()) return rank;
-        Eigen::MatrixXd S = D;
-        eq->apply(S);
-        const int scaled = numeric_rank(S);
+        const int scaled = equilibrated_rank(model, sys, D, eq);
         rescued = rescued || (k >= 3 && scaled == n);
         return std::max(rank, scaled);
     };
@@ -498,28 +500,24 @@ Equilibration equilibration(const Model& model, const System& sys) {
     if (!eq.usable()) return eq;
     // Powers of two (floor: half-integers round alike everywhere), then no scaled entry above 2:
     // each row over 2 divided by about the square root of its largest, then each column over 2 by
-    // its largest (one sweep leaves every entry below 2; a second finds nothing to do).
+    // its largest (after which every entry is below 2)
     std::vector<long> r(static_cast<std::size_t>(m)), c(static_cast<std::size_t>(n));
     for (int k = 0; k < m; ++k) r[static_cast<std::size_t>(k)] = static_cast<long>(std::floor(x(k) + 0.5));
     for (int k = 0; k < n; ++k) c[static_cast<std::size_t>(k)] = static_cast<long>(std::floor(x(m + k) + 0.5));
     std::vector<long> le(M.x.size(), 0);
     for (std::size_t e = 0; e < M.x.size(); ++e)
         if (M.x[e] > 0) le[e] = std::ilogb(M.x[e]);  // |D_ij| in [2^le, 2^(le+1))
-    for (int sweep = 0; sweep < 64; ++sweep) {
-        std::vector<long> rmax(r.size(), LONG_MIN), cmax(c.size(), LONG_MIN);
-        for (int j = 0; j < n; ++j)
-            for (int e = M.p[j]; e < M.p[j + 1]; ++e)
-                if (M.x[e] > 0) rmax[M.i[e]] = std::max(rmax[M.i[e]], le[e] + r[M.i[e]] + c[j]);
-        bool over = false;
-        for (std::size_t k = 0; k < r.size(); ++k)
-            if (rmax[k] > 0) r[k] -= (rmax[k] + 1) / 2, over = true;
-        for (int j = 0; j < n; ++j)
-            for (int e = M.p[j]; e < M.p[j + 1]; ++e)
-                if (M.x[e] > 0) cmax[j] = std::max(cmax[j], le[e] + r[M.i[e]] + c[j]);
-        for (std::size_t k = 0; k < c.size(); ++k)
-            if (cmax[k] > 0) c[k] -= cmax[k], over = true;
-        if (!over) break;
-    }
+    std::vector<long> rmax(r.size(), LONG_MIN), cmax(c.size(), LONG_MIN);
+    for (int j = 0; j < n; ++j)
+        for (int e = M.p[j]; e < M.p[j + 1]; ++e)
+            if (M.x[e] > 0) rmax[M.i[e]] = std::max(rmax[M.i[e]], le[e] + r[M.i[e]] + c[j]);
+    for (std::size_t k = 0; k < r.size(); ++k)
+        if (rmax[k] > 0) r[k] -= (rmax[k] + 1) / 2;
+    for (int j = 0; j < n; ++j)
+        for (int e = M.p[j]; e < M.p[j + 1]; ++e)
+            if (M.x[e] > 0) cmax[j] = std::max(cmax[j], le[e] + r[M.i[e]] + c[j]);
+    for (std::size_t k = 0; k < c.size(); ++k)
+        if (cmax[k] > 0) c[k] -= cmax[k];
     for (int k = 0; k < m; ++k) eq.row[static_cast<std::size_t>(k)] = std::ldexp(1.0, static_cast<int>(r[static_cast<std::size_t>(k)]));
     for (int k = 0; k < n; ++k) eq.col[static_cast<std::size_t>(k)] = std::ldexp(1.0, static_cast<int>(c[static_cast<std::size_t>(k)]));
     return eq;

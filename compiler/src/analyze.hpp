@@ -101,5 +101,4 @@ double umfpack_flops(const Model& model, const System& sys);
 /// Dense D at (q, qd) (rows x columns), for the numeric checks and the tests.
 Eigen::MatrixXd dense_of(const System& sys, const std::vector<double>& q, const std::vector<double>& qd);
 
-
 }  // namespace nelu

@@ -414,10 +414,11 @@ Inertia<double> link_inertia(const urdf::Link& link, const Context& cx) {
     // ends at 3.4e38, so 1.8e19 is about the largest whose square it holds; a robot is far below.
     const double largest_moment = std::max({std::abs(in.ixx), std::abs(in.iyy), std::abs(in.izz), std::abs(in.ixy), std::abs(in.ixz), std::abs(in.iyz)});
     if (in.mass > kMaxInertial || largest_moment > kMaxInertial)
-        throw InputError(where + fmt::format("{} {:g} {} is above {:g}: products of two such values overflow the solvers' float arithmetic "
+        throw InputError(where + fmt::format("{} is above {:g}: products of two such values overflow the solvers' float arithmetic "
                                              "(and double's above 1e154); give masses in kg and inertias in kg m^2",
-                                             in.mass > kMaxInertial ? "mass" : "inertia entry", in.mass > kMaxInertial ? in.mass : largest_moment,
-                                             in.mass > kMaxInertial ? "kg" : "kg m^2", kMaxInertial));
+                                             in.mass > kMaxInertial ? fmt::format("mass {:g} kg", in.mass)
+                                                                    : fmt::format("inertia entry {:g} kg m^2", largest_moment),
+                                             kMaxInertial));
     if (in.mass == 0 && (in.ixx != 0 || in.iyy != 0 || in.izz != 0 || in.ixy != 0 || in.ixz != 0 || in.iyz != 0))
         cx.warn(line, fmt::format("link '{}': mass 0 with a rotational inertia (no body without mass has one); loaded as is", link.name));
     Eigen::Matrix3d Iin;

@@ -227,7 +227,8 @@ def _build(entry: Path, exe: str, urdf_path: Path, urdf_text: bytes, problem_arg
 
 
 _LOCK = ".building"
-_STALE_SECONDS = 24 * 3600
+_STALE_SECONDS = 24 * 3600  # a directory without a lock file
+_YOUNG_SECONDS = 60  # a directory whose builder may not hold its lock yet
 
 
 def _sweep(cache: Path) -> None:
@@ -242,14 +243,14 @@ def _sweep(cache: Path) -> None:
         try:
             age = now - d.stat().st_mtime
             fd = os.open(d / _LOCK, os.O_RDWR)
-        except FileNotFoundError:
-            if d.is_dir() and now - d.stat().st_mtime > _STALE_SECONDS:
+        except FileNotFoundError:  # (no lock file, or the directory went)
+            if d.is_dir() and age > _STALE_SECONDS:
                 shutil.rmtree(d, ignore_errors=True)
             continue
         except OSError:
             continue
         try:
-            if age > 60:
+            if age > _YOUNG_SECONDS:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 shutil.rmtree(d, ignore_errors=True)  # (its lock still held: no other sweeper removes it twice)
         except OSError:
