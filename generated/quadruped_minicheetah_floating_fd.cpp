@@ -23,757 +23,7 @@ namespace {
 /// Values that cross from one part of the solver to a later one.
 template <class T>
 struct quadruped_minicheetah_floating_fd_work {
-    T t63;
-    T t64;
-    T t145;
-    T t146;
-    T t234;
-    T t235;
-    T t295;
-    T t296;
-    T t365;
-    T t366;
-    T t442;
-    T t443;
-    T t499;
-    T t500;
-    T t568;
-    T t569;
-    T t653;
-    T t654;
-    T t719;
-    T t720;
-    T t785;
-    T t786;
-    T t875;
-    T t876;
-    T t14;
-    T t16;
-    T t19;
-    T t45;
-    T t46;
-    T t47;
-    T t53;
-    T t56;
-    T t59;
-    T t67;
-    T t68;
-    T t69;
-    T t70;
-    T t71;
-    T t72;
-    T t73;
-    T t88;
-    T t89;
-    T t90;
-    T t91;
-    T t113;
-    T t114;
-    T t115;
-    T t136;
-    T t142;
-    T t143;
-    T t166;
-    T t167;
-    T t168;
-    T t169;
-    T t195;
-    T t196;
-    T t197;
-    T t229;
-    T t230;
-    T t231;
-    T t243;
-    T t254;
-    T t255;
-    T t256;
-    T t257;
-    T t275;
-    T t276;
-    T t277;
-    T t279;
-    T t283;
-    T t286;
-    T t287;
-    T t292;
-    T t293;
-    T t299;
-    T t314;
-    T t315;
-    T t316;
-    T t317;
-    T t333;
-    T t334;
-    T t335;
-    T t356;
-    T t362;
-    T t363;
-    T t385;
-    T t386;
-    T t387;
-    T t388;
-    T t406;
-    T t407;
-    T t408;
-    T t438;
-    T t439;
-    T t440;
-    T t462;
-    T t463;
-    T t464;
-    T t465;
-    T t479;
-    T t480;
-    T t481;
-    T t490;
-    T t496;
-    T t497;
-    T t505;
-    T t508;
-    T t511;
-    T t514;
-    T t517;
-    T t518;
-    T t519;
-    T t520;
-    T t521;
-    T t522;
-    T t536;
-    T t537;
-    T t538;
-    T t543;
-    T t548;
-    T t556;
-    T t557;
-    T t559;
-    T t565;
-    T t566;
-    T t590;
-    T t591;
-    T t592;
-    T t593;
-    T t615;
-    T t617;
-    T t618;
-    T t649;
-    T t650;
-    T t651;
-    T t674;
-    T t675;
-    T t676;
-    T t677;
-    T t696;
-    T t698;
-    T t700;
-    T t709;
-    T t716;
-    T t717;
-    T t734;
-    T t736;
-    T t737;
-    T t738;
-    T t739;
-    T t753;
-    T t754;
-    T t755;
-    T t776;
-    T t782;
-    T t783;
-    T t796;
-    T t799;
-    T t802;
-    T t805;
-    T t806;
-    T t807;
-    T t808;
-    T t809;
-    T t810;
-    T t833;
-    T t835;
-    T t837;
-    T t842;
-    T t847;
-    T t848;
-    T t849;
-    T t872;
-    T t896;
-    T t897;
-    T t898;
-    T t899;
-    T t918;
-    T t922;
-    T t938;
-    T t941;
-    T t942;
-    T t943;
-    T t966;
-    T t967;
-    T t981;
-    T t982;
-    T t983;
-    T t984;
-    T t985;
-    T t996;
-    T t997;
-    T t998;
-    T t1006;
-    T t1007;
-    T t1016;
-    T t1017;
-    T t1018;
-    T t1019;
-    T t1027;
-    T t1028;
-    T t1029;
-    T t1037;
-    T t1038;
-    T t1039;
-    T t1047;
-    T t1048;
-    T t1049;
-    T t1050;
-    T t1051;
-    T t1059;
-    T t1060;
-    T t1061;
-    T t1069;
-    T t1070;
-    T t1071;
-    T t1079;
-    T t1080;
-    T t1081;
-    T t1082;
-    T t1090;
-    T t1091;
-    T t1092;
-    T t1094;
-    T t1095;
-    T t1096;
-    T t1097;
-    T t1098;
-    T t1099;
-    T t1100;
-    T t1101;
-    T t1118;
-    T t1122;
-    T t1130;
-    T t1147;
-    T t1148;
-    T t1154;
-    T t1158;
-    T t1163;
-    T t1167;
-    T t1169;
-    T t1171;
-    T t1173;
-    T t1175;
-    T t1183;
-    T t1186;
-    T t1187;
-    T t1189;
-    T t1192;
-    T t1201;
-    T t1212;
-    T t1214;
-    T t1219;
-    T t1228;
-    T t1229;
-    T t1231;
-    T t1233;
-    T t1235;
-    T t1237;
-    T t1238;
-    T t1244;
-    T t1245;
-    T t1247;
-    T t1252;
-    T t1254;
-    T t1255;
-    T t1261;
-    T t1265;
-    T t1266;
-    T t1267;
-    T t1268;
-    T t1298;
-    T t1299;
-    T t1300;
-    T t1301;
-    T t1309;
-    T t1310;
-    T t1316;
-    T t1317;
-    T t1322;
-    T t1323;
-    T t1325;
-    T t1328;
-    T t1333;
-    T t1336;
-    T t1339;
-    T t1340;
-    T t1341;
-    T t1343;
-    T t1344;
-    T t1347;
-    T t1355;
-    T t1362;
-    T t1403;
-    T t1404;
-    T t1417;
-    T t1431;
-    T t1440;
-    T t1442;
-    T t1443;
-    T t1455;
-    T t1456;
-    T t1491;
-    T t1499;
-    T t1501;
-    T t1503;
-    T t1508;
-    T t1510;
-    T t1516;
-    T t1518;
-    T t1520;
-    T t1536;
-    T t1540;
-    T t1542;
-    T t1547;
-    T t1549;
-    T t1551;
-    T t1553;
-    T t1559;
-    T t1563;
-    T t1564;
-    T t1565;
-    T t1566;
-    T t1567;
-    T t1568;
-    T t1569;
-    T t1570;
-    T t1571;
-    T t1588;
-    T t1592;
-    T t1600;
-    T t1616;
-    T t1617;
-    T t1623;
-    T t1625;
-    T t1627;
-    T t1628;
-    T t1632;
-    T t1634;
-    T t1636;
-    T t1637;
-    T t1638;
-    T t1640;
-    T t1642;
-    T t1644;
-    T t1646;
-    T t1647;
-    T t1650;
-    T t1652;
-    T t1653;
-    T t1655;
-    T t1656;
-    T t1658;
-    T t1661;
-    T t1662;
-    T t1663;
-    T t1670;
-    T t1683;
-    T t1688;
-    T t1697;
-    T t1698;
-    T t1708;
-    T t1717;
-    T t1724;
-    T t1725;
-    T t1739;
-    T t1770;
-    T t1771;
-    T t1772;
-    T t1774;
-    T t1779;
-    T t1780;
-    T t1785;
-    T t1786;
-    T t1790;
-    T t1791;
-    T t1793;
-    T t1795;
-    T t1801;
-    T t1804;
-    T t1807;
-    T t1808;
-    T t1809;
-    T t1811;
-    T t1812;
-    T t1816;
-    T t1821;
-    T t1831;
-    T t1872;
-    T t1873;
-    T t1886;
-    T t1900;
-    T t1912;
-    T t1926;
-    T t2011;
-    T t2014;
-    T t2020;
-    T t2023;
-    T t2025;
-    T t2029;
-    T t2032;
-    T t2033;
-    T t2035;
-    T t2036;
-    T t2039;
-    T t2040;
-    T t2044;
-    T t2045;
-    T t2046;
-    T t2049;
-    T t2051;
-    T t2052;
-    T t2060;
-    T t2061;
-    T t2070;
-    T t2071;
-    T t2072;
-    T t2073;
-    T t2074;
-    T t2075;
-    T t2076;
-    T t2077;
-    T t2078;
-    T t2084;
-    T t2087;
-    T t2089;
-    T t2095;
-    T t2099;
-    T t2107;
-    T t2123;
-    T t2124;
-    T t2130;
-    T t2134;
-    T t2139;
-    T t2143;
-    T t2145;
-    T t2147;
-    T t2149;
-    T t2151;
-    T t2159;
-    T t2162;
-    T t2163;
-    T t2165;
-    T t2168;
-    T t2177;
-    T t2190;
-    T t2195;
-    T t2204;
-    T t2205;
-    T t2214;
-    T t2223;
-    T t2230;
-    T t2231;
-    T t2244;
-    T t2274;
-    T t2275;
-    T t2276;
-    T t2277;
-    T t2284;
-    T t2285;
-    T t2291;
-    T t2292;
-    T t2297;
-    T t2298;
-    T t2300;
-    T t2303;
-    T t2308;
-    T t2311;
-    T t2314;
-    T t2315;
-    T t2316;
-    T t2318;
-    T t2319;
-    T t2322;
-    T t2330;
-    T t2337;
-    T t2378;
-    T t2379;
-    T t2387;
-    T t2392;
-    T t2396;
-    T t2400;
-    T t2403;
-    T t2406;
-    T t2413;
-    T t2415;
-    T t2417;
-    T t2418;
-    T t2429;
-    T t2431;
-    T t2432;
-    T t2436;
-    T t2443;
-    T t2444;
-    T t2470;
-    T t2477;
-    T t2480;
-    T t2482;
-    T t2483;
-    T t2484;
-    T t2486;
-    T t2487;
-    T t2489;
-    T t2513;
-    T t2517;
-    T t2520;
-    T t2523;
-    T t2525;
-    T t2529;
-    T t2532;
-    T t2533;
-    T t2538;
-    T t2539;
-    T t2541;
-    T t2542;
-    T t2546;
-    T t2547;
-    T t2548;
-    T t2551;
-    T t2553;
-    T t2554;
-    T t2558;
-    T t2559;
-    T t2569;
-    T t2570;
-    T t2571;
-    T t2572;
-    T t2573;
-    T t2574;
-    T t2575;
-    T t2576;
-    T t2577;
-    T t2594;
-    T t2598;
-    T t2606;
-    T t2622;
-    T t2623;
-    T t2629;
-    T t2633;
-    T t2638;
-    T t2642;
-    T t2644;
-    T t2646;
-    T t2648;
-    T t2650;
-    T t2658;
-    T t2661;
-    T t2662;
-    T t2664;
-    T t2667;
-    T t2676;
-    T t2689;
-    T t2694;
-    T t2703;
-    T t2704;
-    T t2714;
-    T t2723;
-    T t2730;
-    T t2731;
-    T t2745;
-    T t2776;
-    T t2777;
-    T t2778;
-    T t2780;
-    T t2781;
-    T t2785;
-    T t2786;
-    T t2787;
-    T t2791;
-    T t2792;
-    T t2793;
-    T t2796;
-    T t2797;
-    T t2799;
-    T t2801;
-    T t2807;
-    T t2808;
-    T t2810;
-    T t2811;
-    T t2813;
-    T t2814;
-    T t2815;
-    T t2817;
-    T t2818;
-    T t2822;
-    T t2824;
-    T t2826;
-    T t2827;
-    T t2828;
-    T t2829;
-    T t2830;
-    T t2831;
-    T t2837;
-    T t2839;
-    T t2840;
-    T t2878;
-    T t2879;
-    T t2892;
-    T t2906;
-    T t2918;
-    T t2932;
-    T t3015;
-    T t3019;
-    T t3022;
-    T t3025;
-    T t3027;
-    T t3031;
-    T t3034;
-    T t3035;
-    T t3041;
-    T t3044;
-    T t3048;
-    T t3049;
-    T t3050;
-    T t3055;
-    T t3056;
-    T t3061;
-    T t3071;
-    T t3087;
-    T t3088;
-    T t3092;
-    T t3094;
-    T t3096;
-    T t3098;
-    T t3099;
-    T t3109;
-    T t3119;
-    T t3127;
-    T t3135;
-    T t3136;
-    T t3140;
-    T t3142;
-    T t3144;
-    T t3145;
-    T t3154;
-    T t3161;
-    T t3168;
-    T t3169;
-    T t3173;
-    T t3176;
-    T t3177;
-    T t3183;
-    T t3189;
-    T t3190;
-    T t3197;
-    T t3198;
-    T t3205;
-    T t3206;
-    T t3210;
-    T t3211;
-    T t3212;
-    T t3213;
-    T t3214;
-    T t3215;
-    T t3216;
-    T t3217;
-    T t3218;
-    T t3219;
-    T t3220;
-    T t3221;
-    T t3222;
-    T t3225;
-    T t3226;
-    T t3227;
-    T t3228;
-    T t3229;
-    T t3230;
-    T t3231;
-    T t3232;
-    T t3233;
-    T t3236;
-    T t3237;
-    T t3238;
-    T t3239;
-    T t3240;
-    T t3241;
-    T t3242;
-    T t3245;
-    T t3246;
-    T t3247;
-    T t3248;
-    T t3249;
-    T t3250;
-    T t3251;
-    T t3255;
-    T t3256;
-    T t3260;
-    T t3262;
-    T t3263;
-    T t3279;
-    T t3362;
-    T t3445;
-    T t3477;
-    T t3480;
-    T t3481;
-    T t3483;
-    T t3485;
-    T t3486;
-    T t3509;
-    T t3534;
-    T t3539;
-    T t3543;
-    T t3545;
-    T t3546;
-    T t3548;
-    T t3550;
-    T t3592;
-    T t3678;
-    T t3710;
-    T t3713;
-    T t3714;
-    T t3716;
-    T t3718;
-    T t3719;
-    T t3742;
-    T t3812;
-    T t3825;
-    T t3832;
-    T t3834;
-    T t3836;
-    T t3838;
-    T t3841;
-    T t3908;
-    T t3940;
-    T t3943;
-    T t3944;
-    T t3946;
-    T t3948;
-    T t3949;
-    T t3972;
-    T t4055;
-    T t4111;
-    T t4113;
-    T t4116;
-    T t4127;
-    T t4130;
-    T t4132;
-    T t4134;
-    T t4307;
-    T t4308;
-    T t4312;
-    T t4314;
-    T t4317;
-    T t4379;
-    T t4381;
-    T t4400;
-    T t4401;
-    T t4405;
-    T t4409;
-    T t4411;
-    T t4412;
+    T t[751];  // the other values that cross parts, in the order of their statements (Layout::member)
     T kept[18];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
 };
 
@@ -781,43 +31,46 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 48);
+    T* const w2 = nelu::window(w.t + 80);
     // --- kinematics: transforms, velocities, bias terms b
     const nelu::SinCos<T> sc63 = nelu::sincos(q[7]);
-    w.t63 = sc63.c;  // cos of joint FR_abad_joint
-    w.t64 = sc63.s;  // sin of joint FR_abad_joint
+    w0[-16] = sc63.c;  // t63: cos of joint FR_abad_joint
+    w0[-15] = sc63.s;  // t64: sin of joint FR_abad_joint
     const nelu::SinCos<T> sc145 = nelu::sincos(q[8]);
-    w.t145 = sc145.c;  // cos of joint FR_hip_joint
-    w.t146 = sc145.s;  // sin of joint FR_hip_joint
+    w0[-14] = sc145.c;  // t145: cos of joint FR_hip_joint
+    w0[-13] = sc145.s;  // t146: sin of joint FR_hip_joint
     const nelu::SinCos<T> sc234 = nelu::sincos(q[9]);
-    w.t234 = sc234.c;  // cos of joint FR_knee_joint
-    w.t235 = sc234.s;  // sin of joint FR_knee_joint
+    w0[-12] = sc234.c;  // t234: cos of joint FR_knee_joint
+    w0[-11] = sc234.s;  // t235: sin of joint FR_knee_joint
     const nelu::SinCos<T> sc295 = nelu::sincos(q[10]);
-    w.t295 = sc295.c;  // cos of joint FL_abad_joint
-    w.t296 = sc295.s;  // sin of joint FL_abad_joint
+    w0[-10] = sc295.c;  // t295: cos of joint FL_abad_joint
+    w0[-9] = sc295.s;  // t296: sin of joint FL_abad_joint
     const nelu::SinCos<T> sc365 = nelu::sincos(q[11]);
-    w.t365 = sc365.c;  // cos of joint FL_hip_joint
-    w.t366 = sc365.s;  // sin of joint FL_hip_joint
+    w0[-8] = sc365.c;  // t365: cos of joint FL_hip_joint
+    w0[-7] = sc365.s;  // t366: sin of joint FL_hip_joint
     const nelu::SinCos<T> sc442 = nelu::sincos(q[12]);
-    w.t442 = sc442.c;  // cos of joint FL_knee_joint
-    w.t443 = sc442.s;  // sin of joint FL_knee_joint
+    w0[-6] = sc442.c;  // t442: cos of joint FL_knee_joint
+    w0[-5] = sc442.s;  // t443: sin of joint FL_knee_joint
     const nelu::SinCos<T> sc499 = nelu::sincos(q[13]);
-    w.t499 = sc499.c;  // cos of joint RR_abad_joint
-    w.t500 = sc499.s;  // sin of joint RR_abad_joint
+    w0[-4] = sc499.c;  // t499: cos of joint RR_abad_joint
+    w0[-3] = sc499.s;  // t500: sin of joint RR_abad_joint
     const nelu::SinCos<T> sc568 = nelu::sincos(q[14]);
-    w.t568 = sc568.c;  // cos of joint RR_hip_joint
-    w.t569 = sc568.s;  // sin of joint RR_hip_joint
+    w0[-2] = sc568.c;  // t568: cos of joint RR_hip_joint
+    w0[-1] = sc568.s;  // t569: sin of joint RR_hip_joint
     const nelu::SinCos<T> sc653 = nelu::sincos(q[15]);
-    w.t653 = sc653.c;  // cos of joint RR_knee_joint
-    w.t654 = sc653.s;  // sin of joint RR_knee_joint
+    w0[0] = sc653.c;  // t653: cos of joint RR_knee_joint
+    w0[1] = sc653.s;  // t654: sin of joint RR_knee_joint
     const nelu::SinCos<T> sc719 = nelu::sincos(q[16]);
-    w.t719 = sc719.c;  // cos of joint RL_abad_joint
-    w.t720 = sc719.s;  // sin of joint RL_abad_joint
+    w0[2] = sc719.c;  // t719: cos of joint RL_abad_joint
+    w0[3] = sc719.s;  // t720: sin of joint RL_abad_joint
     const nelu::SinCos<T> sc785 = nelu::sincos(q[17]);
-    w.t785 = sc785.c;  // cos of joint RL_hip_joint
-    w.t786 = sc785.s;  // sin of joint RL_hip_joint
+    w0[4] = sc785.c;  // t785: cos of joint RL_hip_joint
+    w0[5] = sc785.s;  // t786: sin of joint RL_hip_joint
     const nelu::SinCos<T> sc875 = nelu::sincos(q[18]);
-    w.t875 = sc875.c;  // cos of joint RL_knee_joint
-    w.t876 = sc875.s;  // sin of joint RL_knee_joint
+    w0[6] = sc875.c;  // t875: cos of joint RL_knee_joint
+    w0[7] = sc875.s;  // t876: sin of joint RL_knee_joint
     const T t7 = q[3] * q[3];
     const T t8 = q[4] * q[4];
     const T t9 = q[3] * q[5];
@@ -825,12 +78,12 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t11 = q[3] * q[6];
     const T t12 = q[4] * q[6];
     const T t13 = t9 - t12;
-    w.t14 = T(2) * t13;
+    w0[8] = T(2) * t13;  // t14
     const T t15 = t10 + t11;
-    w.t16 = T(2) * t15;
+    w0[9] = T(2) * t15;  // t16
     const T t17 = t7 + t8;
     const T t18 = T(2) * t17;
-    w.t19 = T(1) - t18;
+    w0[10] = T(1) - t18;  // t19
     const T t26 = qd[2] * qd[4];
     const T t27 = qd[1] * qd[5];
     const T t28 = t27 - t26;
@@ -840,50 +93,50 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t32 = qd[1] * qd[3];
     const T t33 = qd[0] * qd[4];
     const T t34 = t33 - t32;
-    w.t45 = t28 * T(3.5200000000000005);
-    w.t46 = t31 * T(3.5200000000000005);
-    w.t47 = t34 * T(3.5200000000000005);
+    w0[11] = t28 * T(3.5200000000000005);  // t45
+    w0[12] = t31 * T(3.5200000000000005);  // t46
+    w0[13] = t34 * T(3.5200000000000005);  // t47
     const T t48 = qd[0] * T(0.012033219999999999);
     const T t49 = qd[1] * T(0.039772500000000002);
     const T t50 = qd[2] * T(0.046770720000000002);
     const T t51 = qd[2] * t49;
     const T t52 = qd[1] * t50;
-    w.t53 = t52 - t51;
+    w0[14] = t52 - t51;  // t53
     const T t54 = qd[0] * t50;
     const T t55 = qd[2] * t48;
-    w.t56 = t55 - t54;
+    w0[15] = t55 - t54;  // t56
     const T t57 = qd[1] * t48;
     const T t58 = qd[0] * t49;
-    w.t59 = t58 - t57;
-    w.t67 = qd[2] * T(0.049000000000000002);
-    w.t68 = qd[2] * T(0.19);
-    w.t69 = qd[0] * T(0.049000000000000002);
-    w.t70 = qd[1] * T(0.19);
-    w.t71 = w.t69 + w.t70;
-    w.t72 = qd[3] + w.t67;  // v[FR_abad_link].vz
-    w.t73 = qd[4] + w.t68;
-    const T t74 = qd[5] - w.t71;
-    const T t75 = qd[2] * w.t63;
-    const T t76 = qd[1] * w.t64;
+    w1[-16] = t58 - t57;  // t59
+    w1[-15] = qd[2] * T(0.049000000000000002);  // t67
+    w1[-14] = qd[2] * T(0.19);  // t68
+    w1[-13] = qd[0] * T(0.049000000000000002);  // t69
+    w1[-12] = qd[1] * T(0.19);  // t70
+    w1[-11] = w1[-13] + w1[-12];  // t71
+    w1[-10] = qd[3] + w1[-15];  // t72: v[FR_abad_link].vz
+    w1[-9] = qd[4] + w1[-14];  // t73
+    const T t74 = qd[5] - w1[-11];
+    const T t75 = qd[2] * w0[-16];
+    const T t76 = qd[1] * w0[-15];
     const T t77 = t75 - t76;  // v[FR_abad_link].wx
-    const T t78 = w.t63 * t74;
-    const T t79 = w.t64 * w.t73;
+    const T t78 = w0[-16] * t74;
+    const T t79 = w0[-15] * w1[-9];
     const T t80 = t78 - t79;  // v[FR_abad_link].vx
-    const T t81 = qd[2] * w.t64;
-    const T t82 = qd[1] * w.t63;
+    const T t81 = qd[2] * w0[-15];
+    const T t82 = qd[1] * w0[-16];
     const T t83 = t81 + t82;
-    const T t84 = w.t64 * t74;
-    const T t85 = w.t63 * w.t73;
+    const T t84 = w0[-15] * t74;
+    const T t85 = w0[-16] * w1[-9];
     const T t86 = t84 + t85;  // v[FR_thigh_link].vz
     const T t87 = qd[0] + qd[6];  // v[FR_abad_link].wz
-    w.t88 = qd[6] * t83;
-    w.t89 = qd[6] * t77;
-    w.t90 = qd[6] * t86;
-    w.t91 = qd[6] * t80;
+    w1[-8] = qd[6] * t83;  // t88
+    w1[-7] = qd[6] * t77;  // t89
+    w1[-6] = qd[6] * t86;  // t90
+    w1[-5] = qd[6] * t80;  // t91
     const T t99 = t87 * T(0.036369747899159657);
     const T t100 = t77 * T(0.036369747899159657);
     const T t101 = t80 - t99;
-    const T t102 = w.t72 + t100;
+    const T t102 = w1[-10] + t100;
     const T t103 = t86 * t87;
     const T t104 = t83 * t102;
     const T t105 = t103 - t104;
@@ -893,9 +146,9 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t109 = t83 * t101;
     const T t110 = t77 * t86;
     const T t111 = t109 - t110;
-    w.t113 = t105 * T(0.59500000000000008);
-    w.t114 = t108 * T(0.59500000000000008);
-    w.t115 = t111 * T(0.59500000000000008);
+    w1[-4] = t105 * T(0.59500000000000008);  // t113
+    w1[-3] = t108 * T(0.59500000000000008);  // t114
+    w1[-2] = t111 * T(0.59500000000000008);  // t115
     const T t116 = t77 * T(0.00047779865546218505);
     const T t117 = t83 * T(9.5000000000000001e-07);
     const T t118 = t116 - t117;
@@ -916,35 +169,35 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t133 = t131 + t132;
     const T t134 = t77 * t130;
     const T t135 = t87 * t120;
-    w.t136 = t135 - t134;
+    w1[-1] = t135 - t134;  // t136
     const T t137 = t83 * t120;
     const T t138 = t77 * t125;
     const T t139 = t137 + t138;
-    const T t140 = T(0.036369747899159657) * w.t115;
-    const T t141 = T(0.036369747899159657) * w.t113;
-    w.t142 = t140 - t133;
-    w.t143 = t139 - t141;
+    const T t140 = T(0.036369747899159657) * w1[-2];
+    const T t141 = T(0.036369747899159657) * w1[-4];
+    w1[0] = t140 - t133;  // t142
+    w1[1] = t139 - t141;  // t143
     const T t149 = t87 * T(0.062);
     const T t150 = t77 * T(0.062);
     const T t151 = t80 - t149;
-    const T t152 = w.t72 + t150;
-    const T t153 = t77 * w.t145;
-    const T t154 = t87 * w.t146;
+    const T t152 = w1[-10] + t150;
+    const T t153 = t77 * w0[-14];
+    const T t154 = t87 * w0[-13];
     const T t155 = t153 + t154;
-    const T t156 = w.t145 * t151;
-    const T t157 = w.t146 * t152;
+    const T t156 = w0[-14] * t151;
+    const T t157 = w0[-13] * t152;
     const T t158 = t156 + t157;
-    const T t159 = t77 * w.t146;
-    const T t160 = t87 * w.t145;
+    const T t159 = t77 * w0[-13];
+    const T t160 = t87 * w0[-14];
     const T t161 = t159 - t160;  // v[FR_thigh_link].wy
-    const T t162 = w.t146 * t151;
-    const T t163 = w.t145 * t152;
+    const T t162 = w0[-13] * t151;
+    const T t163 = w0[-14] * t152;
     const T t164 = t162 - t163;  // v[FR_thigh_link].vy
     const T t165 = t83 + qd[7];  // v[FR_thigh_link].wz
-    w.t166 = qd[7] * t161;
-    w.t167 = qd[7] * t155;
-    w.t168 = qd[7] * t164;
-    w.t169 = qd[7] * t158;
+    w1[2] = qd[7] * t161;  // t166
+    w1[3] = qd[7] * t155;  // t167
+    w1[4] = qd[7] * t164;  // t168
+    w1[5] = qd[7] * t158;  // t169
     const T t177 = t161 * T(0.014722786647314948);
     const T t178 = t155 * T(0.014722786647314948);
     const T t179 = t165 * T(0.018403483309143685);
@@ -962,9 +215,9 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t191 = t161 * t182;
     const T t192 = t155 * t183;
     const T t193 = t191 + t192;
-    w.t195 = t187 * T(0.68900000000000006);
-    w.t196 = t190 * T(0.68900000000000006);
-    w.t197 = t193 * T(0.68900000000000006);
+    w1[6] = t187 * T(0.68900000000000006);  // t195
+    w1[7] = t190 * T(0.68900000000000006);  // t196
+    w1[8] = t193 * T(0.68900000000000006);  // t197
     const T t198 = t155 * T(0.00059595605224963726);
     const T t200 = t161 * T(1.2999999999999999e-05);
     const T t201 = t198 + t200;
@@ -989,61 +242,61 @@ int quadruped_minicheetah_floating_fd_part0(const T* q, const T* qd, const T* in
     const T t221 = t161 * t204;
     const T t222 = t155 * t209;
     const T t223 = t221 - t222;
-    const T t224 = T(0.014722786647314948) * w.t196;
-    const T t225 = T(0.018403483309143685) * w.t197;
-    const T t226 = T(0.014722786647314948) * w.t195;
+    const T t224 = T(0.014722786647314948) * w1[7];
+    const T t225 = T(0.018403483309143685) * w1[8];
+    const T t226 = T(0.014722786647314948) * w1[6];
     const T t227 = t225 + t226;
-    const T t228 = T(0.018403483309143685) * w.t196;
-    w.t229 = t217 - t224;
-    w.t230 = t220 + t227;
-    w.t231 = t223 + t228;
+    const T t228 = T(0.018403483309143685) * w1[7];
+    w1[9] = t217 - t224;  // t229
+    w1[10] = t220 + t227;  // t230
+    w1[11] = t223 + t228;  // t231
     const T t237 = t165 * T(0.20899999999999999);
     const T t238 = t161 * T(0.20899999999999999);
     const T t239 = t164 + t237;
     const T t240 = t86 - t238;  // v[FR_shank_link].vz
-    const T t241 = t155 * w.t235;
-    const T t242 = t161 * w.t234;
-    w.t243 = t241 + t242;
-    const T t244 = t158 * w.t235;
-    const T t245 = w.t234 * t239;
+    const T t241 = t155 * w0[-11];
+    const T t242 = t161 * w0[-12];
+    w1[12] = t241 + t242;  // t243
+    const T t244 = t158 * w0[-11];
+    const T t245 = w0[-12] * t239;
     const T t246 = t244 + t245;
-    const T t247 = t155 * w.t234;
-    const T t248 = t161 * w.t235;
+    const T t247 = t155 * w0[-12];
+    const T t248 = t161 * w0[-11];
     const T t249 = t248 - t247;  // v[FR_shank_link].wy
-    const T t250 = t158 * w.t234;
-    const T t251 = w.t235 * t239;
+    const T t250 = t158 * w0[-12];
+    const T t251 = w0[-11] * t239;
     const T t252 = t251 - t250;  // v[FR_shank_link].vy
     const T t253 = t165 + qd[8];  // v[FR_shank_link].wz
-    w.t254 = qd[8] * t249;
-    w.t255 = qd[8] * w.t243;
-    w.t256 = qd[8] * t252;
-    w.t257 = qd[8] * t246;
+    w1[13] = qd[8] * t249;  // t254
+    w1[14] = qd[8] * w1[12];  // t255
+    w1[15] = qd[8] * t252;  // t256
+    w2[-16] = qd[8] * t246;  // t257
     const T t261 = t253 * T(0.060999999999999999);
-    const T t262 = w.t243 * T(0.060999999999999999);
+    const T t262 = w1[12] * T(0.060999999999999999);
     const T t263 = t246 + t261;
     const T t264 = t240 - t262;
     const T t265 = t252 * t253;
     const T t266 = t249 * t264;
     const T t267 = t266 - t265;
-    const T t268 = w.t243 * t264;
+    const T t268 = w1[12] * t264;
     const T t269 = t253 * t263;
     const T t270 = t268 - t269;
     const T t271 = t249 * t263;
-    const T t272 = w.t243 * t252;
+    const T t272 = w1[12] * t252;
     const T t273 = t271 - t272;
-    w.t275 = t267 * T(0.064000000000000001);
-    w.t276 = t270 * T(0.064000000000000001);
-    w.t277 = t273 * T(0.064000000000000001);
-    const T t278 = T(0.00024499999999999999) * w.t243;
-    w.t279 = t249 * T(6.0000000000000002e-06);
+    w2[-15] = t267 * T(0.064000000000000001);  // t275
+    w2[-14] = t270 * T(0.064000000000000001);  // t276
+    w2[-13] = t273 * T(0.064000000000000001);  // t277
+    const T t278 = T(0.00024499999999999999) * w1[12];
+    w2[-12] = t249 * T(6.0000000000000002e-06);  // t279
     const T t280 = t253 * T(0.00024799999999999996);
-    const T t281 = t253 * w.t279;
+    const T t281 = t253 * w2[-12];
     const T t282 = t249 * t280;
-    w.t283 = t282 - t281;
-    const T t284 = w.t243 * t280;
+    w2[-11] = t282 - t281;  // t283
+    const T t284 = w1[12] * t280;
     const T t285 = t253 * t278;
-    w.t286 = t284 - t285;
-    w.t287 = t249 * t278;
+    w2[-10] = t284 - t285;  // t286
+    w2[-9] = t249 * t278;  // t287
     return status;
 }
 
@@ -1051,37 +304,41 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 119);
+    T* const w1 = nelu::window(w.t + 87);
+    T* const w2 = nelu::window(w.t + 22);
+    T* const w3 = nelu::window(w.t + 54);
     // --- kinematics: transforms, velocities, bias terms b
-    const T t288 = w.t243 * w.t279;
-    const T t289 = w.t287 - t288;
-    const T t290 = T(0.060999999999999999) * w.t277;
-    const T t291 = T(0.060999999999999999) * w.t275;
-    w.t292 = w.t283 + t290;
-    w.t293 = t289 - t291;
-    const T t298 = w.t70 - w.t69;
-    w.t299 = qd[3] - w.t67;  // v[FL_abad_link].vz
+    const T t288 = w3[6] * w3[14];
+    const T t289 = w1[-16] - t288;
+    const T t290 = T(0.060999999999999999) * w3[13];
+    const T t291 = T(0.060999999999999999) * w3[11];
+    w1[-15] = w3[15] + t290;  // t292
+    w1[-14] = t289 - t291;  // t293
+    const T t298 = w2[14] - w2[13];
+    w1[-13] = qd[3] - w2[11];  // t299: v[FL_abad_link].vz
     const T t300 = qd[5] - t298;
-    const T t301 = qd[2] * w.t295;
-    const T t302 = qd[1] * w.t296;
+    const T t301 = qd[2] * w2[-16];
+    const T t302 = qd[1] * w2[-15];
     const T t303 = t301 - t302;  // v[FL_abad_link].wx
-    const T t304 = w.t295 * t300;
-    const T t305 = w.t73 * w.t296;
+    const T t304 = w2[-16] * t300;
+    const T t305 = w3[-15] * w2[-15];
     const T t306 = t304 - t305;  // v[FL_abad_link].vx
-    const T t307 = qd[2] * w.t296;
-    const T t308 = qd[1] * w.t295;
+    const T t307 = qd[2] * w2[-15];
+    const T t308 = qd[1] * w2[-16];
     const T t309 = t307 + t308;
-    const T t310 = w.t296 * t300;
-    const T t311 = w.t73 * w.t295;
+    const T t310 = w2[-15] * t300;
+    const T t311 = w3[-15] * w2[-16];
     const T t312 = t310 + t311;  // v[FL_thigh_link].vz
     const T t313 = qd[0] + qd[9];  // v[FL_abad_link].wz
-    w.t314 = qd[9] * t309;
-    w.t315 = qd[9] * t303;
-    w.t316 = qd[9] * t312;
-    w.t317 = qd[9] * t306;
+    w1[-12] = qd[9] * t309;  // t314
+    w1[-11] = qd[9] * t303;  // t315
+    w1[-10] = qd[9] * t312;  // t316
+    w1[-9] = qd[9] * t306;  // t317
     const T t320 = T(0.036369747899159657) * t313;
     const T t321 = T(0.036369747899159657) * t303;
     const T t322 = t306 + t320;
-    const T t323 = w.t299 - t321;
+    const T t323 = w1[-13] - t321;
     const T t324 = t312 * t313;
     const T t325 = t309 * t323;
     const T t326 = t324 - t325;
@@ -1091,9 +348,9 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t330 = t309 * t322;
     const T t331 = t303 * t312;
     const T t332 = t330 - t331;
-    w.t333 = T(0.59500000000000008) * t326;
-    w.t334 = T(0.59500000000000008) * t329;
-    w.t335 = T(0.59500000000000008) * t332;
+    w1[-8] = T(0.59500000000000008) * t326;  // t333
+    w1[-7] = T(0.59500000000000008) * t329;  // t334
+    w1[-6] = T(0.59500000000000008) * t332;  // t335
     const T t336 = T(0.00047779865546218505) * t303;
     const T t337 = T(9.5000000000000001e-07) * t309;
     const T t338 = t336 + t337;
@@ -1114,35 +371,35 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t353 = t351 - t352;
     const T t354 = t303 * t350;
     const T t355 = t313 * t340;
-    w.t356 = t355 - t354;
+    w1[-5] = t355 - t354;  // t356
     const T t357 = t309 * t340;
     const T t358 = t303 * t345;
     const T t359 = t357 - t358;
-    const T t360 = T(0.036369747899159657) * w.t335;
-    const T t361 = T(0.036369747899159657) * w.t333;
-    w.t362 = t353 - t360;
-    w.t363 = t359 + t361;
+    const T t360 = T(0.036369747899159657) * w1[-6];
+    const T t361 = T(0.036369747899159657) * w1[-8];
+    w1[-4] = t353 - t360;  // t362
+    w1[-3] = t359 + t361;  // t363
     const T t368 = T(0.062) * t313;
     const T t369 = T(0.062) * t303;
     const T t370 = t306 + t368;
-    const T t371 = w.t299 - t369;
-    const T t372 = t303 * w.t365;
-    const T t373 = t313 * w.t366;
+    const T t371 = w1[-13] - t369;
+    const T t372 = t303 * w2[-14];
+    const T t373 = t313 * w2[-13];
     const T t374 = t372 + t373;
-    const T t375 = w.t365 * t370;
-    const T t376 = w.t366 * t371;
+    const T t375 = w2[-14] * t370;
+    const T t376 = w2[-13] * t371;
     const T t377 = t375 + t376;
-    const T t378 = t303 * w.t366;
-    const T t379 = t313 * w.t365;
+    const T t378 = t303 * w2[-13];
+    const T t379 = t313 * w2[-14];
     const T t380 = t378 - t379;  // v[FL_thigh_link].wy
-    const T t381 = w.t366 * t370;
-    const T t382 = w.t365 * t371;
+    const T t381 = w2[-13] * t370;
+    const T t382 = w2[-14] * t371;
     const T t383 = t381 - t382;  // v[FL_thigh_link].vy
     const T t384 = t309 + qd[10];  // v[FL_thigh_link].wz
-    w.t385 = qd[10] * t380;
-    w.t386 = qd[10] * t374;
-    w.t387 = qd[10] * t383;
-    w.t388 = qd[10] * t377;
+    w1[-2] = qd[10] * t380;  // t385
+    w1[-1] = qd[10] * t374;  // t386
+    w1[0] = qd[10] * t383;  // t387
+    w1[1] = qd[10] * t377;  // t388
     const T t389 = T(0.014722786647314948) * t380;
     const T t390 = T(0.014722786647314948) * t374;
     const T t391 = T(0.018403483309143685) * t384;
@@ -1160,9 +417,9 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t403 = t380 * t394;
     const T t404 = t374 * t395;
     const T t405 = t403 - t404;
-    w.t406 = T(0.68900000000000006) * t399;
-    w.t407 = T(0.68900000000000006) * t402;
-    w.t408 = T(0.68900000000000006) * t405;
+    w1[2] = T(0.68900000000000006) * t399;  // t406
+    w1[3] = T(0.68900000000000006) * t402;  // t407
+    w1[4] = T(0.68900000000000006) * t405;  // t408
     const T t409 = T(0.00059595605224963726) * t374;
     const T t410 = T(1.2999999999999999e-05) * t380;
     const T t411 = t409 + t410;
@@ -1187,35 +444,35 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t430 = t380 * t413;
     const T t431 = t374 * t418;
     const T t432 = t430 + t431;
-    const T t433 = T(0.014722786647314948) * w.t407;
-    const T t434 = T(0.018403483309143685) * w.t408;
-    const T t435 = T(0.014722786647314948) * w.t406;
+    const T t433 = T(0.014722786647314948) * w1[3];
+    const T t434 = T(0.018403483309143685) * w1[4];
+    const T t435 = T(0.014722786647314948) * w1[2];
     const T t436 = t434 + t435;
-    const T t437 = T(0.018403483309143685) * w.t407;
-    w.t438 = t426 + t433;
-    w.t439 = t429 - t436;
-    w.t440 = t437 - t432;
+    const T t437 = T(0.018403483309143685) * w1[3];
+    w1[5] = t426 + t433;  // t438
+    w1[6] = t429 - t436;  // t439
+    w1[7] = t437 - t432;  // t440
     const T t445 = T(0.20899999999999999) * t384;
     const T t446 = T(0.20899999999999999) * t380;
     const T t447 = t383 + t445;
     const T t448 = t312 - t446;  // v[FL_shank_link].vz
-    const T t449 = t374 * w.t443;
-    const T t450 = t380 * w.t442;
+    const T t449 = t374 * w2[-11];
+    const T t450 = t380 * w2[-12];
     const T t451 = t449 + t450;
-    const T t452 = t377 * w.t443;
-    const T t453 = w.t442 * t447;
+    const T t452 = t377 * w2[-11];
+    const T t453 = w2[-12] * t447;
     const T t454 = t452 + t453;
-    const T t455 = t374 * w.t442;
-    const T t456 = t380 * w.t443;
+    const T t455 = t374 * w2[-12];
+    const T t456 = t380 * w2[-11];
     const T t457 = t456 - t455;  // v[FL_shank_link].wy
-    const T t458 = t377 * w.t442;
-    const T t459 = w.t443 * t447;
+    const T t458 = t377 * w2[-12];
+    const T t459 = w2[-11] * t447;
     const T t460 = t459 - t458;  // v[FL_shank_link].vy
     const T t461 = t384 + qd[11];  // v[FL_shank_link].wz
-    w.t462 = qd[11] * t457;
-    w.t463 = qd[11] * t451;
-    w.t464 = qd[11] * t460;
-    w.t465 = qd[11] * t454;
+    w1[8] = qd[11] * t457;  // t462
+    w1[9] = qd[11] * t451;  // t463
+    w1[10] = qd[11] * t460;  // t464
+    w1[11] = qd[11] * t454;  // t465
     const T t466 = T(0.060999999999999999) * t461;
     const T t467 = T(0.060999999999999999) * t451;
     const T t468 = t454 + t466;
@@ -1229,9 +486,9 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t476 = t457 * t468;
     const T t477 = t451 * t460;
     const T t478 = t476 - t477;
-    w.t479 = T(0.064000000000000001) * t472;
-    w.t480 = T(0.064000000000000001) * t475;
-    w.t481 = T(0.064000000000000001) * t478;
+    w1[12] = T(0.064000000000000001) * t472;  // t479
+    w1[13] = T(0.064000000000000001) * t475;  // t480
+    w1[14] = T(0.064000000000000001) * t478;  // t481
     const T t482 = T(0.00024499999999999999) * t451;
     const T t483 = T(6.0000000000000002e-06) * t457;
     const T t484 = T(0.00024799999999999996) * t461;
@@ -1240,68 +497,68 @@ int quadruped_minicheetah_floating_fd_part1(const T* q, const T* qd, const T* in
     const T t487 = t486 - t485;
     const T t488 = t451 * t484;
     const T t489 = t461 * t482;
-    w.t490 = t488 - t489;
+    w1[15] = t488 - t489;  // t490
     const T t491 = t457 * t482;
     const T t492 = t451 * t483;
     const T t493 = t491 - t492;
-    const T t494 = T(0.060999999999999999) * w.t481;
-    const T t495 = T(0.060999999999999999) * w.t479;
-    w.t496 = t487 + t494;
-    w.t497 = t493 - t495;
+    const T t494 = T(0.060999999999999999) * w1[14];
+    const T t495 = T(0.060999999999999999) * w1[12];
+    w0[-16] = t487 + t494;  // t496
+    w0[-15] = t493 - t495;  // t497
     const T t504 = qd[5] + t298;
-    w.t505 = w.t68 - qd[4];
-    const T t506 = qd[2] * w.t499;
-    const T t507 = qd[1] * w.t500;
-    w.t508 = t506 - t507;  // v[RR_abad_link].wx
-    const T t509 = w.t499 * t504;
-    const T t510 = w.t500 * w.t505;
-    w.t511 = t509 + t510;  // v[RR_abad_link].vx
-    const T t512 = qd[2] * w.t500;
-    const T t513 = qd[1] * w.t499;
-    w.t514 = t512 + t513;
-    const T t515 = w.t500 * t504;
-    const T t516 = w.t499 * w.t505;
-    w.t517 = t516 - t515;  // v[RR_abad_link].vy
-    w.t518 = qd[0] + qd[12];  // v[RR_abad_link].wz
-    w.t519 = qd[12] * w.t514;
-    w.t520 = qd[12] * w.t508;
-    w.t521 = qd[12] * w.t517;
-    w.t522 = qd[12] * w.t511;
-    const T t523 = T(0.036369747899159657) * w.t518;
-    const T t524 = T(0.036369747899159657) * w.t508;
-    const T t525 = w.t511 - t523;
-    const T t526 = w.t72 + t524;
-    const T t527 = w.t517 * w.t518;
-    const T t528 = w.t514 * t526;
+    w0[-14] = w2[12] - qd[4];  // t505
+    const T t506 = qd[2] * w2[-10];
+    const T t507 = qd[1] * w2[-9];
+    w0[-13] = t506 - t507;  // t508: v[RR_abad_link].wx
+    const T t509 = w2[-10] * t504;
+    const T t510 = w2[-9] * w0[-14];
+    w0[-12] = t509 + t510;  // t511: v[RR_abad_link].vx
+    const T t512 = qd[2] * w2[-9];
+    const T t513 = qd[1] * w2[-10];
+    w0[-11] = t512 + t513;  // t514
+    const T t515 = w2[-9] * t504;
+    const T t516 = w2[-10] * w0[-14];
+    w0[-10] = t516 - t515;  // t517: v[RR_abad_link].vy
+    w0[-9] = qd[0] + qd[12];  // t518: v[RR_abad_link].wz
+    w0[-8] = qd[12] * w0[-11];  // t519
+    w0[-7] = qd[12] * w0[-13];  // t520
+    w0[-6] = qd[12] * w0[-10];  // t521
+    w0[-5] = qd[12] * w0[-12];  // t522
+    const T t523 = T(0.036369747899159657) * w0[-9];
+    const T t524 = T(0.036369747899159657) * w0[-13];
+    const T t525 = w0[-12] - t523;
+    const T t526 = w3[-16] + t524;
+    const T t527 = w0[-10] * w0[-9];
+    const T t528 = w0[-11] * t526;
     const T t529 = t527 + t528;
-    const T t530 = w.t508 * t526;
-    const T t531 = w.t518 * t525;
+    const T t530 = w0[-13] * t526;
+    const T t531 = w0[-9] * t525;
     const T t532 = t531 - t530;
-    const T t533 = w.t514 * t525;
-    const T t534 = w.t508 * w.t517;
+    const T t533 = w0[-11] * t525;
+    const T t534 = w0[-13] * w0[-10];
     const T t535 = t533 + t534;
-    w.t536 = T(0.59500000000000008) * t529;
-    w.t537 = T(0.59500000000000008) * t532;
-    w.t538 = T(0.59500000000000008) * t535;
-    const T t539 = T(0.00047779865546218505) * w.t508;
-    const T t540 = T(9.5000000000000001e-07) * w.t514;
+    w0[-4] = T(0.59500000000000008) * t529;  // t536
+    w0[-3] = T(0.59500000000000008) * t532;  // t537
+    w0[-2] = T(0.59500000000000008) * t535;  // t538
+    const T t539 = T(0.00047779865546218505) * w0[-13];
+    const T t540 = T(9.5000000000000001e-07) * w0[-11];
     const T t541 = t539 - t540;
-    const T t542 = T(4.4999999999999998e-07) * w.t518;
-    w.t543 = t541 + t542;
-    const T t544 = T(9.5000000000000001e-07) * w.t508;
-    const T t545 = T(0.00062299999999999996) * w.t514;
+    const T t542 = T(4.4999999999999998e-07) * w0[-9];
+    w0[-1] = t541 + t542;  // t543
+    const T t544 = T(9.5000000000000001e-07) * w0[-13];
+    const T t545 = T(0.00062299999999999996) * w0[-11];
     const T t546 = t544 - t545;
-    const T t547 = T(5.8e-05) * w.t518;
-    w.t548 = t546 + t547;
-    const T t549 = T(4.4999999999999998e-07) * w.t508;
-    const T t550 = T(5.8e-05) * w.t514;
+    const T t547 = T(5.8e-05) * w0[-9];
+    w0[0] = t546 + t547;  // t548
+    const T t549 = T(4.4999999999999998e-07) * w0[-13];
+    const T t550 = T(5.8e-05) * w0[-11];
     const T t551 = t549 - t550;
-    const T t552 = T(0.00041479865546218515) * w.t518;
+    const T t552 = T(0.00041479865546218515) * w0[-9];
     const T t553 = t551 + t552;
-    const T t554 = w.t518 * w.t548;
-    const T t555 = w.t514 * t553;
-    w.t556 = t554 + t555;
-    w.t557 = w.t508 * t553;
+    const T t554 = w0[-9] * w0[0];
+    const T t555 = w0[-11] * t553;
+    w0[1] = t554 + t555;  // t556
+    w0[2] = w0[-13] * t553;  // t557
     return status;
 }
 
@@ -1309,37 +566,41 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 154);
+    T* const w1 = nelu::window(w.t + 122);
+    T* const w2 = nelu::window(w.t + 30);
+    T* const w3 = nelu::window(w.t + 90);
     // --- kinematics: transforms, velocities, bias terms b
-    const T t558 = w.t518 * w.t543;
-    w.t559 = t558 - w.t557;
-    const T t560 = w.t514 * w.t543;
-    const T t561 = w.t508 * w.t548;
+    const T t558 = w1[-12] * w1[-4];
+    w1[0] = t558 - w1[-1];  // t559
+    const T t560 = w1[-14] * w1[-4];
+    const T t561 = w1[-16] * w1[-3];
     const T t562 = t560 + t561;
-    const T t563 = T(0.036369747899159657) * w.t538;
-    const T t564 = T(0.036369747899159657) * w.t536;
-    w.t565 = t563 - w.t556;
-    w.t566 = t562 + t564;
-    const T t573 = T(0.062) * w.t518;
-    const T t574 = T(0.062) * w.t508;
-    const T t575 = w.t511 - t573;
-    const T t576 = w.t72 + t574;
-    const T t577 = w.t508 * w.t568;
-    const T t578 = w.t518 * w.t569;
+    const T t563 = T(0.036369747899159657) * w1[-5];
+    const T t564 = T(0.036369747899159657) * w1[-7];
+    w1[1] = t563 - w1[-2];  // t565
+    w1[2] = t562 + t564;  // t566
+    const T t573 = T(0.062) * w1[-12];
+    const T t574 = T(0.062) * w1[-16];
+    const T t575 = w1[-15] - t573;
+    const T t576 = w2[8] + t574;
+    const T t577 = w1[-16] * w2[-16];
+    const T t578 = w1[-12] * w2[-15];
     const T t579 = t577 + t578;
-    const T t580 = w.t568 * t575;
-    const T t581 = w.t569 * t576;
+    const T t580 = w2[-16] * t575;
+    const T t581 = w2[-15] * t576;
     const T t582 = t580 + t581;
-    const T t583 = w.t508 * w.t569;
-    const T t584 = w.t518 * w.t568;
+    const T t583 = w1[-16] * w2[-15];
+    const T t584 = w1[-12] * w2[-16];
     const T t585 = t583 - t584;  // v[RR_thigh_link].wy
-    const T t586 = w.t569 * t575;
-    const T t587 = w.t568 * t576;
+    const T t586 = w2[-15] * t575;
+    const T t587 = w2[-16] * t576;
     const T t588 = t586 - t587;  // v[RR_thigh_link].vy
-    const T t589 = w.t514 + qd[13];  // v[RR_thigh_link].wz
-    w.t590 = qd[13] * t585;
-    w.t591 = qd[13] * t579;
-    w.t592 = qd[13] * t588;
-    w.t593 = qd[13] * t582;
+    const T t589 = w1[-14] + qd[13];  // v[RR_thigh_link].wz
+    w1[3] = qd[13] * t585;  // t590
+    w1[4] = qd[13] * t579;  // t591
+    w1[5] = qd[13] * t588;  // t592
+    w1[6] = qd[13] * t582;  // t593
     const T t594 = T(0.014722786647314948) * t585;
     const T t595 = T(0.014722786647314948) * t579;
     const T t596 = T(0.018403483309143685) * t589;
@@ -1347,7 +608,7 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t598 = T(0.018403483309143685) * t585;
     const T t599 = t594 - t582;
     const T t600 = t588 + t597;
-    const T t601 = w.t517 + t598;
+    const T t601 = w1[-13] + t598;
     const T t603 = t589 * t600;
     const T t604 = t585 * t601;
     const T t606 = t603 + t604;
@@ -1357,9 +618,9 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t612 = t585 * t599;
     const T t613 = t579 * t600;
     const T t614 = t612 + t613;
-    w.t615 = T(0.68900000000000006) * t606;
-    w.t617 = T(0.68900000000000006) * t611;
-    w.t618 = T(0.68900000000000006) * t614;
+    w1[7] = T(0.68900000000000006) * t606;  // t615
+    w1[8] = T(0.68900000000000006) * t611;  // t617
+    w1[9] = T(0.68900000000000006) * t614;  // t618
     const T t619 = T(0.00059595605224963726) * t579;
     const T t620 = T(1.2999999999999999e-05) * t585;
     const T t621 = t619 + t620;
@@ -1384,35 +645,35 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t640 = t585 * t623;
     const T t641 = t579 * t628;
     const T t642 = t640 - t641;
-    const T t643 = T(0.014722786647314948) * w.t617;
-    const T t644 = T(0.018403483309143685) * w.t618;
-    const T t645 = T(0.014722786647314948) * w.t615;
+    const T t643 = T(0.014722786647314948) * w1[8];
+    const T t644 = T(0.018403483309143685) * w1[9];
+    const T t645 = T(0.014722786647314948) * w1[7];
     const T t647 = t644 - t645;
-    const T t648 = T(0.018403483309143685) * w.t617;
-    w.t649 = t636 - t643;
-    w.t650 = t639 + t647;
-    w.t651 = t642 + t648;
+    const T t648 = T(0.018403483309143685) * w1[8];
+    w1[10] = t636 - t643;  // t649
+    w1[11] = t639 + t647;  // t650
+    w1[12] = t642 + t648;  // t651
     const T t656 = T(0.20899999999999999) * t589;
     const T t657 = T(0.20899999999999999) * t585;
     const T t658 = t588 + t656;
-    const T t659 = w.t517 + t657;
-    const T t661 = t579 * w.t654;
-    const T t662 = t585 * w.t653;
+    const T t659 = w1[-13] + t657;
+    const T t661 = t579 * w2[-13];
+    const T t662 = t585 * w2[-14];
     const T t663 = t661 + t662;
-    const T t664 = t582 * w.t654;
-    const T t665 = w.t653 * t658;
+    const T t664 = t582 * w2[-13];
+    const T t665 = w2[-14] * t658;
     const T t666 = t664 + t665;
-    const T t667 = t579 * w.t653;
-    const T t668 = t585 * w.t654;
+    const T t667 = t579 * w2[-14];
+    const T t668 = t585 * w2[-13];
     const T t669 = t668 - t667;  // v[RR_shank_link].wy
-    const T t670 = t582 * w.t653;
-    const T t671 = w.t654 * t658;
+    const T t670 = t582 * w2[-14];
+    const T t671 = w2[-13] * t658;
     const T t672 = t671 - t670;  // v[RR_shank_link].vy
     const T t673 = t589 + qd[14];  // v[RR_shank_link].wz
-    w.t674 = qd[14] * t669;
-    w.t675 = qd[14] * t663;
-    w.t676 = qd[14] * t672;
-    w.t677 = qd[14] * t666;
+    w1[13] = qd[14] * t669;  // t674
+    w1[14] = qd[14] * t663;  // t675
+    w1[15] = qd[14] * t672;  // t676
+    w0[-16] = qd[14] * t666;  // t677
     const T t678 = T(0.060999999999999999) * t673;
     const T t679 = T(0.060999999999999999) * t663;
     const T t680 = t666 + t678;
@@ -1426,9 +687,9 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t693 = t669 * t680;
     const T t694 = t663 * t672;
     const T t695 = t693 - t694;
-    w.t696 = T(0.064000000000000001) * t686;
-    w.t698 = T(0.064000000000000001) * t691;
-    w.t700 = T(0.064000000000000001) * t695;
+    w0[-15] = T(0.064000000000000001) * t686;  // t696
+    w0[-14] = T(0.064000000000000001) * t691;  // t698
+    w0[-13] = T(0.064000000000000001) * t695;  // t700
     const T t701 = T(0.00024499999999999999) * t663;
     const T t702 = T(6.0000000000000002e-06) * t669;
     const T t703 = T(0.00024799999999999996) * t673;
@@ -1437,48 +698,48 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t706 = t705 - t704;
     const T t707 = t663 * t703;
     const T t708 = t673 * t701;
-    w.t709 = t707 - t708;
+    w0[-12] = t707 - t708;  // t709
     const T t710 = t669 * t701;
     const T t711 = t663 * t702;
     const T t712 = t710 - t711;
-    const T t713 = T(0.060999999999999999) * w.t700;
-    const T t714 = T(0.060999999999999999) * w.t696;
-    w.t716 = t706 + t713;
-    w.t717 = t712 + t714;
-    const T t722 = qd[5] + w.t71;
-    const T t723 = qd[2] * w.t719;
-    const T t724 = qd[1] * w.t720;
+    const T t713 = T(0.060999999999999999) * w0[-13];
+    const T t714 = T(0.060999999999999999) * w0[-15];
+    w0[-11] = t706 + t713;  // t716
+    w0[-10] = t712 + t714;  // t717
+    const T t722 = qd[5] + w2[7];
+    const T t723 = qd[2] * w2[-12];
+    const T t724 = qd[1] * w2[-11];
     const T t725 = t723 - t724;  // v[RL_abad_link].wx
-    const T t726 = w.t719 * t722;
-    const T t727 = w.t505 * w.t720;
+    const T t726 = w2[-12] * t722;
+    const T t727 = w3[15] * w2[-11];
     const T t728 = t726 + t727;  // v[RL_abad_link].vx
-    const T t729 = qd[2] * w.t720;
-    const T t730 = qd[1] * w.t719;
+    const T t729 = qd[2] * w2[-11];
+    const T t730 = qd[1] * w2[-12];
     const T t731 = t729 + t730;
-    const T t732 = w.t720 * t722;
-    const T t733 = w.t505 * w.t719;
-    w.t734 = t733 - t732;  // v[RL_abad_link].vy
+    const T t732 = w2[-11] * t722;
+    const T t733 = w3[15] * w2[-12];
+    w0[-9] = t733 - t732;  // t734: v[RL_abad_link].vy
     const T t735 = qd[0] + qd[15];  // v[RL_abad_link].wz
-    w.t736 = qd[15] * t731;
-    w.t737 = qd[15] * t725;
-    w.t738 = qd[15] * w.t734;
-    w.t739 = qd[15] * t728;
+    w0[-8] = qd[15] * t731;  // t736
+    w0[-7] = qd[15] * t725;  // t737
+    w0[-6] = qd[15] * w0[-9];  // t738
+    w0[-5] = qd[15] * t728;  // t739
     const T t740 = T(0.036369747899159657) * t735;
     const T t741 = T(0.036369747899159657) * t725;
     const T t742 = t728 + t740;
-    const T t743 = w.t299 - t741;
-    const T t744 = w.t734 * t735;
+    const T t743 = w3[-16] - t741;
+    const T t744 = w0[-9] * t735;
     const T t745 = t731 * t743;
     const T t746 = t744 + t745;
     const T t747 = t725 * t743;
     const T t748 = t735 * t742;
     const T t749 = t748 - t747;
     const T t750 = t731 * t742;
-    const T t751 = t725 * w.t734;
+    const T t751 = t725 * w0[-9];
     const T t752 = t750 + t751;
-    w.t753 = T(0.59500000000000008) * t746;
-    w.t754 = T(0.59500000000000008) * t749;
-    w.t755 = T(0.59500000000000008) * t752;
+    w0[-4] = T(0.59500000000000008) * t746;  // t753
+    w0[-3] = T(0.59500000000000008) * t749;  // t754
+    w0[-2] = T(0.59500000000000008) * t752;  // t755
     const T t756 = T(0.00047779865546218505) * t725;
     const T t757 = T(9.5000000000000001e-07) * t731;
     const T t758 = t756 + t757;
@@ -1499,67 +760,67 @@ int quadruped_minicheetah_floating_fd_part2(const T* q, const T* qd, const T* in
     const T t773 = t771 - t772;
     const T t774 = t725 * t770;
     const T t775 = t735 * t760;
-    w.t776 = t775 - t774;
+    w0[-1] = t775 - t774;  // t776
     const T t777 = t731 * t760;
     const T t778 = t725 * t765;
     const T t779 = t777 - t778;
-    const T t780 = T(0.036369747899159657) * w.t755;
-    const T t781 = T(0.036369747899159657) * w.t753;
-    w.t782 = t773 - t780;
-    w.t783 = t779 - t781;
+    const T t780 = T(0.036369747899159657) * w0[-2];
+    const T t781 = T(0.036369747899159657) * w0[-4];
+    w0[0] = t773 - t780;  // t782
+    w0[1] = t779 - t781;  // t783
     const T t790 = T(0.062) * t735;
     const T t791 = T(0.062) * t725;
     const T t792 = t728 + t790;
-    const T t793 = w.t299 - t791;
-    const T t794 = t725 * w.t785;
-    const T t795 = t735 * w.t786;
-    w.t796 = t794 + t795;
-    const T t797 = w.t785 * t792;
-    const T t798 = w.t786 * t793;
-    w.t799 = t797 + t798;
-    const T t800 = t725 * w.t786;
-    const T t801 = t735 * w.t785;
-    w.t802 = t800 - t801;  // v[RL_thigh_link].wy
-    const T t803 = w.t786 * t792;
-    const T t804 = w.t785 * t793;
-    w.t805 = t803 - t804;  // v[RL_thigh_link].vy
-    w.t806 = t731 + qd[16];  // v[RL_thigh_link].wz
-    w.t807 = qd[16] * w.t802;
-    w.t808 = qd[16] * w.t796;
-    w.t809 = qd[16] * w.t805;
-    w.t810 = qd[16] * w.t799;
-    const T t811 = T(0.014722786647314948) * w.t802;
-    const T t812 = T(0.014722786647314948) * w.t796;
-    const T t813 = T(0.018403483309143685) * w.t806;
+    const T t793 = w3[-16] - t791;
+    const T t794 = t725 * w2[-10];
+    const T t795 = t735 * w2[-9];
+    w0[2] = t794 + t795;  // t796
+    const T t797 = w2[-10] * t792;
+    const T t798 = w2[-9] * t793;
+    w0[3] = t797 + t798;  // t799
+    const T t800 = t725 * w2[-9];
+    const T t801 = t735 * w2[-10];
+    w0[4] = t800 - t801;  // t802: v[RL_thigh_link].wy
+    const T t803 = w2[-9] * t792;
+    const T t804 = w2[-10] * t793;
+    w0[5] = t803 - t804;  // t805: v[RL_thigh_link].vy
+    w0[6] = t731 + qd[16];  // t806: v[RL_thigh_link].wz
+    w0[7] = qd[16] * w0[4];  // t807
+    w0[8] = qd[16] * w0[2];  // t808
+    w0[9] = qd[16] * w0[5];  // t809
+    w0[10] = qd[16] * w0[3];  // t810
+    const T t811 = T(0.014722786647314948) * w0[4];
+    const T t812 = T(0.014722786647314948) * w0[2];
+    const T t813 = T(0.018403483309143685) * w0[6];
     const T t814 = t813 - t812;
-    const T t815 = T(0.018403483309143685) * w.t802;
-    const T t816 = w.t799 + t811;
-    const T t817 = w.t805 + t814;
-    const T t818 = w.t734 + t815;
-    const T t820 = w.t806 * t817;
-    const T t821 = w.t802 * t818;
+    const T t815 = T(0.018403483309143685) * w0[4];
+    const T t816 = w0[3] + t811;
+    const T t817 = w0[5] + t814;
+    const T t818 = w0[-9] + t815;
+    const T t820 = w0[6] * t817;
+    const T t821 = w0[4] * t818;
     const T t823 = t820 + t821;
-    const T t825 = w.t796 * t818;
-    const T t827 = w.t806 * t816;
+    const T t825 = w0[2] * t818;
+    const T t827 = w0[6] * t816;
     const T t828 = t825 + t827;
-    const T t830 = w.t802 * t816;
-    const T t831 = w.t796 * t817;
+    const T t830 = w0[4] * t816;
+    const T t831 = w0[2] * t817;
     const T t832 = t830 - t831;
-    w.t833 = T(0.68900000000000006) * t823;
-    w.t835 = T(0.68900000000000006) * t828;
-    w.t837 = T(0.68900000000000006) * t832;
-    const T t838 = T(0.00059595605224963726) * w.t796;
-    const T t839 = T(1.2999999999999999e-05) * w.t802;
+    w0[11] = T(0.68900000000000006) * t823;  // t833
+    w0[12] = T(0.68900000000000006) * t828;  // t835
+    w0[13] = T(0.68900000000000006) * t832;  // t837
+    const T t838 = T(0.00059595605224963726) * w0[2];
+    const T t839 = T(1.2999999999999999e-05) * w0[4];
     const T t840 = t838 + t839;
-    const T t841 = T(1.7695065312046487e-05) * w.t806;
-    w.t842 = t841 - t840;
-    const T t843 = T(1.2999999999999999e-05) * w.t796;
-    const T t844 = T(0.0020491998838896952) * w.t802;
+    const T t841 = T(1.7695065312046487e-05) * w0[6];
+    w0[14] = t841 - t840;  // t842
+    const T t843 = T(1.2999999999999999e-05) * w0[2];
+    const T t844 = T(0.0020491998838896952) * w0[4];
     const T t845 = t843 + t844;
-    const T t846 = T(0.00024499999999999999) * w.t806;
-    w.t847 = t845 - t846;
-    w.t848 = T(1.7695065312046487e-05) * w.t796;
-    w.t849 = T(0.00024499999999999999) * w.t802;
+    const T t846 = T(0.00024499999999999999) * w0[6];
+    w0[15] = t845 - t846;  // t847
+    w.t[170] = T(1.7695065312046487e-05) * w0[2];  // t848
+    w.t[171] = T(0.00024499999999999999) * w0[4];  // t849
     return status;
 }
 
@@ -1567,48 +828,56 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part3(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 236);
+    T* const w1 = nelu::window(w.t + 36);
+    T* const w2 = nelu::window(w.t + 172);
+    T* const w3 = nelu::window(w.t + 268);
+    T* const w4 = nelu::window(w.t + 204);
+    T* const w5 = nelu::window(w.t + 138);
+    T* const w6 = nelu::window(w.t + 70);
+    T* const w7 = nelu::window(w.t + 105);
     // --- kinematics: transforms, velocities, bias terms b
-    const T t850 = w.t848 + w.t849;
-    const T t851 = T(0.0021862438316400581) * w.t806;
+    const T t850 = w2[-2] + w2[-1];
+    const T t851 = T(0.0021862438316400581) * w2[-12];
     const T t852 = t851 - t850;
-    const T t853 = w.t806 * w.t847;
-    const T t854 = w.t802 * t852;
+    const T t853 = w2[-12] * w2[-3];
+    const T t854 = w2[-14] * t852;
     const T t855 = t854 - t853;
-    const T t856 = w.t796 * t852;
-    const T t857 = w.t806 * w.t842;
+    const T t856 = w2[-16] * t852;
+    const T t857 = w2[-12] * w2[-4];
     const T t858 = t856 + t857;
-    const T t859 = w.t802 * w.t842;
-    const T t860 = w.t796 * w.t847;
+    const T t859 = w2[-14] * w2[-4];
+    const T t860 = w2[-16] * w2[-3];
     const T t861 = t859 + t860;
-    const T t862 = T(0.014722786647314948) * w.t835;
-    const T t864 = T(0.018403483309143685) * w.t837;
-    const T t865 = T(0.014722786647314948) * w.t833;
+    const T t862 = T(0.014722786647314948) * w2[-6];
+    const T t864 = T(0.018403483309143685) * w2[-5];
+    const T t865 = T(0.014722786647314948) * w2[-7];
     const T t867 = t864 - t865;
-    const T t868 = T(0.018403483309143685) * w.t835;
+    const T t868 = T(0.018403483309143685) * w2[-6];
     const T t870 = t855 - t862;
     const T t871 = t858 - t867;
-    w.t872 = t861 + t868;
-    const T t878 = T(0.20899999999999999) * w.t806;
-    const T t879 = T(0.20899999999999999) * w.t802;
-    const T t880 = w.t805 + t878;
-    const T t881 = w.t734 + t879;
-    const T t883 = w.t796 * w.t876;
-    const T t884 = w.t802 * w.t875;
+    w2[0] = t861 + t868;  // t872
+    const T t878 = T(0.20899999999999999) * w2[-12];
+    const T t879 = T(0.20899999999999999) * w2[-14];
+    const T t880 = w2[-13] + t878;
+    const T t881 = w5[7] + t879;
+    const T t883 = w2[-16] * w1[-13];
+    const T t884 = w2[-14] * w1[-14];
     const T t885 = t883 + t884;
-    const T t886 = w.t799 * w.t876;
-    const T t887 = w.t875 * t880;
+    const T t886 = w2[-15] * w1[-13];
+    const T t887 = w1[-14] * t880;
     const T t888 = t886 + t887;
-    const T t889 = w.t796 * w.t875;
-    const T t890 = w.t802 * w.t876;
+    const T t889 = w2[-16] * w1[-14];
+    const T t890 = w2[-14] * w1[-13];
     const T t891 = t890 - t889;  // v[RL_shank_link].wy
-    const T t892 = w.t799 * w.t875;
-    const T t893 = w.t876 * t880;
+    const T t892 = w2[-15] * w1[-14];
+    const T t893 = w1[-13] * t880;
     const T t894 = t893 - t892;  // v[RL_shank_link].vy
-    const T t895 = w.t806 + qd[17];  // v[RL_shank_link].wz
-    w.t896 = qd[17] * t891;
-    w.t897 = qd[17] * t885;
-    w.t898 = qd[17] * t894;
-    w.t899 = qd[17] * t888;
+    const T t895 = w2[-12] + qd[17];  // v[RL_shank_link].wz
+    w2[1] = qd[17] * t891;  // t896
+    w2[2] = qd[17] * t885;  // t897
+    w2[3] = qd[17] * t894;  // t898
+    w2[4] = qd[17] * t888;  // t899
     const T t900 = T(0.060999999999999999) * t895;
     const T t901 = T(0.060999999999999999) * t885;
     const T t902 = t888 + t900;
@@ -1622,9 +891,9 @@ int quadruped_minicheetah_floating_fd_part3(const T* q, const T* qd, const T* in
     const T t915 = t891 * t902;
     const T t916 = t885 * t894;
     const T t917 = t915 - t916;
-    w.t918 = T(0.064000000000000001) * t908;
+    w2[5] = T(0.064000000000000001) * t908;  // t918
     const T t920 = T(0.064000000000000001) * t913;
-    w.t922 = T(0.064000000000000001) * t917;
+    w2[6] = T(0.064000000000000001) * t917;  // t922
     const T t923 = T(0.00024499999999999999) * t885;
     const T t924 = T(6.0000000000000002e-06) * t891;
     const T t925 = T(0.00024799999999999996) * t895;
@@ -1637,189 +906,189 @@ int quadruped_minicheetah_floating_fd_part3(const T* q, const T* qd, const T* in
     const T t932 = t891 * t923;
     const T t933 = t885 * t924;
     const T t934 = t932 - t933;
-    const T t935 = T(0.060999999999999999) * w.t922;
-    const T t936 = T(0.060999999999999999) * w.t918;
-    w.t938 = t928 + t935;
+    const T t935 = T(0.060999999999999999) * w2[6];
+    const T t936 = T(0.060999999999999999) * w2[5];
+    w2[7] = t928 + t935;  // t938
     const T t939 = t934 + t936;
-    w.t941 = w.t14 * T(9.8100000000000005);
-    w.t942 = w.t16 * T(9.8100000000000005);
-    w.t943 = w.t19 * T(9.8100000000000005);
-    w.t966 = w.t136 + in[25];
-    w.t967 = w.t114 + in[28];
-    w.t981 = w.t229 + in[32];
-    w.t982 = w.t230 + in[30];
-    w.t983 = w.t195 + in[35];
-    w.t984 = w.t196 + in[33];
-    w.t985 = w.t197 + in[34];
-    w.t996 = w.t286 + in[38];
-    w.t997 = w.t293 - in[37];
-    w.t998 = w.t276 + in[41];
-    w.t1006 = w.t356 + in[43];
-    w.t1007 = w.t334 + in[46];
-    w.t1016 = w.t438 + in[50];
-    w.t1017 = w.t439 + in[48];
-    w.t1018 = w.t406 + in[53];
-    w.t1019 = w.t407 + in[51];
-    w.t1027 = w.t490 + in[56];
-    w.t1028 = w.t497 - in[55];
-    w.t1029 = w.t480 + in[59];
-    w.t1037 = w.t559 + in[61];
-    w.t1038 = w.t536 + in[65];
-    w.t1039 = w.t537 + in[64];
-    w.t1047 = w.t649 + in[68];
-    w.t1048 = w.t650 + in[66];
-    w.t1049 = in[71] - w.t615;
-    w.t1050 = w.t617 + in[69];
-    w.t1051 = w.t618 + in[70];
-    w.t1059 = w.t709 + in[74];
-    w.t1060 = w.t717 - in[73];
-    w.t1061 = in[77] - w.t698;
-    w.t1069 = w.t776 + in[79];
-    w.t1070 = w.t753 + in[83];
-    w.t1071 = w.t754 + in[82];
-    w.t1079 = t870 + in[86];
-    w.t1080 = t871 + in[84];
-    w.t1081 = in[89] - w.t833;
-    w.t1082 = in[87] - w.t835;
-    w.t1090 = t931 + in[92];
-    w.t1091 = t939 - in[91];
-    w.t1092 = in[95] - t920;
+    w2[8] = w1[-12] * T(9.8100000000000005);  // t941
+    w2[9] = w1[-11] * T(9.8100000000000005);  // t942
+    w2[10] = w1[-10] * T(9.8100000000000005);  // t943
+    w2[11] = w1[11] + in[25];  // t966
+    w2[12] = w1[9] + in[28];  // t967
+    w2[13] = w6[-13] + in[32];  // t981
+    w2[14] = w6[-12] + in[30];  // t982
+    w2[15] = w6[-16] + in[35];  // t983
+    w4[-16] = w6[-15] + in[33];  // t984
+    w4[-15] = w6[-14] + in[34];  // t985
+    w4[-14] = w6[0] + in[38];  // t996
+    w4[-13] = w6[3] - in[37];  // t997
+    w4[-12] = w6[-4] + in[41];  // t998
+    w4[-11] = w6[12] + in[43];  // t1006
+    w4[-10] = w6[10] + in[46];  // t1007
+    w4[-9] = w7[-13] + in[50];  // t1016
+    w4[-8] = w7[-12] + in[48];  // t1017
+    w4[-7] = w7[-16] + in[53];  // t1018
+    w4[-6] = w7[-15] + in[51];  // t1019
+    w4[-5] = w7[-3] + in[56];  // t1027
+    w4[-4] = w7[-1] - in[55];  // t1028
+    w4[-3] = w7[-5] + in[59];  // t1029
+    w4[-2] = w5[-16] + in[61];  // t1037
+    w4[-1] = w7[10] + in[65];  // t1038
+    w4[0] = w7[11] + in[64];  // t1039
+    w4[1] = w5[-6] + in[68];  // t1047
+    w4[2] = w5[-5] + in[66];  // t1048
+    w4[3] = in[71] - w5[-9];  // t1049
+    w4[4] = w5[-8] + in[69];  // t1050
+    w4[5] = w5[-7] + in[70];  // t1051
+    w4[6] = w5[4] + in[74];  // t1059
+    w4[7] = w5[6] - in[73];  // t1060
+    w4[8] = in[77] - w5[2];  // t1061
+    w4[9] = w5[15] + in[79];  // t1069
+    w4[10] = w5[12] + in[83];  // t1070
+    w4[11] = w5[13] + in[82];  // t1071
+    w4[12] = t870 + in[86];  // t1079
+    w4[13] = t871 + in[84];  // t1080
+    w4[14] = in[89] - w2[-7];  // t1081
+    w4[15] = in[87] - w2[-6];  // t1082
+    w0[-16] = t931 + in[92];  // t1090
+    w0[-15] = t939 - in[91];  // t1091
+    w0[-14] = in[95] - t920;  // t1092
     // --- factorization of P D Q = L U
-    w.t1094 = w.t876 * T(0.00048314400000000002);
-    w.t1095 = w.t876 * T(0.0039039999999999999);
-    w.t1096 = w.t875 * T(0.00048314400000000002);
-    w.t1097 = w.t875 * T(0.0039039999999999999);
-    w.t1098 = T(6.0000000000000002e-06) * w.t875;
-    w.t1099 = T(6.0000000000000002e-06) * w.t876;
-    w.t1100 = T(0.064000000000000001) * w.t876;
-    w.t1101 = T(0.064000000000000001) * w.t875;
-    const T t1102 = w.t876 * w.t1094;
-    const T t1103 = w.t875 * w.t1094;
-    const T t1105 = w.t875 * w.t1096;
-    const T t1106 = w.t875 * w.t1098;
+    w0[-13] = w1[-13] * T(0.00048314400000000002);  // t1094
+    w0[-12] = w1[-13] * T(0.0039039999999999999);  // t1095
+    w0[-11] = w1[-14] * T(0.00048314400000000002);  // t1096
+    w0[-10] = w1[-14] * T(0.0039039999999999999);  // t1097
+    w0[-9] = T(6.0000000000000002e-06) * w1[-14];  // t1098
+    w0[-8] = T(6.0000000000000002e-06) * w1[-13];  // t1099
+    w0[-7] = T(0.064000000000000001) * w1[-13];  // t1100
+    w0[-6] = T(0.064000000000000001) * w1[-14];  // t1101
+    const T t1102 = w1[-13] * w0[-13];
+    const T t1103 = w1[-14] * w0[-13];
+    const T t1105 = w1[-14] * w0[-11];
+    const T t1106 = w1[-14] * w0[-9];
     const T t1107 = t1102 + t1106;
-    const T t1108 = w.t876 * w.t1098;
+    const T t1108 = w1[-13] * w0[-9];
     const T t1110 = t1108 - t1103;
-    const T t1111 = w.t876 * w.t1099;
+    const T t1111 = w1[-13] * w0[-8];
     const T t1112 = t1105 + t1111;
-    const T t1113 = w.t876 * w.t1100;
-    const T t1116 = w.t875 * w.t1101;
+    const T t1113 = w1[-13] * w0[-7];
+    const T t1116 = w1[-14] * w0[-6];
     const T t1117 = t1113 + t1116;
-    w.t1118 = w.t1095 / T(0.00048614399999999999);
-    const T t1120 = w.t1095 * w.t1118;
-    const T t1121 = w.t1097 * w.t1118;
-    w.t1122 = w.t1097 / T(0.00048614399999999999);
-    const T t1125 = w.t1097 * w.t1122;
+    w0[-5] = w0[-12] / T(0.00048614399999999999);  // t1118
+    const T t1120 = w0[-12] * w0[-5];
+    const T t1121 = w0[-10] * w0[-5];
+    w0[-4] = w0[-10] / T(0.00048614399999999999);  // t1122
+    const T t1125 = w0[-10] * w0[-4];
     const T t1126 = t1117 - t1125;
     const T t1129 = t1120 - t1117;
-    w.t1130 = T(0.20899999999999999) * t1121;
+    w0[-3] = T(0.20899999999999999) * t1121;  // t1130
     const T t1131 = T(0.20899999999999999) * t1126;
-    const T t1134 = T(0.20899999999999999) * w.t1095;
-    const T t1135 = T(0.20899999999999999) * w.t1097;
+    const T t1134 = T(0.20899999999999999) * w0[-12];
+    const T t1135 = T(0.20899999999999999) * w0[-10];
     const T t1136 = t1112 + t1135;
-    const T t1138 = w.t1097 + T(0.013375999999999999);
+    const T t1138 = w0[-10] + T(0.013375999999999999);
     const T t1139 = T(0.00074530400000000002) + t1107;
     const T t1140 = t1134 - t1110;
     const T t1141 = T(-1.2999999999999999e-05) - t1140;
     const T t1143 = T(0.0024319039999999999) + t1136;
     const T t1145 = T(0.68900000000000006) - t1129;
     const T t1146 = T(0.20899999999999999) * t1131;
-    w.t1147 = T(0.0024196) + t1146;  // pivot 37: ((3tau) RL_hip_joint, qdd[RL_hip_joint])
-    if (!(std::fabs(w.t1147) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t1148 = T(0.01268) + t1131;
+    w0[-2] = T(0.0024196) + t1146;  // t1147: pivot 37: ((3tau) RL_hip_joint, qdd[RL_hip_joint])
+    if (!(std::fabs(w0[-2]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w0[-1] = T(0.01268) + t1131;  // t1148
     const T t1150 = T(0.68900000000000006) + t1126;
     const T t1152 = T(0.20899999999999999) * t1138;
     const T t1153 = t1143 + t1152;
-    w.t1154 = T(-0.01268) - t1138;
-    const T t1155 = w.t785 * t1139;
-    const T t1156 = w.t785 * t1141;
-    const T t1157 = w.t785 * T(0.00020438000000000002);
-    w.t1158 = w.t785 * T(0.010144);
-    const T t1159 = w.t785 * w.t1095;
-    const T t1160 = w.t786 * t1139;
-    const T t1161 = w.t786 * t1141;
-    const T t1162 = w.t786 * T(0.00020438000000000002);
-    w.t1163 = w.t786 * T(0.010144);
-    const T t1164 = w.t786 * w.t1095;
-    const T t1165 = w.t786 * t1153;
-    const T t1166 = T(0.00024499999999999999) * w.t786;
-    w.t1167 = t1157 + t1166;
-    const T t1168 = w.t786 * w.t1154;
-    w.t1169 = t1156 + t1160;
-    const T t1170 = w.t785 * t1153;
-    w.t1171 = t1161 + t1170;
-    const T t1172 = T(0.00024499999999999999) * w.t785;
-    w.t1173 = t1172 - t1162;
-    const T t1174 = w.t785 * w.t1154;
-    w.t1175 = t1164 + t1174;
-    const T t1176 = w.t785 * w.t1130;
-    const T t1177 = w.t785 * t1145;
-    const T t1178 = w.t785 * t1121;
-    const T t1179 = w.t786 * w.t1130;
-    const T t1180 = w.t786 * t1145;
-    const T t1181 = w.t786 * t1121;
-    const T t1182 = w.t786 * w.t1148;
-    w.t1183 = t1182 - t1176;
-    const T t1184 = w.t786 * t1150;
-    const T t1185 = w.t785 * w.t1148;
-    w.t1186 = t1179 + t1185;
-    w.t1187 = t1178 + t1180;
-    const T t1188 = w.t785 * t1150;
-    w.t1189 = t1181 + t1188;
-    w.t1192 = t1155 - t1161;
-    const T t1193 = w.t785 * w.t1192;
-    const T t1194 = w.t786 * w.t1192;
-    const T t1196 = w.t786 * w.t1169;
-    const T t1198 = w.t786 * w.t1163;
-    const T t1199 = w.t785 * w.t1158;
-    w.t1201 = t1156 - t1165;
-    const T t1202 = w.t786 * w.t1201;
+    w0[0] = T(-0.01268) - t1138;  // t1154
+    const T t1155 = w1[-16] * t1139;
+    const T t1156 = w1[-16] * t1141;
+    const T t1157 = w1[-16] * T(0.00020438000000000002);
+    w0[1] = w1[-16] * T(0.010144);  // t1158
+    const T t1159 = w1[-16] * w0[-12];
+    const T t1160 = w1[-15] * t1139;
+    const T t1161 = w1[-15] * t1141;
+    const T t1162 = w1[-15] * T(0.00020438000000000002);
+    w0[2] = w1[-15] * T(0.010144);  // t1163
+    const T t1164 = w1[-15] * w0[-12];
+    const T t1165 = w1[-15] * t1153;
+    const T t1166 = T(0.00024499999999999999) * w1[-15];
+    w0[3] = t1157 + t1166;  // t1167
+    const T t1168 = w1[-15] * w0[0];
+    w0[4] = t1156 + t1160;  // t1169
+    const T t1170 = w1[-16] * t1153;
+    w0[5] = t1161 + t1170;  // t1171
+    const T t1172 = T(0.00024499999999999999) * w1[-16];
+    w0[6] = t1172 - t1162;  // t1173
+    const T t1174 = w1[-16] * w0[0];
+    w0[7] = t1164 + t1174;  // t1175
+    const T t1176 = w1[-16] * w0[-3];
+    const T t1177 = w1[-16] * t1145;
+    const T t1178 = w1[-16] * t1121;
+    const T t1179 = w1[-15] * w0[-3];
+    const T t1180 = w1[-15] * t1145;
+    const T t1181 = w1[-15] * t1121;
+    const T t1182 = w1[-15] * w0[-1];
+    w0[8] = t1182 - t1176;  // t1183
+    const T t1184 = w1[-15] * t1150;
+    const T t1185 = w1[-16] * w0[-1];
+    w0[9] = t1179 + t1185;  // t1186
+    w0[10] = t1178 + t1180;  // t1187
+    const T t1188 = w1[-16] * t1150;
+    w0[11] = t1181 + t1188;  // t1189
+    w0[12] = t1155 - t1161;  // t1192
+    const T t1193 = w1[-16] * w0[12];
+    const T t1194 = w1[-15] * w0[12];
+    const T t1196 = w1[-15] * w0[4];
+    const T t1198 = w1[-15] * w0[2];
+    const T t1199 = w1[-16] * w0[1];
+    w0[13] = t1156 - t1165;  // t1201
+    const T t1202 = w1[-15] * w0[13];
     const T t1203 = t1193 - t1202;
-    const T t1204 = w.t785 * w.t1201;
+    const T t1204 = w1[-16] * w0[13];
     const T t1205 = t1194 + t1204;
-    const T t1208 = w.t785 * w.t1171;
+    const T t1208 = w1[-16] * w0[5];
     const T t1209 = t1196 + t1208;
     const T t1210 = t1198 + t1199;
-    w.t1212 = t1159 - t1168;
-    w.t1214 = t1177 - t1181;
-    const T t1215 = w.t785 * w.t1214;
-    const T t1216 = w.t786 * w.t1214;
-    const T t1218 = w.t786 * w.t1187;
-    w.t1219 = t1178 - t1184;
-    const T t1220 = w.t786 * w.t1219;
+    w0[14] = t1159 - t1168;  // t1212
+    w0[15] = t1177 - t1181;  // t1214
+    const T t1215 = w1[-16] * w0[15];
+    const T t1216 = w1[-15] * w0[15];
+    const T t1218 = w1[-15] * w0[10];
+    w3[-16] = t1178 - t1184;  // t1219
+    const T t1220 = w1[-15] * w3[-16];
     const T t1221 = t1215 - t1220;
-    const T t1222 = w.t785 * w.t1219;
+    const T t1222 = w1[-16] * w3[-16];
     const T t1223 = t1216 + t1222;
-    const T t1226 = w.t785 * w.t1189;
+    const T t1226 = w1[-16] * w0[11];
     const T t1227 = t1218 + t1226;
-    w.t1228 = T(1) / w.t1147;
-    w.t1229 = w.t1167 * w.t1228;
-    const T t1230 = w.t1167 * w.t1229;
-    w.t1231 = t1203 - t1230;
-    const T t1232 = w.t1173 * w.t1229;
-    w.t1233 = t1205 + t1232;
-    w.t1235 = w.t1183 * w.t1229;
-    const T t1236 = w.t1186 * w.t1229;
-    w.t1237 = t1210 - t1236;
-    w.t1238 = w.t1173 * w.t1228;
-    const T t1240 = w.t1173 * w.t1238;
+    w3[-15] = T(1) / w0[-2];  // t1228
+    w3[-14] = w0[3] * w3[-15];  // t1229
+    const T t1230 = w0[3] * w3[-14];
+    w3[-13] = t1203 - t1230;  // t1231
+    const T t1232 = w0[6] * w3[-14];
+    w3[-12] = t1205 + t1232;  // t1233
+    w3[-11] = w0[8] * w3[-14];  // t1235
+    const T t1236 = w0[9] * w3[-14];
+    w3[-10] = t1210 - t1236;  // t1237
+    w3[-9] = w0[6] * w3[-15];  // t1238
+    const T t1240 = w0[6] * w3[-9];
     const T t1241 = t1209 - t1240;
-    const T t1243 = w.t1183 * w.t1238;
-    w.t1244 = t1210 + t1243;
-    w.t1245 = w.t1186 * w.t1238;
-    w.t1247 = w.t1183 * w.t1228;
-    const T t1251 = w.t1183 * w.t1247;
-    w.t1252 = t1221 - t1251;
-    const T t1253 = w.t1186 * w.t1247;
-    w.t1254 = t1223 + t1253;
-    w.t1255 = w.t1186 * w.t1228;
-    const T t1260 = w.t1186 * w.t1255;
-    w.t1261 = t1227 - t1260;
-    const T t1264 = T(0.062) * w.t1244;
-    w.t1265 = t1241 - t1264;
-    w.t1266 = T(0.062) * w.t1252;
-    w.t1267 = T(0.062) * w.t1254;
-    w.t1268 = w.t1245 + w.t1267;
+    const T t1243 = w0[8] * w3[-9];
+    w3[-8] = t1210 + t1243;  // t1244
+    w3[-7] = w0[9] * w3[-9];  // t1245
+    w3[-6] = w0[8] * w3[-15];  // t1247
+    const T t1251 = w0[8] * w3[-6];
+    w3[-5] = t1221 - t1251;  // t1252
+    const T t1253 = w0[9] * w3[-6];
+    w3[-4] = t1223 + t1253;  // t1254
+    w3[-3] = w0[9] * w3[-15];  // t1255
+    const T t1260 = w0[9] * w3[-3];
+    w3[-2] = t1227 - t1260;  // t1261
+    const T t1264 = T(0.062) * w3[-8];
+    w3[-1] = t1241 - t1264;  // t1265
+    w3[0] = T(0.062) * w3[-5];  // t1266
+    w3[1] = T(0.062) * w3[-4];  // t1267
+    w3[2] = w3[-7] + w3[1];  // t1268
     return status;
 }
 
@@ -1827,120 +1096,125 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 291);
+    T* const w1 = nelu::window(w.t + 30);
+    T* const w2 = nelu::window(w.t + 323);
+    T* const w3 = nelu::window(w.t + 259);
+    T* const w4 = nelu::window(w.t + 355);
     // --- factorization of P D Q = L U
-    const T t1271 = T(0.062) * w.t1237;
-    const T t1272 = w.t1231 - t1271;
-    const T t1273 = T(0.062) * w.t1245;
-    const T t1274 = w.t1233 - t1273;
-    const T t1275 = w.t1235 - w.t1267;
-    const T t1276 = T(0.062) * w.t1261;
+    const T t1271 = T(0.062) * w3[-1];
+    const T t1272 = w3[-4] - t1271;
+    const T t1273 = T(0.062) * w3[2];
+    const T t1274 = w3[-3] - t1273;
+    const T t1275 = w3[-2] - w3[10];
+    const T t1276 = T(0.062) * w3[7];
     const T t1281 = T(0.062) * t1275;
-    const T t1283 = w.t1244 - w.t1266;
+    const T t1283 = w3[1] - w3[9];
     const T t1284 = T(0.062) * t1283;
-    const T t1286 = t1276 - w.t1237;
+    const T t1286 = t1276 - w3[-1];
     const T t1287 = T(0.062) * t1286;
     const T t1288 = t1272 + t1287;
     const T t1293 = t1274 + t1281;
-    const T t1296 = t1284 - w.t1265;
+    const T t1296 = t1284 - w3[8];
     const T t1297 = T(0.0012648399999999999) + t1288;
-    w.t1298 = T(-0.02164) - t1286;
-    w.t1299 = T(4.4999999999999998e-07) + t1293;
-    w.t1300 = T(0.00120184) - t1296;  // pivot 74: ((3tau) RL_abad_joint, qdd[RL_abad_joint])
-    if (!(std::fabs(w.t1300) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t1301 = T(0.02164) - t1283;
-    const T t1302 = T(0.59500000000000008) + w.t1252;
-    const T t1303 = T(0.59500000000000008) + w.t1261;
-    const T t1305 = w.t719 * t1297;
-    const T t1306 = T(9.5000000000000001e-07) * w.t719;
-    const T t1308 = w.t719 * w.t1299;
-    w.t1309 = w.t719 * t1275;
-    w.t1310 = w.t719 * w.t1212;
-    const T t1311 = w.t719 * w.t1298;
-    const T t1312 = w.t720 * t1297;
-    const T t1313 = T(9.5000000000000001e-07) * w.t720;
-    const T t1315 = w.t720 * w.t1299;
-    w.t1316 = w.t720 * t1275;
-    w.t1317 = w.t720 * w.t1212;
-    const T t1318 = w.t720 * w.t1298;
-    const T t1319 = T(0.00062299999999999996) * w.t720;
-    const T t1320 = T(5.8e-05) * w.t720;
-    w.t1322 = t1308 + t1320;
-    w.t1323 = t1312 - t1306;
-    const T t1324 = T(0.00062299999999999996) * w.t719;
-    w.t1325 = t1324 - t1313;
-    const T t1326 = T(5.8e-05) * w.t719;
-    w.t1328 = t1315 - t1326;
-    const T t1332 = w.t719 * w.t1301;
-    w.t1333 = w.t719 * t1302;
-    const T t1334 = w.t719 * w.t1254;
-    const T t1335 = w.t720 * w.t1301;
-    w.t1336 = w.t720 * t1302;
-    const T t1337 = w.t720 * w.t1254;
-    const T t1338 = w.t720 * w.t1175;
-    w.t1339 = t1332 - t1338;
-    w.t1340 = w.t720 * T(1.3480000000000003);
-    w.t1341 = w.t1310 + w.t1316;
-    const T t1342 = w.t719 * w.t1175;
-    w.t1343 = t1335 + t1342;
-    w.t1344 = w.t719 * T(1.3480000000000003);
-    w.t1347 = t1305 + t1313;
-    const T t1349 = w.t719 * w.t1347;
-    const T t1351 = w.t720 * w.t1347;
-    const T t1354 = w.t720 * w.t1323;
-    w.t1355 = w.t1317 - w.t1309;
-    const T t1356 = w.t719 * w.t1355;
-    const T t1357 = w.t720 * w.t1355;
-    const T t1358 = w.t719 * w.t1341;
-    const T t1359 = w.t720 * w.t1341;
-    w.t1362 = t1306 + t1319;
-    const T t1363 = w.t720 * w.t1362;
+    w3[12] = T(-0.02164) - t1286;  // t1298
+    w3[13] = T(4.4999999999999998e-07) + t1293;  // t1299
+    w3[14] = T(0.00120184) - t1296;  // t1300: pivot 74: ((3tau) RL_abad_joint, qdd[RL_abad_joint])
+    if (!(std::fabs(w3[14]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w3[15] = T(0.02164) - t1283;  // t1301
+    const T t1302 = T(0.59500000000000008) + w3[4];
+    const T t1303 = T(0.59500000000000008) + w3[7];
+    const T t1305 = w1[-12] * t1297;
+    const T t1306 = T(9.5000000000000001e-07) * w1[-12];
+    const T t1308 = w1[-12] * w3[13];
+    w0[-16] = w1[-12] * t1275;  // t1309
+    w0[-15] = w1[-12] * w3[-9];  // t1310
+    const T t1311 = w1[-12] * w3[12];
+    const T t1312 = w1[-11] * t1297;
+    const T t1313 = T(9.5000000000000001e-07) * w1[-11];
+    const T t1315 = w1[-11] * w3[13];
+    w0[-14] = w1[-11] * t1275;  // t1316
+    w0[-13] = w1[-11] * w3[-9];  // t1317
+    const T t1318 = w1[-11] * w3[12];
+    const T t1319 = T(0.00062299999999999996) * w1[-11];
+    const T t1320 = T(5.8e-05) * w1[-11];
+    w0[-12] = t1308 + t1320;  // t1322
+    w0[-11] = t1312 - t1306;  // t1323
+    const T t1324 = T(0.00062299999999999996) * w1[-12];
+    w0[-10] = t1324 - t1313;  // t1325
+    const T t1326 = T(5.8e-05) * w1[-12];
+    w0[-9] = t1315 - t1326;  // t1328
+    const T t1332 = w1[-12] * w3[15];
+    w0[-8] = w1[-12] * t1302;  // t1333
+    const T t1334 = w1[-12] * w3[5];
+    const T t1335 = w1[-11] * w3[15];
+    w0[-7] = w1[-11] * t1302;  // t1336
+    const T t1337 = w1[-11] * w3[5];
+    const T t1338 = w1[-11] * w3[-16];
+    w0[-6] = t1332 - t1338;  // t1339
+    w0[-5] = w1[-11] * T(1.3480000000000003);  // t1340
+    w0[-4] = w0[-15] + w0[-14];  // t1341
+    const T t1342 = w1[-12] * w3[-16];
+    w0[-3] = t1335 + t1342;  // t1343
+    w0[-2] = w1[-12] * T(1.3480000000000003);  // t1344
+    w0[-1] = t1305 + t1313;  // t1347
+    const T t1349 = w1[-12] * w0[-1];
+    const T t1351 = w1[-11] * w0[-1];
+    const T t1354 = w1[-11] * w0[-11];
+    w0[0] = w0[-13] - w0[-16];  // t1355
+    const T t1356 = w1[-12] * w0[0];
+    const T t1357 = w1[-11] * w0[0];
+    const T t1358 = w1[-12] * w0[-4];
+    const T t1359 = w1[-11] * w0[-4];
+    w0[1] = t1306 + t1319;  // t1362
+    const T t1363 = w1[-11] * w0[1];
     const T t1364 = t1349 + t1363;
-    const T t1365 = w.t719 * w.t1362;
+    const T t1365 = w1[-12] * w0[1];
     const T t1366 = t1365 - t1351;
-    const T t1370 = w.t719 * w.t1325;
+    const T t1370 = w1[-12] * w0[-10];
     const T t1371 = t1354 + t1370;
-    const T t1382 = w.t719 * w.t1333;
-    const T t1383 = w.t720 * w.t1333;
-    const T t1385 = w.t720 * w.t1336;
-    const T t1396 = w.t720 * w.t1340;
+    const T t1382 = w1[-12] * w0[-8];
+    const T t1383 = w1[-11] * w0[-8];
+    const T t1385 = w1[-11] * w0[-7];
+    const T t1396 = w1[-11] * w0[-5];
     const T t1397 = t1382 + t1396;
-    const T t1398 = w.t719 * w.t1340;
+    const T t1398 = w1[-12] * w0[-5];
     const T t1399 = t1383 - t1398;
-    const T t1401 = w.t719 * w.t1344;
+    const T t1401 = w1[-12] * w0[-2];
     const T t1402 = t1385 + t1401;
-    w.t1403 = T(1) / w.t1300;
-    w.t1404 = w.t1322 * w.t1403;
-    const T t1405 = w.t1322 * w.t1404;
+    w0[2] = T(1) / w3[14];  // t1403
+    w0[3] = w0[-12] * w0[2];  // t1404
+    const T t1405 = w0[-12] * w0[3];
     const T t1406 = t1364 - t1405;
-    const T t1407 = w.t1328 * w.t1404;
-    const T t1410 = w.t1339 * w.t1404;
+    const T t1407 = w0[-9] * w0[3];
+    const T t1410 = w0[-6] * w0[3];
     const T t1412 = t1356 + t1410;
-    const T t1414 = w.t1343 * w.t1404;
-    const T t1415 = w.t1268 * w.t1404;
+    const T t1414 = w0[-3] * w0[3];
+    const T t1415 = w3[11] * w0[3];
     const T t1416 = t1311 - t1415;
-    w.t1417 = w.t1328 * w.t1403;
-    const T t1419 = w.t1328 * w.t1417;
+    w0[4] = w0[-9] * w0[2];  // t1417
+    const T t1419 = w0[-9] * w0[4];
     const T t1421 = t1371 - t1419;
-    const T t1423 = w.t1339 * w.t1417;
+    const T t1423 = w0[-6] * w0[4];
     const T t1425 = t1357 + t1423;
-    const T t1427 = w.t1343 * w.t1417;
+    const T t1427 = w0[-3] * w0[4];
     const T t1428 = t1359 - t1427;
-    w.t1431 = w.t1339 * w.t1403;
-    const T t1436 = w.t1339 * w.t1431;
+    w0[5] = w0[-6] * w0[2];  // t1431
+    const T t1436 = w0[-6] * w0[5];
     const T t1438 = t1397 - t1436;
-    const T t1439 = w.t1343 * w.t1431;
-    w.t1440 = t1399 - t1439;
-    const T t1441 = w.t1268 * w.t1431;
-    w.t1442 = t1334 - t1441;
-    w.t1443 = w.t1343 * w.t1403;
-    const T t1452 = w.t1343 * w.t1443;
+    const T t1439 = w0[-3] * w0[5];
+    w0[6] = t1399 - t1439;  // t1440
+    const T t1441 = w3[11] * w0[5];
+    w0[7] = t1334 - t1441;  // t1442
+    w0[8] = w0[-3] * w0[2];  // t1443
+    const T t1452 = w0[-3] * w0[8];
     const T t1453 = t1402 - t1452;
-    const T t1454 = w.t1268 * w.t1443;
-    w.t1455 = t1337 - t1454;
-    w.t1456 = w.t1268 * w.t1403;
-    const T t1458 = w.t1328 * w.t1456;
+    const T t1454 = w3[11] * w0[8];
+    w0[9] = t1337 - t1454;  // t1455
+    w0[10] = w3[11] * w0[2];  // t1456
+    const T t1458 = w0[-9] * w0[10];
     const T t1460 = t1318 - t1458;
-    const T t1466 = w.t1268 * w.t1456;
+    const T t1466 = w3[11] * w0[10];
     const T t1467 = t1303 - t1466;
     const T t1468 = t1366 + t1407;
     const T t1469 = t1414 - t1358;
@@ -1948,138 +1222,138 @@ int quadruped_minicheetah_floating_fd_part4(const T* q, const T* qd, const T* in
     const T t1485 = t1406 - t1484;
     const T t1486 = T(0.049000000000000002) * t1467;
     const T t1487 = t1416 - t1486;
-    const T t1488 = T(0.049000000000000002) * w.t1455;
+    const T t1488 = T(0.049000000000000002) * w0[9];
     const T t1490 = t1469 + t1488;
-    w.t1491 = T(0.049000000000000002) * w.t1442;
-    const T t1492 = t1412 + w.t1491;
+    w0[11] = T(0.049000000000000002) * w0[7];  // t1491
+    const T t1492 = t1412 + w0[11];
     const T t1496 = T(0.19) * t1469;
-    const T t1497 = T(0.19) * w.t1455;
-    w.t1499 = t1487 + t1497;
+    const T t1497 = T(0.19) * w0[9];
+    w0[12] = t1487 + t1497;  // t1499
     const T t1500 = T(0.19) * t1453;
-    w.t1501 = t1490 - t1500;
-    const T t1502 = T(0.19) * w.t1440;
-    w.t1503 = t1502 - t1492;
+    w0[13] = t1490 - t1500;  // t1501
+    const T t1502 = T(0.19) * w0[6];
+    w0[14] = t1502 - t1492;  // t1503
     const T t1504 = T(0.049000000000000002) * t1425;
     const T t1506 = T(0.049000000000000002) * t1412;
-    w.t1508 = T(0.049000000000000002) * w.t1440;
-    w.t1510 = T(0.049000000000000002) * t1438;
+    w0[15] = T(0.049000000000000002) * w0[6];  // t1508
+    w2[-16] = T(0.049000000000000002) * t1438;  // t1510
     const T t1511 = T(0.19) * t1425;
     const T t1513 = T(0.19) * t1412;
     const T t1514 = t1468 - t1513;
-    const T t1515 = T(0.19) * w.t1442;
-    w.t1516 = t1515 - t1460;
-    w.t1518 = t1428 - t1502;
+    const T t1515 = T(0.19) * w0[7];
+    w2[-15] = t1515 - t1460;  // t1516
+    w2[-14] = t1428 - t1502;  // t1518
     const T t1519 = T(0.19) * t1438;
-    w.t1520 = t1425 + t1519;
+    w2[-13] = t1425 + t1519;  // t1520
     const T t1521 = t1421 + t1511;
     const T t1523 = T(0.039772500000000002) + t1521;
     const T t1524 = t1496 - t1485;
     const T t1525 = T(0.046770720000000002) - t1524;
-    const T t1526 = T(0.049000000000000002) * w.t1491;
+    const T t1526 = T(0.049000000000000002) * w0[11];
     const T t1527 = t1506 + t1526;
-    const T t1529 = T(0.049000000000000002) * w.t1516;
+    const T t1529 = T(0.049000000000000002) * w2[-15];
     const T t1530 = t1514 - t1529;
-    const T t1532 = T(0.049000000000000002) * w.t1499;
+    const T t1532 = T(0.049000000000000002) * w0[12];
     const T t1534 = t1525 - t1532;
-    w.t1536 = T(3.5200000000000005) + t1467;
-    const T t1538 = T(0.19) * w.t1508;
-    w.t1540 = t1538 - t1527;
-    const T t1541 = T(0.19) * w.t1518;
-    w.t1542 = t1530 - t1541;
-    const T t1545 = T(0.19) * w.t1501;
-    w.t1547 = t1534 - t1545;
-    w.t1549 = T(3.5200000000000005) + t1453;
-    const T t1550 = T(0.049000000000000002) * w.t1510;
-    w.t1551 = T(0.012033219999999999) + t1550;
-    const T t1552 = T(0.19) * w.t1510;
-    w.t1553 = t1504 + t1552;
-    const T t1557 = T(0.19) * w.t1520;
-    w.t1559 = t1523 + t1557;
-    w.t1563 = T(3.5200000000000005) + t1438;
-    w.t1564 = w.t654 * T(0.00048314400000000002);
-    w.t1565 = w.t654 * T(0.0039039999999999999);
-    w.t1566 = w.t653 * T(0.00048314400000000002);
-    w.t1567 = w.t653 * T(0.0039039999999999999);
-    w.t1568 = T(6.0000000000000002e-06) * w.t653;
-    w.t1569 = T(6.0000000000000002e-06) * w.t654;
-    w.t1570 = T(0.064000000000000001) * w.t654;
-    w.t1571 = T(0.064000000000000001) * w.t653;
-    const T t1572 = w.t654 * w.t1564;
-    const T t1573 = w.t653 * w.t1564;
-    const T t1575 = w.t653 * w.t1566;
-    const T t1576 = w.t653 * w.t1568;
+    w2[-12] = T(3.5200000000000005) + t1467;  // t1536
+    const T t1538 = T(0.19) * w0[15];
+    w2[-11] = t1538 - t1527;  // t1540
+    const T t1541 = T(0.19) * w2[-14];
+    w2[-10] = t1530 - t1541;  // t1542
+    const T t1545 = T(0.19) * w0[13];
+    w2[-9] = t1534 - t1545;  // t1547
+    w2[-8] = T(3.5200000000000005) + t1453;  // t1549
+    const T t1550 = T(0.049000000000000002) * w2[-16];
+    w2[-7] = T(0.012033219999999999) + t1550;  // t1551
+    const T t1552 = T(0.19) * w2[-16];
+    w2[-6] = t1504 + t1552;  // t1553
+    const T t1557 = T(0.19) * w2[-13];
+    w2[-5] = t1523 + t1557;  // t1559
+    w2[-4] = T(3.5200000000000005) + t1438;  // t1563
+    w2[-3] = w1[-13] * T(0.00048314400000000002);  // t1564
+    w2[-2] = w1[-13] * T(0.0039039999999999999);  // t1565
+    w2[-1] = w1[-14] * T(0.00048314400000000002);  // t1566
+    w2[0] = w1[-14] * T(0.0039039999999999999);  // t1567
+    w2[1] = T(6.0000000000000002e-06) * w1[-14];  // t1568
+    w2[2] = T(6.0000000000000002e-06) * w1[-13];  // t1569
+    w2[3] = T(0.064000000000000001) * w1[-13];  // t1570
+    w2[4] = T(0.064000000000000001) * w1[-14];  // t1571
+    const T t1572 = w1[-13] * w2[-3];
+    const T t1573 = w1[-14] * w2[-3];
+    const T t1575 = w1[-14] * w2[-1];
+    const T t1576 = w1[-14] * w2[1];
     const T t1577 = t1572 + t1576;
-    const T t1578 = w.t654 * w.t1568;
+    const T t1578 = w1[-13] * w2[1];
     const T t1580 = t1578 - t1573;
-    const T t1581 = w.t654 * w.t1569;
+    const T t1581 = w1[-13] * w2[2];
     const T t1582 = t1575 + t1581;
-    const T t1583 = w.t654 * w.t1570;
-    const T t1586 = w.t653 * w.t1571;
+    const T t1583 = w1[-13] * w2[3];
+    const T t1586 = w1[-14] * w2[4];
     const T t1587 = t1583 + t1586;
-    w.t1588 = w.t1565 / T(0.00048614399999999999);
-    const T t1590 = w.t1565 * w.t1588;
-    const T t1591 = w.t1567 * w.t1588;
-    w.t1592 = w.t1567 / T(0.00048614399999999999);
-    const T t1595 = w.t1567 * w.t1592;
+    w2[5] = w2[-2] / T(0.00048614399999999999);  // t1588
+    const T t1590 = w2[-2] * w2[5];
+    const T t1591 = w2[0] * w2[5];
+    w2[6] = w2[0] / T(0.00048614399999999999);  // t1592
+    const T t1595 = w2[0] * w2[6];
     const T t1596 = t1587 - t1595;
     const T t1599 = t1590 - t1587;
-    w.t1600 = T(0.20899999999999999) * t1591;
+    w2[7] = T(0.20899999999999999) * t1591;  // t1600
     const T t1601 = T(0.20899999999999999) * t1596;
-    const T t1604 = T(0.20899999999999999) * w.t1565;
-    const T t1605 = T(0.20899999999999999) * w.t1567;
+    const T t1604 = T(0.20899999999999999) * w2[-2];
+    const T t1605 = T(0.20899999999999999) * w2[0];
     const T t1606 = t1582 + t1605;
-    const T t1607 = T(0.013375999999999999) + w.t1567;
+    const T t1607 = T(0.013375999999999999) + w2[0];
     const T t1608 = T(0.00074530400000000002) + t1577;
     const T t1609 = t1604 - t1580;
     const T t1610 = T(-1.2999999999999999e-05) - t1609;
     const T t1612 = T(0.0024319039999999999) + t1606;
     const T t1614 = T(0.68900000000000006) - t1599;
     const T t1615 = T(0.20899999999999999) * t1601;
-    w.t1616 = T(0.0024196) + t1615;  // pivot 136: ((3tau) RR_hip_joint, qdd[RR_hip_joint])
-    if (!(std::fabs(w.t1616) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t1617 = T(0.01268) + t1601;
+    w2[8] = T(0.0024196) + t1615;  // t1616: pivot 136: ((3tau) RR_hip_joint, qdd[RR_hip_joint])
+    if (!(std::fabs(w2[8]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w2[9] = T(0.01268) + t1601;  // t1617
     const T t1619 = T(0.68900000000000006) + t1596;
     const T t1621 = T(0.20899999999999999) * t1607;
     const T t1622 = t1612 + t1621;
-    w.t1623 = T(-0.01268) - t1607;
-    const T t1624 = w.t568 * t1608;
-    w.t1625 = w.t568 * t1610;
-    const T t1626 = w.t568 * T(0.00020438000000000002);
-    w.t1627 = w.t568 * T(0.010144);
-    w.t1628 = w.t568 * w.t1565;
-    const T t1629 = w.t569 * t1608;
-    const T t1630 = w.t569 * t1610;
-    const T t1631 = w.t569 * T(0.00020438000000000002);
-    w.t1632 = w.t569 * T(0.010144);
-    const T t1633 = w.t569 * w.t1565;
-    w.t1634 = w.t569 * t1622;
-    const T t1635 = T(0.00024499999999999999) * w.t569;
-    w.t1636 = t1626 + t1635;
-    w.t1637 = w.t569 * w.t1623;
-    w.t1638 = w.t1625 + t1629;
-    const T t1639 = w.t568 * t1622;
-    w.t1640 = t1630 + t1639;
-    const T t1641 = T(0.00024499999999999999) * w.t568;
-    w.t1642 = t1631 - t1641;
-    const T t1643 = w.t568 * w.t1623;
-    w.t1644 = t1633 + t1643;
-    const T t1645 = w.t568 * w.t1600;
-    w.t1646 = w.t568 * t1614;
-    w.t1647 = w.t568 * t1591;
-    const T t1648 = w.t569 * w.t1600;
-    const T t1649 = w.t569 * t1614;
-    w.t1650 = w.t569 * t1591;
-    const T t1651 = w.t569 * w.t1617;
-    w.t1652 = t1651 - t1645;
-    w.t1653 = w.t569 * t1619;
-    const T t1654 = w.t568 * w.t1617;
-    w.t1655 = t1648 + t1654;
-    w.t1656 = w.t1647 + t1649;
-    const T t1657 = w.t568 * t1619;
-    w.t1658 = w.t1650 + t1657;
-    w.t1661 = t1624 - t1630;
-    w.t1662 = w.t568 * w.t1661;
-    w.t1663 = w.t569 * w.t1661;
+    w2[10] = T(-0.01268) - t1607;  // t1623
+    const T t1624 = w1[-16] * t1608;
+    w2[11] = w1[-16] * t1610;  // t1625
+    const T t1626 = w1[-16] * T(0.00020438000000000002);
+    w2[12] = w1[-16] * T(0.010144);  // t1627
+    w2[13] = w1[-16] * w2[-2];  // t1628
+    const T t1629 = w1[-15] * t1608;
+    const T t1630 = w1[-15] * t1610;
+    const T t1631 = w1[-15] * T(0.00020438000000000002);
+    w2[14] = w1[-15] * T(0.010144);  // t1632
+    const T t1633 = w1[-15] * w2[-2];
+    w2[15] = w1[-15] * t1622;  // t1634
+    const T t1635 = T(0.00024499999999999999) * w1[-15];
+    w4[-16] = t1626 + t1635;  // t1636
+    w4[-15] = w1[-15] * w2[10];  // t1637
+    w4[-14] = w2[11] + t1629;  // t1638
+    const T t1639 = w1[-16] * t1622;
+    w4[-13] = t1630 + t1639;  // t1640
+    const T t1641 = T(0.00024499999999999999) * w1[-16];
+    w4[-12] = t1631 - t1641;  // t1642
+    const T t1643 = w1[-16] * w2[10];
+    w4[-11] = t1633 + t1643;  // t1644
+    const T t1645 = w1[-16] * w2[7];
+    w4[-10] = w1[-16] * t1614;  // t1646
+    w4[-9] = w1[-16] * t1591;  // t1647
+    const T t1648 = w1[-15] * w2[7];
+    const T t1649 = w1[-15] * t1614;
+    w4[-8] = w1[-15] * t1591;  // t1650
+    const T t1651 = w1[-15] * w2[9];
+    w4[-7] = t1651 - t1645;  // t1652
+    w4[-6] = w1[-15] * t1619;  // t1653
+    const T t1654 = w1[-16] * w2[9];
+    w4[-5] = t1648 + t1654;  // t1655
+    w4[-4] = w4[-9] + t1649;  // t1656
+    const T t1657 = w1[-16] * t1619;
+    w4[-3] = w4[-8] + t1657;  // t1658
+    w4[-2] = t1624 - t1630;  // t1661
+    w4[-1] = w1[-16] * w4[-2];  // t1662
+    w4[0] = w1[-15] * w4[-2];  // t1663
     return status;
 }
 
@@ -2087,58 +1361,63 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 379);
+    T* const w1 = nelu::window(w.t + 26);
+    T* const w2 = nelu::window(w.t + 347);
+    T* const w3 = nelu::window(w.t + 411);
+    T* const w4 = nelu::window(w.t + 313);
     // --- factorization of P D Q = L U
-    const T t1665 = w.t569 * w.t1638;
-    const T t1667 = w.t569 * w.t1632;
-    const T t1668 = w.t568 * w.t1627;
-    w.t1670 = w.t1625 - w.t1634;
-    const T t1671 = w.t569 * w.t1670;
-    const T t1672 = w.t1662 - t1671;
-    const T t1673 = w.t568 * w.t1670;
-    const T t1674 = w.t1663 + t1673;
-    const T t1677 = w.t568 * w.t1640;
+    const T t1665 = w1[-11] * w2[-6];
+    const T t1667 = w1[-11] * w2[-10];
+    const T t1668 = w1[-12] * w2[-12];
+    w2[9] = w2[-13] - w2[-9];  // t1670
+    const T t1671 = w1[-11] * w2[9];
+    const T t1672 = w2[7] - t1671;
+    const T t1673 = w1[-12] * w2[9];
+    const T t1674 = w2[8] + t1673;
+    const T t1677 = w1[-12] * w2[-5];
     const T t1678 = t1665 + t1677;
     const T t1679 = t1667 + t1668;
-    const T t1681 = w.t1628 - w.t1637;
-    w.t1683 = w.t1646 - w.t1650;
-    const T t1684 = w.t568 * w.t1683;
-    const T t1685 = w.t569 * w.t1683;
-    const T t1687 = w.t569 * w.t1656;
-    w.t1688 = w.t1647 - w.t1653;
-    const T t1689 = w.t569 * w.t1688;
+    const T t1681 = w2[-11] - w2[-7];
+    w2[10] = w2[-2] - w2[0];  // t1683
+    const T t1684 = w1[-12] * w2[10];
+    const T t1685 = w1[-11] * w2[10];
+    const T t1687 = w1[-11] * w2[4];
+    w2[11] = w2[-1] - w2[2];  // t1688
+    const T t1689 = w1[-11] * w2[11];
     const T t1690 = t1684 - t1689;
-    const T t1691 = w.t568 * w.t1688;
+    const T t1691 = w1[-12] * w2[11];
     const T t1692 = t1685 + t1691;
-    const T t1695 = w.t568 * w.t1658;
+    const T t1695 = w1[-12] * w2[5];
     const T t1696 = t1687 + t1695;
-    w.t1697 = T(1) / w.t1616;
-    w.t1698 = w.t1636 * w.t1697;
-    const T t1699 = w.t1636 * w.t1698;
+    w2[12] = T(1) / w2[-16];  // t1697
+    w2[13] = w2[-8] * w2[12];  // t1698
+    const T t1699 = w2[-8] * w2[13];
     const T t1700 = t1672 - t1699;
-    const T t1701 = w.t1642 * w.t1698;
+    const T t1701 = w2[-4] * w2[13];
     const T t1702 = t1674 - t1701;
-    const T t1704 = w.t1652 * w.t1698;
-    const T t1706 = w.t1655 * w.t1698;
+    const T t1704 = w2[1] * w2[13];
+    const T t1706 = w2[3] * w2[13];
     const T t1707 = t1706 - t1679;
-    w.t1708 = w.t1642 * w.t1697;
-    const T t1710 = w.t1642 * w.t1708;
+    w2[14] = w2[-4] * w2[12];  // t1708
+    const T t1710 = w2[-4] * w2[14];
     const T t1711 = t1678 - t1710;
-    const T t1713 = w.t1652 * w.t1708;
+    const T t1713 = w2[1] * w2[14];
     const T t1714 = t1679 - t1713;
-    const T t1715 = w.t1655 * w.t1708;
-    w.t1717 = w.t1652 * w.t1697;
-    const T t1721 = w.t1652 * w.t1717;
+    const T t1715 = w2[3] * w2[14];
+    w2[15] = w2[1] * w2[12];  // t1717
+    const T t1721 = w2[1] * w2[15];
     const T t1722 = t1690 - t1721;
-    const T t1723 = w.t1655 * w.t1717;
-    w.t1724 = t1692 + t1723;
-    w.t1725 = w.t1655 * w.t1697;
-    const T t1730 = w.t1655 * w.t1725;
+    const T t1723 = w2[3] * w2[15];
+    w0[-16] = t1692 + t1723;  // t1724
+    w0[-15] = w2[3] * w2[12];  // t1725
+    const T t1730 = w2[3] * w0[-15];
     const T t1731 = t1696 - t1730;
     const T t1735 = T(0.062) * t1714;
     const T t1736 = t1711 - t1735;
     const T t1737 = T(0.062) * t1722;
-    const T t1738 = T(0.062) * w.t1724;
-    w.t1739 = t1715 - t1738;
+    const T t1738 = T(0.062) * w0[-16];
+    w0[-14] = t1715 - t1738;  // t1739
     const T t1742 = T(0.062) * t1707;
     const T t1743 = t1700 + t1742;
     const T t1744 = T(0.062) * t1715;
@@ -2154,105 +1433,105 @@ int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in
     const T t1759 = t1743 + t1758;
     const T t1765 = t1751 - t1745;
     const T t1769 = T(0.0012648399999999999) + t1759;
-    w.t1770 = T(4.4999999999999998e-07) - t1765;
-    w.t1771 = T(0.00120184) + t1754;  // pivot 173: ((3tau) RR_abad_joint, qdd[RR_abad_joint])
-    if (!(std::fabs(w.t1771) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t1772 = T(-0.02164) - t1752;
+    w0[-13] = T(4.4999999999999998e-07) - t1765;  // t1770
+    w0[-12] = T(0.00120184) + t1754;  // t1771: pivot 173: ((3tau) RR_abad_joint, qdd[RR_abad_joint])
+    if (!(std::fabs(w0[-12]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w0[-11] = T(-0.02164) - t1752;  // t1772
     const T t1773 = T(0.59500000000000008) + t1722;
-    w.t1774 = T(0.02164) + t1748;
+    w0[-10] = T(0.02164) + t1748;  // t1774
     const T t1775 = T(0.59500000000000008) + t1731;
-    const T t1776 = w.t499 * t1769;
-    const T t1777 = T(9.5000000000000001e-07) * w.t499;
-    const T t1778 = w.t499 * w.t1770;
-    w.t1779 = w.t499 * t1746;
-    w.t1780 = w.t499 * t1681;
-    const T t1781 = w.t499 * w.t1774;
-    const T t1782 = w.t500 * t1769;
-    const T t1783 = T(9.5000000000000001e-07) * w.t500;
-    const T t1784 = w.t500 * w.t1770;
-    w.t1785 = w.t500 * t1746;
-    w.t1786 = w.t500 * t1681;
-    const T t1787 = w.t500 * w.t1774;
-    const T t1788 = T(0.00062299999999999996) * w.t500;
-    const T t1789 = T(5.8e-05) * w.t500;
-    w.t1790 = t1778 - t1789;
-    w.t1791 = t1777 + t1782;
-    const T t1792 = T(0.00062299999999999996) * w.t499;
-    w.t1793 = t1783 + t1792;
-    const T t1794 = T(5.8e-05) * w.t499;
-    w.t1795 = t1784 + t1794;
-    const T t1800 = w.t499 * w.t1772;
-    w.t1801 = w.t499 * t1773;
-    const T t1802 = w.t499 * w.t1724;
-    const T t1803 = w.t500 * w.t1772;
-    w.t1804 = w.t500 * t1773;
-    const T t1805 = w.t500 * w.t1724;
-    const T t1806 = w.t500 * w.t1644;
-    w.t1807 = t1800 - t1806;
-    w.t1808 = w.t500 * T(1.3480000000000003);
-    w.t1809 = w.t1780 + w.t1785;
-    const T t1810 = w.t499 * w.t1644;
-    w.t1811 = t1803 + t1810;
-    w.t1812 = w.t499 * T(1.3480000000000003);
-    w.t1816 = t1783 - t1776;
-    const T t1817 = w.t499 * w.t1816;
-    const T t1818 = w.t500 * w.t1816;
-    const T t1820 = w.t500 * w.t1791;
-    w.t1821 = w.t1786 - w.t1779;
-    const T t1822 = w.t499 * w.t1821;
-    const T t1823 = w.t500 * w.t1821;
-    const T t1824 = w.t499 * w.t1809;
-    const T t1825 = w.t500 * w.t1809;
-    w.t1831 = t1788 - t1777;
-    const T t1832 = w.t500 * w.t1831;
+    const T t1776 = w1[-14] * t1769;
+    const T t1777 = T(9.5000000000000001e-07) * w1[-14];
+    const T t1778 = w1[-14] * w0[-13];
+    w0[-9] = w1[-14] * t1746;  // t1779
+    w0[-8] = w1[-14] * t1681;  // t1780
+    const T t1781 = w1[-14] * w0[-10];
+    const T t1782 = w1[-13] * t1769;
+    const T t1783 = T(9.5000000000000001e-07) * w1[-13];
+    const T t1784 = w1[-13] * w0[-13];
+    w0[-7] = w1[-13] * t1746;  // t1785
+    w0[-6] = w1[-13] * t1681;  // t1786
+    const T t1787 = w1[-13] * w0[-10];
+    const T t1788 = T(0.00062299999999999996) * w1[-13];
+    const T t1789 = T(5.8e-05) * w1[-13];
+    w0[-5] = t1778 - t1789;  // t1790
+    w0[-4] = t1777 + t1782;  // t1791
+    const T t1792 = T(0.00062299999999999996) * w1[-14];
+    w0[-3] = t1783 + t1792;  // t1793
+    const T t1794 = T(5.8e-05) * w1[-14];
+    w0[-2] = t1784 + t1794;  // t1795
+    const T t1800 = w1[-14] * w0[-11];
+    w0[-1] = w1[-14] * t1773;  // t1801
+    const T t1802 = w1[-14] * w0[-16];
+    const T t1803 = w1[-13] * w0[-11];
+    w0[0] = w1[-13] * t1773;  // t1804
+    const T t1805 = w1[-13] * w0[-16];
+    const T t1806 = w1[-13] * w2[-3];
+    w0[1] = t1800 - t1806;  // t1807
+    w0[2] = w1[-13] * T(1.3480000000000003);  // t1808
+    w0[3] = w0[-8] + w0[-7];  // t1809
+    const T t1810 = w1[-14] * w2[-3];
+    w0[4] = t1803 + t1810;  // t1811
+    w0[5] = w1[-14] * T(1.3480000000000003);  // t1812
+    w0[6] = t1783 - t1776;  // t1816
+    const T t1817 = w1[-14] * w0[6];
+    const T t1818 = w1[-13] * w0[6];
+    const T t1820 = w1[-13] * w0[-4];
+    w0[7] = w0[-6] - w0[-9];  // t1821
+    const T t1822 = w1[-14] * w0[7];
+    const T t1823 = w1[-13] * w0[7];
+    const T t1824 = w1[-14] * w0[3];
+    const T t1825 = w1[-13] * w0[3];
+    w0[8] = t1788 - t1777;  // t1831
+    const T t1832 = w1[-13] * w0[8];
     const T t1833 = t1832 - t1817;
-    const T t1834 = w.t499 * w.t1831;
+    const T t1834 = w1[-14] * w0[8];
     const T t1835 = t1818 + t1834;
-    const T t1839 = w.t499 * w.t1793;
+    const T t1839 = w1[-14] * w0[-3];
     const T t1840 = t1820 + t1839;
-    const T t1851 = w.t499 * w.t1801;
-    const T t1852 = w.t500 * w.t1801;
-    const T t1854 = w.t500 * w.t1804;
-    const T t1865 = w.t500 * w.t1808;
+    const T t1851 = w1[-14] * w0[-1];
+    const T t1852 = w1[-13] * w0[-1];
+    const T t1854 = w1[-13] * w0[0];
+    const T t1865 = w1[-13] * w0[2];
     const T t1866 = t1851 + t1865;
-    const T t1867 = w.t499 * w.t1808;
+    const T t1867 = w1[-14] * w0[2];
     const T t1868 = t1852 - t1867;
-    const T t1870 = w.t499 * w.t1812;
+    const T t1870 = w1[-14] * w0[5];
     const T t1871 = t1854 + t1870;
-    w.t1872 = T(1) / w.t1771;
-    w.t1873 = w.t1790 * w.t1872;
-    const T t1874 = w.t1790 * w.t1873;
+    w0[9] = T(1) / w0[-12];  // t1872
+    w0[10] = w0[-5] * w0[9];  // t1873
+    const T t1874 = w0[-5] * w0[10];
     const T t1875 = t1833 - t1874;
-    const T t1876 = w.t1795 * w.t1873;
-    const T t1879 = w.t1807 * w.t1873;
+    const T t1876 = w0[-2] * w0[10];
+    const T t1879 = w0[1] * w0[10];
     const T t1881 = t1822 + t1879;
-    const T t1883 = w.t1811 * w.t1873;
-    const T t1884 = w.t1739 * w.t1873;
+    const T t1883 = w0[4] * w0[10];
+    const T t1884 = w0[-14] * w0[10];
     const T t1885 = t1781 - t1884;
-    w.t1886 = w.t1795 * w.t1872;
-    const T t1888 = w.t1795 * w.t1886;
+    w0[11] = w0[-2] * w0[9];  // t1886
+    const T t1888 = w0[-2] * w0[11];
     const T t1890 = t1840 - t1888;
-    const T t1892 = w.t1807 * w.t1886;
+    const T t1892 = w0[1] * w0[11];
     const T t1894 = t1823 + t1892;
-    const T t1896 = w.t1811 * w.t1886;
+    const T t1896 = w0[4] * w0[11];
     const T t1897 = t1825 - t1896;
-    w.t1900 = w.t1807 * w.t1872;
-    const T t1905 = w.t1807 * w.t1900;
+    w0[12] = w0[1] * w0[9];  // t1900
+    const T t1905 = w0[1] * w0[12];
     const T t1907 = t1866 - t1905;
-    const T t1908 = w.t1811 * w.t1900;
+    const T t1908 = w0[4] * w0[12];
     const T t1909 = t1868 - t1908;
-    const T t1910 = w.t1739 * w.t1900;
+    const T t1910 = w0[-14] * w0[12];
     const T t1911 = t1802 - t1910;
-    w.t1912 = w.t1811 * w.t1872;
+    w0[13] = w0[4] * w0[9];  // t1912
     const T t1914 = t1824 - t1883;
-    const T t1922 = w.t1811 * w.t1912;
+    const T t1922 = w0[4] * w0[13];
     const T t1923 = t1871 - t1922;
-    const T t1924 = w.t1739 * w.t1912;
+    const T t1924 = w0[-14] * w0[13];
     const T t1925 = t1805 - t1924;
-    w.t1926 = w.t1739 * w.t1872;
-    const T t1928 = w.t1795 * w.t1926;
+    w0[14] = w0[-14] * w0[9];  // t1926
+    const T t1928 = w0[-2] * w0[14];
     const T t1930 = t1787 - t1928;
-    const T t1936 = w.t1739 * w.t1926;
+    const T t1936 = w0[-14] * w0[14];
     const T t1937 = t1775 - t1936;
     const T t1938 = t1835 + t1876;
     const T t1959 = T(0.049000000000000002) * t1885;
@@ -2276,69 +1555,69 @@ int quadruped_minicheetah_floating_fd_part5(const T* q, const T* qd, const T* in
     const T t1987 = t1986 - t1930;
     const T t1989 = t1897 - t1975;
     const T t1990 = T(0.19) * t1907;
-    const T t1991 = w.t1553 - t1977;
+    const T t1991 = w4[4] - t1977;
     const T t1992 = t1890 + t1983;
-    const T t1994 = w.t1559 + t1992;
-    const T t2000 = w.t1540 + t1979;
+    const T t1994 = w4[5] + t1992;
+    const T t2000 = w4[-1] + t1979;
     const T t2001 = t1985 - t1938;
-    const T t2002 = w.t1542 - t2001;
+    const T t2002 = w4[0] - t2001;
     const T t2003 = t1960 + t1970;
-    const T t2005 = w.t1547 + t2003;
-    const T t2008 = w.t1503 - t1881;
+    const T t2005 = w4[1] + t2003;
+    const T t2008 = w4[-8] - t1881;
     const T t2009 = T(0.049000000000000002) * t1967;
     const T t2010 = t2000 - t2009;
-    w.t2011 = w.t1491 - t1967;
+    w0[15] = w4[-11] - t1967;  // t2011
     const T t2012 = T(0.049000000000000002) * t1987;
     const T t2013 = t2002 + t2012;
-    w.t2014 = w.t1516 + t1987;
+    w3[-16] = w4[-5] + t1987;  // t2014
     const T t2015 = t1962 + t1972;
     const T t2017 = T(0.049000000000000002) * t2015;
     const T t2019 = t2005 + t2017;
-    w.t2020 = w.t1499 + t2015;
-    w.t2023 = w.t1536 + t1937;
-    w.t2025 = w.t1455 + t1925;
+    w3[-15] = w4[-10] + t2015;  // t2020
+    w3[-14] = w4[-2] + t1937;  // t2023
+    w3[-13] = w4[-13] + t1925;  // t2025
     const T t2028 = t1967 + t2008;
-    w.t2029 = w.t1442 + t1911;
+    w3[-12] = w4[-15] + t1911;  // t2029
     const T t2030 = T(0.19) * t1980;
-    w.t2032 = t2010 - t2030;
-    w.t2033 = t1980 - w.t1508;
+    w3[-11] = t2010 - t2030;  // t2032
+    w3[-10] = t1980 - w4[-7];  // t2033
     const T t2034 = T(0.19) * t1989;
-    w.t2035 = t2013 - t2034;
-    w.t2036 = w.t1518 + t1989;
+    w3[-9] = t2013 - t2034;  // t2035
+    w3[-8] = w4[-4] + t1989;  // t2036
     const T t2037 = t1965 + t1974;
     const T t2038 = T(0.19) * t2037;
-    w.t2039 = t2019 + t2038;
-    w.t2040 = w.t1501 - t2037;
-    w.t2044 = w.t1549 + t1923;
-    w.t2045 = t1975 + t2028;
-    w.t2046 = w.t1440 + t1909;
+    w3[-7] = t2019 + t2038;  // t2039
+    w3[-6] = w4[-9] - t2037;  // t2040
+    w3[-5] = w4[2] + t1923;  // t2044
+    w3[-4] = t1975 + t2028;  // t2045
+    w3[-3] = w4[-16] + t1909;  // t2046
     const T t2048 = T(0.049000000000000002) * t1982;
-    w.t2049 = w.t1551 + t2048;
+    w3[-2] = w4[3] + t2048;  // t2049
     const T t2050 = T(0.19) * t1982;
-    w.t2051 = t1991 - t2050;
-    w.t2052 = w.t1510 - t1982;
+    w3[-1] = t1991 - t2050;  // t2051
+    w3[0] = w4[-6] - t1982;  // t2052
     const T t2053 = t1894 + t1990;
     const T t2058 = T(0.19) * t2053;
-    w.t2060 = t1994 + t2058;
-    w.t2061 = w.t1520 + t2053;
-    w.t2070 = w.t1563 + t1907;
-    w.t2071 = w.t443 * T(0.00048314400000000002);
-    w.t2072 = w.t443 * T(0.0039039999999999999);
-    w.t2073 = w.t442 * T(0.00048314400000000002);
-    w.t2074 = w.t442 * T(0.0039039999999999999);
-    w.t2075 = T(6.0000000000000002e-06) * w.t442;
-    w.t2076 = T(6.0000000000000002e-06) * w.t443;
-    w.t2077 = T(0.064000000000000001) * w.t443;
-    w.t2078 = T(0.064000000000000001) * w.t442;
-    const T t2079 = w.t443 * w.t2071;
-    const T t2080 = w.t442 * w.t2071;
-    const T t2082 = w.t442 * w.t2073;
-    const T t2083 = w.t442 * w.t2075;
-    w.t2084 = t2079 + t2083;
-    const T t2085 = w.t443 * w.t2075;
-    w.t2087 = t2085 - t2080;
-    const T t2088 = w.t443 * w.t2076;
-    w.t2089 = t2082 + t2088;
+    w3[1] = t1994 + t2058;  // t2060
+    w3[2] = w4[-3] + t2053;  // t2061
+    w3[3] = w4[6] + t1907;  // t2070
+    w3[4] = w1[-15] * T(0.00048314400000000002);  // t2071
+    w3[5] = w1[-15] * T(0.0039039999999999999);  // t2072
+    w3[6] = w1[-16] * T(0.00048314400000000002);  // t2073
+    w3[7] = w1[-16] * T(0.0039039999999999999);  // t2074
+    w3[8] = T(6.0000000000000002e-06) * w1[-16];  // t2075
+    w3[9] = T(6.0000000000000002e-06) * w1[-15];  // t2076
+    w3[10] = T(0.064000000000000001) * w1[-15];  // t2077
+    w3[11] = T(0.064000000000000001) * w1[-16];  // t2078
+    const T t2079 = w1[-15] * w3[4];
+    const T t2080 = w1[-16] * w3[4];
+    const T t2082 = w1[-16] * w3[6];
+    const T t2083 = w1[-16] * w3[8];
+    w3[12] = t2079 + t2083;  // t2084
+    const T t2085 = w1[-15] * w3[8];
+    w3[13] = t2085 - t2080;  // t2087
+    const T t2088 = w1[-15] * w3[9];
+    w3[14] = t2082 + t2088;  // t2089
     return status;
 }
 
@@ -2346,125 +1625,129 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 464);
+    T* const w1 = nelu::window(w.t + 22);
+    T* const w2 = nelu::window(w.t + 432);
+    T* const w3 = nelu::window(w.t + 496);
     // --- factorization of P D Q = L U
-    const T t2090 = w.t443 * w.t2077;
-    const T t2093 = w.t442 * w.t2078;
+    const T t2090 = w1[-11] * w2[-11];
+    const T t2093 = w1[-12] * w2[-10];
     const T t2094 = t2090 + t2093;
-    w.t2095 = w.t2072 / T(0.00048614399999999999);
-    const T t2097 = w.t2072 * w.t2095;
-    const T t2098 = w.t2074 * w.t2095;
-    w.t2099 = w.t2074 / T(0.00048614399999999999);
-    const T t2102 = w.t2074 * w.t2099;
+    w2[-6] = w2[-16] / T(0.00048614399999999999);  // t2095
+    const T t2097 = w2[-16] * w2[-6];
+    const T t2098 = w2[-14] * w2[-6];
+    w2[-5] = w2[-14] / T(0.00048614399999999999);  // t2099
+    const T t2102 = w2[-14] * w2[-5];
     const T t2103 = t2094 - t2102;
     const T t2106 = t2097 - t2094;
-    w.t2107 = T(0.20899999999999999) * t2098;
+    w2[-4] = T(0.20899999999999999) * t2098;  // t2107
     const T t2108 = T(0.20899999999999999) * t2103;
-    const T t2111 = T(0.20899999999999999) * w.t2072;
-    const T t2112 = T(0.20899999999999999) * w.t2074;
-    const T t2113 = w.t2089 + t2112;
-    const T t2114 = T(0.013375999999999999) + w.t2074;
-    const T t2115 = T(0.00074530400000000002) + w.t2084;
-    const T t2116 = t2111 - w.t2087;
+    const T t2111 = T(0.20899999999999999) * w2[-16];
+    const T t2112 = T(0.20899999999999999) * w2[-14];
+    const T t2113 = w2[-7] + t2112;
+    const T t2114 = T(0.013375999999999999) + w2[-14];
+    const T t2115 = T(0.00074530400000000002) + w2[-9];
+    const T t2116 = t2111 - w2[-8];
     const T t2117 = T(-1.2999999999999999e-05) - t2116;
     const T t2119 = T(0.0024319039999999999) + t2113;
     const T t2121 = T(0.68900000000000006) - t2106;
     const T t2122 = T(0.20899999999999999) * t2108;
-    w.t2123 = T(0.0024196) + t2122;  // pivot 235: ((3tau) FL_hip_joint, qdd[FL_hip_joint])
-    if (!(std::fabs(w.t2123) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t2124 = T(0.01268) + t2108;
+    w2[-3] = T(0.0024196) + t2122;  // t2123: pivot 235: ((3tau) FL_hip_joint, qdd[FL_hip_joint])
+    if (!(std::fabs(w2[-3]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w2[-2] = T(0.01268) + t2108;  // t2124
     const T t2126 = T(0.68900000000000006) + t2103;
     const T t2128 = T(0.20899999999999999) * t2114;
     const T t2129 = t2119 + t2128;
-    w.t2130 = T(-0.01268) - t2114;
-    const T t2131 = w.t365 * t2115;
-    const T t2132 = w.t365 * t2117;
-    const T t2133 = w.t365 * T(0.00020438000000000002);
-    w.t2134 = w.t365 * T(0.010144);
-    const T t2135 = w.t365 * w.t2072;
-    const T t2136 = w.t366 * t2115;
-    const T t2137 = w.t366 * t2117;
-    const T t2138 = w.t366 * T(0.00020438000000000002);
-    w.t2139 = w.t366 * T(0.010144);
-    const T t2140 = w.t366 * w.t2072;
-    const T t2141 = w.t366 * t2129;
-    const T t2142 = T(0.00024499999999999999) * w.t366;
-    w.t2143 = t2133 + t2142;
-    const T t2144 = w.t366 * w.t2130;
-    w.t2145 = t2132 + t2136;
-    const T t2146 = w.t365 * t2129;
-    w.t2147 = t2137 + t2146;
-    const T t2148 = T(0.00024499999999999999) * w.t365;
-    w.t2149 = t2148 - t2138;
-    const T t2150 = w.t365 * w.t2130;
-    w.t2151 = t2140 + t2150;
-    const T t2152 = w.t365 * w.t2107;
-    const T t2153 = w.t365 * t2121;
-    const T t2154 = w.t365 * t2098;
-    const T t2155 = w.t366 * w.t2107;
-    const T t2156 = w.t366 * t2121;
-    const T t2157 = w.t366 * t2098;
-    const T t2158 = w.t366 * w.t2124;
-    w.t2159 = t2158 - t2152;
-    const T t2160 = w.t366 * t2126;
-    const T t2161 = w.t365 * w.t2124;
-    w.t2162 = t2155 + t2161;
-    w.t2163 = t2154 + t2156;
-    const T t2164 = w.t365 * t2126;
-    w.t2165 = t2157 + t2164;
-    w.t2168 = t2131 - t2137;
-    const T t2169 = w.t365 * w.t2168;
-    const T t2170 = w.t366 * w.t2168;
-    const T t2172 = w.t366 * w.t2145;
-    const T t2174 = w.t366 * w.t2139;
-    const T t2175 = w.t365 * w.t2134;
-    w.t2177 = t2132 - t2141;
-    const T t2178 = w.t366 * w.t2177;
+    w2[-1] = T(-0.01268) - t2114;  // t2130
+    const T t2131 = w1[-14] * t2115;
+    const T t2132 = w1[-14] * t2117;
+    const T t2133 = w1[-14] * T(0.00020438000000000002);
+    w2[0] = w1[-14] * T(0.010144);  // t2134
+    const T t2135 = w1[-14] * w2[-16];
+    const T t2136 = w1[-13] * t2115;
+    const T t2137 = w1[-13] * t2117;
+    const T t2138 = w1[-13] * T(0.00020438000000000002);
+    w2[1] = w1[-13] * T(0.010144);  // t2139
+    const T t2140 = w1[-13] * w2[-16];
+    const T t2141 = w1[-13] * t2129;
+    const T t2142 = T(0.00024499999999999999) * w1[-13];
+    w2[2] = t2133 + t2142;  // t2143
+    const T t2144 = w1[-13] * w2[-1];
+    w2[3] = t2132 + t2136;  // t2145
+    const T t2146 = w1[-14] * t2129;
+    w2[4] = t2137 + t2146;  // t2147
+    const T t2148 = T(0.00024499999999999999) * w1[-14];
+    w2[5] = t2148 - t2138;  // t2149
+    const T t2150 = w1[-14] * w2[-1];
+    w2[6] = t2140 + t2150;  // t2151
+    const T t2152 = w1[-14] * w2[-4];
+    const T t2153 = w1[-14] * t2121;
+    const T t2154 = w1[-14] * t2098;
+    const T t2155 = w1[-13] * w2[-4];
+    const T t2156 = w1[-13] * t2121;
+    const T t2157 = w1[-13] * t2098;
+    const T t2158 = w1[-13] * w2[-2];
+    w2[7] = t2158 - t2152;  // t2159
+    const T t2160 = w1[-13] * t2126;
+    const T t2161 = w1[-14] * w2[-2];
+    w2[8] = t2155 + t2161;  // t2162
+    w2[9] = t2154 + t2156;  // t2163
+    const T t2164 = w1[-14] * t2126;
+    w2[10] = t2157 + t2164;  // t2165
+    w2[11] = t2131 - t2137;  // t2168
+    const T t2169 = w1[-14] * w2[11];
+    const T t2170 = w1[-13] * w2[11];
+    const T t2172 = w1[-13] * w2[3];
+    const T t2174 = w1[-13] * w2[1];
+    const T t2175 = w1[-14] * w2[0];
+    w2[12] = t2132 - t2141;  // t2177
+    const T t2178 = w1[-13] * w2[12];
     const T t2179 = t2169 - t2178;
-    const T t2180 = w.t365 * w.t2177;
+    const T t2180 = w1[-14] * w2[12];
     const T t2181 = t2170 + t2180;
-    const T t2184 = w.t365 * w.t2147;
+    const T t2184 = w1[-14] * w2[4];
     const T t2185 = t2172 + t2184;
     const T t2186 = t2174 + t2175;
     const T t2188 = t2135 - t2144;
-    w.t2190 = t2153 - t2157;
-    const T t2191 = w.t365 * w.t2190;
-    const T t2192 = w.t366 * w.t2190;
-    const T t2194 = w.t366 * w.t2163;
-    w.t2195 = t2154 - t2160;
-    const T t2196 = w.t366 * w.t2195;
+    w2[13] = t2153 - t2157;  // t2190
+    const T t2191 = w1[-14] * w2[13];
+    const T t2192 = w1[-13] * w2[13];
+    const T t2194 = w1[-13] * w2[9];
+    w2[14] = t2154 - t2160;  // t2195
+    const T t2196 = w1[-13] * w2[14];
     const T t2197 = t2191 - t2196;
-    const T t2198 = w.t365 * w.t2195;
+    const T t2198 = w1[-14] * w2[14];
     const T t2199 = t2192 + t2198;
-    const T t2202 = w.t365 * w.t2165;
+    const T t2202 = w1[-14] * w2[10];
     const T t2203 = t2194 + t2202;
-    w.t2204 = T(1) / w.t2123;
-    w.t2205 = w.t2143 * w.t2204;
-    const T t2206 = w.t2143 * w.t2205;
+    w2[15] = T(1) / w2[-3];  // t2204
+    w0[-16] = w2[2] * w2[15];  // t2205
+    const T t2206 = w2[2] * w0[-16];
     const T t2207 = t2179 - t2206;
-    const T t2208 = w.t2149 * w.t2205;
+    const T t2208 = w2[5] * w0[-16];
     const T t2209 = t2181 + t2208;
-    const T t2211 = w.t2159 * w.t2205;
-    const T t2212 = w.t2162 * w.t2205;
+    const T t2211 = w2[7] * w0[-16];
+    const T t2212 = w2[8] * w0[-16];
     const T t2213 = t2186 - t2212;
-    w.t2214 = w.t2149 * w.t2204;
-    const T t2216 = w.t2149 * w.t2214;
+    w0[-15] = w2[5] * w2[15];  // t2214
+    const T t2216 = w2[5] * w0[-15];
     const T t2217 = t2185 - t2216;
-    const T t2219 = w.t2159 * w.t2214;
+    const T t2219 = w2[7] * w0[-15];
     const T t2220 = t2186 + t2219;
-    const T t2221 = w.t2162 * w.t2214;
-    w.t2223 = w.t2159 * w.t2204;
-    const T t2227 = w.t2159 * w.t2223;
+    const T t2221 = w2[8] * w0[-15];
+    w0[-14] = w2[7] * w2[15];  // t2223
+    const T t2227 = w2[7] * w0[-14];
     const T t2228 = t2197 - t2227;
-    const T t2229 = w.t2162 * w.t2223;
-    w.t2230 = t2199 + t2229;
-    w.t2231 = w.t2162 * w.t2204;
-    const T t2236 = w.t2162 * w.t2231;
+    const T t2229 = w2[8] * w0[-14];
+    w0[-13] = t2199 + t2229;  // t2230
+    w0[-12] = w2[8] * w2[15];  // t2231
+    const T t2236 = w2[8] * w0[-12];
     const T t2237 = t2203 - t2236;
     const T t2240 = T(0.062) * t2220;
     const T t2241 = t2217 - t2240;
     const T t2242 = T(0.062) * t2228;
-    const T t2243 = T(0.062) * w.t2230;
-    w.t2244 = t2221 + t2243;
+    const T t2243 = T(0.062) * w0[-13];
+    w0[-11] = t2221 + t2243;  // t2244
     const T t2247 = T(0.062) * t2213;
     const T t2248 = t2207 - t2247;
     const T t2249 = T(0.062) * t2221;
@@ -2480,125 +1763,125 @@ int quadruped_minicheetah_floating_fd_part6(const T* q, const T* qd, const T* in
     const T t2269 = t2250 + t2257;
     const T t2272 = t2260 - t2241;
     const T t2273 = T(0.0012648399999999999) + t2264;
-    w.t2274 = T(-0.02164) - t2262;
-    w.t2275 = T(4.4999999999999998e-07) + t2269;
-    w.t2276 = T(0.00120184) - t2272;  // pivot 272: ((3tau) FL_abad_joint, qdd[FL_abad_joint])
-    if (!(std::fabs(w.t2276) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t2277 = T(0.02164) - t2259;
+    w0[-10] = T(-0.02164) - t2262;  // t2274
+    w0[-9] = T(4.4999999999999998e-07) + t2269;  // t2275
+    w0[-8] = T(0.00120184) - t2272;  // t2276: pivot 272: ((3tau) FL_abad_joint, qdd[FL_abad_joint])
+    if (!(std::fabs(w0[-8]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w0[-7] = T(0.02164) - t2259;  // t2277
     const T t2278 = T(0.59500000000000008) + t2228;
     const T t2279 = T(0.59500000000000008) + t2237;
-    const T t2280 = w.t295 * t2273;
-    const T t2281 = T(9.5000000000000001e-07) * w.t295;
-    const T t2283 = w.t295 * w.t2275;
-    w.t2284 = w.t295 * t2251;
-    w.t2285 = w.t295 * t2188;
-    const T t2286 = w.t295 * w.t2274;
-    const T t2287 = w.t296 * t2273;
-    const T t2288 = T(9.5000000000000001e-07) * w.t296;
-    const T t2290 = w.t296 * w.t2275;
-    w.t2291 = w.t296 * t2251;
-    w.t2292 = w.t296 * t2188;
-    const T t2293 = w.t296 * w.t2274;
-    const T t2294 = T(0.00062299999999999996) * w.t296;
-    const T t2295 = T(5.8e-05) * w.t296;
-    w.t2297 = t2283 + t2295;
-    w.t2298 = t2287 - t2281;
-    const T t2299 = T(0.00062299999999999996) * w.t295;
-    w.t2300 = t2299 - t2288;
-    const T t2301 = T(5.8e-05) * w.t295;
-    w.t2303 = t2290 - t2301;
-    const T t2307 = w.t295 * w.t2277;
-    w.t2308 = w.t295 * t2278;
-    const T t2309 = w.t295 * w.t2230;
-    const T t2310 = w.t296 * w.t2277;
-    w.t2311 = w.t296 * t2278;
-    const T t2312 = w.t296 * w.t2230;
-    const T t2313 = w.t296 * w.t2151;
-    w.t2314 = t2307 - t2313;
-    w.t2315 = w.t296 * T(1.3480000000000003);
-    w.t2316 = w.t2285 + w.t2291;
-    const T t2317 = w.t295 * w.t2151;
-    w.t2318 = t2310 + t2317;
-    w.t2319 = w.t295 * T(1.3480000000000003);
-    w.t2322 = t2280 + t2288;
-    const T t2324 = w.t295 * w.t2322;
-    const T t2326 = w.t296 * w.t2322;
-    const T t2329 = w.t296 * w.t2298;
-    w.t2330 = w.t2292 - w.t2284;
-    const T t2331 = w.t295 * w.t2330;
-    const T t2332 = w.t296 * w.t2330;
-    const T t2333 = w.t295 * w.t2316;
-    const T t2334 = w.t296 * w.t2316;
-    w.t2337 = t2281 + t2294;
-    const T t2338 = w.t296 * w.t2337;
+    const T t2280 = w1[-16] * t2273;
+    const T t2281 = T(9.5000000000000001e-07) * w1[-16];
+    const T t2283 = w1[-16] * w0[-9];
+    w0[-6] = w1[-16] * t2251;  // t2284
+    w0[-5] = w1[-16] * t2188;  // t2285
+    const T t2286 = w1[-16] * w0[-10];
+    const T t2287 = w1[-15] * t2273;
+    const T t2288 = T(9.5000000000000001e-07) * w1[-15];
+    const T t2290 = w1[-15] * w0[-9];
+    w0[-4] = w1[-15] * t2251;  // t2291
+    w0[-3] = w1[-15] * t2188;  // t2292
+    const T t2293 = w1[-15] * w0[-10];
+    const T t2294 = T(0.00062299999999999996) * w1[-15];
+    const T t2295 = T(5.8e-05) * w1[-15];
+    w0[-2] = t2283 + t2295;  // t2297
+    w0[-1] = t2287 - t2281;  // t2298
+    const T t2299 = T(0.00062299999999999996) * w1[-16];
+    w0[0] = t2299 - t2288;  // t2300
+    const T t2301 = T(5.8e-05) * w1[-16];
+    w0[1] = t2290 - t2301;  // t2303
+    const T t2307 = w1[-16] * w0[-7];
+    w0[2] = w1[-16] * t2278;  // t2308
+    const T t2309 = w1[-16] * w0[-13];
+    const T t2310 = w1[-15] * w0[-7];
+    w0[3] = w1[-15] * t2278;  // t2311
+    const T t2312 = w1[-15] * w0[-13];
+    const T t2313 = w1[-15] * w2[6];
+    w0[4] = t2307 - t2313;  // t2314
+    w0[5] = w1[-15] * T(1.3480000000000003);  // t2315
+    w0[6] = w0[-5] + w0[-4];  // t2316
+    const T t2317 = w1[-16] * w2[6];
+    w0[7] = t2310 + t2317;  // t2318
+    w0[8] = w1[-16] * T(1.3480000000000003);  // t2319
+    w0[9] = t2280 + t2288;  // t2322
+    const T t2324 = w1[-16] * w0[9];
+    const T t2326 = w1[-15] * w0[9];
+    const T t2329 = w1[-15] * w0[-1];
+    w0[10] = w0[-3] - w0[-6];  // t2330
+    const T t2331 = w1[-16] * w0[10];
+    const T t2332 = w1[-15] * w0[10];
+    const T t2333 = w1[-16] * w0[6];
+    const T t2334 = w1[-15] * w0[6];
+    w0[11] = t2281 + t2294;  // t2337
+    const T t2338 = w1[-15] * w0[11];
     const T t2339 = t2324 + t2338;
-    const T t2340 = w.t295 * w.t2337;
+    const T t2340 = w1[-16] * w0[11];
     const T t2341 = t2340 - t2326;
-    const T t2345 = w.t295 * w.t2300;
+    const T t2345 = w1[-16] * w0[0];
     const T t2346 = t2329 + t2345;
-    const T t2357 = w.t295 * w.t2308;
-    const T t2358 = w.t296 * w.t2308;
-    const T t2360 = w.t296 * w.t2311;
-    const T t2371 = w.t296 * w.t2315;
+    const T t2357 = w1[-16] * w0[2];
+    const T t2358 = w1[-15] * w0[2];
+    const T t2360 = w1[-15] * w0[3];
+    const T t2371 = w1[-15] * w0[5];
     const T t2372 = t2357 + t2371;
-    const T t2373 = w.t295 * w.t2315;
+    const T t2373 = w1[-16] * w0[5];
     const T t2374 = t2358 - t2373;
-    const T t2376 = w.t295 * w.t2319;
+    const T t2376 = w1[-16] * w0[8];
     const T t2377 = t2360 + t2376;
-    w.t2378 = T(1) / w.t2276;
-    w.t2379 = w.t2297 * w.t2378;
-    const T t2380 = w.t2297 * w.t2379;
+    w0[12] = T(1) / w0[-8];  // t2378
+    w0[13] = w0[-2] * w0[12];  // t2379
+    const T t2380 = w0[-2] * w0[13];
     const T t2381 = t2339 - t2380;
-    const T t2382 = w.t2303 * w.t2379;
-    const T t2385 = w.t2314 * w.t2379;
-    w.t2387 = t2331 + t2385;
-    const T t2389 = w.t2318 * w.t2379;
-    const T t2390 = w.t2244 * w.t2379;
+    const T t2382 = w0[1] * w0[13];
+    const T t2385 = w0[4] * w0[13];
+    w0[14] = t2331 + t2385;  // t2387
+    const T t2389 = w0[7] * w0[13];
+    const T t2390 = w0[-11] * w0[13];
     const T t2391 = t2286 - t2390;
-    w.t2392 = w.t2303 * w.t2378;
-    const T t2394 = w.t2303 * w.t2392;
-    w.t2396 = t2346 - t2394;
-    const T t2398 = w.t2314 * w.t2392;
-    w.t2400 = t2332 + t2398;
-    const T t2402 = w.t2318 * w.t2392;
-    w.t2403 = t2334 - t2402;
-    w.t2406 = w.t2314 * w.t2378;
-    const T t2411 = w.t2314 * w.t2406;
-    w.t2413 = t2372 - t2411;
-    const T t2414 = w.t2318 * w.t2406;
-    w.t2415 = t2374 - t2414;
-    const T t2416 = w.t2244 * w.t2406;
-    w.t2417 = t2309 - t2416;
-    w.t2418 = w.t2318 * w.t2378;
+    w0[15] = w0[1] * w0[12];  // t2392
+    const T t2394 = w0[1] * w0[15];
+    w3[-16] = t2346 - t2394;  // t2396
+    const T t2398 = w0[4] * w0[15];
+    w3[-15] = t2332 + t2398;  // t2400
+    const T t2402 = w0[7] * w0[15];
+    w3[-14] = t2334 - t2402;  // t2403
+    w3[-13] = w0[4] * w0[12];  // t2406
+    const T t2411 = w0[4] * w3[-13];
+    w3[-12] = t2372 - t2411;  // t2413
+    const T t2414 = w0[7] * w3[-13];
+    w3[-11] = t2374 - t2414;  // t2415
+    const T t2416 = w0[-11] * w3[-13];
+    w3[-10] = t2309 - t2416;  // t2417
+    w3[-9] = w0[7] * w0[12];  // t2418
     const T t2420 = t2333 - t2389;
-    const T t2428 = w.t2318 * w.t2418;
-    w.t2429 = t2377 - t2428;
-    const T t2430 = w.t2244 * w.t2418;
-    w.t2431 = t2312 - t2430;
-    w.t2432 = w.t2244 * w.t2378;
-    const T t2434 = w.t2303 * w.t2432;
-    w.t2436 = t2293 - t2434;
-    const T t2442 = w.t2244 * w.t2432;
-    w.t2443 = t2279 - t2442;
-    w.t2444 = t2341 + t2382;
+    const T t2428 = w0[7] * w3[-9];
+    w3[-8] = t2377 - t2428;  // t2429
+    const T t2430 = w0[-11] * w3[-9];
+    w3[-7] = t2312 - t2430;  // t2431
+    w3[-6] = w0[-11] * w0[12];  // t2432
+    const T t2434 = w0[1] * w3[-6];
+    w3[-5] = t2293 - t2434;  // t2436
+    const T t2442 = w0[-11] * w3[-6];
+    w3[-4] = t2279 - t2442;  // t2443
+    w3[-3] = t2341 + t2382;  // t2444
     const T t2463 = T(0.049000000000000002) * t2391;
     const T t2464 = t2381 - t2463;
-    const T t2465 = T(0.049000000000000002) * w.t2443;
+    const T t2465 = T(0.049000000000000002) * w3[-4];
     const T t2466 = t2391 - t2465;
-    const T t2467 = T(0.049000000000000002) * w.t2431;
+    const T t2467 = T(0.049000000000000002) * w3[-7];
     const T t2469 = t2467 - t2420;
-    w.t2470 = T(0.049000000000000002) * w.t2417;
+    w3[-2] = T(0.049000000000000002) * w3[-10];  // t2470
     const T t2475 = T(0.19) * t2420;
-    w.t2477 = t2464 - t2475;
-    const T t2478 = T(0.19) * w.t2431;
-    w.t2480 = t2466 - t2478;
-    const T t2481 = T(0.19) * w.t2429;
-    w.t2482 = t2469 + t2481;
-    w.t2483 = T(0.19) * w.t2415;
-    w.t2484 = T(0.049000000000000002) * w.t2400;
-    w.t2486 = T(0.049000000000000002) * w.t2387;
-    w.t2487 = T(0.049000000000000002) * w.t2415;
-    w.t2489 = T(0.049000000000000002) * w.t2413;
+    w3[-1] = t2464 - t2475;  // t2477
+    const T t2478 = T(0.19) * w3[-7];
+    w3[0] = t2466 - t2478;  // t2480
+    const T t2481 = T(0.19) * w3[-8];
+    w3[1] = t2469 + t2481;  // t2482
+    w3[2] = T(0.19) * w3[-11];  // t2483
+    w3[3] = T(0.049000000000000002) * w3[-15];  // t2484
+    w3[4] = T(0.049000000000000002) * w0[14];  // t2486
+    w3[5] = T(0.049000000000000002) * w3[-11];  // t2487
+    w3[6] = T(0.049000000000000002) * w3[-12];  // t2489
     return status;
 }
 
@@ -2606,191 +1889,197 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part7(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 558);
+    T* const w2 = nelu::window(w.t + 526);
+    T* const w3 = nelu::window(w.t + 494);
+    T* const w4 = nelu::window(w.t + 590);
+    T* const w5 = nelu::window(w.t + 410);
     // --- factorization of P D Q = L U
-    const T t2490 = T(0.19) * w.t2400;
-    const T t2492 = w.t2396 - t2490;
-    const T t2493 = T(0.19) * w.t2387;
-    const T t2494 = w.t2444 + t2493;
-    const T t2495 = T(0.19) * w.t2417;
-    const T t2497 = T(0.19) * w.t2413;
-    const T t2498 = t2497 - w.t2400;
-    const T t2499 = w.t2051 + w.t2484;
-    const T t2500 = w.t2060 + t2492;
-    const T t2505 = w.t2032 - w.t2486;
-    const T t2506 = w.t2035 + t2494;
-    const T t2507 = w.t2039 + w.t2477;
-    const T t2510 = w.t2045 - w.t2387;
-    const T t2511 = T(0.049000000000000002) * w.t2470;
+    const T t2490 = T(0.19) * w3[-13];
+    const T t2492 = w3[-14] - t2490;
+    const T t2493 = T(0.19) * w3[-16];
+    const T t2494 = w3[-1] + t2493;
+    const T t2495 = T(0.19) * w3[-8];
+    const T t2497 = T(0.19) * w3[-10];
+    const T t2498 = t2497 - w3[-13];
+    const T t2499 = w5[0] + w3[5];
+    const T t2500 = w5[2] + t2492;
+    const T t2505 = w5[-10] - w3[6];
+    const T t2506 = w5[-8] + t2494;
+    const T t2507 = w5[-6] + w3[1];
+    const T t2510 = w5[-3] - w3[-16];
+    const T t2511 = T(0.049000000000000002) * w3[0];
     const T t2512 = t2505 - t2511;
-    w.t2513 = w.t2011 + w.t2470;
-    const T t2514 = w.t2436 + t2495;
+    w3[9] = w5[-16] + w3[0];  // t2513
+    const T t2514 = w3[-3] + t2495;
     const T t2515 = T(0.049000000000000002) * t2514;
     const T t2516 = t2506 + t2515;
-    w.t2517 = w.t2014 - t2514;
-    const T t2518 = T(0.049000000000000002) * w.t2480;
+    w3[10] = w5[-15] - t2514;  // t2517
+    const T t2518 = T(0.049000000000000002) * w3[2];
     const T t2519 = t2507 - t2518;
-    w.t2520 = w.t2020 + w.t2480;
-    w.t2523 = w.t2023 + w.t2443;
-    w.t2525 = w.t2025 + w.t2431;
-    const T t2528 = t2510 - w.t2470;
-    w.t2529 = w.t2029 + w.t2417;
-    const T t2530 = T(0.19) * w.t2487;
-    w.t2532 = t2512 - t2530;
-    w.t2533 = w.t2033 - w.t2487;
-    const T t2534 = w.t2403 + w.t2483;
+    w3[11] = w5[-14] + w3[2];  // t2520
+    w3[12] = w5[-13] + w3[-2];  // t2523
+    w3[13] = w5[-12] + w3[-5];  // t2525
+    const T t2528 = t2510 - w3[0];
+    w3[14] = w5[-11] + w3[-8];  // t2529
+    const T t2530 = T(0.19) * w3[7];
+    w3[15] = t2512 - t2530;  // t2532
+    w2[-16] = w5[-9] - w3[7];  // t2533
+    const T t2534 = w3[-12] + w3[4];
     const T t2536 = T(0.19) * t2534;
-    w.t2538 = t2516 + t2536;
-    w.t2539 = w.t2036 + t2534;
-    const T t2540 = T(0.19) * w.t2482;
-    w.t2541 = t2519 + t2540;
-    w.t2542 = w.t2040 + w.t2482;
-    w.t2546 = w.t2044 + w.t2429;
-    w.t2547 = t2528 - w.t2483;
-    w.t2548 = w.t2046 + w.t2415;
-    const T t2550 = T(0.049000000000000002) * w.t2489;
-    w.t2551 = w.t2049 + t2550;
-    const T t2552 = T(0.19) * w.t2489;
-    w.t2553 = t2499 - t2552;
-    w.t2554 = w.t2052 + w.t2489;
+    w2[-15] = t2516 + t2536;  // t2538
+    w2[-14] = w5[-7] + t2534;  // t2539
+    const T t2540 = T(0.19) * w3[3];
+    w2[-13] = t2519 + t2540;  // t2541
+    w2[-12] = w5[-5] + w3[3];  // t2542
+    w2[-11] = w5[-4] + w3[-6];  // t2546
+    w2[-10] = t2528 - w3[4];  // t2547
+    w2[-9] = w5[-2] + w3[-9];  // t2548
+    const T t2550 = T(0.049000000000000002) * w3[8];
+    w2[-8] = w5[-1] + t2550;  // t2551
+    const T t2552 = T(0.19) * w3[8];
+    w2[-7] = t2499 - t2552;  // t2553
+    w2[-6] = w5[1] + w3[8];  // t2554
     const T t2557 = T(0.19) * t2498;
-    w.t2558 = t2500 + t2557;
-    w.t2559 = w.t2061 - t2498;
-    w.t2569 = w.t2070 + w.t2413;
-    w.t2570 = w.t235 * T(0.00048314400000000002);
-    w.t2571 = w.t235 * T(0.0039039999999999999);
-    w.t2572 = w.t234 * T(0.00048314400000000002);
-    w.t2573 = w.t234 * T(0.0039039999999999999);
-    w.t2574 = w.t234 * T(6.0000000000000002e-06);
-    w.t2575 = w.t235 * T(6.0000000000000002e-06);
-    w.t2576 = w.t235 * T(0.064000000000000001);
-    w.t2577 = w.t234 * T(0.064000000000000001);
-    const T t2578 = w.t235 * w.t2570;
-    const T t2579 = w.t234 * w.t2570;
-    const T t2581 = w.t234 * w.t2572;
-    const T t2582 = w.t234 * w.t2574;
+    w2[-5] = t2500 + t2557;  // t2558
+    w2[-4] = w5[3] - t2498;  // t2559
+    w2[-3] = w5[4] + w3[-10];  // t2569
+    w2[-2] = w0[-11] * T(0.00048314400000000002);  // t2570
+    w2[-1] = w0[-11] * T(0.0039039999999999999);  // t2571
+    w2[0] = w0[-12] * T(0.00048314400000000002);  // t2572
+    w2[1] = w0[-12] * T(0.0039039999999999999);  // t2573
+    w2[2] = w0[-12] * T(6.0000000000000002e-06);  // t2574
+    w2[3] = w0[-11] * T(6.0000000000000002e-06);  // t2575
+    w2[4] = w0[-11] * T(0.064000000000000001);  // t2576
+    w2[5] = w0[-12] * T(0.064000000000000001);  // t2577
+    const T t2578 = w0[-11] * w2[-2];
+    const T t2579 = w0[-12] * w2[-2];
+    const T t2581 = w0[-12] * w2[0];
+    const T t2582 = w0[-12] * w2[2];
     const T t2583 = t2578 + t2582;
-    const T t2584 = w.t235 * w.t2574;
+    const T t2584 = w0[-11] * w2[2];
     const T t2586 = t2584 - t2579;
-    const T t2587 = w.t235 * w.t2575;
+    const T t2587 = w0[-11] * w2[3];
     const T t2588 = t2581 + t2587;
-    const T t2589 = w.t235 * w.t2576;
-    const T t2592 = w.t234 * w.t2577;
+    const T t2589 = w0[-11] * w2[4];
+    const T t2592 = w0[-12] * w2[5];
     const T t2593 = t2589 + t2592;
-    w.t2594 = w.t2571 / T(0.00048614399999999999);
-    const T t2596 = w.t2571 * w.t2594;
-    const T t2597 = w.t2573 * w.t2594;
-    w.t2598 = w.t2573 / T(0.00048614399999999999);
-    const T t2601 = w.t2573 * w.t2598;
+    w2[6] = w2[-1] / T(0.00048614399999999999);  // t2594
+    const T t2596 = w2[-1] * w2[6];
+    const T t2597 = w2[1] * w2[6];
+    w2[7] = w2[1] / T(0.00048614399999999999);  // t2598
+    const T t2601 = w2[1] * w2[7];
     const T t2602 = t2593 - t2601;
     const T t2605 = t2596 - t2593;
-    w.t2606 = T(0.20899999999999999) * t2597;
+    w2[8] = T(0.20899999999999999) * t2597;  // t2606
     const T t2607 = T(0.20899999999999999) * t2602;
-    const T t2610 = T(0.20899999999999999) * w.t2571;
-    const T t2611 = T(0.20899999999999999) * w.t2573;
+    const T t2610 = T(0.20899999999999999) * w2[-1];
+    const T t2611 = T(0.20899999999999999) * w2[1];
     const T t2612 = t2588 + t2611;
-    const T t2613 = T(0.013375999999999999) + w.t2573;
+    const T t2613 = T(0.013375999999999999) + w2[1];
     const T t2614 = T(0.00074530400000000002) + t2583;
     const T t2615 = t2610 - t2586;
     const T t2616 = T(-1.2999999999999999e-05) - t2615;
     const T t2618 = T(0.0024319039999999999) + t2612;
     const T t2620 = T(0.68900000000000006) - t2605;
     const T t2621 = T(0.20899999999999999) * t2607;
-    w.t2622 = T(0.0024196) + t2621;  // pivot 334: ((3tau) FR_hip_joint, qdd[FR_hip_joint])
-    if (!(std::fabs(w.t2622) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t2623 = T(0.01268) + t2607;
+    w2[9] = T(0.0024196) + t2621;  // t2622: pivot 334: ((3tau) FR_hip_joint, qdd[FR_hip_joint])
+    if (!(std::fabs(w2[9]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w2[10] = T(0.01268) + t2607;  // t2623
     const T t2625 = T(0.68900000000000006) + t2602;
     const T t2627 = T(0.20899999999999999) * t2613;
     const T t2628 = t2618 + t2627;
-    w.t2629 = T(-0.01268) - t2613;
-    const T t2630 = w.t145 * t2614;
-    const T t2631 = w.t145 * t2616;
-    const T t2632 = w.t145 * T(0.00020438000000000002);
-    w.t2633 = w.t145 * T(0.010144);
-    const T t2634 = w.t145 * w.t2571;
-    const T t2635 = w.t146 * t2614;
-    const T t2636 = w.t146 * t2616;
-    const T t2637 = w.t146 * T(0.00020438000000000002);
-    w.t2638 = w.t146 * T(0.010144);
-    const T t2639 = w.t146 * w.t2571;
-    const T t2640 = w.t146 * t2628;
-    const T t2641 = w.t146 * T(0.00024499999999999999);
-    w.t2642 = t2632 + t2641;
-    const T t2643 = w.t146 * w.t2629;
-    w.t2644 = t2631 + t2635;
-    const T t2645 = w.t145 * t2628;
-    w.t2646 = t2636 + t2645;
-    const T t2647 = w.t145 * T(0.00024499999999999999);
-    w.t2648 = t2637 - t2647;
-    const T t2649 = w.t145 * w.t2629;
-    w.t2650 = t2639 + t2649;
-    const T t2651 = w.t145 * w.t2606;
-    const T t2652 = w.t145 * t2620;
-    const T t2653 = w.t145 * t2597;
-    const T t2654 = w.t146 * w.t2606;
-    const T t2655 = w.t146 * t2620;
-    const T t2656 = w.t146 * t2597;
-    const T t2657 = w.t146 * w.t2623;
-    w.t2658 = t2657 - t2651;
-    const T t2659 = w.t146 * t2625;
-    const T t2660 = w.t145 * w.t2623;
-    w.t2661 = t2654 + t2660;
-    w.t2662 = t2653 + t2655;
-    const T t2663 = w.t145 * t2625;
-    w.t2664 = t2656 + t2663;
-    w.t2667 = t2630 - t2636;
-    const T t2668 = w.t145 * w.t2667;
-    const T t2669 = w.t146 * w.t2667;
-    const T t2671 = w.t146 * w.t2644;
-    const T t2673 = w.t146 * w.t2638;
-    const T t2674 = w.t145 * w.t2633;
-    w.t2676 = t2631 - t2640;
-    const T t2677 = w.t146 * w.t2676;
+    w2[11] = T(-0.01268) - t2613;  // t2629
+    const T t2630 = w0[-14] * t2614;
+    const T t2631 = w0[-14] * t2616;
+    const T t2632 = w0[-14] * T(0.00020438000000000002);
+    w2[12] = w0[-14] * T(0.010144);  // t2633
+    const T t2634 = w0[-14] * w2[-1];
+    const T t2635 = w0[-13] * t2614;
+    const T t2636 = w0[-13] * t2616;
+    const T t2637 = w0[-13] * T(0.00020438000000000002);
+    w2[13] = w0[-13] * T(0.010144);  // t2638
+    const T t2639 = w0[-13] * w2[-1];
+    const T t2640 = w0[-13] * t2628;
+    const T t2641 = w0[-13] * T(0.00024499999999999999);
+    w2[14] = t2632 + t2641;  // t2642
+    const T t2643 = w0[-13] * w2[11];
+    w2[15] = t2631 + t2635;  // t2644
+    const T t2645 = w0[-14] * t2628;
+    w1[-16] = t2636 + t2645;  // t2646
+    const T t2647 = w0[-14] * T(0.00024499999999999999);
+    w1[-15] = t2637 - t2647;  // t2648
+    const T t2649 = w0[-14] * w2[11];
+    w1[-14] = t2639 + t2649;  // t2650
+    const T t2651 = w0[-14] * w2[8];
+    const T t2652 = w0[-14] * t2620;
+    const T t2653 = w0[-14] * t2597;
+    const T t2654 = w0[-13] * w2[8];
+    const T t2655 = w0[-13] * t2620;
+    const T t2656 = w0[-13] * t2597;
+    const T t2657 = w0[-13] * w2[10];
+    w1[-13] = t2657 - t2651;  // t2658
+    const T t2659 = w0[-13] * t2625;
+    const T t2660 = w0[-14] * w2[10];
+    w1[-12] = t2654 + t2660;  // t2661
+    w1[-11] = t2653 + t2655;  // t2662
+    const T t2663 = w0[-14] * t2625;
+    w1[-10] = t2656 + t2663;  // t2664
+    w1[-9] = t2630 - t2636;  // t2667
+    const T t2668 = w0[-14] * w1[-9];
+    const T t2669 = w0[-13] * w1[-9];
+    const T t2671 = w0[-13] * w2[15];
+    const T t2673 = w0[-13] * w2[13];
+    const T t2674 = w0[-14] * w2[12];
+    w1[-8] = t2631 - t2640;  // t2676
+    const T t2677 = w0[-13] * w1[-8];
     const T t2678 = t2668 - t2677;
-    const T t2679 = w.t145 * w.t2676;
+    const T t2679 = w0[-14] * w1[-8];
     const T t2680 = t2669 + t2679;
-    const T t2683 = w.t145 * w.t2646;
+    const T t2683 = w0[-14] * w1[-16];
     const T t2684 = t2671 + t2683;
     const T t2685 = t2673 + t2674;
     const T t2687 = t2634 - t2643;
-    w.t2689 = t2652 - t2656;
-    const T t2690 = w.t145 * w.t2689;
-    const T t2691 = w.t146 * w.t2689;
-    const T t2693 = w.t146 * w.t2662;
-    w.t2694 = t2653 - t2659;
-    const T t2695 = w.t146 * w.t2694;
+    w1[-7] = t2652 - t2656;  // t2689
+    const T t2690 = w0[-14] * w1[-7];
+    const T t2691 = w0[-13] * w1[-7];
+    const T t2693 = w0[-13] * w1[-11];
+    w1[-6] = t2653 - t2659;  // t2694
+    const T t2695 = w0[-13] * w1[-6];
     const T t2696 = t2690 - t2695;
-    const T t2697 = w.t145 * w.t2694;
+    const T t2697 = w0[-14] * w1[-6];
     const T t2698 = t2691 + t2697;
-    const T t2701 = w.t145 * w.t2664;
+    const T t2701 = w0[-14] * w1[-10];
     const T t2702 = t2693 + t2701;
-    w.t2703 = T(1) / w.t2622;
-    w.t2704 = w.t2642 * w.t2703;
-    const T t2705 = w.t2642 * w.t2704;
+    w1[-5] = T(1) / w2[9];  // t2703
+    w1[-4] = w2[14] * w1[-5];  // t2704
+    const T t2705 = w2[14] * w1[-4];
     const T t2706 = t2678 - t2705;
-    const T t2707 = w.t2648 * w.t2704;
+    const T t2707 = w1[-15] * w1[-4];
     const T t2708 = t2680 - t2707;
-    const T t2710 = w.t2658 * w.t2704;
-    const T t2712 = w.t2661 * w.t2704;
+    const T t2710 = w1[-13] * w1[-4];
+    const T t2712 = w1[-12] * w1[-4];
     const T t2713 = t2712 - t2685;
-    w.t2714 = w.t2648 * w.t2703;
-    const T t2716 = w.t2648 * w.t2714;
+    w1[-3] = w1[-15] * w1[-5];  // t2714
+    const T t2716 = w1[-15] * w1[-3];
     const T t2717 = t2684 - t2716;
-    const T t2719 = w.t2658 * w.t2714;
+    const T t2719 = w1[-13] * w1[-3];
     const T t2720 = t2685 - t2719;
-    const T t2721 = w.t2661 * w.t2714;
-    w.t2723 = w.t2658 * w.t2703;
-    const T t2727 = w.t2658 * w.t2723;
+    const T t2721 = w1[-12] * w1[-3];
+    w1[-2] = w1[-13] * w1[-5];  // t2723
+    const T t2727 = w1[-13] * w1[-2];
     const T t2728 = t2696 - t2727;
-    const T t2729 = w.t2661 * w.t2723;
-    w.t2730 = t2698 + t2729;
-    w.t2731 = w.t2661 * w.t2703;
-    const T t2736 = w.t2661 * w.t2731;
+    const T t2729 = w1[-12] * w1[-2];
+    w1[-1] = t2698 + t2729;  // t2730
+    w1[0] = w1[-12] * w1[-5];  // t2731
+    const T t2736 = w1[-12] * w1[0];
     const T t2737 = t2702 - t2736;
     const T t2741 = T(0.062) * t2720;
     const T t2742 = t2717 - t2741;
     const T t2743 = T(0.062) * t2728;
-    const T t2744 = T(0.062) * w.t2730;
-    w.t2745 = t2721 - t2744;
+    const T t2744 = T(0.062) * w1[-1];
+    w1[1] = t2721 - t2744;  // t2745
     const T t2748 = T(0.062) * t2713;
     const T t2749 = t2706 + t2748;
     const T t2750 = T(0.062) * t2721;
@@ -2806,59 +2095,59 @@ int quadruped_minicheetah_floating_fd_part7(const T* q, const T* qd, const T* in
     const T t2765 = t2749 + t2764;
     const T t2771 = t2757 - t2751;
     const T t2775 = T(0.0012648399999999999) + t2765;
-    w.t2776 = T(4.4999999999999998e-07) - t2771;
-    w.t2777 = T(0.00120184) + t2760;  // pivot 371: ((3tau) FR_abad_joint, qdd[FR_abad_joint])
-    if (!(std::fabs(w.t2777) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
-    w.t2778 = T(-0.02164) - t2758;
+    w1[2] = T(4.4999999999999998e-07) - t2771;  // t2776
+    w1[3] = T(0.00120184) + t2760;  // t2777: pivot 371: ((3tau) FR_abad_joint, qdd[FR_abad_joint])
+    if (!(std::fabs(w1[3]) >= T(1.0000000000000001e-09))) status = NELU_STATUS_SMALL_PIVOT;
+    w1[4] = T(-0.02164) - t2758;  // t2778
     const T t2779 = T(0.59500000000000008) + t2728;
-    w.t2780 = T(0.02164) + t2754;
-    w.t2781 = T(0.59500000000000008) + t2737;
-    const T t2782 = w.t63 * t2775;
-    const T t2783 = w.t63 * T(9.5000000000000001e-07);
-    const T t2784 = w.t63 * w.t2776;
-    w.t2785 = w.t63 * t2752;
-    w.t2786 = w.t63 * t2687;
-    w.t2787 = w.t63 * w.t2780;
-    const T t2788 = w.t64 * t2775;
-    const T t2789 = w.t64 * T(9.5000000000000001e-07);
-    const T t2790 = w.t64 * w.t2776;
-    w.t2791 = w.t64 * t2752;
-    w.t2792 = w.t64 * t2687;
-    w.t2793 = w.t64 * w.t2780;
-    const T t2794 = w.t64 * T(0.00062299999999999996);
-    const T t2795 = w.t64 * T(5.8e-05);
-    w.t2796 = t2784 - t2795;
-    w.t2797 = t2783 + t2788;
-    const T t2798 = w.t63 * T(0.00062299999999999996);
-    w.t2799 = t2789 + t2798;
-    const T t2800 = w.t63 * T(5.8e-05);
-    w.t2801 = t2790 + t2800;
-    const T t2806 = w.t63 * w.t2778;
-    w.t2807 = w.t63 * t2779;
-    w.t2808 = w.t63 * w.t2730;
-    const T t2809 = w.t64 * w.t2778;
-    w.t2810 = w.t64 * t2779;
-    w.t2811 = w.t64 * w.t2730;
-    const T t2812 = w.t64 * w.t2650;
-    w.t2813 = t2806 - t2812;
-    w.t2814 = w.t64 * T(1.3480000000000003);
-    w.t2815 = w.t2786 + w.t2791;
-    const T t2816 = w.t63 * w.t2650;
-    w.t2817 = t2809 + t2816;
-    w.t2818 = w.t63 * T(1.3480000000000003);
-    w.t2822 = t2789 - t2782;
-    const T t2823 = w.t63 * w.t2822;
-    w.t2824 = w.t64 * w.t2822;
-    w.t2826 = w.t64 * w.t2797;
-    w.t2827 = w.t2792 - w.t2785;
-    w.t2828 = w.t63 * w.t2827;
-    w.t2829 = w.t64 * w.t2827;
-    w.t2830 = w.t63 * w.t2815;
-    w.t2831 = w.t64 * w.t2815;
-    w.t2837 = t2794 - t2783;
-    const T t2838 = w.t64 * w.t2837;
-    w.t2839 = t2838 - t2823;
-    w.t2840 = w.t63 * w.t2837;
+    w1[5] = T(0.02164) + t2754;  // t2780
+    w1[6] = T(0.59500000000000008) + t2737;  // t2781
+    const T t2782 = w0[-16] * t2775;
+    const T t2783 = w0[-16] * T(9.5000000000000001e-07);
+    const T t2784 = w0[-16] * w1[2];
+    w1[7] = w0[-16] * t2752;  // t2785
+    w1[8] = w0[-16] * t2687;  // t2786
+    w1[9] = w0[-16] * w1[5];  // t2787
+    const T t2788 = w0[-15] * t2775;
+    const T t2789 = w0[-15] * T(9.5000000000000001e-07);
+    const T t2790 = w0[-15] * w1[2];
+    w1[10] = w0[-15] * t2752;  // t2791
+    w1[11] = w0[-15] * t2687;  // t2792
+    w1[12] = w0[-15] * w1[5];  // t2793
+    const T t2794 = w0[-15] * T(0.00062299999999999996);
+    const T t2795 = w0[-15] * T(5.8e-05);
+    w1[13] = t2784 - t2795;  // t2796
+    w1[14] = t2783 + t2788;  // t2797
+    const T t2798 = w0[-16] * T(0.00062299999999999996);
+    w1[15] = t2789 + t2798;  // t2799
+    const T t2800 = w0[-16] * T(5.8e-05);
+    w4[-16] = t2790 + t2800;  // t2801
+    const T t2806 = w0[-16] * w1[4];
+    w4[-15] = w0[-16] * t2779;  // t2807
+    w4[-14] = w0[-16] * w1[-1];  // t2808
+    const T t2809 = w0[-15] * w1[4];
+    w4[-13] = w0[-15] * t2779;  // t2810
+    w4[-12] = w0[-15] * w1[-1];  // t2811
+    const T t2812 = w0[-15] * w1[-14];
+    w4[-11] = t2806 - t2812;  // t2813
+    w4[-10] = w0[-15] * T(1.3480000000000003);  // t2814
+    w4[-9] = w1[8] + w1[10];  // t2815
+    const T t2816 = w0[-16] * w1[-14];
+    w4[-8] = t2809 + t2816;  // t2817
+    w4[-7] = w0[-16] * T(1.3480000000000003);  // t2818
+    w4[-6] = t2789 - t2782;  // t2822
+    const T t2823 = w0[-16] * w4[-6];
+    w4[-5] = w0[-15] * w4[-6];  // t2824
+    w4[-4] = w0[-15] * w1[14];  // t2826
+    w4[-3] = w1[11] - w1[7];  // t2827
+    w4[-2] = w0[-16] * w4[-3];  // t2828
+    w4[-1] = w0[-15] * w4[-3];  // t2829
+    w4[0] = w0[-16] * w4[-9];  // t2830
+    w4[1] = w0[-15] * w4[-9];  // t2831
+    w4[2] = t2794 - t2783;  // t2837
+    const T t2838 = w0[-15] * w4[2];
+    w4[3] = t2838 - t2823;  // t2839
+    w4[4] = w0[-16] * w4[2];  // t2840
     return status;
 }
 
@@ -2866,54 +2155,62 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part8(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 607);
+    T* const w1 = nelu::window(w.t + 639);
+    T* const w2 = nelu::window(w.t + 575);
+    T* const w3 = nelu::window(w.t + 671);
+    T* const w4 = nelu::window(w.t + 519);
+    T* const w5 = nelu::window(w.t + 16);
+    T* const w6 = nelu::window(w.t + 81);
+    T* const w7 = nelu::window(w.t + 150);
     // --- factorization of P D Q = L U
-    const T t2841 = w.t2824 + w.t2840;
-    const T t2845 = w.t63 * w.t2799;
-    const T t2846 = w.t2826 + t2845;
-    const T t2857 = w.t63 * w.t2807;
-    const T t2858 = w.t64 * w.t2807;
-    const T t2860 = w.t64 * w.t2810;
-    const T t2871 = w.t64 * w.t2814;
+    const T t2841 = w2[10] + w0[-13];
+    const T t2845 = w5[-16] * w2[-2];
+    const T t2846 = w2[11] + t2845;
+    const T t2857 = w5[-16] * w2[0];
+    const T t2858 = w5[-15] * w2[0];
+    const T t2860 = w5[-15] * w2[2];
+    const T t2871 = w5[-15] * w2[5];
     const T t2872 = t2857 + t2871;
-    const T t2873 = w.t63 * w.t2814;
+    const T t2873 = w5[-16] * w2[5];
     const T t2874 = t2858 - t2873;
-    const T t2876 = w.t63 * w.t2818;
+    const T t2876 = w5[-16] * w2[8];
     const T t2877 = t2860 + t2876;
-    w.t2878 = T(1) / w.t2777;
-    w.t2879 = w.t2796 * w.t2878;
-    const T t2880 = w.t2796 * w.t2879;
-    const T t2881 = w.t2839 - t2880;
-    const T t2882 = w.t2801 * w.t2879;
-    const T t2885 = w.t2813 * w.t2879;
-    const T t2887 = w.t2828 + t2885;
-    const T t2889 = w.t2817 * w.t2879;
-    const T t2890 = w.t2745 * w.t2879;
-    const T t2891 = w.t2787 - t2890;
-    w.t2892 = w.t2801 * w.t2878;
-    const T t2894 = w.t2801 * w.t2892;
+    w0[-12] = T(1) / w2[-14];  // t2878
+    w0[-11] = w2[-4] * w0[-12];  // t2879
+    const T t2880 = w2[-4] * w0[-11];
+    const T t2881 = w0[-14] - t2880;
+    const T t2882 = w2[-1] * w0[-11];
+    const T t2885 = w2[4] * w0[-11];
+    const T t2887 = w2[13] + t2885;
+    const T t2889 = w2[7] * w0[-11];
+    const T t2890 = w2[-16] * w0[-11];
+    const T t2891 = w2[-8] - t2890;
+    w0[-10] = w2[-1] * w0[-12];  // t2892
+    const T t2894 = w2[-1] * w0[-10];
     const T t2896 = t2846 - t2894;
-    const T t2898 = w.t2813 * w.t2892;
-    const T t2900 = w.t2829 + t2898;
-    const T t2902 = w.t2817 * w.t2892;
-    const T t2903 = w.t2831 - t2902;
-    w.t2906 = w.t2813 * w.t2878;
-    const T t2911 = w.t2813 * w.t2906;
+    const T t2898 = w2[4] * w0[-10];
+    const T t2900 = w2[14] + t2898;
+    const T t2902 = w2[7] * w0[-10];
+    const T t2903 = w0[-16] - t2902;
+    w0[-9] = w2[4] * w0[-12];  // t2906
+    const T t2911 = w2[4] * w0[-9];
     const T t2913 = t2872 - t2911;
-    const T t2914 = w.t2817 * w.t2906;
+    const T t2914 = w2[7] * w0[-9];
     const T t2915 = t2874 - t2914;
-    const T t2916 = w.t2745 * w.t2906;
-    const T t2917 = w.t2808 - t2916;
-    w.t2918 = w.t2817 * w.t2878;
-    const T t2920 = w.t2830 - t2889;
-    const T t2928 = w.t2817 * w.t2918;
+    const T t2916 = w2[-16] * w0[-9];
+    const T t2917 = w2[1] - t2916;
+    w0[-8] = w2[7] * w0[-12];  // t2918
+    const T t2920 = w2[15] - t2889;
+    const T t2928 = w2[7] * w0[-8];
     const T t2929 = t2877 - t2928;
-    const T t2930 = w.t2745 * w.t2918;
-    const T t2931 = w.t2811 - t2930;
-    w.t2932 = w.t2745 * w.t2878;
-    const T t2934 = w.t2801 * w.t2932;
-    const T t2936 = w.t2793 - t2934;
-    const T t2942 = w.t2745 * w.t2932;
-    const T t2943 = w.t2781 - t2942;
+    const T t2930 = w2[-16] * w0[-8];
+    const T t2931 = w2[3] - t2930;
+    w0[-7] = w2[-16] * w0[-12];  // t2932
+    const T t2934 = w2[-1] * w0[-7];
+    const T t2936 = w2[-5] - t2934;
+    const T t2942 = w2[-16] * w0[-7];
+    const T t2943 = w2[-11] - t2942;
     const T t2944 = t2841 + t2882;
     const T t2965 = T(0.049000000000000002) * t2891;
     const T t2966 = t2881 + t2965;
@@ -2940,190 +2237,190 @@ int quadruped_minicheetah_floating_fd_part8(const T* q, const T* qd, const T* in
     const T t2997 = T(0.19) * t2917;
     const T t2999 = T(0.19) * t2913;
     const T t3000 = t2999 - t2900;
-    const T t3001 = w.t2553 - t2986;
-    const T t3002 = w.t2558 + t2994;
-    const T t3007 = w.t2532 + t2988;
-    const T t3008 = w.t2538 + t2996;
-    const T t3009 = w.t2541 + t2979;
-    const T t3012 = w.t2547 - t2887;
+    const T t3001 = w4[0] - t2986;
+    const T t3002 = w4[2] + t2994;
+    const T t3007 = w4[-10] + t2988;
+    const T t3008 = w4[-8] + t2996;
+    const T t3009 = w4[-6] + t2979;
+    const T t3012 = w4[-3] - t2887;
     const T t3013 = T(0.049000000000000002) * t2973;
     const T t3014 = t3007 - t3013;
-    w.t3015 = w.t2513 - t2973;
+    w0[-6] = w4[-16] - t2973;  // t3015
     const T t3016 = t2936 + t2997;
     const T t3017 = T(0.049000000000000002) * t3016;
     const T t3018 = t3008 - t3017;
-    w.t3019 = w.t2517 - t3016;
+    w0[-5] = w4[-15] - t3016;  // t3019
     const T t3020 = T(0.049000000000000002) * t2982;
     const T t3021 = t3009 + t3020;
-    w.t3022 = w.t2520 + t2982;
-    w.t3025 = w.t2523 + t2943;
-    w.t3027 = w.t2525 + t2931;
+    w0[-4] = w4[-14] + t2982;  // t3022
+    w0[-3] = w4[-13] + t2943;  // t3025
+    w0[-2] = w4[-12] + t2931;  // t3027
     const T t3030 = t2973 + t3012;
-    w.t3031 = w.t2529 + t2917;
+    w0[-1] = w4[-11] + t2917;  // t3031
     const T t3032 = T(0.19) * t2989;
-    w.t3034 = t3014 + t3032;
-    w.t3035 = w.t2533 + t2989;
+    w0[0] = t3014 + t3032;  // t3034
+    w0[1] = w4[-9] + t2989;  // t3035
     const T t3036 = t2903 + t2985;
     const T t3038 = T(0.19) * t3036;
     const T t3040 = t3018 + t3038;
-    w.t3041 = w.t2539 + t3036;
+    w0[2] = w4[-7] + t3036;  // t3041
     const T t3042 = T(0.19) * t2984;
     const T t3043 = t3021 + t3042;
-    w.t3044 = w.t2542 + t2984;
-    w.t3048 = w.t2546 + t2929;
-    w.t3049 = t3030 - t2985;
-    w.t3050 = w.t2548 + t2915;
+    w0[3] = w4[-5] + t2984;  // t3044
+    w0[4] = w4[-4] + t2929;  // t3048
+    w0[5] = t3030 - t2985;  // t3049
+    w0[6] = w4[-2] + t2915;  // t3050
     const T t3052 = T(0.049000000000000002) * t2991;
-    const T t3053 = w.t2551 + t3052;  // pivot 408: ((3tau) root_joint 0, qdd[root_joint].0)
+    const T t3053 = w4[-1] + t3052;  // pivot 408: ((3tau) root_joint 0, qdd[root_joint].0)
     if (!(std::fabs(t3053) >= T(1e-08))) status = NELU_STATUS_SMALL_PIVOT;
     const T t3054 = T(0.19) * t2991;
-    w.t3055 = t3001 + t3054;
-    w.t3056 = w.t2554 - t2991;
+    w0[7] = t3001 + t3054;  // t3055
+    w0[8] = w4[1] - t2991;  // t3056
     const T t3059 = T(0.19) * t3000;
     const T t3060 = t3002 + t3059;
-    w.t3061 = w.t2559 - t3000;
-    w.t3071 = w.t2569 + t2913;
-    w.t3087 = T(1) / t3053;
-    w.t3088 = w.t3055 * w.t3087;
-    const T t3089 = w.t3055 * w.t3088;
+    w0[9] = w4[3] - t3000;  // t3061
+    w0[10] = w4[4] + t2913;  // t3071
+    w0[11] = T(1) / t3053;  // t3087
+    w0[12] = w0[7] * w0[11];  // t3088
+    const T t3089 = w0[7] * w0[12];
     const T t3090 = t3060 - t3089;  // pivot 409: ((3tau) root_joint 1, qdd[root_joint].1)
     if (!(std::fabs(t3090) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
-    const T t3091 = w.t3034 * w.t3088;
-    w.t3092 = t3040 - t3091;
-    const T t3093 = w.t3015 * w.t3088;
-    w.t3094 = w.t3019 - t3093;
-    const T t3095 = w.t3035 * w.t3088;
-    w.t3096 = w.t3041 - t3095;
-    const T t3097 = w.t3056 * w.t3088;
-    w.t3098 = w.t3061 - t3097;
-    w.t3099 = w.t3034 * w.t3087;
-    const T t3101 = w.t3034 * w.t3099;
+    const T t3091 = w0[0] * w0[12];
+    w0[13] = t3040 - t3091;  // t3092
+    const T t3093 = w0[-6] * w0[12];
+    w0[14] = w0[-5] - t3093;  // t3094
+    const T t3095 = w0[1] * w0[12];
+    w0[15] = w0[2] - t3095;  // t3096
+    const T t3097 = w0[8] * w0[12];
+    w1[-16] = w0[9] - t3097;  // t3098
+    w1[-15] = w0[0] * w0[11];  // t3099
+    const T t3101 = w0[0] * w1[-15];
     const T t3102 = t3043 - t3101;
-    const T t3103 = w.t3015 * w.t3099;
-    const T t3104 = w.t3022 - t3103;
-    const T t3105 = w.t3035 * w.t3099;
-    const T t3106 = w.t3044 - t3105;
-    const T t3107 = w.t3056 * w.t3099;
-    const T t3108 = w.t3049 - t3107;
-    w.t3109 = w.t3015 * w.t3087;
-    const T t3112 = w.t3015 * w.t3109;
-    const T t3113 = w.t3025 - t3112;
-    const T t3114 = w.t3035 * w.t3109;
-    const T t3115 = w.t3027 + t3114;
-    const T t3117 = w.t3056 * w.t3109;
-    const T t3118 = w.t3031 - t3117;
-    w.t3119 = w.t3035 * w.t3087;
-    const T t3123 = w.t3035 * w.t3119;
-    const T t3124 = w.t3048 - t3123;
-    const T t3125 = w.t3056 * w.t3119;
-    const T t3126 = w.t3050 + t3125;
-    w.t3127 = w.t3056 * w.t3087;
-    const T t3133 = w.t3056 * w.t3127;
-    const T t3134 = w.t3071 - t3133;
-    w.t3135 = T(1) / t3090;
-    w.t3136 = w.t3092 * w.t3135;
-    const T t3137 = w.t3092 * w.t3136;
+    const T t3103 = w0[-6] * w1[-15];
+    const T t3104 = w0[-4] - t3103;
+    const T t3105 = w0[1] * w1[-15];
+    const T t3106 = w0[3] - t3105;
+    const T t3107 = w0[8] * w1[-15];
+    const T t3108 = w0[5] - t3107;
+    w1[-14] = w0[-6] * w0[11];  // t3109
+    const T t3112 = w0[-6] * w1[-14];
+    const T t3113 = w0[-3] - t3112;
+    const T t3114 = w0[1] * w1[-14];
+    const T t3115 = w0[-2] + t3114;
+    const T t3117 = w0[8] * w1[-14];
+    const T t3118 = w0[-1] - t3117;
+    w1[-13] = w0[1] * w0[11];  // t3119
+    const T t3123 = w0[1] * w1[-13];
+    const T t3124 = w0[4] - t3123;
+    const T t3125 = w0[8] * w1[-13];
+    const T t3126 = w0[6] + t3125;
+    w1[-12] = w0[8] * w0[11];  // t3127
+    const T t3133 = w0[8] * w1[-12];
+    const T t3134 = w0[10] - t3133;
+    w1[-11] = T(1) / t3090;  // t3135
+    w1[-10] = w0[13] * w1[-11];  // t3136
+    const T t3137 = w0[13] * w1[-10];
     const T t3138 = t3102 - t3137;  // pivot 410: ((3tau) root_joint 2, qdd[root_joint].2)
     if (!(std::fabs(t3138) >= T(9.9999999999999995e-08))) status = NELU_STATUS_SMALL_PIVOT;
-    const T t3139 = w.t3094 * w.t3136;
-    w.t3140 = t3104 - t3139;
-    const T t3141 = w.t3096 * w.t3136;
-    w.t3142 = t3106 - t3141;
-    const T t3143 = w.t3098 * w.t3136;
-    w.t3144 = t3108 - t3143;
-    w.t3145 = w.t3094 * w.t3135;
-    const T t3147 = w.t3094 * w.t3145;
+    const T t3139 = w0[14] * w1[-10];
+    w1[-9] = t3104 - t3139;  // t3140
+    const T t3141 = w0[15] * w1[-10];
+    w1[-8] = t3106 - t3141;  // t3142
+    const T t3143 = w1[-16] * w1[-10];
+    w1[-7] = t3108 - t3143;  // t3144
+    w1[-6] = w0[14] * w1[-11];  // t3145
+    const T t3147 = w0[14] * w1[-6];
     const T t3148 = t3113 - t3147;
-    const T t3149 = w.t3096 * w.t3145;
+    const T t3149 = w0[15] * w1[-6];
     const T t3150 = t3115 + t3149;
-    const T t3152 = w.t3098 * w.t3145;
+    const T t3152 = w1[-16] * w1[-6];
     const T t3153 = t3118 - t3152;
-    w.t3154 = w.t3096 * w.t3135;
-    const T t3157 = w.t3096 * w.t3154;
+    w1[-5] = w0[15] * w1[-11];  // t3154
+    const T t3157 = w0[15] * w1[-5];
     const T t3158 = t3124 - t3157;
-    const T t3159 = w.t3098 * w.t3154;
+    const T t3159 = w1[-16] * w1[-5];
     const T t3160 = t3126 + t3159;
-    w.t3161 = w.t3098 * w.t3135;
-    const T t3166 = w.t3098 * w.t3161;
+    w1[-4] = w1[-16] * w1[-11];  // t3161
+    const T t3166 = w1[-16] * w1[-4];
     const T t3167 = t3134 - t3166;
-    w.t3168 = T(1) / t3138;
-    w.t3169 = w.t3140 * w.t3168;
-    const T t3170 = w.t3140 * w.t3169;
+    w1[-3] = T(1) / t3138;  // t3168
+    w1[-2] = w1[-9] * w1[-3];  // t3169
+    const T t3170 = w1[-9] * w1[-2];
     const T t3171 = t3148 - t3170;  // pivot 411: ((3tau) root_joint 3, qdd[root_joint].3)
     if (!(std::fabs(t3171) >= T(9.9999999999999995e-07))) status = NELU_STATUS_SMALL_PIVOT;
-    const T t3172 = w.t3142 * w.t3169;
-    w.t3173 = t3150 + t3172;
-    const T t3175 = w.t3144 * w.t3169;
-    w.t3176 = t3153 - t3175;
-    w.t3177 = w.t3142 * w.t3168;
-    const T t3179 = w.t3142 * w.t3177;
+    const T t3172 = w1[-8] * w1[-2];
+    w1[-1] = t3150 + t3172;  // t3173
+    const T t3175 = w1[-7] * w1[-2];
+    w1[0] = t3153 - t3175;  // t3176
+    w1[1] = w1[-8] * w1[-3];  // t3177
+    const T t3179 = w1[-8] * w1[1];
     const T t3180 = t3158 - t3179;
-    const T t3181 = w.t3144 * w.t3177;
+    const T t3181 = w1[-7] * w1[1];
     const T t3182 = t3160 + t3181;
-    w.t3183 = w.t3144 * w.t3168;
-    const T t3187 = w.t3144 * w.t3183;
+    w1[2] = w1[-7] * w1[-3];  // t3183
+    const T t3187 = w1[-7] * w1[2];
     const T t3188 = t3167 - t3187;
-    w.t3189 = T(1) / t3171;
-    w.t3190 = w.t3173 * w.t3189;
-    const T t3192 = w.t3173 * w.t3190;
+    w1[3] = T(1) / t3171;  // t3189
+    w1[4] = w1[-1] * w1[3];  // t3190
+    const T t3192 = w1[-1] * w1[4];
     const T t3194 = t3180 - t3192;  // pivot 412: ((3tau) root_joint 4, qdd[root_joint].4)
     if (!(std::fabs(t3194) >= T(9.9999999999999995e-07))) status = NELU_STATUS_SMALL_PIVOT;
-    const T t3195 = w.t3176 * w.t3190;
-    w.t3197 = t3182 - t3195;
-    w.t3198 = w.t3176 * w.t3189;
-    const T t3203 = w.t3176 * w.t3198;
+    const T t3195 = w1[0] * w1[4];
+    w1[5] = t3182 - t3195;  // t3197
+    w1[6] = w1[0] * w1[3];  // t3198
+    const T t3203 = w1[0] * w1[6];
     const T t3204 = t3188 - t3203;
-    w.t3205 = T(1) / t3194;
-    w.t3206 = w.t3197 * w.t3205;
-    const T t3208 = w.t3197 * w.t3206;
-    w.t3210 = t3204 - t3208;  // pivot 413: ((3tau) root_joint 5, qdd[root_joint].5)
-    if (!(std::fabs(w.t3210) >= T(9.9999999999999995e-07))) status = NELU_STATUS_SMALL_PIVOT;
+    w1[7] = T(1) / t3194;  // t3205
+    w1[8] = w1[5] * w1[7];  // t3206
+    const T t3208 = w1[5] * w1[8];
+    w1[9] = t3204 - t3208;  // t3210: pivot 413: ((3tau) root_joint 5, qdd[root_joint].5)
+    if (!(std::fabs(w1[9]) >= T(9.9999999999999995e-07))) status = NELU_STATUS_SMALL_PIVOT;
     // --- solve: forward and back substitution
-    w.t3211 = in[18] - w.t53;
-    w.t3212 = in[19] - w.t56;
-    w.t3213 = in[20] - w.t59;
-    w.t3214 = in[21] - w.t45;
-    w.t3215 = in[22] - w.t46;
-    w.t3216 = in[23] - w.t47;
-    w.t3217 = in[26] - w.t142;
-    w.t3218 = in[24] - w.t143;
-    w.t3219 = in[29] - w.t113;
-    w.t3220 = in[27] - w.t115;
-    w.t3221 = in[31] - w.t231;
-    w.t3222 = in[36] - w.t292;
-    w.t3225 = in[39] - w.t275;
-    w.t3226 = in[40] - w.t277;
-    w.t3227 = in[44] - w.t362;
-    w.t3228 = in[42] - w.t363;
-    w.t3229 = in[47] - w.t333;
-    w.t3230 = in[45] - w.t335;
-    w.t3231 = in[49] - w.t440;
-    w.t3232 = in[52] - w.t408;
-    w.t3233 = in[54] - w.t496;
-    w.t3236 = in[57] - w.t479;
-    w.t3237 = in[58] - w.t481;
-    w.t3238 = in[62] - w.t565;
-    w.t3239 = in[60] - w.t566;
-    w.t3240 = in[63] - w.t538;
-    w.t3241 = in[67] - w.t651;
-    w.t3242 = in[72] - w.t716;
-    w.t3245 = w.t696 + in[75];
-    w.t3246 = in[76] - w.t700;
-    w.t3247 = in[80] - w.t782;
-    w.t3248 = in[78] - w.t783;
-    w.t3249 = in[81] - w.t755;
-    w.t3250 = w.t872 + in[85];
-    w.t3251 = in[88] - w.t837;
-    const T t3252 = in[90] - w.t938;
-    w.t3255 = w.t918 + in[93];
-    w.t3256 = in[94] - w.t922;
-    const T t3257 = w.t876 * t3252;
-    const T t3258 = w.t875 * t3252;
-    const T t3259 = w.t875 * w.t1090;
-    w.t3260 = t3257 - t3259;
-    const T t3261 = w.t876 * w.t1090;
-    w.t3262 = t3258 + t3261;
-    w.t3263 = in[17] - w.t1091;
+    w1[10] = in[18] - w5[14];  // t3211
+    w1[11] = in[19] - w5[15];  // t3212
+    w1[12] = in[20] - w.t[32];  // t3213
+    w1[13] = in[21] - w5[11];  // t3214
+    w1[14] = in[22] - w5[12];  // t3215
+    w1[15] = in[23] - w5[13];  // t3216
+    w3[-16] = in[26] - w.t[48];  // t3217
+    w3[-15] = in[24] - w.t[49];  // t3218
+    w3[-14] = in[29] - w.t[44];  // t3219
+    w3[-13] = in[27] - w.t[46];  // t3220
+    w3[-12] = in[31] - w.t[59];  // t3221
+    w3[-11] = in[36] - w6[-9];  // t3222
+    w3[-10] = in[39] - w6[-16];  // t3225
+    w3[-9] = in[40] - w6[-14];  // t3226
+    w3[-8] = in[44] - w6[2];  // t3227
+    w3[-7] = in[42] - w6[3];  // t3228
+    w3[-6] = in[47] - w6[-2];  // t3229
+    w3[-5] = in[45] - w6[0];  // t3230
+    w3[-4] = in[49] - w6[13];  // t3231
+    w3[-3] = in[52] - w6[10];  // t3232
+    w3[-2] = in[54] - w.t[103];  // t3233
+    w3[-1] = in[57] - w.t[99];  // t3236
+    w3[0] = in[58] - w.t[101];  // t3237
+    w3[1] = in[62] - w.t[123];  // t3238
+    w3[2] = in[60] - w.t[124];  // t3239
+    w3[3] = in[63] - w.t[117];  // t3240
+    w3[4] = in[67] - w7[-16];  // t3241
+    w3[5] = in[72] - w7[-7];  // t3242
+    w3[6] = w7[-11] + in[75];  // t3245
+    w3[7] = in[76] - w7[-9];  // t3246
+    w3[8] = in[80] - w7[4];  // t3247
+    w3[9] = in[78] - w7[5];  // t3248
+    w3[10] = in[81] - w7[2];  // t3249
+    w3[11] = w.t[172] + in[85];  // t3250
+    w3[12] = in[88] - w.t[167];  // t3251
+    const T t3252 = in[90] - w.t[179];
+    w3[13] = w.t[177] + in[93];  // t3255
+    w3[14] = in[94] - w.t[178];  // t3256
+    const T t3257 = w5[7] * t3252;
+    const T t3258 = w5[6] * t3252;
+    const T t3259 = w5[6] * w.t[220];
+    w3[15] = t3257 - t3259;  // t3260
+    const T t3261 = w5[7] * w.t[220];
+    w.t[687] = t3258 + t3261;  // t3262
+    w.t[688] = in[17] - w.t[221];  // t3263
     return status;
 }
 
@@ -3131,257 +2428,265 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part9(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 151);
+    T* const w1 = nelu::window(w.t + 697);
+    T* const w2 = nelu::window(w.t + 30);
+    T* const w3 = nelu::window(w.t + 221);
+    T* const w4 = nelu::window(w.t + 253);
+    T* const w5 = nelu::window(w.t + 287);
+    T* const w6 = nelu::window(w.t + 665);
+    T* const w7 = nelu::window(w.t + 189);
     // --- solve: forward and back substitution
-    const T t3264 = w.t876 * w.t3255;
-    const T t3265 = w.t875 * w.t3255;
-    const T t3266 = w.t875 * w.t1092;
+    const T t3264 = w2[-7] * w1[-13];
+    const T t3265 = w2[-8] * w1[-13];
+    const T t3266 = w2[-8] * w3[1];
     const T t3267 = t3264 - t3266;
-    const T t3268 = w.t876 * w.t1092;
+    const T t3268 = w2[-7] * w3[1];
     const T t3269 = t3265 + t3268;
-    const T t3270 = w.t896 * w.t1094;
-    const T t3271 = w.t3260 - t3270;
-    const T t3272 = w.t896 * w.t1096;
-    const T t3273 = t3272 - w.t3262;
-    const T t3274 = w.t896 * T(0.0039039999999999999);
-    const T t3275 = w.t3256 - t3274;
-    const T t3276 = w.t897 * w.t1098;
-    const T t3277 = w.t897 * w.t1099;
-    const T t3278 = w.t898 * T(0.0039039999999999999);
-    w.t3279 = w.t3263 + t3278;
-    const T t3281 = w.t898 * w.t1100;
+    const T t3270 = w7[-16] * w3[2];
+    const T t3271 = w1[-11] - t3270;
+    const T t3272 = w7[-16] * w3[4];
+    const T t3273 = t3272 - w1[-10];
+    const T t3274 = w7[-16] * T(0.0039039999999999999);
+    const T t3275 = w1[-12] - t3274;
+    const T t3276 = w7[-15] * w3[6];
+    const T t3277 = w7[-15] * w3[7];
+    const T t3278 = w7[-14] * T(0.0039039999999999999);
+    w1[-8] = w1[-9] + t3278;  // t3279
+    const T t3281 = w7[-14] * w3[8];
     const T t3282 = t3267 - t3281;
-    const T t3283 = w.t898 * w.t1101;
+    const T t3283 = w7[-14] * w3[9];
     const T t3284 = t3283 - t3269;
-    const T t3285 = w.t899 * w.t1101;
+    const T t3285 = w7[-13] * w3[9];
     const T t3286 = t3282 - t3285;
-    const T t3287 = w.t899 * w.t1100;
+    const T t3287 = w7[-13] * w3[8];
     const T t3288 = t3284 - t3287;
-    const T t3289 = w.t1118 * w.t3279;
+    const T t3289 = w3[10] * w1[-8];
     const T t3290 = t3286 + t3289;
-    const T t3291 = w.t1122 * w.t3279;
+    const T t3291 = w3[11] * w1[-8];
     const T t3292 = t3288 - t3291;
     const T t3293 = t3276 - t3271;
-    const T t3294 = w.t1079 + t3293;
+    const T t3294 = w3[-5] + t3293;
     const T t3295 = t3277 - t3273;
-    const T t3296 = w.t1080 + t3295;
-    const T t3298 = w.t3250 - in[17];
-    const T t3299 = t3290 - w.t1081;
+    const T t3296 = w3[-4] + t3295;
+    const T t3298 = w1[-15] - in[17];
+    const T t3299 = t3290 - w3[-3];
     const T t3300 = T(0.20899999999999999) * t3292;
     const T t3301 = t3298 + t3300;
-    const T t3304 = w.t1082 - t3292;
+    const T t3304 = w3[-2] - t3292;
     const T t3305 = T(0.20899999999999999) * t3275;
     const T t3306 = t3296 + t3305;
-    const T t3309 = w.t3251 + t3275;
-    const T t3310 = w.t785 * t3294;
-    const T t3311 = w.t786 * t3294;
-    const T t3312 = w.t786 * t3306;
+    const T t3309 = w1[-14] + t3275;
+    const T t3310 = w2[-10] * t3294;
+    const T t3311 = w2[-9] * t3294;
+    const T t3312 = w2[-9] * t3306;
     const T t3313 = t3310 - t3312;
-    const T t3314 = w.t785 * t3306;
+    const T t3314 = w2[-10] * t3306;
     const T t3315 = t3311 + t3314;
     const T t3316 = in[16] + t3301;
-    const T t3317 = w.t785 * t3299;
-    const T t3318 = w.t786 * t3299;
-    const T t3319 = w.t786 * t3304;
+    const T t3317 = w2[-10] * t3299;
+    const T t3318 = w2[-9] * t3299;
+    const T t3319 = w2[-9] * t3304;
     const T t3320 = t3317 + t3319;
-    const T t3321 = w.t785 * t3304;
+    const T t3321 = w2[-10] * t3304;
     const T t3322 = t3321 - t3318;
-    const T t3323 = w.t807 * T(0.00020438000000000002);
+    const T t3323 = w0[10] * T(0.00020438000000000002);
     const T t3324 = t3316 - t3323;
-    const T t3325 = w.t807 * w.t1192;
+    const T t3325 = w0[10] * w4[-5];
     const T t3326 = t3313 + t3325;
-    const T t3327 = w.t807 * w.t1169;
+    const T t3327 = w0[10] * w4[-13];
     const T t3328 = t3315 + t3327;
-    const T t3330 = w.t807 * w.t1163;
+    const T t3330 = w0[10] * w4[-15];
     const T t3331 = t3320 + t3330;
-    const T t3332 = w.t807 * w.t1158;
+    const T t3332 = w0[10] * w4[-16];
     const T t3333 = t3322 + t3332;
-    const T t3334 = w.t807 * w.t1095;
+    const T t3334 = w0[10] * w3[3];
     const T t3335 = t3309 - t3334;
-    const T t3336 = T(0.00024499999999999999) * w.t808;
+    const T t3336 = T(0.00024499999999999999) * w0[11];
     const T t3337 = t3324 + t3336;
-    const T t3338 = w.t808 * w.t1201;
+    const T t3338 = w0[11] * w4[-4];
     const T t3339 = t3326 + t3338;
-    const T t3340 = w.t808 * w.t1171;
+    const T t3340 = w0[11] * w4[-12];
     const T t3341 = t3328 + t3340;
-    const T t3343 = w.t808 * w.t1158;
+    const T t3343 = w0[11] * w4[-16];
     const T t3344 = t3331 + t3343;
-    const T t3345 = w.t808 * w.t1163;
+    const T t3345 = w0[11] * w4[-15];
     const T t3346 = t3333 - t3345;
-    const T t3347 = w.t808 * w.t1154;
+    const T t3347 = w0[11] * w3[15];
     const T t3349 = t3335 - t3347;
-    const T t3350 = w.t809 * w.t1130;
+    const T t3350 = w0[12] * w3[12];
     const T t3351 = t3337 - t3350;
-    const T t3352 = w.t809 * w.t1163;
+    const T t3352 = w0[12] * w4[-15];
     const T t3353 = t3339 + t3352;
-    const T t3354 = w.t809 * w.t1158;
+    const T t3354 = w0[12] * w4[-16];
     const T t3355 = t3341 - t3354;
-    const T t3357 = w.t809 * w.t1214;
+    const T t3357 = w0[12] * w4[-2];
     const T t3358 = t3357 - t3344;
-    const T t3359 = w.t809 * w.t1187;
+    const T t3359 = w0[12] * w4[-7];
     const T t3360 = t3346 + t3359;
-    const T t3361 = w.t810 * w.t1148;
-    w.t3362 = t3351 - t3361;
-    const T t3363 = w.t810 * w.t1158;
+    const T t3361 = w0[13] * w3[14];
+    w1[-7] = t3351 - t3361;  // t3362
+    const T t3363 = w0[13] * w4[-16];
     const T t3364 = t3353 + t3363;
-    const T t3365 = w.t810 * w.t1163;
+    const T t3365 = w0[13] * w4[-15];
     const T t3366 = t3355 + t3365;
-    const T t3368 = w.t810 * w.t1219;
+    const T t3368 = w0[13] * w4[-1];
     const T t3369 = t3358 + t3368;
-    const T t3370 = w.t810 * w.t1189;
+    const T t3370 = w0[13] * w4[-6];
     const T t3371 = t3360 + t3370;
-    const T t3372 = w.t1229 * w.t3362;
+    const T t3372 = w4[1] * w1[-7];
     const T t3373 = t3364 + t3372;
-    const T t3374 = w.t1238 * w.t3362;
+    const T t3374 = w4[6] * w1[-7];
     const T t3375 = t3366 - t3374;
-    const T t3378 = w.t1247 * w.t3362;
+    const T t3378 = w4[9] * w1[-7];
     const T t3379 = t3369 - t3378;
-    const T t3380 = w.t1255 * w.t3362;
+    const T t3380 = w4[12] * w1[-7];
     const T t3381 = t3371 + t3380;
     const T t3382 = T(0.062) * t3379;
     const T t3383 = t3375 + t3382;
     const T t3386 = T(0.062) * t3381;
     const T t3387 = t3386 - t3373;
-    const T t3388 = w.t3247 - t3387;
-    const T t3389 = w.t3248 + t3383;
-    const T t3390 = w.t1069 - in[16];
-    const T t3391 = w.t1070 + t3379;
-    const T t3392 = w.t3249 + t3381;
-    const T t3393 = w.t1071 + t3349;
-    const T t3394 = w.t719 * t3388;
-    const T t3395 = w.t720 * t3388;
-    const T t3396 = w.t720 * t3390;
+    const T t3388 = w6[14] - t3387;
+    const T t3389 = w6[15] + t3383;
+    const T t3390 = w3[-8] - in[16];
+    const T t3391 = w3[-7] + t3379;
+    const T t3392 = w1[-16] + t3381;
+    const T t3393 = w3[-6] + t3349;
+    const T t3394 = w2[-12] * t3388;
+    const T t3395 = w2[-11] * t3388;
+    const T t3396 = w2[-11] * t3390;
     const T t3397 = t3394 + t3396;
-    const T t3398 = w.t719 * t3390;
+    const T t3398 = w2[-12] * t3390;
     const T t3399 = t3395 - t3398;
     const T t3400 = in[15] + t3389;
-    const T t3401 = w.t719 * t3391;
-    const T t3402 = w.t720 * t3391;
-    const T t3403 = w.t720 * t3393;
+    const T t3401 = w2[-12] * t3391;
+    const T t3402 = w2[-11] * t3391;
+    const T t3403 = w2[-11] * t3393;
     const T t3404 = t3401 + t3403;
-    const T t3405 = w.t719 * t3393;
+    const T t3405 = w2[-12] * t3393;
     const T t3406 = t3402 - t3405;
-    const T t3407 = w.t736 * w.t1299;
+    const T t3407 = w0[-5] * w5[-15];
     const T t3409 = t3400 + t3407;
-    const T t3410 = w.t736 * w.t1347;
+    const T t3410 = w0[-5] * w5[3];
     const T t3412 = t3397 + t3410;
-    const T t3413 = w.t736 * w.t1323;
+    const T t3413 = w0[-5] * w5[-7];
     const T t3414 = t3399 + t3413;
-    const T t3416 = w.t736 * w.t1355;
+    const T t3416 = w0[-5] * w5[4];
     const T t3417 = t3404 - t3416;
-    const T t3418 = w.t736 * w.t1341;
+    const T t3418 = w0[-5] * w5[0];
     const T t3419 = t3406 + t3418;
-    const T t3420 = w.t736 * w.t1298;
+    const T t3420 = w0[-5] * w5[-16];
     const T t3421 = t3392 + t3420;
-    const T t3422 = T(5.8e-05) * w.t737;
+    const T t3422 = T(5.8e-05) * w0[-4];
     const T t3423 = t3409 - t3422;
-    const T t3424 = w.t737 * w.t1362;
+    const T t3424 = w0[-4] * w5[5];
     const T t3425 = t3412 - t3424;
-    const T t3426 = w.t737 * w.t1325;
+    const T t3426 = w0[-4] * w5[-6];
     const T t3427 = t3414 + t3426;
-    const T t3429 = w.t738 * w.t1301;
+    const T t3429 = w0[-3] * w5[-13];
     const T t3431 = t3423 - t3429;
-    const T t3432 = w.t738 * w.t1309;
+    const T t3432 = w0[-3] * w5[-12];
     const T t3434 = t3425 - t3432;
-    const T t3435 = w.t738 * w.t1316;
+    const T t3435 = w0[-3] * w5[-10];
     const T t3436 = t3427 - t3435;
-    const T t3438 = w.t738 * w.t1333;
+    const T t3438 = w0[-3] * w5[-4];
     const T t3439 = t3417 - t3438;
-    const T t3440 = w.t738 * w.t1336;
+    const T t3440 = w0[-3] * w5[-3];
     const T t3441 = t3419 - t3440;
-    const T t3442 = w.t738 * w.t1254;
+    const T t3442 = w0[-3] * w4[11];
     const T t3443 = t3421 - t3442;
-    const T t3444 = w.t739 * w.t1175;
-    w.t3445 = t3431 + t3444;
-    const T t3446 = w.t739 * w.t1310;
+    const T t3444 = w0[-2] * w4[-10];
+    w1[-6] = t3431 + t3444;  // t3445
+    const T t3446 = w0[-2] * w5[-11];
     const T t3447 = t3434 + t3446;
-    const T t3448 = w.t739 * w.t1317;
+    const T t3448 = w0[-2] * w5[-9];
     const T t3449 = t3436 + t3448;
-    const T t3451 = w.t739 * w.t1340;
+    const T t3451 = w0[-2] * w5[-1];
     const T t3452 = t3439 - t3451;
-    const T t3453 = w.t739 * w.t1344;
+    const T t3453 = w0[-2] * w5[2];
     const T t3454 = t3441 + t3453;
-    const T t3455 = w.t1404 * w.t3445;
-    const T t3456 = w.t1417 * w.t3445;
+    const T t3455 = w5[7] * w1[-6];
+    const T t3456 = w5[8] * w1[-6];
     const T t3457 = t3449 - t3456;
-    const T t3458 = w.t1431 * w.t3445;
+    const T t3458 = w5[9] * w1[-6];
     const T t3459 = t3452 - t3458;
-    const T t3460 = w.t1443 * w.t3445;
+    const T t3460 = w5[12] * w1[-6];
     const T t3461 = t3454 - t3460;
-    const T t3462 = w.t1456 * w.t3445;
+    const T t3462 = w5[14] * w1[-6];
     const T t3463 = t3443 - t3462;
     const T t3464 = t3455 - t3447;
-    const T t3472 = w.t3211 - in[15];
-    const T t3473 = w.t3212 - t3457;
-    const T t3474 = w.t3213 - t3464;
+    const T t3472 = w6[-16] - in[15];
+    const T t3473 = w6[-15] - t3457;
+    const T t3474 = w6[-14] - t3464;
     const T t3475 = T(0.049000000000000002) * t3463;
     const T t3476 = t3474 - t3475;
-    w.t3477 = w.t3214 + t3463;
+    w1[-5] = w6[-13] + t3463;  // t3477
     const T t3478 = T(0.19) * t3461;
-    w.t3480 = t3476 + t3478;
-    w.t3481 = w.t3215 - t3461;
+    w1[-4] = t3476 + t3478;  // t3480
+    w1[-3] = w6[-12] - t3461;  // t3481
     const T t3482 = T(0.049000000000000002) * t3459;
-    w.t3483 = t3472 + t3482;
+    w1[-2] = t3472 + t3482;  // t3483
     const T t3484 = T(0.19) * t3459;
-    w.t3485 = t3473 + t3484;
-    w.t3486 = w.t3216 + t3459;
-    const T t3487 = w.t654 * w.t3242;
-    const T t3488 = w.t653 * w.t3242;
-    const T t3489 = w.t653 * w.t1059;
+    w1[-1] = t3473 + t3484;  // t3485
+    w1[0] = w6[-11] + t3459;  // t3486
+    const T t3487 = w2[-13] * w6[11];
+    const T t3488 = w2[-14] * w6[11];
+    const T t3489 = w2[-14] * w3[-11];
     const T t3490 = t3487 - t3489;
-    const T t3491 = w.t654 * w.t1059;
+    const T t3491 = w2[-13] * w3[-11];
     const T t3492 = t3488 + t3491;
-    const T t3493 = in[14] - w.t1060;
-    const T t3494 = w.t654 * w.t3245;
-    const T t3495 = w.t653 * w.t3245;
-    const T t3496 = w.t653 * w.t1061;
+    const T t3493 = in[14] - w3[-10];
+    const T t3494 = w2[-13] * w6[12];
+    const T t3495 = w2[-14] * w6[12];
+    const T t3496 = w2[-14] * w3[-9];
     const T t3497 = t3494 - t3496;
-    const T t3498 = w.t654 * w.t1061;
+    const T t3498 = w2[-13] * w3[-9];
     const T t3499 = t3495 + t3498;
-    const T t3500 = w.t674 * w.t1564;
+    const T t3500 = w0[-16] * w.t[320];
     const T t3501 = t3490 - t3500;
-    const T t3502 = w.t674 * w.t1566;
+    const T t3502 = w0[-16] * w.t[322];
     const T t3503 = t3502 - t3492;
-    const T t3504 = w.t674 * T(0.0039039999999999999);
-    const T t3505 = w.t3246 - t3504;
-    const T t3506 = w.t675 * w.t1568;
-    const T t3507 = w.t675 * w.t1569;
-    const T t3508 = w.t676 * T(0.0039039999999999999);
-    w.t3509 = t3493 + t3508;
-    const T t3511 = w.t676 * w.t1570;
+    const T t3504 = w0[-16] * T(0.0039039999999999999);
+    const T t3505 = w6[13] - t3504;
+    const T t3506 = w0[-15] * w.t[324];
+    const T t3507 = w0[-15] * w.t[325];
+    const T t3508 = w0[-14] * T(0.0039039999999999999);
+    w1[1] = t3493 + t3508;  // t3509
+    const T t3511 = w0[-14] * w.t[326];
     const T t3512 = t3497 - t3511;
-    const T t3513 = w.t676 * w.t1571;
+    const T t3513 = w0[-14] * w.t[327];
     const T t3514 = t3513 - t3499;
-    const T t3515 = w.t677 * w.t1571;
+    const T t3515 = w0[-13] * w.t[327];
     const T t3516 = t3512 - t3515;
-    const T t3517 = w.t677 * w.t1570;
+    const T t3517 = w0[-13] * w.t[326];
     const T t3518 = t3514 - t3517;
-    const T t3519 = w.t1588 * w.t3509;
+    const T t3519 = w.t[328] * w1[1];
     const T t3520 = t3516 + t3519;
-    const T t3521 = w.t1592 * w.t3509;
+    const T t3521 = w.t[329] * w1[1];
     const T t3522 = t3518 - t3521;
     const T t3523 = t3506 - t3501;
-    const T t3524 = w.t1047 + t3523;
+    const T t3524 = w3[-16] + t3523;
     const T t3525 = t3507 - t3503;
-    const T t3526 = w.t1048 + t3525;
-    const T t3528 = w.t3241 - in[14];
-    const T t3529 = t3520 - w.t1049;
+    const T t3526 = w3[-15] + t3525;
+    const T t3528 = w6[10] - in[14];
+    const T t3529 = t3520 - w3[-14];
     const T t3530 = T(0.20899999999999999) * t3522;
     const T t3531 = t3528 + t3530;
-    w.t3534 = w.t1050 - t3522;
+    w1[2] = w3[-13] - t3522;  // t3534
     const T t3535 = T(0.20899999999999999) * t3505;
     const T t3536 = t3526 + t3535;
-    w.t3539 = w.t1051 + t3505;
-    const T t3540 = w.t568 * t3524;
-    const T t3541 = w.t569 * t3524;
-    const T t3542 = w.t569 * t3536;
-    w.t3543 = t3540 - t3542;
-    const T t3544 = w.t568 * t3536;
-    w.t3545 = t3541 + t3544;
-    w.t3546 = in[13] + t3531;
-    const T t3547 = w.t568 * t3529;
-    w.t3548 = w.t569 * t3529;
-    const T t3549 = w.t569 * w.t3534;
-    w.t3550 = t3547 + t3549;
+    w1[3] = w3[-12] + t3505;  // t3539
+    const T t3540 = w2[-16] * t3524;
+    const T t3541 = w2[-15] * t3524;
+    const T t3542 = w2[-15] * t3536;
+    w1[4] = t3540 - t3542;  // t3543
+    const T t3544 = w2[-16] * t3536;
+    w1[5] = t3541 + t3544;  // t3545
+    w1[6] = in[13] + t3531;  // t3546
+    const T t3547 = w2[-16] * t3529;
+    w1[7] = w2[-15] * t3529;  // t3548
+    const T t3549 = w2[-15] * w1[2];
+    w1[8] = t3547 + t3549;  // t3550
     return status;
 }
 
@@ -3389,257 +2694,265 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part10(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 101);
+    T* const w1 = nelu::window(w.t + 715);
+    T* const w2 = nelu::window(w.t + 433);
+    T* const w3 = nelu::window(w.t + 24);
+    T* const w4 = nelu::window(w.t + 369);
+    T* const w5 = nelu::window(w.t + 141);
+    T* const w6 = nelu::window(w.t + 337);
+    T* const w7 = nelu::window(w.t + 683);
     // --- solve: forward and back substitution
-    const T t3551 = w.t568 * w.t3534;
-    const T t3552 = t3551 - w.t3548;
-    const T t3553 = w.t590 * T(0.00020438000000000002);
-    const T t3554 = w.t3546 + t3553;
-    const T t3555 = w.t590 * w.t1661;
-    const T t3556 = w.t3543 + t3555;
-    const T t3557 = w.t590 * w.t1638;
-    const T t3558 = w.t3545 + t3557;
-    const T t3560 = w.t590 * w.t1632;
-    const T t3561 = t3560 - w.t3550;
-    const T t3562 = w.t590 * w.t1627;
+    const T t3551 = w3[-10] * w1[-16];
+    const T t3552 = t3551 - w1[-11];
+    const T t3553 = w5[-16] * T(0.00020438000000000002);
+    const T t3554 = w1[-12] + t3553;
+    const T t3555 = w5[-16] * w4[-16];
+    const T t3556 = w1[-14] + t3555;
+    const T t3557 = w5[-16] * w6[4];
+    const T t3558 = w1[-13] + t3557;
+    const T t3560 = w5[-16] * w6[0];
+    const T t3561 = t3560 - w1[-10];
+    const T t3562 = w5[-16] * w6[-2];
     const T t3563 = t3552 - t3562;
-    const T t3564 = w.t590 * w.t1565;
-    const T t3565 = w.t3539 - t3564;
-    const T t3566 = T(0.00024499999999999999) * w.t591;
+    const T t3564 = w5[-16] * w6[-16];
+    const T t3565 = w1[-15] - t3564;
+    const T t3566 = T(0.00024499999999999999) * w5[-15];
     const T t3567 = t3554 - t3566;
-    const T t3568 = w.t591 * w.t1670;
+    const T t3568 = w5[-15] * w4[-13];
     const T t3569 = t3556 + t3568;
-    const T t3570 = w.t591 * w.t1640;
+    const T t3570 = w5[-15] * w6[5];
     const T t3571 = t3558 + t3570;
-    const T t3573 = w.t591 * w.t1627;
+    const T t3573 = w5[-15] * w6[-2];
     const T t3574 = t3561 + t3573;
-    const T t3575 = w.t591 * w.t1632;
+    const T t3575 = w5[-15] * w6[0];
     const T t3576 = t3563 + t3575;
-    const T t3577 = w.t591 * w.t1623;
+    const T t3577 = w5[-15] * w6[-4];
     const T t3579 = t3565 - t3577;
-    const T t3580 = w.t592 * w.t1600;
+    const T t3580 = w5[-14] * w6[-7];
     const T t3581 = t3567 - t3580;
-    const T t3582 = w.t592 * w.t1632;
+    const T t3582 = w5[-14] * w6[0];
     const T t3583 = t3569 - t3582;
-    const T t3584 = w.t592 * w.t1627;
+    const T t3584 = w5[-14] * w6[-2];
     const T t3585 = t3571 + t3584;
-    const T t3587 = w.t592 * w.t1683;
+    const T t3587 = w5[-14] * w4[-12];
     const T t3588 = t3574 + t3587;
-    const T t3589 = w.t592 * w.t1656;
+    const T t3589 = w5[-14] * w6[14];
     const T t3590 = t3576 + t3589;
-    const T t3591 = w.t593 * w.t1617;
-    w.t3592 = t3581 - t3591;
-    const T t3593 = w.t593 * w.t1627;
+    const T t3591 = w5[-13] * w6[-5];
+    w1[-9] = t3581 - t3591;  // t3592
+    const T t3593 = w5[-13] * w6[-2];
     const T t3594 = t3583 - t3593;
-    const T t3595 = w.t593 * w.t1632;
+    const T t3595 = w5[-13] * w6[0];
     const T t3596 = t3585 - t3595;
-    const T t3598 = w.t593 * w.t1688;
+    const T t3598 = w5[-13] * w4[-11];
     const T t3599 = t3588 + t3598;
-    const T t3600 = w.t593 * w.t1658;
+    const T t3600 = w5[-13] * w6[15];
     const T t3601 = t3590 + t3600;
-    const T t3602 = w.t1698 * w.t3592;
+    const T t3602 = w4[-9] * w1[-9];
     const T t3603 = t3594 - t3602;
-    const T t3604 = w.t1708 * w.t3592;
+    const T t3604 = w4[-8] * w1[-9];
     const T t3605 = t3596 - t3604;
-    const T t3608 = w.t1717 * w.t3592;
+    const T t3608 = w4[-7] * w1[-9];
     const T t3609 = t3599 - t3608;
-    const T t3610 = w.t1725 * w.t3592;
+    const T t3610 = w4[-5] * w1[-9];
     const T t3611 = t3601 + t3610;
     const T t3612 = T(0.062) * t3609;
     const T t3615 = T(0.062) * t3611;
     const T t3616 = t3603 + t3615;
-    const T t3617 = w.t3238 + t3616;
+    const T t3617 = w7[-11] + t3616;
     const T t3618 = t3612 - t3605;
-    const T t3619 = w.t3239 - t3618;
-    const T t3620 = w.t1037 - in[13];
-    const T t3621 = w.t1038 + t3609;
-    const T t3622 = w.t3240 + t3611;
-    const T t3623 = w.t1039 + t3579;
-    const T t3624 = w.t499 * t3617;
-    const T t3625 = w.t500 * t3617;
-    const T t3626 = w.t500 * t3620;
+    const T t3619 = w7[-10] - t3618;
+    const T t3620 = w.t[202] - in[13];
+    const T t3621 = w.t[203] + t3609;
+    const T t3622 = w7[-9] + t3611;
+    const T t3623 = w.t[204] + t3579;
+    const T t3624 = w3[-12] * t3617;
+    const T t3625 = w3[-11] * t3617;
+    const T t3626 = w3[-11] * t3620;
     const T t3627 = t3624 + t3626;
-    const T t3628 = w.t499 * t3620;
+    const T t3628 = w3[-12] * t3620;
     const T t3629 = t3625 - t3628;
     const T t3632 = in[12] + t3619;
-    const T t3633 = w.t499 * t3621;
-    const T t3634 = w.t500 * t3621;
-    const T t3635 = w.t500 * t3623;
+    const T t3633 = w3[-12] * t3621;
+    const T t3634 = w3[-11] * t3621;
+    const T t3635 = w3[-11] * t3623;
     const T t3636 = t3633 + t3635;
-    const T t3637 = w.t499 * t3623;
+    const T t3637 = w3[-12] * t3623;
     const T t3638 = t3634 - t3637;
-    const T t3639 = w.t519 * w.t1770;
+    const T t3639 = w0[10] * w4[-3];
     const T t3641 = t3632 + t3639;
-    const T t3642 = w.t519 * w.t1816;
+    const T t3642 = w0[10] * w.t[385];
     const T t3643 = t3627 - t3642;
-    const T t3644 = w.t519 * w.t1791;
+    const T t3644 = w0[10] * w4[6];
     const T t3645 = t3629 + t3644;
-    const T t3647 = w.t519 * w.t1821;
+    const T t3647 = w0[10] * w.t[386];
     const T t3648 = t3636 - t3647;
-    const T t3649 = w.t519 * w.t1809;
+    const T t3649 = w0[10] * w4[13];
     const T t3650 = t3638 + t3649;
-    const T t3651 = w.t519 * w.t1774;
+    const T t3651 = w0[10] * w4[0];
     const T t3653 = t3622 + t3651;
-    const T t3654 = T(5.8e-05) * w.t520;
+    const T t3654 = T(5.8e-05) * w0[11];
     const T t3656 = t3641 + t3654;
-    const T t3657 = w.t520 * w.t1831;
+    const T t3657 = w0[11] * w.t[387];
     const T t3658 = t3643 - t3657;
-    const T t3659 = w.t520 * w.t1793;
+    const T t3659 = w0[11] * w4[7];
     const T t3660 = t3645 + t3659;
-    const T t3662 = w.t521 * w.t1772;
+    const T t3662 = w0[12] * w4[-1];
     const T t3664 = t3656 - t3662;
-    const T t3665 = w.t521 * w.t1779;
+    const T t3665 = w0[12] * w4[1];
     const T t3667 = t3658 - t3665;
-    const T t3668 = w.t521 * w.t1785;
+    const T t3668 = w0[12] * w4[3];
     const T t3669 = t3660 - t3668;
-    const T t3671 = w.t521 * w.t1801;
+    const T t3671 = w0[12] * w4[9];
     const T t3672 = t3648 - t3671;
-    const T t3673 = w.t521 * w.t1804;
+    const T t3673 = w0[12] * w4[10];
     const T t3674 = t3650 - t3673;
-    const T t3675 = w.t521 * w.t1724;
+    const T t3675 = w0[12] * w4[-6];
     const T t3676 = t3653 - t3675;
-    const T t3677 = w.t522 * w.t1644;
-    w.t3678 = t3664 + t3677;
-    const T t3679 = w.t522 * w.t1780;
+    const T t3677 = w0[13] * w6[7];
+    w1[-8] = t3664 + t3677;  // t3678
+    const T t3679 = w0[13] * w4[2];
     const T t3680 = t3667 + t3679;
-    const T t3681 = w.t522 * w.t1786;
+    const T t3681 = w0[13] * w4[4];
     const T t3682 = t3669 + t3681;
-    const T t3684 = w.t522 * w.t1808;
+    const T t3684 = w0[13] * w4[12];
     const T t3685 = t3672 - t3684;
-    const T t3686 = w.t522 * w.t1812;
+    const T t3686 = w0[13] * w4[15];
     const T t3687 = t3674 + t3686;
-    const T t3688 = w.t1873 * w.t3678;
-    const T t3689 = w.t1886 * w.t3678;
+    const T t3688 = w.t[389] * w1[-8];
+    const T t3689 = w.t[390] * w1[-8];
     const T t3690 = t3682 - t3689;
-    const T t3691 = w.t1900 * w.t3678;
+    const T t3691 = w.t[391] * w1[-8];
     const T t3692 = t3685 - t3691;
-    const T t3693 = w.t1912 * w.t3678;
+    const T t3693 = w.t[392] * w1[-8];
     const T t3694 = t3687 - t3693;
-    const T t3695 = w.t1926 * w.t3678;
+    const T t3695 = w.t[393] * w1[-8];
     const T t3696 = t3676 - t3695;
     const T t3697 = t3688 - t3680;
-    const T t3705 = w.t3483 - in[12];
-    const T t3706 = w.t3485 - t3690;
-    const T t3707 = w.t3480 - t3697;
+    const T t3705 = w7[12] - in[12];
+    const T t3706 = w7[13] - t3690;
+    const T t3707 = w7[10] - t3697;
     const T t3708 = T(0.049000000000000002) * t3696;
     const T t3709 = t3707 + t3708;
-    w.t3710 = w.t3477 + t3696;
+    w1[-7] = w7[9] + t3696;  // t3710
     const T t3711 = T(0.19) * t3694;
-    w.t3713 = t3709 + t3711;
-    w.t3714 = w.t3481 - t3694;
+    w1[-6] = t3709 + t3711;  // t3713
+    w1[-5] = w7[11] - t3694;  // t3714
     const T t3715 = T(0.049000000000000002) * t3692;
-    w.t3716 = t3705 - t3715;
+    w1[-4] = t3705 - t3715;  // t3716
     const T t3717 = T(0.19) * t3692;
-    w.t3718 = t3706 + t3717;
-    w.t3719 = w.t3486 + t3692;
-    const T t3720 = w.t443 * w.t3233;
-    const T t3721 = w.t442 * w.t3233;
-    const T t3722 = w.t442 * w.t1027;
+    w1[-3] = t3706 + t3717;  // t3718
+    w1[-2] = w7[14] + t3692;  // t3719
+    const T t3720 = w3[-13] * w7[-14];
+    const T t3721 = w3[-14] * w7[-14];
+    const T t3722 = w3[-14] * w.t[199];
     const T t3723 = t3720 - t3722;
-    const T t3724 = w.t443 * w.t1027;
+    const T t3724 = w3[-13] * w.t[199];
     const T t3725 = t3721 + t3724;
-    const T t3726 = in[11] - w.t1028;
-    const T t3727 = w.t443 * w.t3236;
-    const T t3728 = w.t442 * w.t3236;
-    const T t3729 = w.t442 * w.t1029;
+    const T t3726 = in[11] - w.t[200];
+    const T t3727 = w3[-13] * w7[-13];
+    const T t3728 = w3[-14] * w7[-13];
+    const T t3729 = w3[-14] * w.t[201];
     const T t3730 = t3727 - t3729;
-    const T t3731 = w.t443 * w.t1029;
+    const T t3731 = w3[-13] * w.t[201];
     const T t3732 = t3728 + t3731;
-    const T t3733 = w.t462 * w.t2071;
+    const T t3733 = w0[-6] * w.t[415];
     const T t3734 = t3723 - t3733;
-    const T t3735 = w.t462 * w.t2073;
+    const T t3735 = w0[-6] * w2[-16];
     const T t3736 = t3735 - t3725;
-    const T t3737 = w.t462 * T(0.0039039999999999999);
-    const T t3738 = w.t3237 - t3737;
-    const T t3739 = w.t463 * w.t2075;
-    const T t3740 = w.t463 * w.t2076;
-    const T t3741 = w.t464 * T(0.0039039999999999999);
-    w.t3742 = t3726 + t3741;
-    const T t3744 = w.t464 * w.t2077;
+    const T t3737 = w0[-6] * T(0.0039039999999999999);
+    const T t3738 = w7[-12] - t3737;
+    const T t3739 = w0[-5] * w2[-14];
+    const T t3740 = w0[-5] * w2[-13];
+    const T t3741 = w0[-4] * T(0.0039039999999999999);
+    w1[-1] = t3726 + t3741;  // t3742
+    const T t3744 = w0[-4] * w2[-12];
     const T t3745 = t3730 - t3744;
-    const T t3746 = w.t464 * w.t2078;
+    const T t3746 = w0[-4] * w2[-11];
     const T t3747 = t3746 - t3732;
-    const T t3748 = w.t465 * w.t2078;
+    const T t3748 = w0[-3] * w2[-11];
     const T t3749 = t3745 - t3748;
-    const T t3750 = w.t465 * w.t2077;
+    const T t3750 = w0[-3] * w2[-12];
     const T t3751 = t3747 - t3750;
-    const T t3752 = w.t2095 * w.t3742;
+    const T t3752 = w2[-7] * w1[-1];
     const T t3753 = t3749 + t3752;
-    const T t3754 = w.t2099 * w.t3742;
+    const T t3754 = w2[-6] * w1[-1];
     const T t3755 = t3751 - t3754;
     const T t3756 = t3739 - t3734;
-    const T t3757 = w.t1016 + t3756;
+    const T t3757 = w.t[195] + t3756;
     const T t3758 = t3740 - t3736;
-    const T t3759 = w.t1017 + t3758;
-    const T t3761 = w.t3231 - in[11];
-    const T t3762 = t3753 - w.t1018;
+    const T t3759 = w.t[196] + t3758;
+    const T t3761 = w7[-16] - in[11];
+    const T t3762 = t3753 - w.t[197];
     const T t3763 = T(0.20899999999999999) * t3755;
     const T t3764 = t3761 + t3763;
-    const T t3767 = w.t1019 - t3755;
+    const T t3767 = w.t[198] - t3755;
     const T t3768 = T(0.20899999999999999) * t3738;
     const T t3769 = t3759 + t3768;
-    const T t3772 = w.t3232 + t3738;
-    const T t3773 = w.t365 * t3757;
-    const T t3774 = w.t366 * t3757;
-    const T t3775 = w.t366 * t3769;
+    const T t3772 = w7[-15] + t3738;
+    const T t3773 = w3[-16] * t3757;
+    const T t3774 = w3[-15] * t3757;
+    const T t3775 = w3[-15] * t3769;
     const T t3776 = t3773 - t3775;
-    const T t3777 = w.t365 * t3769;
+    const T t3777 = w3[-16] * t3769;
     const T t3778 = t3774 + t3777;
     const T t3779 = in[10] + t3764;
-    const T t3780 = w.t365 * t3762;
-    const T t3781 = w.t366 * t3762;
-    const T t3782 = w.t366 * t3767;
+    const T t3780 = w3[-16] * t3762;
+    const T t3781 = w3[-15] * t3762;
+    const T t3782 = w3[-15] * t3767;
     const T t3783 = t3780 + t3782;
-    const T t3784 = w.t365 * t3767;
+    const T t3784 = w3[-16] * t3767;
     const T t3785 = t3784 - t3781;
-    const T t3786 = w.t385 * T(0.00020438000000000002);
+    const T t3786 = w0[-16] * T(0.00020438000000000002);
     const T t3787 = t3779 - t3786;
-    const T t3788 = w.t385 * w.t2168;
+    const T t3788 = w0[-16] * w2[10];
     const T t3789 = t3776 + t3788;
-    const T t3790 = w.t385 * w.t2145;
+    const T t3790 = w0[-16] * w2[2];
     const T t3791 = t3778 + t3790;
-    const T t3793 = w.t385 * w.t2139;
+    const T t3793 = w0[-16] * w2[0];
     const T t3794 = t3783 + t3793;
-    const T t3795 = w.t385 * w.t2134;
+    const T t3795 = w0[-16] * w2[-1];
     const T t3796 = t3785 + t3795;
-    const T t3797 = w.t385 * w.t2072;
+    const T t3797 = w0[-16] * w.t[416];
     const T t3798 = t3772 - t3797;
-    const T t3799 = T(0.00024499999999999999) * w.t386;
+    const T t3799 = T(0.00024499999999999999) * w0[-15];
     const T t3800 = t3787 + t3799;
-    const T t3801 = w.t386 * w.t2177;
+    const T t3801 = w0[-15] * w2[11];
     const T t3802 = t3789 + t3801;
-    const T t3803 = w.t386 * w.t2147;
+    const T t3803 = w0[-15] * w2[3];
     const T t3804 = t3791 + t3803;
-    const T t3806 = w.t386 * w.t2134;
+    const T t3806 = w0[-15] * w2[-1];
     const T t3807 = t3794 + t3806;
-    const T t3808 = w.t386 * w.t2139;
+    const T t3808 = w0[-15] * w2[0];
     const T t3809 = t3796 - t3808;
-    const T t3810 = w.t386 * w.t2130;
-    w.t3812 = t3798 - t3810;
-    const T t3813 = w.t387 * w.t2107;
+    const T t3810 = w0[-15] * w2[-2];
+    w1[0] = t3798 - t3810;  // t3812
+    const T t3813 = w0[-14] * w2[-5];
     const T t3814 = t3800 - t3813;
-    const T t3815 = w.t387 * w.t2139;
+    const T t3815 = w0[-14] * w2[0];
     const T t3816 = t3802 + t3815;
-    const T t3817 = w.t387 * w.t2134;
+    const T t3817 = w0[-14] * w2[-1];
     const T t3818 = t3804 - t3817;
-    const T t3820 = w.t387 * w.t2190;
+    const T t3820 = w0[-14] * w2[12];
     const T t3821 = t3820 - t3807;
-    const T t3822 = w.t387 * w.t2163;
+    const T t3822 = w0[-14] * w2[8];
     const T t3823 = t3809 + t3822;
-    const T t3824 = w.t388 * w.t2124;
-    w.t3825 = t3814 - t3824;
-    const T t3826 = w.t388 * w.t2134;
+    const T t3824 = w0[-13] * w2[-3];
+    w1[1] = t3814 - t3824;  // t3825
+    const T t3826 = w0[-13] * w2[-1];
     const T t3827 = t3816 + t3826;
-    const T t3828 = w.t388 * w.t2139;
+    const T t3828 = w0[-13] * w2[0];
     const T t3829 = t3818 + t3828;
-    const T t3831 = w.t388 * w.t2195;
-    w.t3832 = t3821 + t3831;
-    const T t3833 = w.t388 * w.t2165;
-    w.t3834 = t3823 + t3833;
-    const T t3835 = w.t2205 * w.t3825;
-    w.t3836 = t3827 + t3835;
-    const T t3837 = w.t2214 * w.t3825;
-    w.t3838 = t3829 - t3837;
-    w.t3841 = w.t2223 * w.t3825;
+    const T t3831 = w0[-13] * w2[13];
+    w1[2] = t3821 + t3831;  // t3832
+    const T t3833 = w0[-13] * w2[9];
+    w1[3] = t3823 + t3833;  // t3834
+    const T t3835 = w2[15] * w1[1];
+    w1[4] = t3827 + t3835;  // t3836
+    const T t3837 = w.t[449] * w1[1];
+    w1[5] = t3829 - t3837;  // t3838
+    w1[6] = w.t[450] * w1[1];  // t3841
     return status;
 }
 
@@ -3647,257 +2960,265 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part11(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 56);
+    T* const w1 = nelu::window(w.t + 724);
+    T* const w2 = nelu::window(w.t + 16);
+    T* const w3 = nelu::window(w.t + 540);
+    T* const w4 = nelu::window(w.t + 91);
+    T* const w5 = nelu::window(w.t + 454);
+    T* const w6 = nelu::window(w.t + 199);
+    T* const w7 = nelu::window(w.t + 671);
     // --- solve: forward and back substitution
-    const T t3842 = w.t3832 - w.t3841;
-    const T t3843 = w.t2231 * w.t3825;
-    const T t3844 = w.t3834 + t3843;
+    const T t3842 = w1[-7] - w1[-3];
+    const T t3843 = w5[-2] * w1[-8];
+    const T t3844 = w1[-6] + t3843;
     const T t3845 = T(0.062) * t3842;
-    const T t3846 = w.t3838 + t3845;
+    const T t3846 = w1[-4] + t3845;
     const T t3849 = T(0.062) * t3844;
-    const T t3850 = t3849 - w.t3836;
-    const T t3851 = w.t3227 - t3850;
-    const T t3852 = w.t3228 + t3846;
-    const T t3853 = w.t1006 - in[10];
-    const T t3854 = w.t3229 + t3842;
-    const T t3855 = w.t3230 + t3844;
-    const T t3856 = w.t1007 + w.t3812;
-    const T t3857 = w.t295 * t3851;
-    const T t3858 = w.t296 * t3851;
-    const T t3859 = w.t296 * t3853;
+    const T t3850 = t3849 - w1[-5];
+    const T t3851 = w7[-8] - t3850;
+    const T t3852 = w7[-7] + t3846;
+    const T t3853 = w6[-6] - in[10];
+    const T t3854 = w7[-6] + t3842;
+    const T t3855 = w7[-5] + t3844;
+    const T t3856 = w6[-5] + w1[-9];
+    const T t3857 = w2[-10] * t3851;
+    const T t3858 = w2[-9] * t3851;
+    const T t3859 = w2[-9] * t3853;
     const T t3860 = t3857 + t3859;
-    const T t3861 = w.t295 * t3853;
+    const T t3861 = w2[-10] * t3853;
     const T t3862 = t3858 - t3861;
     const T t3863 = in[9] + t3852;
-    const T t3864 = w.t295 * t3854;
-    const T t3865 = w.t296 * t3854;
-    const T t3866 = w.t296 * t3856;
+    const T t3864 = w2[-10] * t3854;
+    const T t3865 = w2[-9] * t3854;
+    const T t3866 = w2[-9] * t3856;
     const T t3867 = t3864 + t3866;
-    const T t3868 = w.t295 * t3856;
+    const T t3868 = w2[-10] * t3856;
     const T t3869 = t3865 - t3868;
-    const T t3870 = w.t314 * w.t2275;
+    const T t3870 = w4[-16] * w5[1];
     const T t3872 = t3863 + t3870;
-    const T t3873 = w.t314 * w.t2322;
+    const T t3873 = w4[-16] * w.t[473];
     const T t3875 = t3860 + t3873;
-    const T t3876 = w.t314 * w.t2298;
+    const T t3876 = w4[-16] * w5[9];
     const T t3877 = t3862 + t3876;
-    const T t3879 = w.t314 * w.t2330;
+    const T t3879 = w4[-16] * w.t[474];
     const T t3880 = t3867 - t3879;
-    const T t3881 = w.t314 * w.t2316;
+    const T t3881 = w4[-16] * w.t[470];
     const T t3882 = t3869 + t3881;
-    const T t3883 = w.t314 * w.t2274;
+    const T t3883 = w4[-16] * w5[0];
     const T t3884 = t3855 + t3883;
-    const T t3885 = T(5.8e-05) * w.t315;
+    const T t3885 = T(5.8e-05) * w4[-15];
     const T t3886 = t3872 - t3885;
-    const T t3887 = w.t315 * w.t2337;
+    const T t3887 = w4[-15] * w.t[475];
     const T t3888 = t3875 - t3887;
-    const T t3889 = w.t315 * w.t2300;
+    const T t3889 = w4[-15] * w5[10];
     const T t3890 = t3877 + t3889;
-    const T t3892 = w.t316 * w.t2277;
+    const T t3892 = w4[-14] * w5[3];
     const T t3894 = t3886 + t3892;
-    const T t3895 = w.t316 * w.t2284;
+    const T t3895 = w4[-14] * w5[4];
     const T t3897 = t3888 + t3895;
-    const T t3898 = w.t316 * w.t2291;
+    const T t3898 = w4[-14] * w5[6];
     const T t3899 = t3890 + t3898;
-    const T t3901 = w.t316 * w.t2308;
+    const T t3901 = w4[-14] * w5[12];
     const T t3902 = t3880 + t3901;
-    const T t3903 = w.t316 * w.t2311;
+    const T t3903 = w4[-14] * w5[13];
     const T t3904 = t3882 + t3903;
-    const T t3905 = w.t316 * w.t2230;
+    const T t3905 = w4[-14] * w5[-3];
     const T t3906 = t3884 + t3905;
-    const T t3907 = w.t317 * w.t2151;
-    w.t3908 = t3894 + t3907;
-    const T t3909 = w.t317 * w.t2285;
+    const T t3907 = w4[-13] * w5[-16];
+    w1[-2] = t3894 + t3907;  // t3908
+    const T t3909 = w4[-13] * w5[5];
     const T t3910 = t3897 + t3909;
-    const T t3911 = w.t317 * w.t2292;
+    const T t3911 = w4[-13] * w5[7];
     const T t3912 = t3899 + t3911;
-    const T t3914 = w.t317 * w.t2315;
+    const T t3914 = w4[-13] * w5[15];
     const T t3915 = t3902 - t3914;
-    const T t3916 = w.t317 * w.t2319;
+    const T t3916 = w4[-13] * w.t[472];
     const T t3917 = t3904 + t3916;
-    const T t3918 = w.t2379 * w.t3908;
-    const T t3919 = w.t2392 * w.t3908;
+    const T t3918 = w.t[477] * w1[-2];
+    const T t3919 = w.t[479] * w1[-2];
     const T t3920 = t3912 - t3919;
-    const T t3921 = w.t2406 * w.t3908;
+    const T t3921 = w.t[483] * w1[-2];
     const T t3922 = t3915 - t3921;
-    const T t3923 = w.t2418 * w.t3908;
+    const T t3923 = w.t[487] * w1[-2];
     const T t3924 = t3917 - t3923;
-    const T t3925 = w.t2432 * w.t3908;
+    const T t3925 = w.t[490] * w1[-2];
     const T t3926 = t3906 - t3925;
     const T t3927 = t3918 - t3910;
-    const T t3935 = w.t3716 - in[9];
-    const T t3936 = w.t3718 - t3920;
-    const T t3937 = w.t3713 - t3927;
+    const T t3935 = w1[-13] - in[9];
+    const T t3936 = w1[-12] - t3920;
+    const T t3937 = w1[-15] - t3927;
     const T t3938 = T(0.049000000000000002) * t3926;
     const T t3939 = t3937 - t3938;
-    w.t3940 = w.t3710 + t3926;
+    w1[-1] = w1[-16] + t3926;  // t3940
     const T t3941 = T(0.19) * t3924;
-    w.t3943 = t3939 - t3941;
-    w.t3944 = w.t3714 - t3924;
+    w1[0] = t3939 - t3941;  // t3943
+    w1[1] = w1[-14] - t3924;  // t3944
     const T t3945 = T(0.049000000000000002) * t3922;
-    w.t3946 = t3935 + t3945;
+    w1[2] = t3935 + t3945;  // t3946
     const T t3947 = T(0.19) * t3922;
-    w.t3948 = t3936 - t3947;
-    w.t3949 = w.t3719 + t3922;
-    const T t3950 = w.t235 * w.t3222;
-    const T t3951 = w.t234 * w.t3222;
-    const T t3952 = w.t234 * w.t996;
+    w1[3] = t3936 - t3947;  // t3948
+    w1[4] = w1[-11] + t3922;  // t3949
+    const T t3950 = w2[-11] * w7[-11];
+    const T t3951 = w2[-12] * w7[-11];
+    const T t3952 = w2[-12] * w6[-9];
     const T t3953 = t3950 - t3952;
-    const T t3954 = w.t235 * w.t996;
+    const T t3954 = w2[-11] * w6[-9];
     const T t3955 = t3951 + t3954;
-    const T t3956 = in[8] - w.t997;
-    const T t3957 = w.t235 * w.t3225;
-    const T t3958 = w.t234 * w.t3225;
-    const T t3959 = w.t234 * w.t998;
+    const T t3956 = in[8] - w6[-8];
+    const T t3957 = w2[-11] * w7[-10];
+    const T t3958 = w2[-12] * w7[-10];
+    const T t3959 = w2[-12] * w6[-7];
     const T t3960 = t3957 - t3959;
-    const T t3961 = w.t235 * w.t998;
+    const T t3961 = w2[-11] * w6[-7];
     const T t3962 = t3958 + t3961;
-    const T t3963 = w.t254 * w.t2570;
+    const T t3963 = w0[5] * w3[-16];
     const T t3964 = t3953 - t3963;
-    const T t3965 = w.t254 * w.t2572;
+    const T t3965 = w0[5] * w3[-14];
     const T t3966 = t3965 - t3955;
-    const T t3967 = w.t254 * T(0.0039039999999999999);
-    const T t3968 = w.t3226 - t3967;
-    const T t3969 = w.t255 * w.t2574;
-    const T t3970 = w.t255 * w.t2575;
-    const T t3971 = w.t256 * T(0.0039039999999999999);
-    w.t3972 = t3956 + t3971;
-    const T t3974 = w.t256 * w.t2576;
+    const T t3967 = w0[5] * T(0.0039039999999999999);
+    const T t3968 = w7[-9] - t3967;
+    const T t3969 = w0[6] * w3[-12];
+    const T t3970 = w0[6] * w3[-11];
+    const T t3971 = w0[7] * T(0.0039039999999999999);
+    w1[5] = t3956 + t3971;  // t3972
+    const T t3974 = w0[7] * w3[-10];
     const T t3975 = t3960 - t3974;
-    const T t3976 = w.t256 * w.t2577;
+    const T t3976 = w0[7] * w3[-9];
     const T t3977 = t3976 - t3962;
-    const T t3978 = w.t257 * w.t2577;
+    const T t3978 = w0[8] * w3[-9];
     const T t3979 = t3975 - t3978;
-    const T t3980 = w.t257 * w.t2576;
+    const T t3980 = w0[8] * w3[-10];
     const T t3981 = t3977 - t3980;
-    const T t3982 = w.t2594 * w.t3972;
+    const T t3982 = w3[-8] * w1[5];
     const T t3983 = t3979 + t3982;
-    const T t3984 = w.t2598 * w.t3972;
+    const T t3984 = w3[-7] * w1[5];
     const T t3985 = t3981 - t3984;
     const T t3986 = t3969 - t3964;
-    const T t3987 = w.t981 + t3986;
+    const T t3987 = w6[-14] + t3986;
     const T t3988 = t3970 - t3966;
-    const T t3989 = w.t982 + t3988;
-    const T t3991 = w.t3221 - in[8];
-    const T t3992 = t3983 - w.t983;
+    const T t3989 = w6[-13] + t3988;
+    const T t3991 = w7[-12] - in[8];
+    const T t3992 = t3983 - w6[-12];
     const T t3993 = T(0.20899999999999999) * t3985;
     const T t3994 = t3991 + t3993;
-    const T t3997 = w.t984 - t3985;
+    const T t3997 = w6[-11] - t3985;
     const T t3998 = T(0.20899999999999999) * t3968;
     const T t3999 = t3989 + t3998;
-    const T t4002 = w.t985 + t3968;
-    const T t4003 = w.t145 * t3987;
-    const T t4004 = w.t146 * t3987;
-    const T t4005 = w.t146 * t3999;
+    const T t4002 = w6[-10] + t3968;
+    const T t4003 = w2[-14] * t3987;
+    const T t4004 = w2[-13] * t3987;
+    const T t4005 = w2[-13] * t3999;
     const T t4006 = t4003 - t4005;
-    const T t4007 = w.t145 * t3999;
+    const T t4007 = w2[-14] * t3999;
     const T t4008 = t4004 + t4007;
     const T t4009 = in[7] + t3994;
-    const T t4010 = w.t145 * t3992;
-    const T t4011 = w.t146 * t3992;
-    const T t4012 = w.t146 * t3997;
+    const T t4010 = w2[-14] * t3992;
+    const T t4011 = w2[-13] * t3992;
+    const T t4012 = w2[-13] * t3997;
     const T t4013 = t4010 + t4012;
-    const T t4014 = w.t145 * t3997;
+    const T t4014 = w2[-14] * t3997;
     const T t4015 = t4014 - t4011;
-    const T t4016 = w.t166 * T(0.00020438000000000002);
+    const T t4016 = w0[-6] * T(0.00020438000000000002);
     const T t4017 = t4009 + t4016;
-    const T t4018 = w.t166 * w.t2667;
+    const T t4018 = w0[-6] * w3[9];
     const T t4019 = t4006 + t4018;
-    const T t4020 = w.t166 * w.t2644;
+    const T t4020 = w0[-6] * w3[1];
     const T t4021 = t4008 + t4020;
-    const T t4023 = w.t166 * w.t2638;
+    const T t4023 = w0[-6] * w3[-1];
     const T t4024 = t4023 - t4013;
-    const T t4025 = w.t166 * w.t2633;
+    const T t4025 = w0[-6] * w3[-2];
     const T t4026 = t4015 - t4025;
-    const T t4027 = w.t166 * w.t2571;
+    const T t4027 = w0[-6] * w3[-15];
     const T t4028 = t4002 - t4027;
-    const T t4029 = w.t167 * T(0.00024499999999999999);
+    const T t4029 = w0[-5] * T(0.00024499999999999999);
     const T t4030 = t4017 - t4029;
-    const T t4031 = w.t167 * w.t2676;
+    const T t4031 = w0[-5] * w3[10];
     const T t4032 = t4019 + t4031;
-    const T t4033 = w.t167 * w.t2646;
+    const T t4033 = w0[-5] * w3[2];
     const T t4034 = t4021 + t4033;
-    const T t4036 = w.t167 * w.t2633;
+    const T t4036 = w0[-5] * w3[-2];
     const T t4037 = t4024 + t4036;
-    const T t4038 = w.t167 * w.t2638;
+    const T t4038 = w0[-5] * w3[-1];
     const T t4039 = t4026 + t4038;
-    const T t4040 = w.t167 * w.t2629;
+    const T t4040 = w0[-5] * w3[-3];
     const T t4042 = t4028 - t4040;
-    const T t4043 = w.t168 * w.t2606;
+    const T t4043 = w0[-4] * w3[-6];
     const T t4044 = t4030 - t4043;
-    const T t4045 = w.t168 * w.t2638;
+    const T t4045 = w0[-4] * w3[-1];
     const T t4046 = t4032 - t4045;
-    const T t4047 = w.t168 * w.t2633;
+    const T t4047 = w0[-4] * w3[-2];
     const T t4048 = t4034 + t4047;
-    const T t4050 = w.t168 * w.t2689;
+    const T t4050 = w0[-4] * w3[11];
     const T t4051 = t4037 + t4050;
-    const T t4052 = w.t168 * w.t2662;
+    const T t4052 = w0[-4] * w3[7];
     const T t4053 = t4039 + t4052;
-    const T t4054 = w.t169 * w.t2623;
-    w.t4055 = t4044 - t4054;
-    const T t4056 = w.t169 * w.t2633;
+    const T t4054 = w0[-3] * w3[-4];
+    w1[6] = t4044 - t4054;  // t4055
+    const T t4056 = w0[-3] * w3[-2];
     const T t4057 = t4046 - t4056;
-    const T t4058 = w.t169 * w.t2638;
+    const T t4058 = w0[-3] * w3[-1];
     const T t4059 = t4048 - t4058;
-    const T t4061 = w.t169 * w.t2694;
+    const T t4061 = w0[-3] * w3[12];
     const T t4062 = t4051 + t4061;
-    const T t4063 = w.t169 * w.t2664;
+    const T t4063 = w0[-3] * w3[8];
     const T t4064 = t4053 + t4063;
-    const T t4065 = w.t2704 * w.t4055;
+    const T t4065 = w3[14] * w1[6];
     const T t4066 = t4057 - t4065;
-    const T t4067 = w.t2714 * w.t4055;
+    const T t4067 = w3[15] * w1[6];
     const T t4068 = t4059 - t4067;
-    const T t4071 = w.t2723 * w.t4055;
+    const T t4071 = w.t[556] * w1[6];
     const T t4072 = t4062 - t4071;
-    const T t4073 = w.t2731 * w.t4055;
+    const T t4073 = w.t[558] * w1[6];
     const T t4074 = t4064 + t4073;
     const T t4075 = T(0.062) * t4072;
     const T t4078 = T(0.062) * t4074;
     const T t4079 = t4066 + t4078;
-    const T t4080 = w.t3217 + t4079;
+    const T t4080 = w7[-16] + t4079;
     const T t4081 = t4075 - t4068;
-    const T t4082 = w.t3218 - t4081;
-    const T t4083 = w.t966 - in[7];
-    const T t4084 = w.t3219 + t4072;
-    const T t4085 = w.t3220 + t4074;
-    const T t4086 = w.t967 + t4042;
-    const T t4087 = w.t63 * t4080;
-    const T t4088 = w.t64 * t4080;
-    const T t4089 = w.t64 * t4083;
+    const T t4082 = w7[-15] - t4081;
+    const T t4083 = w6[-16] - in[7];
+    const T t4084 = w7[-14] + t4072;
+    const T t4085 = w7[-13] + t4074;
+    const T t4086 = w6[-15] + t4042;
+    const T t4087 = w2[-16] * t4080;
+    const T t4088 = w2[-15] * t4080;
+    const T t4089 = w2[-15] * t4083;
     const T t4090 = t4087 + t4089;
-    const T t4091 = w.t63 * t4083;
+    const T t4091 = w2[-16] * t4083;
     const T t4092 = t4088 - t4091;
     const T t4095 = in[6] + t4082;
-    const T t4096 = w.t63 * t4084;
-    const T t4097 = w.t64 * t4084;
-    const T t4098 = w.t64 * t4086;
+    const T t4096 = w2[-16] * t4084;
+    const T t4097 = w2[-15] * t4084;
+    const T t4098 = w2[-15] * t4086;
     const T t4099 = t4096 + t4098;
-    const T t4100 = w.t63 * t4086;
+    const T t4100 = w2[-16] * t4086;
     const T t4101 = t4097 - t4100;
-    const T t4102 = w.t88 * w.t2776;
+    const T t4102 = w0[-16] * w.t[560];
     const T t4104 = t4095 + t4102;
-    const T t4105 = w.t88 * w.t2822;
+    const T t4105 = w0[-16] * w.t[584];
     const T t4106 = t4090 - t4105;
-    const T t4107 = w.t88 * w.t2797;
+    const T t4107 = w0[-16] * w.t[572];
     const T t4108 = t4092 + t4107;
-    const T t4110 = w.t88 * w.t2827;
-    w.t4111 = t4099 - t4110;
-    const T t4112 = w.t88 * w.t2815;
-    w.t4113 = t4101 + t4112;
-    const T t4114 = w.t88 * w.t2780;
-    w.t4116 = t4085 + t4114;
-    const T t4117 = w.t89 * T(5.8e-05);
+    const T t4110 = w0[-16] * w.t[587];
+    w1[7] = t4099 - t4110;  // t4111
+    const T t4112 = w0[-16] * w.t[581];
+    w1[8] = t4101 + t4112;  // t4113
+    const T t4114 = w0[-16] * w.t[563];
+    w1[9] = t4085 + t4114;  // t4116
+    const T t4117 = w0[-15] * T(5.8e-05);
     const T t4119 = t4104 + t4117;
-    const T t4120 = w.t89 * w.t2837;
+    const T t4120 = w0[-15] * w.t[592];
     const T t4121 = t4106 - t4120;
-    const T t4122 = w.t89 * w.t2799;
+    const T t4122 = w0[-15] * w.t[573];
     const T t4123 = t4108 + t4122;
-    const T t4125 = w.t90 * w.t2778;
-    w.t4127 = t4119 + t4125;
-    const T t4128 = w.t90 * w.t2785;
-    w.t4130 = t4121 + t4128;
-    const T t4131 = w.t90 * w.t2791;
-    w.t4132 = t4123 + t4131;
-    w.t4134 = w.t90 * w.t2807;
+    const T t4125 = w0[-14] * w.t[562];
+    w1[10] = t4119 + t4125;  // t4127
+    const T t4128 = w0[-14] * w.t[565];
+    w1[11] = t4121 + t4128;  // t4130
+    const T t4131 = w0[-14] * w.t[568];
+    w1[12] = t4123 + t4131;  // t4132
+    w1[13] = w0[-14] * w.t[575];  // t4134
     return status;
 }
 
@@ -3905,35 +3226,43 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.kept + 16);
+    T* const w1 = nelu::window(w.t + 738);
+    T* const w2 = nelu::window(w.t + 611);
+    T* const w3 = nelu::window(w.t + 643);
+    T* const w4 = nelu::window(w.t + 196);
+    T* const w5 = nelu::window(w.t + 16);
+    T* const w6 = nelu::window(w.t + 56);
+    T* const w7 = nelu::window(w.t + 573);
     // --- solve: forward and back substitution
-    const T t4135 = w.t4111 + w.t4134;
-    const T t4136 = w.t90 * w.t2810;
-    const T t4137 = w.t4113 + t4136;
-    const T t4138 = w.t90 * w.t2730;
-    const T t4139 = w.t4116 + t4138;
-    const T t4140 = w.t91 * w.t2650;
-    const T t4141 = w.t4127 + t4140;
-    const T t4142 = w.t91 * w.t2786;
-    const T t4143 = w.t4130 + t4142;
-    const T t4144 = w.t91 * w.t2792;
-    const T t4145 = w.t4132 + t4144;
-    const T t4147 = w.t91 * w.t2814;
+    const T t4135 = w1[-7] + w1[-1];
+    const T t4136 = w6[-14] * w7[4];
+    const T t4137 = w1[-6] + t4136;
+    const T t4138 = w6[-14] * w7[-16];
+    const T t4139 = w1[-5] + t4138;
+    const T t4140 = w6[-13] * w.t[544];
+    const T t4141 = w1[-4] + t4140;
+    const T t4142 = w6[-13] * w7[-7];
+    const T t4143 = w1[-3] + t4142;
+    const T t4144 = w6[-13] * w7[-4];
+    const T t4145 = w1[-2] + t4144;
+    const T t4147 = w6[-13] * w7[7];
     const T t4148 = t4135 - t4147;
-    const T t4149 = w.t91 * w.t2818;
+    const T t4149 = w6[-13] * w7[10];
     const T t4150 = t4137 + t4149;
-    const T t4151 = w.t2879 * t4141;
-    const T t4152 = w.t2892 * t4141;
+    const T t4151 = w2[-15] * t4141;
+    const T t4152 = w2[-14] * t4141;
     const T t4153 = t4145 - t4152;
-    const T t4154 = w.t2906 * t4141;
+    const T t4154 = w2[-13] * t4141;
     const T t4155 = t4148 - t4154;
-    const T t4156 = w.t2918 * t4141;
+    const T t4156 = w2[-12] * t4141;
     const T t4157 = t4150 - t4156;
-    const T t4158 = w.t2932 * t4141;
+    const T t4158 = w2[-11] * t4141;
     const T t4159 = t4139 - t4158;
     const T t4160 = t4151 - t4143;
-    const T t4168 = w.t3946 - in[6];
-    const T t4169 = w.t3948 - t4153;
-    const T t4170 = w.t3943 - t4160;
+    const T t4168 = w1[-12] - in[6];
+    const T t4169 = w1[-11] - t4153;
+    const T t4170 = w1[-14] - t4160;
     const T t4171 = T(0.049000000000000002) * t4159;
     const T t4172 = t4170 + t4171;
     const T t4173 = T(0.19) * t4157;
@@ -3945,217 +3274,217 @@ int quadruped_minicheetah_floating_fd_part12(const T* q, const T* qd, const T* i
     const T t4180 = t4177 - t4169;
     const T t4181 = in[1] - t4180;
     const T t4182 = in[2] + t4175;
-    const T t4183 = w.t3940 + t4159;
+    const T t4183 = w1[-15] + t4159;
     const T t4185 = in[3] + t4183;
-    const T t4186 = t4157 - w.t3944;
+    const T t4186 = t4157 - w1[-13];
     const T t4187 = in[4] - t4186;
-    const T t4188 = w.t3949 + t4155;
+    const T t4188 = w1[-10] + t4155;
     const T t4190 = in[5] + t4188;
-    const T t4191 = w.t941 * w.t3015;
+    const T t4191 = w4[-16] * w2[-10];
     const T t4193 = t4179 - t4191;
-    const T t4194 = w.t941 * w.t3019;
+    const T t4194 = w4[-16] * w2[-9];
     const T t4196 = t4181 - t4194;
-    const T t4197 = w.t941 * w.t3022;
+    const T t4197 = w4[-16] * w2[-8];
     const T t4198 = t4182 - t4197;
-    const T t4199 = w.t941 * w.t3025;
+    const T t4199 = w4[-16] * w2[-7];
     const T t4201 = t4185 - t4199;
-    const T t4202 = w.t941 * w.t3027;
+    const T t4202 = w4[-16] * w2[-6];
     const T t4203 = t4187 + t4202;
-    const T t4204 = w.t941 * w.t3031;
+    const T t4204 = w4[-16] * w2[-5];
     const T t4206 = t4190 - t4204;
-    const T t4207 = w.t942 * w.t3035;
+    const T t4207 = w4[-15] * w2[-3];
     const T t4209 = t4193 - t4207;
-    const T t4210 = w.t942 * w.t3041;
+    const T t4210 = w4[-15] * w2[-2];
     const T t4212 = t4196 - t4210;
-    const T t4213 = w.t942 * w.t3044;
+    const T t4213 = w4[-15] * w2[-1];
     const T t4214 = t4198 - t4213;
-    const T t4215 = w.t942 * w.t3027;
+    const T t4215 = w4[-15] * w2[-6];
     const T t4216 = t4201 + t4215;
-    const T t4217 = w.t942 * w.t3048;
+    const T t4217 = w4[-15] * w2[0];
     const T t4219 = t4203 - t4217;
-    const T t4220 = w.t942 * w.t3050;
+    const T t4220 = w4[-15] * w2[2];
     const T t4221 = t4206 + t4220;
-    const T t4222 = w.t943 * w.t3056;
+    const T t4222 = w4[-14] * w2[4];
     const T t4224 = t4209 - t4222;
-    const T t4225 = w.t943 * w.t3061;
+    const T t4225 = w4[-14] * w2[5];
     const T t4227 = t4212 - t4225;
-    const T t4228 = w.t943 * w.t3049;
+    const T t4228 = w4[-14] * w2[1];
     const T t4230 = t4214 - t4228;
-    const T t4231 = w.t943 * w.t3031;
+    const T t4231 = w4[-14] * w2[-5];
     const T t4232 = t4216 - t4231;
-    const T t4233 = w.t943 * w.t3050;
+    const T t4233 = w4[-14] * w2[2];
     const T t4234 = t4219 + t4233;
-    const T t4235 = w.t943 * w.t3071;
+    const T t4235 = w4[-14] * w2[6];
     const T t4236 = t4221 - t4235;
-    const T t4237 = w.t3088 * t4224;
+    const T t4237 = w2[8] * t4224;
     const T t4238 = t4227 - t4237;
-    const T t4239 = w.t3099 * t4224;
+    const T t4239 = w2[13] * t4224;
     const T t4240 = t4230 - t4239;
-    const T t4241 = w.t3109 * t4224;
+    const T t4241 = w2[14] * t4224;
     const T t4242 = t4232 - t4241;
-    const T t4243 = w.t3119 * t4224;
+    const T t4243 = w2[15] * t4224;
     const T t4244 = t4234 - t4243;
-    const T t4245 = w.t3127 * t4224;
+    const T t4245 = w3[-16] * t4224;
     const T t4246 = t4236 - t4245;
-    const T t4247 = w.t3136 * t4238;
+    const T t4247 = w3[-14] * t4238;
     const T t4248 = t4240 - t4247;
-    const T t4249 = w.t3145 * t4238;
+    const T t4249 = w3[-10] * t4238;
     const T t4250 = t4242 - t4249;
-    const T t4251 = w.t3154 * t4238;
+    const T t4251 = w3[-9] * t4238;
     const T t4252 = t4244 - t4251;
-    const T t4253 = w.t3161 * t4238;
+    const T t4253 = w3[-8] * t4238;
     const T t4254 = t4246 - t4253;
-    const T t4255 = w.t3169 * t4248;
+    const T t4255 = w3[-6] * t4248;
     const T t4256 = t4250 - t4255;
-    const T t4257 = w.t3177 * t4248;
+    const T t4257 = w3[-3] * t4248;
     const T t4258 = t4252 - t4257;
-    const T t4259 = w.t3183 * t4248;
+    const T t4259 = w3[-2] * t4248;
     const T t4260 = t4254 - t4259;
-    const T t4261 = w.t3190 * t4256;
+    const T t4261 = w3[0] * t4256;
     const T t4263 = t4258 + t4261;
-    const T t4264 = w.t3198 * t4256;
+    const T t4264 = w3[2] * t4256;
     const T t4265 = t4260 - t4264;
-    const T t4266 = w.t3206 * t4263;
+    const T t4266 = w3[4] * t4263;
     const T t4268 = t4265 + t4266;
-    const T t4269 = T(1) / w.t3210;
-    w.kept[5] = t4268 * t4269;  // t4270: x: qdd[root_joint].5
-    const T t4271 = w.t3197 * w.kept[5];
+    const T t4269 = T(1) / w3[5];
+    w0[-11] = t4268 * t4269;  // t4270: x: qdd[root_joint].5
+    const T t4271 = w3[1] * w0[-11];
     const T t4272 = t4263 + t4271;
-    w.kept[4] = w.t3205 * t4272;  // t4273: x: qdd[root_joint].4
-    const T t4274 = w.t3173 * w.kept[4];
+    w0[-12] = w3[3] * t4272;  // t4273: x: qdd[root_joint].4
+    const T t4274 = w3[-5] * w0[-12];
     const T t4276 = t4256 + t4274;
-    const T t4277 = w.t3176 * w.kept[5];
+    const T t4277 = w3[-4] * w0[-11];
     const T t4278 = t4276 - t4277;
-    w.kept[3] = w.t3189 * t4278;  // t4279: x: qdd[root_joint].3
-    const T t4280 = w.t3140 * w.kept[3];
+    w0[-13] = w3[-1] * t4278;  // t4279: x: qdd[root_joint].3
+    const T t4280 = w3[-13] * w0[-13];
     const T t4281 = t4248 - t4280;
-    const T t4282 = w.t3142 * w.kept[4];
+    const T t4282 = w3[-12] * w0[-12];
     const T t4283 = t4281 - t4282;
-    const T t4284 = w.t3144 * w.kept[5];
+    const T t4284 = w3[-11] * w0[-11];
     const T t4285 = t4283 - t4284;
-    w.kept[2] = w.t3168 * t4285;  // t4286: x: y2[RL_abad_link].wx
-    const T t4287 = w.t3092 * w.kept[2];
+    w0[-14] = w3[-7] * t4285;  // t4286: x: y2[RL_abad_link].wx
+    const T t4287 = w2[9] * w0[-14];
     const T t4288 = t4238 - t4287;
-    const T t4289 = w.t3094 * w.kept[3];
+    const T t4289 = w2[10] * w0[-13];
     const T t4290 = t4288 - t4289;
-    const T t4291 = w.t3096 * w.kept[4];
+    const T t4291 = w2[11] * w0[-12];
     const T t4292 = t4290 - t4291;
-    const T t4293 = w.t3098 * w.kept[5];
+    const T t4293 = w2[12] * w0[-11];
     const T t4294 = t4292 - t4293;
-    w.kept[1] = w.t3135 * t4294;  // t4295: x: y1[RL_abad_link].wy
-    const T t4296 = w.t3055 * w.kept[1];
+    w0[-15] = w3[-15] * t4294;  // t4295: x: y1[RL_abad_link].wy
+    const T t4296 = w2[3] * w0[-15];
     const T t4297 = t4224 - t4296;
-    const T t4298 = w.t3034 * w.kept[2];
+    const T t4298 = w2[-4] * w0[-14];
     const T t4299 = t4297 - t4298;
-    const T t4300 = w.t3015 * w.kept[3];
+    const T t4300 = w2[-10] * w0[-13];
     const T t4301 = t4299 - t4300;
-    const T t4302 = w.t3035 * w.kept[4];
+    const T t4302 = w2[-3] * w0[-12];
     const T t4303 = t4301 - t4302;
-    const T t4304 = w.t3056 * w.kept[5];
+    const T t4304 = w2[4] * w0[-11];
     const T t4305 = t4303 - t4304;
-    w.kept[0] = w.t3087 * t4305;  // t4306: x: y2[RL_abad_link].wz
-    w.t4307 = w.t943 + w.kept[5];  // x: a[body].vz
-    w.t4308 = w.t942 + w.kept[4];  // x: a[body].vy
-    const T t4309 = w.t941 + w.kept[3];  // x: a[body].vx
-    const T t4310 = T(0.049000000000000002) * w.kept[0];
-    const T t4311 = T(0.19) * w.kept[1];
-    w.t4312 = t4310 + t4311;
-    const T t4313 = w.t4307 - w.t4312;  // x: y2[FR_abad_link].vx
-    w.t4314 = T(0.19) * w.kept[2];
-    const T t4315 = w.t4308 + w.t4314;  // x: y1[FL_abad_link].vy
-    const T t4316 = T(0.049000000000000002) * w.kept[2];
-    w.t4317 = t4309 + t4316;  // x: y1[RR_thigh_link].vy
-    const T t4318 = w.t2796 * w.kept[2];
+    w0[-16] = w2[7] * t4305;  // t4306: x: y2[RL_abad_link].wz
+    w1[0] = w4[-14] + w0[-11];  // t4307: x: a[body].vz
+    w1[1] = w4[-15] + w0[-12];  // t4308: x: a[body].vy
+    const T t4309 = w4[-16] + w0[-13];  // x: a[body].vx
+    const T t4310 = T(0.049000000000000002) * w0[-16];
+    const T t4311 = T(0.19) * w0[-15];
+    w1[2] = t4310 + t4311;  // t4312
+    const T t4313 = w1[0] - w1[2];  // x: y2[FR_abad_link].vx
+    w1[3] = T(0.19) * w0[-14];  // t4314
+    const T t4315 = w1[1] + w1[3];  // x: y1[FL_abad_link].vy
+    const T t4316 = T(0.049000000000000002) * w0[-14];
+    w1[4] = t4309 + t4316;  // t4317: x: y1[RR_thigh_link].vy
+    const T t4318 = w7[-2] * w0[-14];
     const T t4319 = t4141 - t4318;
-    const T t4320 = w.t2801 * w.kept[1];
+    const T t4320 = w7[1] * w0[-15];
     const T t4322 = t4319 + t4320;
-    const T t4323 = w.t2777 * w.kept[0];
+    const T t4323 = w7[-12] * w0[-16];
     const T t4324 = t4322 - t4323;
-    const T t4325 = w.t2813 * t4313;
+    const T t4325 = w7[6] * t4313;
     const T t4327 = t4324 - t4325;
-    const T t4328 = w.t2817 * t4315;
+    const T t4328 = w7[9] * t4315;
     const T t4329 = t4327 + t4328;
-    const T t4330 = w.t2745 * w.t4317;
+    const T t4330 = w7[-14] * w1[4];
     const T t4331 = t4329 - t4330;
-    w.kept[6] = w.t2878 * t4331;  // t4332: x: qdd[FR_abad_joint]
-    const T t4333 = w.t63 * t4313;
-    const T t4334 = w.t90 - t4333;
-    const T t4335 = w.t64 * t4315;
+    w0[-10] = w2[-16] * t4331;  // t4332: x: qdd[FR_abad_joint]
+    const T t4333 = w5[-16] * t4313;
+    const T t4334 = w6[-14] - t4333;
+    const T t4335 = w5[-15] * t4315;
     const T t4336 = t4334 + t4335;
-    const T t4337 = w.kept[0] + w.kept[6];  // x: y2[FR_thigh_link].wy
-    const T t4338 = w.t64 * w.kept[2];
-    const T t4339 = w.t89 + t4338;
-    const T t4340 = w.t63 * w.kept[1];
+    const T t4337 = w0[-16] + w0[-10];  // x: y2[FR_thigh_link].wy
+    const T t4338 = w5[-15] * w0[-14];
+    const T t4339 = w6[-15] + t4338;
+    const T t4340 = w5[-16] * w0[-15];
     const T t4341 = t4339 + t4340;  // x: y2[FR_thigh_link].wz
-    const T t4342 = w.t63 * w.kept[2];
-    const T t4343 = w.t88 - t4342;
-    const T t4344 = w.t64 * w.kept[1];
+    const T t4342 = w5[-16] * w0[-14];
+    const T t4343 = w6[-16] - t4342;
+    const T t4344 = w5[-15] * w0[-15];
     const T t4345 = t4343 + t4344;
     const T t4346 = T(0.062) * t4345;
-    const T t4347 = w.t4317 - t4346;  // x: y2[FR_thigh_link].vy
+    const T t4347 = w1[4] - t4346;  // x: y2[FR_thigh_link].vy
     const T t4348 = T(0.062) * t4337;
     const T t4349 = t4336 + t4348;
-    const T t4350 = w.t2642 * t4345;
-    const T t4351 = w.t4055 + t4350;
-    const T t4352 = w.t2648 * t4337;
+    const T t4350 = w.t[540] * t4345;
+    const T t4351 = w1[-8] + t4350;
+    const T t4352 = w.t[543] * t4337;
     const T t4353 = t4351 - t4352;
-    const T t4354 = w.t2622 * t4341;
+    const T t4354 = w.t[535] * t4341;
     const T t4355 = t4353 - t4354;
-    const T t4356 = w.t2658 * t4349;
+    const T t4356 = w.t[545] * t4349;
     const T t4357 = t4355 + t4356;
-    const T t4358 = w.t2661 * t4347;
+    const T t4358 = w.t[546] * t4347;
     const T t4359 = t4357 + t4358;
-    w.kept[7] = w.t2703 * t4359;  // t4360: x: qdd[FR_hip_joint]
-    const T t4361 = w.t146 * t4349;
-    const T t4362 = t4361 - w.t169;
-    const T t4363 = w.t145 * t4347;
+    w0[-9] = w.t[553] * t4359;  // t4360: x: qdd[FR_hip_joint]
+    const T t4361 = w5[-13] * t4349;
+    const T t4362 = t4361 - w6[-3];
+    const T t4363 = w5[-14] * t4347;
     const T t4364 = t4362 + t4363;
-    const T t4365 = w.t145 * t4349;
-    const T t4366 = w.t168 + t4365;
-    const T t4367 = w.t146 * t4347;
+    const T t4365 = w5[-14] * t4349;
+    const T t4366 = w6[-4] + t4365;
+    const T t4367 = w5[-13] * t4347;
     const T t4368 = t4366 - t4367;  // x: y1[FR_shank_link].vx
-    const T t4369 = t4341 + w.kept[7];  // x: y1[FR_shank_link].wz
+    const T t4369 = t4341 + w0[-9];  // x: y1[FR_shank_link].wz
     const T t4370 = T(0.20899999999999999) * t4369;
     const T t4371 = t4370 - t4364;  // x: y1[FR_shank_link].vy
     const T t4372 = T(0.00048614399999999999) * t4369;
-    const T t4373 = w.t3972 - t4372;
-    const T t4374 = w.t2571 * t4368;
+    const T t4373 = w1[-9] - t4372;
+    const T t4374 = w.t[525] * t4368;
     const T t4375 = t4373 + t4374;
-    const T t4376 = w.t2573 * t4371;
+    const T t4376 = w.t[527] * t4371;
     const T t4377 = t4375 - t4376;
-    w.kept[8] = t4377 / T(0.00048614399999999999);  // t4378: x: qdd[FR_knee_joint]
-    w.t4379 = t4311 - t4310;
-    const T t4380 = w.t4307 - w.t4379;  // x: y2[FL_abad_link].vx
-    w.t4381 = t4309 - t4316;  // x: y1[RL_thigh_link].vy
-    const T t4382 = w.t2297 * w.kept[2];
-    const T t4383 = w.t3908 - t4382;
-    const T t4384 = w.t2303 * w.kept[1];
+    w0[-8] = t4377 / T(0.00048614399999999999);  // t4378: x: qdd[FR_knee_joint]
+    w1[5] = t4311 - t4310;  // t4379
+    const T t4380 = w1[0] - w1[5];  // x: y2[FL_abad_link].vx
+    w1[6] = t4309 - t4316;  // t4381: x: y1[RL_thigh_link].vy
+    const T t4382 = w.t[462] * w0[-14];
+    const T t4383 = w1[-16] - t4382;
+    const T t4384 = w.t[465] * w0[-15];
     const T t4386 = t4383 + t4384;
-    const T t4387 = w.t2276 * w.kept[0];
+    const T t4387 = w.t[456] * w0[-16];
     const T t4388 = t4386 - t4387;
-    const T t4389 = w.t2314 * t4380;
+    const T t4389 = w.t[468] * t4380;
     const T t4391 = t4388 - t4389;
-    const T t4392 = w.t2318 * t4315;
+    const T t4392 = w.t[471] * t4315;
     const T t4393 = t4391 + t4392;
-    const T t4394 = w.t2244 * w.t4381;
+    const T t4394 = w.t[453] * w1[6];
     const T t4395 = t4393 - t4394;
-    w.kept[9] = w.t2378 * t4395;  // t4396: x: qdd[FL_abad_joint]
-    const T t4397 = w.t295 * t4380;
-    const T t4398 = w.t316 - t4397;
-    const T t4399 = w.t296 * t4315;
-    w.t4400 = t4398 + t4399;
-    w.t4401 = w.kept[0] + w.kept[9];  // x: y2[FL_thigh_link].wy
-    const T t4402 = w.t296 * w.kept[2];
-    const T t4403 = w.t315 + t4402;
-    const T t4404 = w.t295 * w.kept[1];
-    w.t4405 = t4403 + t4404;  // x: y2[FL_thigh_link].wz
-    const T t4406 = w.t295 * w.kept[2];
-    const T t4407 = w.t314 - t4406;
-    const T t4408 = w.t296 * w.kept[1];
-    w.t4409 = t4407 + t4408;
-    const T t4410 = T(0.062) * w.t4409;
-    w.t4411 = w.t4381 + t4410;  // x: y2[FL_thigh_link].vy
-    w.t4412 = T(0.062) * w.t4401;
+    w0[-7] = w.t[476] * t4395;  // t4396: x: qdd[FL_abad_joint]
+    const T t4397 = w5[-10] * t4380;
+    const T t4398 = w.t[77] - t4397;
+    const T t4399 = w5[-9] * t4315;
+    w1[7] = t4398 + t4399;  // t4400
+    w1[8] = w0[-16] + w0[-7];  // t4401: x: y2[FL_thigh_link].wy
+    const T t4402 = w5[-9] * w0[-14];
+    const T t4403 = w.t[76] + t4402;
+    const T t4404 = w5[-10] * w0[-15];
+    w1[9] = t4403 + t4404;  // t4405: x: y2[FL_thigh_link].wz
+    const T t4406 = w5[-10] * w0[-14];
+    const T t4407 = w.t[75] - t4406;
+    const T t4408 = w5[-9] * w0[-15];
+    w1[10] = t4407 + t4408;  // t4409
+    const T t4410 = T(0.062) * w1[10];
+    w1[11] = w1[6] + t4410;  // t4411: x: y2[FL_thigh_link].vy
+    w1[12] = T(0.062) * w1[8];  // t4412
     return status;
 }
 
@@ -4163,158 +3492,166 @@ template <class T>
 int quadruped_minicheetah_floating_fd_part13(const T* q, const T* qd, const T* in, quadruped_minicheetah_floating_fd_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.kept + 16);
+    T* const w1 = nelu::window(w.t + 24);
+    T* const w2 = nelu::window(w.t + 751);
+    T* const w3 = nelu::window(w.t + 240);
+    T* const w4 = nelu::window(w.t + 375);
+    T* const w5 = nelu::window(w.t + 432);
+    T* const w6 = nelu::window(w.t + 705);
+    T* const w7 = nelu::window(w.t + 286);
     // --- solve: forward and back substitution
-    const T t4413 = w.t4412 - w.t4400;  // x: y2[FL_thigh_link].vx
-    const T t4414 = w.t2143 * w.t4409;
-    const T t4415 = w.t3825 - t4414;
-    const T t4416 = w.t2149 * w.t4401;
+    const T t4413 = w2[-1] - w2[-6];  // x: y2[FL_thigh_link].vx
+    const T t4414 = w5[2] * w2[-3];
+    const T t4415 = w6[11] - t4414;
+    const T t4416 = w5[5] * w2[-5];
     const T t4417 = t4415 - t4416;
-    const T t4418 = w.t2123 * w.t4405;
+    const T t4418 = w5[-3] * w2[-4];
     const T t4419 = t4417 - t4418;
-    const T t4420 = w.t2159 * t4413;
+    const T t4420 = w5[7] * t4413;
     const T t4421 = t4419 - t4420;
-    const T t4422 = w.t2162 * w.t4411;
+    const T t4422 = w5[8] * w2[-2];
     const T t4423 = t4421 + t4422;
-    w.kept[10] = w.t2204 * t4423;  // t4424: x: qdd[FL_hip_joint]
-    const T t4425 = w.t366 * t4413;
-    const T t4426 = w.t388 + t4425;
-    const T t4427 = w.t365 * w.t4411;
+    w0[-6] = w5[15] * t4423;  // t4424: x: qdd[FL_hip_joint]
+    const T t4425 = w1[-15] * t4413;
+    const T t4426 = w.t[88] + t4425;
+    const T t4427 = w1[-16] * w2[-2];
     const T t4428 = t4426 - t4427;  // x: a[FL_thigh_link].vy
-    const T t4429 = w.t365 * t4413;
-    const T t4430 = t4429 - w.t387;
-    const T t4431 = w.t366 * w.t4411;
+    const T t4429 = w1[-16] * t4413;
+    const T t4430 = t4429 - w.t[87];
+    const T t4431 = w1[-15] * w2[-2];
     const T t4432 = t4430 + t4431;
-    const T t4433 = w.t4405 + w.kept[10];  // x: y1[FL_shank_link].wz
+    const T t4433 = w2[-4] + w0[-6];  // x: y1[FL_shank_link].wz
     const T t4434 = T(0.20899999999999999) * t4433;
     const T t4435 = t4428 + t4434;  // x: y1[FL_shank_link].vy
     const T t4436 = T(0.00048614399999999999) * t4433;
-    const T t4437 = w.t3742 - t4436;
-    const T t4438 = w.t2072 * t4432;
+    const T t4437 = w6[9] - t4436;
+    const T t4438 = w5[-16] * t4432;
     const T t4439 = t4437 - t4438;
-    const T t4440 = w.t2074 * t4435;
+    const T t4440 = w5[-14] * t4435;
     const T t4441 = t4439 - t4440;
-    w.kept[11] = t4441 / T(0.00048614399999999999);  // t4442: x: qdd[FL_knee_joint]
-    const T t4445 = w.t4307 + w.t4379;  // x: y2[RR_abad_link].vx
-    const T t4446 = w.t4314 - w.t4308;  // x: y2[RL_abad_link].vy
-    const T t4447 = w.t1790 * w.kept[2];
-    const T t4448 = w.t3678 - t4447;
-    const T t4449 = w.t1795 * w.kept[1];
+    w0[-5] = t4441 / T(0.00048614399999999999);  // t4442: x: qdd[FL_knee_joint]
+    const T t4445 = w2[-13] + w2[-8];  // x: y2[RR_abad_link].vx
+    const T t4446 = w2[-10] - w2[-12];  // x: y2[RL_abad_link].vy
+    const T t4447 = w4[-1] * w0[-14];
+    const T t4448 = w6[2] - t4447;
+    const T t4449 = w4[2] * w0[-15];
     const T t4451 = t4448 + t4449;
-    const T t4452 = w.t1771 * w.kept[0];
+    const T t4452 = w4[-8] * w0[-16];
     const T t4453 = t4451 - t4452;
-    const T t4454 = w.t1807 * t4445;
+    const T t4454 = w4[5] * t4445;
     const T t4456 = t4453 - t4454;
-    const T t4457 = w.t1811 * t4446;
+    const T t4457 = w4[8] * t4446;
     const T t4458 = t4456 - t4457;
-    const T t4459 = w.t1739 * w.t4317;
+    const T t4459 = w4[-10] * w2[-9];
     const T t4460 = t4458 - t4459;
-    w.kept[12] = w.t1872 * t4460;  // t4461: x: qdd[RR_abad_joint]
-    const T t4462 = w.t499 * t4445;
-    const T t4463 = w.t521 + t4462;
-    const T t4464 = w.t500 * t4446;
+    w0[-4] = w4[13] * t4460;  // t4461: x: qdd[RR_abad_joint]
+    const T t4462 = w1[-12] * t4445;
+    const T t4463 = w.t[113] + t4462;
+    const T t4464 = w1[-11] * t4446;
     const T t4465 = t4463 + t4464;  // x: y1[RR_thigh_link].vx
-    const T t4466 = w.kept[0] + w.kept[12];  // x: y2[RR_thigh_link].wy
-    const T t4467 = w.t500 * w.kept[2];
-    const T t4468 = w.t520 + t4467;
-    const T t4469 = w.t499 * w.kept[1];
+    const T t4466 = w0[-16] + w0[-4];  // x: y2[RR_thigh_link].wy
+    const T t4467 = w1[-11] * w0[-14];
+    const T t4468 = w.t[112] + t4467;
+    const T t4469 = w1[-12] * w0[-15];
     const T t4470 = t4468 + t4469;  // x: y2[RR_thigh_link].wz
-    const T t4471 = w.t499 * w.kept[2];
-    const T t4472 = w.t519 - t4471;
-    const T t4473 = w.t500 * w.kept[1];
+    const T t4471 = w1[-12] * w0[-14];
+    const T t4472 = w.t[111] - t4471;
+    const T t4473 = w1[-11] * w0[-15];
     const T t4474 = t4472 + t4473;
     const T t4475 = T(0.062) * t4474;
-    const T t4476 = w.t4317 - t4475;  // x: y2[RR_thigh_link].vy
+    const T t4476 = w2[-9] - t4475;  // x: y2[RR_thigh_link].vy
     const T t4477 = T(0.062) * t4466;
     const T t4478 = t4465 - t4477;  // x: y2[RR_thigh_link].vx
-    const T t4479 = w.t1636 * t4474;
-    const T t4480 = w.t3592 + t4479;
-    const T t4481 = w.t1642 * t4466;
+    const T t4479 = w.t[339] * t4474;
+    const T t4480 = w6[1] + t4479;
+    const T t4481 = w.t[343] * t4466;
     const T t4482 = t4480 - t4481;
-    const T t4483 = w.t1616 * t4470;
+    const T t4483 = w.t[331] * t4470;
     const T t4484 = t4482 - t4483;
-    const T t4485 = w.t1652 * t4478;
+    const T t4485 = w.t[348] * t4478;
     const T t4486 = t4484 - t4485;
-    const T t4487 = w.t1655 * t4476;
+    const T t4487 = w.t[350] * t4476;
     const T t4488 = t4486 + t4487;
-    w.kept[13] = w.t1697 * t4488;  // t4489: x: qdd[RR_hip_joint]
-    const T t4490 = w.t569 * t4478;
-    const T t4491 = w.t593 + t4490;
-    const T t4492 = w.t568 * t4476;
+    w0[-3] = w4[-16] * t4488;  // t4489: x: qdd[RR_hip_joint]
+    const T t4490 = w1[-9] * t4478;
+    const T t4491 = w.t[128] + t4490;
+    const T t4492 = w1[-10] * t4476;
     const T t4493 = t4491 - t4492;  // x: a[RR_thigh_link].vy
-    const T t4494 = w.t568 * t4478;
-    const T t4495 = t4494 - w.t592;
-    const T t4496 = w.t569 * t4476;
+    const T t4494 = w1[-10] * t4478;
+    const T t4495 = t4494 - w.t[127];
+    const T t4496 = w1[-9] * t4476;
     const T t4497 = t4495 + t4496;
-    const T t4498 = t4470 + w.kept[13];  // x: y1[RR_shank_link].wz
+    const T t4498 = t4470 + w0[-3];  // x: y1[RR_shank_link].wz
     const T t4499 = T(0.20899999999999999) * t4498;
     const T t4500 = t4493 + t4499;  // x: y1[RR_shank_link].vy
     const T t4501 = T(0.00048614399999999999) * t4498;
-    const T t4502 = w.t3509 - t4501;
-    const T t4503 = w.t1565 * t4497;
+    const T t4502 = w6[-7] - t4501;
+    const T t4503 = w.t[321] * t4497;
     const T t4504 = t4502 - t4503;
-    const T t4505 = w.t1567 * t4500;
+    const T t4505 = w.t[323] * t4500;
     const T t4506 = t4504 - t4505;
-    w.kept[14] = t4506 / T(0.00048614399999999999);  // t4507: x: qdd[RR_knee_joint]
-    const T t4508 = w.t4307 + w.t4312;  // x: y2[RL_abad_link].vx
-    const T t4509 = w.t1322 * w.kept[2];
-    const T t4510 = w.t3445 - t4509;
-    const T t4511 = w.t1328 * w.kept[1];
+    w0[-2] = t4506 / T(0.00048614399999999999);  // t4507: x: qdd[RR_knee_joint]
+    const T t4508 = w2[-13] + w2[-11];  // x: y2[RL_abad_link].vx
+    const T t4509 = w7[-7] * w0[-14];
+    const T t4510 = w6[-14] - t4509;
+    const T t4511 = w7[-4] * w0[-15];
     const T t4513 = t4510 + t4511;
-    const T t4514 = w.t1300 * w.kept[0];
+    const T t4514 = w7[-13] * w0[-16];
     const T t4515 = t4513 - t4514;
-    const T t4516 = w.t1339 * t4508;
+    const T t4516 = w7[-1] * t4508;
     const T t4518 = t4515 - t4516;
-    const T t4519 = w.t1343 * t4446;
+    const T t4519 = w7[2] * t4446;
     const T t4520 = t4518 - t4519;
-    const T t4521 = w.t1268 * w.t4381;
+    const T t4521 = w7[-16] * w2[-7];
     const T t4522 = t4520 - t4521;
-    w.kept[15] = w.t1403 * t4522;  // t4523: x: qdd[RL_abad_joint]
-    const T t4524 = w.t719 * t4508;
-    const T t4525 = w.t738 + t4524;
-    const T t4526 = w.t720 * t4446;
+    w0[-1] = w7[7] * t4522;  // t4523: x: qdd[RL_abad_joint]
+    const T t4524 = w1[-6] * t4508;
+    const T t4525 = w.t[148] + t4524;
+    const T t4526 = w1[-5] * t4446;
     const T t4527 = t4525 + t4526;  // x: y1[RL_thigh_link].vx
-    const T t4528 = w.kept[0] + w.kept[15];  // x: y2[RL_thigh_link].wy
-    const T t4529 = w.t720 * w.kept[2];
-    const T t4530 = w.t737 + t4529;
-    const T t4531 = w.t719 * w.kept[1];
+    const T t4528 = w0[-16] + w0[-1];  // x: y2[RL_thigh_link].wy
+    const T t4529 = w1[-5] * w0[-14];
+    const T t4530 = w.t[147] + t4529;
+    const T t4531 = w1[-6] * w0[-15];
     const T t4532 = t4530 + t4531;  // x: y2[RL_thigh_link].wz
-    const T t4533 = w.t719 * w.kept[2];
-    const T t4534 = w.t736 - t4533;
-    const T t4535 = w.t720 * w.kept[1];
+    const T t4533 = w1[-6] * w0[-14];
+    const T t4534 = w.t[146] - t4533;
+    const T t4535 = w1[-5] * w0[-15];
     const T t4536 = t4534 + t4535;
     const T t4537 = T(0.062) * t4536;
-    const T t4538 = w.t4381 + t4537;  // x: y2[RL_thigh_link].vy
+    const T t4538 = w2[-7] + t4537;  // x: y2[RL_thigh_link].vy
     const T t4539 = T(0.062) * t4528;
     const T t4540 = t4527 + t4539;  // x: y2[RL_thigh_link].vx
-    const T t4541 = w.t1167 * t4536;
-    const T t4542 = w.t3362 - t4541;
-    const T t4543 = w.t1173 * t4528;
+    const T t4541 = w3[-1] * t4536;
+    const T t4542 = w6[-15] - t4541;
+    const T t4543 = w3[2] * t4528;
     const T t4544 = t4542 - t4543;
-    const T t4545 = w.t1147 * t4532;
+    const T t4545 = w3[-6] * t4532;
     const T t4546 = t4544 - t4545;
-    const T t4547 = w.t1183 * t4540;
+    const T t4547 = w3[4] * t4540;
     const T t4548 = t4546 - t4547;
-    const T t4549 = w.t1186 * t4538;
+    const T t4549 = w3[5] * t4538;
     const T t4550 = t4548 + t4549;
-    w.kept[16] = w.t1228 * t4550;  // t4551: x: qdd[RL_hip_joint]
-    const T t4552 = w.t786 * t4540;
-    const T t4553 = w.t810 + t4552;
-    const T t4554 = w.t785 * t4538;
+    w0[0] = w3[13] * t4550;  // t4551: x: qdd[RL_hip_joint]
+    const T t4552 = w1[-3] * t4540;
+    const T t4553 = w.t[164] + t4552;
+    const T t4554 = w1[-4] * t4538;
     const T t4555 = t4553 - t4554;  // x: a[RL_thigh_link].vy
-    const T t4556 = w.t785 * t4540;
-    const T t4557 = t4556 - w.t809;
-    const T t4558 = w.t786 * t4538;
+    const T t4556 = w1[-4] * t4540;
+    const T t4557 = t4556 - w.t[163];
+    const T t4558 = w1[-3] * t4538;
     const T t4559 = t4557 + t4558;
-    const T t4560 = t4532 + w.kept[16];  // x: y1[RL_shank_link].wz
+    const T t4560 = t4532 + w0[0];  // x: y1[RL_shank_link].wz
     const T t4561 = T(0.20899999999999999) * t4560;
     const T t4562 = t4555 + t4561;  // x: y1[RL_shank_link].vy
     const T t4563 = T(0.00048614399999999999) * t4560;
-    const T t4564 = w.t3279 - t4563;
-    const T t4565 = w.t1095 * t4559;
+    const T t4564 = w6[-16] - t4563;
+    const T t4565 = w3[-16] * t4559;
     const T t4566 = t4564 - t4565;
-    const T t4567 = w.t1097 * t4562;
+    const T t4567 = w3[-14] * t4562;
     const T t4568 = t4566 - t4567;
-    w.kept[17] = t4568 / T(0.00048614399999999999);  // t4569: x: qdd[RL_knee_joint]
+    w0[1] = t4568 / T(0.00048614399999999999);  // t4569: x: qdd[RL_knee_joint]
     return status;
 }
 

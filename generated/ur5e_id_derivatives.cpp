@@ -659,327 +659,7 @@ int ur5e_id_derivatives_impl(const T* q, const T* qd, const T* in, T* out) {
 /// Values that cross from one part of the solver to a later one.
 template <class T>
 struct ur5e_id_derivatives_derivatives_work {
-    T t10;
-    T t11;
-    T t64;
-    T t68;
-    T t141;
-    T t146;
-    T t428;
-    T t429;
-    T t71;
-    T t13;
-    T t431;
-    T t460;
-    T t72;
-    T t462;
-    T t519;
-    T t135;
-    T t70;
-    T t145;
-    T t208;
-    T t220;
-    T t463;
-    T t522;
-    T t580;
-    T t656;
-    T t214;
-    T t249;
-    T t65;
-    T t69;
-    T t144;
-    T t234;
-    T t218;
-    T t138;
-    T t61;
-    T t128;
-    T t217;
-    T t233;
-    T t245;
-    T t147;
-    T t521;
-    T t581;
-    T t74;
-    T t432;
-    T t433;
-    T t471;
-    T t148;
-    T t73;
-    T t469;
-    T t528;
-    T t571;
-    T t221;
-    T t440;
-    T t504;
-    T t572;
-    T t587;
-    T t613;
-    T t288;
-    T t320;
-    T t321;
-    T t282;
-    T t211;
-    T t285;
-    T t302;
-    T t317;
-    T t332;
-    T t219;
-    T t578;
-    T t635;
-    T t647;
-    T t149;
-    T t530;
-    T t646;
-    T t661;
-    T t662;
-    T t669;
-    T t319;
-    T t291;
-    T t303;
-    T t316;
-    T t333;
-    T t637;
-    T t651;
-    T t644;
-    T t657;
-    T t658;
-    T t672;
-    T t673;
-    T t649;
-    T t663;
-    T t653;
-    T t659;
-    T t679;
-    T t689;
-    T t222;
-    T t589;
-    T t671;
-    T t681;
-    T t687;
-    T t690;
-    T t693;
-    T t691;
-    T t176;
-    T t160;
-    T t172;
-    T t716;
-    T t159;
-    T t173;
-    T t718;
-    T t731;
-    T t98;
-    T t36;
-    T t22;
-    T t18;
-    T t729;
-    T t743;
-    T t745;
-    T t452;
-    T t481;
-    T t99;
-    T t367;
-    T t713;
-    T t715;
-    T t747;
-    T t739;
-    T t759;
-    T t765;
-    T t939;
-    T t969;
-    T t961;
-    T t983;
-    T t973;
-    T t966;
-    T t977;
-    T t971;
-    T t985;
-    T t975;
-    T t980;
-    T t996;
-    T t998;
-    T t1001;
-    T t1005;
-    T t1688;
-    T t1628;
-    T t1687;
-    T t1791;
-    T t1844;
-    T t1847;
-    T t1854;
-    T t1794;
-    T t1939;
-    T t1941;
-    T t1976;
-    T t1974;
-    T t1979;
-    T t1720;
-    T t1689;
-    T t1690;
-    T t1698;
-    T t1837;
-    T t1717;
-    T t1829;
-    T t1845;
-    T t1857;
-    T t1840;
-    T t1958;
-    T t1960;
-    T t2056;
-    T t1951;
-    T t1953;
-    T t1855;
-    T t1989;
-    T t1719;
-    T t1709;
-    T t1801;
-    T t1795;
-    T t1718;
-    T t1848;
-    T t1856;
-    T t1858;
-    T t1942;
-    T t1944;
-    T t1980;
-    T t1990;
-    T t1988;
-    T t1306;
-    T t1313;
-    T t1353;
-    T t1374;
-    T t1376;
-    T t1670;
-    T t1769;
-    T t1669;
-    T t1668;
-    T t1768;
-    T t1865;
-    T t1906;
-    T t1450;
-    T t1460;
-    T t1541;
-    T t1543;
-    T t1674;
-    T t1774;
-    T t1429;
-    T t1451;
-    T t1544;
-    T t1545;
-    T t1663;
-    T t1673;
-    T t1516;
-    T t955;
-    T t1539;
-    T t1758;
-    T t1772;
-    T t1870;
-    T t1871;
-    T t1885;
-    T t1866;
-    T t1757;
-    T t1512;
-    T t1535;
-    T t1661;
-    T t1672;
-    T t1732;
-    T t1733;
-    T t1728;
-    T t1671;
-    T t1730;
-    T t1762;
-    T t1771;
-    T t1921;
-    T t1770;
-    T t1923;
-    T t1920;
-    T t1918;
-    T t1917;
-    T t2025;
-    T t2036;
-    T t2032;
-    T t2035;
-    T t1776;
-    T t1925;
-    T t1302;
-    T t1303;
-    T t1685;
-    T t1786;
-    T t1684;
-    T t1683;
-    T t1785;
-    T t1937;
-    T t1936;
-    T t2146;
-    T t1775;
-    T t1773;
-    T t1924;
-    T t1922;
-    T t2163;
-    T t1346;
-    T t1345;
-    T t2170;
-    T t2172;
-    T t1331;
-    T t1344;
-    T t2188;
-    T t1342;
-    T t2191;
-    T t1348;
-    T t1347;
-    T t2242;
-    T t2244;
-    T t1350;
-    T t2233;
-    T t1349;
-    T t1421;
-    T t1422;
-    T t1406;
-    T t1423;
-    T t1424;
-    T t1428;
-    T t1427;
-    T t1425;
-    T t1426;
-    T t1505;
-    T t1489;
-    T t1504;
-    T t1511;
-    T t2086;
-    T t1296;
-    T t1300;
-    T t1919;
-    T t1787;
-    T t1938;
-    T t2649;
-    T t2147;
-    T t2198;
-    T t2199;
-    T t1341;
-    T t2724;
-    T t2744;
-    T t2721;
-    T t2741;
-    T t2847;
-    T t2790;
-    T t2792;
-    T t2500;
-    T t2499;
-    T t2872;
-    T t2497;
-    T t2496;
-    T t1509;
-    T t2527;
-    T t1508;
-    T t2526;
-    T t2888;
-    T t2525;
-    T t2524;
-    T t2865;
-    T t2905;
-    T t2868;
-    T t2923;
-    T t2440;
-    T t2477;
-    T t2481;
+    T t[321];  // the other values that cross parts, in the order of their statements (Layout::member)
     T kept[131];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
     nelu::lanes::Splats<T, 10> splats;  // the lane kernels' scalar operands, broadcast (nelu/lanes.hpp)
 };
@@ -988,299 +668,304 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.kept + 130);
+    T* const w2 = nelu::window(w.t + 48);
+    T* const w3 = nelu::window(w.t + 80);
+    T* const w4 = nelu::window(w.kept + 21);
     // --- kinematics: transforms, velocities, bias terms b
     const nelu::SinCos<T> sc5 = nelu::sincos(q[1]);
-    w.kept[130] = sc5.c;  // t5: cos of joint shoulder_lift_joint
-    w.kept[129] = sc5.s;  // t6: sin of joint shoulder_lift_joint
+    w1[0] = sc5.c;  // t5: cos of joint shoulder_lift_joint
+    w1[-1] = sc5.s;  // t6: sin of joint shoulder_lift_joint
     const nelu::SinCos<T> sc57 = nelu::sincos(q[2]);
-    w.kept[127] = sc57.c;  // t57: cos of joint elbow_joint
-    w.kept[128] = sc57.s;  // t58: sin of joint elbow_joint
+    w1[-3] = sc57.c;  // t57: cos of joint elbow_joint
+    w1[-2] = sc57.s;  // t58: sin of joint elbow_joint
     const nelu::SinCos<T> sc122 = nelu::sincos(q[3]);
-    w.kept[125] = sc122.c;  // t122: cos of joint wrist_1_joint
-    w.kept[126] = sc122.s;  // t123: sin of joint wrist_1_joint
+    w1[-5] = sc122.c;  // t122: cos of joint wrist_1_joint
+    w1[-4] = sc122.s;  // t123: sin of joint wrist_1_joint
     const nelu::SinCos<T> sc195 = nelu::sincos(q[4]);
-    w.kept[123] = sc195.c;  // t195: cos of joint wrist_2_joint
-    w.kept[124] = sc195.s;  // t196: sin of joint wrist_2_joint
+    w1[-7] = sc195.c;  // t195: cos of joint wrist_2_joint
+    w1[-6] = sc195.s;  // t196: sin of joint wrist_2_joint
     const nelu::SinCos<T> sc269 = nelu::sincos(q[5]);
-    w.kept[115] = sc269.c;  // t269: cos of joint wrist_3_joint
-    w.kept[114] = sc269.s;  // t270: sin of joint wrist_3_joint
-    w.kept[24] = -w.kept[130];  // t7
-    w.kept[23] = -w.kept[129];  // t8
-    w.kept[62] = -w.kept[123];  // t197
-    w.kept[61] = -w.kept[124];  // t198
-    w.t10 = qd[0] * w.kept[129];
-    const T t62 = w.t10 * w.kept[127];
-    w.t11 = qd[0] * w.kept[130];
-    const T t63 = w.t11 * w.kept[128];
-    w.t64 = t62 + t63;
-    const T t139 = w.t64 * w.kept[126];
-    const T t66 = w.t10 * w.kept[128];
-    const T t67 = w.t11 * w.kept[127];
-    w.t68 = t66 - t67;  // v[forearm_link].wy
-    const T t140 = w.t68 * w.kept[125];
-    w.t141 = t139 + t140;
-    w.t146 = qd[3] * w.t141;
-    const T t12 = qd[1] * w.t11;
+    w1[-15] = sc269.c;  // t269: cos of joint wrist_3_joint
+    w1[-16] = sc269.s;  // t270: sin of joint wrist_3_joint
+    w4[3] = -w1[0];  // t7
+    w4[2] = -w1[-1];  // t8
+    w.kept[62] = -w1[-7];  // t197
+    w.kept[61] = -w1[-6];  // t198
+    w0[-16] = qd[0] * w1[-1];  // t10
+    const T t62 = w0[-16] * w1[-3];
+    w0[-15] = qd[0] * w1[0];  // t11
+    const T t63 = w0[-15] * w1[-2];
+    w0[-14] = t62 + t63;  // t64
+    const T t139 = w0[-14] * w1[-4];
+    const T t66 = w0[-16] * w1[-2];
+    const T t67 = w0[-15] * w1[-3];
+    w0[-13] = t66 - t67;  // t68: v[forearm_link].wy
+    const T t140 = w0[-13] * w1[-5];
+    w0[-12] = t139 + t140;  // t141
+    w0[-11] = qd[3] * w0[-12];  // t146
+    const T t12 = qd[1] * w0[-15];
     // --- solve: forward and back substitution
-    w.t428 = w.kept[129] * in[0];
-    w.t429 = t12 + w.t428;
-    const T t455 = w.kept[127] * w.t429;
+    w0[-10] = w1[-1] * in[0];  // t428
+    w0[-9] = t12 + w0[-10];  // t429
+    const T t455 = w1[-3] * w0[-9];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t71 = qd[2] * w.t68;
+    w0[-8] = qd[2] * w0[-13];  // t71
     // --- solve: forward and back substitution
-    const T t456 = t455 - w.t71;
-    const T t430 = w.kept[130] * in[0];
+    const T t456 = t455 - w0[-8];
+    const T t430 = w1[0] * in[0];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t13 = qd[1] * w.t10;
+    w0[-7] = qd[1] * w0[-16];  // t13
     // --- solve: forward and back substitution
-    w.t431 = t430 - w.t13;
-    const T t459 = w.kept[128] * w.t431;
-    w.t460 = t456 + t459;
-    const T t514 = w.kept[125] * w.t460;
-    const T t515 = w.t146 - t514;
-    const T t461 = w.kept[127] * w.t431;
+    w0[-6] = t430 - w0[-7];  // t431
+    const T t459 = w1[-2] * w0[-6];
+    w0[-5] = t456 + t459;  // t460
+    const T t514 = w1[-5] * w0[-5];
+    const T t515 = w0[-11] - t514;
+    const T t461 = w1[-3] * w0[-6];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t72 = qd[2] * w.t64;
+    w0[-4] = qd[2] * w0[-14];  // t72
     // --- solve: forward and back substitution
-    const T t457 = w.kept[128] * w.t429;
-    const T t458 = w.t72 + t457;
-    w.t462 = t461 - t458;
-    const T t518 = w.kept[126] * w.t462;
-    w.t519 = t515 - t518;
-    const T t575 = w.kept[124] * w.t519;
+    const T t457 = w1[-2] * w0[-9];
+    const T t458 = w0[-4] + t457;
+    w0[-3] = t461 - t458;  // t462
+    const T t518 = w1[-4] * w0[-3];
+    w0[-2] = t515 - t518;  // t519
+    const T t575 = w1[-6] * w0[-2];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t133 = w.t64 * w.kept[125];
-    const T t134 = w.t68 * w.kept[126];
-    w.t135 = t133 - t134;  // v[wrist_1_link].wx
-    const T t206 = w.t135 * w.kept[123];
-    w.t70 = qd[1] + qd[2];  // v[forearm_link].wz
-    w.t145 = w.t70 + qd[3];  // v[wrist_1_link].wz
-    const T t207 = w.t145 * w.kept[124];
-    w.t208 = t206 + t207;
-    w.t220 = qd[4] * w.t208;
+    const T t133 = w0[-14] * w1[-5];
+    const T t134 = w0[-13] * w1[-4];
+    w0[-1] = t133 - t134;  // t135: v[wrist_1_link].wx
+    const T t206 = w0[-1] * w1[-7];
+    w0[0] = qd[1] + qd[2];  // t70: v[forearm_link].wz
+    w0[1] = w0[0] + qd[3];  // t145: v[wrist_1_link].wz
+    const T t207 = w0[1] * w1[-6];
+    w0[2] = t206 + t207;  // t208
+    w0[3] = qd[4] * w0[2];  // t220
     // --- solve: forward and back substitution
-    const T t576 = t575 - w.t220;
-    w.t463 = in[1] + in[2];  // x: y2[wrist_1_link].wz
-    w.t522 = in[3] + w.t463;  // x: y2[wrist_2_link].wy
-    const T t579 = w.kept[123] * w.t522;
-    w.t580 = t576 + t579;  // x: y2[wrist_3_link].wz
-    const T t638 = in[5] + w.t580;  // x: a[wrist_3_link].wz
+    const T t576 = t575 - w0[3];
+    w0[4] = in[1] + in[2];  // t463: x: y2[wrist_1_link].wz
+    w0[5] = in[3] + w0[4];  // t522: x: y2[wrist_2_link].wy
+    const T t579 = w1[-7] * w0[5];
+    w0[6] = t576 + t579;  // t580: x: y2[wrist_3_link].wz
+    const T t638 = in[5] + w0[6];  // x: a[wrist_3_link].wz
     const T t655 = T(0.00036956249999999999) * t638;
-    w.t656 = in[38] - t655;
-    w.kept[5] = -w.t656;  // t675: x: z2[wrist_3_link].nz
+    w0[7] = in[38] - t655;  // t656
+    w4[-16] = -w0[7];  // t675: x: z2[wrist_3_link].nz
     // --- kinematics: transforms, velocities, bias terms b
-    const T t212 = w.t135 * w.kept[124];
-    const T t213 = w.t145 * w.kept[123];
-    w.t214 = t212 - t213;  // v[wrist_2_link].wy
-    const T t248 = w.t208 * T(0.002218125);
-    const T t256 = w.t214 * t248;
-    w.t249 = w.t214 * T(0.0013162499999999999);
-    const T t257 = w.t208 * w.t249;
+    const T t212 = w0[-1] * w1[-6];
+    const T t213 = w0[1] * w1[-7];
+    w0[8] = t212 - t213;  // t214: v[wrist_2_link].wy
+    const T t248 = w0[2] * T(0.002218125);
+    const T t256 = w0[8] * t248;
+    w0[9] = w0[8] * T(0.0013162499999999999);  // t249
+    const T t257 = w0[2] * w0[9];
     const T t258 = t256 - t257;
-    const T t231 = T(0.01634) * w.t208;
+    const T t231 = T(0.01634) * w0[2];
     const T t60 = qd[1] * T(0.42499999999999999);
-    w.t65 = w.kept[128] * t60;  // v[forearm_link].vx
-    const T t129 = w.t68 * T(0.1333);
-    const T t131 = w.t65 + t129;
-    const T t142 = w.kept[126] * t131;
-    w.t69 = w.kept[127] * t60;  // v[forearm_link].vy
-    const T t125 = w.t70 * T(0.39219999999999999);
-    const T t127 = w.t69 + t125;
-    const T t130 = w.t64 * T(0.1333);
+    w0[10] = w1[-2] * t60;  // t65: v[forearm_link].vx
+    const T t129 = w0[-13] * T(0.1333);
+    const T t131 = w0[10] + t129;
+    const T t142 = w1[-4] * t131;
+    w0[11] = w1[-3] * t60;  // t69: v[forearm_link].vy
+    const T t125 = w0[0] * T(0.39219999999999999);
+    const T t127 = w0[11] + t125;
+    const T t130 = w0[-14] * T(0.1333);
     const T t132 = t127 + t130;
-    const T t143 = w.kept[125] * t132;
-    w.t144 = t142 - t143;  // v[wrist_1_link].vy
-    w.t234 = t231 - w.t144;
-    const T t236 = w.t214 * w.t234;
-    w.t218 = w.t141 + qd[4];  // v[wrist_2_link].wz
-    const T t202 = w.t145 * T(0.099699999999999997);
-    const T t136 = w.kept[125] * t131;
-    const T t137 = w.kept[126] * t132;
-    w.t138 = t136 + t137;
-    const T t204 = t202 - w.t138;
-    const T t215 = w.kept[124] * t204;
-    w.t61 = w.t11 * T(0.42499999999999999);  // v[forearm_link].vz
-    const T t126 = w.t68 * T(0.39219999999999999);
-    w.t128 = w.t61 - t126;  // v[wrist_1_link].vz
-    const T t203 = w.t135 * T(0.099699999999999997);
-    const T t205 = w.t128 - t203;
-    const T t216 = w.kept[123] * t205;
-    w.t217 = t215 - t216;  // v[wrist_2_link].vy
-    const T t230 = T(0.0018000000000000002) * w.t208;
-    w.t233 = w.t217 - t230;
-    const T t235 = w.t218 * w.t233;
+    const T t143 = w1[-5] * t132;
+    w0[12] = t142 - t143;  // t144: v[wrist_1_link].vy
+    w0[13] = t231 - w0[12];  // t234
+    const T t236 = w0[8] * w0[13];
+    w0[14] = w0[-12] + qd[4];  // t218: v[wrist_2_link].wz
+    const T t202 = w0[1] * T(0.099699999999999997);
+    const T t136 = w1[-5] * t131;
+    const T t137 = w1[-4] * t132;
+    w0[15] = t136 + t137;  // t138
+    const T t204 = t202 - w0[15];
+    const T t215 = w1[-6] * t204;
+    w2[-16] = w0[-15] * T(0.42499999999999999);  // t61: v[forearm_link].vz
+    const T t126 = w0[-13] * T(0.39219999999999999);
+    w2[-15] = w2[-16] - t126;  // t128: v[wrist_1_link].vz
+    const T t203 = w0[-1] * T(0.099699999999999997);
+    const T t205 = w2[-15] - t203;
+    const T t216 = w1[-7] * t205;
+    w2[-14] = t215 - t216;  // t217: v[wrist_2_link].vy
+    const T t230 = T(0.0018000000000000002) * w0[2];
+    w2[-13] = w2[-14] - t230;  // t233
+    const T t235 = w0[14] * w2[-13];
     const T t237 = t236 - t235;
-    w.t245 = t237 * T(1.3);
-    const T t263 = T(0.01634) * w.t245;
+    w2[-12] = t237 * T(1.3);  // t245
+    const T t263 = T(0.01634) * w2[-12];
     const T t266 = t258 + t263;
     // --- solve: forward and back substitution
     const T t421 = in[32] - t266;
-    const T t600 = T(3.8235599999999997e-05) * w.t580;
+    const T t600 = T(3.8235599999999997e-05) * w0[6];
     const T t601 = t421 - t600;
     // --- kinematics: transforms, velocities, bias terms b
-    w.t147 = qd[3] * w.t135;
+    w2[-11] = qd[3] * w0[-1];  // t147
     // --- solve: forward and back substitution
-    const T t516 = w.kept[126] * w.t460;
-    const T t517 = w.t147 + t516;
-    const T t520 = w.kept[125] * w.t462;
-    w.t521 = t517 - t520;  // x: y2[wrist_2_link].wz
-    w.t581 = in[4] + w.t521;  // x: y2[wrist_3_link].wy
-    const T t606 = T(0.0025652192800000003) * w.t581;
+    const T t516 = w1[-4] * w0[-5];
+    const T t517 = w2[-11] + t516;
+    const T t520 = w1[-5] * w0[-3];
+    w2[-10] = t517 - t520;  // t521: x: y2[wrist_2_link].wz
+    w2[-9] = in[4] + w2[-10];  // t581: x: y2[wrist_3_link].wy
+    const T t606 = T(0.0025652192800000003) * w2[-9];
     const T t607 = t601 - t606;
-    const T t570 = T(0.099699999999999997) * w.t522;
-    const T t509 = T(0.1333) * w.t460;
-    const T t487 = T(0.39219999999999999) * w.t463;
+    const T t570 = T(0.099699999999999997) * w0[5];
+    const T t509 = T(0.1333) * w0[-5];
+    const T t487 = T(0.39219999999999999) * w0[4];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t74 = qd[2] * w.t65;
+    w2[-8] = qd[2] * w0[10];  // t74
     // --- solve: forward and back substitution
-    w.t432 = w.kept[129] * T(9.8100000000000005);
-    const T t466 = w.kept[128] * w.t432;
-    const T t467 = w.t74 - t466;
-    w.t433 = w.kept[130] * T(9.8100000000000005);
+    w2[-7] = w1[-1] * T(9.8100000000000005);  // t432
+    const T t466 = w1[-2] * w2[-7];
+    const T t467 = w2[-8] - t466;
+    w2[-6] = w1[0] * T(9.8100000000000005);  // t433
     const T t443 = T(0.42499999999999999) * in[1];
-    const T t450 = w.t433 - t443;
-    const T t470 = w.kept[127] * t450;
-    w.t471 = t467 + t470;
-    const T t512 = t487 - w.t471;  // x: y1[wrist_1_link].vy
+    const T t450 = w2[-6] - t443;
+    const T t470 = w1[-3] * t450;
+    w2[-5] = t467 + t470;  // t471
+    const T t512 = t487 - w2[-5];  // x: y1[wrist_1_link].vy
     const T t513 = t509 + t512;  // x: y2[wrist_1_link].vy
-    const T t527 = w.kept[126] * t513;
+    const T t527 = w1[-4] * t513;
     // --- kinematics: transforms, velocities, bias terms b
-    w.t148 = qd[3] * w.t144;
+    w2[-4] = qd[3] * w0[12];  // t148
     // --- solve: forward and back substitution
-    const T t464 = w.kept[127] * w.t432;
+    const T t464 = w1[-3] * w2[-7];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t73 = qd[2] * w.t69;
+    w2[-3] = qd[2] * w0[11];  // t73
     // --- solve: forward and back substitution
-    const T t465 = t464 - w.t73;
-    const T t468 = w.kept[128] * t450;
-    w.t469 = t465 + t468;
-    const T t510 = T(0.1333) * w.t462;
-    const T t511 = w.t469 + t510;
-    const T t523 = w.kept[125] * t511;
-    const T t524 = w.t148 + t523;
-    w.t528 = t527 - t524;
-    w.t571 = t570 - w.t528;  // x: y2[wrist_2_link].vx
-    const T t582 = w.kept[123] * w.t571;
+    const T t465 = t464 - w2[-3];
+    const T t468 = w1[-2] * t450;
+    w2[-2] = t465 + t468;  // t469
+    const T t510 = T(0.1333) * w0[-3];
+    const T t511 = w2[-2] + t510;
+    const T t523 = w1[-5] * t511;
+    const T t524 = w2[-4] + t523;
+    w2[-1] = t527 - t524;  // t528
+    w2[0] = t570 - w2[-1];  // t571: x: y2[wrist_2_link].vx
+    const T t582 = w1[-7] * w2[0];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t221 = qd[4] * w.t217;
+    w2[1] = qd[4] * w2[-14];  // t221
     // --- solve: forward and back substitution
-    const T t583 = t582 - w.t221;
-    w.t440 = T(0.42499999999999999) * w.t431;  // x: y1[forearm_link].vz
-    const T t480 = T(0.39219999999999999) * w.t462;
-    w.t504 = w.t440 + t480;  // x: y1[wrist_2_link].vy
-    const T t569 = T(0.099699999999999997) * w.t519;
-    w.t572 = w.t504 + t569;  // x: y2[wrist_2_link].vy
-    const T t586 = w.kept[124] * w.t572;
-    w.t587 = t583 + t586;
-    const T t612 = T(0.021242) * w.t587;
-    w.t613 = t607 + t612;
+    const T t583 = t582 - w2[1];
+    w2[2] = T(0.42499999999999999) * w0[-6];  // t440: x: y1[forearm_link].vz
+    const T t480 = T(0.39219999999999999) * w0[-3];
+    w2[3] = w2[2] + t480;  // t504: x: y1[wrist_2_link].vy
+    const T t569 = T(0.099699999999999997) * w0[-2];
+    w2[4] = w2[3] + t569;  // t572: x: y2[wrist_2_link].vy
+    const T t586 = w1[-6] * w2[4];
+    w2[5] = t583 + t586;  // t587
+    const T t612 = T(0.021242) * w2[5];
+    w2[6] = t607 + t612;  // t613
     // --- kinematics: transforms, velocities, bias terms b
-    const T t292 = qd[5] - w.t214;  // v[wrist_3_link].wz
-    const T t286 = w.t208 * w.kept[114];
-    const T t287 = w.t218 * w.kept[115];
-    w.t288 = t286 + t287;
-    w.t320 = w.t288 * T(0.00023344791700000001);
-    const T t322 = t292 * w.t320;
-    w.t321 = t292 * T(0.00036956249999999999);
-    const T t323 = w.t288 * w.t321;
+    const T t292 = qd[5] - w0[8];  // v[wrist_3_link].wz
+    const T t286 = w0[2] * w1[-16];
+    const T t287 = w0[14] * w1[-15];
+    w2[7] = t286 + t287;  // t288
+    w2[8] = w2[7] * T(0.00023344791700000001);  // t320
+    const T t322 = t292 * w2[8];
+    w2[9] = t292 * T(0.00036956249999999999);  // t321
+    const T t323 = w2[7] * w2[9];
     const T t324 = t322 - t323;
-    const T t280 = w.t208 * w.kept[115];
-    const T t281 = w.t218 * w.kept[114];
-    w.t282 = t280 - t281;  // v[wrist_3_link].wx
-    const T t308 = w.t217 * w.t282;
-    const T t300 = w.t288 * T(0.0011590000000000001);
-    const T t276 = w.t218 * T(0.099599999999999994);
-    const T t209 = w.kept[123] * t204;
-    const T t210 = w.kept[124] * t205;
-    w.t211 = t209 + t210;
-    const T t278 = t276 - w.t211;
-    const T t283 = w.kept[115] * t278;
-    const T t277 = w.t208 * T(0.099599999999999994);
-    const T t279 = t277 - w.t144;
-    const T t284 = w.kept[114] * t279;
-    w.t285 = t283 + t284;
-    w.t302 = t300 - w.t285;
-    const T t310 = t292 * w.t302;
+    const T t280 = w0[2] * w1[-15];
+    const T t281 = w0[14] * w1[-16];
+    w2[10] = t280 - t281;  // t282: v[wrist_3_link].wx
+    const T t308 = w2[-14] * w2[10];
+    const T t300 = w2[7] * T(0.0011590000000000001);
+    const T t276 = w0[14] * T(0.099599999999999994);
+    const T t209 = w1[-7] * t204;
+    const T t210 = w1[-6] * t205;
+    w2[11] = t209 + t210;  // t211
+    const T t278 = t276 - w2[11];
+    const T t283 = w1[-15] * t278;
+    const T t277 = w0[2] * T(0.099599999999999994);
+    const T t279 = t277 - w0[12];
+    const T t284 = w1[-16] * t279;
+    w2[12] = t283 + t284;  // t285
+    w2[13] = t300 - w2[12];  // t302
+    const T t310 = t292 * w2[13];
     const T t311 = t308 + t310;
-    w.t317 = t311 * T(0.36499999999999999);
-    const T t330 = T(0.0011590000000000001) * w.t317;
-    w.t332 = t324 + t330;
+    w2[14] = t311 * T(0.36499999999999999);  // t317
+    const T t330 = T(0.0011590000000000001) * w2[14];
+    w2[15] = t324 + t330;  // t332
     // --- solve: forward and back substitution
-    const T t422 = in[36] - w.t332;
+    const T t422 = in[36] - w2[15];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t293 = qd[5] * w.t288;
+    const T t293 = qd[5] * w2[7];
     // --- solve: forward and back substitution
-    const T t577 = w.kept[124] * w.t522;
+    const T t577 = w1[-6] * w0[5];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t219 = qd[4] * w.t214;
+    w3[-16] = qd[4] * w0[8];  // t219
     // --- solve: forward and back substitution
-    const T t573 = w.kept[123] * w.t519;
-    const T t574 = w.t219 + t573;
-    w.t578 = t577 - t574;
-    const T t630 = w.kept[115] * w.t578;
+    const T t573 = w1[-7] * w0[-2];
+    const T t574 = w3[-16] + t573;
+    w3[-15] = t577 - t574;  // t578
+    const T t630 = w1[-15] * w3[-15];
     const T t631 = t293 - t630;
-    const T t634 = w.kept[114] * w.t581;
-    w.t635 = t631 + t634;
-    w.t647 = T(0.00023393821456500001) * w.t635;
-    const T t648 = t422 + w.t647;
-    const T t627 = T(0.099599999999999994) * w.t581;
-    const T t628 = w.t587 - t627;
-    const T t641 = w.kept[114] * t628;
+    const T t634 = w1[-16] * w2[-9];
+    w3[-14] = t631 + t634;  // t635
+    w3[-13] = T(0.00023393821456500001) * w3[-14];  // t647
+    const T t648 = t422 + w3[-13];
+    const T t627 = T(0.099599999999999994) * w2[-9];
+    const T t628 = w2[5] - t627;
+    const T t641 = w1[-16] * t628;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t296 = qd[5] * w.t285;
+    const T t296 = qd[5] * w2[12];
     // --- solve: forward and back substitution
     const T t642 = t641 - t296;
-    const T t525 = w.kept[126] * t511;
+    const T t525 = w1[-4] * t511;
     // --- kinematics: transforms, velocities, bias terms b
-    w.t149 = qd[3] * w.t138;
+    w3[-12] = qd[3] * w0[15];  // t149
     // --- solve: forward and back substitution
-    const T t526 = t525 - w.t149;
-    const T t529 = w.kept[125] * t513;
-    w.t530 = t526 + t529;  // x: y1[wrist_3_link].vy
-    const T t626 = T(0.099599999999999994) * w.t578;
-    const T t629 = w.t530 + t626;  // x: y2[wrist_3_link].vy
-    const T t645 = w.kept[115] * t629;
-    w.t646 = t642 + t645;
-    w.t661 = T(0.00042303500000000005) * w.t646;
-    w.t662 = t648 + w.t661;
-    w.t669 = w.kept[114] * w.t662;
+    const T t526 = t525 - w3[-12];
+    const T t529 = w1[-5] * t513;
+    w3[-11] = t526 + t529;  // t530: x: y1[wrist_3_link].vy
+    const T t626 = T(0.099599999999999994) * w3[-15];
+    const T t629 = w3[-11] + t626;  // x: y2[wrist_3_link].vy
+    const T t645 = w1[-15] * t629;
+    w3[-10] = t642 + t645;  // t646
+    w3[-9] = T(0.00042303500000000005) * w3[-10];  // t661
+    w3[-8] = t648 + w3[-9];  // t662
+    w3[-7] = w1[-16] * w3[-8];  // t669
     // --- kinematics: transforms, velocities, bias terms b
-    w.t319 = w.t282 * T(0.00023344791700000001);
-    const T t326 = t292 * w.t319;
-    const T t325 = w.t282 * w.t321;
+    w3[-6] = w2[10] * T(0.00023344791700000001);  // t319
+    const T t326 = t292 * w3[-6];
+    const T t325 = w2[10] * w2[9];
     const T t327 = t326 - t325;
-    const T t289 = w.kept[114] * t278;
-    const T t290 = w.kept[115] * t279;
-    w.t291 = t289 - t290;  // v[wrist_3_link].vy
-    const T t301 = w.t282 * T(0.0011590000000000001);
-    w.t303 = w.t291 + t301;
-    const T t304 = t292 * w.t303;
-    const T t305 = w.t217 * w.t288;
+    const T t289 = w1[-16] * t278;
+    const T t290 = w1[-15] * t279;
+    w3[-5] = t289 - t290;  // t291: v[wrist_3_link].vy
+    const T t301 = w2[10] * T(0.0011590000000000001);
+    w3[-4] = w3[-5] + t301;  // t303
+    const T t304 = t292 * w3[-4];
+    const T t305 = w2[-14] * w2[7];
     const T t307 = t304 - t305;
-    w.t316 = t307 * T(0.36499999999999999);
-    const T t331 = T(0.0011590000000000001) * w.t316;
-    w.t333 = t327 + t331;
+    w3[-3] = t307 * T(0.36499999999999999);  // t316
+    const T t331 = T(0.0011590000000000001) * w3[-3];
+    w3[-2] = t327 + t331;  // t333
     // --- solve: forward and back substitution
-    const T t423 = in[37] - w.t333;
+    const T t423 = in[37] - w3[-2];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t294 = qd[5] * w.t282;
+    const T t294 = qd[5] * w2[10];
     // --- solve: forward and back substitution
-    const T t632 = w.kept[114] * w.t578;
+    const T t632 = w1[-16] * w3[-15];
     const T t633 = t294 + t632;
-    const T t636 = w.kept[115] * w.t581;
-    w.t637 = t633 + t636;
-    w.t651 = T(0.00023393821456500001) * w.t637;
-    const T t652 = t423 + w.t651;
-    const T t643 = w.kept[114] * t629;
+    const T t636 = w1[-15] * w2[-9];
+    w3[-1] = t633 + t636;  // t637
+    w3[0] = T(0.00023393821456500001) * w3[-1];  // t651
+    const T t652 = t423 + w3[0];
+    const T t643 = w1[-16] * t629;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t295 = qd[5] * w.t291;
+    const T t295 = qd[5] * w3[-5];
     // --- solve: forward and back substitution
-    const T t639 = w.kept[115] * t628;
+    const T t639 = w1[-15] * t628;
     const T t640 = t295 + t639;
-    w.t644 = t643 - t640;
-    w.t657 = T(0.00042303500000000005) * w.t644;
-    w.t658 = t652 - w.t657;
-    w.t672 = w.kept[115] * w.t658;
+    w3[1] = t643 - t640;  // t644
+    w3[2] = T(0.00042303500000000005) * w3[1];  // t657
+    w3[3] = t652 - w3[2];  // t658
+    w3[4] = w1[-15] * w3[3];  // t672
     return status;
 }
 
@@ -1288,44 +973,50 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 113);
+    T* const w2 = nelu::window(w.t + 81);
+    T* const w3 = nelu::window(w.t + 48);
+    T* const w4 = nelu::window(w.kept + 130);
+    T* const w5 = nelu::window(w.kept + 17);
     // --- solve: forward and back substitution
-    w.t673 = w.t669 + w.t672;  // x: z1[wrist_3_link].ny
-    const T t424 = in[40] - w.t317;
-    w.t649 = T(0.00042303500000000005) * w.t635;
-    const T t650 = t424 + w.t649;
-    w.t663 = T(0.36499999999999999) * w.t646;
-    const T t664 = t650 + w.t663;
-    const T t678 = w.kept[114] * t664;
+    w2[4] = w2[-8] + w2[3];  // t673: x: z1[wrist_3_link].ny
+    const T t424 = in[40] - w3[14];
+    w2[5] = T(0.00042303500000000005) * w2[-15];  // t649
+    const T t650 = t424 + w2[5];
+    w2[6] = T(0.36499999999999999) * w2[-11];  // t663
+    const T t664 = t650 + w2[6];
+    const T t678 = w4[-16] * t664;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t409 = w.t316 + in[39];
+    const T t409 = w2[-4] + in[39];
     // --- solve: forward and back substitution
-    w.t653 = T(0.00042303500000000005) * w.t637;
-    const T t654 = t409 - w.t653;
-    w.t659 = T(0.36499999999999999) * w.t644;
-    const T t660 = t654 + w.t659;
-    const T t676 = w.kept[115] * t660;
-    w.t679 = t678 - t676;
-    const T t682 = T(0.099599999999999994) * w.t679;
-    const T t688 = w.t673 - t682;  // x: z2[wrist_3_link].ny
-    w.t689 = w.t613 - t688;
-    w.kept[4] = -w.t689;  // t701: x: z2[wrist_2_link].nz
-    const T t592 = T(0.0025694312800000002) * w.t578;
+    w2[7] = T(0.00042303500000000005) * w2[-2];  // t653
+    const T t654 = t409 - w2[7];
+    w2[8] = T(0.36499999999999999) * w2[0];  // t659
+    const T t660 = t654 + w2[8];
+    const T t676 = w4[-15] * t660;
+    w2[9] = t678 - t676;  // t679
+    const T t682 = T(0.099599999999999994) * w2[9];
+    const T t688 = w2[4] - t682;  // x: z2[wrist_3_link].ny
+    w2[10] = w3[6] - t688;  // t689
+    w5[-13] = -w2[10];  // t701: x: z2[wrist_2_link].nz
+    const T t592 = T(0.0025694312800000002) * w2[-16];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t250 = w.t218 * T(0.002218125);
-    const T t252 = w.t214 * t250;
-    const T t251 = w.t218 * w.t249;
+    const T t250 = w0[14] * T(0.002218125);
+    const T t252 = w0[8] * t250;
+    const T t251 = w0[14] * w0[9];
     const T t253 = t252 - t251;
-    const T t238 = w.t208 * w.t234;
-    const T t226 = T(0.01634) * w.t218;
-    const T t228 = T(0.0018000000000000002) * w.t214;
+    const T t238 = w0[2] * w0[13];
+    const T t226 = T(0.01634) * w0[14];
+    const T t228 = T(0.0018000000000000002) * w0[8];
     const T t229 = t226 - t228;
-    const T t232 = t229 - w.t211;
-    const T t239 = w.t218 * t232;
+    const T t232 = t229 - w3[11];
+    const T t239 = w0[14] * t232;
     const T t240 = t238 + t239;
     const T t246 = t240 * T(1.3);
     const T t259 = T(0.0018000000000000002) * t246;
-    const T t241 = w.t214 * t232;
-    const T t242 = w.t208 * w.t233;
+    const T t241 = w0[8] * t232;
+    const T t242 = w0[2] * w3[-13];
     const T t243 = t241 + t242;
     const T t247 = t243 * T(1.3);
     const T t260 = T(0.01634) * t247;
@@ -1334,220 +1025,220 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t396 = t264 + in[30];
     // --- solve: forward and back substitution
     const T t593 = t592 - t396;
-    const T t588 = w.kept[123] * w.t572;
+    const T t588 = w4[-7] * w3[4];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t222 = qd[4] * w.t211;
+    w2[11] = qd[4] * w3[11];  // t222
     // --- solve: forward and back substitution
-    const T t584 = w.kept[124] * w.t571;
-    const T t585 = w.t222 + t584;
-    w.t589 = t588 - t585;  // x: y2[wrist_3_link].vz
-    const T t618 = T(0.0023400000000000001) * w.t589;
+    const T t584 = w4[-6] * w3[0];
+    const T t585 = w2[11] + t584;
+    w2[12] = t588 - t585;  // t589: x: y2[wrist_3_link].vz
+    const T t618 = T(0.0023400000000000001) * w2[12];
     const T t619 = t593 + t618;
-    const T t622 = T(0.021242) * w.t530;
+    const T t622 = T(0.021242) * w2[-12];
     const T t623 = t619 + t622;
-    const T t670 = w.kept[114] * w.t658;
-    const T t668 = w.kept[115] * w.t662;
-    w.t671 = t670 - t668;
-    const T t677 = w.kept[114] * t660;
-    const T t680 = w.kept[115] * t664;
-    w.t681 = t677 + t680;  // x: z2[wrist_3_link].fy
-    const T t685 = T(0.099599999999999994) * w.t681;
-    const T t686 = w.t671 + t685;
-    w.t687 = t623 + t686;
-    const T t695 = w.kept[124] * w.t687;
-    const T t598 = T(0.0013204619999999999) * w.t580;
+    const T t670 = w4[-16] * w2[2];
+    const T t668 = w4[-15] * w2[-9];
+    w2[13] = t670 - t668;  // t671
+    const T t677 = w4[-16] * t660;
+    const T t680 = w4[-15] * t664;
+    w2[14] = t677 + t680;  // t681: x: z2[wrist_3_link].fy
+    const T t685 = T(0.099599999999999994) * w2[14];
+    const T t686 = w2[13] + t685;
+    w2[15] = t623 + t686;  // t687
+    const T t695 = w4[-6] * w2[15];
+    const T t598 = T(0.0013204619999999999) * w0[6];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t262 = T(0.0018000000000000002) * w.t245;
+    const T t262 = T(0.0018000000000000002) * w3[-12];
     const T t397 = in[31] - t262;
     // --- solve: forward and back substitution
     const T t599 = t598 - t397;
-    const T t604 = T(3.8235599999999997e-05) * w.t581;
+    const T t604 = T(3.8235599999999997e-05) * w3[-9];
     const T t605 = t599 + t604;
-    const T t610 = T(0.0023400000000000001) * w.t587;
+    const T t610 = T(0.0023400000000000001) * w3[5];
     const T t611 = t605 - t610;
-    w.t690 = t611 - w.t656;
-    const T t698 = w.kept[123] * w.t690;
+    w1[-16] = t611 - w0[7];  // t690
+    const T t698 = w4[-7] * w1[-16];
     const T t699 = t695 + t698;  // x: z1[wrist_2_link].ny
-    const T t594 = T(0.0023400000000000001) * w.t578;
+    const T t594 = T(0.0023400000000000001) * w2[-16];
     // --- kinematics: transforms, velocities, bias terms b
     const T t399 = t246 + in[34];
     // --- solve: forward and back substitution
     const T t595 = t594 - t399;
-    const T t620 = T(1.3) * w.t589;
+    const T t620 = T(1.3) * w2[12];
     const T t621 = t595 + t620;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t312 = w.t288 * w.t302;
-    const T t313 = w.t282 * w.t303;
+    const T t312 = w3[7] * w3[13];
+    const T t313 = w3[10] * w2[-5];
     const T t314 = t312 + t313;
     const T t318 = t314 * T(0.36499999999999999);
     // --- solve: forward and back substitution
     const T t425 = in[41] - t318;
-    const T t665 = T(0.36499999999999999) * w.t589;
+    const T t665 = T(0.36499999999999999) * w2[12];
     const T t667 = t425 - t665;
-    w.t693 = t621 - t667;
-    const T t704 = w.kept[124] * w.t693;
-    const T t614 = T(1.3) * w.t587;
+    w1[-15] = t621 - t667;  // t693
+    const T t704 = w4[-6] * w1[-15];
+    const T t614 = T(1.3) * w3[5];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t398 = w.t245 + in[33];
+    const T t398 = w3[-12] + in[33];
     // --- solve: forward and back substitution
-    const T t602 = T(0.0023400000000000001) * w.t580;
+    const T t602 = T(0.0023400000000000001) * w0[6];
     const T t603 = t398 + t602;
-    const T t608 = T(0.021242) * w.t581;
+    const T t608 = T(0.021242) * w3[-9];
     const T t609 = t603 + t608;
     const T t615 = t614 - t609;
-    w.t691 = t615 + w.t679;
-    const T t702 = w.kept[123] * w.t691;
+    w1[-14] = t615 + w2[9];  // t691
+    const T t702 = w4[-7] * w1[-14];
     const T t705 = t704 - t702;
     const T t708 = T(0.099699999999999997) * t705;
     const T t714 = t699 - t708;  // x: z2[wrist_2_link].ny
     // --- kinematics: transforms, velocities, bias terms b
-    const T t175 = w.t135 * T(0.0023375624999999998);
-    const T t183 = w.t141 * t175;
-    w.t176 = w.t141 * T(0.0013871249999999997);
-    const T t184 = w.t135 * w.t176;
+    const T t175 = w0[-1] * T(0.0023375624999999998);
+    const T t183 = w0[-12] * t175;
+    w1[-13] = w0[-12] * T(0.0013871249999999997);  // t176
+    const T t184 = w0[-1] * w1[-13];
     const T t185 = t183 - t184;
-    const T t157 = w.t135 * T(0.0018000000000000002);
-    w.t160 = w.t144 + t157;
-    const T t162 = w.t145 * w.t160;
-    const T t158 = w.t135 * T(0.01634);
-    const T t161 = w.t128 - t158;
-    const T t163 = w.t141 * t161;
+    const T t157 = w0[-1] * T(0.0018000000000000002);
+    w1[-12] = w0[12] + t157;  // t160
+    const T t162 = w0[1] * w1[-12];
+    const T t158 = w0[-1] * T(0.01634);
+    const T t161 = w3[-15] - t158;
+    const T t163 = w0[-12] * t161;
     const T t164 = t162 + t163;
-    w.t172 = t164 * T(1.3700000000000001);
-    const T t190 = T(0.01634) * w.t172;
+    w1[-11] = t164 * T(1.3700000000000001);  // t172
+    const T t190 = T(0.01634) * w1[-11];
     const T t192 = t185 - t190;
     // --- solve: forward and back substitution
     const T t418 = in[26] - t192;
-    const T t543 = T(4.0294440000000001e-05) * w.t521;
+    const T t543 = T(4.0294440000000001e-05) * w3[-10];
     const T t544 = t418 - t543;
-    const T t549 = T(0.002703346472) * w.t522;
+    const T t549 = T(0.002703346472) * w0[5];
     const T t550 = t544 - t549;
-    const T t557 = T(0.022385800000000001) * w.t528;
+    const T t557 = T(0.022385800000000001) * w3[-1];
     const T t558 = t550 + t557;
-    w.kept[3] = t714 - t558;  // t725: x: z2[wrist_1_link].nz
+    w5[-14] = t714 - t558;  // t725: x: z2[wrist_1_link].nz
     // --- kinematics: transforms, velocities, bias terms b
-    const T t384 = w.t172 + in[27];
+    const T t384 = w1[-11] + in[27];
     // --- solve: forward and back substitution
-    const T t545 = T(0.0024660000000000003) * w.t521;
+    const T t545 = T(0.0024660000000000003) * w3[-10];
     const T t546 = t384 - t545;
-    const T t551 = T(0.022385800000000001) * w.t522;
+    const T t551 = T(0.022385800000000001) * w0[5];
     const T t552 = t546 - t551;
-    const T t559 = T(1.3700000000000001) * w.t528;
+    const T t559 = T(1.3700000000000001) * w3[-1];
     const T t560 = t552 + t559;
-    w.t716 = t560 + t705;
-    const T t727 = w.kept[126] * w.t716;
+    w1[-10] = t560 + t705;  // t716
+    const T t727 = w4[-4] * w1[-10];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t153 = w.t145 * T(0.01634);
-    const T t155 = w.t141 * T(0.0018000000000000002);
+    const T t153 = w0[1] * T(0.01634);
+    const T t155 = w0[-12] * T(0.0018000000000000002);
     const T t156 = t153 + t155;
-    w.t159 = t156 - w.t138;
-    const T t166 = w.t145 * w.t159;
-    const T t165 = w.t135 * t161;
+    w1[-9] = t156 - w0[15];  // t159
+    const T t166 = w0[1] * w1[-9];
+    const T t165 = w0[-1] * t161;
     const T t167 = t166 - t165;
-    w.t173 = t167 * T(1.3700000000000001);
+    w1[-8] = t167 * T(1.3700000000000001);  // t173
     // --- solve: forward and back substitution
-    const T t419 = in[28] - w.t173;
-    const T t535 = T(0.0024660000000000003) * w.t519;
+    const T t419 = in[28] - w1[-8];
+    const T t535 = T(0.0024660000000000003) * w0[-2];
     const T t536 = t419 + t535;
-    const T t563 = T(1.3700000000000001) * w.t530;
+    const T t563 = T(1.3700000000000001) * w2[-12];
     const T t564 = t536 + t563;
     // --- kinematics: transforms, velocities, bias terms b
     const T t400 = t247 + in[35];
     // --- solve: forward and back substitution
-    const T t596 = T(0.021242) * w.t578;
+    const T t596 = T(0.021242) * w2[-16];
     const T t597 = t400 - t596;
-    const T t624 = T(1.3) * w.t530;
+    const T t624 = T(1.3) * w2[-12];
     const T t625 = t597 - t624;
-    const T t692 = t625 - w.t681;
-    w.t718 = t564 - t692;
-    const T t730 = w.kept[125] * w.t718;
-    w.t731 = t727 + t730;  // x: z2[wrist_1_link].fy
-    const T t744 = T(0.39219999999999999) * w.t731;
+    const T t692 = t625 - w2[14];
+    w1[-7] = t564 - t692;  // t718
+    const T t730 = w4[-5] * w1[-7];
+    w1[-6] = t727 + t730;  // t731: x: z2[wrist_1_link].fy
+    const T t744 = T(0.39219999999999999) * w1[-6];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t100 = w.t64 * T(0.002881574999999996);
-    const T t108 = w.t68 * t100;
-    const T t101 = w.t68 * T(0.037884766199999975);
-    const T t109 = w.t64 * t101;
+    const T t100 = w0[-14] * T(0.002881574999999996);
+    const T t108 = w0[-13] * t100;
+    const T t101 = w0[-13] * T(0.037884766199999975);
+    const T t109 = w0[-14] * t101;
     const T t110 = t108 - t109;
-    const T t83 = w.t68 * T(0.24220000000000003);
-    const T t86 = w.t61 - t83;
-    const T t90 = w.t64 * t86;
-    const T t79 = w.t68 * T(0.026499999999999999);
-    const T t84 = w.t65 + t79;
-    const T t91 = w.t70 * t84;
+    const T t83 = w0[-13] * T(0.24220000000000003);
+    const T t86 = w3[-16] - t83;
+    const T t90 = w0[-14] * t86;
+    const T t79 = w0[-13] * T(0.026499999999999999);
+    const T t84 = w0[10] + t79;
+    const T t91 = w0[0] * t84;
     const T t92 = t90 + t91;
-    w.t98 = t92 * T(2.8460000000000001);
-    const T t115 = T(0.24220000000000003) * w.t98;
+    w1[-5] = t92 * T(2.8460000000000001);  // t98
+    const T t115 = T(0.24220000000000003) * w1[-5];
     const T t118 = t110 + t115;
     // --- solve: forward and back substitution
     const T t415 = in[20] - t118;
-    const T t474 = T(0.018266481800000001) * w.t460;
+    const T t474 = T(0.018266481800000001) * w0[-5];
     const T t475 = t415 - t474;
-    const T t490 = T(0.20483351684000001) * w.t463;
+    const T t490 = T(0.20483351684000001) * w0[4];
     const T t491 = t475 - t490;
-    const T t500 = T(0.68930120000000006) * w.t471;
+    const T t500 = T(0.68930120000000006) * w3[-5];
     const T t501 = t491 + t500;
-    const T t742 = t501 - w.kept[3];
-    w.kept[2] = t744 - t742;  // t754: x: z1[forearm_link].nz
+    const T t742 = t501 - w5[-14];
+    w5[-15] = t744 - t742;  // t754: x: z1[forearm_link].nz
     // --- kinematics: transforms, velocities, bias terms b
-    const T t37 = w.t11 * T(0.12854188700000002);
-    const T t45 = w.t10 * t37;
-    w.t36 = w.t10 * T(0.014504400000000001);
-    const T t44 = w.t11 * w.t36;
+    const T t37 = w0[-15] * T(0.12854188700000002);
+    const T t45 = w0[-16] * t37;
+    w1[-4] = w0[-16] * T(0.014504400000000001);  // t36
+    const T t44 = w0[-15] * w1[-4];
     const T t46 = t45 - t44;
-    w.t22 = w.t11 * T(0.21249999999999999);
-    const T t26 = w.t10 * w.t22;
-    w.t18 = w.t11 * T(0.11336);
-    const T t27 = qd[1] * w.t18;
+    w1[-3] = w0[-15] * T(0.21249999999999999);  // t22
+    const T t26 = w0[-16] * w1[-3];
+    w1[-2] = w0[-15] * T(0.11336);  // t18
+    const T t27 = qd[1] * w1[-2];
     const T t28 = t26 - t27;
     const T t34 = t28 * T(8.0579999999999998);
     const T t51 = T(0.21249999999999999) * t34;
     const T t54 = t46 + t51;
     // --- solve: forward and back substitution
     const T t414 = in[14] - t54;
-    const T t436 = T(0.194109162) * w.t429;
+    const T t436 = T(0.194109162) * w0[-9];
     const T t437 = t414 - t436;
     const T t446 = in[1] * T(0.49241094949999997);
     const T t447 = t437 - t446;
-    const T t453 = T(1.7123249999999999) * w.t433;
+    const T t453 = T(1.7123249999999999) * w3[-6];
     const T t454 = t447 + t453;
-    const T t761 = t454 - w.kept[2];
-    const T t483 = T(0.075419) * w.t462;
+    const T t761 = t454 - w5[-15];
+    const T t483 = T(0.075419) * w0[-3];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t88 = w.t68 * t86;
-    const T t80 = w.t64 * T(0.026499999999999999);
-    const T t81 = w.t70 * T(0.24220000000000003);
+    const T t88 = w0[-13] * t86;
+    const T t80 = w0[-14] * T(0.026499999999999999);
+    const T t81 = w0[0] * T(0.24220000000000003);
     const T t82 = t80 + t81;
-    const T t85 = w.t69 + t82;
-    const T t87 = w.t70 * t85;
+    const T t85 = w0[11] + t82;
+    const T t87 = w0[0] * t85;
     const T t89 = t88 - t87;
     const T t97 = t89 * T(2.8460000000000001);
     const T t368 = t97 + in[21];
     // --- solve: forward and back substitution
     const T t484 = t483 - t368;
-    const T t496 = T(2.8460000000000001) * w.t469;
+    const T t496 = T(2.8460000000000001) * w3[-2];
     const T t497 = t484 + t496;
-    const T t728 = w.kept[126] * w.t718;
-    const T t726 = w.kept[125] * w.t716;
-    w.t729 = t728 - t726;
-    w.t743 = t497 + w.t729;
-    const T t755 = w.kept[128] * w.t743;
-    const T t502 = T(2.8460000000000001) * w.t471;
+    const T t728 = w4[-4] * w1[-7];
+    const T t726 = w4[-5] * w1[-10];
+    w1[-1] = t728 - t726;  // t729
+    w1[0] = t497 + w1[-1];  // t743
+    const T t755 = w4[-2] * w1[0];
+    const T t502 = T(2.8460000000000001) * w3[-5];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t369 = w.t98 + in[22];
+    const T t369 = w1[-5] + in[22];
     // --- solve: forward and back substitution
-    const T t476 = T(0.075419) * w.t460;
+    const T t476 = T(0.075419) * w0[-5];
     const T t477 = t369 + t476;
-    const T t492 = T(0.68930120000000006) * w.t463;
+    const T t492 = T(0.68930120000000006) * w0[4];
     const T t493 = t477 + t492;
     const T t503 = t502 - t493;
-    w.t745 = t503 - w.t731;
-    const T t756 = w.kept[127] * w.t745;
+    w1[1] = t503 - w1[-6];  // t745
+    const T t756 = w4[-3] * w1[1];
     const T t757 = t755 + t756;
     const T t762 = T(0.42499999999999999) * t757;
     const T t763 = t761 + t762;
-    w.kept[1] = -t763;  // t769: x: z1[upper_arm_link].nz
-    const T t434 = T(0.11805364519680001) * w.t429;
+    w5[-16] = -t763;  // t769: x: z1[upper_arm_link].nz
+    const T t434 = T(0.11805364519680001) * w0[-9];
     // --- kinematics: transforms, velocities, bias terms b
     const T t47 = T(0.11336) * t34;
     const T t352 = in[12] - t47;
@@ -1555,23 +1246,23 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t435 = t434 - t352;
     const T t444 = in[1] * T(0.194109162);
     const T t445 = t435 + t444;
-    const T t451 = T(0.91345487999999997) * w.t433;
-    w.t452 = t445 - t451;
-    w.t481 = T(0.20683212034000001) * w.t462;
+    const T t451 = T(0.91345487999999997) * w3[-6];
+    w1[2] = t445 - t451;  // t452
+    w1[3] = T(0.20683212034000001) * w0[-3];  // t481
     // --- kinematics: transforms, velocities, bias terms b
-    const T t102 = w.t70 * T(0.037884766199999975);
-    const T t105 = w.t64 * t102;
-    const T t106 = w.t70 * t100;
+    const T t102 = w0[0] * T(0.037884766199999975);
+    const T t105 = w0[-14] * t102;
+    const T t106 = w0[0] * t100;
     const T t107 = t105 - t106;
-    const T t93 = w.t68 * t84;
-    const T t94 = w.t64 * t85;
+    const T t93 = w0[-13] * t84;
+    const T t94 = w0[-14] * t85;
     const T t95 = t93 + t94;
-    w.t99 = t95 * T(2.8460000000000001);
-    const T t112 = T(0.24220000000000003) * w.t99;
+    w1[4] = t95 * T(2.8460000000000001);  // t99
+    const T t112 = T(0.24220000000000003) * w1[4];
     const T t113 = T(0.026499999999999999) * t97;
     const T t114 = t112 + t113;
     const T t117 = t107 + t114;
-    w.t367 = t117 + in[19];
+    w1[5] = t117 + in[19];  // t367
     return status;
 }
 
@@ -1579,20 +1270,28 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.kept + 130);
+    T* const w1 = nelu::window(w.t + 120);
+    T* const w2 = nelu::window(w.t + 87);
+    T* const w3 = nelu::window(w.t + 54);
+    T* const w4 = nelu::window(w.t + 16);
+    T* const w5 = nelu::window(w.kept + 98);
+    T* const w6 = nelu::window(w.t + 152);
+    T* const w7 = nelu::window(w.kept + 61);
     // --- solve: forward and back substitution
-    const T t482 = w.t481 - w.t367;
-    const T t494 = T(0.075419) * w.t469;
+    const T t482 = w1[-4] - w1[-2];
+    const T t494 = T(0.075419) * w3[-8];
     const T t495 = t482 + t494;
-    const T t505 = T(0.68930120000000006) * w.t440;
+    const T t505 = T(0.68930120000000006) * w3[-4];
     const T t506 = t495 + t505;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t178 = w.t145 * w.t176;
-    const T t177 = w.t145 * T(0.0023375624999999998);
-    const T t179 = w.t141 * t177;
+    const T t178 = w4[1] * w2[13];
+    const T t177 = w4[1] * T(0.0023375624999999998);
+    const T t179 = w4[-12] * t177;
     const T t180 = t178 - t179;
-    const T t186 = T(0.0018000000000000002) * w.t173;
-    const T t168 = w.t141 * w.t159;
-    const T t169 = w.t135 * w.t160;
+    const T t186 = T(0.0018000000000000002) * w1[-15];
+    const T t168 = w4[-12] * w1[-16];
+    const T t169 = w4[-1] * w2[14];
     const T t170 = t168 + t169;
     const T t174 = t170 * T(1.3700000000000001);
     const T t187 = T(0.01634) * t174;
@@ -1600,83 +1299,83 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t191 = t180 + t188;
     // --- solve: forward and back substitution
     const T t416 = in[24] - t191;
-    const T t533 = T(0.0027077852719999997) * w.t519;
+    const T t533 = T(0.0027077852719999997) * w4[-2];
     const T t534 = t416 + t533;
-    const T t561 = T(0.0024660000000000003) * w.t530;
+    const T t561 = T(0.0024660000000000003) * w3[15];
     const T t562 = t534 + t561;
-    const T t565 = T(0.022385800000000001) * w.t504;
+    const T t565 = T(0.022385800000000001) * w3[-3];
     const T t566 = t562 + t565;
-    const T t696 = w.kept[124] * w.t690;
-    const T t694 = w.kept[123] * w.t687;
+    const T t696 = w0[-6] * w2[10];
+    const T t694 = w0[-7] * w2[9];
     const T t697 = t696 - t694;
-    const T t703 = w.kept[124] * w.t691;
-    const T t706 = w.kept[123] * w.t693;
+    const T t703 = w0[-6] * w2[12];
+    const T t706 = w0[-7] * w2[11];
     const T t707 = t703 + t706;  // x: z2[wrist_2_link].fy
     const T t711 = T(0.099699999999999997) * t707;
     const T t712 = t697 + t711;
-    w.t713 = t566 + t712;
-    const T t720 = w.kept[126] * w.t713;
+    w1[-1] = t566 + t712;  // t713
+    const T t720 = w0[-4] * w1[-1];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t189 = T(0.0018000000000000002) * w.t172;
+    const T t189 = T(0.0018000000000000002) * w2[15];
     // --- solve: forward and back substitution
     const T t417 = in[25] - t189;
-    const T t541 = T(0.0013915637999999998) * w.t521;
+    const T t541 = T(0.0013915637999999998) * w3[-16];
     const T t542 = t417 + t541;
-    const T t547 = T(4.0294440000000001e-05) * w.t522;
+    const T t547 = T(4.0294440000000001e-05) * w4[5];
     const T t548 = t542 + t547;
-    const T t555 = T(0.0024660000000000003) * w.t528;
+    const T t555 = T(0.0024660000000000003) * w3[-7];
     const T t556 = t548 - t555;
-    w.t715 = t556 - w.t689;
-    const T t723 = w.kept[125] * w.t715;
+    w1[0] = t556 - w2[4];  // t715
+    const T t723 = w0[-5] * w1[0];
     const T t724 = t720 + t723;  // x: z1[wrist_1_link].ny
-    const T t734 = T(0.1333) * w.t729;
+    const T t734 = T(0.1333) * w1[-8];
     const T t740 = t724 - t734;  // x: z2[wrist_1_link].ny
     const T t741 = t506 - t740;
     const T t420 = in[29] - t174;
-    const T t537 = T(0.022385800000000001) * w.t519;
+    const T t537 = T(0.022385800000000001) * w4[-2];
     const T t538 = t420 - t537;
-    const T t567 = T(1.3700000000000001) * w.t504;
+    const T t567 = T(1.3700000000000001) * w3[-3];
     const T t568 = t538 - t567;
     const T t717 = t568 - t707;
     const T t746 = T(0.39219999999999999) * t717;
-    w.t747 = t741 - t746;
-    const T t751 = w.kept[128] * w.t747;
-    const T t472 = T(0.0048801785000000004) * w.t460;
+    w1[1] = t741 - t746;  // t747
+    const T t751 = w0[-2] * w1[1];
+    const T t472 = T(0.0048801785000000004) * w4[-5];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t111 = T(0.026499999999999999) * w.t98;
+    const T t111 = T(0.026499999999999999) * w1[-12];
     const T t366 = in[18] - t111;
     // --- solve: forward and back substitution
     const T t473 = t472 - t366;
-    const T t488 = T(0.018266481800000001) * w.t463;
+    const T t488 = T(0.018266481800000001) * w4[4];
     const T t489 = t473 + t488;
-    const T t498 = T(0.075419) * w.t471;
+    const T t498 = T(0.075419) * w3[-11];
     const T t499 = t489 - t498;
-    const T t721 = w.kept[126] * w.t715;
-    const T t719 = w.kept[125] * w.t713;
+    const T t721 = w0[-4] * w1[0];
+    const T t719 = w0[-5] * w1[-1];
     const T t722 = t721 - t719;
-    const T t737 = T(0.1333) * w.t731;
+    const T t737 = T(0.1333) * w1[-13];
     const T t738 = t722 + t737;
-    w.t739 = t499 + t738;
-    const T t749 = w.kept[127] * w.t739;
+    w1[2] = t499 + t738;  // t739
+    const T t749 = w0[-3] * w1[2];
     const T t758 = t751 - t749;  // x: z1[forearm_link].nx
-    w.t759 = w.t452 - t758;
-    const T t766 = w.kept[129] * w.t759;
-    const T t441 = T(0.59596019469679995) * w.t431;
+    w1[3] = w1[-5] - t758;  // t759
+    const T t766 = w0[-1] * w1[3];
+    const T t441 = T(0.59596019469679995) * w4[-6];
     // --- kinematics: transforms, velocities, bias terms b
     const T t38 = qd[1] * T(0.12854188700000002);
-    const T t41 = w.t10 * t38;
-    const T t42 = qd[1] * w.t36;
+    const T t41 = w4[-16] * t38;
+    const T t42 = qd[1] * w1[-11];
     const T t43 = t41 - t42;
-    const T t29 = w.t11 * w.t18;
-    const T t19 = w.t10 * T(0.11336);
+    const T t29 = w4[-15] * w1[-9];
+    const T t19 = w4[-16] * T(0.11336);
     const T t20 = qd[1] * T(0.21249999999999999);
     const T t21 = t19 + t20;
-    const T t30 = w.t10 * t21;
+    const T t30 = w4[-16] * t21;
     const T t31 = t29 + t30;
     const T t35 = t31 * T(8.0579999999999998);
     const T t48 = T(0.21249999999999999) * t35;
     const T t23 = qd[1] * t21;
-    const T t24 = w.t11 * w.t22;
+    const T t24 = w4[-15] * w1[-10];
     const T t25 = t23 + t24;
     const T t33 = t25 * T(8.0579999999999998);
     const T t49 = T(0.11336) * t33;
@@ -1685,161 +1384,161 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t353 = t53 + in[13];
     // --- solve: forward and back substitution
     const T t442 = t441 - t353;
-    const T t448 = T(0.91345487999999997) * w.t432;
+    const T t448 = T(0.91345487999999997) * w3[-13];
     const T t449 = t442 + t448;
-    const T t750 = w.kept[128] * w.t739;
-    const T t752 = w.kept[127] * w.t747;
+    const T t750 = w0[-2] * w1[2];
+    const T t752 = w0[-3] * w1[1];
     const T t753 = t750 + t752;
     const T t760 = t449 + t753;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t370 = w.t99 + in[23];
+    const T t370 = w1[-3] + in[23];
     // --- solve: forward and back substitution
-    const T t485 = T(0.68930120000000006) * w.t462;
+    const T t485 = T(0.68930120000000006) * w4[-3];
     const T t486 = t370 - t485;
-    const T t507 = T(2.8460000000000001) * w.t440;
+    const T t507 = T(2.8460000000000001) * w3[-4];
     const T t508 = t486 - t507;
     const T t748 = t508 + t717;
     const T t764 = T(0.42499999999999999) * t748;
-    w.t765 = t760 - t764;
-    const T t767 = w.kept[130] * w.t765;
+    w1[4] = t760 - t764;  // t765
+    const T t767 = w0[0] * w1[4];
     const T t768 = t766 + t767;  // x: z1[upper_arm_link].ny
     const T t426 = in[0] * T(0.0095418760188999991);
     const T t427 = in[8] - t426;
     w.kept[0] = t768 - t427;  // t770: x: tau[shoulder_pan_joint]
-    const T t815 = w.t647 - w.t332;
-    const T t817 = w.t661 + t815;
-    const T t827 = w.kept[115] * t817;
-    const T t813 = w.t651 - w.t333;
-    const T t819 = t813 - w.t657;
-    const T t823 = w.kept[114] * t819;
-    const T t824 = t823 - w.t671;
+    const T t815 = w3[13] - w3[9];
+    const T t817 = w2[-16] + t815;
+    const T t827 = w0[-15] * t817;
+    const T t813 = w2[-7] - w2[-9];
+    const T t819 = t813 - w2[-5];
+    const T t823 = w0[-16] * t819;
+    const T t824 = t823 - w2[7];
     const T t828 = t827 - t824;
-    const T t816 = w.t649 - w.t317;
-    const T t818 = w.t663 + t816;
-    const T t829 = w.kept[115] * t818;
-    const T t830 = w.t681 - t829;
-    const T t814 = w.t653 - w.t316;
-    const T t820 = t814 - w.t659;
-    const T t833 = w.kept[114] * t820;
+    const T t816 = w2[-1] - w3[8];
+    const T t818 = w2[0] + t816;
+    const T t829 = w0[-15] * t818;
+    const T t830 = w2[8] - t829;
+    const T t814 = w2[1] - w2[-10];
+    const T t820 = t814 - w2[2];
+    const T t833 = w0[-16] * t820;
     const T t834 = t830 + t833;
     const T t837 = T(0.099599999999999994) * t834;
     const T t838 = t828 + t837;
-    w.kept[106] = -t838;  // t843
-    const T t821 = w.kept[115] * t819;
-    const T t822 = w.t673 - t821;
-    const T t825 = w.kept[114] * t817;
+    w5[8] = -t838;  // t843
+    const T t821 = w0[-15] * t819;
+    const T t822 = w2[-2] - t821;
+    const T t825 = w0[-16] * t817;
     const T t826 = t822 - t825;
-    const T t831 = w.kept[114] * t818;
-    const T t832 = w.t679 - t831;
-    const T t835 = w.kept[115] * t820;
+    const T t831 = w0[-16] * t818;
+    const T t832 = w2[3] - t831;
+    const T t835 = w0[-15] * t820;
     const T t836 = t832 - t835;
     const T t839 = T(0.099599999999999994) * t836;
     const T t840 = t826 - t839;
-    const T t845 = w.kept[124] * t840;
-    const T t846 = w.kept[123] * t834;
+    const T t845 = w0[-6] * t840;
+    const T t846 = w0[-7] * t834;
     const T t849 = T(0.099699999999999997) * t846;
-    w.kept[91] = t845 + t849;  // t851
-    const T t863 = w.kept[126] * t846;
-    const T t868 = w.kept[125] * t836;
+    w5[-7] = t845 + t849;  // t851
+    const T t863 = w0[-4] * t846;
+    const T t868 = w0[-5] * t836;
     const T t870 = t863 + t868;
     const T t878 = T(0.39219999999999999) * t870;
-    const T t880 = t878 - w.kept[91];
-    w.kept[72] = -t880;  // t893
-    const T t859 = w.kept[125] * t838;
-    const T t847 = w.kept[124] * t834;
+    const T t880 = t878 - w5[-7];
+    w7[11] = -t880;  // t893
+    const T t859 = w0[-5] * t838;
+    const T t847 = w0[-6] * t834;
     const T t853 = T(0.099699999999999997) * t847;
-    const T t844 = w.kept[123] * t840;
+    const T t844 = w0[-7] * t840;
     const T t854 = t853 - t844;
-    const T t856 = w.kept[126] * t854;
+    const T t856 = w0[-4] * t854;
     const T t860 = t859 - t856;
-    const T t861 = w.kept[125] * t846;
-    const T t865 = w.kept[126] * t836;
+    const T t861 = w0[-5] * t846;
+    const T t865 = w0[-4] * t836;
     const T t867 = t861 - t865;
     const T t872 = T(0.1333) * t867;
     const T t873 = t860 + t872;
     const T t881 = T(0.39219999999999999) * t847;
     const T t882 = t873 + t881;
-    const T t890 = w.kept[127] * t882;
-    const T t855 = w.kept[125] * t854;
-    const T t857 = w.kept[126] * t838;
+    const T t890 = w0[-3] * t882;
+    const T t855 = w0[-5] * t854;
+    const T t857 = w0[-4] * t838;
     const T t858 = t855 + t857;
     const T t874 = T(0.1333) * t870;
     const T t876 = t858 + t874;
-    const T t885 = w.kept[128] * t876;
+    const T t885 = w0[-2] * t876;
     const T t891 = t890 - t885;
     const T t900 = T(0.42499999999999999) * t847;
     const T t901 = t891 + t900;
-    const T t904 = w.kept[130] * t901;
-    const T t883 = w.kept[127] * t876;
-    const T t887 = w.kept[128] * t882;
+    const T t904 = w0[0] * t901;
+    const T t883 = w0[-3] * t876;
+    const T t887 = w0[-2] * t882;
     const T t888 = t883 + t887;
-    const T t902 = w.kept[129] * t888;
+    const T t902 = w0[-1] * t888;
     w.kept[10] = t904 - t902;  // t905
-    const T t894 = w.kept[128] * t867;
-    const T t895 = w.kept[127] * t870;
+    const T t894 = w0[-2] * t867;
+    const T t895 = w0[-3] * t870;
     const T t897 = t894 + t895;
     const T t898 = T(0.42499999999999999) * t897;
     const T t899 = t880 + t898;
-    w.kept[45] = -t899;  // t906
-    const T t908 = w.kept[129] * w.kept[128];
-    const T t907 = w.kept[130] * w.kept[127];
+    w7[-16] = -t899;  // t906
+    const T t908 = w0[-1] * w0[-2];
+    const T t907 = w0[0] * w0[-3];
     w.kept[26] = t908 - t907;  // t909
-    w.kept[58] = T(0.42499999999999999) * w.kept[127];  // t914
-    w.kept[57] = T(0.42499999999999999) * w.kept[128];  // t915
-    w.kept[67] = w.kept[124] * w.kept[114];  // t916
-    w.kept[56] = w.kept[123] * T(0.00036956249999999999);  // t918
-    w.kept[83] = T(0.39219999999999999) * w.kept[125];  // t928
-    w.kept[86] = -w.kept[83];  // t929
-    w.kept[82] = T(0.39219999999999999) * w.kept[126];  // t930
-    w.kept[101] = T(0.099699999999999997) * w.kept[124];  // t938
-    w.t939 = T(0.099699999999999997) * w.kept[123];
-    w.kept[100] = -w.t939;  // t940
-    w.t969 = w.t288 * T(0.00023393821456500001);
-    const T t959 = w.t302 * T(0.36499999999999999);
+    w7[-3] = T(0.42499999999999999) * w0[-3];  // t914
+    w7[-4] = T(0.42499999999999999) * w0[-2];  // t915
+    w7[6] = w0[-6] * w0[-16];  // t916
+    w7[-5] = w0[-7] * T(0.00036956249999999999);  // t918
+    w5[-15] = T(0.39219999999999999) * w0[-5];  // t928
+    w5[-12] = -w5[-15];  // t929
+    w5[-16] = T(0.39219999999999999) * w0[-4];  // t930
+    w5[3] = T(0.099699999999999997) * w0[-6];  // t938
+    w1[5] = T(0.099699999999999997) * w0[-7];  // t939
+    w5[2] = -w1[5];  // t940
+    w1[6] = w3[1] * T(0.00023393821456500001);  // t969
+    const T t959 = w3[7] * T(0.36499999999999999);
     const T t960 = T(0.0011590000000000001) * t959;
-    w.t961 = w.t288 * T(0.00036956249999999999);
-    const T t962 = w.t320 - w.t961;
+    w1[7] = w3[1] * T(0.00036956249999999999);  // t961
+    const T t962 = w3[2] - w1[7];
     const T t963 = t960 + t962;
-    const T t970 = w.t969 - t963;
-    w.t983 = w.t285 * T(0.00042303500000000005);
-    const T t984 = t970 - w.t983;
-    const T t988 = w.kept[114] * t984;
-    w.t973 = w.t282 * T(0.00023393821456500001);
-    const T t964 = w.t303 * T(0.36499999999999999);
+    const T t970 = w1[6] - t963;
+    w1[8] = w3[6] * T(0.00042303500000000005);  // t983
+    const T t984 = t970 - w1[8];
+    const T t988 = w0[-16] * t984;
+    w1[9] = w3[4] * T(0.00023393821456500001);  // t973
+    const T t964 = w2[-11] * T(0.36499999999999999);
     const T t965 = T(0.0011590000000000001) * t964;
-    w.t966 = w.t282 * T(0.00036956249999999999);
-    const T t967 = w.t319 - w.t966;
+    w1[10] = w3[4] * T(0.00036956249999999999);  // t966
+    const T t967 = w2[-13] - w1[10];
     const T t968 = t965 + t967;
-    const T t974 = w.t973 - t968;
-    w.t977 = w.t291 * T(0.00042303500000000005);
-    const T t979 = t974 + w.t977;
-    const T t991 = w.kept[115] * t979;
+    const T t974 = w1[9] - t968;
+    w1[11] = w2[-12] * T(0.00042303500000000005);  // t977
+    const T t979 = t974 + w1[11];
+    const T t991 = w0[-15] * t979;
     const T t992 = t988 + t991;
-    w.t971 = w.t288 * T(0.00042303500000000005);
-    const T t972 = w.t971 - t959;
-    w.t985 = w.t285 * T(0.36499999999999999);
-    const T t986 = t972 - w.t985;
-    const T t995 = w.kept[114] * t986;
-    w.t975 = w.t282 * T(0.00042303500000000005);
-    const T t976 = t964 - w.t975;
-    w.t980 = w.t291 * T(0.36499999999999999);
-    const T t982 = t976 - w.t980;
-    const T t993 = w.kept[115] * t982;
-    w.t996 = t995 - t993;
-    const T t999 = T(0.099599999999999994) * w.t996;
-    w.kept[112] = t992 - t999;  // t1002
-    const T t989 = w.kept[114] * t979;
-    const T t987 = w.kept[115] * t984;
+    w1[12] = w3[1] * T(0.00042303500000000005);  // t971
+    const T t972 = w1[12] - t959;
+    w1[13] = w3[6] * T(0.36499999999999999);  // t985
+    const T t986 = t972 - w1[13];
+    const T t995 = w0[-16] * t986;
+    w1[14] = w3[4] * T(0.00042303500000000005);  // t975
+    const T t976 = t964 - w1[14];
+    w1[15] = w2[-12] * T(0.36499999999999999);  // t980
+    const T t982 = t976 - w1[15];
+    const T t993 = w0[-15] * t982;
+    w6[-16] = t995 - t993;  // t996
+    const T t999 = T(0.099599999999999994) * w6[-16];
+    w5[14] = t992 - t999;  // t1002
+    const T t989 = w0[-16] * t979;
+    const T t987 = w0[-15] * t984;
     const T t990 = t989 - t987;
-    const T t994 = w.kept[114] * t982;
-    const T t997 = w.kept[115] * t986;
-    w.t998 = t994 + t997;
-    const T t1000 = T(0.099599999999999994) * w.t998;
-    w.t1001 = t990 + t1000;
-    const T t1004 = w.kept[124] * w.t1001;
-    w.t1005 = w.kept[123] * w.t996;
-    const T t1007 = T(0.099699999999999997) * w.t1005;
-    w.kept[97] = t1004 + t1007;  // t1008
+    const T t994 = w0[-16] * t982;
+    const T t997 = w0[-15] * t986;
+    w6[-15] = t994 + t997;  // t998
+    const T t1000 = T(0.099599999999999994) * w6[-15];
+    w6[-14] = t990 + t1000;  // t1001
+    const T t1004 = w0[-6] * w6[-14];
+    w6[-13] = w0[-7] * w6[-16];  // t1005
+    const T t1007 = T(0.099699999999999997) * w6[-13];
+    w5[-1] = t1004 + t1007;  // t1008
     return status;
 }
 
@@ -1847,257 +1546,263 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.kept + 131);
+    T* const w1 = nelu::window(w.t + 141);
+    T* const w2 = nelu::window(w.kept + 99);
+    T* const w3 = nelu::window(w.kept + 32);
+    T* const w4 = nelu::window(w.kept + 67);
+    T* const w5 = nelu::window(w.t + 173);
     // --- solve: forward and back substitution
-    const T t1018 = w.kept[126] * w.t1005;
-    const T t1021 = w.kept[125] * w.t998;
+    const T t1018 = w0[-5] * w1[-2];
+    const T t1021 = w0[-6] * w1[-4];
     const T t1022 = t1018 - t1021;
     const T t1027 = T(0.39219999999999999) * t1022;
-    const T t1028 = t1027 - w.kept[97];
-    w.kept[78] = -t1028;  // t1038
-    const T t1013 = w.kept[126] * w.kept[112];
-    const T t1006 = w.kept[124] * w.t996;
+    const T t1028 = t1027 - w2[-2];
+    w4[11] = -t1028;  // t1038
+    const T t1013 = w0[-5] * w2[13];
+    const T t1006 = w0[-7] * w1[-5];
     const T t1009 = T(0.099699999999999997) * t1006;
-    const T t1003 = w.kept[123] * w.t1001;
+    const T t1003 = w0[-8] * w1[-3];
     const T t1010 = t1009 - t1003;
-    const T t1011 = w.kept[125] * t1010;
+    const T t1011 = w0[-6] * t1010;
     const T t1014 = t1013 - t1011;
     const T t1025 = T(0.1333) * t1022;
     const T t1026 = t1014 - t1025;
-    const T t1031 = w.kept[127] * t1026;
-    const T t1017 = w.kept[125] * w.t1005;
-    const T t1019 = w.kept[126] * w.t998;
+    const T t1031 = w0[-4] * t1026;
+    const T t1017 = w0[-6] * w1[-2];
+    const T t1019 = w0[-5] * w1[-4];
     const T t1020 = t1017 + t1019;
     const T t1023 = T(0.1333) * t1020;
-    const T t1012 = w.kept[126] * t1010;
-    const T t1015 = w.kept[125] * w.kept[112];
+    const T t1012 = w0[-5] * t1010;
+    const T t1015 = w0[-6] * w2[13];
     const T t1016 = t1012 + t1015;
     const T t1024 = t1023 - t1016;
     const T t1029 = T(0.39219999999999999) * t1006;
     const T t1030 = t1024 + t1029;
-    const T t1033 = w.kept[128] * t1030;
+    const T t1033 = w0[-3] * t1030;
     const T t1034 = t1031 - t1033;
-    const T t1046 = w.kept[129] * t1034;
-    const T t1032 = w.kept[128] * t1026;
-    const T t1035 = w.kept[127] * t1030;
+    const T t1046 = w0[-2] * t1034;
+    const T t1032 = w0[-3] * t1026;
+    const T t1035 = w0[-4] * t1030;
     const T t1036 = t1032 + t1035;
     const T t1044 = T(0.42499999999999999) * t1006;
     const T t1045 = t1036 + t1044;
-    const T t1047 = w.kept[130] * t1045;
-    w.kept[16] = t1046 + t1047;  // t1048
-    const T t1039 = w.kept[128] * t1020;
-    const T t1040 = w.kept[127] * t1022;
+    const T t1047 = w0[-1] * t1045;
+    w3[-16] = t1046 + t1047;  // t1048
+    const T t1039 = w0[-3] * t1020;
+    const T t1040 = w0[-4] * t1022;
     const T t1041 = t1039 + t1040;
     const T t1042 = T(0.42499999999999999) * t1041;
     const T t1043 = t1028 + t1042;
-    w.kept[51] = -t1043;  // t1049
-    const T t913 = w.kept[130] * T(0.42499999999999999);
-    w.kept[27] = -t913;  // t1050
-    const T t910 = w.kept[130] * w.kept[128];
-    const T t911 = w.kept[129] * w.kept[127];
+    w4[-16] = -t1043;  // t1049
+    const T t913 = w0[-1] * T(0.42499999999999999);
+    w3[-5] = -t913;  // t1050
+    const T t910 = w0[-1] * w0[-3];
+    const T t911 = w0[-2] * w0[-4];
     const T t912 = t910 + t911;
-    w.kept[25] = -t912;  // t1051
-    const T t917 = w.kept[124] * w.kept[115];
-    w.kept[66] = -t917;  // t1053
-    const T t1070 = w.kept[128] * w.kept[126];
-    const T t1068 = w.kept[127] * w.kept[125];
+    w3[-7] = -t912;  // t1051
+    const T t917 = w0[-7] * w0[-16];
+    w4[-1] = -t917;  // t1053
+    const T t1070 = w0[-3] * w0[-5];
+    const T t1068 = w0[-4] * w0[-6];
     const T t1071 = t1070 - t1068;
-    const T t1076 = w.kept[130] * t1071;
-    const T t1069 = w.kept[128] * w.kept[125];
-    const T t1072 = w.kept[127] * w.kept[126];
+    const T t1076 = w0[-1] * t1071;
+    const T t1069 = w0[-3] * w0[-6];
+    const T t1072 = w0[-4] * w0[-5];
     const T t1073 = t1069 + t1072;
-    const T t1078 = w.kept[129] * t1073;
-    w.kept[29] = t1076 + t1078;  // t1079
-    const T t1077 = w.kept[129] * t1071;
-    const T t1080 = w.kept[130] * t1073;
-    w.kept[28] = t1077 - t1080;  // t1081
+    const T t1078 = w0[-2] * t1073;
+    w3[-3] = t1076 + t1078;  // t1079
+    const T t1077 = w0[-2] * t1071;
+    const T t1080 = w0[-1] * t1073;
+    w3[-4] = t1077 - t1080;  // t1081
     const T t1092 = T(0.42499999999999999) * t1073;
-    w.kept[59] = w.kept[82] + t1092;  // t1093
-    const T t1083 = T(0.1333) * w.kept[126];
-    const T t1085 = w.kept[128] * t1083;
-    const T t1082 = T(0.1333) * w.kept[125];
-    const T t1088 = w.kept[127] * t1082;
+    w4[-8] = w4[15] + t1092;  // t1093
+    const T t1083 = T(0.1333) * w0[-5];
+    const T t1085 = w0[-3] * t1083;
+    const T t1082 = T(0.1333) * w0[-6];
+    const T t1088 = w0[-4] * t1082;
     const T t1089 = t1085 - t1088;
-    const T t1096 = w.kept[129] * t1089;
-    const T t1084 = w.kept[127] * t1083;
-    const T t1086 = w.kept[128] * t1082;
+    const T t1096 = w0[-2] * t1089;
+    const T t1084 = w0[-4] * t1083;
+    const T t1086 = w0[-3] * t1082;
     const T t1087 = t1084 + t1086;
-    const T t1094 = w.kept[130] * t1087;
-    w.kept[38] = t1096 - t1094;  // t1097
-    const T t1095 = w.kept[129] * t1087;
-    const T t1098 = w.kept[130] * t1089;
-    w.kept[30] = t1095 + t1098;  // t1099
-    w.kept[31] = -w.kept[38];  // t1103
+    const T t1094 = w0[-1] * t1087;
+    w3[6] = t1096 - t1094;  // t1097
+    const T t1095 = w0[-2] * t1087;
+    const T t1098 = w0[-1] * t1089;
+    w3[-2] = t1095 + t1098;  // t1099
+    w3[-1] = -w3[6];  // t1103
     const T t1100 = T(0.42499999999999999) * t1071;
-    w.kept[60] = w.kept[83] - t1100;  // t1104
-    const T t1105 = w.kept[128] * T(0.39219999999999999);
-    const T t1108 = w.kept[129] * t1105;
-    const T t1106 = w.kept[127] * T(0.39219999999999999);
+    w4[-7] = w2[-16] - t1100;  // t1104
+    const T t1105 = w0[-3] * T(0.39219999999999999);
+    const T t1108 = w0[-2] * t1105;
+    const T t1106 = w0[-4] * T(0.39219999999999999);
     const T t1107 = T(0.42499999999999999) + t1106;
-    const T t1109 = w.kept[130] * t1107;
-    w.kept[32] = t1108 - t1109;  // t1110
-    const T t1112 = w.kept[126] * w.kept[123];
-    const T t1115 = w.kept[128] * t1112;
-    const T t1111 = w.kept[125] * w.kept[123];
-    const T t1113 = w.kept[127] * t1111;
+    const T t1109 = w0[-1] * t1107;
+    w3[0] = t1108 - t1109;  // t1110
+    const T t1112 = w0[-5] * w0[-8];
+    const T t1115 = w0[-3] * t1112;
+    const T t1111 = w0[-6] * w0[-8];
+    const T t1113 = w0[-4] * t1111;
     const T t1116 = t1115 - t1113;
-    const T t1119 = w.kept[129] * t1116;
-    const T t1114 = w.kept[128] * t1111;
-    const T t1117 = w.kept[127] * t1112;
+    const T t1119 = w0[-2] * t1116;
+    const T t1114 = w0[-3] * t1111;
+    const T t1117 = w0[-4] * t1112;
     const T t1118 = t1114 + t1117;
-    const T t1120 = w.kept[130] * t1118;
-    w.kept[33] = t1119 - t1120;  // t1121
-    const T t1122 = w.kept[125] * w.kept[124];
-    const T t1124 = w.kept[127] * t1122;
-    const T t1123 = w.kept[126] * w.kept[124];
-    const T t1126 = w.kept[128] * t1123;
+    const T t1120 = w0[-1] * t1118;
+    w3[1] = t1119 - t1120;  // t1121
+    const T t1122 = w0[-6] * w0[-7];
+    const T t1124 = w0[-4] * t1122;
+    const T t1123 = w0[-5] * w0[-7];
+    const T t1126 = w0[-3] * t1123;
     const T t1127 = t1124 - t1126;
-    const T t1130 = w.kept[129] * t1127;
-    const T t1125 = w.kept[128] * t1122;
-    const T t1128 = w.kept[127] * t1123;
+    const T t1130 = w0[-2] * t1127;
+    const T t1125 = w0[-3] * t1122;
+    const T t1128 = w0[-4] * t1123;
     const T t1129 = t1125 + t1128;
-    const T t1131 = w.kept[130] * t1129;
-    w.kept[34] = t1130 + t1131;  // t1132
-    w.kept[35] = -w.kept[29];  // t1134
+    const T t1131 = w0[-1] * t1129;
+    w3[2] = t1130 + t1131;  // t1132
+    w3[3] = -w3[-3];  // t1134
     const T t1141 = T(0.39219999999999999) * t1112;
-    const T t1142 = w.t939 - t1141;
-    w.kept[84] = -t1142;  // t1152
-    const T t1135 = w.kept[125] * w.kept[101];
+    const T t1142 = w1[-16] - t1141;
+    w2[-15] = -t1142;  // t1152
+    const T t1135 = w0[-6] * w2[2];
     const T t1139 = T(0.1333) * t1112;
     const T t1140 = t1135 + t1139;
-    const T t1145 = w.kept[127] * t1140;
-    const T t1136 = w.kept[126] * w.kept[101];
+    const T t1145 = w0[-4] * t1140;
+    const T t1136 = w0[-5] * w2[2];
     const T t1137 = T(0.1333) * t1111;
     const T t1138 = t1136 - t1137;
-    const T t1143 = T(0.39219999999999999) * w.kept[124];
+    const T t1143 = T(0.39219999999999999) * w0[-7];
     const T t1144 = t1138 - t1143;
-    const T t1147 = w.kept[128] * t1144;
+    const T t1147 = w0[-3] * t1144;
     const T t1148 = t1145 - t1147;
-    const T t1156 = w.kept[129] * t1148;
-    const T t1146 = w.kept[128] * t1140;
-    const T t1149 = w.kept[127] * t1144;
+    const T t1156 = w0[-2] * t1148;
+    const T t1146 = w0[-3] * t1140;
+    const T t1149 = w0[-4] * t1144;
     const T t1150 = t1146 + t1149;
-    const T t1154 = T(0.42499999999999999) * w.kept[124];
+    const T t1154 = T(0.42499999999999999) * w0[-7];
     const T t1155 = t1150 - t1154;
-    const T t1157 = w.kept[130] * t1155;
-    w.kept[36] = t1156 + t1157;  // t1158
+    const T t1157 = w0[-1] * t1155;
+    w3[4] = t1156 + t1157;  // t1158
     const T t1153 = T(0.42499999999999999) * t1118;
-    w.kept[63] = t1153 - t1142;  // t1159
+    w4[-4] = t1153 - t1142;  // t1159
     const T t1166 = T(0.39219999999999999) * t1123;
-    const T t1167 = t1166 - w.kept[101];
-    w.kept[85] = -t1167;  // t1177
-    const T t1160 = w.kept[125] * w.t939;
+    const T t1167 = t1166 - w2[2];
+    w2[-14] = -t1167;  // t1177
+    const T t1160 = w0[-6] * w1[-16];
     const T t1164 = T(0.1333) * t1123;
     const T t1165 = t1160 - t1164;
-    const T t1170 = w.kept[127] * t1165;
-    const T t1161 = w.kept[126] * w.t939;
+    const T t1170 = w0[-4] * t1165;
+    const T t1161 = w0[-5] * w1[-16];
     const T t1162 = T(0.1333) * t1122;
     const T t1163 = t1161 + t1162;
-    const T t1168 = T(0.39219999999999999) * w.kept[123];
+    const T t1168 = T(0.39219999999999999) * w0[-8];
     const T t1169 = t1163 - t1168;
-    const T t1172 = w.kept[128] * t1169;
+    const T t1172 = w0[-3] * t1169;
     const T t1173 = t1170 - t1172;
-    const T t1182 = w.kept[129] * t1173;
-    const T t1171 = w.kept[128] * t1165;
-    const T t1174 = w.kept[127] * t1169;
+    const T t1182 = w0[-2] * t1173;
+    const T t1171 = w0[-3] * t1165;
+    const T t1174 = w0[-4] * t1169;
     const T t1175 = t1171 + t1174;
-    const T t1180 = T(0.42499999999999999) * w.kept[123];
+    const T t1180 = T(0.42499999999999999) * w0[-8];
     const T t1181 = t1175 - t1180;
-    const T t1183 = w.kept[130] * t1181;
-    w.kept[37] = t1182 + t1183;  // t1184
+    const T t1183 = w0[-1] * t1181;
+    w3[5] = t1182 + t1183;  // t1184
     const T t1178 = T(0.42499999999999999) * t1129;
     const T t1179 = t1167 + t1178;
-    w.kept[64] = -t1179;  // t1185
-    w.kept[65] = -w.kept[60];  // t1188
-    const T t1192 = w.kept[126] * w.kept[114];
-    const T t1189 = w.kept[123] * w.kept[115];
-    const T t1190 = w.kept[125] * t1189;
+    w4[-3] = -t1179;  // t1185
+    w4[-2] = -w4[-7];  // t1188
+    const T t1192 = w0[-5] * w2[15];
+    const T t1189 = w0[-8] * w0[-16];
+    const T t1190 = w0[-6] * t1189;
     const T t1193 = t1192 - t1190;
-    const T t1196 = w.kept[127] * t1193;
-    const T t1191 = w.kept[126] * t1189;
-    const T t1194 = w.kept[125] * w.kept[114];
+    const T t1196 = w0[-4] * t1193;
+    const T t1191 = w0[-5] * t1189;
+    const T t1194 = w0[-6] * w2[15];
     const T t1195 = t1191 + t1194;
-    const T t1198 = w.kept[128] * t1195;
+    const T t1198 = w0[-3] * t1195;
     const T t1199 = t1196 + t1198;
-    const T t1202 = w.kept[129] * t1199;
-    const T t1197 = w.kept[128] * t1193;
-    const T t1200 = w.kept[127] * t1195;
+    const T t1202 = w0[-2] * t1199;
+    const T t1197 = w0[-3] * t1193;
+    const T t1200 = w0[-4] * t1195;
     const T t1201 = t1197 - t1200;
-    const T t1203 = w.kept[130] * t1201;
-    w.kept[39] = t1202 + t1203;  // t1204
-    const T t1205 = w.kept[123] * w.kept[114];
-    const T t1206 = w.kept[125] * t1205;
-    const T t1208 = w.kept[126] * w.kept[115];
+    const T t1203 = w0[-1] * t1201;
+    w3[7] = t1202 + t1203;  // t1204
+    const T t1205 = w0[-8] * w2[15];
+    const T t1206 = w0[-6] * t1205;
+    const T t1208 = w0[-5] * w0[-16];
     const T t1209 = t1206 + t1208;
-    const T t1212 = w.kept[127] * t1209;
-    const T t1207 = w.kept[126] * t1205;
-    const T t1210 = w.kept[125] * w.kept[115];
+    const T t1212 = w0[-4] * t1209;
+    const T t1207 = w0[-5] * t1205;
+    const T t1210 = w0[-6] * w0[-16];
     const T t1211 = t1207 - t1210;
-    const T t1214 = w.kept[128] * t1211;
+    const T t1214 = w0[-3] * t1211;
     const T t1215 = t1212 - t1214;
-    const T t1218 = w.kept[129] * t1215;
-    const T t1213 = w.kept[128] * t1209;
-    const T t1216 = w.kept[127] * t1211;
+    const T t1218 = w0[-2] * t1215;
+    const T t1213 = w0[-3] * t1209;
+    const T t1216 = w0[-4] * t1211;
     const T t1217 = t1213 + t1216;
-    const T t1219 = w.kept[130] * t1217;
-    w.kept[40] = t1218 + t1219;  // t1220
-    const T t1055 = w.kept[114] * T(0.00023393821456500001);
-    const T t1619 = w.kept[114] * t1055;
-    const T t1056 = w.kept[115] * T(0.00023393821456500001);
-    const T t1620 = w.kept[115] * t1056;
+    const T t1219 = w0[-1] * t1217;
+    w3[8] = t1218 + t1219;  // t1220
+    const T t1055 = w2[15] * T(0.00023393821456500001);
+    const T t1619 = w2[15] * t1055;
+    const T t1056 = w0[-16] * T(0.00023393821456500001);
+    const T t1620 = w0[-16] * t1056;
     const T t1621 = t1619 + t1620;
     const T t1626 = t1621 - T(4.2134286000000003e-05);
     const T t1627 = t1626 - T(-0.0035787241139999993);
-    w.kept[113] = T(0.0025652192800000003) + t1627;  // t1630
-    const T t1052 = w.kept[123] * T(3.8235599999999997e-05);
-    w.t1688 = w.kept[123] * T(0.057172964999999992);
-    const T t1705 = T(0.099699999999999997) * w.t1688;
-    w.kept[99] = t1052 - t1705;  // t1712
-    const T t1692 = w.kept[123] * T(0.0016900244999999998);
-    const T t1699 = w.kept[123] * t1692;
-    w.t1628 = T(0.0025694312800000002) + t1627;
-    const T t1691 = w.kept[124] * w.t1628;
-    const T t1700 = w.kept[124] * t1691;
+    w2[14] = T(0.0025652192800000003) + t1627;  // t1630
+    const T t1052 = w0[-8] * T(3.8235599999999997e-05);
+    w1[-1] = w0[-8] * T(0.057172964999999992);  // t1688
+    const T t1705 = T(0.099699999999999997) * w1[-1];
+    w2[0] = t1052 - t1705;  // t1712
+    const T t1692 = w0[-8] * T(0.0016900244999999998);
+    const T t1699 = w0[-8] * t1692;
+    w1[0] = T(0.0025694312800000002) + t1627;  // t1628
+    const T t1691 = w0[-7] * w1[0];
+    const T t1700 = w0[-7] * t1691;
     const T t1701 = t1699 + t1700;
     const T t1710 = t1701 - T(0.000233298);
     const T t1711 = t1710 - T(-0.016316951849999997);
-    w.kept[98] = T(0.002703346472) + t1711;  // t1721
-    w.t1687 = w.kept[124] * T(0.057172964999999992);
-    const T t1790 = w.kept[125] * w.t1687;
-    const T t1789 = w.kept[126] * T(0.1860463);
-    w.t1791 = t1790 - t1789;
-    w.t1844 = T(0.39219999999999999) * w.t1791;
-    w.kept[80] = w.kept[98] + w.t1844;  // t1852
-    const T t1842 = w.t1791 + T(1.1903270000000001);
-    w.t1847 = T(0.39219999999999999) * t1842;
-    const T t1853 = w.t1847 + w.kept[80];
-    w.kept[79] = T(0.20483351684000001) + t1853;  // t1859
-    w.t1854 = T(0.68930120000000006) + t1842;
-    const T t1940 = w.kept[127] * w.t1854;
-    const T t1792 = w.kept[125] * T(0.1860463);
-    const T t1793 = w.kept[126] * w.t1687;
-    w.t1794 = t1792 + t1793;
-    w.t1939 = w.kept[128] * w.t1794;
-    w.t1941 = t1940 - w.t1939;
-    w.t1976 = T(0.42499999999999999) * w.t1941;
-    w.kept[53] = w.kept[79] + w.t1976;  // t1984
-    w.t1974 = w.t1941 + T(2.499425);
-    w.t1979 = T(0.42499999999999999) * w.t1974;
-    const T t1985 = w.t1979 + w.kept[53];
-    w.kept[52] = T(0.49241094949999997) + t1985;  // t1991
-    w.t1720 = T(-4.0294440000000001e-05) - w.kept[99];
-    const T t1804 = w.kept[126] * w.t1720;
-    w.t1689 = w.kept[123] * w.t1628;
-    const T t1697 = w.kept[124] * w.t1689;
-    w.t1690 = w.kept[124] * T(0.0016900244999999998);
-    const T t1696 = w.kept[123] * w.t1690;
-    w.t1698 = t1697 - t1696;
-    const T t1805 = w.kept[125] * w.t1698;
+    w2[-1] = T(0.002703346472) + t1711;  // t1721
+    w1[1] = w0[-7] * T(0.057172964999999992);  // t1687
+    const T t1790 = w0[-6] * w1[1];
+    const T t1789 = w0[-5] * T(0.1860463);
+    w1[2] = t1790 - t1789;  // t1791
+    w1[3] = T(0.39219999999999999) * w1[2];  // t1844
+    w4[13] = w2[-1] + w1[3];  // t1852
+    const T t1842 = w1[2] + T(1.1903270000000001);
+    w1[4] = T(0.39219999999999999) * t1842;  // t1847
+    const T t1853 = w1[4] + w4[13];
+    w4[12] = T(0.20483351684000001) + t1853;  // t1859
+    w1[5] = T(0.68930120000000006) + t1842;  // t1854
+    const T t1940 = w0[-4] * w1[5];
+    const T t1792 = w0[-6] * T(0.1860463);
+    const T t1793 = w0[-5] * w1[1];
+    w1[6] = t1792 + t1793;  // t1794
+    w1[7] = w0[-3] * w1[6];  // t1939
+    w1[8] = t1940 - w1[7];  // t1941
+    w1[9] = T(0.42499999999999999) * w1[8];  // t1976
+    w4[-14] = w4[12] + w1[9];  // t1984
+    w1[10] = w1[8] + T(2.499425);  // t1974
+    w1[11] = T(0.42499999999999999) * w1[10];  // t1979
+    const T t1985 = w1[11] + w4[-14];
+    w4[-15] = T(0.49241094949999997) + t1985;  // t1991
+    w1[12] = T(-4.0294440000000001e-05) - w2[0];  // t1720
+    const T t1804 = w0[-5] * w1[12];
+    w1[13] = w0[-8] * w1[0];  // t1689
+    const T t1697 = w0[-7] * w1[13];
+    w1[14] = w0[-7] * T(0.0016900244999999998);  // t1690
+    const T t1696 = w0[-8] * w1[14];
+    w1[15] = t1697 - t1696;  // t1698
+    const T t1805 = w0[-6] * w1[15];
     const T t1806 = t1804 - t1805;
-    const T t1831 = T(0.1333) * w.t1791;
-    w.t1837 = t1806 - t1831;
-    w.t1717 = T(-0.0024660000000000003) + w.t1688;
-    w.t1829 = w.t1717 + T(0.40456550000000002);
-    w.t1845 = T(0.39219999999999999) * w.t1829;
+    const T t1831 = T(0.1333) * w1[2];
+    w5[-16] = t1806 - t1831;  // t1837
+    w5[-15] = T(-0.0024660000000000003) + w1[-1];  // t1717
+    w5[-14] = w5[-15] + T(0.40456550000000002);  // t1829
+    w5[-13] = T(0.39219999999999999) * w5[-14];  // t1845
     return status;
 }
 
@@ -2105,257 +1810,264 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 174);
+    T* const w1 = nelu::window(w.kept + 129);
+    T* const w2 = nelu::window(w.t + 206);
+    T* const w3 = nelu::window(w.t + 16);
+    T* const w4 = nelu::window(w.t + 142);
+    T* const w5 = nelu::window(w.t + 49);
+    T* const w6 = nelu::window(w.t + 238);
     // --- solve: forward and back substitution
-    const T t1849 = w.t1837 - w.t1845;
-    w.t1857 = T(-0.018266481800000001) + t1849;
-    const T t1959 = w.kept[128] * w.t1857;
-    const T t1811 = w.kept[125] * w.t1720;
-    const T t1812 = w.kept[126] * w.t1698;
+    const T t1849 = w4[15] - w0[-14];
+    w0[-13] = T(-0.018266481800000001) + t1849;  // t1857
+    const T t1959 = w1[-1] * w0[-13];
+    const T t1811 = w1[-4] * w4[11];
+    const T t1812 = w1[-3] * w4[14];
     const T t1813 = t1811 + t1812;
-    const T t1833 = T(0.1333) * w.t1794;
-    w.t1840 = t1813 + t1833;
-    w.t1958 = w.kept[127] * w.t1840;
-    w.t1960 = t1959 - w.t1958;
-    w.t2056 = w.kept[130] * w.t1960;
-    w.t1951 = w.kept[128] * w.t1840;
-    const T t1952 = w.kept[127] * w.t1857;
-    w.t1953 = w.t1951 + t1952;
-    w.t1855 = T(0.075419) + w.t1829;
-    const T t1977 = T(0.42499999999999999) * w.t1855;
-    const T t1981 = w.t1953 - t1977;
-    w.t1989 = T(-0.194109162) + t1981;
-    const T t2057 = w.kept[129] * w.t1989;
-    const T t2058 = w.t2056 + t2057;
+    const T t1833 = T(0.1333) * w4[5];
+    w0[-12] = t1813 + t1833;  // t1840
+    w0[-11] = w1[-2] * w0[-12];  // t1958
+    w0[-10] = t1959 - w0[-11];  // t1960
+    w0[-9] = w1[1] * w0[-10];  // t2056
+    w0[-8] = w1[-1] * w0[-12];  // t1951
+    const T t1952 = w1[-2] * w0[-13];
+    w0[-7] = w0[-8] + t1952;  // t1953
+    w0[-6] = T(0.075419) + w0[-15];  // t1855
+    const T t1977 = T(0.42499999999999999) * w0[-6];
+    const T t1981 = w0[-7] - t1977;
+    w0[-5] = T(-0.194109162) + t1981;  // t1989
+    const T t2057 = w1[0] * w0[-5];
+    const T t2058 = w0[-9] + t2057;
     w.kept[18] = -t2058;  // t2059
-    w.t1719 = T(0.0013915637999999998) + w.kept[113];
-    const T t1800 = w.kept[126] * w.t1719;
-    const T t1704 = T(0.099699999999999997) * w.t1687;
-    const T t1057 = w.kept[124] * T(3.8235599999999997e-05);
-    w.t1709 = t1704 - t1057;
-    w.t1801 = w.kept[125] * w.t1709;
-    const T t1803 = t1800 + w.t1801;
-    const T t1818 = w.kept[125] * t1803;
-    w.t1795 = w.kept[126] * w.t1709;
-    const T t1693 = w.kept[124] * w.t1690;
-    const T t1694 = w.kept[123] * w.t1689;
+    w0[-4] = T(0.0013915637999999998) + w1[-16];  // t1719
+    const T t1800 = w1[-3] * w0[-4];
+    const T t1704 = T(0.099699999999999997) * w4[0];
+    const T t1057 = w1[-5] * T(3.8235599999999997e-05);
+    w0[-3] = t1704 - t1057;  // t1709
+    w0[-2] = w1[-4] * w0[-3];  // t1801
+    const T t1803 = t1800 + w0[-2];
+    const T t1818 = w1[-4] * t1803;
+    w0[-1] = w1[-3] * w0[-3];  // t1795
+    const T t1693 = w1[-5] * w4[13];
+    const T t1694 = w1[-6] * w4[12];
     const T t1695 = t1693 + t1694;
     const T t1707 = t1695 - T(0.000233298);
     const T t1708 = t1707 - T(-0.016316951849999997);
-    w.t1718 = T(0.0027077852719999997) + t1708;
-    const T t1797 = w.kept[125] * w.t1718;
-    const T t1798 = w.t1795 + t1797;
-    const T t1819 = w.kept[126] * t1798;
+    w0[0] = T(0.0027077852719999997) + t1708;  // t1718
+    const T t1797 = w1[-4] * w0[0];
+    const T t1798 = w0[-1] + t1797;
+    const T t1819 = w1[-3] * t1798;
     const T t1821 = t1818 - t1819;
-    const T t1843 = T(0.39219999999999999) * w.t1794;
-    w.t1848 = t1821 + t1843;
-    const T t1945 = w.kept[128] * w.t1848;
-    const T t1834 = T(0.1333) * w.t1829;
-    const T t1814 = w.kept[126] * t1803;
-    const T t1815 = w.kept[125] * t1798;
+    const T t1843 = T(0.39219999999999999) * w4[5];
+    w0[1] = t1821 + t1843;  // t1848
+    const T t1945 = w1[-1] * w0[1];
+    const T t1834 = T(0.1333) * w0[-15];
+    const T t1814 = w1[-3] * t1803;
+    const T t1815 = w1[-4] * t1798;
     const T t1817 = t1814 + t1815;
-    const T t1830 = T(0.1333) * w.t1717;
+    const T t1830 = T(0.1333) * w0[-16];
     const T t1835 = t1817 + t1830;
     const T t1836 = t1834 + t1835;
-    w.t1856 = T(0.0048801785000000004) + t1836;
-    const T t1946 = w.kept[127] * w.t1856;
+    w0[2] = T(0.0048801785000000004) + t1836;  // t1856
+    const T t1946 = w1[-2] * w0[2];
     const T t1947 = t1945 + t1946;
-    const T t1965 = w.kept[128] * t1947;
-    const T t1809 = w.kept[125] * w.t1719;
-    const T t1810 = t1809 - w.t1795;
-    const T t1822 = w.kept[125] * t1810;
-    const T t1807 = w.kept[126] * w.t1718;
-    const T t1808 = t1807 - w.t1801;
-    const T t1823 = w.kept[126] * t1808;
+    const T t1965 = w1[-1] * t1947;
+    const T t1809 = w1[-4] * w0[-4];
+    const T t1810 = t1809 - w0[-1];
+    const T t1822 = w1[-4] * t1810;
+    const T t1807 = w1[-3] * w0[0];
+    const T t1808 = t1807 - w0[-2];
+    const T t1823 = w1[-3] * t1808;
     const T t1824 = t1822 + t1823;
     const T t1838 = t1824 + t1830;
     const T t1839 = t1834 + t1838;
-    const T t1850 = t1839 + w.t1844;
-    const T t1851 = w.t1847 + t1850;
-    w.t1858 = T(0.20683212034000001) + t1851;
-    const T t1948 = w.kept[128] * w.t1858;
-    const T t1949 = w.kept[127] * w.t1848;
+    const T t1850 = t1839 + w4[2];
+    const T t1851 = w4[3] + t1850;
+    w0[3] = T(0.20683212034000001) + t1851;  // t1858
+    const T t1948 = w1[-1] * w0[3];
+    const T t1949 = w1[-2] * w0[1];
     const T t1950 = t1948 + t1949;
-    const T t1964 = w.kept[127] * t1950;
+    const T t1964 = w1[-2] * t1950;
     const T t1966 = t1965 - t1964;
-    w.t1942 = w.kept[127] * w.t1794;
-    const T t1943 = w.kept[128] * w.t1854;
-    w.t1944 = w.t1942 + t1943;
-    const T t1975 = T(0.42499999999999999) * w.t1944;
-    w.t1980 = t1966 - t1975;
-    const T t2050 = w.kept[129] * w.t1980;
-    const T t1956 = w.kept[127] * w.t1858;
+    w0[4] = w1[-2] * w4[5];  // t1942
+    const T t1943 = w1[-1] * w4[4];
+    w0[5] = w0[4] + t1943;  // t1944
+    const T t1975 = T(0.42499999999999999) * w0[5];
+    w0[6] = t1966 - t1975;  // t1980
+    const T t2050 = w1[0] * w0[6];
+    const T t1956 = w1[-2] * w0[3];
     const T t1957 = t1956 - t1945;
-    const T t1967 = w.kept[127] * t1957;
-    const T t1954 = w.kept[128] * w.t1856;
+    const T t1967 = w1[-2] * t1957;
+    const T t1954 = w1[-1] * w0[2];
     const T t1955 = t1954 - t1949;
-    const T t1968 = w.kept[128] * t1955;
+    const T t1968 = w1[-1] * t1955;
     const T t1969 = t1967 + t1968;
-    const T t1982 = t1969 + w.t1976;
-    const T t1983 = w.t1979 + t1982;
-    w.t1990 = T(0.59596019469679995) + t1983;
-    const T t2054 = w.kept[130] * w.t1990;
+    const T t1982 = t1969 + w4[8];
+    const T t1983 = w4[10] + t1982;
+    w0[7] = T(0.59596019469679995) + t1983;  // t1990
+    const T t2054 = w1[1] * w0[7];
     const T t2055 = t2050 + t2054;
-    const T t2060 = w.kept[130] * t2055;
-    const T t2051 = w.kept[130] * w.t1980;
-    const T t1961 = w.kept[128] * t1950;
-    const T t1962 = w.kept[127] * t1947;
+    const T t2060 = w1[1] * t2055;
+    const T t2051 = w1[1] * w0[6];
+    const T t1961 = w1[-1] * t1950;
+    const T t1962 = w1[-2] * t1947;
     const T t1963 = t1961 + t1962;
-    w.t1988 = T(0.11805364519680001) + t1963;
-    const T t2052 = w.kept[129] * w.t1988;
+    w0[8] = T(0.11805364519680001) + t1963;  // t1988
+    const T t2052 = w1[0] * w0[8];
     const T t2053 = t2051 + t2052;
-    const T t2061 = w.kept[129] * t2053;
+    const T t2061 = w1[0] * t2053;
     const T t2062 = t2060 + t2061;
     w.kept[17] = T(0.0095418760188999991) + t2062;  // t2063
     const T t1307 = qd[1] * T(0.11805364519680001);
-    w.t1306 = w.t10 * T(0.194109162);
-    const T t1308 = t1307 - w.t1306;
+    w0[9] = w3[-16] * T(0.194109162);  // t1306
+    const T t1308 = t1307 - w0[9];
     const T t1304 = qd[1] * T(0.59596019469679995);
-    w.t1313 = t1308 - t1304;
-    const T t1354 = w.t70 * T(0.0048801785000000004);
-    w.t1353 = w.t64 * T(0.018266481800000001);
-    const T t1355 = t1354 - w.t1353;
-    const T t1351 = w.t70 * T(0.20683212034000001);
+    w0[10] = t1308 - t1304;  // t1313
+    const T t1354 = w3[0] * T(0.0048801785000000004);
+    w0[11] = w3[-14] * T(0.018266481800000001);  // t1353
+    const T t1355 = t1354 - w0[11];
+    const T t1351 = w3[0] * T(0.20683212034000001);
     const T t1375 = t1355 - t1351;
-    w.t1374 = w.t69 * T(0.68930120000000006);
-    w.t1376 = t1375 - w.t1374;
-    const T t945 = w.t135 * T(0.0024660000000000003);
-    const T t1442 = w.t144 * T(1.3700000000000001);
+    w0[12] = w3[11] * T(0.68930120000000006);  // t1374
+    w0[13] = t1375 - w0[12];  // t1376
+    const T t945 = w3[-1] * T(0.0024660000000000003);
+    const T t1442 = w3[12] * T(1.3700000000000001);
     const T t1448 = t945 + t1442;
-    const T t1530 = w.t208 * T(0.021242);
-    const T t1525 = w.t144 * T(1.3);
+    const T t1530 = w3[2] * T(0.021242);
+    const T t1525 = w3[12] * T(1.3);
     const T t1533 = t1530 - t1525;
-    const T t1608 = w.t975 + w.t980;
-    const T t1634 = w.kept[115] * t1608;
-    const T t1607 = w.t971 - w.t985;
-    const T t1635 = w.kept[114] * t1607;
+    const T t1608 = w4[-8] + w4[-7];
+    const T t1634 = w1[-14] * t1608;
+    const T t1607 = w4[-10] - w4[-9];
+    const T t1635 = w1[-15] * t1607;
     const T t1636 = t1634 + t1635;
-    w.t1670 = t1533 - t1636;
-    w.t1769 = t1448 - w.t1670;
-    const T t1863 = w.kept[125] * w.t1769;
-    const T t942 = w.t141 * T(0.0024660000000000003);
-    const T t1444 = w.t145 * T(0.022385800000000001);
+    w0[14] = t1533 - t1636;  // t1670
+    w0[15] = t1448 - w0[14];  // t1769
+    const T t1863 = w1[-4] * w0[15];
+    const T t942 = w3[-12] * T(0.0024660000000000003);
+    const T t1444 = w3[1] * T(0.022385800000000001);
     const T t1445 = t942 + t1444;
-    const T t947 = w.t138 * T(1.3700000000000001);
+    const T t947 = w3[15] * T(1.3700000000000001);
     const T t1447 = t1445 - t947;
-    const T t1524 = w.t217 * T(1.3);
-    const T t954 = w.t208 * T(0.0023400000000000001);
+    const T t1524 = w5[-15] * T(1.3);
+    const T t954 = w3[2] * T(0.0023400000000000001);
     const T t1532 = t1524 - t954;
-    const T t1605 = w.t217 * T(0.36499999999999999);
-    w.t1669 = t1532 + t1605;
-    const T t1722 = w.kept[124] * w.t1669;
-    const T t1527 = w.t218 * T(0.021242);
-    const T t1528 = w.t214 * T(0.0023400000000000001);
+    const T t1605 = w5[-15] * T(0.36499999999999999);
+    w2[-16] = t1532 + t1605;  // t1669
+    const T t1722 = w1[-5] * w2[-16];
+    const T t1527 = w3[14] * T(0.021242);
+    const T t1528 = w3[8] * T(0.0023400000000000001);
     const T t1529 = t1527 - t1528;
-    const T t956 = w.t211 * T(1.3);
+    const T t956 = w5[10] * T(1.3);
     const T t1531 = t1529 - t956;
-    const T t1631 = w.kept[114] * t1608;
-    const T t1632 = w.kept[115] * t1607;
+    const T t1631 = w1[-15] * t1608;
+    const T t1632 = w1[-14] * t1607;
     const T t1633 = t1631 - t1632;
-    w.t1668 = t1531 + t1633;
-    const T t1723 = w.kept[123] * w.t1668;
+    w2[-15] = t1531 + t1633;  // t1668
+    const T t1723 = w1[-6] * w2[-15];
     const T t1724 = t1722 - t1723;
-    w.t1768 = t1447 + t1724;
-    const T t1864 = w.kept[126] * w.t1768;
-    w.t1865 = t1863 + t1864;
-    w.t1906 = T(0.39219999999999999) * w.t1865;
-    const T t1440 = w.t144 * T(0.022385800000000001);
+    w2[-14] = t1447 + t1724;  // t1768
+    const T t1864 = w1[-3] * w2[-14];
+    w2[-13] = t1863 + t1864;  // t1865
+    w2[-12] = T(0.39219999999999999) * w2[-13];  // t1906
+    const T t1440 = w3[12] * T(0.022385800000000001);
     const T t1456 = t1440 + t1440;
-    const T t944 = w.t135 * T(4.0294440000000001e-05);
+    const T t944 = w3[-1] * T(4.0294440000000001e-05);
     const T t1457 = t944 + t944;
     const T t1459 = t1456 + t1457;
-    const T t1439 = w.t128 * T(0.0024660000000000003);
+    const T t1439 = w5[-16] * T(0.0024660000000000003);
     const T t1441 = t1439 + t1440;
-    w.t1450 = T(2) * t1441;
-    w.t1460 = t1459 - w.t1450;
-    const T t1603 = w.t217 * T(0.00042303500000000005);
+    w2[-11] = T(2) * t1441;  // t1450
+    w2[-10] = t1459 - w2[-11];  // t1460
+    const T t1603 = w5[-15] * T(0.00042303500000000005);
     const T t1609 = T(2) * t1603;
-    const T t1639 = w.kept[114] * t1609;
-    const T t1647 = w.kept[114] * t1639;
-    const T t1637 = w.kept[115] * t1609;
-    const T t1649 = w.kept[115] * t1637;
+    const T t1639 = w1[-15] * t1609;
+    const T t1647 = w1[-15] * t1639;
+    const T t1637 = w1[-14] * t1609;
+    const T t1649 = w1[-14] * t1637;
     const T t1651 = t1647 + t1649;
     const T t1659 = T(0.099599999999999994) * t1605;
     const T t1664 = t1651 - t1659;
     const T t1665 = t1664 - t1659;
-    const T t1522 = w.t217 * T(0.021242);
-    const T t1520 = w.t144 * T(0.0023400000000000001);
+    const T t1522 = w5[-15] * T(0.021242);
+    const T t1520 = w3[12] * T(0.0023400000000000001);
     const T t1523 = t1522 - t1520;
     const T t1534 = T(2) * t1523;
     const T t1540 = t1522 + t1522;
-    const T t953 = w.t208 * T(3.8235599999999997e-05);
-    w.t1541 = t953 + t953;
-    const T t1542 = t1540 - w.t1541;
-    w.t1543 = t1542 - t1534;
-    const T t1554 = t1534 + w.t1543;
-    w.t1674 = t1665 - t1554;
-    w.t1774 = w.t1460 + w.t1674;
-    const T t1869 = w.kept[126] * w.t1774;
-    w.t1429 = w.t141 * T(4.0294440000000001e-05);
-    const T t1430 = w.t145 * T(0.0013915637999999998);
-    const T t1431 = w.t1429 - t1430;
-    const T t1435 = w.t145 * T(0.0027077852719999997);
+    const T t953 = w3[2] * T(3.8235599999999997e-05);
+    w2[-9] = t953 + t953;  // t1541
+    const T t1542 = t1540 - w2[-9];
+    w2[-8] = t1542 - t1534;  // t1543
+    const T t1554 = t1534 + w2[-8];
+    w2[-7] = t1665 - t1554;  // t1674
+    w2[-6] = w2[-10] + w2[-7];  // t1774
+    const T t1869 = w1[-3] * w2[-6];
+    w2[-5] = w3[-12] * T(4.0294440000000001e-05);  // t1429
+    const T t1430 = w3[1] * T(0.0013915637999999998);
+    const T t1431 = w2[-5] - t1430;
+    const T t1435 = w3[1] * T(0.0027077852719999997);
     const T t1452 = t1431 + t1435;
-    w.t1451 = w.t138 * T(0.022385800000000001);
-    const T t1453 = t1452 - w.t1451;
-    w.t1544 = w.t217 * T(0.0023400000000000001);
-    w.t1545 = w.t144 * T(0.021242);
-    const T t1547 = w.t1544 - w.t1545;
-    const T t1519 = w.t208 * T(0.0025652192800000003);
-    const T t952 = w.t208 * T(0.0013204619999999999);
+    w2[-4] = w3[15] * T(0.022385800000000001);  // t1451
+    const T t1453 = t1452 - w2[-4];
+    w2[-3] = w5[-15] * T(0.0023400000000000001);  // t1544
+    w2[-2] = w3[12] * T(0.021242);  // t1545
+    const T t1547 = w2[-3] - w2[-2];
+    const T t1519 = w3[2] * T(0.0025652192800000003);
+    const T t952 = w3[2] * T(0.0013204619999999999);
     const T t1548 = t1519 - t952;
     const T t1549 = t1547 + t1548;
-    const T t1613 = w.t973 - w.t966;
-    const T t1614 = w.t977 + t1613;
-    const T t1644 = w.kept[115] * t1614;
-    const T t1611 = w.t969 - w.t961;
-    const T t1612 = t1611 - w.t983;
-    const T t1645 = w.kept[114] * t1612;
+    const T t1613 = w4[-13] - w4[-12];
+    const T t1614 = w4[-11] + t1613;
+    const T t1644 = w1[-14] * t1614;
+    const T t1611 = w4[-16] - w4[-15];
+    const T t1612 = t1611 - w4[-14];
+    const T t1645 = w1[-15] * t1612;
     const T t1646 = t1644 + t1645;
-    w.t1663 = T(0.099599999999999994) * t1636;
-    const T t1667 = t1646 - w.t1663;
-    w.t1673 = t1549 + t1667;
-    const T t1734 = w.kept[124] * w.t1673;
-    const T t1515 = w.t214 * T(0.0025652192800000003);
-    w.t1516 = w.t218 * T(3.8235599999999997e-05);
-    const T t1517 = t1515 + w.t1516;
-    const T t950 = w.t214 * T(0.0025694312800000002);
+    w2[-1] = T(0.099599999999999994) * t1636;  // t1663
+    const T t1667 = t1646 - w2[-1];
+    w2[0] = t1549 + t1667;  // t1673
+    const T t1734 = w1[-5] * w2[0];
+    const T t1515 = w3[8] * T(0.0025652192800000003);
+    w2[1] = w3[14] * T(3.8235599999999997e-05);  // t1516
+    const T t1517 = t1515 + w2[1];
+    const T t950 = w3[8] * T(0.0025694312800000002);
     const T t1538 = t1517 - t950;
-    w.t955 = w.t211 * T(0.0023400000000000001);
-    w.t1539 = t1538 - w.t955;
-    const T t1735 = w.kept[123] * w.t1539;
+    w2[2] = w5[10] * T(0.0023400000000000001);  // t955
+    w2[3] = t1538 - w2[2];  // t1539
+    const T t1735 = w1[-6] * w2[3];
     const T t1736 = t1734 - t1735;
-    w.t1758 = T(0.099699999999999997) * t1724;
-    const T t1764 = t1736 - w.t1758;
-    w.t1772 = t1453 - t1764;
-    w.t1870 = w.kept[125] * w.t1772;
-    w.t1871 = t1869 - w.t1870;
-    w.t1885 = w.kept[125] * w.t1871;
-    w.t1866 = w.kept[126] * w.t1772;
-    w.t1757 = T(0.099699999999999997) * w.t1670;
-    const T t1731 = w.kept[124] * w.t1543;
-    const T t1518 = w.t218 * T(0.0025694312800000002);
-    w.t1512 = w.t214 * T(3.8235599999999997e-05);
-    const T t1513 = w.t218 * T(0.0013204619999999999);
-    const T t1514 = w.t1512 + t1513;
+    w2[4] = T(0.099699999999999997) * t1724;  // t1758
+    const T t1764 = t1736 - w2[4];
+    w2[5] = t1453 - t1764;  // t1772
+    w2[6] = w1[-4] * w2[5];  // t1870
+    w2[7] = t1869 - w2[6];  // t1871
+    w2[8] = w1[-4] * w2[7];  // t1885
+    w2[9] = w1[-3] * w2[5];  // t1866
+    w2[10] = T(0.099699999999999997) * w0[14];  // t1757
+    const T t1731 = w1[-5] * w2[-8];
+    const T t1518 = w3[14] * T(0.0025694312800000002);
+    w2[11] = w3[8] * T(3.8235599999999997e-05);  // t1512
+    const T t1513 = w3[14] * T(0.0013204619999999999);
+    const T t1514 = w2[11] + t1513;
     const T t1536 = t1518 - t1514;
-    w.t1535 = w.t211 * T(0.021242);
-    const T t1537 = t1536 - w.t1535;
-    const T t1641 = w.kept[114] * t1614;
-    const T t1642 = w.kept[115] * t1612;
+    w2[12] = w5[10] * T(0.021242);  // t1535
+    const T t1537 = t1536 - w2[12];
+    const T t1641 = w1[-15] * t1614;
+    const T t1642 = w1[-14] * t1612;
     const T t1643 = t1641 - t1642;
-    w.t1661 = T(0.099599999999999994) * t1633;
-    const T t1666 = t1643 - w.t1661;
-    w.t1672 = t1537 - t1666;
-    w.t1732 = w.kept[123] * w.t1672;
-    w.t1733 = t1731 - w.t1732;
-    const T t1744 = w.kept[124] * w.t1733;
-    w.t1728 = w.kept[124] * w.t1672;
-    w.t1671 = t1665 - t1534;
-    const T t1729 = w.kept[123] * w.t1671;
-    w.t1730 = w.t1728 - t1729;
-    const T t1745 = w.kept[123] * w.t1730;
+    w2[13] = T(0.099599999999999994) * t1633;  // t1661
+    const T t1666 = t1643 - w2[13];
+    w2[14] = t1537 - t1666;  // t1672
+    w2[15] = w1[-6] * w2[14];  // t1732
+    w6[-16] = t1731 - w2[15];  // t1733
+    const T t1744 = w1[-5] * w6[-16];
+    w6[-15] = w1[-5] * w2[14];  // t1728
+    w6[-14] = t1665 - t1534;  // t1671
+    const T t1729 = w1[-6] * w6[-14];
+    w6[-13] = w6[-15] - t1729;  // t1730
+    const T t1745 = w1[-6] * w6[-13];
     const T t1746 = t1744 - t1745;
-    w.t1762 = t1746 + w.t1757;
+    w6[-12] = t1746 + w2[10];  // t1762
     return status;
 }
 
@@ -2363,257 +2075,264 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 244);
+    T* const w1 = nelu::window(w.kept + 130);
+    T* const w2 = nelu::window(w.t + 16);
+    T* const w3 = nelu::window(w.t + 212);
+    T* const w4 = nelu::window(w.t + 180);
+    T* const w5 = nelu::window(w.t + 48);
+    T* const w6 = nelu::window(w.t + 142);
     // --- solve: forward and back substitution
-    const T t1763 = w.t1757 + w.t1762;
-    w.t1771 = t1763 - w.t1450;
-    const T t1867 = w.kept[125] * w.t1771;
-    const T t1868 = w.t1866 - t1867;
-    const T t1886 = w.kept[126] * t1868;
-    const T t1887 = w.t1885 + t1886;
-    const T t1911 = w.t1906 - t1887;
-    w.t1921 = w.t1376 + t1911;
-    const T t2002 = w.kept[127] * w.t1921;
-    const T t934 = w.t65 * T(0.68930120000000006);
-    const T t1359 = w.t61 * T(0.075419);
+    const T t1763 = w3[4] + w3[14];
+    w3[15] = t1763 - w4[15];  // t1771
+    const T t1867 = w1[-5] * w3[15];
+    const T t1868 = w3[3] - t1867;
+    const T t1886 = w1[-4] * t1868;
+    const T t1887 = w3[2] + t1886;
+    const T t1911 = w4[14] - t1887;
+    w0[-16] = w4[7] + t1911;  // t1921
+    const T t2002 = w1[-3] * w0[-16];
+    const T t934 = w2[10] * T(0.68930120000000006);
+    const T t1359 = w5[-16] * T(0.075419);
     const T t1360 = t934 + t1359;
     const T t1372 = T(2) * t1360;
-    const T t1860 = w.kept[126] * w.t1769;
-    const T t1861 = w.kept[125] * w.t1768;
+    const T t1860 = w1[-4] * w4[9];
+    const T t1861 = w1[-5] * w4[12];
     const T t1862 = t1860 - t1861;
     const T t1907 = T(0.39219999999999999) * t1862;
-    const T t1443 = w.t128 * T(1.3700000000000001);
-    const T t1446 = w.t135 * T(0.022385800000000001);
+    const T t1443 = w5[-15] * T(1.3700000000000001);
+    const T t1446 = w2[-1] * T(0.022385800000000001);
     const T t1449 = t1443 - t1446;
-    const T t1725 = w.kept[123] * w.t1669;
-    const T t1726 = w.kept[124] * w.t1668;
+    const T t1725 = w1[-7] * w4[10];
+    const T t1726 = w1[-6] * w4[11];
     const T t1727 = t1725 + t1726;
-    w.t1770 = t1449 - t1727;
-    const T t1895 = T(0.1333) * w.t1770;
-    const T t1877 = w.kept[125] * w.t1774;
-    const T t1878 = w.t1866 + t1877;
-    const T t1888 = w.kept[125] * t1878;
-    const T t1875 = w.kept[126] * w.t1771;
-    const T t1876 = w.t1870 + t1875;
-    const T t1889 = w.kept[126] * t1876;
+    w0[-15] = t1449 - t1727;  // t1770
+    const T t1895 = T(0.1333) * w0[-15];
+    const T t1877 = w1[-5] * w3[-12];
+    const T t1878 = w3[3] + t1877;
+    const T t1888 = w1[-5] * t1878;
+    const T t1875 = w1[-4] * w3[15];
+    const T t1876 = w3[0] + t1875;
+    const T t1889 = w1[-4] * t1876;
     const T t1890 = t1888 + t1889;
     const T t1903 = t1890 + t1895;
     const T t1904 = t1895 + t1903;
     const T t1913 = t1904 + t1907;
     const T t1914 = t1907 + t1913;
-    w.t1923 = t1372 + t1914;
-    const T t2001 = w.kept[128] * w.t1923;
+    w0[-14] = t1372 + t1914;  // t1923
+    const T t2001 = w1[-2] * w0[-14];
     const T t2003 = t2002 - t2001;
-    const T t2017 = w.kept[127] * t2003;
+    const T t2017 = w1[-3] * t2003;
     const T t1369 = t934 + t934;
-    const T t924 = w.t68 * T(0.018266481800000001);
+    const T t924 = w2[-13] * T(0.018266481800000001);
     const T t1370 = t924 + t924;
     const T t1371 = t1369 + t1370;
     const T t1373 = t1372 - t1371;
-    const T t1882 = w.kept[126] * w.t1871;
-    const T t1883 = w.kept[125] * t1868;
+    const T t1882 = w1[-4] * w3[1];
+    const T t1883 = w1[-5] * t1868;
     const T t1884 = t1882 - t1883;
     const T t1900 = t1884 + t1895;
     const T t1901 = t1895 + t1900;
-    w.t1920 = t1373 + t1901;
-    const T t1999 = w.kept[127] * w.t1920;
-    const T t1998 = w.kept[128] * w.t1921;
+    w0[-13] = t1373 + t1901;  // t1920
+    const T t1999 = w1[-3] * w0[-13];
+    const T t1998 = w1[-2] * w0[-16];
     const T t2000 = t1999 - t1998;
-    const T t2018 = w.kept[128] * t2000;
+    const T t2018 = w1[-2] * t2000;
     const T t2019 = t2017 + t2018;
-    const T t932 = w.t69 * T(2.8460000000000001);
-    const T t927 = w.t64 * T(0.075419);
-    const T t1363 = w.t70 * T(0.68930120000000006);
+    const T t932 = w2[11] * T(2.8460000000000001);
+    const T t927 = w2[-14] * T(0.075419);
+    const T t1363 = w2[0] * T(0.68930120000000006);
     const T t1364 = t927 + t1363;
     const T t1367 = t932 + t1364;
-    w.t1918 = t1367 - w.t1865;
-    const T t1995 = w.kept[127] * w.t1918;
-    const T t935 = w.t65 * T(2.8460000000000001);
-    const T t1362 = w.t68 * T(0.075419);
+    w0[-12] = t1367 - w4[13];  // t1918
+    const T t1995 = w1[-3] * w0[-12];
+    const T t935 = w2[10] * T(2.8460000000000001);
+    const T t1362 = w2[-13] * T(0.075419);
     const T t1366 = t935 + t1362;
-    w.t1917 = t1366 + t1862;
-    const T t1996 = w.kept[128] * w.t1917;
+    w0[-11] = t1366 + t1862;  // t1917
+    const T t1996 = w1[-2] * w0[-11];
     const T t1997 = t1995 + t1996;
-    w.t2025 = T(0.42499999999999999) * t1997;
-    const T t2029 = t2019 - w.t2025;
-    w.t2036 = w.t1313 + t2029;
-    const T t2064 = w.kept[129] * w.t2036;
-    const T t1993 = w.kept[127] * w.t1917;
-    const T t1992 = w.kept[128] * w.t1918;
+    w0[-10] = T(0.42499999999999999) * t1997;  // t2025
+    const T t2029 = t2019 - w0[-10];
+    w0[-9] = w4[4] + t2029;  // t2036
+    const T t2064 = w1[-1] * w0[-9];
+    const T t1993 = w1[-3] * w0[-11];
+    const T t1992 = w1[-2] * w0[-12];
     const T t1994 = t1993 - t1992;
     const T t2026 = T(0.42499999999999999) * t1994;
-    const T t2009 = w.kept[127] * w.t1923;
+    const T t2009 = w1[-3] * w0[-14];
     const T t2010 = t1998 + t2009;
-    const T t2020 = w.kept[127] * t2010;
-    const T t2007 = w.kept[128] * w.t1920;
+    const T t2020 = w1[-3] * t2010;
+    const T t2007 = w1[-2] * w0[-13];
     const T t2008 = t2002 + t2007;
-    const T t2021 = w.kept[128] * t2008;
+    const T t2021 = w1[-2] * t2008;
     const T t2022 = t2020 + t2021;
     const T t2031 = t2022 + t2026;
-    w.t2032 = t2026 + t2031;
-    const T t2068 = w.kept[130] * w.t2032;
+    w0[-8] = t2026 + t2031;  // t2032
+    const T t2068 = w1[0] * w0[-8];
     const T t2069 = t2064 + t2068;
-    const T t2070 = w.kept[130] * t2069;
-    const T t2065 = w.kept[130] * w.t2036;
-    const T t920 = w.t11 * T(0.194109162);
+    const T t2070 = w1[0] * t2069;
+    const T t2065 = w1[0] * w0[-9];
+    const T t920 = w2[-15] * T(0.194109162);
     const T t1312 = t920 + t920;
-    const T t2015 = w.kept[127] * t2000;
-    const T t2014 = w.kept[128] * t2003;
+    const T t2015 = w1[-3] * t2000;
+    const T t2014 = w1[-2] * t2003;
     const T t2016 = t2015 - t2014;
-    w.t2035 = t1312 + t2016;
-    const T t2066 = w.kept[129] * w.t2035;
+    w0[-7] = t1312 + t2016;  // t2035
+    const T t2066 = w1[-1] * w0[-7];
     const T t2067 = t2065 + t2066;
-    const T t2071 = w.kept[129] * t2067;
+    const T t2071 = w1[-1] * t2067;
     w.kept[11] = t2070 + t2071;  // t2072
-    const T t1739 = w.kept[123] * w.t1543;
-    const T t1740 = w.t1728 + t1739;
-    const T t1750 = w.kept[123] * t1740;
-    const T t1737 = w.kept[124] * w.t1671;
-    const T t1738 = w.t1732 + t1737;
-    const T t1751 = w.kept[124] * t1738;
+    const T t1739 = w1[-7] * w3[-14];
+    const T t1740 = w3[11] + t1739;
+    const T t1750 = w1[-7] * t1740;
+    const T t1737 = w1[-6] * w3[12];
+    const T t1738 = w3[9] + t1737;
+    const T t1751 = w1[-6] * t1738;
     const T t1752 = t1750 + t1751;
-    const T t1765 = t1752 + w.t1757;
-    const T t1766 = w.t1757 + t1765;
-    const T t1469 = w.t1450 + w.t1460;
-    w.t1776 = t1766 - t1469;
-    const T t1915 = w.t1776 + t1907;
+    const T t1765 = t1752 + w3[4];
+    const T t1766 = w3[4] + t1765;
+    const T t1469 = w4[15] + w3[-16];
+    w0[-6] = t1766 - t1469;  // t1776
+    const T t1915 = w0[-6] + t1907;
     const T t1916 = t1907 + t1915;
-    w.t1925 = t1371 + t1916;
-    const T t2033 = w.t1925 + t2026;
+    w0[-5] = t1371 + t1916;  // t1925
+    const T t2033 = w0[-5] + t2026;
     const T t2034 = t2026 + t2033;
     const T t2039 = t2034 - t1312;
-    w.t1302 = w.t10 + w.t10;
-    const T t2122 = w.t1302 * w.t1960;
-    w.t1303 = w.t11 + w.t11;
-    const T t2123 = w.t1303 * w.t1989;
+    w0[-4] = w2[-16] + w2[-16];  // t1302
+    const T t2122 = w0[-4] * w4[-16];
+    w0[-3] = w2[-15] + w2[-15];  // t1303
+    const T t2123 = w0[-3] * w4[-11];
     const T t2124 = t2122 - t2123;
     w.kept[47] = t2039 + t2124;  // t2127
-    const T t2136 = w.t65 * w.t1917;
-    const T t2137 = w.t69 * w.t1918;
+    const T t2136 = w2[10] * w0[-11];
+    const T t2137 = w2[11] * w0[-12];
     const T t2138 = t2136 + t2137;
-    const T t933 = w.t65 * T(0.075419);
-    const T t1377 = w.t61 * T(0.68930120000000006);
+    const T t933 = w2[10] * T(0.075419);
+    const T t1377 = w5[-16] * T(0.68930120000000006);
     const T t1387 = t933 - t1377;
-    const T t1390 = w.t68 * T(0.20683212034000001);
+    const T t1390 = w2[-13] * T(0.20683212034000001);
     const T t1394 = t1387 + t1390;
     const T t1896 = T(0.1333) * t1862;
-    const T t946 = w.t138 * T(0.0024660000000000003);
-    const T t1433 = w.t145 * T(4.0294440000000001e-05);
-    const T t1473 = w.t141 * T(0.0013915637999999998);
+    const T t946 = w2[15] * T(0.0024660000000000003);
+    const T t1433 = w2[1] * T(4.0294440000000001e-05);
+    const T t1473 = w2[-12] * T(0.0013915637999999998);
     const T t1474 = t1433 + t1473;
     const T t1478 = t946 - t1474;
-    const T t1560 = w.t218 * T(0.0025652192800000003);
-    const T t1561 = t1560 - w.t1512;
-    const T t1564 = t1561 - w.t1535;
-    const T t1618 = w.t983 - w.t969;
-    const T t1678 = w.kept[115] * t1618;
-    const T t1617 = w.t973 + w.t977;
-    const T t1679 = w.kept[114] * t1617;
+    const T t1560 = w2[14] * T(0.0025652192800000003);
+    const T t1561 = t1560 - w3[5];
+    const T t1564 = t1561 - w3[6];
+    const T t1618 = w6[-14] - w6[-16];
+    const T t1678 = w1[-15] * t1618;
+    const T t1617 = w6[-13] + w6[-11];
+    const T t1679 = w1[-16] * t1617;
     const T t1680 = t1678 + t1679;
-    const T t1682 = w.t1661 - t1680;
-    w.t1685 = t1564 + t1682;
-    w.t1786 = t1478 - w.t1685;
-    const T t1929 = w.kept[125] * w.t1786;
-    const T t1461 = w.t144 * T(0.0024660000000000003);
-    const T t1462 = w.t128 * T(0.022385800000000001);
+    const T t1682 = w3[7] - t1680;
+    w0[-2] = t1564 + t1682;  // t1685
+    w0[-1] = t1478 - w0[-2];  // t1786
+    const T t1929 = w1[-5] * w0[-1];
+    const T t1461 = w2[12] * T(0.0024660000000000003);
+    const T t1462 = w5[-15] * T(0.022385800000000001);
     const T t1471 = t1461 - t1462;
-    const T t1472 = w.t135 * T(0.0027077852719999997);
+    const T t1472 = w2[-1] * T(0.0027077852719999997);
     const T t1477 = t1471 + t1472;
     const T t1761 = T(0.099699999999999997) * t1727;
-    const T t1558 = w.t214 * T(0.0013204619999999999);
-    const T t1559 = t1558 - w.t1516;
-    const T t1563 = w.t955 + t1559;
-    w.t1684 = t1563 - w.t321;
-    const T t1777 = w.kept[124] * w.t1684;
-    const T t1556 = w.t1544 + w.t1545;
-    const T t1557 = w.t208 * T(0.0025694312800000002);
+    const T t1558 = w2[8] * T(0.0013204619999999999);
+    const T t1559 = t1558 - w3[-5];
+    const T t1563 = w3[-4] + t1559;
+    w0[0] = t1563 - w5[9];  // t1684
+    const T t1777 = w1[-6] * w0[0];
+    const T t1556 = w3[-9] + w3[-8];
+    const T t1557 = w2[2] * T(0.0025694312800000002);
     const T t1562 = t1556 - t1557;
-    const T t1675 = w.kept[114] * t1618;
-    const T t1676 = w.kept[115] * t1617;
+    const T t1675 = w1[-16] * t1618;
+    const T t1676 = w1[-15] * t1617;
     const T t1677 = t1675 - t1676;
-    const T t1681 = w.t1663 + t1677;
-    w.t1683 = t1562 + t1681;
-    const T t1778 = w.kept[123] * w.t1683;
+    const T t1681 = w3[-7] + t1677;
+    w0[1] = t1562 + t1681;  // t1683
+    const T t1778 = w1[-7] * w0[1];
     const T t1779 = t1777 - t1778;
     const T t1783 = t1761 + t1779;
-    w.t1785 = t1477 + t1783;
-    const T t1930 = w.kept[126] * w.t1785;
+    w0[2] = t1477 + t1783;  // t1785
+    const T t1930 = w1[-4] * w0[2];
     const T t1931 = t1929 + t1930;
     const T t1933 = t1896 - t1931;
-    const T t1909 = T(0.39219999999999999) * w.t1770;
+    const T t1909 = T(0.39219999999999999) * w0[-15];
     const T t1934 = t1933 - t1909;
-    w.t1937 = t1394 + t1934;
-    const T t2142 = w.t68 * w.t1937;
-    const T t1899 = T(0.1333) * w.t1865;
-    const T t1926 = w.kept[126] * w.t1786;
-    const T t1927 = w.kept[125] * w.t1785;
+    w0[3] = t1394 + t1934;  // t1937
+    const T t2142 = w2[-13] * w0[3];
+    const T t1899 = T(0.1333) * w4[13];
+    const T t1926 = w1[-4] * w0[-1];
+    const T t1927 = w1[-5] * w0[2];
     const T t1928 = t1926 - t1927;
     const T t1932 = t1899 + t1928;
-    const T t931 = w.t69 * T(0.075419);
-    const T t1357 = w.t70 * T(0.018266481800000001);
-    const T t1388 = w.t64 * T(0.0048801785000000004);
+    const T t931 = w2[11] * T(0.075419);
+    const T t1357 = w2[0] * T(0.018266481800000001);
+    const T t1388 = w2[-14] * T(0.0048801785000000004);
     const T t1389 = t1357 + t1388;
     const T t1393 = t931 + t1389;
-    w.t1936 = t1932 - t1393;
-    const T t2141 = w.t64 * w.t1936;
+    w0[4] = t1932 - t1393;  // t1936
+    const T t2141 = w2[-14] * w0[4];
     const T t2143 = t2142 - t2141;
-    w.t2146 = t2138 + t2143;
-    const T t1356 = w.t64 * T(0.20483351684000001);
+    w0[5] = t2138 + t2143;  // t2146
+    const T t1356 = w2[-14] * T(0.20483351684000001);
     const T t1358 = t1356 - t1357;
-    const T t926 = w.t64 * T(0.20683212034000001);
+    const T t926 = w2[-14] * T(0.20683212034000001);
     const T t1381 = t1358 - t926;
     const T t1382 = t1381 - t931;
     const T t1463 = t1461 + t1462;
-    const T t943 = w.t135 * T(0.0013915637999999998);
-    const T t1437 = w.t135 * T(0.002703346472);
+    const T t943 = w2[-1] * T(0.0013915637999999998);
+    const T t1437 = w2[-1] * T(0.002703346472);
     const T t1464 = t943 - t1437;
     const T t1465 = t1463 + t1464;
-    const T t1741 = w.kept[123] * w.t1673;
-    const T t1742 = w.kept[124] * w.t1539;
+    const T t1741 = w1[-7] * w3[-6];
+    const T t1742 = w1[-6] * w3[-3];
     const T t1743 = t1741 + t1742;
     const T t1767 = t1743 - t1761;
-    w.t1775 = t1465 + t1767;
-    const T t1879 = w.kept[125] * w.t1775;
-    const T t941 = w.t141 * T(0.0027077852719999997);
-    const T t1432 = w.t141 * T(0.002703346472);
+    w0[6] = t1465 + t1767;  // t1775
+    const T t1879 = w1[-5] * w0[6];
+    const T t941 = w2[-12] * T(0.0027077852719999997);
+    const T t1432 = w2[-12] * T(0.002703346472);
     const T t1434 = t1433 - t1432;
     const T t1454 = t941 + t1434;
     const T t1455 = t1454 - t946;
-    const T t1747 = w.kept[123] * w.t1733;
-    const T t1748 = w.kept[124] * w.t1730;
+    const T t1747 = w1[-7] * w3[10];
+    const T t1748 = w1[-6] * w3[13];
     const T t1749 = t1747 + t1748;
-    w.t1773 = t1455 - t1749;
-    const T t1880 = w.kept[126] * w.t1773;
+    w0[7] = t1455 - t1749;  // t1773
+    const T t1880 = w1[-4] * w0[7];
     const T t1881 = t1879 + t1880;
     const T t1905 = t1899 - t1881;
-    w.t1924 = t1382 + t1905;
-    const T t2158 = w.t64 * w.t1924;
-    const T t1352 = w.t68 * T(0.20483351684000001);
-    const T t922 = w.t68 * T(0.0048801785000000004);
+    w0[8] = t1382 + t1905;  // t1924
+    const T t2158 = w2[-14] * w0[8];
+    const T t1352 = w2[-13] * T(0.20483351684000001);
+    const T t922 = w2[-13] * T(0.0048801785000000004);
     const T t1379 = t1352 - t922;
     const T t1378 = t933 + t1377;
     const T t1380 = t1379 - t1378;
-    const T t1872 = w.kept[126] * w.t1775;
-    const T t1873 = w.kept[125] * w.t1773;
+    const T t1872 = w1[-4] * w0[6];
+    const T t1873 = w1[-5] * w0[7];
     const T t1874 = t1872 - t1873;
     const T t1902 = t1874 - t1896;
     const T t1912 = t1902 - t1909;
-    w.t1922 = t1380 + t1912;
-    const T t2159 = w.t68 * w.t1922;
+    w0[9] = t1380 + t1912;  // t1922
+    const T t2159 = w2[-13] * w0[9];
     const T t2160 = t2158 + t2159;
-    w.t2163 = t2160 - t2138;
-    const T t1324 = w.t73 + w.t469;
-    const T t1333 = w.t61 * w.t68;
-    const T t1338 = qd[1] * w.t69;
+    w0[10] = t2160 - t2138;  // t2163
+    const T t1324 = w5[-3] + w5[-2];
+    const T t1333 = w5[-16] * w2[-13];
+    const T t1338 = qd[1] * w2[11];
     const T t1340 = t1333 + t1338;
-    w.t1346 = t1324 + t1340;
-    const T t2171 = w.t1346 * w.t1854;
-    const T t1325 = w.t74 - w.t471;
-    const T t1337 = qd[1] * w.t65;
-    const T t1332 = w.t61 * w.t64;
+    w0[11] = t1324 + t1340;  // t1346
+    const T t2171 = w0[11] * w6[4];
+    const T t1325 = w5[-8] - w5[-5];
+    const T t1337 = qd[1] * w2[10];
+    const T t1332 = w5[-16] * w2[-14];
     const T t1339 = t1337 - t1332;
-    w.t1345 = t1325 + t1339;
-    w.t2170 = w.t1345 * w.t1794;
-    w.t2172 = t2171 - w.t2170;
+    w0[12] = t1325 + t1339;  // t1345
+    w0[13] = w0[12] * w6[5];  // t2170
+    w0[14] = t2171 - w0[13];  // t2172
     return status;
 }
 
@@ -2621,257 +2340,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 277);
+    T* const w2 = nelu::window(w.t + 245);
+    T* const w3 = nelu::window(w.t + 195);
+    T* const w4 = nelu::window(w.t + 162);
+    T* const w5 = nelu::window(w.kept + 127);
+    T* const w6 = nelu::window(w.t + 48);
+    T* const w7 = nelu::window(w.t + 80);
     // --- solve: forward and back substitution
-    const T t1329 = w.t68 * w.t68;
-    const T t1330 = w.t64 * w.t64;
-    w.t1331 = t1329 + t1330;
-    const T t2187 = w.t1331 * w.kept[79];
-    const T t1321 = w.t71 + w.t460;
-    const T t1328 = qd[1] * w.t68;
-    w.t1344 = t1321 + t1328;
-    w.t2188 = w.t1344 * w.t1840;
-    const T t1322 = w.t72 + w.t462;
-    const T t1327 = qd[1] * w.t64;
-    w.t1342 = t1322 + t1327;
-    const T t2189 = w.t1342 * w.t1857;
-    w.t2191 = w.t2188 + t2189;
-    const T t2193 = t2187 + w.t2191;
-    const T t2197 = w.t2172 - t2193;
-    const T t2221 = w.t2163 + t2197;
-    w.kept[69] = w.t2146 + t2221;  // t2227
-    w.t1348 = w.t68 + w.t68;
-    const T t2243 = w.t1348 * w.t1857;
-    w.t1347 = w.t64 + w.t64;
-    w.t2242 = w.t1347 * w.t1840;
-    w.t2244 = t2243 - w.t2242;
-    w.t1350 = w.t69 + w.t69;
-    w.t2233 = w.t1350 * w.t1794;
-    w.t1349 = w.t65 + w.t65;
-    const T t2234 = w.t1349 * w.t1854;
-    const T t2235 = w.t2233 + t2234;
-    const T t2247 = w.t2244 - t2235;
-    w.kept[75] = w.t1925 + t2247;  // t2259
-    const T t2273 = w.t144 * w.t1769;
-    const T t2272 = w.t138 * w.t1768;
+    const T t1329 = w0[-13] * w0[-13];
+    const T t1330 = w0[-14] * w0[-14];
+    w2[14] = t1329 + t1330;  // t1331
+    const T t2187 = w2[14] * w.kept[79];
+    const T t1321 = w0[-8] + w0[-5];
+    const T t1328 = qd[1] * w0[-13];
+    w2[15] = t1321 + t1328;  // t1344
+    w1[-16] = w2[15] * w4[0];  // t2188
+    const T t1322 = w0[-4] + w0[-3];
+    const T t1327 = qd[1] * w0[-14];
+    w1[-15] = t1322 + t1327;  // t1342
+    const T t2189 = w1[-15] * w4[-1];
+    w1[-14] = w1[-16] + t2189;  // t2191
+    const T t2193 = t2187 + w1[-14];
+    const T t2197 = w2[13] - t2193;
+    const T t2221 = w2[9] + t2197;
+    w.kept[69] = w2[4] + t2221;  // t2227
+    w1[-13] = w0[-13] + w0[-13];  // t1348
+    const T t2243 = w1[-13] * w4[-1];
+    w1[-12] = w0[-14] + w0[-14];  // t1347
+    w1[-11] = w1[-12] * w4[0];  // t2242
+    w1[-10] = t2243 - w1[-11];  // t2244
+    w1[-9] = w0[11] + w0[11];  // t1350
+    w1[-8] = w1[-9] * w4[-15];  // t2233
+    w1[-7] = w0[10] + w0[10];  // t1349
+    const T t2234 = w1[-7] * w4[-16];
+    const T t2235 = w1[-8] + t2234;
+    const T t2247 = w1[-10] - t2235;
+    w.kept[75] = w2[-6] + t2247;  // t2259
+    const T t2273 = w0[12] * w3[-6];
+    const T t2272 = w0[15] * w3[-3];
     const T t2274 = t2273 - t2272;
-    const T t2280 = w.t141 * w.t1786;
-    const T t2278 = w.t135 * w.t1785;
+    const T t2280 = w0[-12] * w2[-2];
+    const T t2278 = w0[-1] * w2[1];
     const T t2281 = t2280 - t2278;
     const T t2284 = t2274 - t2281;
-    const T t1397 = w.t147 - w.t521;
-    const T t1400 = w.t70 * w.t135;
-    w.t1421 = t1397 + t1400;
-    const T t2342 = w.t1421 * w.t1698;
-    const T t1396 = w.t146 - w.t519;
-    const T t1402 = w.t70 * w.t141;
-    w.t1422 = t1396 + t1402;
-    const T t2341 = w.t1422 * w.t1720;
+    const T t1397 = w6[-11] - w6[-10];
+    const T t1400 = w0[0] * w0[-1];
+    w1[-6] = t1397 + t1400;  // t1421
+    const T t2342 = w1[-6] * w4[-6];
+    const T t1396 = w0[-11] - w0[-2];
+    const T t1402 = w0[0] * w0[-12];
+    w1[-5] = t1396 + t1402;  // t1422
+    const T t2341 = w1[-5] * w4[-9];
     const T t2343 = t2342 - t2341;
-    const T t1403 = w.t141 * w.t141;
-    const T t1404 = w.t135 * w.t135;
-    w.t1406 = t1403 + t1404;
-    const T t2339 = w.t1406 * w.kept[98];
+    const T t1403 = w0[-12] * w0[-12];
+    const T t1404 = w0[-1] * w0[-1];
+    w1[-4] = t1403 + t1404;  // t1406
+    const T t2339 = w1[-4] * w.kept[98];
     const T t2344 = t2343 - t2339;
-    const T t1398 = w.t149 + w.t530;
-    const T t1415 = w.t70 * w.t138;
-    const T t1408 = w.t128 * w.t135;
+    const T t1398 = w7[-12] + w7[-11];
+    const T t1415 = w0[0] * w0[15];
+    const T t1408 = w6[-15] * w0[-1];
     const T t1417 = t1415 - t1408;
-    w.t1423 = t1398 + t1417;
-    const T t2320 = w.t1423 * T(0.1860463);
-    const T t1416 = w.t70 * w.t144;
-    const T t1410 = w.t128 * w.t141;
+    w1[-3] = t1398 + t1417;  // t1423
+    const T t2320 = w1[-3] * T(0.1860463);
+    const T t1416 = w0[0] * w0[12];
+    const T t1410 = w6[-15] * w0[-12];
     const T t1418 = t1416 - t1410;
-    const T t1420 = w.t148 + w.t528;
-    w.t1424 = t1418 + t1420;
-    const T t2321 = w.t1424 * w.t1687;
+    const T t1420 = w6[-4] + w6[-1];
+    w1[-2] = t1418 + t1420;  // t1424
+    const T t2321 = w1[-2] * w.t[142];
     const T t2322 = t2320 + t2321;
     const T t2347 = t2344 - t2322;
-    const T t2304 = w.t135 * w.t1775;
-    const T t2306 = w.t141 * w.t1773;
+    const T t2304 = w0[-1] * w2[5];
+    const T t2306 = w0[-12] * w2[6];
     const T t2307 = t2304 + t2306;
     const T t2312 = t2274 + t2307;
     const T t2371 = t2347 - t2312;
     w.kept[89] = t2284 + t2371;  // t2377
-    w.t1428 = w.t144 + w.t144;
-    const T t2383 = w.t1428 * T(0.1860463);
-    w.t1427 = w.t138 + w.t138;
-    const T t2384 = w.t1427 * w.t1687;
+    w1[-1] = w0[12] + w0[12];  // t1428
+    const T t2383 = w1[-1] * T(0.1860463);
+    w1[0] = w0[15] + w0[15];  // t1427
+    const T t2384 = w1[0] * w.t[142];
     const T t2385 = t2383 - t2384;
-    w.t1425 = w.t135 + w.t135;
-    const T t2394 = w.t1425 * w.t1720;
-    w.t1426 = w.t141 + w.t141;
-    const T t2395 = w.t1426 * w.t1698;
+    w1[1] = w0[-1] + w0[-1];  // t1425
+    const T t2394 = w1[1] * w4[-9];
+    w1[2] = w0[-12] + w0[-12];  // t1426
+    const T t2395 = w1[2] * w4[-6];
     const T t2396 = t2394 + t2395;
     const T t2399 = t2385 - t2396;
-    w.kept[95] = w.t1776 + t2399;  // t2411
-    const T t2426 = w.t217 * w.t1669;
-    const T t2425 = w.t211 * w.t1668;
+    w.kept[95] = w2[-7] + t2399;  // t2411
+    const T t2426 = w6[-14] * w3[-5];
+    const T t2425 = w6[11] * w3[-4];
     const T t2427 = t2426 - t2425;
-    const T t2431 = w.t214 * w.t1684;
-    const T t2430 = w.t208 * w.t1683;
+    const T t2431 = w0[8] * w2[-1];
+    const T t2430 = w0[2] * w2[0];
     const T t2432 = t2431 - t2430;
     const T t2435 = t2427 + t2432;
-    const T t2449 = w.t208 * w.t1673;
-    const T t2450 = w.t214 * w.t1539;
+    const T t2449 = w0[2] * w3[11];
+    const T t2450 = w0[8] * w3[14];
     const T t2451 = t2449 + t2450;
     const T t2454 = t2451 - t2427;
-    const T t1482 = w.t222 + w.t589;
-    const T t1497 = w.t141 * w.t211;
-    const T t1490 = w.t144 * w.t208;
+    const T t1482 = w7[12] + w7[13];
+    const T t1497 = w0[-12] * w6[11];
+    const T t1490 = w0[12] * w0[2];
     const T t1499 = t1497 - t1490;
-    w.t1505 = t1482 + t1499;
-    const T t2460 = w.t1505 * T(0.057172964999999992);
-    const T t1487 = w.t214 * w.t214;
-    const T t1488 = w.t208 * w.t208;
-    w.t1489 = t1487 + t1488;
-    const T t2466 = w.t1489 * w.kept[113];
-    const T t1486 = w.t141 * w.t214;
-    const T t1502 = w.t219 + w.t578;
-    w.t1504 = t1486 + t1502;
-    const T t2467 = T(3.8235599999999997e-05) * w.t1504;
+    w1[3] = t1482 + t1499;  // t1505
+    const T t2460 = w1[3] * T(0.057172964999999992);
+    const T t1487 = w0[8] * w0[8];
+    const T t1488 = w0[2] * w0[2];
+    w1[4] = t1487 + t1488;  // t1489
+    const T t2466 = w1[4] * w5[-14];
+    const T t1486 = w0[-12] * w0[8];
+    const T t1502 = w7[-16] + w7[-15];
+    w1[5] = t1486 + t1502;  // t1504
+    const T t2467 = T(3.8235599999999997e-05) * w1[5];
     const T t2468 = t2466 + t2467;
     const T t2471 = t2460 + t2468;
     const T t2492 = t2454 - t2471;
     w.kept[105] = t2435 + t2492;  // t2498
-    w.t1511 = w.t217 + w.t217;
-    const T t2504 = w.t1511 * T(0.057172964999999992);
-    const T t2511 = t2504 - w.t1541;
-    w.kept[111] = w.t1674 + t2511;  // t2521
-    w.t2086 = w.t433 * w.t1944;
-    const T t1986 = T(1.7123249999999999) + w.t1974;
-    const T t2087 = w.t432 * t1986;
-    const T t2088 = w.t2086 + t2087;
-    const T t2102 = w.t428 * w.t1960;
-    w.t1296 = w.t13 + w.t431;
-    const T t2103 = w.t1296 * w.t1989;
+    w1[6] = w6[-14] + w6[-14];  // t1511
+    const T t2504 = w1[6] * T(0.057172964999999992);
+    const T t2511 = t2504 - w3[2];
+    w5[-16] = w3[4] + t2511;  // t2521
+    w1[7] = w6[-6] * w3[-16];  // t2086
+    const T t1986 = T(1.7123249999999999) + w4[-11];
+    const T t2087 = w6[-7] * t1986;
+    const T t2088 = w1[7] + t2087;
+    const T t2102 = w0[-10] * w4[2];
+    w1[8] = w0[-7] + w0[-6];  // t1296
+    const T t2103 = w1[8] * w4[7];
     const T t2105 = t2102 - t2103;
-    const T t1298 = w.t11 * w.t11;
-    const T t1299 = w.t10 * w.t10;
-    w.t1300 = t1298 + t1299;
-    const T t2101 = w.t1300 * w.kept[52];
+    const T t1298 = w0[-15] * w0[-15];
+    const T t1299 = w0[-16] * w0[-16];
+    w1[9] = t1298 + t1299;  // t1300
+    const T t2101 = w1[9] * w.kept[52];
     const T t2106 = t2105 - t2101;
     const T t2109 = t2088 + t2106;
-    const T t1309 = w.t10 * T(0.49241094949999997);
+    const T t1309 = w0[-16] * T(0.49241094949999997);
     const T t1310 = qd[1] * T(0.194109162);
     const T t1311 = t1309 - t1310;
-    const T t921 = w.t10 * T(0.59596019469679995);
+    const T t921 = w0[-16] * T(0.59596019469679995);
     const T t1315 = t1311 - t921;
-    const T t2011 = w.kept[127] * w.t1924;
-    const T t2012 = w.kept[128] * w.t1922;
+    const T t2011 = w5[0] * w2[7];
+    const T t2012 = w5[1] * w2[8];
     const T t2013 = t2011 + t2012;
     const T t2038 = t1315 + t2013;
-    const T t2041 = w.kept[127] * w.t1936;
-    const T t2040 = w.kept[128] * w.t1937;
+    const T t2041 = w5[0] * w2[3];
+    const T t2040 = w5[1] * w2[2];
     const T t2042 = t2041 - t2040;
-    const T t1316 = w.t10 * T(0.11805364519680001);
+    const T t1316 = w0[-16] * T(0.11805364519680001);
     const T t1317 = t1310 + t1316;
     const T t2048 = t2042 - t1317;
     const T t2075 = t2038 - t2048;
-    const T t2623 = w.t10 * t2075;
-    const T t919 = w.t11 * T(0.11805364519680001);
-    const T t1305 = w.t11 * T(0.49241094949999997);
+    const T t2623 = w0[-16] * t2075;
+    const T t919 = w0[-15] * T(0.11805364519680001);
+    const T t1305 = w0[-15] * T(0.49241094949999997);
     const T t1314 = t919 - t1305;
-    const T t2005 = w.kept[127] * w.t1922;
-    const T t2004 = w.kept[128] * w.t1924;
+    const T t2005 = w5[0] * w2[8];
+    const T t2004 = w5[1] * w2[7];
     const T t2006 = t2005 - t2004;
-    const T t1361 = w.t61 * T(2.8460000000000001);
-    const T t1365 = w.t68 * T(0.68930120000000006);
+    const T t1361 = w6[-16] * T(2.8460000000000001);
+    const T t1365 = w0[-13] * T(0.68930120000000006);
     const T t1368 = t1361 - t1365;
-    w.t1919 = t1368 + w.t1770;
-    const T t2027 = T(0.42499999999999999) * w.t1919;
+    w1[10] = t1368 + w2[-16];  // t1919
+    const T t2027 = T(0.42499999999999999) * w1[10];
     const T t2030 = t2006 - t2027;
     const T t2037 = t1314 + t2030;
-    const T t1318 = w.t11 * T(0.59596019469679995);
-    const T t2043 = w.kept[127] * w.t1937;
-    const T t2044 = w.kept[128] * w.t1936;
+    const T t1318 = w0[-15] * T(0.59596019469679995);
+    const T t2043 = w5[0] * w2[2];
+    const T t2044 = w5[1] * w2[3];
     const T t2045 = t2043 + t2044;
     const T t2046 = t2045 - t2027;
     const T t2073 = t1318 - t2046;
     const T t2074 = t2037 - t2073;
-    const T t2624 = w.t11 * t2074;
+    const T t2624 = w0[-15] * t2074;
     const T t2625 = t2623 - t2624;
     w.kept[41] = t2109 + t2625;  // t2626
-    const T t2627 = w.kept[130] * t2075;
-    const T t2628 = w.kept[129] * t2074;
+    const T t2627 = w5[3] * t2075;
+    const T t2628 = w5[2] * t2074;
     const T t2629 = t2627 + t2628;
     w.kept[46] = -t2629;  // t2630
     const T t1319 = qd[1] * T(0.49241094949999997);
-    const T t1320 = w.t1306 + t1319;
-    const T t1391 = w.t70 * T(0.20483351684000001);
-    const T t1392 = w.t1353 + t1391;
-    const T t1395 = w.t1374 + t1392;
-    const T t1475 = w.t145 * T(0.002703346472);
-    const T t1476 = w.t1429 + t1475;
-    const T t1479 = t1476 - w.t1451;
-    const T t1780 = w.kept[123] * w.t1684;
-    const T t1781 = w.kept[124] * w.t1683;
+    const T t1320 = w3[-12] + t1319;
+    const T t1391 = w0[0] * T(0.20483351684000001);
+    const T t1392 = w3[-10] + t1391;
+    const T t1395 = w3[-9] + t1392;
+    const T t1475 = w0[1] * T(0.002703346472);
+    const T t1476 = w3[6] + t1475;
+    const T t1479 = t1476 - w3[7];
+    const T t1780 = w5[-4] * w2[-1];
+    const T t1781 = w5[-3] * w2[0];
     const T t1782 = t1780 + t1781;
-    const T t1784 = w.t1758 - t1782;
-    w.t1787 = t1479 + t1784;
-    const T t1935 = w.t1787 - w.t1906;
-    w.t1938 = t1395 + t1935;
-    const T t2047 = w.t1938 + w.t2025;
+    const T t1784 = w3[15] - t1782;
+    w1[11] = t1479 + t1784;  // t1787
+    const T t1935 = w1[11] - w3[-1];
+    w1[12] = t1395 + t1935;  // t1938
+    const T t2047 = w1[12] + w2[-11];
     const T t2049 = t1320 + t2047;
-    const T t2077 = w.t11 * t2049;
-    const T t2081 = w.t10 * w.t2032;
-    const T t2082 = w.t11 * w.t2036;
+    const T t2077 = w0[-15] * t2049;
+    const T t2081 = w0[-16] * w2[-9];
+    const T t2082 = w0[-15] * w2[-10];
     const T t2083 = t2081 - t2082;
-    const T t2096 = w.t428 * w.t1990;
-    const T t2097 = w.t1296 * w.t1980;
+    const T t2096 = w0[-10] * w3[-14];
+    const T t2097 = w1[8] * w3[-15];
     const T t2099 = t2096 - t2097;
-    const T t2095 = w.t1300 * w.t1960;
+    const T t2095 = w1[9] * w4[2];
     const T t2100 = t2099 - t2095;
-    const T t1987 = T(0.91345487999999997) + w.t1855;
-    const T t2085 = w.t433 * t1987;
+    const T t1987 = T(0.91345487999999997) + w4[6];
+    const T t2085 = w6[-6] * t1987;
     const T t2108 = t2100 - t2085;
-    const T t2111 = t2108 - w.t759;
+    const T t2111 = t2108 - w.t[123];
     const T t2113 = t2083 + t2111;
     const T t2115 = t2077 + t2113;
-    const T t2631 = w.kept[130] * t2115;
-    const T t2076 = w.t10 * t2049;
-    const T t2078 = w.t10 * w.t2036;
-    const T t2079 = w.t11 * w.t2035;
+    const T t2631 = w5[3] * t2115;
+    const T t2076 = w0[-16] * t2049;
+    const T t2078 = w0[-16] * w2[-10];
+    const T t2079 = w0[-15] * w2[-8];
     const T t2080 = t2078 - t2079;
-    const T t2090 = w.t428 * w.t1980;
-    const T t2091 = w.t1296 * w.t1988;
+    const T t2090 = w0[-10] * w3[-15];
+    const T t2091 = w1[8] * w3[-13];
     const T t2093 = t2090 - t2091;
-    const T t2089 = w.t1300 * w.t1989;
+    const T t2089 = w1[9] * w4[7];
     const T t2094 = t2093 - t2089;
-    const T t2084 = w.t432 * t1987;
+    const T t2084 = w6[-7] * t1987;
     const T t2107 = t2094 - t2084;
-    const T t2110 = w.t765 + t2107;
+    const T t2110 = w.t[124] + t2107;
     const T t2112 = t2080 + t2110;
     const T t2114 = t2076 + t2112;
-    const T t2632 = w.kept[129] * t2114;
+    const T t2632 = w5[2] * t2114;
     const T t2633 = t2631 + t2632;
     w.kept[6] = -t2633;  // t2634
-    const T t2119 = w.t1302 * w.t1990;
-    const T t2120 = w.t1303 * w.t1980;
+    const T t2119 = w2[-5] * w3[-14];
+    const T t2120 = w2[-4] * w3[-15];
     const T t2121 = t2119 - t2120;
     const T t2126 = t2038 + t2121;
     const T t2129 = t2048 + t2126;
-    const T t2635 = w.kept[130] * t2129;
-    const T t2116 = w.t1302 * w.t1980;
-    const T t2117 = w.t1303 * w.t1988;
+    const T t2635 = w5[3] * t2129;
+    const T t2116 = w2[-5] * w3[-15];
+    const T t2117 = w2[-4] * w3[-13];
     const T t2118 = t2116 - t2117;
     const T t2125 = t2037 + t2118;
     const T t2128 = t2073 + t2125;
-    const T t2636 = w.kept[129] * t2128;
+    const T t2636 = w5[2] * t2128;
     const T t2637 = t2635 + t2636;
     w.kept[12] = -t2637;  // t2638
-    const T t2210 = w.t1346 * T(5.8810000000000002);
-    const T t2201 = w.t1331 * w.t1854;
-    const T t2202 = w.t1342 * w.t1855;
+    const T t2210 = w2[10] * T(5.8810000000000002);
+    const T t2201 = w2[14] * w4[-16];
+    const T t2202 = w1[-15] * w4[6];
     const T t2204 = t2201 - t2202;
     const T t2213 = t2210 - t2204;
-    const T t2218 = t2213 - w.t743;
-    const T t2148 = w.t68 * w.t1919;
+    const T t2218 = t2213 - w.t[113];
+    const T t2148 = w0[-13] * w1[10];
     const T t2223 = t2218 - t2148;
     const T t2229 = t2223 - t2148;
-    w.t2649 = w.kept[127] * t2229;
-    w.t2147 = w.t64 * w.t1919;
-    w.t2198 = w.t1344 * w.t1855;
-    w.t2199 = w.t1331 * w.t1794;
+    w1[13] = w5[0] * t2229;  // t2649
+    w1[14] = w0[-14] * w1[10];  // t2147
+    w1[15] = w2[15] * w4[6];  // t2198
+    w.t[293] = w2[14] * w4[-15];  // t2199
     return status;
 }
 
@@ -2879,257 +2606,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.kept + 131);
+    T* const w1 = nelu::window(w.t + 276);
+    T* const w2 = nelu::window(w.t + 244);
+    T* const w3 = nelu::window(w.t + 158);
+    T* const w4 = nelu::window(w.t + 18);
+    T* const w5 = nelu::window(w.t + 308);
+    T* const w6 = nelu::window(w.t + 191);
+    T* const w7 = nelu::window(w.kept + 58);
     // --- solve: forward and back substitution
-    const T t2200 = w.t2198 + w.t2199;
-    const T t2209 = w.t1345 * T(5.8810000000000002);
+    const T t2200 = w5[-16] + w5[-15];
+    const T t2209 = w2[12] * T(5.8810000000000002);
     const T t2212 = t2200 + t2209;
-    const T t2217 = w.t745 + t2212;
-    const T t2222 = w.t2147 + t2217;
-    const T t2228 = w.t2147 + t2222;
-    const T t2650 = w.kept[128] * t2228;
-    const T t2651 = w.t2649 + t2650;
+    const T t2217 = w.t[114] + t2212;
+    const T t2222 = w1[15] + t2217;
+    const T t2228 = w1[15] + t2222;
+    const T t2650 = w0[-3] * t2228;
+    const T t2651 = w1[14] + t2650;
     const T t2659 = T(0.42499999999999999) * t2651;
-    w.kept[42] = w.kept[69] + t2659;  // t2661
-    const T t2249 = w.t1348 * w.t1855;
-    const T t2253 = w.t1349 * T(5.8810000000000002);
+    w7[-16] = w7[11] + t2659;  // t2661
+    const T t2249 = w1[-12] * w3[10];
+    const T t2253 = w1[-6] * T(5.8810000000000002);
     const T t2255 = t2249 + t2253;
-    const T t2261 = w.t1917 - t2255;
-    const T t2265 = w.t1917 + t2261;
-    const T t2662 = w.kept[127] * t2265;
-    const T t2248 = w.t1347 * w.t1855;
-    const T t2252 = w.t1350 * T(5.8810000000000002);
+    const T t2261 = w2[-11] - t2255;
+    const T t2265 = w2[-11] + t2261;
+    const T t2662 = w0[-4] * t2265;
+    const T t2248 = w1[-11] * w3[10];
+    const T t2252 = w1[-8] * T(5.8810000000000002);
     const T t2254 = t2248 + t2252;
-    const T t2260 = t2254 - w.t1918;
-    const T t2264 = t2260 - w.t1918;
-    const T t2663 = w.kept[128] * t2264;
+    const T t2260 = t2254 - w2[-12];
+    const T t2264 = t2260 - w2[-12];
+    const T t2663 = w0[-3] * t2264;
     const T t2664 = t2662 + t2663;
     const T t2672 = T(0.42499999999999999) * t2664;
-    w.kept[48] = w.kept[75] + t2672;  // t2674
-    const T t2133 = w.t1924 - w.t1936;
-    const T t2639 = w.t64 * t2133;
-    const T t2132 = w.t1922 + w.t1937;
-    const T t2640 = w.t68 * t2132;
+    w7[-10] = w.kept[75] + t2672;  // t2674
+    const T t2133 = w2[8] - w2[4];
+    const T t2639 = w4[-16] * t2133;
+    const T t2132 = w2[9] + w2[3];
+    const T t2640 = w4[-15] * t2132;
     const T t2641 = t2639 + t2640;
-    const T t2678 = w.t432 * w.t1941;
-    const T t2679 = w.t2086 + t2678;
-    const T t2680 = w.t1300 * w.kept[53];
-    const T t2684 = w.t2191 + t2680;
+    const T t2678 = w.t[41] * w3[-9];
+    const T t2679 = w1[8] + t2678;
+    const T t2680 = w1[10] * w7[-5];
+    const T t2684 = w1[-13] + t2680;
     const T t2686 = t2679 - t2684;
-    w.kept[68] = t2641 + t2686;  // t2687
-    w.kept[74] = w.t1925 + w.t2244;  // t2690
-    const T t2691 = w.kept[129] * w.t1953;
-    const T t2692 = w.t2056 + t2691;
+    w7[10] = t2641 + t2686;  // t2687
+    w.kept[74] = w2[-5] + w1[-9];  // t2690
+    const T t2691 = w0[-2] * w3[9];
+    const T t2692 = w3[7] + t2691;
     w.kept[19] = -t2692;  // t2693
-    const T t2646 = w.kept[127] * t2133;
-    const T t2647 = w.kept[128] * t2132;
+    const T t2646 = w0[-4] * t2133;
+    const T t2647 = w0[-3] * t2132;
     const T t2648 = t2646 + t2647;
-    const T t2694 = w.kept[130] * t2648;
-    const T t2644 = w.kept[127] * t2132;
-    const T t2643 = w.kept[128] * t2133;
+    const T t2694 = w0[-1] * t2648;
+    const T t2644 = w0[-4] * t2132;
+    const T t2643 = w0[-3] * t2133;
     const T t2645 = t2644 - t2643;
-    const T t2695 = w.kept[129] * t2645;
+    const T t2695 = w0[-2] * t2645;
     const T t2696 = t2694 + t2695;
-    w.kept[73] = -t2696;  // t2697
-    const T t2135 = w.t69 * w.t1919;
-    const T t2155 = w.t64 * w.t1923;
-    const T t2156 = w.t68 * w.t1921;
+    w7[15] = -t2696;  // t2697
+    const T t2135 = w4[9] * w1[11];
+    const T t2155 = w4[-16] * w2[-14];
+    const T t2156 = w4[-15] * w2[-16];
     const T t2157 = t2155 + t2156;
     const T t2162 = t2135 + t2157;
-    const T t2168 = w.t1345 * w.t1855;
-    const T t1335 = w.t64 * w.t65;
-    const T t1334 = w.t68 * w.t69;
+    const T t2168 = w2[12] * w3[10];
+    const T t1335 = w4[-16] * w4[8];
+    const T t1334 = w4[-15] * w4[9];
     const T t1336 = t1335 - t1334;
-    w.t1341 = t1336 + t1336;
-    const T t2167 = w.t1341 * w.t1854;
+    w5[-14] = t1336 + t1336;  // t1341
+    const T t2167 = w5[-14] * w3[-12];
     const T t2169 = t2168 - t2167;
-    const T t2181 = w.t1331 * w.t1840;
-    const T t2182 = w.t1344 * w.t1858;
-    const T t2183 = w.t1342 * w.t1848;
+    const T t2181 = w2[15] * w3[4];
+    const T t2182 = w1[-16] * w6[-14];
+    const T t2183 = w1[-14] * w6[-16];
     const T t2185 = t2182 + t2183;
     const T t2186 = t2181 + t2185;
     const T t2196 = t2169 + t2186;
-    const T t2216 = t2196 - w.t739;
+    const T t2216 = t2196 - w.t[122];
     const T t2220 = t2162 + t2216;
-    const T t2140 = w.t68 * w.t1938;
+    const T t2140 = w4[-15] * w1[13];
     const T t2145 = t2135 + t2140;
     const T t2226 = t2220 - t2145;
-    const T t2655 = w.kept[127] * t2226;
-    const T t2139 = w.t64 * w.t1938;
-    const T t2134 = w.t65 * w.t1919;
+    const T t2655 = w0[-4] * t2226;
+    const T t2139 = w4[-16] * w1[13];
+    const T t2134 = w4[8] * w1[11];
     const T t2144 = t2139 - t2134;
-    const T t2152 = w.t64 * w.t1921;
-    const T t2153 = w.t68 * w.t1920;
+    const T t2152 = w4[-16] * w2[-16];
+    const T t2153 = w4[-15] * w2[-13];
     const T t2154 = t2152 + t2153;
     const T t2161 = t2134 + t2154;
-    const T t2165 = w.t1341 * w.t1794;
-    const T t2164 = w.t1346 * w.t1855;
+    const T t2165 = w5[-14] * w3[-11];
+    const T t2164 = w2[11] * w3[10];
     const T t2166 = t2165 - t2164;
-    const T t2173 = w.t1331 * w.t1857;
-    const T t2174 = w.t1344 * w.t1848;
-    const T t2175 = w.t1342 * w.t1856;
+    const T t2173 = w2[15] * w3[3];
+    const T t2174 = w1[-16] * w6[-16];
+    const T t2175 = w1[-14] * w6[-15];
     const T t2177 = t2174 + t2175;
     const T t2179 = t2173 + t2177;
     const T t2195 = t2166 - t2179;
-    const T t2215 = w.t747 + t2195;
+    const T t2215 = w.t[121] + t2195;
     const T t2219 = t2161 + t2215;
     const T t2225 = t2144 + t2219;
-    const T t2656 = w.kept[128] * t2225;
+    const T t2656 = w0[-3] * t2225;
     const T t2657 = t2655 + t2656;
-    const T t2150 = w.t68 * w.t1918;
-    const T t2149 = w.t64 * w.t1917;
+    const T t2150 = w4[-15] * w2[-12];
+    const T t2149 = w4[-16] * w2[-11];
     const T t2151 = t2150 - t2149;
-    const T t2211 = w.t1341 * T(5.8810000000000002);
-    const T t2205 = w.t1342 * w.t1794;
-    const T t2207 = w.t1344 * w.t1854;
+    const T t2211 = w5[-14] * T(5.8810000000000002);
+    const T t2205 = w1[-14] * w3[-11];
+    const T t2207 = w1[-16] * w3[-12];
     const T t2208 = t2205 + t2207;
     const T t2214 = t2211 - t2208;
     const T t2224 = t2151 + t2214;
     const T t2230 = t2151 + t2224;
     const T t2658 = T(0.42499999999999999) * t2230;
     const T t2660 = t2657 - t2658;
-    const T t2698 = w.kept[130] * t2660;
-    const T t2653 = w.kept[127] * t2225;
-    const T t2652 = w.kept[128] * t2226;
+    const T t2698 = w0[-1] * t2660;
+    const T t2653 = w0[-4] * t2225;
+    const T t2652 = w0[-3] * t2226;
     const T t2654 = t2653 - t2652;
-    const T t2699 = w.kept[129] * t2654;
+    const T t2699 = w0[-2] * t2654;
     const T t2700 = t2698 + t2699;
     w.kept[7] = -t2700;  // t2701
-    const T t2232 = w.t1350 * w.t1855;
-    const T t2239 = w.t1347 * w.t1858;
-    const T t2240 = w.t1348 * w.t1848;
+    const T t2232 = w1[-8] * w3[10];
+    const T t2239 = w1[-11] * w6[-14];
+    const T t2240 = w1[-12] * w6[-16];
     const T t2241 = t2239 - t2240;
     const T t2246 = t2232 + t2241;
-    const T t2258 = w.t1924 + t2246;
-    const T t2263 = w.t1936 + t2258;
-    const T t2668 = w.kept[127] * t2263;
-    const T t2231 = w.t1349 * w.t1855;
-    const T t2237 = w.t1348 * w.t1856;
-    const T t2236 = w.t1347 * w.t1848;
+    const T t2258 = w2[8] + t2246;
+    const T t2263 = w2[4] + t2258;
+    const T t2668 = w0[-4] * t2263;
+    const T t2231 = w1[-6] * w3[10];
+    const T t2237 = w1[-12] * w6[-15];
+    const T t2236 = w1[-11] * w6[-16];
     const T t2238 = t2237 - t2236;
     const T t2245 = t2231 + t2238;
-    const T t2257 = w.t1922 + t2245;
-    const T t2262 = t2257 - w.t1937;
-    const T t2669 = w.kept[128] * t2262;
+    const T t2257 = w2[9] + t2245;
+    const T t2262 = t2257 - w2[3];
+    const T t2669 = w0[-3] * t2262;
     const T t2670 = t2668 + t2669;
-    const T t2250 = w.t1348 * w.t1794;
-    const T t2251 = w.t1347 * w.t1854;
+    const T t2250 = w1[-12] * w3[-11];
+    const T t2251 = w1[-11] * w3[-12];
     const T t2256 = t2250 - t2251;
     const T t2671 = T(0.42499999999999999) * t2256;
     const T t2673 = t2670 - t2671;
-    const T t2702 = w.kept[130] * t2673;
-    const T t2666 = w.kept[127] * t2262;
-    const T t2665 = w.kept[128] * t2263;
+    const T t2702 = w0[-1] * t2673;
+    const T t2666 = w0[-4] * t2262;
+    const T t2665 = w0[-3] * t2263;
     const T t2667 = t2666 - t2665;
-    const T t2703 = w.kept[129] * t2667;
+    const T t2703 = w0[-2] * t2667;
     const T t2704 = t2702 + t2703;
     w.kept[13] = -t2704;  // t2705
-    const T t2287 = w.t141 * w.t1770;
-    const T t2360 = w.t1424 * T(3.0350000000000001);
-    const T t2354 = w.t1421 * w.t1717;
-    const T t2352 = w.t1406 * w.t1687;
+    const T t2287 = w4[-14] * w2[-15];
+    const T t2360 = w1[-1] * T(3.0350000000000001);
+    const T t2354 = w1[-5] * w3[0];
+    const T t2352 = w1[-3] * w3[-16];
     const T t2355 = t2354 - t2352;
     const T t2363 = t2360 - t2355;
-    const T t2368 = t2363 - w.t716;
+    const T t2368 = t2363 - w.t[103];
     const T t2373 = t2287 + t2368;
     const T t2379 = t2287 + t2373;
-    const T t2722 = w.kept[125] * t2379;
-    const T t2348 = w.t1422 * w.t1717;
-    const T t2349 = w.t1406 * T(0.1860463);
+    const T t2722 = w0[-6] * t2379;
+    const T t2348 = w1[-4] * w3[0];
+    const T t2349 = w1[-3] * T(0.1860463);
     const T t2351 = t2348 + t2349;
-    const T t2359 = w.t1423 * T(3.0350000000000001);
+    const T t2359 = w1[-2] * T(3.0350000000000001);
     const T t2362 = t2351 + t2359;
-    const T t2367 = w.t718 - t2362;
-    const T t2285 = w.t135 * w.t1770;
+    const T t2367 = w.t[106] - t2362;
+    const T t2285 = w4[-3] * w2[-15];
     const T t2372 = t2367 - t2285;
     const T t2378 = t2372 - t2285;
-    const T t2723 = w.kept[126] * t2378;
-    w.t2724 = t2722 + t2723;
-    const T t2736 = T(0.39219999999999999) * w.t2724;
-    w.kept[70] = w.kept[89] - t2736;  // t2738
-    const T t2401 = w.t1426 * w.t1717;
-    const T t2405 = w.t1427 * T(3.0350000000000001);
+    const T t2723 = w0[-5] * t2378;
+    w5[-13] = t2722 + t2723;  // t2724
+    const T t2736 = T(0.39219999999999999) * w5[-13];
+    w7[12] = w.kept[89] - t2736;  // t2738
+    const T t2401 = w1[3] * w3[0];
+    const T t2405 = w1[1] * T(3.0350000000000001);
     const T t2407 = t2401 + t2405;
-    const T t2413 = w.t1768 + t2407;
-    const T t2417 = w.t1768 + t2413;
-    const T t2742 = w.kept[125] * t2417;
-    const T t2404 = w.t1428 * T(3.0350000000000001);
-    const T t2400 = w.t1425 * w.t1717;
+    const T t2413 = w6[1] + t2407;
+    const T t2417 = w6[1] + t2413;
+    const T t2742 = w0[-6] * t2417;
+    const T t2404 = w1[0] * T(3.0350000000000001);
+    const T t2400 = w1[2] * w3[0];
     const T t2406 = t2404 - t2400;
-    const T t2412 = t2406 - w.t1769;
-    const T t2416 = t2412 - w.t1769;
-    const T t2743 = w.kept[126] * t2416;
-    w.t2744 = t2742 + t2743;
-    const T t2756 = T(0.39219999999999999) * w.t2744;
+    const T t2412 = t2406 - w6[-2];
+    const T t2416 = t2412 - w6[-2];
+    const T t2743 = w0[-5] * t2416;
+    w5[-12] = t2742 + t2743;  // t2744
+    const T t2756 = T(0.39219999999999999) * w5[-12];
     w.kept[76] = w.kept[95] - t2756;  // t2758
-    const T t2763 = w.t1346 * w.t1791;
-    const T t2764 = t2763 - w.t2170;
-    const T t2765 = w.t1331 * w.kept[80];
-    const T t2766 = w.t1342 * w.t1837;
-    const T t2768 = w.t2188 + t2766;
+    const T t2763 = w2[11] * w3[-15];
+    const T t2764 = t2763 - w2[13];
+    const T t2765 = w2[15] * w.kept[80];
+    const T t2766 = w1[-14] * w3[-1];
+    const T t2768 = w1[-15] + t2766;
     const T t2770 = t2765 + t2768;
     const T t2772 = t2764 - t2770;
-    const T t2269 = w.t1775 - w.t1785;
-    const T t2706 = w.t135 * t2269;
-    const T t2268 = w.t1773 + w.t1786;
-    const T t2708 = w.t141 * t2268;
+    const T t2269 = w2[6] - w2[2];
+    const T t2706 = w4[-3] * t2269;
+    const T t2268 = w2[7] + w2[-1];
+    const T t2708 = w4[-14] * t2268;
     const T t2709 = t2706 + t2708;
     w.kept[88] = t2772 - t2709;  // t2773
-    const T t2776 = w.t1348 * w.t1837;
-    const T t2777 = t2776 - w.t2242;
-    const T t2774 = w.t1349 * w.t1791;
-    const T t2775 = w.t2233 + t2774;
+    const T t2776 = w1[-12] * w3[-1];
+    const T t2777 = t2776 - w1[-10];
+    const T t2774 = w1[-6] * w3[-15];
+    const T t2775 = w1[-7] + t2774;
     const T t2778 = t2777 - t2775;
-    w.kept[94] = w.t1776 + t2778;  // t2779
-    const T t2782 = w.kept[127] * w.t1791;
-    const T t2783 = t2782 - w.t1939;
+    w.kept[94] = w2[-6] + t2778;  // t2779
+    const T t2782 = w0[-4] * w3[-15];
+    const T t2783 = t2782 - w3[-10];
     const T t2788 = T(0.42499999999999999) * t2783;
-    w.kept[54] = w.kept[80] + t2788;  // t2789
-    const T t2719 = w.kept[126] * t2379;
-    const T t2720 = w.kept[125] * t2378;
-    w.t2721 = t2719 - t2720;
-    const T t2799 = w.kept[128] * w.t2721;
-    const T t2798 = w.kept[127] * w.t2724;
+    w7[-4] = w.kept[80] + t2788;  // t2789
+    const T t2719 = w0[-5] * t2379;
+    const T t2720 = w0[-6] * t2378;
+    w5[-11] = t2719 - t2720;  // t2721
+    const T t2799 = w0[-3] * w5[-11];
+    const T t2798 = w0[-4] * w5[-13];
     const T t2800 = t2799 - t2798;
     const T t2808 = T(0.42499999999999999) * t2800;
-    w.kept[43] = w.kept[70] + t2808;  // t2810
-    const T t2739 = w.kept[126] * t2417;
-    const T t2740 = w.kept[125] * t2416;
-    w.t2741 = t2739 - t2740;
-    const T t2812 = w.kept[128] * w.t2741;
-    const T t2811 = w.kept[127] * w.t2744;
+    w7[-15] = w7[12] + t2808;  // t2810
+    const T t2739 = w0[-5] * t2417;
+    const T t2740 = w0[-6] * t2416;
+    w5[-10] = t2739 - t2740;  // t2741
+    const T t2812 = w0[-3] * w5[-10];
+    const T t2811 = w0[-4] * w5[-12];
     const T t2813 = t2812 - t2811;
     const T t2821 = T(0.42499999999999999) * t2813;
-    w.kept[49] = w.kept[76] + t2821;  // t2823
-    const T t2827 = w.t432 * t2783;
-    const T t2780 = w.kept[128] * w.t1791;
-    const T t2781 = w.t1942 + t2780;
-    const T t2828 = w.t433 * t2781;
+    w7[-9] = w.kept[76] + t2821;  // t2823
+    const T t2827 = w.t[41] * t2783;
+    const T t2780 = w0[-3] * w3[-15];
+    const T t2781 = w6[-13] + t2780;
+    const T t2828 = w.t[42] * t2781;
     const T t2829 = t2827 + t2828;
-    const T t2830 = w.t1300 * w.kept[54];
+    const T t2830 = w1[10] * w7[-4];
     const T t2835 = t2768 + t2830;
     const T t2837 = t2829 - t2835;
     w.kept[87] = t2837 - t2709;  // t2838
-    w.kept[93] = w.t1776 + t2777;  // t2842
-    const T t2786 = w.kept[128] * w.t1837;
-    const T t2787 = t2786 - w.t1958;
-    const T t2843 = w.kept[130] * t2787;
-    const T t2784 = w.kept[127] * w.t1837;
-    const T t2785 = w.t1951 + t2784;
-    const T t2844 = w.kept[129] * t2785;
+    w.kept[93] = w2[-6] + t2777;  // t2842
+    const T t2786 = w0[-3] * w3[-1];
+    const T t2787 = t2786 - w3[5];
+    const T t2843 = w0[-1] * t2787;
+    const T t2784 = w0[-4] * w3[-1];
+    const T t2785 = w3[8] + t2784;
+    const T t2844 = w0[-2] * t2785;
     const T t2845 = t2843 + t2844;
     w.kept[20] = -t2845;  // t2846
-    const T t2712 = w.kept[126] * t2269;
-    const T t2713 = w.kept[125] * t2268;
+    const T t2712 = w0[-5] * t2269;
+    const T t2713 = w0[-6] * t2268;
     const T t2714 = t2712 - t2713;
-    const T t2796 = w.kept[128] * t2714;
-    const T t2715 = w.kept[125] * t2269;
-    const T t2716 = w.kept[126] * t2268;
+    const T t2796 = w0[-3] * t2714;
+    const T t2715 = w0[-6] * t2269;
+    const T t2716 = w0[-5] * t2268;
     const T t2717 = t2715 + t2716;
-    const T t2794 = w.kept[127] * t2717;
+    const T t2794 = w0[-4] * t2717;
     const T t2797 = t2796 - t2794;
-    w.t2847 = w.kept[130] * t2797;
-    w.t2790 = w.kept[128] * t2717;
-    w.t2792 = w.kept[127] * t2714;
+    w5[-9] = w0[-1] * t2797;  // t2847
+    w5[-8] = w0[-3] * t2717;  // t2790
+    w5[-7] = w0[-4] * t2714;  // t2792
     return status;
 }
 
@@ -3137,257 +2872,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 20);
+    T* const w1 = nelu::window(w.t + 290);
+    T* const w2 = nelu::window(w.kept + 129);
+    T* const w3 = nelu::window(w.t + 321);
+    T* const w4 = nelu::window(w.t + 156);
+    T* const w5 = nelu::window(w.t + 258);
+    T* const w6 = nelu::window(w.t + 190);
+    T* const w7 = nelu::window(w.t + 222);
     // --- solve: forward and back substitution
-    const T t2793 = w.t2790 + w.t2792;
-    const T t2848 = w.kept[129] * t2793;
-    const T t2849 = w.t2847 + t2848;
+    const T t2793 = w1[10] + w1[11];
+    const T t2848 = w2[0] * t2793;
+    const T t2849 = w1[9] + t2848;
     w.kept[92] = -t2849;  // t2850
-    const T t2732 = T(0.1333) * w.t2721;
-    const T t2277 = w.t141 * w.t1787;
-    const T t2271 = w.t144 * w.t1770;
+    const T t2732 = T(0.1333) * w1[7];
+    const T t2277 = w0[-16] * w1[-2];
+    const T t2271 = w0[8] * w7[7];
     const T t2283 = t2277 - t2271;
-    const T t2299 = w.t135 * w.t1774;
-    const T t2301 = w.t141 * w.t1772;
+    const T t2299 = w0[-5] * w6[10];
+    const T t2301 = w0[-16] * w7[-11];
     const T t2302 = t2299 + t2301;
     const T t2311 = t2271 - t2302;
-    const T t1411 = w.t141 * w.t144;
-    const T t1412 = w.t135 * w.t138;
+    const T t1411 = w0[-16] * w0[8];
+    const T t1412 = w0[-5] * w0[11];
     const T t1414 = t1411 + t1412;
     const T t1419 = t1414 + t1414;
-    const T t2317 = t1419 * w.t1687;
-    const T t2318 = w.t1423 * w.t1717;
+    const T t2317 = t1419 * w4[-14];
+    const T t2318 = w1[-16] * w4[2];
     const T t2319 = t2317 - t2318;
-    const T t2330 = w.t1406 * w.t1720;
-    const T t2332 = w.t1422 * w.t1719;
-    const T t2333 = w.t1421 * w.t1709;
+    const T t2330 = w5[15] * w4[-3];
+    const T t2332 = w5[14] * w4[14];
+    const T t2333 = w5[13] * w4[15];
     const T t2335 = t2332 + t2333;
     const T t2337 = t2330 + t2335;
     const T t2346 = t2319 - t2337;
-    const T t2366 = t2346 - w.t713;
+    const T t2366 = t2346 - w.t[119];
     const T t2370 = t2311 + t2366;
     const T t2376 = t2283 + t2370;
-    const T t2728 = w.kept[125] * t2376;
-    const T t2270 = w.t138 * w.t1770;
-    const T t2275 = w.t135 * w.t1787;
+    const T t2728 = w2[-4] * t2376;
+    const T t2270 = w0[11] * w7[7];
+    const T t2275 = w0[-5] * w1[-2];
     const T t2282 = t2270 - t2275;
-    const T t2325 = w.t1422 * w.t1709;
-    const T t2327 = w.t1421 * w.t1718;
+    const T t2325 = w5[14] * w4[15];
+    const T t2327 = w5[13] * w6[-16];
     const T t2328 = t2325 + t2327;
-    const T t2323 = w.t1406 * w.t1698;
+    const T t2323 = w5[15] * w4[0];
     const T t2329 = t2328 - t2323;
-    const T t2314 = w.t1424 * w.t1717;
+    const T t2314 = w1[-15] * w4[2];
     const T t2315 = t1419 * T(0.1860463);
     const T t2316 = t2314 + t2315;
     const T t2345 = t2329 - t2316;
-    const T t2365 = w.t715 + t2345;
-    const T t2294 = w.t135 * w.t1772;
-    const T t2296 = w.t141 * w.t1771;
+    const T t2365 = w.t[120] + t2345;
+    const T t2294 = w0[-5] * w7[-11];
+    const T t2296 = w0[-16] * w7[5];
     const T t2297 = t2294 + t2296;
     const T t2309 = t2270 + t2297;
     const T t2369 = t2365 - t2309;
     const T t2375 = t2282 + t2369;
-    const T t2729 = w.kept[126] * t2375;
+    const T t2729 = w2[-3] * t2375;
     const T t2730 = t2728 + t2729;
     const T t2734 = t2732 - t2730;
     const T t2361 = t1419 * T(3.0350000000000001);
-    const T t2356 = w.t1421 * T(0.1860463);
-    const T t2357 = w.t1422 * w.t1687;
+    const T t2356 = w5[13] * T(0.1860463);
+    const T t2357 = w5[14] * w4[-14];
     const T t2358 = t2356 + t2357;
     const T t2364 = t2361 - t2358;
-    const T t2290 = w.t141 * w.t1769;
-    const T t2288 = w.t135 * w.t1768;
+    const T t2290 = w0[-16] * w6[-1];
+    const T t2288 = w0[-5] * w6[2];
     const T t2291 = t2290 - t2288;
     const T t2374 = t2364 - t2291;
     const T t2380 = t2374 - t2291;
     const T t2735 = T(0.39219999999999999) * t2380;
     const T t2737 = t2734 - t2735;
-    const T t2804 = w.kept[127] * t2737;
-    const T t2725 = w.kept[126] * t2376;
-    const T t2726 = w.kept[125] * t2375;
+    const T t2804 = w2[-2] * t2737;
+    const T t2725 = w2[-3] * t2376;
+    const T t2726 = w2[-4] * t2375;
     const T t2727 = t2725 - t2726;
-    const T t2731 = T(0.1333) * w.t2724;
+    const T t2731 = T(0.1333) * w1[5];
     const T t2733 = t2727 + t2731;
-    const T t2805 = w.kept[128] * t2733;
+    const T t2805 = w2[-1] * t2733;
     const T t2806 = t2804 + t2805;
     const T t2807 = T(0.42499999999999999) * t2380;
     const T t2809 = t2806 - t2807;
-    const T t2851 = w.kept[130] * t2809;
-    const T t2802 = w.kept[127] * t2733;
-    const T t2801 = w.kept[128] * t2737;
+    const T t2851 = w2[1] * t2809;
+    const T t2802 = w2[-2] * t2733;
+    const T t2801 = w2[-1] * t2737;
     const T t2803 = t2802 - t2801;
-    const T t2852 = w.kept[129] * t2803;
+    const T t2852 = w2[0] * t2803;
     const T t2853 = t2851 + t2852;
     w.kept[8] = -t2853;  // t2854
-    const T t2752 = T(0.1333) * w.t2741;
-    const T t2382 = w.t1428 * w.t1717;
-    const T t2390 = w.t1425 * w.t1719;
-    const T t2391 = w.t1426 * w.t1709;
+    const T t2752 = T(0.1333) * w1[8];
+    const T t2382 = w1[-14] * w4[2];
+    const T t2390 = w1[-12] * w4[14];
+    const T t2391 = w1[-11] * w4[15];
     const T t2393 = t2390 - t2391;
     const T t2398 = t2382 - t2393;
-    const T t2410 = w.t1775 + t2398;
-    const T t2415 = w.t1785 + t2410;
-    const T t2748 = w.kept[125] * t2415;
-    const T t2381 = w.t1427 * w.t1717;
-    const T t2388 = w.t1426 * w.t1718;
-    const T t2386 = w.t1425 * w.t1709;
+    const T t2410 = w5[-8] + t2398;
+    const T t2415 = w5[-12] + t2410;
+    const T t2748 = w2[-4] * t2415;
+    const T t2381 = w1[-13] * w4[2];
+    const T t2388 = w1[-11] * w6[-16];
+    const T t2386 = w1[-12] * w4[15];
     const T t2389 = t2388 - t2386;
     const T t2397 = t2381 + t2389;
-    const T t2409 = w.t1773 - t2397;
-    const T t2414 = t2409 - w.t1786;
-    const T t2749 = w.kept[126] * t2414;
+    const T t2409 = w5[-7] - t2397;
+    const T t2414 = t2409 - w5[-15];
+    const T t2749 = w2[-3] * t2414;
     const T t2750 = t2748 + t2749;
     const T t2754 = t2752 - t2750;
-    const T t2402 = w.t1426 * T(0.1860463);
-    const T t2403 = w.t1425 * w.t1687;
+    const T t2402 = w1[-11] * T(0.1860463);
+    const T t2403 = w1[-12] * w4[-14];
     const T t2408 = t2402 - t2403;
     const T t2755 = T(0.39219999999999999) * t2408;
     const T t2757 = t2754 - t2755;
-    const T t2817 = w.kept[127] * t2757;
-    const T t2745 = w.kept[126] * t2415;
-    const T t2746 = w.kept[125] * t2414;
+    const T t2817 = w2[-2] * t2757;
+    const T t2745 = w2[-3] * t2415;
+    const T t2746 = w2[-4] * t2414;
     const T t2747 = t2745 - t2746;
-    const T t2751 = T(0.1333) * w.t2744;
+    const T t2751 = T(0.1333) * w1[6];
     const T t2753 = t2747 + t2751;
-    const T t2818 = w.kept[128] * t2753;
+    const T t2818 = w2[-1] * t2753;
     const T t2819 = t2817 + t2818;
     const T t2820 = T(0.42499999999999999) * t2408;
     const T t2822 = t2819 - t2820;
-    const T t2855 = w.kept[130] * t2822;
-    const T t2815 = w.kept[127] * t2753;
-    const T t2814 = w.kept[128] * t2757;
+    const T t2855 = w2[1] * t2822;
+    const T t2815 = w2[-2] * t2753;
+    const T t2814 = w2[-1] * t2757;
     const T t2816 = t2815 - t2814;
-    const T t2856 = w.kept[129] * t2816;
+    const T t2856 = w2[0] * t2816;
     const T t2857 = t2855 + t2856;
     w.kept[14] = -t2857;  // t2858
-    const T t1481 = w.t221 + w.t587;
-    const T t1498 = w.t141 * w.t217;
-    const T t1492 = w.t144 * w.t214;
+    const T t1481 = w.t[49] + w.t[53];
+    const T t1498 = w0[-16] * w0[14];
+    const T t1492 = w0[8] * w0[4];
     const T t1500 = t1498 - t1492;
     const T t1507 = t1481 + t1500;
     const T t2480 = t1507 * T(1.665);
-    const T t1480 = w.t220 + w.t580;
-    const T t1485 = w.t141 * w.t208;
+    const T t1480 = w0[-1] + w0[2];
+    const T t1485 = w0[-16] * w0[-2];
     const T t1503 = t1480 + t1485;
     const T t2476 = T(0.0023400000000000001) * t1503;
     const T t2484 = t2480 - t2476;
-    const T t2489 = t2484 - w.t691;
-    const T t2437 = w.t214 * w.t1670;
+    const T t2489 = t2484 - w.t[99];
+    const T t2437 = w0[4] * w6[-2];
     const T t2494 = t2489 - t2437;
-    w.t2500 = t2494 - t2437;
-    const T t2870 = w.kept[124] * w.t2500;
-    const T t2436 = w.t208 * w.t1670;
-    const T t2473 = T(0.0023400000000000001) * w.t1504;
-    const T t2474 = w.t1489 * T(0.057172964999999992);
+    w1[12] = t2494 - t2437;  // t2500
+    const T t2870 = w2[-5] * w1[12];
+    const T t2436 = w0[-2] * w6[-2];
+    const T t2473 = T(0.0023400000000000001) * w1[-8];
+    const T t2474 = w1[-9] * T(0.057172964999999992);
     const T t2475 = t2473 + t2474;
-    const T t2478 = w.t1505 * T(1.665);
+    const T t2478 = w1[-10] * T(1.665);
     const T t2482 = t2475 + t2478;
-    const T t2488 = w.t693 - t2482;
+    const T t2488 = w.t[98] - t2482;
     const T t2493 = t2436 + t2488;
-    w.t2499 = t2436 + t2493;
-    const T t2871 = w.kept[123] * w.t2499;
-    w.t2872 = t2870 - t2871;
-    const T t2883 = T(0.099699999999999997) * w.t2872;
-    const T t2424 = w.t217 * w.t1670;
-    const T t2446 = w.t208 * w.t1543;
-    const T t2447 = w.t214 * w.t1672;
+    w1[13] = t2436 + t2493;  // t2499
+    const T t2871 = w2[-6] * w1[13];
+    w1[14] = t2870 - t2871;  // t2872
+    const T t2883 = T(0.099699999999999997) * w1[14];
+    const T t2424 = w0[14] * w6[-2];
+    const T t2446 = w0[-2] * w6[8];
+    const T t2447 = w0[4] * w7[-2];
     const T t2448 = t2446 + t2447;
     const T t2453 = t2424 + t2448;
-    const T t2458 = T(0.0023400000000000001) * w.t1505;
-    const T t2463 = T(3.8235599999999997e-05) * w.t1489;
-    const T t2464 = w.t1504 * T(0.0016900244999999998);
+    const T t2458 = T(0.0023400000000000001) * w1[-10];
+    const T t2463 = T(3.8235599999999997e-05) * w1[-9];
+    const T t2464 = w1[-8] * T(0.0016900244999999998);
     const T t2465 = t2463 + t2464;
     const T t2470 = t2458 + t2465;
-    const T t2487 = t2470 - w.t687;
+    const T t2487 = t2470 - w.t[96];
     const T t2491 = t2453 + t2487;
-    const T t2429 = w.t214 * w.t1685;
+    const T t2429 = w0[4] * w5[-16];
     const T t2434 = t2424 + t2429;
-    w.t2497 = t2491 - t2434;
-    const T t2879 = w.kept[123] * w.t2497;
-    const T t2423 = w.t211 * w.t1670;
-    const T t2428 = w.t208 * w.t1685;
+    w1[15] = t2491 - t2434;  // t2497
+    const T t2879 = w2[-6] * w1[15];
+    const T t2423 = w.t[59] * w6[-2];
+    const T t2428 = w0[-2] * w5[-16];
     const T t2433 = t2423 + t2428;
-    const T t2443 = w.t208 * w.t1672;
-    const T t2444 = w.t214 * w.t1671;
+    const T t2443 = w0[-2] * w7[-2];
+    const T t2444 = w0[4] * w7[2];
     const T t2445 = t2443 + t2444;
     const T t2452 = t2445 - t2423;
     const T t2455 = T(0.0023400000000000001) * t1507;
-    const T t1494 = w.t214 * w.t217;
-    const T t1495 = w.t208 * w.t211;
+    const T t1494 = w0[4] * w0[14];
+    const T t1495 = w0[-2] * w.t[59];
     const T t1496 = t1494 + t1495;
     const T t1501 = t1496 + t1496;
     const T t2456 = t1501 * T(0.057172964999999992);
     const T t2457 = t2455 + t2456;
-    const T t2462 = t1503 * w.t1628;
+    const T t2462 = t1503 * w4[-15];
     const T t2469 = t2457 - t2462;
-    const T t2486 = w.t690 + t2469;
+    const T t2486 = w.t[97] + t2469;
     const T t2490 = t2452 + t2486;
-    w.t2496 = t2433 + t2490;
-    const T t2880 = w.kept[124] * w.t2496;
+    w3[-15] = t2433 + t2490;  // t2496
+    const T t2880 = w2[-5] * w3[-15];
     const T t2881 = t2879 + t2880;
     w.kept[90] = t2883 - t2881;  // t2885
-    w.t1509 = w.t214 + w.t214;
-    const T t2513 = T(0.0023400000000000001) * w.t1509;
-    const T t1510 = w.t211 + w.t211;
+    w3[-14] = w0[4] + w0[4];  // t1509
+    const T t2513 = T(0.0023400000000000001) * w3[-14];
+    const T t1510 = w.t[59] + w.t[59];
     const T t2516 = t1510 * T(1.665);
     const T t2518 = t2513 + t2516;
-    const T t2523 = w.t1668 + t2518;
-    w.t2527 = w.t1668 + t2523;
-    const T t2886 = w.kept[124] * w.t2527;
-    const T t2515 = w.t1511 * T(1.665);
-    w.t1508 = w.t208 + w.t208;
-    const T t2512 = T(0.0023400000000000001) * w.t1508;
+    const T t2523 = w6[1] + t2518;
+    w3[-13] = w6[1] + t2523;  // t2527
+    const T t2886 = w2[-5] * w3[-13];
+    const T t2515 = w1[-7] * T(1.665);
+    w3[-12] = w0[-2] + w0[-2];  // t1508
+    const T t2512 = T(0.0023400000000000001) * w3[-12];
     const T t2517 = t2515 - t2512;
-    const T t2522 = t2517 - w.t1669;
-    w.t2526 = t2522 - w.t1669;
-    const T t2887 = w.kept[123] * w.t2526;
-    w.t2888 = t2886 - t2887;
-    const T t2899 = T(0.099699999999999997) * w.t2888;
-    const T t2506 = w.t1508 * T(0.0016900244999999998);
-    const T t2503 = T(0.0023400000000000001) * w.t1511;
+    const T t2522 = t2517 - w6[0];
+    w3[-11] = t2522 - w6[0];  // t2526
+    const T t2887 = w2[-6] * w3[-11];
+    w3[-10] = t2886 - t2887;  // t2888
+    const T t2899 = T(0.099699999999999997) * w3[-10];
+    const T t2506 = w3[-12] * T(0.0016900244999999998);
+    const T t2503 = T(0.0023400000000000001) * w1[-7];
     const T t2510 = t2506 - t2503;
-    const T t2520 = w.t1673 + t2510;
-    w.t2525 = w.t1683 + t2520;
-    const T t2895 = w.kept[123] * w.t2525;
+    const T t2520 = w7[-16] + t2510;
+    w3[-9] = w5[-13] + t2520;  // t2525
+    const T t2895 = w2[-6] * w3[-9];
     const T t2502 = T(0.0023400000000000001) * t1510;
-    const T t2505 = w.t1509 * w.t1628;
+    const T t2505 = w3[-14] * w4[-15];
     const T t2509 = t2502 + t2505;
-    const T t2519 = w.t1539 + t2509;
-    w.t2524 = t2519 - w.t1684;
-    const T t2896 = w.kept[124] * w.t2524;
+    const T t2519 = w7[-13] + t2509;
+    w3[-8] = t2519 - w5[-14];  // t2524
+    const T t2896 = w2[-5] * w3[-8];
     const T t2897 = t2895 + t2896;
     w.kept[96] = t2899 - t2897;  // t2901
-    const T t2908 = w.t1423 * w.t1688;
+    const T t2908 = w1[-16] * w4[-16];
     const T t2909 = t2908 - t2317;
-    const T t2912 = w.t1422 * w.kept[113];
+    const T t2912 = w5[14] * w2[-16];
     const T t2913 = t2333 + t2912;
-    const T t2910 = w.t1406 * w.kept[99];
+    const T t2910 = w5[15] * w.kept[99];
     const T t2914 = t2913 - t2910;
     const T t2915 = t2909 + t2914;
-    const T t2422 = w.t1673 - w.t1683;
-    const T t2863 = w.kept[124] * t2422;
-    const T t2421 = w.t1539 + w.t1684;
-    const T t2864 = w.kept[123] * t2421;
-    w.t2865 = t2863 - t2864;
-    const T t2904 = w.t141 * w.t2865;
-    const T t2902 = w.t135 * w.t1674;
-    w.t2905 = t2904 - t2902;
-    w.kept[104] = t2915 - w.t2905;  // t2916
-    const T t2918 = w.t1425 * w.kept[113];
+    const T t2422 = w7[-16] - w5[-13];
+    const T t2863 = w2[-5] * t2422;
+    const T t2421 = w7[-13] + w5[-14];
+    const T t2864 = w2[-6] * t2421;
+    w3[-7] = t2863 - t2864;  // t2865
+    const T t2904 = w0[-16] * w3[-7];
+    const T t2902 = w0[-5] * w6[9];
+    w3[-6] = t2904 - t2902;  // t2905
+    w.kept[104] = t2915 - w3[-6];  // t2916
+    const T t2918 = w1[-12] * w2[-16];
     const T t2919 = t2918 - t2391;
-    const T t2917 = w.t1428 * w.t1688;
+    const T t2917 = w1[-14] * w4[-16];
     const T t2920 = t2919 - t2917;
-    const T t2866 = w.kept[123] * t2422;
-    const T t2867 = w.kept[124] * t2421;
-    w.t2868 = t2866 + t2867;
-    w.kept[110] = t2920 - w.t2868;  // t2921
-    w.t2923 = w.kept[126] * w.t1688;
-    const T t2933 = T(0.39219999999999999) * w.t2923;
+    const T t2866 = w2[-6] * t2422;
+    const T t2867 = w2[-5] * t2421;
+    w3[-5] = t2866 + t2867;  // t2868
+    w.kept[110] = t2920 - w3[-5];  // t2921
+    w3[-4] = w2[-3] * w4[-16];  // t2923
+    const T t2933 = T(0.39219999999999999) * w3[-4];
     w.kept[81] = w.kept[99] + t2933;  // t2935
-    const T t2439 = w.t214 * w.t1669;
-    const T t2438 = w.t208 * w.t1668;
-    w.t2440 = t2439 - t2438;
-    w.t2477 = t1503 * T(0.057172964999999992);
-    w.t2481 = t1501 * T(1.665);
+    const T t2439 = w0[4] * w6[0];
+    const T t2438 = w0[-2] * w6[1];
+    w3[-3] = t2439 - t2438;  // t2440
+    w3[-2] = t1503 * T(0.057172964999999992);  // t2477
+    w3[-1] = t1501 * T(1.665);  // t2481
     return status;
 }
 
@@ -3395,238 +3138,246 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.kept + 125);
+    T* const w1 = nelu::window(w.t + 321);
+    T* const w2 = nelu::window(w.t + 256);
+    T* const w3 = nelu::window(w.kept + 93);
+    T* const w4 = nelu::window(w.t + 289);
+    T* const w5 = nelu::window(w.kept + 60);
+    T* const w6 = nelu::window(w.t + 143);
+    T* const w7 = nelu::window(w.t + 20);
     // --- solve: forward and back substitution
-    const T t2485 = w.t2477 - w.t2481;
-    const T t2495 = w.t2440 + t2485;
-    const T t2501 = w.t2440 + t2495;
-    const T t2946 = w.kept[125] * t2501;
-    const T t2947 = w.kept[126] * w.t2872;
+    const T t2485 = w1[-2] - w1[-1];
+    const T t2495 = w1[-3] + t2485;
+    const T t2501 = w1[-3] + t2495;
+    const T t2946 = w0[0] * t2501;
+    const T t2947 = w0[1] * w4[15];
     const T t2948 = t2946 - t2947;
     const T t2960 = T(0.39219999999999999) * t2948;
-    w.kept[71] = w.kept[90] + t2960;  // t2962
-    const T t2514 = w.t1509 * T(0.057172964999999992);
-    const T t2966 = w.kept[125] * t2514;
-    const T t2967 = w.kept[126] * w.t2888;
+    w5[11] = w3[-3] + t2960;  // t2962
+    const T t2514 = w1[-14] * T(0.057172964999999992);
+    const T t2966 = w0[0] * t2514;
+    const T t2967 = w0[1] * w1[-10];
     const T t2968 = t2966 + t2967;
     const T t2980 = T(0.39219999999999999) * t2968;
-    w.kept[77] = w.kept[96] - t2980;  // t2982
-    const T t2988 = w.t1346 * w.t2923;
-    const T t2922 = w.kept[125] * w.t1688;
-    const T t2989 = w.t1345 * t2922;
+    w3[-16] = w3[3] - t2980;  // t2982
+    const T t2988 = w2[-1] * w1[-4];
+    const T t2922 = w0[0] * w6[-3];
+    const T t2989 = w2[0] * t2922;
     const T t2990 = t2988 + t2989;
-    const T t2987 = w.t1341 * w.t1687;
+    const T t2987 = w4[5] * w6[-1];
     const T t2991 = t2990 - t2987;
-    const T t2926 = w.kept[125] * w.kept[113];
-    const T t2927 = t2926 - w.t1795;
+    const T t2926 = w0[0] * w0[-12];
+    const T t2927 = t2926 - w.t[173];
     const T t2929 = T(0.1333) * t2922;
     const T t2931 = t2927 + t2929;
-    const T t2932 = T(0.39219999999999999) * w.t1687;
+    const T t2932 = T(0.39219999999999999) * w6[-1];
     const T t2934 = t2931 + t2932;
-    const T t2993 = w.t1344 * t2934;
-    const T t2924 = w.kept[126] * w.kept[113];
-    const T t2925 = w.t1801 + t2924;
-    const T t2928 = T(0.1333) * w.t2923;
+    const T t2993 = w2[4] * t2934;
+    const T t2924 = w0[1] * w0[-12];
+    const T t2925 = w.t[172] + t2924;
+    const T t2928 = T(0.1333) * w1[-4];
     const T t2930 = t2925 + t2928;
-    const T t2994 = w.t1342 * t2930;
+    const T t2994 = w2[6] * t2930;
     const T t2996 = t2993 + t2994;
-    const T t2992 = w.t1331 * w.kept[81];
+    const T t2992 = w2[3] * w3[-12];
     const T t2997 = t2996 - t2992;
     const T t2998 = t2991 + t2997;
-    w.kept[103] = t2998 - w.t2905;  // t2999
-    const T t3001 = w.t1350 * t2922;
-    const T t3000 = w.t1349 * w.t2923;
+    w3[10] = t2998 - w1[-6];  // t2999
+    const T t3001 = w2[12] * t2922;
+    const T t3000 = w2[14] * w1[-4];
     const T t3002 = t3001 - t3000;
-    const T t3003 = w.t1347 * t2934;
-    const T t3004 = w.t1348 * t2930;
+    const T t3003 = w2[9] * t2934;
+    const T t3004 = w2[8] * t2930;
     const T t3005 = t3003 - t3004;
     const T t3006 = t3002 + t3005;
-    w.kept[109] = t3006 - w.t2868;  // t3007
-    const T t3011 = w.kept[127] * w.t2923;
-    const T t3012 = w.kept[128] * t2922;
+    w0[-16] = t3006 - w1[-5];  // t3007
+    const T t3011 = w0[2] * w1[-4];
+    const T t3012 = w0[3] * t2922;
     const T t3013 = t3011 + t3012;
     const T t3021 = T(0.42499999999999999) * t3013;
-    w.kept[55] = w.kept[81] + t3021;  // t3023
-    const T t3033 = w.kept[127] * t2948;
-    const T t2943 = w.kept[126] * t2501;
-    const T t2944 = w.kept[125] * w.t2872;
+    w5[-5] = w3[-12] + t3021;  // t3023
+    const T t3033 = w0[2] * t2948;
+    const T t2943 = w0[1] * t2501;
+    const T t2944 = w0[0] * w4[15];
     const T t2945 = t2943 + t2944;
-    const T t3034 = w.kept[128] * t2945;
+    const T t3034 = w0[3] * t2945;
     const T t3035 = t3033 - t3034;
     const T t3043 = T(0.42499999999999999) * t3035;
-    w.kept[44] = w.kept[71] + t3043;  // t3045
-    const T t2963 = w.kept[126] * t2514;
-    const T t2964 = w.kept[125] * w.t2888;
+    w5[-16] = w5[11] + t3043;  // t3045
+    const T t2963 = w0[1] * t2514;
+    const T t2964 = w0[0] * w1[-10];
     const T t2965 = t2963 - t2964;
-    const T t3047 = w.kept[128] * t2965;
-    const T t3046 = w.kept[127] * t2968;
+    const T t3047 = w0[3] * t2965;
+    const T t3046 = w0[2] * t2968;
     const T t3048 = t3047 - t3046;
     const T t3056 = T(0.42499999999999999) * t3048;
-    w.kept[50] = w.kept[77] + t3056;  // t3058
-    const T t3063 = w.t432 * t3013;
-    const T t3009 = w.kept[127] * t2922;
-    const T t3008 = w.kept[128] * w.t2923;
+    w5[-10] = w3[-16] + t3056;  // t3058
+    const T t3063 = w.t[41] * t3013;
+    const T t3009 = w0[2] * t2922;
+    const T t3008 = w0[3] * w1[-4];
     const T t3010 = t3009 - t3008;
-    const T t3064 = w.t433 * t3010;
+    const T t3064 = w.t[42] * t3010;
     const T t3065 = t3063 - t3064;
-    const T t3017 = w.kept[127] * t2934;
-    const T t3018 = w.kept[128] * t2930;
+    const T t3017 = w0[2] * t2934;
+    const T t3018 = w0[3] * t2930;
     const T t3019 = t3017 - t3018;
-    const T t3020 = T(0.42499999999999999) * w.t1687;
+    const T t3020 = T(0.42499999999999999) * w6[-1];
     const T t3022 = t3019 + t3020;
-    const T t3067 = w.t428 * t3022;
-    const T t3014 = w.kept[128] * t2934;
-    const T t3015 = w.kept[127] * t2930;
+    const T t3067 = w7[-14] * t3022;
+    const T t3014 = w0[3] * t2934;
+    const T t3015 = w0[2] * t2930;
     const T t3016 = t3014 + t3015;
-    const T t3068 = w.t1296 * t3016;
+    const T t3068 = w4[-4] * t3016;
     const T t3070 = t3067 + t3068;
-    const T t3066 = w.t1300 * w.kept[55];
+    const T t3066 = w4[-3] * w5[-5];
     const T t3071 = t3070 - t3066;
     const T t3072 = t3065 + t3071;
-    w.kept[102] = t3072 - w.t2905;  // t3073
-    const T t3074 = w.t1302 * t3022;
-    const T t3075 = w.t1303 * t3016;
+    w3[9] = t3072 - w1[-6];  // t3073
+    const T t3074 = w2[-16] * t3022;
+    const T t3075 = w2[-15] * t3016;
     const T t3076 = t3074 + t3075;
-    w.kept[108] = t3076 - w.t2868;  // t3077
-    const T t3079 = w.kept[129] * t3016;
-    const T t3078 = w.kept[130] * t3022;
+    w3[15] = t3076 - w1[-5];  // t3077
+    const T t3079 = w0[4] * t3016;
+    const T t3078 = w0[5] * t3022;
     w.kept[21] = t3079 - t3078;  // t3080
-    const T t2939 = w.kept[125] * w.t1674;
-    const T t2940 = w.kept[126] * w.t2865;
+    const T t2939 = w0[0] * w.t[199];
+    const T t2940 = w0[1] * w1[-7];
     const T t2941 = t2939 - t2940;
-    const T t3029 = w.kept[127] * t2941;
-    const T t2936 = w.kept[126] * w.t1674;
-    const T t2937 = w.kept[125] * w.t2865;
+    const T t3029 = w0[2] * t2941;
+    const T t2936 = w0[1] * w.t[199];
+    const T t2937 = w0[0] * w1[-7];
     const T t2938 = t2936 + t2937;
-    const T t3030 = w.kept[128] * t2938;
+    const T t3030 = w0[3] * t2938;
     const T t3032 = t3029 - t3030;
-    const T t3081 = w.kept[130] * t3032;
-    const T t3024 = w.kept[128] * t2941;
-    const T t3025 = w.kept[127] * t2938;
+    const T t3081 = w0[5] * t3032;
+    const T t3024 = w0[3] * t2941;
+    const T t3025 = w0[2] * t2938;
     const T t3027 = t3024 + t3025;
-    const T t3082 = w.kept[129] * t3027;
+    const T t3082 = w0[4] * t3027;
     const T t3084 = t3081 - t3082;
-    w.kept[107] = -t3084;  // t3086
-    const T t2952 = w.kept[125] * w.kept[105];
-    const T t2876 = w.kept[124] * w.t2497;
-    const T t2877 = w.kept[123] * w.t2496;
+    w3[14] = -t3084;  // t3086
+    const T t2952 = w0[0] * w3[12];
+    const T t2876 = w0[-1] * w1[-16];
+    const T t2877 = w0[-2] * w1[-15];
     const T t2878 = t2876 - t2877;
-    const T t2873 = w.kept[123] * w.t2500;
-    const T t2874 = w.kept[124] * w.t2499;
+    const T t2873 = w0[-2] * w4[13];
+    const T t2874 = w0[-1] * w4[14];
     const T t2875 = t2873 + t2874;
     const T t2882 = T(0.099699999999999997) * t2875;
     const T t2884 = t2878 + t2882;
-    const T t2953 = w.kept[126] * t2884;
+    const T t2953 = w0[1] * t2884;
     const T t2954 = t2952 - t2953;
     const T t2956 = T(0.1333) * t2945;
     const T t2958 = t2954 - t2956;
     const T t2959 = T(0.39219999999999999) * t2875;
     const T t2961 = t2958 + t2959;
-    const T t3036 = w.kept[128] * t2961;
-    const T t2949 = w.kept[126] * w.kept[105];
-    const T t2950 = w.kept[125] * t2884;
+    const T t3036 = w0[3] * t2961;
+    const T t2949 = w0[1] * w3[12];
+    const T t2950 = w0[0] * t2884;
     const T t2951 = t2949 + t2950;
     const T t2955 = T(0.1333) * t2948;
     const T t2957 = t2951 + t2955;
-    const T t3037 = w.kept[127] * t2957;
+    const T t3037 = w0[2] * t2957;
     const T t3038 = t3036 + t3037;
-    const T t3088 = w.kept[129] * t3038;
-    const T t3039 = w.kept[127] * t2961;
-    const T t3040 = w.kept[128] * t2957;
+    const T t3088 = w0[4] * t3038;
+    const T t3039 = w0[2] * t2961;
+    const T t3040 = w0[3] * t2957;
     const T t3041 = t3039 - t3040;
     const T t3042 = T(0.42499999999999999) * t2875;
     const T t3044 = t3041 + t3042;
-    const T t3087 = w.kept[130] * t3044;
+    const T t3087 = w0[5] * t3044;
     w.kept[9] = t3088 - t3087;  // t3089
-    const T t2972 = w.kept[125] * w.kept[111];
-    const T t2892 = w.kept[124] * w.t2525;
-    const T t2893 = w.kept[123] * w.t2524;
+    const T t2972 = w0[0] * w0[-14];
+    const T t2892 = w0[-1] * w1[-9];
+    const T t2893 = w0[-2] * w1[-8];
     const T t2894 = t2892 - t2893;
-    const T t2889 = w.kept[123] * w.t2527;
-    const T t2890 = w.kept[124] * w.t2526;
+    const T t2889 = w0[-2] * w1[-13];
+    const T t2890 = w0[-1] * w1[-11];
     const T t2891 = t2889 + t2890;
     const T t2898 = T(0.099699999999999997) * t2891;
     const T t2900 = t2894 + t2898;
-    const T t2973 = w.kept[126] * t2900;
+    const T t2973 = w0[1] * t2900;
     const T t2974 = t2972 - t2973;
     const T t2976 = T(0.1333) * t2965;
     const T t2978 = t2974 + t2976;
     const T t2979 = T(0.39219999999999999) * t2891;
     const T t2981 = t2978 + t2979;
-    const T t3052 = w.kept[127] * t2981;
+    const T t3052 = w0[2] * t2981;
     const T t2975 = T(0.1333) * t2968;
-    const T t2969 = w.kept[126] * w.kept[111];
-    const T t2970 = w.kept[125] * t2900;
+    const T t2969 = w0[1] * w0[-14];
+    const T t2970 = w0[0] * t2900;
     const T t2971 = t2969 + t2970;
     const T t2977 = t2975 - t2971;
-    const T t3053 = w.kept[128] * t2977;
+    const T t3053 = w0[3] * t2977;
     const T t3054 = t3052 + t3053;
     const T t3055 = T(0.42499999999999999) * t2891;
     const T t3057 = t3054 + t3055;
-    const T t3090 = w.kept[130] * t3057;
-    const T t3050 = w.kept[127] * t2977;
-    const T t3049 = w.kept[128] * t2981;
+    const T t3090 = w0[5] * t3057;
+    const T t3050 = w0[2] * t2977;
+    const T t3049 = w0[3] * t2981;
     const T t3051 = t3050 - t3049;
-    const T t3091 = w.kept[129] * t3051;
+    const T t3091 = w0[4] * t3051;
     const T t3092 = t3090 + t3091;
     w.kept[15] = -t3092;  // t3093
-    const T t3101 = w.kept[115] * w.t961;
-    const T t3099 = w.kept[114] * w.t966;
+    const T t3101 = w0[-10] * w6[-16];
+    const T t3099 = w0[-11] * w6[-13];
     const T t3103 = t3101 - t3099;
-    const T t3126 = w.t214 * t3103;
-    const T t3127 = T(0.00036956249999999999) * w.t1504;
-    w.kept[119] = t3126 - t3127;  // t3128
-    const T t3129 = T(0.00036956249999999999) * w.t1508;
-    const T t3104 = w.kept[115] * w.t966;
-    const T t3106 = w.kept[114] * w.t961;
+    const T t3126 = w7[4] * t3103;
+    const T t3127 = T(0.00036956249999999999) * w4[-7];
+    w0[-6] = t3126 - t3127;  // t3128
+    const T t3129 = T(0.00036956249999999999) * w1[-12];
+    const T t3104 = w0[-10] * w6[-13];
+    const T t3106 = w0[-11] * w6[-16];
     const T t3108 = t3104 + t3106;
     const T t3130 = t3129 - t3108;
-    w.kept[122] = -t3130;  // t3132
-    const T t3151 = w.t135 * t3108;
-    const T t3133 = w.kept[123] * t3103;
-    const T t3153 = w.t141 * t3133;
+    w0[-3] = -t3130;  // t3132
+    const T t3151 = w7[-5] * t3108;
+    const T t3133 = w0[-2] * t3103;
+    const T t3153 = w7[-16] * t3133;
     const T t3155 = t3151 + t3153;
-    const T t3156 = w.kept[56] * w.t1406;
-    const T t1058 = w.kept[124] * T(0.00036956249999999999);
-    const T t3158 = t1058 * w.t1421;
+    const T t3156 = w5[-4] * w4[-16];
+    const T t1058 = w0[-1] * T(0.00036956249999999999);
+    const T t3158 = t1058 * w2[15];
     const T t3159 = t3156 + t3158;
-    w.kept[118] = t3155 - t3159;  // t3161
-    const T t3162 = t1058 * w.t1426;
-    const T t3135 = w.kept[124] * t3103;
-    w.kept[121] = t3162 - t3135;  // t3163
-    const T t3205 = w.kept[56] * w.t1331;
+    w0[-7] = t3155 - t3159;  // t3161
+    const T t3162 = t1058 * w4[-10];
+    const T t3135 = w0[-1] * t3103;
+    w0[-4] = t3162 - t3135;  // t3163
+    const T t3205 = w5[-4] * w2[3];
     const T t3211 = t3158 + t3205;
-    w.kept[117] = t3155 - t3211;  // t3213
-    const T t3241 = w.kept[56] * w.t1300;
+    w0[-8] = t3155 - t3211;  // t3213
+    const T t3241 = w5[-4] * w4[-3];
     const T t3246 = t3158 + t3241;
-    w.kept[116] = t3155 - t3246;  // t3248
-    const T t1059 = w.kept[125] * t1058;
-    const T t1062 = w.kept[128] * t1059;
-    const T t1060 = w.kept[126] * t1058;
-    const T t1064 = w.kept[127] * t1060;
+    w0[-9] = t3155 - t3246;  // t3248
+    const T t1059 = w0[0] * t1058;
+    const T t1062 = w0[3] * t1059;
+    const T t1060 = w0[1] * t1058;
+    const T t1064 = w0[2] * t1060;
     const T t1065 = t1062 + t1064;
-    const T t1067 = w.kept[130] * t1065;
-    const T t1061 = w.kept[127] * t1059;
-    const T t1063 = w.kept[128] * t1060;
+    const T t1067 = w0[5] * t1065;
+    const T t1061 = w0[2] * t1059;
+    const T t1063 = w0[3] * t1060;
     const T t1066 = t1061 - t1063;
-    const T t3252 = w.kept[129] * t1066;
+    const T t3252 = w0[4] * t1066;
     const T t3253 = t1067 + t3252;
     w.kept[22] = -t3253;  // t3254
-    const T t3169 = w.kept[125] * t3108;
-    const T t3171 = w.kept[126] * t3133;
+    const T t3169 = w0[0] * t3108;
+    const T t3171 = w0[1] * t3133;
     const T t3173 = t3169 + t3171;
-    const T t3221 = w.kept[127] * t3173;
-    const T t3166 = w.kept[125] * t3133;
-    const T t3164 = w.kept[126] * t3108;
+    const T t3221 = w0[2] * t3173;
+    const T t3166 = w0[0] * t3133;
+    const T t3164 = w0[1] * t3108;
     const T t3168 = t3166 - t3164;
-    const T t3223 = w.kept[128] * t3168;
+    const T t3223 = w0[3] * t3168;
     const T t3224 = t3221 + t3223;
-    const T t3255 = w.kept[130] * t3224;
-    const T t3219 = w.kept[127] * t3168;
-    const T t3217 = w.kept[128] * t3173;
+    const T t3255 = w0[5] * t3224;
+    const T t3219 = w0[2] * t3168;
+    const T t3217 = w0[3] * t3173;
     const T t3220 = t3219 - t3217;
-    const T t3256 = w.kept[129] * t3220;
+    const T t3256 = w0[4] * t3220;
     const T t3257 = t3255 + t3256;
-    w.kept[120] = -t3257;  // t3258
+    w0[-5] = -t3257;  // t3258
     return status;
 }
 
@@ -3871,329 +3622,7 @@ int ur5e_id_derivatives_derivatives_impl(const T* q, const T* qd, const T* in, T
 /// Values that cross from one part of the solver to a later one.
 template <class T>
 struct ur5e_id_derivatives_derivatives_work {
-    T t5;
-    T t6;
-    T t195;
-    T t196;
-    T t57;
-    T t58;
-    T t123;
-    T t122;
-    T t10;
-    T t11;
-    T t64;
-    T t68;
-    T t141;
-    T t146;
-    T t428;
-    T t429;
-    T t71;
-    T t13;
-    T t431;
-    T t460;
-    T t72;
-    T t462;
-    T t519;
-    T t135;
-    T t70;
-    T t145;
-    T t208;
-    T t220;
-    T t463;
-    T t522;
-    T t580;
-    T t656;
-    T t214;
-    T t249;
-    T t65;
-    T t69;
-    T t144;
-    T t234;
-    T t218;
-    T t138;
-    T t61;
-    T t128;
-    T t217;
-    T t233;
-    T t245;
-    T t147;
-    T t521;
-    T t581;
-    T t74;
-    T t432;
-    T t433;
-    T t471;
-    T t148;
-    T t73;
-    T t469;
-    T t528;
-    T t571;
-    T t221;
-    T t440;
-    T t504;
-    T t572;
-    T t587;
-    T t613;
-    T t288;
-    T t320;
-    T t321;
-    T t282;
-    T t211;
-    T t285;
-    T t302;
-    T t317;
-    T t332;
-    T t219;
-    T t578;
-    T t635;
-    T t647;
-    T t149;
-    T t530;
-    T t646;
-    T t661;
-    T t662;
-    T t669;
-    T t319;
-    T t291;
-    T t303;
-    T t316;
-    T t333;
-    T t637;
-    T t651;
-    T t644;
-    T t657;
-    T t658;
-    T t672;
-    T t673;
-    T t649;
-    T t663;
-    T t653;
-    T t659;
-    T t679;
-    T t689;
-    T t222;
-    T t589;
-    T t671;
-    T t681;
-    T t687;
-    T t690;
-    T t693;
-    T t691;
-    T t176;
-    T t160;
-    T t172;
-    T t716;
-    T t159;
-    T t173;
-    T t718;
-    T t731;
-    T t98;
-    T t36;
-    T t22;
-    T t18;
-    T t729;
-    T t743;
-    T t745;
-    T t452;
-    T t481;
-    T t99;
-    T t367;
-    T t713;
-    T t715;
-    T t747;
-    T t739;
-    T t759;
-    T t765;
-    T t939;
-    T t969;
-    T t961;
-    T t983;
-    T t973;
-    T t966;
-    T t977;
-    T t971;
-    T t985;
-    T t975;
-    T t980;
-    T t996;
-    T t998;
-    T t1001;
-    T t1004;
-    T t1005;
-    T t1007;
-    T t948;
-    T t1211;
-    T t1264;
-    T t1278;
-    T t1688;
-    T t1628;
-    T t1687;
-    T t1791;
-    T t1854;
-    T t1794;
-    T t1939;
-    T t1941;
-    T t1974;
-    T t1720;
-    T t1698;
-    T t1837;
-    T t1717;
-    T t1857;
-    T t1840;
-    T t1958;
-    T t1960;
-    T t2056;
-    T t1951;
-    T t1953;
-    T t1855;
-    T t1989;
-    T t1719;
-    T t1709;
-    T t1801;
-    T t1795;
-    T t1718;
-    T t1848;
-    T t1856;
-    T t1858;
-    T t1942;
-    T t1944;
-    T t1980;
-    T t1990;
-    T t1988;
-    T t1306;
-    T t1313;
-    T t1353;
-    T t1374;
-    T t1376;
-    T t1636;
-    T t1670;
-    T t1769;
-    T t1669;
-    T t1633;
-    T t1668;
-    T t1724;
-    T t1768;
-    T t1865;
-    T t1906;
-    T t1450;
-    T t1460;
-    T t1665;
-    T t1534;
-    T t1540;
-    T t1541;
-    T t1543;
-    T t1674;
-    T t1774;
-    T t1429;
-    T t1451;
-    T t1673;
-    T t1539;
-    T t1758;
-    T t1772;
-    T t1672;
-    T t1733;
-    T t1671;
-    T t1730;
-    T t1771;
-    T t1921;
-    T t1770;
-    T t1923;
-    T t1920;
-    T t1918;
-    T t1917;
-    T t2025;
-    T t2036;
-    T t2032;
-    T t2035;
-    T t1776;
-    T t1925;
-    T t1302;
-    T t1303;
-    T t2138;
-    T t933;
-    T t1377;
-    T t1394;
-    T t1896;
-    T t946;
-    T t1433;
-    T t1685;
-    T t1786;
-    T t1461;
-    T t1462;
-    T t1761;
-    T t1684;
-    T t1683;
-    T t1785;
-    T t1933;
-    T t1909;
-    T t1937;
-    T t1936;
-    T t1775;
-    T t1773;
-    T t1924;
-    T t1922;
-    T t1346;
-    T t1345;
-    T t2170;
-    T t1331;
-    T t1344;
-    T t2188;
-    T t1342;
-    T t2191;
-    T t1348;
-    T t1347;
-    T t2242;
-    T t2244;
-    T t1350;
-    T t2233;
-    T t1349;
-    T t1421;
-    T t1422;
-    T t1406;
-    T t1423;
-    T t1424;
-    T t1428;
-    T t1427;
-    T t1425;
-    T t1426;
-    T t1505;
-    T t1489;
-    T t1504;
-    T t1511;
-    T t2086;
-    T t1296;
-    T t1300;
-    T t2038;
-    T t2048;
-    T t1919;
-    T t2037;
-    T t2073;
-    T t1320;
-    T t1391;
-    T t1787;
-    T t1341;
-    T t2379;
-    T t2378;
-    T t2724;
-    T t2417;
-    T t2742;
-    T t2412;
-    T t2317;
-    T t2333;
-    T t2391;
-    T t1503;
-    T t2500;
-    T t2499;
-    T t2872;
-    T t2883;
-    T t2497;
-    T t2879;
-    T t2433;
-    T t2452;
-    T t2455;
-    T t1496;
-    T t1508;
-    T t3103;
+    T t[323];  // the other values that cross parts, in the order of their statements (Layout::member)
     T kept[133];  // what the entry point tests and writes, each value once (nelu/outputs.hpp)
 };
 
@@ -4201,299 +3630,304 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part0(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 48);
+    T* const w2 = nelu::window(w.t + 80);
+    T* const w3 = nelu::window(w.kept + 133);
+    T* const w4 = nelu::window(w.kept + 21);
     // --- kinematics: transforms, velocities, bias terms b
     const nelu::SinCos<T> sc5 = nelu::sincos(q[1]);
-    w.t5 = sc5.c;  // cos of joint shoulder_lift_joint
-    w.t6 = sc5.s;  // sin of joint shoulder_lift_joint
+    w0[-16] = sc5.c;  // t5: cos of joint shoulder_lift_joint
+    w0[-15] = sc5.s;  // t6: sin of joint shoulder_lift_joint
     const nelu::SinCos<T> sc195 = nelu::sincos(q[4]);
-    w.t195 = sc195.c;  // cos of joint wrist_2_joint
-    w.t196 = sc195.s;  // sin of joint wrist_2_joint
+    w0[-14] = sc195.c;  // t195: cos of joint wrist_2_joint
+    w0[-13] = sc195.s;  // t196: sin of joint wrist_2_joint
     const nelu::SinCos<T> sc269 = nelu::sincos(q[5]);
-    w.kept[123] = sc269.c;  // t269: cos of joint wrist_3_joint
-    w.kept[122] = sc269.s;  // t270: sin of joint wrist_3_joint
+    w3[-10] = sc269.c;  // t269: cos of joint wrist_3_joint
+    w3[-11] = sc269.s;  // t270: sin of joint wrist_3_joint
     const nelu::SinCos<T> sc57 = nelu::sincos(q[2]);
-    w.t57 = sc57.c;  // cos of joint elbow_joint
-    w.t58 = sc57.s;  // sin of joint elbow_joint
+    w0[-12] = sc57.c;  // t57: cos of joint elbow_joint
+    w0[-11] = sc57.s;  // t58: sin of joint elbow_joint
     const nelu::SinCos<T> sc123 = nelu::sincos(q[3]);
-    w.t123 = sc123.s;  // sin of joint wrist_1_joint
-    w.t122 = sc123.c;  // cos of joint wrist_1_joint
-    w.kept[24] = -w.t5;  // t7
-    w.kept[23] = -w.t6;  // t8
-    w.kept[64] = -w.t195;  // t197
-    w.kept[63] = -w.t196;  // t198
-    w.t10 = qd[0] * w.t6;
-    const T t62 = w.t10 * w.t57;
-    w.t11 = qd[0] * w.t5;
-    const T t63 = w.t11 * w.t58;
-    w.t64 = t62 + t63;
-    const T t139 = w.t64 * w.t123;
-    const T t66 = w.t10 * w.t58;
-    const T t67 = w.t11 * w.t57;
-    w.t68 = t66 - t67;  // v[forearm_link].wy
-    const T t140 = w.t68 * w.t122;
-    w.t141 = t139 + t140;
-    w.t146 = qd[3] * w.t141;
-    const T t12 = qd[1] * w.t11;
+    w0[-10] = sc123.s;  // t123: sin of joint wrist_1_joint
+    w0[-9] = sc123.c;  // t122: cos of joint wrist_1_joint
+    w4[3] = -w0[-16];  // t7
+    w4[2] = -w0[-15];  // t8
+    w.kept[64] = -w0[-14];  // t197
+    w.kept[63] = -w0[-13];  // t198
+    w0[-8] = qd[0] * w0[-15];  // t10
+    const T t62 = w0[-8] * w0[-12];
+    w0[-7] = qd[0] * w0[-16];  // t11
+    const T t63 = w0[-7] * w0[-11];
+    w0[-6] = t62 + t63;  // t64
+    const T t139 = w0[-6] * w0[-10];
+    const T t66 = w0[-8] * w0[-11];
+    const T t67 = w0[-7] * w0[-12];
+    w0[-5] = t66 - t67;  // t68: v[forearm_link].wy
+    const T t140 = w0[-5] * w0[-9];
+    w0[-4] = t139 + t140;  // t141
+    w0[-3] = qd[3] * w0[-4];  // t146
+    const T t12 = qd[1] * w0[-7];
     // --- solve: forward and back substitution
-    w.t428 = w.t6 * in[0];
-    w.t429 = t12 + w.t428;
-    const T t455 = w.t57 * w.t429;
+    w0[-2] = w0[-15] * in[0];  // t428
+    w0[-1] = t12 + w0[-2];  // t429
+    const T t455 = w0[-12] * w0[-1];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t71 = qd[2] * w.t68;
+    w0[0] = qd[2] * w0[-5];  // t71
     // --- solve: forward and back substitution
-    const T t456 = t455 - w.t71;
-    const T t430 = w.t5 * in[0];
+    const T t456 = t455 - w0[0];
+    const T t430 = w0[-16] * in[0];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t13 = qd[1] * w.t10;
+    w0[1] = qd[1] * w0[-8];  // t13
     // --- solve: forward and back substitution
-    w.t431 = t430 - w.t13;
-    const T t459 = w.t58 * w.t431;
-    w.t460 = t456 + t459;
-    const T t514 = w.t122 * w.t460;
-    const T t515 = w.t146 - t514;
-    const T t461 = w.t57 * w.t431;
+    w0[2] = t430 - w0[1];  // t431
+    const T t459 = w0[-11] * w0[2];
+    w0[3] = t456 + t459;  // t460
+    const T t514 = w0[-9] * w0[3];
+    const T t515 = w0[-3] - t514;
+    const T t461 = w0[-12] * w0[2];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t72 = qd[2] * w.t64;
+    w0[4] = qd[2] * w0[-6];  // t72
     // --- solve: forward and back substitution
-    const T t457 = w.t58 * w.t429;
-    const T t458 = w.t72 + t457;
-    w.t462 = t461 - t458;
-    const T t518 = w.t123 * w.t462;
-    w.t519 = t515 - t518;
-    const T t575 = w.t196 * w.t519;
+    const T t457 = w0[-11] * w0[-1];
+    const T t458 = w0[4] + t457;
+    w0[5] = t461 - t458;  // t462
+    const T t518 = w0[-10] * w0[5];
+    w0[6] = t515 - t518;  // t519
+    const T t575 = w0[-13] * w0[6];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t133 = w.t64 * w.t122;
-    const T t134 = w.t68 * w.t123;
-    w.t135 = t133 - t134;  // v[wrist_1_link].wx
-    const T t206 = w.t135 * w.t195;
-    w.t70 = qd[1] + qd[2];  // v[forearm_link].wz
-    w.t145 = w.t70 + qd[3];  // v[wrist_1_link].wz
-    const T t207 = w.t145 * w.t196;
-    w.t208 = t206 + t207;
-    w.t220 = qd[4] * w.t208;
+    const T t133 = w0[-6] * w0[-9];
+    const T t134 = w0[-5] * w0[-10];
+    w0[7] = t133 - t134;  // t135: v[wrist_1_link].wx
+    const T t206 = w0[7] * w0[-14];
+    w0[8] = qd[1] + qd[2];  // t70: v[forearm_link].wz
+    w0[9] = w0[8] + qd[3];  // t145: v[wrist_1_link].wz
+    const T t207 = w0[9] * w0[-13];
+    w0[10] = t206 + t207;  // t208
+    w0[11] = qd[4] * w0[10];  // t220
     // --- solve: forward and back substitution
-    const T t576 = t575 - w.t220;
-    w.t463 = in[1] + in[2];  // x: y2[wrist_1_link].wz
-    w.t522 = in[3] + w.t463;  // x: y2[wrist_2_link].wy
-    const T t579 = w.t195 * w.t522;
-    w.t580 = t576 + t579;  // x: y2[wrist_3_link].wz
-    const T t638 = in[5] + w.t580;  // x: a[wrist_3_link].wz
+    const T t576 = t575 - w0[11];
+    w0[12] = in[1] + in[2];  // t463: x: y2[wrist_1_link].wz
+    w0[13] = in[3] + w0[12];  // t522: x: y2[wrist_2_link].wy
+    const T t579 = w0[-14] * w0[13];
+    w0[14] = t576 + t579;  // t580: x: y2[wrist_3_link].wz
+    const T t638 = in[5] + w0[14];  // x: a[wrist_3_link].wz
     const T t655 = T(0.00036956249999999999) * t638;
-    w.t656 = in[38] - t655;
-    w.kept[5] = -w.t656;  // t675: x: z2[wrist_3_link].nz
+    w0[15] = in[38] - t655;  // t656
+    w4[-16] = -w0[15];  // t675: x: z2[wrist_3_link].nz
     // --- kinematics: transforms, velocities, bias terms b
-    const T t212 = w.t135 * w.t196;
-    const T t213 = w.t145 * w.t195;
-    w.t214 = t212 - t213;  // v[wrist_2_link].wy
-    const T t248 = w.t208 * T(0.002218125);
-    const T t256 = w.t214 * t248;
-    w.t249 = w.t214 * T(0.0013162499999999999);
-    const T t257 = w.t208 * w.t249;
+    const T t212 = w0[7] * w0[-13];
+    const T t213 = w0[9] * w0[-14];
+    w1[-16] = t212 - t213;  // t214: v[wrist_2_link].wy
+    const T t248 = w0[10] * T(0.002218125);
+    const T t256 = w1[-16] * t248;
+    w1[-15] = w1[-16] * T(0.0013162499999999999);  // t249
+    const T t257 = w0[10] * w1[-15];
     const T t258 = t256 - t257;
-    const T t231 = T(0.01634) * w.t208;
+    const T t231 = T(0.01634) * w0[10];
     const T t60 = qd[1] * T(0.42499999999999999);
-    w.t65 = w.t58 * t60;  // v[forearm_link].vx
-    const T t129 = w.t68 * T(0.1333);
-    const T t131 = w.t65 + t129;
-    const T t142 = w.t123 * t131;
-    w.t69 = w.t57 * t60;  // v[forearm_link].vy
-    const T t125 = w.t70 * T(0.39219999999999999);
-    const T t127 = w.t69 + t125;
-    const T t130 = w.t64 * T(0.1333);
+    w1[-14] = w0[-11] * t60;  // t65: v[forearm_link].vx
+    const T t129 = w0[-5] * T(0.1333);
+    const T t131 = w1[-14] + t129;
+    const T t142 = w0[-10] * t131;
+    w1[-13] = w0[-12] * t60;  // t69: v[forearm_link].vy
+    const T t125 = w0[8] * T(0.39219999999999999);
+    const T t127 = w1[-13] + t125;
+    const T t130 = w0[-6] * T(0.1333);
     const T t132 = t127 + t130;
-    const T t143 = w.t122 * t132;
-    w.t144 = t142 - t143;  // v[wrist_1_link].vy
-    w.t234 = t231 - w.t144;
-    const T t236 = w.t214 * w.t234;
-    w.t218 = w.t141 + qd[4];  // v[wrist_2_link].wz
-    const T t202 = w.t145 * T(0.099699999999999997);
-    const T t136 = w.t122 * t131;
-    const T t137 = w.t123 * t132;
-    w.t138 = t136 + t137;
-    const T t204 = t202 - w.t138;
-    const T t215 = w.t196 * t204;
-    w.t61 = w.t11 * T(0.42499999999999999);  // v[forearm_link].vz
-    const T t126 = w.t68 * T(0.39219999999999999);
-    w.t128 = w.t61 - t126;  // v[wrist_1_link].vz
-    const T t203 = w.t135 * T(0.099699999999999997);
-    const T t205 = w.t128 - t203;
-    const T t216 = w.t195 * t205;
-    w.t217 = t215 - t216;  // v[wrist_2_link].vy
-    const T t230 = T(0.0018000000000000002) * w.t208;
-    w.t233 = w.t217 - t230;
-    const T t235 = w.t218 * w.t233;
+    const T t143 = w0[-9] * t132;
+    w1[-12] = t142 - t143;  // t144: v[wrist_1_link].vy
+    w1[-11] = t231 - w1[-12];  // t234
+    const T t236 = w1[-16] * w1[-11];
+    w1[-10] = w0[-4] + qd[4];  // t218: v[wrist_2_link].wz
+    const T t202 = w0[9] * T(0.099699999999999997);
+    const T t136 = w0[-9] * t131;
+    const T t137 = w0[-10] * t132;
+    w1[-9] = t136 + t137;  // t138
+    const T t204 = t202 - w1[-9];
+    const T t215 = w0[-13] * t204;
+    w1[-8] = w0[-7] * T(0.42499999999999999);  // t61: v[forearm_link].vz
+    const T t126 = w0[-5] * T(0.39219999999999999);
+    w1[-7] = w1[-8] - t126;  // t128: v[wrist_1_link].vz
+    const T t203 = w0[7] * T(0.099699999999999997);
+    const T t205 = w1[-7] - t203;
+    const T t216 = w0[-14] * t205;
+    w1[-6] = t215 - t216;  // t217: v[wrist_2_link].vy
+    const T t230 = T(0.0018000000000000002) * w0[10];
+    w1[-5] = w1[-6] - t230;  // t233
+    const T t235 = w1[-10] * w1[-5];
     const T t237 = t236 - t235;
-    w.t245 = t237 * T(1.3);
-    const T t263 = T(0.01634) * w.t245;
+    w1[-4] = t237 * T(1.3);  // t245
+    const T t263 = T(0.01634) * w1[-4];
     const T t266 = t258 + t263;
     // --- solve: forward and back substitution
     const T t421 = in[32] - t266;
-    const T t600 = T(3.8235599999999997e-05) * w.t580;
+    const T t600 = T(3.8235599999999997e-05) * w0[14];
     const T t601 = t421 - t600;
     // --- kinematics: transforms, velocities, bias terms b
-    w.t147 = qd[3] * w.t135;
+    w1[-3] = qd[3] * w0[7];  // t147
     // --- solve: forward and back substitution
-    const T t516 = w.t123 * w.t460;
-    const T t517 = w.t147 + t516;
-    const T t520 = w.t122 * w.t462;
-    w.t521 = t517 - t520;  // x: y2[wrist_2_link].wz
-    w.t581 = in[4] + w.t521;  // x: y2[wrist_3_link].wy
-    const T t606 = T(0.0025652192800000003) * w.t581;
+    const T t516 = w0[-10] * w0[3];
+    const T t517 = w1[-3] + t516;
+    const T t520 = w0[-9] * w0[5];
+    w1[-2] = t517 - t520;  // t521: x: y2[wrist_2_link].wz
+    w1[-1] = in[4] + w1[-2];  // t581: x: y2[wrist_3_link].wy
+    const T t606 = T(0.0025652192800000003) * w1[-1];
     const T t607 = t601 - t606;
-    const T t570 = T(0.099699999999999997) * w.t522;
-    const T t509 = T(0.1333) * w.t460;
-    const T t487 = T(0.39219999999999999) * w.t463;
+    const T t570 = T(0.099699999999999997) * w0[13];
+    const T t509 = T(0.1333) * w0[3];
+    const T t487 = T(0.39219999999999999) * w0[12];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t74 = qd[2] * w.t65;
+    w1[0] = qd[2] * w1[-14];  // t74
     // --- solve: forward and back substitution
-    w.t432 = w.t6 * T(9.8100000000000005);
-    const T t466 = w.t58 * w.t432;
-    const T t467 = w.t74 - t466;
-    w.t433 = w.t5 * T(9.8100000000000005);
+    w1[1] = w0[-15] * T(9.8100000000000005);  // t432
+    const T t466 = w0[-11] * w1[1];
+    const T t467 = w1[0] - t466;
+    w1[2] = w0[-16] * T(9.8100000000000005);  // t433
     const T t443 = T(0.42499999999999999) * in[1];
-    const T t450 = w.t433 - t443;
-    const T t470 = w.t57 * t450;
-    w.t471 = t467 + t470;
-    const T t512 = t487 - w.t471;  // x: y1[wrist_1_link].vy
+    const T t450 = w1[2] - t443;
+    const T t470 = w0[-12] * t450;
+    w1[3] = t467 + t470;  // t471
+    const T t512 = t487 - w1[3];  // x: y1[wrist_1_link].vy
     const T t513 = t509 + t512;  // x: y2[wrist_1_link].vy
-    const T t527 = w.t123 * t513;
+    const T t527 = w0[-10] * t513;
     // --- kinematics: transforms, velocities, bias terms b
-    w.t148 = qd[3] * w.t144;
+    w1[4] = qd[3] * w1[-12];  // t148
     // --- solve: forward and back substitution
-    const T t464 = w.t57 * w.t432;
+    const T t464 = w0[-12] * w1[1];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t73 = qd[2] * w.t69;
+    w1[5] = qd[2] * w1[-13];  // t73
     // --- solve: forward and back substitution
-    const T t465 = t464 - w.t73;
-    const T t468 = w.t58 * t450;
-    w.t469 = t465 + t468;
-    const T t510 = T(0.1333) * w.t462;
-    const T t511 = w.t469 + t510;
-    const T t523 = w.t122 * t511;
-    const T t524 = w.t148 + t523;
-    w.t528 = t527 - t524;
-    w.t571 = t570 - w.t528;  // x: y2[wrist_2_link].vx
-    const T t582 = w.t195 * w.t571;
+    const T t465 = t464 - w1[5];
+    const T t468 = w0[-11] * t450;
+    w1[6] = t465 + t468;  // t469
+    const T t510 = T(0.1333) * w0[5];
+    const T t511 = w1[6] + t510;
+    const T t523 = w0[-9] * t511;
+    const T t524 = w1[4] + t523;
+    w1[7] = t527 - t524;  // t528
+    w1[8] = t570 - w1[7];  // t571: x: y2[wrist_2_link].vx
+    const T t582 = w0[-14] * w1[8];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t221 = qd[4] * w.t217;
+    w1[9] = qd[4] * w1[-6];  // t221
     // --- solve: forward and back substitution
-    const T t583 = t582 - w.t221;
-    w.t440 = T(0.42499999999999999) * w.t431;  // x: y1[forearm_link].vz
-    const T t480 = T(0.39219999999999999) * w.t462;
-    w.t504 = w.t440 + t480;  // x: y1[wrist_2_link].vy
-    const T t569 = T(0.099699999999999997) * w.t519;
-    w.t572 = w.t504 + t569;  // x: y2[wrist_2_link].vy
-    const T t586 = w.t196 * w.t572;
-    w.t587 = t583 + t586;
-    const T t612 = T(0.021242) * w.t587;
-    w.t613 = t607 + t612;
+    const T t583 = t582 - w1[9];
+    w1[10] = T(0.42499999999999999) * w0[2];  // t440: x: y1[forearm_link].vz
+    const T t480 = T(0.39219999999999999) * w0[5];
+    w1[11] = w1[10] + t480;  // t504: x: y1[wrist_2_link].vy
+    const T t569 = T(0.099699999999999997) * w0[6];
+    w1[12] = w1[11] + t569;  // t572: x: y2[wrist_2_link].vy
+    const T t586 = w0[-13] * w1[12];
+    w1[13] = t583 + t586;  // t587
+    const T t612 = T(0.021242) * w1[13];
+    w1[14] = t607 + t612;  // t613
     // --- kinematics: transforms, velocities, bias terms b
-    const T t292 = qd[5] - w.t214;  // v[wrist_3_link].wz
-    const T t286 = w.t208 * w.kept[122];
-    const T t287 = w.t218 * w.kept[123];
-    w.t288 = t286 + t287;
-    w.t320 = w.t288 * T(0.00023344791700000001);
-    const T t322 = t292 * w.t320;
-    w.t321 = t292 * T(0.00036956249999999999);
-    const T t323 = w.t288 * w.t321;
+    const T t292 = qd[5] - w1[-16];  // v[wrist_3_link].wz
+    const T t286 = w0[10] * w3[-11];
+    const T t287 = w1[-10] * w3[-10];
+    w1[15] = t286 + t287;  // t288
+    w2[-16] = w1[15] * T(0.00023344791700000001);  // t320
+    const T t322 = t292 * w2[-16];
+    w2[-15] = t292 * T(0.00036956249999999999);  // t321
+    const T t323 = w1[15] * w2[-15];
     const T t324 = t322 - t323;
-    const T t280 = w.t208 * w.kept[123];
-    const T t281 = w.t218 * w.kept[122];
-    w.t282 = t280 - t281;  // v[wrist_3_link].wx
-    const T t308 = w.t217 * w.t282;
-    const T t300 = w.t288 * T(0.0011590000000000001);
-    const T t276 = w.t218 * T(0.099599999999999994);
-    const T t209 = w.t195 * t204;
-    const T t210 = w.t196 * t205;
-    w.t211 = t209 + t210;
-    const T t278 = t276 - w.t211;
-    const T t283 = w.kept[123] * t278;
-    const T t277 = w.t208 * T(0.099599999999999994);
-    const T t279 = t277 - w.t144;
-    const T t284 = w.kept[122] * t279;
-    w.t285 = t283 + t284;
-    w.t302 = t300 - w.t285;
-    const T t310 = t292 * w.t302;
+    const T t280 = w0[10] * w3[-10];
+    const T t281 = w1[-10] * w3[-11];
+    w2[-14] = t280 - t281;  // t282: v[wrist_3_link].wx
+    const T t308 = w1[-6] * w2[-14];
+    const T t300 = w1[15] * T(0.0011590000000000001);
+    const T t276 = w1[-10] * T(0.099599999999999994);
+    const T t209 = w0[-14] * t204;
+    const T t210 = w0[-13] * t205;
+    w2[-13] = t209 + t210;  // t211
+    const T t278 = t276 - w2[-13];
+    const T t283 = w3[-10] * t278;
+    const T t277 = w0[10] * T(0.099599999999999994);
+    const T t279 = t277 - w1[-12];
+    const T t284 = w3[-11] * t279;
+    w2[-12] = t283 + t284;  // t285
+    w2[-11] = t300 - w2[-12];  // t302
+    const T t310 = t292 * w2[-11];
     const T t311 = t308 + t310;
-    w.t317 = t311 * T(0.36499999999999999);
-    const T t330 = T(0.0011590000000000001) * w.t317;
-    w.t332 = t324 + t330;
+    w2[-10] = t311 * T(0.36499999999999999);  // t317
+    const T t330 = T(0.0011590000000000001) * w2[-10];
+    w2[-9] = t324 + t330;  // t332
     // --- solve: forward and back substitution
-    const T t422 = in[36] - w.t332;
+    const T t422 = in[36] - w2[-9];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t293 = qd[5] * w.t288;
+    const T t293 = qd[5] * w1[15];
     // --- solve: forward and back substitution
-    const T t577 = w.t196 * w.t522;
+    const T t577 = w0[-13] * w0[13];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t219 = qd[4] * w.t214;
+    w2[-8] = qd[4] * w1[-16];  // t219
     // --- solve: forward and back substitution
-    const T t573 = w.t195 * w.t519;
-    const T t574 = w.t219 + t573;
-    w.t578 = t577 - t574;
-    const T t630 = w.kept[123] * w.t578;
+    const T t573 = w0[-14] * w0[6];
+    const T t574 = w2[-8] + t573;
+    w2[-7] = t577 - t574;  // t578
+    const T t630 = w3[-10] * w2[-7];
     const T t631 = t293 - t630;
-    const T t634 = w.kept[122] * w.t581;
-    w.t635 = t631 + t634;
-    w.t647 = T(0.00023393821456500001) * w.t635;
-    const T t648 = t422 + w.t647;
-    const T t627 = T(0.099599999999999994) * w.t581;
-    const T t628 = w.t587 - t627;
-    const T t641 = w.kept[122] * t628;
+    const T t634 = w3[-11] * w1[-1];
+    w2[-6] = t631 + t634;  // t635
+    w2[-5] = T(0.00023393821456500001) * w2[-6];  // t647
+    const T t648 = t422 + w2[-5];
+    const T t627 = T(0.099599999999999994) * w1[-1];
+    const T t628 = w1[13] - t627;
+    const T t641 = w3[-11] * t628;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t296 = qd[5] * w.t285;
+    const T t296 = qd[5] * w2[-12];
     // --- solve: forward and back substitution
     const T t642 = t641 - t296;
-    const T t525 = w.t123 * t511;
+    const T t525 = w0[-10] * t511;
     // --- kinematics: transforms, velocities, bias terms b
-    w.t149 = qd[3] * w.t138;
+    w2[-4] = qd[3] * w1[-9];  // t149
     // --- solve: forward and back substitution
-    const T t526 = t525 - w.t149;
-    const T t529 = w.t122 * t513;
-    w.t530 = t526 + t529;  // x: y1[wrist_3_link].vy
-    const T t626 = T(0.099599999999999994) * w.t578;
-    const T t629 = w.t530 + t626;  // x: y2[wrist_3_link].vy
-    const T t645 = w.kept[123] * t629;
-    w.t646 = t642 + t645;
-    w.t661 = T(0.00042303500000000005) * w.t646;
-    w.t662 = t648 + w.t661;
-    w.t669 = w.kept[122] * w.t662;
+    const T t526 = t525 - w2[-4];
+    const T t529 = w0[-9] * t513;
+    w2[-3] = t526 + t529;  // t530: x: y1[wrist_3_link].vy
+    const T t626 = T(0.099599999999999994) * w2[-7];
+    const T t629 = w2[-3] + t626;  // x: y2[wrist_3_link].vy
+    const T t645 = w3[-10] * t629;
+    w2[-2] = t642 + t645;  // t646
+    w2[-1] = T(0.00042303500000000005) * w2[-2];  // t661
+    w2[0] = t648 + w2[-1];  // t662
+    w2[1] = w3[-11] * w2[0];  // t669
     // --- kinematics: transforms, velocities, bias terms b
-    w.t319 = w.t282 * T(0.00023344791700000001);
-    const T t326 = t292 * w.t319;
-    const T t325 = w.t282 * w.t321;
+    w2[2] = w2[-14] * T(0.00023344791700000001);  // t319
+    const T t326 = t292 * w2[2];
+    const T t325 = w2[-14] * w2[-15];
     const T t327 = t326 - t325;
-    const T t289 = w.kept[122] * t278;
-    const T t290 = w.kept[123] * t279;
-    w.t291 = t289 - t290;  // v[wrist_3_link].vy
-    const T t301 = w.t282 * T(0.0011590000000000001);
-    w.t303 = w.t291 + t301;
-    const T t304 = t292 * w.t303;
-    const T t305 = w.t217 * w.t288;
+    const T t289 = w3[-11] * t278;
+    const T t290 = w3[-10] * t279;
+    w2[3] = t289 - t290;  // t291: v[wrist_3_link].vy
+    const T t301 = w2[-14] * T(0.0011590000000000001);
+    w2[4] = w2[3] + t301;  // t303
+    const T t304 = t292 * w2[4];
+    const T t305 = w1[-6] * w1[15];
     const T t307 = t304 - t305;
-    w.t316 = t307 * T(0.36499999999999999);
-    const T t331 = T(0.0011590000000000001) * w.t316;
-    w.t333 = t327 + t331;
+    w2[5] = t307 * T(0.36499999999999999);  // t316
+    const T t331 = T(0.0011590000000000001) * w2[5];
+    w2[6] = t327 + t331;  // t333
     // --- solve: forward and back substitution
-    const T t423 = in[37] - w.t333;
+    const T t423 = in[37] - w2[6];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t294 = qd[5] * w.t282;
+    const T t294 = qd[5] * w2[-14];
     // --- solve: forward and back substitution
-    const T t632 = w.kept[122] * w.t578;
+    const T t632 = w3[-11] * w2[-7];
     const T t633 = t294 + t632;
-    const T t636 = w.kept[123] * w.t581;
-    w.t637 = t633 + t636;
-    w.t651 = T(0.00023393821456500001) * w.t637;
-    const T t652 = t423 + w.t651;
-    const T t643 = w.kept[122] * t629;
+    const T t636 = w3[-10] * w1[-1];
+    w2[7] = t633 + t636;  // t637
+    w2[8] = T(0.00023393821456500001) * w2[7];  // t651
+    const T t652 = t423 + w2[8];
+    const T t643 = w3[-11] * t629;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t295 = qd[5] * w.t291;
+    const T t295 = qd[5] * w2[3];
     // --- solve: forward and back substitution
-    const T t639 = w.kept[123] * t628;
+    const T t639 = w3[-10] * t628;
     const T t640 = t295 + t639;
-    w.t644 = t643 - t640;
-    w.t657 = T(0.00042303500000000005) * w.t644;
-    w.t658 = t652 - w.t657;
-    w.t672 = w.kept[123] * w.t658;
+    w2[9] = t643 - t640;  // t644
+    w2[10] = T(0.00042303500000000005) * w2[9];  // t657
+    w2[11] = t652 - w2[10];  // t658
+    w2[12] = w3[-10] * w2[11];  // t672
     return status;
 }
 
@@ -4501,44 +3935,50 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 18);
+    T* const w1 = nelu::window(w.t + 114);
+    T* const w2 = nelu::window(w.t + 50);
+    T* const w3 = nelu::window(w.t + 82);
+    T* const w4 = nelu::window(w.kept + 17);
+    T* const w5 = nelu::window(w.kept + 133);
     // --- solve: forward and back substitution
-    w.t673 = w.t669 + w.t672;  // x: z1[wrist_3_link].ny
-    const T t424 = in[40] - w.t317;
-    w.t649 = T(0.00042303500000000005) * w.t635;
-    const T t650 = t424 + w.t649;
-    w.t663 = T(0.36499999999999999) * w.t646;
-    const T t664 = t650 + w.t663;
-    const T t678 = w.kept[122] * t664;
+    w3[11] = w3[-1] + w3[10];  // t673: x: z1[wrist_3_link].ny
+    const T t424 = in[40] - w3[-12];
+    w3[12] = T(0.00042303500000000005) * w3[-8];  // t649
+    const T t650 = t424 + w3[12];
+    w3[13] = T(0.36499999999999999) * w3[-4];  // t663
+    const T t664 = t650 + w3[13];
+    const T t678 = w5[-11] * t664;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t409 = w.t316 + in[39];
+    const T t409 = w3[3] + in[39];
     // --- solve: forward and back substitution
-    w.t653 = T(0.00042303500000000005) * w.t637;
-    const T t654 = t409 - w.t653;
-    w.t659 = T(0.36499999999999999) * w.t644;
-    const T t660 = t654 + w.t659;
-    const T t676 = w.kept[123] * t660;
-    w.t679 = t678 - t676;
-    const T t682 = T(0.099599999999999994) * w.t679;
-    const T t688 = w.t673 - t682;  // x: z2[wrist_3_link].ny
-    w.t689 = w.t613 - t688;
-    w.kept[4] = -w.t689;  // t701: x: z2[wrist_2_link].nz
-    const T t592 = T(0.0025694312800000002) * w.t578;
+    w3[14] = T(0.00042303500000000005) * w3[5];  // t653
+    const T t654 = t409 - w3[14];
+    w3[15] = T(0.36499999999999999) * w3[7];  // t659
+    const T t660 = t654 + w3[15];
+    const T t676 = w5[-10] * t660;
+    w1[-16] = t678 - t676;  // t679
+    const T t682 = T(0.099599999999999994) * w1[-16];
+    const T t688 = w3[11] - t682;  // x: z2[wrist_3_link].ny
+    w1[-15] = w2[12] - t688;  // t689
+    w4[-13] = -w1[-15];  // t701: x: z2[wrist_2_link].nz
+    const T t592 = T(0.0025694312800000002) * w3[-9];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t250 = w.t218 * T(0.002218125);
-    const T t252 = w.t214 * t250;
-    const T t251 = w.t218 * w.t249;
+    const T t250 = w2[-12] * T(0.002218125);
+    const T t252 = w0[14] * t250;
+    const T t251 = w2[-12] * w0[15];
     const T t253 = t252 - t251;
-    const T t238 = w.t208 * w.t234;
-    const T t226 = T(0.01634) * w.t218;
-    const T t228 = T(0.0018000000000000002) * w.t214;
+    const T t238 = w0[8] * w2[-13];
+    const T t226 = T(0.01634) * w2[-12];
+    const T t228 = T(0.0018000000000000002) * w0[14];
     const T t229 = t226 - t228;
-    const T t232 = t229 - w.t211;
-    const T t239 = w.t218 * t232;
+    const T t232 = t229 - w3[-15];
+    const T t239 = w2[-12] * t232;
     const T t240 = t238 + t239;
     const T t246 = t240 * T(1.3);
     const T t259 = T(0.0018000000000000002) * t246;
-    const T t241 = w.t214 * t232;
-    const T t242 = w.t208 * w.t233;
+    const T t241 = w0[14] * t232;
+    const T t242 = w0[8] * w2[-7];
     const T t243 = t241 + t242;
     const T t247 = t243 * T(1.3);
     const T t260 = T(0.01634) * t247;
@@ -4547,220 +3987,220 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t396 = t264 + in[30];
     // --- solve: forward and back substitution
     const T t593 = t592 - t396;
-    const T t588 = w.t195 * w.t572;
+    const T t588 = w0[-16] * w2[10];
     // --- kinematics: transforms, velocities, bias terms b
-    w.t222 = qd[4] * w.t211;
+    w1[-14] = qd[4] * w3[-15];  // t222
     // --- solve: forward and back substitution
-    const T t584 = w.t196 * w.t571;
-    const T t585 = w.t222 + t584;
-    w.t589 = t588 - t585;  // x: y2[wrist_3_link].vz
-    const T t618 = T(0.0023400000000000001) * w.t589;
+    const T t584 = w0[-15] * w2[6];
+    const T t585 = w1[-14] + t584;
+    w1[-13] = t588 - t585;  // t589: x: y2[wrist_3_link].vz
+    const T t618 = T(0.0023400000000000001) * w1[-13];
     const T t619 = t593 + t618;
-    const T t622 = T(0.021242) * w.t530;
+    const T t622 = T(0.021242) * w3[-5];
     const T t623 = t619 + t622;
-    const T t670 = w.kept[122] * w.t658;
-    const T t668 = w.kept[123] * w.t662;
-    w.t671 = t670 - t668;
-    const T t677 = w.kept[122] * t660;
-    const T t680 = w.kept[123] * t664;
-    w.t681 = t677 + t680;  // x: z2[wrist_3_link].fy
-    const T t685 = T(0.099599999999999994) * w.t681;
-    const T t686 = w.t671 + t685;
-    w.t687 = t623 + t686;
-    const T t695 = w.t196 * w.t687;
-    const T t598 = T(0.0013204619999999999) * w.t580;
+    const T t670 = w5[-11] * w3[9];
+    const T t668 = w5[-10] * w3[-2];
+    w1[-12] = t670 - t668;  // t671
+    const T t677 = w5[-11] * t660;
+    const T t680 = w5[-10] * t664;
+    w1[-11] = t677 + t680;  // t681: x: z2[wrist_3_link].fy
+    const T t685 = T(0.099599999999999994) * w1[-11];
+    const T t686 = w1[-12] + t685;
+    w1[-10] = t623 + t686;  // t687
+    const T t695 = w0[-15] * w1[-10];
+    const T t598 = T(0.0013204619999999999) * w0[12];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t262 = T(0.0018000000000000002) * w.t245;
+    const T t262 = T(0.0018000000000000002) * w2[-6];
     const T t397 = in[31] - t262;
     // --- solve: forward and back substitution
     const T t599 = t598 - t397;
-    const T t604 = T(3.8235599999999997e-05) * w.t581;
+    const T t604 = T(3.8235599999999997e-05) * w2[-3];
     const T t605 = t599 + t604;
-    const T t610 = T(0.0023400000000000001) * w.t587;
+    const T t610 = T(0.0023400000000000001) * w2[11];
     const T t611 = t605 - t610;
-    w.t690 = t611 - w.t656;
-    const T t698 = w.t195 * w.t690;
+    w1[-9] = t611 - w0[13];  // t690
+    const T t698 = w0[-16] * w1[-9];
     const T t699 = t695 + t698;  // x: z1[wrist_2_link].ny
-    const T t594 = T(0.0023400000000000001) * w.t578;
+    const T t594 = T(0.0023400000000000001) * w3[-9];
     // --- kinematics: transforms, velocities, bias terms b
     const T t399 = t246 + in[34];
     // --- solve: forward and back substitution
     const T t595 = t594 - t399;
-    const T t620 = T(1.3) * w.t589;
+    const T t620 = T(1.3) * w1[-13];
     const T t621 = t595 + t620;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t312 = w.t288 * w.t302;
-    const T t313 = w.t282 * w.t303;
+    const T t312 = w2[13] * w3[-13];
+    const T t313 = w3[-16] * w3[2];
     const T t314 = t312 + t313;
     const T t318 = t314 * T(0.36499999999999999);
     // --- solve: forward and back substitution
     const T t425 = in[41] - t318;
-    const T t665 = T(0.36499999999999999) * w.t589;
+    const T t665 = T(0.36499999999999999) * w1[-13];
     const T t667 = t425 - t665;
-    w.t693 = t621 - t667;
-    const T t704 = w.t196 * w.t693;
-    const T t614 = T(1.3) * w.t587;
+    w1[-8] = t621 - t667;  // t693
+    const T t704 = w0[-15] * w1[-8];
+    const T t614 = T(1.3) * w2[11];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t398 = w.t245 + in[33];
+    const T t398 = w2[-6] + in[33];
     // --- solve: forward and back substitution
-    const T t602 = T(0.0023400000000000001) * w.t580;
+    const T t602 = T(0.0023400000000000001) * w0[12];
     const T t603 = t398 + t602;
-    const T t608 = T(0.021242) * w.t581;
+    const T t608 = T(0.021242) * w2[-3];
     const T t609 = t603 + t608;
     const T t615 = t614 - t609;
-    w.t691 = t615 + w.t679;
-    const T t702 = w.t195 * w.t691;
+    w1[-7] = t615 + w1[-16];  // t691
+    const T t702 = w0[-16] * w1[-7];
     const T t705 = t704 - t702;
     const T t708 = T(0.099699999999999997) * t705;
     const T t714 = t699 - t708;  // x: z2[wrist_2_link].ny
     // --- kinematics: transforms, velocities, bias terms b
-    const T t175 = w.t135 * T(0.0023375624999999998);
-    const T t183 = w.t141 * t175;
-    w.t176 = w.t141 * T(0.0013871249999999997);
-    const T t184 = w.t135 * w.t176;
+    const T t175 = w0[5] * T(0.0023375624999999998);
+    const T t183 = w0[-6] * t175;
+    w1[-6] = w0[-6] * T(0.0013871249999999997);  // t176
+    const T t184 = w0[5] * w1[-6];
     const T t185 = t183 - t184;
-    const T t157 = w.t135 * T(0.0018000000000000002);
-    w.t160 = w.t144 + t157;
-    const T t162 = w.t145 * w.t160;
-    const T t158 = w.t135 * T(0.01634);
-    const T t161 = w.t128 - t158;
-    const T t163 = w.t141 * t161;
+    const T t157 = w0[5] * T(0.0018000000000000002);
+    w1[-5] = w2[-14] + t157;  // t160
+    const T t162 = w0[7] * w1[-5];
+    const T t158 = w0[5] * T(0.01634);
+    const T t161 = w2[-9] - t158;
+    const T t163 = w0[-6] * t161;
     const T t164 = t162 + t163;
-    w.t172 = t164 * T(1.3700000000000001);
-    const T t190 = T(0.01634) * w.t172;
+    w1[-4] = t164 * T(1.3700000000000001);  // t172
+    const T t190 = T(0.01634) * w1[-4];
     const T t192 = t185 - t190;
     // --- solve: forward and back substitution
     const T t418 = in[26] - t192;
-    const T t543 = T(4.0294440000000001e-05) * w.t521;
+    const T t543 = T(4.0294440000000001e-05) * w2[-4];
     const T t544 = t418 - t543;
-    const T t549 = T(0.002703346472) * w.t522;
+    const T t549 = T(0.002703346472) * w0[11];
     const T t550 = t544 - t549;
-    const T t557 = T(0.022385800000000001) * w.t528;
+    const T t557 = T(0.022385800000000001) * w2[5];
     const T t558 = t550 + t557;
-    w.kept[3] = t714 - t558;  // t725: x: z2[wrist_1_link].nz
+    w4[-14] = t714 - t558;  // t725: x: z2[wrist_1_link].nz
     // --- kinematics: transforms, velocities, bias terms b
-    const T t384 = w.t172 + in[27];
+    const T t384 = w1[-4] + in[27];
     // --- solve: forward and back substitution
-    const T t545 = T(0.0024660000000000003) * w.t521;
+    const T t545 = T(0.0024660000000000003) * w2[-4];
     const T t546 = t384 - t545;
-    const T t551 = T(0.022385800000000001) * w.t522;
+    const T t551 = T(0.022385800000000001) * w0[11];
     const T t552 = t546 - t551;
-    const T t559 = T(1.3700000000000001) * w.t528;
+    const T t559 = T(1.3700000000000001) * w2[5];
     const T t560 = t552 + t559;
-    w.t716 = t560 + t705;
-    const T t727 = w.t123 * w.t716;
+    w1[-3] = t560 + t705;  // t716
+    const T t727 = w0[-12] * w1[-3];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t153 = w.t145 * T(0.01634);
-    const T t155 = w.t141 * T(0.0018000000000000002);
+    const T t153 = w0[7] * T(0.01634);
+    const T t155 = w0[-6] * T(0.0018000000000000002);
     const T t156 = t153 + t155;
-    w.t159 = t156 - w.t138;
-    const T t166 = w.t145 * w.t159;
-    const T t165 = w.t135 * t161;
+    w1[-2] = t156 - w2[-11];  // t159
+    const T t166 = w0[7] * w1[-2];
+    const T t165 = w0[5] * t161;
     const T t167 = t166 - t165;
-    w.t173 = t167 * T(1.3700000000000001);
+    w1[-1] = t167 * T(1.3700000000000001);  // t173
     // --- solve: forward and back substitution
-    const T t419 = in[28] - w.t173;
-    const T t535 = T(0.0024660000000000003) * w.t519;
+    const T t419 = in[28] - w1[-1];
+    const T t535 = T(0.0024660000000000003) * w0[4];
     const T t536 = t419 + t535;
-    const T t563 = T(1.3700000000000001) * w.t530;
+    const T t563 = T(1.3700000000000001) * w3[-5];
     const T t564 = t536 + t563;
     // --- kinematics: transforms, velocities, bias terms b
     const T t400 = t247 + in[35];
     // --- solve: forward and back substitution
-    const T t596 = T(0.021242) * w.t578;
+    const T t596 = T(0.021242) * w3[-9];
     const T t597 = t400 - t596;
-    const T t624 = T(1.3) * w.t530;
+    const T t624 = T(1.3) * w3[-5];
     const T t625 = t597 - t624;
-    const T t692 = t625 - w.t681;
-    w.t718 = t564 - t692;
-    const T t730 = w.t122 * w.t718;
-    w.t731 = t727 + t730;  // x: z2[wrist_1_link].fy
-    const T t744 = T(0.39219999999999999) * w.t731;
+    const T t692 = t625 - w1[-11];
+    w1[0] = t564 - t692;  // t718
+    const T t730 = w0[-11] * w1[0];
+    w1[1] = t727 + t730;  // t731: x: z2[wrist_1_link].fy
+    const T t744 = T(0.39219999999999999) * w1[1];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t100 = w.t64 * T(0.002881574999999996);
-    const T t108 = w.t68 * t100;
-    const T t101 = w.t68 * T(0.037884766199999975);
-    const T t109 = w.t64 * t101;
+    const T t100 = w0[-8] * T(0.002881574999999996);
+    const T t108 = w0[-7] * t100;
+    const T t101 = w0[-7] * T(0.037884766199999975);
+    const T t109 = w0[-8] * t101;
     const T t110 = t108 - t109;
-    const T t83 = w.t68 * T(0.24220000000000003);
-    const T t86 = w.t61 - t83;
-    const T t90 = w.t64 * t86;
-    const T t79 = w.t68 * T(0.026499999999999999);
-    const T t84 = w.t65 + t79;
-    const T t91 = w.t70 * t84;
+    const T t83 = w0[-7] * T(0.24220000000000003);
+    const T t86 = w2[-10] - t83;
+    const T t90 = w0[-8] * t86;
+    const T t79 = w0[-7] * T(0.026499999999999999);
+    const T t84 = w2[-16] + t79;
+    const T t91 = w0[6] * t84;
     const T t92 = t90 + t91;
-    w.t98 = t92 * T(2.8460000000000001);
-    const T t115 = T(0.24220000000000003) * w.t98;
+    w1[2] = t92 * T(2.8460000000000001);  // t98
+    const T t115 = T(0.24220000000000003) * w1[2];
     const T t118 = t110 + t115;
     // --- solve: forward and back substitution
     const T t415 = in[20] - t118;
-    const T t474 = T(0.018266481800000001) * w.t460;
+    const T t474 = T(0.018266481800000001) * w0[1];
     const T t475 = t415 - t474;
-    const T t490 = T(0.20483351684000001) * w.t463;
+    const T t490 = T(0.20483351684000001) * w0[10];
     const T t491 = t475 - t490;
-    const T t500 = T(0.68930120000000006) * w.t471;
+    const T t500 = T(0.68930120000000006) * w2[1];
     const T t501 = t491 + t500;
-    const T t742 = t501 - w.kept[3];
-    w.kept[2] = t744 - t742;  // t754: x: z1[forearm_link].nz
+    const T t742 = t501 - w4[-14];
+    w4[-15] = t744 - t742;  // t754: x: z1[forearm_link].nz
     // --- kinematics: transforms, velocities, bias terms b
-    const T t37 = w.t11 * T(0.12854188700000002);
-    const T t45 = w.t10 * t37;
-    w.t36 = w.t10 * T(0.014504400000000001);
-    const T t44 = w.t11 * w.t36;
+    const T t37 = w0[-9] * T(0.12854188700000002);
+    const T t45 = w0[-10] * t37;
+    w1[3] = w0[-10] * T(0.014504400000000001);  // t36
+    const T t44 = w0[-9] * w1[3];
     const T t46 = t45 - t44;
-    w.t22 = w.t11 * T(0.21249999999999999);
-    const T t26 = w.t10 * w.t22;
-    w.t18 = w.t11 * T(0.11336);
-    const T t27 = qd[1] * w.t18;
+    w1[4] = w0[-9] * T(0.21249999999999999);  // t22
+    const T t26 = w0[-10] * w1[4];
+    w1[5] = w0[-9] * T(0.11336);  // t18
+    const T t27 = qd[1] * w1[5];
     const T t28 = t26 - t27;
     const T t34 = t28 * T(8.0579999999999998);
     const T t51 = T(0.21249999999999999) * t34;
     const T t54 = t46 + t51;
     // --- solve: forward and back substitution
     const T t414 = in[14] - t54;
-    const T t436 = T(0.194109162) * w.t429;
+    const T t436 = T(0.194109162) * w0[-3];
     const T t437 = t414 - t436;
     const T t446 = in[1] * T(0.49241094949999997);
     const T t447 = t437 - t446;
-    const T t453 = T(1.7123249999999999) * w.t433;
+    const T t453 = T(1.7123249999999999) * w2[0];
     const T t454 = t447 + t453;
-    const T t761 = t454 - w.kept[2];
-    const T t483 = T(0.075419) * w.t462;
+    const T t761 = t454 - w4[-15];
+    const T t483 = T(0.075419) * w0[3];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t88 = w.t68 * t86;
-    const T t80 = w.t64 * T(0.026499999999999999);
-    const T t81 = w.t70 * T(0.24220000000000003);
+    const T t88 = w0[-7] * t86;
+    const T t80 = w0[-8] * T(0.026499999999999999);
+    const T t81 = w0[6] * T(0.24220000000000003);
     const T t82 = t80 + t81;
-    const T t85 = w.t69 + t82;
-    const T t87 = w.t70 * t85;
+    const T t85 = w2[-15] + t82;
+    const T t87 = w0[6] * t85;
     const T t89 = t88 - t87;
     const T t97 = t89 * T(2.8460000000000001);
     const T t368 = t97 + in[21];
     // --- solve: forward and back substitution
     const T t484 = t483 - t368;
-    const T t496 = T(2.8460000000000001) * w.t469;
+    const T t496 = T(2.8460000000000001) * w2[4];
     const T t497 = t484 + t496;
-    const T t728 = w.t123 * w.t718;
-    const T t726 = w.t122 * w.t716;
-    w.t729 = t728 - t726;
-    w.t743 = t497 + w.t729;
-    const T t755 = w.t58 * w.t743;
-    const T t502 = T(2.8460000000000001) * w.t471;
+    const T t728 = w0[-12] * w1[0];
+    const T t726 = w0[-11] * w1[-3];
+    w1[6] = t728 - t726;  // t729
+    w1[7] = t497 + w1[6];  // t743
+    const T t755 = w0[-13] * w1[7];
+    const T t502 = T(2.8460000000000001) * w2[1];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t369 = w.t98 + in[22];
+    const T t369 = w1[2] + in[22];
     // --- solve: forward and back substitution
-    const T t476 = T(0.075419) * w.t460;
+    const T t476 = T(0.075419) * w0[1];
     const T t477 = t369 + t476;
-    const T t492 = T(0.68930120000000006) * w.t463;
+    const T t492 = T(0.68930120000000006) * w0[10];
     const T t493 = t477 + t492;
     const T t503 = t502 - t493;
-    w.t745 = t503 - w.t731;
-    const T t756 = w.t57 * w.t745;
+    w1[8] = t503 - w1[1];  // t745
+    const T t756 = w0[-14] * w1[8];
     const T t757 = t755 + t756;
     const T t762 = T(0.42499999999999999) * t757;
     const T t763 = t761 + t762;
-    w.kept[1] = -t763;  // t769: x: z1[upper_arm_link].nz
-    const T t434 = T(0.11805364519680001) * w.t429;
+    w4[-16] = -t763;  // t769: x: z1[upper_arm_link].nz
+    const T t434 = T(0.11805364519680001) * w0[-3];
     // --- kinematics: transforms, velocities, bias terms b
     const T t47 = T(0.11336) * t34;
     const T t352 = in[12] - t47;
@@ -4768,23 +4208,23 @@ int ur5e_id_derivatives_derivatives_part1(const T* q, const T* qd, const T* in, 
     const T t435 = t434 - t352;
     const T t444 = in[1] * T(0.194109162);
     const T t445 = t435 + t444;
-    const T t451 = T(0.91345487999999997) * w.t433;
-    w.t452 = t445 - t451;
-    w.t481 = T(0.20683212034000001) * w.t462;
+    const T t451 = T(0.91345487999999997) * w2[0];
+    w1[9] = t445 - t451;  // t452
+    w1[10] = T(0.20683212034000001) * w0[3];  // t481
     // --- kinematics: transforms, velocities, bias terms b
-    const T t102 = w.t70 * T(0.037884766199999975);
-    const T t105 = w.t64 * t102;
-    const T t106 = w.t70 * t100;
+    const T t102 = w0[6] * T(0.037884766199999975);
+    const T t105 = w0[-8] * t102;
+    const T t106 = w0[6] * t100;
     const T t107 = t105 - t106;
-    const T t93 = w.t68 * t84;
-    const T t94 = w.t64 * t85;
+    const T t93 = w0[-7] * t84;
+    const T t94 = w0[-8] * t85;
     const T t95 = t93 + t94;
-    w.t99 = t95 * T(2.8460000000000001);
-    const T t112 = T(0.24220000000000003) * w.t99;
+    w1[11] = t95 * T(2.8460000000000001);  // t99
+    const T t112 = T(0.24220000000000003) * w1[11];
     const T t113 = T(0.026499999999999999) * t97;
     const T t114 = t112 + t113;
     const T t117 = t107 + t114;
-    w.t367 = t117 + in[19];
+    w1[12] = t117 + in[19];  // t367
     return status;
 }
 
@@ -4792,20 +4232,28 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 128);
+    T* const w2 = nelu::window(w.t + 95);
+    T* const w3 = nelu::window(w.t + 62);
+    T* const w4 = nelu::window(w.kept + 133);
+    T* const w5 = nelu::window(w.t + 160);
+    T* const w6 = nelu::window(w.kept + 102);
+    T* const w7 = nelu::window(w.kept + 63);
     // --- solve: forward and back substitution
-    const T t482 = w.t481 - w.t367;
-    const T t494 = T(0.075419) * w.t469;
+    const T t482 = w1[-4] - w1[-2];
+    const T t494 = T(0.075419) * w3[-8];
     const T t495 = t482 + t494;
-    const T t505 = T(0.68930120000000006) * w.t440;
+    const T t505 = T(0.68930120000000006) * w3[-4];
     const T t506 = t495 + t505;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t178 = w.t145 * w.t176;
-    const T t177 = w.t145 * T(0.0023375624999999998);
-    const T t179 = w.t141 * t177;
+    const T t178 = w0[9] * w2[13];
+    const T t177 = w0[9] * T(0.0023375624999999998);
+    const T t179 = w0[-4] * t177;
     const T t180 = t178 - t179;
-    const T t186 = T(0.0018000000000000002) * w.t173;
-    const T t168 = w.t141 * w.t159;
-    const T t169 = w.t135 * w.t160;
+    const T t186 = T(0.0018000000000000002) * w1[-15];
+    const T t168 = w0[-4] * w1[-16];
+    const T t169 = w0[7] * w2[14];
     const T t170 = t168 + t169;
     const T t174 = t170 * T(1.3700000000000001);
     const T t187 = T(0.01634) * t174;
@@ -4813,83 +4261,83 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t191 = t180 + t188;
     // --- solve: forward and back substitution
     const T t416 = in[24] - t191;
-    const T t533 = T(0.0027077852719999997) * w.t519;
+    const T t533 = T(0.0027077852719999997) * w0[6];
     const T t534 = t416 + t533;
-    const T t561 = T(0.0024660000000000003) * w.t530;
+    const T t561 = T(0.0024660000000000003) * w3[15];
     const T t562 = t534 + t561;
-    const T t565 = T(0.022385800000000001) * w.t504;
+    const T t565 = T(0.022385800000000001) * w3[-3];
     const T t566 = t562 + t565;
-    const T t696 = w.t196 * w.t690;
-    const T t694 = w.t195 * w.t687;
+    const T t696 = w0[-13] * w2[10];
+    const T t694 = w0[-14] * w2[9];
     const T t697 = t696 - t694;
-    const T t703 = w.t196 * w.t691;
-    const T t706 = w.t195 * w.t693;
+    const T t703 = w0[-13] * w2[12];
+    const T t706 = w0[-14] * w2[11];
     const T t707 = t703 + t706;  // x: z2[wrist_2_link].fy
     const T t711 = T(0.099699999999999997) * t707;
     const T t712 = t697 + t711;
-    w.t713 = t566 + t712;
-    const T t720 = w.t123 * w.t713;
+    w1[-1] = t566 + t712;  // t713
+    const T t720 = w0[-10] * w1[-1];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t189 = T(0.0018000000000000002) * w.t172;
+    const T t189 = T(0.0018000000000000002) * w2[15];
     // --- solve: forward and back substitution
     const T t417 = in[25] - t189;
-    const T t541 = T(0.0013915637999999998) * w.t521;
+    const T t541 = T(0.0013915637999999998) * w3[-16];
     const T t542 = t417 + t541;
-    const T t547 = T(4.0294440000000001e-05) * w.t522;
+    const T t547 = T(4.0294440000000001e-05) * w0[13];
     const T t548 = t542 + t547;
-    const T t555 = T(0.0024660000000000003) * w.t528;
+    const T t555 = T(0.0024660000000000003) * w3[-7];
     const T t556 = t548 - t555;
-    w.t715 = t556 - w.t689;
-    const T t723 = w.t122 * w.t715;
+    w1[0] = t556 - w2[4];  // t715
+    const T t723 = w0[-9] * w1[0];
     const T t724 = t720 + t723;  // x: z1[wrist_1_link].ny
-    const T t734 = T(0.1333) * w.t729;
+    const T t734 = T(0.1333) * w1[-8];
     const T t740 = t724 - t734;  // x: z2[wrist_1_link].ny
     const T t741 = t506 - t740;
     const T t420 = in[29] - t174;
-    const T t537 = T(0.022385800000000001) * w.t519;
+    const T t537 = T(0.022385800000000001) * w0[6];
     const T t538 = t420 - t537;
-    const T t567 = T(1.3700000000000001) * w.t504;
+    const T t567 = T(1.3700000000000001) * w3[-3];
     const T t568 = t538 - t567;
     const T t717 = t568 - t707;
     const T t746 = T(0.39219999999999999) * t717;
-    w.t747 = t741 - t746;
-    const T t751 = w.t58 * w.t747;
-    const T t472 = T(0.0048801785000000004) * w.t460;
+    w1[1] = t741 - t746;  // t747
+    const T t751 = w0[-11] * w1[1];
+    const T t472 = T(0.0048801785000000004) * w0[3];
     // --- kinematics: transforms, velocities, bias terms b
-    const T t111 = T(0.026499999999999999) * w.t98;
+    const T t111 = T(0.026499999999999999) * w1[-12];
     const T t366 = in[18] - t111;
     // --- solve: forward and back substitution
     const T t473 = t472 - t366;
-    const T t488 = T(0.018266481800000001) * w.t463;
+    const T t488 = T(0.018266481800000001) * w0[12];
     const T t489 = t473 + t488;
-    const T t498 = T(0.075419) * w.t471;
+    const T t498 = T(0.075419) * w3[-11];
     const T t499 = t489 - t498;
-    const T t721 = w.t123 * w.t715;
-    const T t719 = w.t122 * w.t713;
+    const T t721 = w0[-10] * w1[0];
+    const T t719 = w0[-9] * w1[-1];
     const T t722 = t721 - t719;
-    const T t737 = T(0.1333) * w.t731;
+    const T t737 = T(0.1333) * w1[-13];
     const T t738 = t722 + t737;
-    w.t739 = t499 + t738;
-    const T t749 = w.t57 * w.t739;
+    w1[2] = t499 + t738;  // t739
+    const T t749 = w0[-12] * w1[2];
     const T t758 = t751 - t749;  // x: z1[forearm_link].nx
-    w.t759 = w.t452 - t758;
-    const T t766 = w.t6 * w.t759;
-    const T t441 = T(0.59596019469679995) * w.t431;
+    w1[3] = w1[-5] - t758;  // t759
+    const T t766 = w0[-15] * w1[3];
+    const T t441 = T(0.59596019469679995) * w0[2];
     // --- kinematics: transforms, velocities, bias terms b
     const T t38 = qd[1] * T(0.12854188700000002);
-    const T t41 = w.t10 * t38;
-    const T t42 = qd[1] * w.t36;
+    const T t41 = w0[-8] * t38;
+    const T t42 = qd[1] * w1[-11];
     const T t43 = t41 - t42;
-    const T t29 = w.t11 * w.t18;
-    const T t19 = w.t10 * T(0.11336);
+    const T t29 = w0[-7] * w1[-9];
+    const T t19 = w0[-8] * T(0.11336);
     const T t20 = qd[1] * T(0.21249999999999999);
     const T t21 = t19 + t20;
-    const T t30 = w.t10 * t21;
+    const T t30 = w0[-8] * t21;
     const T t31 = t29 + t30;
     const T t35 = t31 * T(8.0579999999999998);
     const T t48 = T(0.21249999999999999) * t35;
     const T t23 = qd[1] * t21;
-    const T t24 = w.t11 * w.t22;
+    const T t24 = w0[-7] * w1[-10];
     const T t25 = t23 + t24;
     const T t33 = t25 * T(8.0579999999999998);
     const T t49 = T(0.11336) * t33;
@@ -4898,161 +4346,161 @@ int ur5e_id_derivatives_derivatives_part2(const T* q, const T* qd, const T* in, 
     const T t353 = t53 + in[13];
     // --- solve: forward and back substitution
     const T t442 = t441 - t353;
-    const T t448 = T(0.91345487999999997) * w.t432;
+    const T t448 = T(0.91345487999999997) * w3[-13];
     const T t449 = t442 + t448;
-    const T t750 = w.t58 * w.t739;
-    const T t752 = w.t57 * w.t747;
+    const T t750 = w0[-11] * w1[2];
+    const T t752 = w0[-12] * w1[1];
     const T t753 = t750 + t752;
     const T t760 = t449 + t753;
     // --- kinematics: transforms, velocities, bias terms b
-    const T t370 = w.t99 + in[23];
+    const T t370 = w1[-3] + in[23];
     // --- solve: forward and back substitution
-    const T t485 = T(0.68930120000000006) * w.t462;
+    const T t485 = T(0.68930120000000006) * w0[5];
     const T t486 = t370 - t485;
-    const T t507 = T(2.8460000000000001) * w.t440;
+    const T t507 = T(2.8460000000000001) * w3[-4];
     const T t508 = t486 - t507;
     const T t748 = t508 + t717;
     const T t764 = T(0.42499999999999999) * t748;
-    w.t765 = t760 - t764;
-    const T t767 = w.t5 * w.t765;
+    w1[4] = t760 - t764;  // t765
+    const T t767 = w0[-16] * w1[4];
     const T t768 = t766 + t767;  // x: z1[upper_arm_link].ny
     const T t426 = in[0] * T(0.0095418760188999991);
     const T t427 = in[8] - t426;
     w.kept[0] = t768 - t427;  // t770: x: tau[shoulder_pan_joint]
-    const T t815 = w.t647 - w.t332;
-    const T t817 = w.t661 + t815;
-    const T t827 = w.kept[123] * t817;
-    const T t813 = w.t651 - w.t333;
-    const T t819 = t813 - w.t657;
-    const T t823 = w.kept[122] * t819;
-    const T t824 = t823 - w.t671;
+    const T t815 = w3[13] - w3[9];
+    const T t817 = w2[-16] + t815;
+    const T t827 = w4[-10] * t817;
+    const T t813 = w2[-7] - w2[-9];
+    const T t819 = t813 - w2[-5];
+    const T t823 = w4[-11] * t819;
+    const T t824 = t823 - w2[7];
     const T t828 = t827 - t824;
-    const T t816 = w.t649 - w.t317;
-    const T t818 = w.t663 + t816;
-    const T t829 = w.kept[123] * t818;
-    const T t830 = w.t681 - t829;
-    const T t814 = w.t653 - w.t316;
-    const T t820 = t814 - w.t659;
-    const T t833 = w.kept[122] * t820;
+    const T t816 = w2[-1] - w3[8];
+    const T t818 = w2[0] + t816;
+    const T t829 = w4[-10] * t818;
+    const T t830 = w2[8] - t829;
+    const T t814 = w2[1] - w2[-10];
+    const T t820 = t814 - w2[2];
+    const T t833 = w4[-11] * t820;
     const T t834 = t830 + t833;
     const T t837 = T(0.099599999999999994) * t834;
     const T t838 = t828 + t837;
-    w.kept[114] = -t838;  // t843
-    const T t821 = w.kept[123] * t819;
-    const T t822 = w.t673 - t821;
-    const T t825 = w.kept[122] * t817;
+    w6[12] = -t838;  // t843
+    const T t821 = w4[-10] * t819;
+    const T t822 = w2[-2] - t821;
+    const T t825 = w4[-11] * t817;
     const T t826 = t822 - t825;
-    const T t831 = w.kept[122] * t818;
-    const T t832 = w.t679 - t831;
-    const T t835 = w.kept[123] * t820;
+    const T t831 = w4[-11] * t818;
+    const T t832 = w2[3] - t831;
+    const T t835 = w4[-10] * t820;
     const T t836 = t832 - t835;
     const T t839 = T(0.099599999999999994) * t836;
     const T t840 = t826 - t839;
-    const T t845 = w.t196 * t840;
-    const T t846 = w.t195 * t834;
+    const T t845 = w0[-13] * t840;
+    const T t846 = w0[-14] * t834;
     const T t849 = T(0.099699999999999997) * t846;
-    w.kept[97] = t845 + t849;  // t851
-    const T t863 = w.t123 * t846;
-    const T t868 = w.t122 * t836;
+    w6[-5] = t845 + t849;  // t851
+    const T t863 = w0[-10] * t846;
+    const T t868 = w0[-9] * t836;
     const T t870 = t863 + t868;
     const T t878 = T(0.39219999999999999) * t870;
-    const T t880 = t878 - w.kept[97];
-    w.kept[76] = -t880;  // t893
-    const T t859 = w.t122 * t838;
-    const T t847 = w.t196 * t834;
+    const T t880 = t878 - w6[-5];
+    w7[13] = -t880;  // t893
+    const T t859 = w0[-9] * t838;
+    const T t847 = w0[-13] * t834;
     const T t853 = T(0.099699999999999997) * t847;
-    const T t844 = w.t195 * t840;
+    const T t844 = w0[-14] * t840;
     const T t854 = t853 - t844;
-    const T t856 = w.t123 * t854;
+    const T t856 = w0[-10] * t854;
     const T t860 = t859 - t856;
-    const T t861 = w.t122 * t846;
-    const T t865 = w.t123 * t836;
+    const T t861 = w0[-9] * t846;
+    const T t865 = w0[-10] * t836;
     const T t867 = t861 - t865;
     const T t872 = T(0.1333) * t867;
     const T t873 = t860 + t872;
     const T t881 = T(0.39219999999999999) * t847;
     const T t882 = t873 + t881;
-    const T t890 = w.t57 * t882;
-    const T t855 = w.t122 * t854;
-    const T t857 = w.t123 * t838;
+    const T t890 = w0[-12] * t882;
+    const T t855 = w0[-9] * t854;
+    const T t857 = w0[-10] * t838;
     const T t858 = t855 + t857;
     const T t874 = T(0.1333) * t870;
     const T t876 = t858 + t874;
-    const T t885 = w.t58 * t876;
+    const T t885 = w0[-11] * t876;
     const T t891 = t890 - t885;
     const T t900 = T(0.42499999999999999) * t847;
     const T t901 = t891 + t900;
-    const T t904 = w.t5 * t901;
-    const T t883 = w.t57 * t876;
-    const T t887 = w.t58 * t882;
+    const T t904 = w0[-16] * t901;
+    const T t883 = w0[-12] * t876;
+    const T t887 = w0[-11] * t882;
     const T t888 = t883 + t887;
-    const T t902 = w.t6 * t888;
+    const T t902 = w0[-15] * t888;
     w.kept[10] = t904 - t902;  // t905
-    const T t894 = w.t58 * t867;
-    const T t895 = w.t57 * t870;
+    const T t894 = w0[-11] * t867;
+    const T t895 = w0[-12] * t870;
     const T t897 = t894 + t895;
     const T t898 = T(0.42499999999999999) * t897;
     const T t899 = t880 + t898;
-    w.kept[47] = -t899;  // t906
-    const T t908 = w.t6 * w.t58;
-    const T t907 = w.t5 * w.t57;
+    w7[-16] = -t899;  // t906
+    const T t908 = w0[-15] * w0[-11];
+    const T t907 = w0[-16] * w0[-12];
     w.kept[26] = t908 - t907;  // t909
-    w.kept[60] = T(0.42499999999999999) * w.t57;  // t914
-    w.kept[59] = T(0.42499999999999999) * w.t58;  // t915
-    w.kept[69] = w.t196 * w.kept[122];  // t916
-    w.kept[58] = w.t195 * T(0.00036956249999999999);  // t918
-    w.kept[87] = T(0.39219999999999999) * w.t122;  // t928
-    w.kept[90] = -w.kept[87];  // t929
-    w.kept[86] = T(0.39219999999999999) * w.t123;  // t930
-    w.kept[107] = T(0.099699999999999997) * w.t196;  // t938
-    w.t939 = T(0.099699999999999997) * w.t195;
-    w.kept[106] = -w.t939;  // t940
-    w.kept[124] = T(0.099599999999999994) * w.kept[123];  // t949
-    w.t969 = w.t288 * T(0.00023393821456500001);
-    const T t959 = w.t302 * T(0.36499999999999999);
+    w7[-3] = T(0.42499999999999999) * w0[-12];  // t914
+    w7[-4] = T(0.42499999999999999) * w0[-11];  // t915
+    w7[6] = w0[-13] * w4[-11];  // t916
+    w7[-5] = w0[-14] * T(0.00036956249999999999);  // t918
+    w6[-15] = T(0.39219999999999999) * w0[-9];  // t928
+    w6[-12] = -w6[-15];  // t929
+    w6[-16] = T(0.39219999999999999) * w0[-10];  // t930
+    w6[5] = T(0.099699999999999997) * w0[-13];  // t938
+    w1[5] = T(0.099699999999999997) * w0[-14];  // t939
+    w6[4] = -w1[5];  // t940
+    w4[-9] = T(0.099599999999999994) * w4[-10];  // t949
+    w1[6] = w3[1] * T(0.00023393821456500001);  // t969
+    const T t959 = w3[7] * T(0.36499999999999999);
     const T t960 = T(0.0011590000000000001) * t959;
-    w.t961 = w.t288 * T(0.00036956249999999999);
-    const T t962 = w.t320 - w.t961;
+    w1[7] = w3[1] * T(0.00036956249999999999);  // t961
+    const T t962 = w3[2] - w1[7];
     const T t963 = t960 + t962;
-    const T t970 = w.t969 - t963;
-    w.t983 = w.t285 * T(0.00042303500000000005);
-    const T t984 = t970 - w.t983;
-    const T t988 = w.kept[122] * t984;
-    w.t973 = w.t282 * T(0.00023393821456500001);
-    const T t964 = w.t303 * T(0.36499999999999999);
+    const T t970 = w1[6] - t963;
+    w1[8] = w3[6] * T(0.00042303500000000005);  // t983
+    const T t984 = t970 - w1[8];
+    const T t988 = w4[-11] * t984;
+    w1[9] = w3[4] * T(0.00023393821456500001);  // t973
+    const T t964 = w2[-11] * T(0.36499999999999999);
     const T t965 = T(0.0011590000000000001) * t964;
-    w.t966 = w.t282 * T(0.00036956249999999999);
-    const T t967 = w.t319 - w.t966;
+    w1[10] = w3[4] * T(0.00036956249999999999);  // t966
+    const T t967 = w2[-13] - w1[10];
     const T t968 = t965 + t967;
-    const T t974 = w.t973 - t968;
-    w.t977 = w.t291 * T(0.00042303500000000005);
-    const T t979 = t974 + w.t977;
-    const T t991 = w.kept[123] * t979;
+    const T t974 = w1[9] - t968;
+    w1[11] = w2[-12] * T(0.00042303500000000005);  // t977
+    const T t979 = t974 + w1[11];
+    const T t991 = w4[-10] * t979;
     const T t992 = t988 + t991;
-    w.t971 = w.t288 * T(0.00042303500000000005);
-    const T t972 = w.t971 - t959;
-    w.t985 = w.t285 * T(0.36499999999999999);
-    const T t986 = t972 - w.t985;
-    const T t995 = w.kept[122] * t986;
-    w.t975 = w.t282 * T(0.00042303500000000005);
-    const T t976 = t964 - w.t975;
-    w.t980 = w.t291 * T(0.36499999999999999);
-    const T t982 = t976 - w.t980;
-    const T t993 = w.kept[123] * t982;
-    w.t996 = t995 - t993;
-    const T t999 = T(0.099599999999999994) * w.t996;
-    w.kept[120] = t992 - t999;  // t1002
-    const T t989 = w.kept[122] * t979;
-    const T t987 = w.kept[123] * t984;
+    w1[12] = w3[1] * T(0.00042303500000000005);  // t971
+    const T t972 = w1[12] - t959;
+    w1[13] = w3[6] * T(0.36499999999999999);  // t985
+    const T t986 = t972 - w1[13];
+    const T t995 = w4[-11] * t986;
+    w1[14] = w3[4] * T(0.00042303500000000005);  // t975
+    const T t976 = t964 - w1[14];
+    w1[15] = w2[-12] * T(0.36499999999999999);  // t980
+    const T t982 = t976 - w1[15];
+    const T t993 = w4[-10] * t982;
+    w5[-16] = t995 - t993;  // t996
+    const T t999 = T(0.099599999999999994) * w5[-16];
+    w4[-13] = t992 - t999;  // t1002
+    const T t989 = w4[-11] * t979;
+    const T t987 = w4[-10] * t984;
     const T t990 = t989 - t987;
-    const T t994 = w.kept[122] * t982;
-    const T t997 = w.kept[123] * t986;
-    w.t998 = t994 + t997;
-    const T t1000 = T(0.099599999999999994) * w.t998;
-    w.t1001 = t990 + t1000;
-    w.t1004 = w.t196 * w.t1001;
-    w.t1005 = w.t195 * w.t996;
-    w.t1007 = T(0.099699999999999997) * w.t1005;
+    const T t994 = w4[-11] * t982;
+    const T t997 = w4[-10] * t986;
+    w5[-15] = t994 + t997;  // t998
+    const T t1000 = T(0.099599999999999994) * w5[-15];
+    w5[-14] = t990 + t1000;  // t1001
+    w5[-13] = w0[-13] * w5[-14];  // t1004
+    w5[-12] = w0[-14] * w5[-16];  // t1005
+    w5[-11] = T(0.099699999999999997) * w5[-12];  // t1007
     return status;
 }
 
@@ -5060,257 +4508,263 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part3(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 149);
+    T* const w2 = nelu::window(w.kept + 32);
+    T* const w3 = nelu::window(w.kept + 133);
+    T* const w4 = nelu::window(w.kept + 102);
+    T* const w5 = nelu::window(w.kept + 69);
     // --- solve: forward and back substitution
-    w.kept[103] = w.t1004 + w.t1007;  // t1008
-    const T t1018 = w.t123 * w.t1005;
-    const T t1021 = w.t122 * w.t998;
+    w4[1] = w1[-2] + w1[0];  // t1008
+    const T t1018 = w0[-10] * w1[-1];
+    const T t1021 = w0[-9] * w1[-4];
     const T t1022 = t1018 - t1021;
     const T t1027 = T(0.39219999999999999) * t1022;
-    const T t1028 = t1027 - w.kept[103];
-    w.kept[82] = -t1028;  // t1038
-    const T t1013 = w.t123 * w.kept[120];
-    const T t1006 = w.t196 * w.t996;
+    const T t1028 = t1027 - w4[1];
+    w5[13] = -t1028;  // t1038
+    const T t1013 = w0[-10] * w3[-13];
+    const T t1006 = w0[-13] * w1[-5];
     const T t1009 = T(0.099699999999999997) * t1006;
-    const T t1003 = w.t195 * w.t1001;
+    const T t1003 = w0[-14] * w1[-3];
     const T t1010 = t1009 - t1003;
-    const T t1011 = w.t122 * t1010;
+    const T t1011 = w0[-9] * t1010;
     const T t1014 = t1013 - t1011;
     const T t1025 = T(0.1333) * t1022;
     const T t1026 = t1014 - t1025;
-    const T t1031 = w.t57 * t1026;
-    const T t1017 = w.t122 * w.t1005;
-    const T t1019 = w.t123 * w.t998;
+    const T t1031 = w0[-12] * t1026;
+    const T t1017 = w0[-9] * w1[-1];
+    const T t1019 = w0[-10] * w1[-4];
     const T t1020 = t1017 + t1019;
     const T t1023 = T(0.1333) * t1020;
-    const T t1012 = w.t123 * t1010;
-    const T t1015 = w.t122 * w.kept[120];
+    const T t1012 = w0[-10] * t1010;
+    const T t1015 = w0[-9] * w3[-13];
     const T t1016 = t1012 + t1015;
     const T t1024 = t1023 - t1016;
     const T t1029 = T(0.39219999999999999) * t1006;
     const T t1030 = t1024 + t1029;
-    const T t1033 = w.t58 * t1030;
+    const T t1033 = w0[-11] * t1030;
     const T t1034 = t1031 - t1033;
-    const T t1046 = w.t6 * t1034;
-    const T t1032 = w.t58 * t1026;
-    const T t1035 = w.t57 * t1030;
+    const T t1046 = w0[-15] * t1034;
+    const T t1032 = w0[-11] * t1026;
+    const T t1035 = w0[-12] * t1030;
     const T t1036 = t1032 + t1035;
     const T t1044 = T(0.42499999999999999) * t1006;
     const T t1045 = t1036 + t1044;
-    const T t1047 = w.t5 * t1045;
-    w.kept[16] = t1046 + t1047;  // t1048
-    const T t1039 = w.t58 * t1020;
-    const T t1040 = w.t57 * t1022;
+    const T t1047 = w0[-16] * t1045;
+    w2[-16] = t1046 + t1047;  // t1048
+    const T t1039 = w0[-11] * t1020;
+    const T t1040 = w0[-12] * t1022;
     const T t1041 = t1039 + t1040;
     const T t1042 = T(0.42499999999999999) * t1041;
     const T t1043 = t1028 + t1042;
-    w.kept[53] = -t1043;  // t1049
-    const T t913 = w.t5 * T(0.42499999999999999);
-    w.kept[27] = -t913;  // t1050
-    const T t910 = w.t5 * w.t58;
-    const T t911 = w.t6 * w.t57;
+    w5[-16] = -t1043;  // t1049
+    const T t913 = w0[-16] * T(0.42499999999999999);
+    w2[-5] = -t913;  // t1050
+    const T t910 = w0[-16] * w0[-11];
+    const T t911 = w0[-15] * w0[-12];
     const T t912 = t910 + t911;
-    w.kept[25] = -t912;  // t1051
-    const T t917 = w.t196 * w.kept[123];
-    w.kept[68] = -t917;  // t1053
-    w.t948 = T(0.099599999999999994) * w.kept[122];
-    w.kept[125] = -w.t948;  // t1054
-    const T t1070 = w.t58 * w.t123;
-    const T t1068 = w.t57 * w.t122;
+    w2[-7] = -t912;  // t1051
+    const T t917 = w0[-13] * w3[-10];
+    w5[-1] = -t917;  // t1053
+    w1[1] = T(0.099599999999999994) * w3[-11];  // t948
+    w3[-8] = -w1[1];  // t1054
+    const T t1070 = w0[-11] * w0[-10];
+    const T t1068 = w0[-12] * w0[-9];
     const T t1071 = t1070 - t1068;
-    const T t1076 = w.t5 * t1071;
-    const T t1069 = w.t58 * w.t122;
-    const T t1072 = w.t57 * w.t123;
+    const T t1076 = w0[-16] * t1071;
+    const T t1069 = w0[-11] * w0[-9];
+    const T t1072 = w0[-12] * w0[-10];
     const T t1073 = t1069 + t1072;
-    const T t1078 = w.t6 * t1073;
-    w.kept[29] = t1076 + t1078;  // t1079
-    const T t1077 = w.t6 * t1071;
-    const T t1080 = w.t5 * t1073;
-    w.kept[28] = t1077 - t1080;  // t1081
+    const T t1078 = w0[-15] * t1073;
+    w2[-3] = t1076 + t1078;  // t1079
+    const T t1077 = w0[-15] * t1071;
+    const T t1080 = w0[-16] * t1073;
+    w2[-4] = t1077 - t1080;  // t1081
     const T t1092 = T(0.42499999999999999) * t1073;
-    w.kept[61] = w.kept[86] + t1092;  // t1093
-    const T t1083 = T(0.1333) * w.t123;
-    const T t1085 = w.t58 * t1083;
-    const T t1082 = T(0.1333) * w.t122;
-    const T t1088 = w.t57 * t1082;
+    w5[-8] = w4[-16] + t1092;  // t1093
+    const T t1083 = T(0.1333) * w0[-10];
+    const T t1085 = w0[-11] * t1083;
+    const T t1082 = T(0.1333) * w0[-9];
+    const T t1088 = w0[-12] * t1082;
     const T t1089 = t1085 - t1088;
-    const T t1096 = w.t6 * t1089;
-    const T t1084 = w.t57 * t1083;
-    const T t1086 = w.t58 * t1082;
+    const T t1096 = w0[-15] * t1089;
+    const T t1084 = w0[-12] * t1083;
+    const T t1086 = w0[-11] * t1082;
     const T t1087 = t1084 + t1086;
-    const T t1094 = w.t5 * t1087;
-    w.kept[38] = t1096 - t1094;  // t1097
-    const T t1095 = w.t6 * t1087;
-    const T t1098 = w.t5 * t1089;
-    w.kept[30] = t1095 + t1098;  // t1099
-    w.kept[31] = -w.kept[38];  // t1103
+    const T t1094 = w0[-16] * t1087;
+    w2[6] = t1096 - t1094;  // t1097
+    const T t1095 = w0[-15] * t1087;
+    const T t1098 = w0[-16] * t1089;
+    w2[-2] = t1095 + t1098;  // t1099
+    w2[-1] = -w2[6];  // t1103
     const T t1100 = T(0.42499999999999999) * t1071;
-    w.kept[62] = w.kept[87] - t1100;  // t1104
-    const T t1105 = w.t58 * T(0.39219999999999999);
-    const T t1108 = w.t6 * t1105;
-    const T t1106 = w.t57 * T(0.39219999999999999);
+    w5[-7] = w4[-15] - t1100;  // t1104
+    const T t1105 = w0[-11] * T(0.39219999999999999);
+    const T t1108 = w0[-15] * t1105;
+    const T t1106 = w0[-12] * T(0.39219999999999999);
     const T t1107 = T(0.42499999999999999) + t1106;
-    const T t1109 = w.t5 * t1107;
-    w.kept[32] = t1108 - t1109;  // t1110
-    const T t1112 = w.t123 * w.t195;
-    const T t1115 = w.t58 * t1112;
-    const T t1111 = w.t122 * w.t195;
-    const T t1113 = w.t57 * t1111;
+    const T t1109 = w0[-16] * t1107;
+    w2[0] = t1108 - t1109;  // t1110
+    const T t1112 = w0[-10] * w0[-14];
+    const T t1115 = w0[-11] * t1112;
+    const T t1111 = w0[-9] * w0[-14];
+    const T t1113 = w0[-12] * t1111;
     const T t1116 = t1115 - t1113;
-    const T t1119 = w.t6 * t1116;
-    const T t1114 = w.t58 * t1111;
-    const T t1117 = w.t57 * t1112;
+    const T t1119 = w0[-15] * t1116;
+    const T t1114 = w0[-11] * t1111;
+    const T t1117 = w0[-12] * t1112;
     const T t1118 = t1114 + t1117;
-    const T t1120 = w.t5 * t1118;
-    w.kept[33] = t1119 - t1120;  // t1121
-    const T t1122 = w.t122 * w.t196;
-    const T t1124 = w.t57 * t1122;
-    const T t1123 = w.t123 * w.t196;
-    const T t1126 = w.t58 * t1123;
+    const T t1120 = w0[-16] * t1118;
+    w2[1] = t1119 - t1120;  // t1121
+    const T t1122 = w0[-9] * w0[-13];
+    const T t1124 = w0[-12] * t1122;
+    const T t1123 = w0[-10] * w0[-13];
+    const T t1126 = w0[-11] * t1123;
     const T t1127 = t1124 - t1126;
-    const T t1130 = w.t6 * t1127;
-    const T t1125 = w.t58 * t1122;
-    const T t1128 = w.t57 * t1123;
+    const T t1130 = w0[-15] * t1127;
+    const T t1125 = w0[-11] * t1122;
+    const T t1128 = w0[-12] * t1123;
     const T t1129 = t1125 + t1128;
-    const T t1131 = w.t5 * t1129;
-    w.kept[34] = t1130 + t1131;  // t1132
-    w.kept[35] = -w.kept[29];  // t1134
+    const T t1131 = w0[-16] * t1129;
+    w2[2] = t1130 + t1131;  // t1132
+    w2[3] = -w2[-3];  // t1134
     const T t1141 = T(0.39219999999999999) * t1112;
-    const T t1142 = w.t939 - t1141;
-    w.kept[88] = -t1142;  // t1152
-    const T t1135 = w.t122 * w.kept[107];
+    const T t1142 = w1[-16] - t1141;
+    w4[-14] = -t1142;  // t1152
+    const T t1135 = w0[-9] * w4[5];
     const T t1139 = T(0.1333) * t1112;
     const T t1140 = t1135 + t1139;
-    const T t1145 = w.t57 * t1140;
-    const T t1136 = w.t123 * w.kept[107];
+    const T t1145 = w0[-12] * t1140;
+    const T t1136 = w0[-10] * w4[5];
     const T t1137 = T(0.1333) * t1111;
     const T t1138 = t1136 - t1137;
-    const T t1143 = T(0.39219999999999999) * w.t196;
+    const T t1143 = T(0.39219999999999999) * w0[-13];
     const T t1144 = t1138 - t1143;
-    const T t1147 = w.t58 * t1144;
+    const T t1147 = w0[-11] * t1144;
     const T t1148 = t1145 - t1147;
-    const T t1156 = w.t6 * t1148;
-    const T t1146 = w.t58 * t1140;
-    const T t1149 = w.t57 * t1144;
+    const T t1156 = w0[-15] * t1148;
+    const T t1146 = w0[-11] * t1140;
+    const T t1149 = w0[-12] * t1144;
     const T t1150 = t1146 + t1149;
-    const T t1154 = T(0.42499999999999999) * w.t196;
+    const T t1154 = T(0.42499999999999999) * w0[-13];
     const T t1155 = t1150 - t1154;
-    const T t1157 = w.t5 * t1155;
-    w.kept[36] = t1156 + t1157;  // t1158
+    const T t1157 = w0[-16] * t1155;
+    w2[4] = t1156 + t1157;  // t1158
     const T t1153 = T(0.42499999999999999) * t1118;
-    w.kept[65] = t1153 - t1142;  // t1159
+    w5[-4] = t1153 - t1142;  // t1159
     const T t1166 = T(0.39219999999999999) * t1123;
-    const T t1167 = t1166 - w.kept[107];
-    w.kept[89] = -t1167;  // t1177
-    const T t1160 = w.t122 * w.t939;
+    const T t1167 = t1166 - w4[5];
+    w4[-13] = -t1167;  // t1177
+    const T t1160 = w0[-9] * w1[-16];
     const T t1164 = T(0.1333) * t1123;
     const T t1165 = t1160 - t1164;
-    const T t1170 = w.t57 * t1165;
-    const T t1161 = w.t123 * w.t939;
+    const T t1170 = w0[-12] * t1165;
+    const T t1161 = w0[-10] * w1[-16];
     const T t1162 = T(0.1333) * t1122;
     const T t1163 = t1161 + t1162;
-    const T t1168 = T(0.39219999999999999) * w.t195;
+    const T t1168 = T(0.39219999999999999) * w0[-14];
     const T t1169 = t1163 - t1168;
-    const T t1172 = w.t58 * t1169;
+    const T t1172 = w0[-11] * t1169;
     const T t1173 = t1170 - t1172;
-    const T t1182 = w.t6 * t1173;
-    const T t1171 = w.t58 * t1165;
-    const T t1174 = w.t57 * t1169;
+    const T t1182 = w0[-15] * t1173;
+    const T t1171 = w0[-11] * t1165;
+    const T t1174 = w0[-12] * t1169;
     const T t1175 = t1171 + t1174;
-    const T t1180 = T(0.42499999999999999) * w.t195;
+    const T t1180 = T(0.42499999999999999) * w0[-14];
     const T t1181 = t1175 - t1180;
-    const T t1183 = w.t5 * t1181;
-    w.kept[37] = t1182 + t1183;  // t1184
+    const T t1183 = w0[-16] * t1181;
+    w2[5] = t1182 + t1183;  // t1184
     const T t1178 = T(0.42499999999999999) * t1129;
     const T t1179 = t1167 + t1178;
-    w.kept[66] = -t1179;  // t1185
-    w.kept[67] = -w.kept[62];  // t1188
-    const T t1192 = w.t123 * w.kept[122];
-    const T t1189 = w.t195 * w.kept[123];
-    const T t1190 = w.t122 * t1189;
+    w5[-3] = -t1179;  // t1185
+    w5[-2] = -w5[-7];  // t1188
+    const T t1192 = w0[-10] * w3[-11];
+    const T t1189 = w0[-14] * w3[-10];
+    const T t1190 = w0[-9] * t1189;
     const T t1193 = t1192 - t1190;
-    const T t1196 = w.t57 * t1193;
-    const T t1191 = w.t123 * t1189;
-    const T t1194 = w.t122 * w.kept[122];
+    const T t1196 = w0[-12] * t1193;
+    const T t1191 = w0[-10] * t1189;
+    const T t1194 = w0[-9] * w3[-11];
     const T t1195 = t1191 + t1194;
-    const T t1198 = w.t58 * t1195;
+    const T t1198 = w0[-11] * t1195;
     const T t1199 = t1196 + t1198;
-    const T t1202 = w.t6 * t1199;
-    const T t1197 = w.t58 * t1193;
-    const T t1200 = w.t57 * t1195;
+    const T t1202 = w0[-15] * t1199;
+    const T t1197 = w0[-11] * t1193;
+    const T t1200 = w0[-12] * t1195;
     const T t1201 = t1197 - t1200;
-    const T t1203 = w.t5 * t1201;
-    w.kept[39] = t1202 + t1203;  // t1204
-    const T t1205 = w.t195 * w.kept[122];
-    const T t1206 = w.t122 * t1205;
-    const T t1208 = w.t123 * w.kept[123];
+    const T t1203 = w0[-16] * t1201;
+    w2[7] = t1202 + t1203;  // t1204
+    const T t1205 = w0[-14] * w3[-11];
+    const T t1206 = w0[-9] * t1205;
+    const T t1208 = w0[-10] * w3[-10];
     const T t1209 = t1206 + t1208;
-    const T t1212 = w.t57 * t1209;
-    const T t1207 = w.t123 * t1205;
-    const T t1210 = w.t122 * w.kept[123];
-    w.t1211 = t1207 - t1210;
-    const T t1214 = w.t58 * w.t1211;
+    const T t1212 = w0[-12] * t1209;
+    const T t1207 = w0[-10] * t1205;
+    const T t1210 = w0[-9] * w3[-10];
+    w1[2] = t1207 - t1210;  // t1211
+    const T t1214 = w0[-11] * w1[2];
     const T t1215 = t1212 - t1214;
-    const T t1218 = w.t6 * t1215;
-    const T t1213 = w.t58 * t1209;
-    const T t1216 = w.t57 * w.t1211;
+    const T t1218 = w0[-15] * t1215;
+    const T t1213 = w0[-11] * t1209;
+    const T t1216 = w0[-12] * w1[2];
     const T t1217 = t1213 + t1216;
-    const T t1219 = w.t5 * t1217;
-    w.kept[40] = t1218 + t1219;  // t1220
+    const T t1219 = w0[-16] * t1217;
+    w2[8] = t1218 + t1219;  // t1220
     const T t1223 = T(0.099699999999999997) * t1189;
-    const T t1222 = w.t196 * w.t948;
+    const T t1222 = w0[-13] * w1[1];
     const T t1224 = t1223 - t1222;
-    w.kept[108] = -t1224;  // t1228
+    w4[6] = -t1224;  // t1228
     const T t1239 = T(0.39219999999999999) * t1195;
     const T t1240 = t1224 - t1239;
-    w.kept[91] = -t1240;  // t1250
-    const T t1221 = w.t195 * w.t948;
+    w4[-11] = -t1240;  // t1250
+    const T t1221 = w0[-14] * w1[1];
     const T t1225 = T(0.099699999999999997) * t917;
     const T t1226 = t1221 + t1225;
-    const T t1229 = w.t122 * t1226;
-    const T t1231 = w.t123 * w.kept[124];
+    const T t1229 = w0[-9] * t1226;
+    const T t1231 = w0[-10] * w3[-9];
     const T t1232 = t1229 + t1231;
     const T t1237 = T(0.1333) * t1195;
     const T t1238 = t1232 + t1237;
-    const T t1243 = w.t57 * t1238;
-    const T t1230 = w.t123 * t1226;
-    const T t1233 = w.t122 * w.kept[124];
+    const T t1243 = w0[-12] * t1238;
+    const T t1230 = w0[-10] * t1226;
+    const T t1233 = w0[-9] * w3[-9];
     const T t1234 = t1230 - t1233;
     const T t1235 = T(0.1333) * t1193;
     const T t1236 = t1234 + t1235;
     const T t1241 = T(0.39219999999999999) * t917;
     const T t1242 = t1236 - t1241;
-    const T t1245 = w.t58 * t1242;
+    const T t1245 = w0[-11] * t1242;
     const T t1246 = t1243 - t1245;
-    const T t1255 = w.t6 * t1246;
-    const T t1244 = w.t58 * t1238;
-    const T t1247 = w.t57 * t1242;
+    const T t1255 = w0[-15] * t1246;
+    const T t1244 = w0[-11] * t1238;
+    const T t1247 = w0[-12] * t1242;
     const T t1248 = t1244 + t1247;
     const T t1253 = T(0.42499999999999999) * t917;
     const T t1254 = t1248 - t1253;
-    const T t1256 = w.t5 * t1254;
-    w.kept[41] = t1255 + t1256;  // t1257
+    const T t1256 = w0[-16] * t1254;
+    w2[9] = t1255 + t1256;  // t1257
     const T t1251 = T(0.42499999999999999) * t1201;
     const T t1252 = t1240 + t1251;
-    w.kept[70] = -t1252;  // t1258
-    const T t1260 = w.t196 * w.kept[124];
+    w5[1] = -t1252;  // t1258
+    const T t1260 = w0[-13] * w3[-9];
     const T t1261 = T(0.099699999999999997) * t1205;
-    w.kept[109] = t1260 + t1261;  // t1262
-    const T t1275 = T(0.39219999999999999) * w.t1211;
-    const T t1276 = t1275 - w.kept[109];
-    w.kept[92] = -t1276;  // t1286
+    w4[7] = t1260 + t1261;  // t1262
+    const T t1275 = T(0.39219999999999999) * w1[2];
+    const T t1276 = t1275 - w4[7];
+    w4[-10] = -t1276;  // t1286
     const T t1287 = T(0.42499999999999999) * t1217;
     const T t1288 = t1276 + t1287;
-    w.kept[71] = -t1288;  // t1293
-    const T t1269 = w.t122 * w.t948;
-    const T t1263 = T(0.099699999999999997) * w.kept[69];
-    const T t1259 = w.t195 * w.kept[124];
-    w.t1264 = t1263 - t1259;
-    const T t1266 = w.t123 * w.t1264;
+    w5[2] = -t1288;  // t1293
+    const T t1269 = w0[-9] * w1[1];
+    const T t1263 = T(0.099699999999999997) * w5[0];
+    const T t1259 = w0[-14] * w3[-9];
+    w1[3] = t1263 - t1259;  // t1264
+    const T t1266 = w0[-10] * w1[3];
     const T t1270 = t1269 - t1266;
     const T t1271 = T(0.1333) * t1209;
     const T t1272 = t1270 + t1271;
-    const T t1277 = T(0.39219999999999999) * w.kept[69];
-    w.t1278 = t1272 + t1277;
+    const T t1277 = T(0.39219999999999999) * w5[0];
+    w1[4] = t1272 + t1277;  // t1278
     return status;
 }
 
@@ -5318,257 +4772,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part4(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 188);
+    T* const w2 = nelu::window(w.t + 156);
+    T* const w3 = nelu::window(w.kept + 120);
+    T* const w4 = nelu::window(w.t + 48);
+    T* const w5 = nelu::window(w.kept + 70);
+    T* const w6 = nelu::window(w.t + 220);
+    T* const w7 = nelu::window(w.kept + 33);
     // --- solve: forward and back substitution
-    const T t1283 = w.t57 * w.t1278;
-    const T t1265 = w.t122 * w.t1264;
-    const T t1267 = w.t123 * w.t948;
+    const T t1283 = w0[-12] * w2[-3];
+    const T t1265 = w0[-9] * w2[-4];
+    const T t1267 = w0[-10] * w2[-6];
     const T t1268 = t1265 + t1267;
-    const T t1273 = T(0.1333) * w.t1211;
+    const T t1273 = T(0.1333) * w2[-5];
     const T t1274 = t1268 + t1273;
-    const T t1280 = w.t58 * t1274;
+    const T t1280 = w0[-11] * t1274;
     const T t1284 = t1283 - t1280;
-    const T t1289 = T(0.42499999999999999) * w.kept[69];
+    const T t1289 = T(0.42499999999999999) * w5[-1];
     const T t1290 = t1284 + t1289;
-    const T t1292 = w.t5 * t1290;
-    const T t1279 = w.t57 * t1274;
-    const T t1281 = w.t58 * w.t1278;
+    const T t1292 = w0[-16] * t1290;
+    const T t1279 = w0[-12] * t1274;
+    const T t1281 = w0[-11] * w2[-3];
     const T t1282 = t1279 + t1281;
-    const T t1291 = w.t6 * t1282;
-    w.kept[42] = t1292 - t1291;  // t1294
-    const T t1055 = w.kept[122] * T(0.00023393821456500001);
-    const T t1619 = w.kept[122] * t1055;
-    const T t1056 = w.kept[123] * T(0.00023393821456500001);
-    const T t1620 = w.kept[123] * t1056;
+    const T t1291 = w0[-15] * t1282;
+    w7[9] = t1292 - t1291;  // t1294
+    const T t1055 = w3[2] * T(0.00023393821456500001);
+    const T t1619 = w3[2] * t1055;
+    const T t1056 = w3[3] * T(0.00023393821456500001);
+    const T t1620 = w3[3] * t1056;
     const T t1621 = t1619 + t1620;
     const T t1626 = t1621 - T(4.2134286000000003e-05);
     const T t1627 = t1626 - T(-0.0035787241139999993);
-    w.kept[121] = T(0.0025652192800000003) + t1627;  // t1630
-    const T t1052 = w.t195 * T(3.8235599999999997e-05);
-    w.t1688 = w.t195 * T(0.057172964999999992);
-    const T t1705 = T(0.099699999999999997) * w.t1688;
-    w.kept[105] = t1052 - t1705;  // t1712
-    const T t1692 = w.t195 * T(0.0016900244999999998);
-    const T t1699 = w.t195 * t1692;
-    w.t1628 = T(0.0025694312800000002) + t1627;
-    const T t1691 = w.t196 * w.t1628;
-    const T t1700 = w.t196 * t1691;
+    w3[1] = T(0.0025652192800000003) + t1627;  // t1630
+    const T t1052 = w0[-14] * T(3.8235599999999997e-05);
+    w2[-2] = w0[-14] * T(0.057172964999999992);  // t1688
+    const T t1705 = T(0.099699999999999997) * w2[-2];
+    w3[-15] = t1052 - t1705;  // t1712
+    const T t1692 = w0[-14] * T(0.0016900244999999998);
+    const T t1699 = w0[-14] * t1692;
+    w2[-1] = T(0.0025694312800000002) + t1627;  // t1628
+    const T t1691 = w0[-13] * w2[-1];
+    const T t1700 = w0[-13] * t1691;
     const T t1701 = t1699 + t1700;
     const T t1710 = t1701 - T(0.000233298);
     const T t1711 = t1710 - T(-0.016316951849999997);
-    w.kept[104] = T(0.002703346472) + t1711;  // t1721
-    w.t1687 = w.t196 * T(0.057172964999999992);
-    const T t1790 = w.t122 * w.t1687;
-    const T t1789 = w.t123 * T(0.1860463);
-    w.t1791 = t1790 - t1789;
-    const T t1844 = T(0.39219999999999999) * w.t1791;
-    w.kept[84] = w.kept[104] + t1844;  // t1852
-    const T t1842 = w.t1791 + T(1.1903270000000001);
+    w3[-16] = T(0.002703346472) + t1711;  // t1721
+    w2[0] = w0[-13] * T(0.057172964999999992);  // t1687
+    const T t1790 = w0[-9] * w2[0];
+    const T t1789 = w0[-10] * T(0.1860463);
+    w2[1] = t1790 - t1789;  // t1791
+    const T t1844 = T(0.39219999999999999) * w2[1];
+    w5[14] = w3[-16] + t1844;  // t1852
+    const T t1842 = w2[1] + T(1.1903270000000001);
     const T t1847 = T(0.39219999999999999) * t1842;
-    const T t1853 = t1847 + w.kept[84];
-    w.kept[83] = T(0.20483351684000001) + t1853;  // t1859
-    w.t1854 = T(0.68930120000000006) + t1842;
-    const T t1940 = w.t57 * w.t1854;
-    const T t1792 = w.t122 * T(0.1860463);
-    const T t1793 = w.t123 * w.t1687;
-    w.t1794 = t1792 + t1793;
-    w.t1939 = w.t58 * w.t1794;
-    w.t1941 = t1940 - w.t1939;
-    const T t1976 = T(0.42499999999999999) * w.t1941;
-    w.kept[55] = w.kept[83] + t1976;  // t1984
-    w.t1974 = w.t1941 + T(2.499425);
-    const T t1979 = T(0.42499999999999999) * w.t1974;
-    const T t1985 = t1979 + w.kept[55];
-    w.kept[54] = T(0.49241094949999997) + t1985;  // t1991
-    w.t1720 = T(-4.0294440000000001e-05) - w.kept[105];
-    const T t1804 = w.t123 * w.t1720;
-    const T t1689 = w.t195 * w.t1628;
-    const T t1697 = w.t196 * t1689;
-    const T t1690 = w.t196 * T(0.0016900244999999998);
-    const T t1696 = w.t195 * t1690;
-    w.t1698 = t1697 - t1696;
-    const T t1805 = w.t122 * w.t1698;
+    const T t1853 = t1847 + w5[14];
+    w5[13] = T(0.20483351684000001) + t1853;  // t1859
+    w2[2] = T(0.68930120000000006) + t1842;  // t1854
+    const T t1940 = w0[-12] * w2[2];
+    const T t1792 = w0[-9] * T(0.1860463);
+    const T t1793 = w0[-10] * w2[0];
+    w2[3] = t1792 + t1793;  // t1794
+    w2[4] = w0[-11] * w2[3];  // t1939
+    w2[5] = t1940 - w2[4];  // t1941
+    const T t1976 = T(0.42499999999999999) * w2[5];
+    w5[-15] = w5[13] + t1976;  // t1984
+    w2[6] = w2[5] + T(2.499425);  // t1974
+    const T t1979 = T(0.42499999999999999) * w2[6];
+    const T t1985 = t1979 + w5[-15];
+    w5[-16] = T(0.49241094949999997) + t1985;  // t1991
+    w2[7] = T(-4.0294440000000001e-05) - w3[-15];  // t1720
+    const T t1804 = w0[-10] * w2[7];
+    const T t1689 = w0[-14] * w2[-1];
+    const T t1697 = w0[-13] * t1689;
+    const T t1690 = w0[-13] * T(0.0016900244999999998);
+    const T t1696 = w0[-14] * t1690;
+    w2[8] = t1697 - t1696;  // t1698
+    const T t1805 = w0[-9] * w2[8];
     const T t1806 = t1804 - t1805;
-    const T t1831 = T(0.1333) * w.t1791;
-    w.t1837 = t1806 - t1831;
-    w.t1717 = T(-0.0024660000000000003) + w.t1688;
-    const T t1829 = w.t1717 + T(0.40456550000000002);
+    const T t1831 = T(0.1333) * w2[1];
+    w2[9] = t1806 - t1831;  // t1837
+    w2[10] = T(-0.0024660000000000003) + w2[-2];  // t1717
+    const T t1829 = w2[10] + T(0.40456550000000002);
     const T t1845 = T(0.39219999999999999) * t1829;
-    const T t1849 = w.t1837 - t1845;
-    w.t1857 = T(-0.018266481800000001) + t1849;
-    const T t1959 = w.t58 * w.t1857;
-    const T t1811 = w.t122 * w.t1720;
-    const T t1812 = w.t123 * w.t1698;
+    const T t1849 = w2[9] - t1845;
+    w2[11] = T(-0.018266481800000001) + t1849;  // t1857
+    const T t1959 = w0[-11] * w2[11];
+    const T t1811 = w0[-9] * w2[7];
+    const T t1812 = w0[-10] * w2[8];
     const T t1813 = t1811 + t1812;
-    const T t1833 = T(0.1333) * w.t1794;
-    w.t1840 = t1813 + t1833;
-    w.t1958 = w.t57 * w.t1840;
-    w.t1960 = t1959 - w.t1958;
-    w.t2056 = w.t5 * w.t1960;
-    w.t1951 = w.t58 * w.t1840;
-    const T t1952 = w.t57 * w.t1857;
-    w.t1953 = w.t1951 + t1952;
-    w.t1855 = T(0.075419) + t1829;
-    const T t1977 = T(0.42499999999999999) * w.t1855;
-    const T t1981 = w.t1953 - t1977;
-    w.t1989 = T(-0.194109162) + t1981;
-    const T t2057 = w.t6 * w.t1989;
-    const T t2058 = w.t2056 + t2057;
-    w.kept[18] = -t2058;  // t2059
-    w.t1719 = T(0.0013915637999999998) + w.kept[121];
-    const T t1800 = w.t123 * w.t1719;
-    const T t1704 = T(0.099699999999999997) * w.t1687;
-    const T t1057 = w.t196 * T(3.8235599999999997e-05);
-    w.t1709 = t1704 - t1057;
-    w.t1801 = w.t122 * w.t1709;
-    const T t1803 = t1800 + w.t1801;
-    const T t1818 = w.t122 * t1803;
-    w.t1795 = w.t123 * w.t1709;
-    const T t1693 = w.t196 * t1690;
-    const T t1694 = w.t195 * t1689;
+    const T t1833 = T(0.1333) * w2[3];
+    w2[12] = t1813 + t1833;  // t1840
+    w2[13] = w0[-12] * w2[12];  // t1958
+    w2[14] = t1959 - w2[13];  // t1960
+    w2[15] = w0[-16] * w2[14];  // t2056
+    w1[-16] = w0[-11] * w2[12];  // t1951
+    const T t1952 = w0[-12] * w2[11];
+    w1[-15] = w1[-16] + t1952;  // t1953
+    w1[-14] = T(0.075419) + t1829;  // t1855
+    const T t1977 = T(0.42499999999999999) * w1[-14];
+    const T t1981 = w1[-15] - t1977;
+    w1[-13] = T(-0.194109162) + t1981;  // t1989
+    const T t2057 = w0[-15] * w1[-13];
+    const T t2058 = w2[15] + t2057;
+    w7[-15] = -t2058;  // t2059
+    w1[-12] = T(0.0013915637999999998) + w3[1];  // t1719
+    const T t1800 = w0[-10] * w1[-12];
+    const T t1704 = T(0.099699999999999997) * w2[0];
+    const T t1057 = w0[-13] * T(3.8235599999999997e-05);
+    w1[-11] = t1704 - t1057;  // t1709
+    w1[-10] = w0[-9] * w1[-11];  // t1801
+    const T t1803 = t1800 + w1[-10];
+    const T t1818 = w0[-9] * t1803;
+    w1[-9] = w0[-10] * w1[-11];  // t1795
+    const T t1693 = w0[-13] * t1690;
+    const T t1694 = w0[-14] * t1689;
     const T t1695 = t1693 + t1694;
     const T t1707 = t1695 - T(0.000233298);
     const T t1708 = t1707 - T(-0.016316951849999997);
-    w.t1718 = T(0.0027077852719999997) + t1708;
-    const T t1797 = w.t122 * w.t1718;
-    const T t1798 = w.t1795 + t1797;
-    const T t1819 = w.t123 * t1798;
+    w1[-8] = T(0.0027077852719999997) + t1708;  // t1718
+    const T t1797 = w0[-9] * w1[-8];
+    const T t1798 = w1[-9] + t1797;
+    const T t1819 = w0[-10] * t1798;
     const T t1821 = t1818 - t1819;
-    const T t1843 = T(0.39219999999999999) * w.t1794;
-    w.t1848 = t1821 + t1843;
-    const T t1945 = w.t58 * w.t1848;
+    const T t1843 = T(0.39219999999999999) * w2[3];
+    w1[-7] = t1821 + t1843;  // t1848
+    const T t1945 = w0[-11] * w1[-7];
     const T t1834 = T(0.1333) * t1829;
-    const T t1814 = w.t123 * t1803;
-    const T t1815 = w.t122 * t1798;
+    const T t1814 = w0[-10] * t1803;
+    const T t1815 = w0[-9] * t1798;
     const T t1817 = t1814 + t1815;
-    const T t1830 = T(0.1333) * w.t1717;
+    const T t1830 = T(0.1333) * w2[10];
     const T t1835 = t1817 + t1830;
     const T t1836 = t1834 + t1835;
-    w.t1856 = T(0.0048801785000000004) + t1836;
-    const T t1946 = w.t57 * w.t1856;
+    w1[-6] = T(0.0048801785000000004) + t1836;  // t1856
+    const T t1946 = w0[-12] * w1[-6];
     const T t1947 = t1945 + t1946;
-    const T t1965 = w.t58 * t1947;
-    const T t1809 = w.t122 * w.t1719;
-    const T t1810 = t1809 - w.t1795;
-    const T t1822 = w.t122 * t1810;
-    const T t1807 = w.t123 * w.t1718;
-    const T t1808 = t1807 - w.t1801;
-    const T t1823 = w.t123 * t1808;
+    const T t1965 = w0[-11] * t1947;
+    const T t1809 = w0[-9] * w1[-12];
+    const T t1810 = t1809 - w1[-9];
+    const T t1822 = w0[-9] * t1810;
+    const T t1807 = w0[-10] * w1[-8];
+    const T t1808 = t1807 - w1[-10];
+    const T t1823 = w0[-10] * t1808;
     const T t1824 = t1822 + t1823;
     const T t1838 = t1824 + t1830;
     const T t1839 = t1834 + t1838;
     const T t1850 = t1839 + t1844;
     const T t1851 = t1847 + t1850;
-    w.t1858 = T(0.20683212034000001) + t1851;
-    const T t1948 = w.t58 * w.t1858;
-    const T t1949 = w.t57 * w.t1848;
+    w1[-5] = T(0.20683212034000001) + t1851;  // t1858
+    const T t1948 = w0[-11] * w1[-5];
+    const T t1949 = w0[-12] * w1[-7];
     const T t1950 = t1948 + t1949;
-    const T t1964 = w.t57 * t1950;
+    const T t1964 = w0[-12] * t1950;
     const T t1966 = t1965 - t1964;
-    w.t1942 = w.t57 * w.t1794;
-    const T t1943 = w.t58 * w.t1854;
-    w.t1944 = w.t1942 + t1943;
-    const T t1975 = T(0.42499999999999999) * w.t1944;
-    w.t1980 = t1966 - t1975;
-    const T t2050 = w.t6 * w.t1980;
-    const T t1956 = w.t57 * w.t1858;
+    w1[-4] = w0[-12] * w2[3];  // t1942
+    const T t1943 = w0[-11] * w2[2];
+    w1[-3] = w1[-4] + t1943;  // t1944
+    const T t1975 = T(0.42499999999999999) * w1[-3];
+    w1[-2] = t1966 - t1975;  // t1980
+    const T t2050 = w0[-15] * w1[-2];
+    const T t1956 = w0[-12] * w1[-5];
     const T t1957 = t1956 - t1945;
-    const T t1967 = w.t57 * t1957;
-    const T t1954 = w.t58 * w.t1856;
+    const T t1967 = w0[-12] * t1957;
+    const T t1954 = w0[-11] * w1[-6];
     const T t1955 = t1954 - t1949;
-    const T t1968 = w.t58 * t1955;
+    const T t1968 = w0[-11] * t1955;
     const T t1969 = t1967 + t1968;
     const T t1982 = t1969 + t1976;
     const T t1983 = t1979 + t1982;
-    w.t1990 = T(0.59596019469679995) + t1983;
-    const T t2054 = w.t5 * w.t1990;
+    w1[-1] = T(0.59596019469679995) + t1983;  // t1990
+    const T t2054 = w0[-16] * w1[-1];
     const T t2055 = t2050 + t2054;
-    const T t2060 = w.t5 * t2055;
-    const T t2051 = w.t5 * w.t1980;
-    const T t1961 = w.t58 * t1950;
-    const T t1962 = w.t57 * t1947;
+    const T t2060 = w0[-16] * t2055;
+    const T t2051 = w0[-16] * w1[-2];
+    const T t1961 = w0[-11] * t1950;
+    const T t1962 = w0[-12] * t1947;
     const T t1963 = t1961 + t1962;
-    w.t1988 = T(0.11805364519680001) + t1963;
-    const T t2052 = w.t6 * w.t1988;
+    w1[0] = T(0.11805364519680001) + t1963;  // t1988
+    const T t2052 = w0[-15] * w1[0];
     const T t2053 = t2051 + t2052;
-    const T t2061 = w.t6 * t2053;
+    const T t2061 = w0[-15] * t2053;
     const T t2062 = t2060 + t2061;
-    w.kept[17] = T(0.0095418760188999991) + t2062;  // t2063
+    w7[-16] = T(0.0095418760188999991) + t2062;  // t2063
     const T t1307 = qd[1] * T(0.11805364519680001);
-    w.t1306 = w.t10 * T(0.194109162);
-    const T t1308 = t1307 - w.t1306;
+    w1[1] = w0[-8] * T(0.194109162);  // t1306
+    const T t1308 = t1307 - w1[1];
     const T t1304 = qd[1] * T(0.59596019469679995);
-    w.t1313 = t1308 - t1304;
-    const T t1354 = w.t70 * T(0.0048801785000000004);
-    w.t1353 = w.t64 * T(0.018266481800000001);
-    const T t1355 = t1354 - w.t1353;
-    const T t1351 = w.t70 * T(0.20683212034000001);
+    w1[2] = t1308 - t1304;  // t1313
+    const T t1354 = w0[8] * T(0.0048801785000000004);
+    w1[3] = w0[-6] * T(0.018266481800000001);  // t1353
+    const T t1355 = t1354 - w1[3];
+    const T t1351 = w0[8] * T(0.20683212034000001);
     const T t1375 = t1355 - t1351;
-    w.t1374 = w.t69 * T(0.68930120000000006);
-    w.t1376 = t1375 - w.t1374;
-    const T t945 = w.t135 * T(0.0024660000000000003);
-    const T t1442 = w.t144 * T(1.3700000000000001);
+    w1[4] = w4[-13] * T(0.68930120000000006);  // t1374
+    w1[5] = t1375 - w1[4];  // t1376
+    const T t945 = w0[7] * T(0.0024660000000000003);
+    const T t1442 = w4[-12] * T(1.3700000000000001);
     const T t1448 = t945 + t1442;
-    const T t1530 = w.t208 * T(0.021242);
-    const T t1525 = w.t144 * T(1.3);
+    const T t1530 = w0[10] * T(0.021242);
+    const T t1525 = w4[-12] * T(1.3);
     const T t1533 = t1530 - t1525;
-    const T t1608 = w.t975 + w.t980;
-    const T t1634 = w.kept[123] * t1608;
-    const T t1607 = w.t971 - w.t985;
-    const T t1635 = w.kept[122] * t1607;
-    w.t1636 = t1634 + t1635;
-    w.t1670 = t1533 - w.t1636;
-    w.t1769 = t1448 - w.t1670;
-    const T t1863 = w.t122 * w.t1769;
-    const T t942 = w.t141 * T(0.0024660000000000003);
-    const T t1444 = w.t145 * T(0.022385800000000001);
+    const T t1608 = w2[-14] + w2[-13];
+    const T t1634 = w3[3] * t1608;
+    const T t1607 = w2[-16] - w2[-15];
+    const T t1635 = w3[2] * t1607;
+    w1[6] = t1634 + t1635;  // t1636
+    w1[7] = t1533 - w1[6];  // t1670
+    w1[8] = t1448 - w1[7];  // t1769
+    const T t1863 = w0[-9] * w1[8];
+    const T t942 = w0[-4] * T(0.0024660000000000003);
+    const T t1444 = w0[9] * T(0.022385800000000001);
     const T t1445 = t942 + t1444;
-    const T t947 = w.t138 * T(1.3700000000000001);
+    const T t947 = w4[-9] * T(1.3700000000000001);
     const T t1447 = t1445 - t947;
-    const T t1524 = w.t217 * T(1.3);
-    const T t954 = w.t208 * T(0.0023400000000000001);
+    const T t1524 = w4[-6] * T(1.3);
+    const T t954 = w0[10] * T(0.0023400000000000001);
     const T t1532 = t1524 - t954;
-    const T t1605 = w.t217 * T(0.36499999999999999);
-    w.t1669 = t1532 + t1605;
-    const T t1722 = w.t196 * w.t1669;
-    const T t1527 = w.t218 * T(0.021242);
-    const T t1528 = w.t214 * T(0.0023400000000000001);
+    const T t1605 = w4[-6] * T(0.36499999999999999);
+    w1[9] = t1532 + t1605;  // t1669
+    const T t1722 = w0[-13] * w1[9];
+    const T t1527 = w4[-10] * T(0.021242);
+    const T t1528 = w4[-16] * T(0.0023400000000000001);
     const T t1529 = t1527 - t1528;
-    const T t956 = w.t211 * T(1.3);
+    const T t956 = w.t[67] * T(1.3);
     const T t1531 = t1529 - t956;
-    const T t1631 = w.kept[122] * t1608;
-    const T t1632 = w.kept[123] * t1607;
-    w.t1633 = t1631 - t1632;
-    w.t1668 = t1531 + w.t1633;
-    const T t1723 = w.t195 * w.t1668;
-    w.t1724 = t1722 - t1723;
-    w.t1768 = t1447 + w.t1724;
-    const T t1864 = w.t123 * w.t1768;
-    w.t1865 = t1863 + t1864;
-    w.t1906 = T(0.39219999999999999) * w.t1865;
-    const T t1440 = w.t144 * T(0.022385800000000001);
+    const T t1631 = w3[2] * t1608;
+    const T t1632 = w3[3] * t1607;
+    w1[10] = t1631 - t1632;  // t1633
+    w1[11] = t1531 + w1[10];  // t1668
+    const T t1723 = w0[-14] * w1[11];
+    w1[12] = t1722 - t1723;  // t1724
+    w1[13] = t1447 + w1[12];  // t1768
+    const T t1864 = w0[-10] * w1[13];
+    w1[14] = t1863 + t1864;  // t1865
+    w1[15] = T(0.39219999999999999) * w1[14];  // t1906
+    const T t1440 = w4[-12] * T(0.022385800000000001);
     const T t1456 = t1440 + t1440;
-    const T t944 = w.t135 * T(4.0294440000000001e-05);
+    const T t944 = w0[7] * T(4.0294440000000001e-05);
     const T t1457 = t944 + t944;
     const T t1459 = t1456 + t1457;
-    const T t1439 = w.t128 * T(0.0024660000000000003);
+    const T t1439 = w4[-7] * T(0.0024660000000000003);
     const T t1441 = t1439 + t1440;
-    w.t1450 = T(2) * t1441;
-    w.t1460 = t1459 - w.t1450;
-    const T t1603 = w.t217 * T(0.00042303500000000005);
+    w6[-16] = T(2) * t1441;  // t1450
+    w6[-15] = t1459 - w6[-16];  // t1460
+    const T t1603 = w4[-6] * T(0.00042303500000000005);
     const T t1609 = T(2) * t1603;
-    const T t1639 = w.kept[122] * t1609;
-    const T t1647 = w.kept[122] * t1639;
-    const T t1637 = w.kept[123] * t1609;
-    const T t1649 = w.kept[123] * t1637;
+    const T t1639 = w3[2] * t1609;
+    const T t1647 = w3[2] * t1639;
+    const T t1637 = w3[3] * t1609;
+    const T t1649 = w3[3] * t1637;
     const T t1651 = t1647 + t1649;
     const T t1659 = T(0.099599999999999994) * t1605;
     const T t1664 = t1651 - t1659;
-    w.t1665 = t1664 - t1659;
-    const T t1522 = w.t217 * T(0.021242);
-    const T t1520 = w.t144 * T(0.0023400000000000001);
+    w6[-14] = t1664 - t1659;  // t1665
+    const T t1522 = w4[-6] * T(0.021242);
+    const T t1520 = w4[-12] * T(0.0023400000000000001);
     const T t1523 = t1522 - t1520;
-    w.t1534 = T(2) * t1523;
-    w.t1540 = t1522 + t1522;
+    w6[-13] = T(2) * t1523;  // t1534
+    w6[-12] = t1522 + t1522;  // t1540
     return status;
 }
 
@@ -5576,257 +5038,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part5(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 218);
+    T* const w1 = nelu::window(w.t + 16);
+    T* const w2 = nelu::window(w.t + 250);
+    T* const w3 = nelu::window(w.t + 48);
+    T* const w4 = nelu::window(w.t + 186);
+    T* const w5 = nelu::window(w.t + 150);
+    T* const w6 = nelu::window(w.kept + 133);
+    T* const w7 = nelu::window(w.t + 81);
     // --- solve: forward and back substitution
-    const T t953 = w.t208 * T(3.8235599999999997e-05);
-    w.t1541 = t953 + t953;
-    const T t1542 = w.t1540 - w.t1541;
-    w.t1543 = t1542 - w.t1534;
-    const T t1554 = w.t1534 + w.t1543;
-    w.t1674 = w.t1665 - t1554;
-    w.t1774 = w.t1460 + w.t1674;
-    const T t1869 = w.t123 * w.t1774;
-    w.t1429 = w.t141 * T(4.0294440000000001e-05);
-    const T t1430 = w.t145 * T(0.0013915637999999998);
-    const T t1431 = w.t1429 - t1430;
-    const T t1435 = w.t145 * T(0.0027077852719999997);
+    const T t953 = w1[10] * T(3.8235599999999997e-05);
+    w0[-9] = t953 + t953;  // t1541
+    const T t1542 = w0[-10] - w0[-9];
+    w0[-8] = t1542 - w0[-11];  // t1543
+    const T t1554 = w0[-11] + w0[-8];
+    w0[-7] = w0[-12] - t1554;  // t1674
+    w0[-6] = w0[-13] + w0[-7];  // t1774
+    const T t1869 = w1[-10] * w0[-6];
+    w0[-5] = w1[-4] * T(4.0294440000000001e-05);  // t1429
+    const T t1430 = w1[9] * T(0.0013915637999999998);
+    const T t1431 = w0[-5] - t1430;
+    const T t1435 = w1[9] * T(0.0027077852719999997);
     const T t1452 = t1431 + t1435;
-    w.t1451 = w.t138 * T(0.022385800000000001);
-    const T t1453 = t1452 - w.t1451;
-    const T t1544 = w.t217 * T(0.0023400000000000001);
-    const T t1545 = w.t144 * T(0.021242);
+    w0[-4] = w3[-9] * T(0.022385800000000001);  // t1451
+    const T t1453 = t1452 - w0[-4];
+    const T t1544 = w3[-6] * T(0.0023400000000000001);
+    const T t1545 = w3[-12] * T(0.021242);
     const T t1547 = t1544 - t1545;
-    const T t1519 = w.t208 * T(0.0025652192800000003);
-    const T t952 = w.t208 * T(0.0013204619999999999);
+    const T t1519 = w1[10] * T(0.0025652192800000003);
+    const T t952 = w1[10] * T(0.0013204619999999999);
     const T t1548 = t1519 - t952;
     const T t1549 = t1547 + t1548;
-    const T t1613 = w.t973 - w.t966;
-    const T t1614 = w.t977 + t1613;
-    const T t1644 = w.kept[123] * t1614;
-    const T t1611 = w.t969 - w.t961;
-    const T t1612 = t1611 - w.t983;
-    const T t1645 = w.kept[122] * t1612;
+    const T t1613 = w5[-13] - w5[-12];
+    const T t1614 = w5[-11] + t1613;
+    const T t1644 = w6[-10] * t1614;
+    const T t1611 = w5[-16] - w5[-15];
+    const T t1612 = t1611 - w5[-14];
+    const T t1645 = w6[-11] * t1612;
     const T t1646 = t1644 + t1645;
-    const T t1663 = T(0.099599999999999994) * w.t1636;
+    const T t1663 = T(0.099599999999999994) * w4[8];
     const T t1667 = t1646 - t1663;
-    w.t1673 = t1549 + t1667;
-    const T t1734 = w.t196 * w.t1673;
-    const T t1515 = w.t214 * T(0.0025652192800000003);
-    const T t1516 = w.t218 * T(3.8235599999999997e-05);
+    w0[-3] = t1549 + t1667;  // t1673
+    const T t1734 = w1[-13] * w0[-3];
+    const T t1515 = w3[-16] * T(0.0025652192800000003);
+    const T t1516 = w3[-10] * T(3.8235599999999997e-05);
     const T t1517 = t1515 + t1516;
-    const T t950 = w.t214 * T(0.0025694312800000002);
+    const T t950 = w3[-16] * T(0.0025694312800000002);
     const T t1538 = t1517 - t950;
-    const T t955 = w.t211 * T(0.0023400000000000001);
-    w.t1539 = t1538 - t955;
-    const T t1735 = w.t195 * w.t1539;
+    const T t955 = w7[-14] * T(0.0023400000000000001);
+    w0[-2] = t1538 - t955;  // t1539
+    const T t1735 = w1[-14] * w0[-2];
     const T t1736 = t1734 - t1735;
-    w.t1758 = T(0.099699999999999997) * w.t1724;
-    const T t1764 = t1736 - w.t1758;
-    w.t1772 = t1453 - t1764;
-    const T t1870 = w.t122 * w.t1772;
+    w0[-1] = T(0.099699999999999997) * w4[14];  // t1758
+    const T t1764 = t1736 - w0[-1];
+    w0[0] = t1453 - t1764;  // t1772
+    const T t1870 = w1[-9] * w0[0];
     const T t1871 = t1869 - t1870;
-    const T t1885 = w.t122 * t1871;
-    const T t1866 = w.t123 * w.t1772;
-    const T t1757 = T(0.099699999999999997) * w.t1670;
-    const T t1731 = w.t196 * w.t1543;
-    const T t1518 = w.t218 * T(0.0025694312800000002);
-    const T t1512 = w.t214 * T(3.8235599999999997e-05);
-    const T t1513 = w.t218 * T(0.0013204619999999999);
+    const T t1885 = w1[-9] * t1871;
+    const T t1866 = w1[-10] * w0[0];
+    const T t1757 = T(0.099699999999999997) * w4[9];
+    const T t1731 = w1[-13] * w0[-8];
+    const T t1518 = w3[-10] * T(0.0025694312800000002);
+    const T t1512 = w3[-16] * T(3.8235599999999997e-05);
+    const T t1513 = w3[-10] * T(0.0013204619999999999);
     const T t1514 = t1512 + t1513;
     const T t1536 = t1518 - t1514;
-    const T t1535 = w.t211 * T(0.021242);
+    const T t1535 = w7[-14] * T(0.021242);
     const T t1537 = t1536 - t1535;
-    const T t1641 = w.kept[122] * t1614;
-    const T t1642 = w.kept[123] * t1612;
+    const T t1641 = w6[-11] * t1614;
+    const T t1642 = w6[-10] * t1612;
     const T t1643 = t1641 - t1642;
-    const T t1661 = T(0.099599999999999994) * w.t1633;
+    const T t1661 = T(0.099599999999999994) * w4[12];
     const T t1666 = t1643 - t1661;
-    w.t1672 = t1537 - t1666;
-    const T t1732 = w.t195 * w.t1672;
-    w.t1733 = t1731 - t1732;
-    const T t1744 = w.t196 * w.t1733;
-    const T t1728 = w.t196 * w.t1672;
-    w.t1671 = w.t1665 - w.t1534;
-    const T t1729 = w.t195 * w.t1671;
-    w.t1730 = t1728 - t1729;
-    const T t1745 = w.t195 * w.t1730;
+    w0[1] = t1537 - t1666;  // t1672
+    const T t1732 = w1[-14] * w0[1];
+    w0[2] = t1731 - t1732;  // t1733
+    const T t1744 = w1[-13] * w0[2];
+    const T t1728 = w1[-13] * w0[1];
+    w0[3] = w0[-12] - w0[-11];  // t1671
+    const T t1729 = w1[-14] * w0[3];
+    w0[4] = t1728 - t1729;  // t1730
+    const T t1745 = w1[-14] * w0[4];
     const T t1746 = t1744 - t1745;
     const T t1762 = t1746 + t1757;
     const T t1763 = t1757 + t1762;
-    w.t1771 = t1763 - w.t1450;
-    const T t1867 = w.t122 * w.t1771;
+    w0[5] = t1763 - w0[-14];  // t1771
+    const T t1867 = w1[-9] * w0[5];
     const T t1868 = t1866 - t1867;
-    const T t1886 = w.t123 * t1868;
+    const T t1886 = w1[-10] * t1868;
     const T t1887 = t1885 + t1886;
-    const T t1911 = w.t1906 - t1887;
-    w.t1921 = w.t1376 + t1911;
-    const T t2002 = w.t57 * w.t1921;
-    const T t934 = w.t65 * T(0.68930120000000006);
-    const T t1359 = w.t61 * T(0.075419);
+    const T t1911 = w0[-15] - t1887;
+    w0[6] = w4[7] + t1911;  // t1921
+    const T t2002 = w1[-12] * w0[6];
+    const T t934 = w3[-14] * T(0.68930120000000006);
+    const T t1359 = w3[-8] * T(0.075419);
     const T t1360 = t934 + t1359;
     const T t1372 = T(2) * t1360;
-    const T t1860 = w.t123 * w.t1769;
-    const T t1861 = w.t122 * w.t1768;
+    const T t1860 = w1[-10] * w4[10];
+    const T t1861 = w1[-9] * w4[15];
     const T t1862 = t1860 - t1861;
     const T t1907 = T(0.39219999999999999) * t1862;
-    const T t1443 = w.t128 * T(1.3700000000000001);
-    const T t1446 = w.t135 * T(0.022385800000000001);
+    const T t1443 = w3[-7] * T(1.3700000000000001);
+    const T t1446 = w1[7] * T(0.022385800000000001);
     const T t1449 = t1443 - t1446;
-    const T t1725 = w.t195 * w.t1669;
-    const T t1726 = w.t196 * w.t1668;
+    const T t1725 = w1[-14] * w4[11];
+    const T t1726 = w1[-13] * w4[13];
     const T t1727 = t1725 + t1726;
-    w.t1770 = t1449 - t1727;
-    const T t1895 = T(0.1333) * w.t1770;
-    const T t1877 = w.t122 * w.t1774;
+    w0[7] = t1449 - t1727;  // t1770
+    const T t1895 = T(0.1333) * w0[7];
+    const T t1877 = w1[-9] * w0[-6];
     const T t1878 = t1866 + t1877;
-    const T t1888 = w.t122 * t1878;
-    const T t1875 = w.t123 * w.t1771;
+    const T t1888 = w1[-9] * t1878;
+    const T t1875 = w1[-10] * w0[5];
     const T t1876 = t1870 + t1875;
-    const T t1889 = w.t123 * t1876;
+    const T t1889 = w1[-10] * t1876;
     const T t1890 = t1888 + t1889;
     const T t1903 = t1890 + t1895;
     const T t1904 = t1895 + t1903;
     const T t1913 = t1904 + t1907;
     const T t1914 = t1907 + t1913;
-    w.t1923 = t1372 + t1914;
-    const T t2001 = w.t58 * w.t1923;
+    w0[8] = t1372 + t1914;  // t1923
+    const T t2001 = w1[-11] * w0[8];
     const T t2003 = t2002 - t2001;
-    const T t2017 = w.t57 * t2003;
+    const T t2017 = w1[-12] * t2003;
     const T t1369 = t934 + t934;
-    const T t924 = w.t68 * T(0.018266481800000001);
+    const T t924 = w1[-5] * T(0.018266481800000001);
     const T t1370 = t924 + t924;
     const T t1371 = t1369 + t1370;
     const T t1373 = t1372 - t1371;
-    const T t1882 = w.t123 * t1871;
-    const T t1883 = w.t122 * t1868;
+    const T t1882 = w1[-10] * t1871;
+    const T t1883 = w1[-9] * t1868;
     const T t1884 = t1882 - t1883;
     const T t1900 = t1884 + t1895;
     const T t1901 = t1895 + t1900;
-    w.t1920 = t1373 + t1901;
-    const T t1999 = w.t57 * w.t1920;
-    const T t1998 = w.t58 * w.t1921;
+    w0[9] = t1373 + t1901;  // t1920
+    const T t1999 = w1[-12] * w0[9];
+    const T t1998 = w1[-11] * w0[6];
     const T t2000 = t1999 - t1998;
-    const T t2018 = w.t58 * t2000;
+    const T t2018 = w1[-11] * t2000;
     const T t2019 = t2017 + t2018;
-    const T t932 = w.t69 * T(2.8460000000000001);
-    const T t927 = w.t64 * T(0.075419);
-    const T t1363 = w.t70 * T(0.68930120000000006);
+    const T t932 = w3[-13] * T(2.8460000000000001);
+    const T t927 = w1[-6] * T(0.075419);
+    const T t1363 = w1[8] * T(0.68930120000000006);
     const T t1364 = t927 + t1363;
     const T t1367 = t932 + t1364;
-    w.t1918 = t1367 - w.t1865;
-    const T t1995 = w.t57 * w.t1918;
-    const T t935 = w.t65 * T(2.8460000000000001);
-    const T t1362 = w.t68 * T(0.075419);
+    w0[10] = t1367 - w0[-16];  // t1918
+    const T t1995 = w1[-12] * w0[10];
+    const T t935 = w3[-14] * T(2.8460000000000001);
+    const T t1362 = w1[-5] * T(0.075419);
     const T t1366 = t935 + t1362;
-    w.t1917 = t1366 + t1862;
-    const T t1996 = w.t58 * w.t1917;
+    w0[11] = t1366 + t1862;  // t1917
+    const T t1996 = w1[-11] * w0[11];
     const T t1997 = t1995 + t1996;
-    w.t2025 = T(0.42499999999999999) * t1997;
-    const T t2029 = t2019 - w.t2025;
-    w.t2036 = w.t1313 + t2029;
-    const T t2064 = w.t6 * w.t2036;
-    const T t1993 = w.t57 * w.t1917;
-    const T t1992 = w.t58 * w.t1918;
+    w0[12] = T(0.42499999999999999) * t1997;  // t2025
+    const T t2029 = t2019 - w0[12];
+    w0[13] = w4[4] + t2029;  // t2036
+    const T t2064 = w1[-15] * w0[13];
+    const T t1993 = w1[-12] * w0[11];
+    const T t1992 = w1[-11] * w0[10];
     const T t1994 = t1993 - t1992;
     const T t2026 = T(0.42499999999999999) * t1994;
-    const T t2009 = w.t57 * w.t1923;
+    const T t2009 = w1[-12] * w0[8];
     const T t2010 = t1998 + t2009;
-    const T t2020 = w.t57 * t2010;
-    const T t2007 = w.t58 * w.t1920;
+    const T t2020 = w1[-12] * t2010;
+    const T t2007 = w1[-11] * w0[9];
     const T t2008 = t2002 + t2007;
-    const T t2021 = w.t58 * t2008;
+    const T t2021 = w1[-11] * t2008;
     const T t2022 = t2020 + t2021;
     const T t2031 = t2022 + t2026;
-    w.t2032 = t2026 + t2031;
-    const T t2068 = w.t5 * w.t2032;
+    w0[14] = t2026 + t2031;  // t2032
+    const T t2068 = w1[-16] * w0[14];
     const T t2069 = t2064 + t2068;
-    const T t2070 = w.t5 * t2069;
-    const T t2065 = w.t5 * w.t2036;
-    const T t920 = w.t11 * T(0.194109162);
+    const T t2070 = w1[-16] * t2069;
+    const T t2065 = w1[-16] * w0[13];
+    const T t920 = w1[-7] * T(0.194109162);
     const T t1312 = t920 + t920;
-    const T t2015 = w.t57 * t2000;
-    const T t2014 = w.t58 * t2003;
+    const T t2015 = w1[-12] * t2000;
+    const T t2014 = w1[-11] * t2003;
     const T t2016 = t2015 - t2014;
-    w.t2035 = t1312 + t2016;
-    const T t2066 = w.t6 * w.t2035;
+    w0[15] = t1312 + t2016;  // t2035
+    const T t2066 = w1[-15] * w0[15];
     const T t2067 = t2065 + t2066;
-    const T t2071 = w.t6 * t2067;
+    const T t2071 = w1[-15] * t2067;
     w.kept[11] = t2070 + t2071;  // t2072
-    const T t1739 = w.t195 * w.t1543;
+    const T t1739 = w1[-14] * w0[-8];
     const T t1740 = t1728 + t1739;
-    const T t1750 = w.t195 * t1740;
-    const T t1737 = w.t196 * w.t1671;
+    const T t1750 = w1[-14] * t1740;
+    const T t1737 = w1[-13] * w0[3];
     const T t1738 = t1732 + t1737;
-    const T t1751 = w.t196 * t1738;
+    const T t1751 = w1[-13] * t1738;
     const T t1752 = t1750 + t1751;
     const T t1765 = t1752 + t1757;
     const T t1766 = t1757 + t1765;
-    const T t1469 = w.t1450 + w.t1460;
-    w.t1776 = t1766 - t1469;
-    const T t1915 = w.t1776 + t1907;
+    const T t1469 = w0[-14] + w0[-13];
+    w2[-16] = t1766 - t1469;  // t1776
+    const T t1915 = w2[-16] + t1907;
     const T t1916 = t1907 + t1915;
-    w.t1925 = t1371 + t1916;
-    const T t2033 = w.t1925 + t2026;
+    w2[-15] = t1371 + t1916;  // t1925
+    const T t2033 = w2[-15] + t2026;
     const T t2034 = t2026 + t2033;
     const T t2039 = t2034 - t1312;
-    w.t1302 = w.t10 + w.t10;
-    const T t2122 = w.t1302 * w.t1960;
-    w.t1303 = w.t11 + w.t11;
-    const T t2123 = w.t1303 * w.t1989;
+    w2[-14] = w1[-8] + w1[-8];  // t1302
+    const T t2122 = w2[-14] * w4[-16];
+    w2[-13] = w1[-7] + w1[-7];  // t1303
+    const T t2123 = w2[-13] * w4[-11];
     const T t2124 = t2122 - t2123;
     w.kept[49] = t2039 + t2124;  // t2127
-    const T t2136 = w.t65 * w.t1917;
-    const T t2137 = w.t69 * w.t1918;
-    w.t2138 = t2136 + t2137;
-    w.t933 = w.t65 * T(0.075419);
-    w.t1377 = w.t61 * T(0.68930120000000006);
-    const T t1387 = w.t933 - w.t1377;
-    const T t1390 = w.t68 * T(0.20683212034000001);
-    w.t1394 = t1387 + t1390;
-    w.t1896 = T(0.1333) * t1862;
-    w.t946 = w.t138 * T(0.0024660000000000003);
-    w.t1433 = w.t145 * T(4.0294440000000001e-05);
-    const T t1473 = w.t141 * T(0.0013915637999999998);
-    const T t1474 = w.t1433 + t1473;
-    const T t1478 = w.t946 - t1474;
-    const T t1560 = w.t218 * T(0.0025652192800000003);
+    const T t2136 = w3[-14] * w0[11];
+    const T t2137 = w3[-13] * w0[10];
+    w2[-12] = t2136 + t2137;  // t2138
+    w2[-11] = w3[-14] * T(0.075419);  // t933
+    w2[-10] = w3[-8] * T(0.68930120000000006);  // t1377
+    const T t1387 = w2[-11] - w2[-10];
+    const T t1390 = w1[-5] * T(0.20683212034000001);
+    w2[-9] = t1387 + t1390;  // t1394
+    w2[-8] = T(0.1333) * t1862;  // t1896
+    w2[-7] = w3[-9] * T(0.0024660000000000003);  // t946
+    w2[-6] = w1[9] * T(4.0294440000000001e-05);  // t1433
+    const T t1473 = w1[-4] * T(0.0013915637999999998);
+    const T t1474 = w2[-6] + t1473;
+    const T t1478 = w2[-7] - t1474;
+    const T t1560 = w3[-10] * T(0.0025652192800000003);
     const T t1561 = t1560 - t1512;
     const T t1564 = t1561 - t1535;
-    const T t1618 = w.t983 - w.t969;
-    const T t1678 = w.kept[123] * t1618;
-    const T t1617 = w.t973 + w.t977;
-    const T t1679 = w.kept[122] * t1617;
+    const T t1618 = w5[-14] - w5[-16];
+    const T t1678 = w6[-10] * t1618;
+    const T t1617 = w5[-13] + w5[-11];
+    const T t1679 = w6[-11] * t1617;
     const T t1680 = t1678 + t1679;
     const T t1682 = t1661 - t1680;
-    w.t1685 = t1564 + t1682;
-    w.t1786 = t1478 - w.t1685;
-    const T t1929 = w.t122 * w.t1786;
-    w.t1461 = w.t144 * T(0.0024660000000000003);
-    w.t1462 = w.t128 * T(0.022385800000000001);
-    const T t1471 = w.t1461 - w.t1462;
-    const T t1472 = w.t135 * T(0.0027077852719999997);
+    w2[-5] = t1564 + t1682;  // t1685
+    w2[-4] = t1478 - w2[-5];  // t1786
+    const T t1929 = w1[-9] * w2[-4];
+    w2[-3] = w3[-12] * T(0.0024660000000000003);  // t1461
+    w2[-2] = w3[-7] * T(0.022385800000000001);  // t1462
+    const T t1471 = w2[-3] - w2[-2];
+    const T t1472 = w1[7] * T(0.0027077852719999997);
     const T t1477 = t1471 + t1472;
-    w.t1761 = T(0.099699999999999997) * t1727;
-    const T t1558 = w.t214 * T(0.0013204619999999999);
+    w2[-1] = T(0.099699999999999997) * t1727;  // t1761
+    const T t1558 = w3[-16] * T(0.0013204619999999999);
     const T t1559 = t1558 - t1516;
     const T t1563 = t955 + t1559;
-    w.t1684 = t1563 - w.t321;
-    const T t1777 = w.t196 * w.t1684;
+    w2[0] = t1563 - w7[-16];  // t1684
+    const T t1777 = w1[-13] * w2[0];
     const T t1556 = t1544 + t1545;
-    const T t1557 = w.t208 * T(0.0025694312800000002);
+    const T t1557 = w1[10] * T(0.0025694312800000002);
     const T t1562 = t1556 - t1557;
-    const T t1675 = w.kept[122] * t1618;
-    const T t1676 = w.kept[123] * t1617;
+    const T t1675 = w6[-11] * t1618;
+    const T t1676 = w6[-10] * t1617;
     const T t1677 = t1675 - t1676;
     const T t1681 = t1663 + t1677;
-    w.t1683 = t1562 + t1681;
-    const T t1778 = w.t195 * w.t1683;
+    w2[1] = t1562 + t1681;  // t1683
+    const T t1778 = w1[-14] * w2[1];
     const T t1779 = t1777 - t1778;
-    const T t1783 = w.t1761 + t1779;
-    w.t1785 = t1477 + t1783;
-    const T t1930 = w.t123 * w.t1785;
+    const T t1783 = w2[-1] + t1779;
+    w2[2] = t1477 + t1783;  // t1785
+    const T t1930 = w1[-10] * w2[2];
     const T t1931 = t1929 + t1930;
-    w.t1933 = w.t1896 - t1931;
-    w.t1909 = T(0.39219999999999999) * w.t1770;
+    w2[3] = w2[-8] - t1931;  // t1933
+    w2[4] = T(0.39219999999999999) * w0[7];  // t1909
     return status;
 }
 
@@ -5834,257 +5304,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part6(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 270);
+    T* const w2 = nelu::window(w.t + 48);
+    T* const w3 = nelu::window(w.t + 302);
+    T* const w4 = nelu::window(w.t + 238);
+    T* const w5 = nelu::window(w.t + 172);
+    T* const w6 = nelu::window(w.t + 205);
+    T* const w7 = nelu::window(w.t + 83);
     // --- solve: forward and back substitution
-    const T t1934 = w.t1933 - w.t1909;
-    w.t1937 = w.t1394 + t1934;
-    const T t2142 = w.t68 * w.t1937;
-    const T t1899 = T(0.1333) * w.t1865;
-    const T t1926 = w.t123 * w.t1786;
-    const T t1927 = w.t122 * w.t1785;
+    const T t1934 = w4[15] - w1[-16];
+    w1[-15] = w4[3] + t1934;  // t1937
+    const T t2142 = w0[-5] * w1[-15];
+    const T t1899 = T(0.1333) * w6[-3];
+    const T t1926 = w0[-10] * w4[8];
+    const T t1927 = w0[-9] * w4[14];
     const T t1928 = t1926 - t1927;
     const T t1932 = t1899 + t1928;
-    const T t931 = w.t69 * T(0.075419);
-    const T t1357 = w.t70 * T(0.018266481800000001);
-    const T t1388 = w.t64 * T(0.0048801785000000004);
+    const T t931 = w2[-13] * T(0.075419);
+    const T t1357 = w0[8] * T(0.018266481800000001);
+    const T t1388 = w0[-6] * T(0.0048801785000000004);
     const T t1389 = t1357 + t1388;
     const T t1393 = t931 + t1389;
-    w.t1936 = t1932 - t1393;
-    const T t2141 = w.t64 * w.t1936;
+    w1[-14] = t1932 - t1393;  // t1936
+    const T t2141 = w0[-6] * w1[-14];
     const T t2143 = t2142 - t2141;
-    const T t2146 = w.t2138 + t2143;
-    const T t1356 = w.t64 * T(0.20483351684000001);
+    const T t2146 = w4[0] + t2143;
+    const T t1356 = w0[-6] * T(0.20483351684000001);
     const T t1358 = t1356 - t1357;
-    const T t926 = w.t64 * T(0.20683212034000001);
+    const T t926 = w0[-6] * T(0.20683212034000001);
     const T t1381 = t1358 - t926;
     const T t1382 = t1381 - t931;
-    const T t1463 = w.t1461 + w.t1462;
-    const T t943 = w.t135 * T(0.0013915637999999998);
-    const T t1437 = w.t135 * T(0.002703346472);
+    const T t1463 = w4[9] + w4[10];
+    const T t943 = w0[7] * T(0.0013915637999999998);
+    const T t1437 = w0[7] * T(0.002703346472);
     const T t1464 = t943 - t1437;
     const T t1465 = t1463 + t1464;
-    const T t1741 = w.t195 * w.t1673;
-    const T t1742 = w.t196 * w.t1539;
+    const T t1741 = w0[-14] * w6[10];
+    const T t1742 = w0[-13] * w6[11];
     const T t1743 = t1741 + t1742;
-    const T t1767 = t1743 - w.t1761;
-    w.t1775 = t1465 + t1767;
-    const T t1879 = w.t122 * w.t1775;
-    const T t941 = w.t141 * T(0.0027077852719999997);
-    const T t1432 = w.t141 * T(0.002703346472);
-    const T t1434 = w.t1433 - t1432;
+    const T t1767 = t1743 - w4[11];
+    w1[-13] = t1465 + t1767;  // t1775
+    const T t1879 = w0[-9] * w1[-13];
+    const T t941 = w0[-4] * T(0.0027077852719999997);
+    const T t1432 = w0[-4] * T(0.002703346472);
+    const T t1434 = w4[6] - t1432;
     const T t1454 = t941 + t1434;
-    const T t1455 = t1454 - w.t946;
-    const T t1747 = w.t195 * w.t1733;
-    const T t1748 = w.t196 * w.t1730;
+    const T t1455 = t1454 - w4[5];
+    const T t1747 = w0[-14] * w6[15];
+    const T t1748 = w0[-13] * w4[-16];
     const T t1749 = t1747 + t1748;
-    w.t1773 = t1455 - t1749;
-    const T t1880 = w.t123 * w.t1773;
+    w1[-12] = t1455 - t1749;  // t1773
+    const T t1880 = w0[-10] * w1[-12];
     const T t1881 = t1879 + t1880;
     const T t1905 = t1899 - t1881;
-    w.t1924 = t1382 + t1905;
-    const T t2158 = w.t64 * w.t1924;
-    const T t1352 = w.t68 * T(0.20483351684000001);
-    const T t922 = w.t68 * T(0.0048801785000000004);
+    w1[-11] = t1382 + t1905;  // t1924
+    const T t2158 = w0[-6] * w1[-11];
+    const T t1352 = w0[-5] * T(0.20483351684000001);
+    const T t922 = w0[-5] * T(0.0048801785000000004);
     const T t1379 = t1352 - t922;
-    const T t1378 = w.t933 + w.t1377;
+    const T t1378 = w4[1] + w4[2];
     const T t1380 = t1379 - t1378;
-    const T t1872 = w.t123 * w.t1775;
-    const T t1873 = w.t122 * w.t1773;
+    const T t1872 = w0[-10] * w1[-13];
+    const T t1873 = w0[-9] * w1[-12];
     const T t1874 = t1872 - t1873;
-    const T t1902 = t1874 - w.t1896;
-    const T t1912 = t1902 - w.t1909;
-    w.t1922 = t1380 + t1912;
-    const T t2159 = w.t68 * w.t1922;
+    const T t1902 = t1874 - w4[4];
+    const T t1912 = t1902 - w1[-16];
+    w1[-10] = t1380 + t1912;  // t1922
+    const T t2159 = w0[-5] * w1[-10];
     const T t2160 = t2158 + t2159;
-    const T t2163 = t2160 - w.t2138;
-    const T t1324 = w.t73 + w.t469;
-    const T t1333 = w.t61 * w.t68;
-    const T t1338 = qd[1] * w.t69;
+    const T t2163 = t2160 - w4[0];
+    const T t1324 = w2[5] + w2[6];
+    const T t1333 = w2[-8] * w0[-5];
+    const T t1338 = qd[1] * w2[-13];
     const T t1340 = t1333 + t1338;
-    w.t1346 = t1324 + t1340;
-    const T t2171 = w.t1346 * w.t1854;
-    const T t1325 = w.t74 - w.t471;
-    const T t1337 = qd[1] * w.t65;
-    const T t1332 = w.t61 * w.t64;
+    w1[-9] = t1324 + t1340;  // t1346
+    const T t2171 = w1[-9] * w5[-14];
+    const T t1325 = w2[0] - w2[3];
+    const T t1337 = qd[1] * w2[-14];
+    const T t1332 = w2[-8] * w0[-6];
     const T t1339 = t1337 - t1332;
-    w.t1345 = t1325 + t1339;
-    w.t2170 = w.t1345 * w.t1794;
-    const T t2172 = t2171 - w.t2170;
-    const T t1329 = w.t68 * w.t68;
-    const T t1330 = w.t64 * w.t64;
-    w.t1331 = t1329 + t1330;
-    const T t2187 = w.t1331 * w.kept[83];
-    const T t1321 = w.t71 + w.t460;
-    const T t1328 = qd[1] * w.t68;
-    w.t1344 = t1321 + t1328;
-    w.t2188 = w.t1344 * w.t1840;
-    const T t1322 = w.t72 + w.t462;
-    const T t1327 = qd[1] * w.t64;
-    w.t1342 = t1322 + t1327;
-    const T t2189 = w.t1342 * w.t1857;
-    w.t2191 = w.t2188 + t2189;
-    const T t2193 = t2187 + w.t2191;
+    w1[-8] = t1325 + t1339;  // t1345
+    w1[-7] = w1[-8] * w5[-13];  // t2170
+    const T t2172 = t2171 - w1[-7];
+    const T t1329 = w0[-5] * w0[-5];
+    const T t1330 = w0[-6] * w0[-6];
+    w1[-6] = t1329 + t1330;  // t1331
+    const T t2187 = w1[-6] * w.kept[83];
+    const T t1321 = w0[0] + w0[3];
+    const T t1328 = qd[1] * w0[-5];
+    w1[-5] = t1321 + t1328;  // t1344
+    w1[-4] = w1[-5] * w5[-4];  // t2188
+    const T t1322 = w0[4] + w0[5];
+    const T t1327 = qd[1] * w0[-6];
+    w1[-3] = t1322 + t1327;  // t1342
+    const T t2189 = w1[-3] * w5[-5];
+    w1[-2] = w1[-4] + t2189;  // t2191
+    const T t2193 = t2187 + w1[-2];
     const T t2197 = t2172 - t2193;
     const T t2221 = t2163 + t2197;
     w.kept[73] = t2146 + t2221;  // t2227
-    w.t1348 = w.t68 + w.t68;
-    const T t2243 = w.t1348 * w.t1857;
-    w.t1347 = w.t64 + w.t64;
-    w.t2242 = w.t1347 * w.t1840;
-    w.t2244 = t2243 - w.t2242;
-    w.t1350 = w.t69 + w.t69;
-    w.t2233 = w.t1350 * w.t1794;
-    w.t1349 = w.t65 + w.t65;
-    const T t2234 = w.t1349 * w.t1854;
-    const T t2235 = w.t2233 + t2234;
-    const T t2247 = w.t2244 - t2235;
-    w.kept[79] = w.t1925 + t2247;  // t2259
-    const T t2273 = w.t144 * w.t1769;
-    const T t2272 = w.t138 * w.t1768;
+    w1[-1] = w0[-5] + w0[-5];  // t1348
+    const T t2243 = w1[-1] * w5[-5];
+    w1[0] = w0[-6] + w0[-6];  // t1347
+    w1[1] = w1[0] * w5[-4];  // t2242
+    w1[2] = t2243 - w1[1];  // t2244
+    w1[3] = w2[-13] + w2[-13];  // t1350
+    w1[4] = w1[3] * w5[-13];  // t2233
+    w1[5] = w2[-14] + w2[-14];  // t1349
+    const T t2234 = w1[5] * w5[-14];
+    const T t2235 = w1[4] + t2234;
+    const T t2247 = w1[2] - t2235;
+    w.kept[79] = w4[-3] + t2247;  // t2259
+    const T t2273 = w2[-12] * w6[-9];
+    const T t2272 = w2[-9] * w6[-4];
     const T t2274 = t2273 - t2272;
-    const T t2280 = w.t141 * w.t1786;
-    const T t2278 = w.t135 * w.t1785;
+    const T t2280 = w0[-4] * w4[8];
+    const T t2278 = w0[7] * w4[14];
     const T t2281 = t2280 - t2278;
     const T t2284 = t2274 - t2281;
-    const T t1397 = w.t147 - w.t521;
-    const T t1400 = w.t70 * w.t135;
-    w.t1421 = t1397 + t1400;
-    const T t2342 = w.t1421 * w.t1698;
-    const T t1396 = w.t146 - w.t519;
-    const T t1402 = w.t70 * w.t141;
-    w.t1422 = t1396 + t1402;
-    const T t2341 = w.t1422 * w.t1720;
+    const T t1397 = w2[-3] - w2[-2];
+    const T t1400 = w0[8] * w0[7];
+    w1[6] = t1397 + t1400;  // t1421
+    const T t2342 = w1[6] * w5[-8];
+    const T t1396 = w0[-3] - w0[6];
+    const T t1402 = w0[8] * w0[-4];
+    w1[7] = t1396 + t1402;  // t1422
+    const T t2341 = w1[7] * w5[-9];
     const T t2343 = t2342 - t2341;
-    const T t1403 = w.t141 * w.t141;
-    const T t1404 = w.t135 * w.t135;
-    w.t1406 = t1403 + t1404;
-    const T t2339 = w.t1406 * w.kept[104];
+    const T t1403 = w0[-4] * w0[-4];
+    const T t1404 = w0[7] * w0[7];
+    w1[8] = t1403 + t1404;  // t1406
+    const T t2339 = w1[8] * w.kept[104];
     const T t2344 = t2343 - t2339;
-    const T t1398 = w.t149 + w.t530;
-    const T t1415 = w.t70 * w.t138;
-    const T t1408 = w.t128 * w.t135;
+    const T t1398 = w7[-7] + w7[-6];
+    const T t1415 = w0[8] * w2[-9];
+    const T t1408 = w2[-7] * w0[7];
     const T t1417 = t1415 - t1408;
-    w.t1423 = t1398 + t1417;
-    const T t2320 = w.t1423 * T(0.1860463);
-    const T t1416 = w.t70 * w.t144;
-    const T t1410 = w.t128 * w.t141;
+    w1[9] = t1398 + t1417;  // t1423
+    const T t2320 = w1[9] * T(0.1860463);
+    const T t1416 = w0[8] * w2[-12];
+    const T t1410 = w2[-7] * w0[-4];
     const T t1418 = t1416 - t1410;
-    const T t1420 = w.t148 + w.t528;
-    w.t1424 = t1418 + t1420;
-    const T t2321 = w.t1424 * w.t1687;
+    const T t1420 = w2[4] + w2[7];
+    w1[10] = t1418 + t1420;  // t1424
+    const T t2321 = w1[10] * w5[-16];
     const T t2322 = t2320 + t2321;
     const T t2347 = t2344 - t2322;
-    const T t2304 = w.t135 * w.t1775;
-    const T t2306 = w.t141 * w.t1773;
+    const T t2304 = w0[7] * w1[-13];
+    const T t2306 = w0[-4] * w1[-12];
     const T t2307 = t2304 + t2306;
     const T t2312 = t2274 + t2307;
     const T t2371 = t2347 - t2312;
     w.kept[95] = t2284 + t2371;  // t2377
-    w.t1428 = w.t144 + w.t144;
-    const T t2383 = w.t1428 * T(0.1860463);
-    w.t1427 = w.t138 + w.t138;
-    const T t2384 = w.t1427 * w.t1687;
+    w1[11] = w2[-12] + w2[-12];  // t1428
+    const T t2383 = w1[11] * T(0.1860463);
+    w1[12] = w2[-9] + w2[-9];  // t1427
+    const T t2384 = w1[12] * w5[-16];
     const T t2385 = t2383 - t2384;
-    w.t1425 = w.t135 + w.t135;
-    const T t2394 = w.t1425 * w.t1720;
-    w.t1426 = w.t141 + w.t141;
-    const T t2395 = w.t1426 * w.t1698;
+    w1[13] = w0[7] + w0[7];  // t1425
+    const T t2394 = w1[13] * w5[-9];
+    w1[14] = w0[-4] + w0[-4];  // t1426
+    const T t2395 = w1[14] * w5[-8];
     const T t2396 = t2394 + t2395;
     const T t2399 = t2385 - t2396;
-    w.kept[101] = w.t1776 + t2399;  // t2411
-    const T t2426 = w.t217 * w.t1669;
-    const T t2425 = w.t211 * w.t1668;
+    w.kept[101] = w4[-4] + t2399;  // t2411
+    const T t2426 = w2[-6] * w6[-8];
+    const T t2425 = w7[-16] * w6[-6];
     const T t2427 = t2426 - t2425;
-    const T t2431 = w.t214 * w.t1684;
-    const T t2430 = w.t208 * w.t1683;
+    const T t2431 = w2[-16] * w4[12];
+    const T t2430 = w0[10] * w4[13];
     const T t2432 = t2431 - t2430;
     const T t2435 = t2427 + t2432;
-    const T t2449 = w.t208 * w.t1673;
-    const T t2450 = w.t214 * w.t1539;
+    const T t2449 = w0[10] * w6[10];
+    const T t2450 = w2[-16] * w6[11];
     const T t2451 = t2449 + t2450;
     const T t2454 = t2451 - t2427;
-    const T t1482 = w.t222 + w.t589;
-    const T t1497 = w.t141 * w.t211;
-    const T t1490 = w.t144 * w.t208;
+    const T t1482 = w.t[100] + w.t[101];
+    const T t1497 = w0[-4] * w7[-16];
+    const T t1490 = w2[-12] * w0[10];
     const T t1499 = t1497 - t1490;
-    w.t1505 = t1482 + t1499;
-    const T t2460 = w.t1505 * T(0.057172964999999992);
-    const T t1487 = w.t214 * w.t214;
-    const T t1488 = w.t208 * w.t208;
-    w.t1489 = t1487 + t1488;
-    const T t2466 = w.t1489 * w.kept[121];
-    const T t1486 = w.t141 * w.t214;
-    const T t1502 = w.t219 + w.t578;
-    w.t1504 = t1486 + t1502;
-    const T t2467 = T(3.8235599999999997e-05) * w.t1504;
+    w1[15] = t1482 + t1499;  // t1505
+    const T t2460 = w1[15] * T(0.057172964999999992);
+    const T t1487 = w2[-16] * w2[-16];
+    const T t1488 = w0[10] * w0[10];
+    w3[-16] = t1487 + t1488;  // t1489
+    const T t2466 = w3[-16] * w.kept[121];
+    const T t1486 = w0[-4] * w2[-16];
+    const T t1502 = w7[-11] + w7[-10];
+    w3[-15] = t1486 + t1502;  // t1504
+    const T t2467 = T(3.8235599999999997e-05) * w3[-15];
     const T t2468 = t2466 + t2467;
     const T t2471 = t2460 + t2468;
     const T t2492 = t2454 - t2471;
     w.kept[113] = t2435 + t2492;  // t2498
-    w.t1511 = w.t217 + w.t217;
-    const T t2504 = w.t1511 * T(0.057172964999999992);
-    const T t2511 = t2504 - w.t1541;
-    w.kept[119] = w.t1674 + t2511;  // t2521
-    w.t2086 = w.t433 * w.t1944;
-    const T t1986 = T(1.7123249999999999) + w.t1974;
-    const T t2087 = w.t432 * t1986;
-    const T t2088 = w.t2086 + t2087;
-    const T t2102 = w.t428 * w.t1960;
-    w.t1296 = w.t13 + w.t431;
-    const T t2103 = w.t1296 * w.t1989;
+    w3[-14] = w2[-6] + w2[-6];  // t1511
+    const T t2504 = w3[-14] * T(0.057172964999999992);
+    const T t2511 = t2504 - w6[4];
+    w.kept[119] = w6[6] + t2511;  // t2521
+    w3[-13] = w2[2] * w5[13];  // t2086
+    const T t1986 = T(1.7123249999999999) + w5[-10];
+    const T t2087 = w2[1] * t1986;
+    const T t2088 = w3[-13] + t2087;
+    const T t2102 = w0[-2] * w5[-2];
+    w3[-12] = w0[1] + w0[2];  // t1296
+    const T t2103 = w3[-12] * w5[3];
     const T t2105 = t2102 - t2103;
-    const T t1298 = w.t11 * w.t11;
-    const T t1299 = w.t10 * w.t10;
-    w.t1300 = t1298 + t1299;
-    const T t2101 = w.t1300 * w.kept[54];
+    const T t1298 = w0[-7] * w0[-7];
+    const T t1299 = w0[-8] * w0[-8];
+    w3[-11] = t1298 + t1299;  // t1300
+    const T t2101 = w3[-11] * w.kept[54];
     const T t2106 = t2105 - t2101;
     const T t2109 = t2088 + t2106;
-    const T t1309 = w.t10 * T(0.49241094949999997);
+    const T t1309 = w0[-8] * T(0.49241094949999997);
     const T t1310 = qd[1] * T(0.194109162);
     const T t1311 = t1309 - t1310;
-    const T t921 = w.t10 * T(0.59596019469679995);
+    const T t921 = w0[-8] * T(0.59596019469679995);
     const T t1315 = t1311 - t921;
-    const T t2011 = w.t57 * w.t1924;
-    const T t2012 = w.t58 * w.t1922;
+    const T t2011 = w0[-12] * w1[-11];
+    const T t2012 = w0[-11] * w1[-10];
     const T t2013 = t2011 + t2012;
-    w.t2038 = t1315 + t2013;
-    const T t2041 = w.t57 * w.t1936;
-    const T t2040 = w.t58 * w.t1937;
+    w3[-10] = t1315 + t2013;  // t2038
+    const T t2041 = w0[-12] * w1[-14];
+    const T t2040 = w0[-11] * w1[-15];
     const T t2042 = t2041 - t2040;
-    const T t1316 = w.t10 * T(0.11805364519680001);
+    const T t1316 = w0[-8] * T(0.11805364519680001);
     const T t1317 = t1310 + t1316;
-    w.t2048 = t2042 - t1317;
-    const T t2075 = w.t2038 - w.t2048;
-    const T t2623 = w.t10 * t2075;
-    const T t919 = w.t11 * T(0.11805364519680001);
-    const T t1305 = w.t11 * T(0.49241094949999997);
+    w3[-9] = t2042 - t1317;  // t2048
+    const T t2075 = w3[-10] - w3[-9];
+    const T t2623 = w0[-8] * t2075;
+    const T t919 = w0[-7] * T(0.11805364519680001);
+    const T t1305 = w0[-7] * T(0.49241094949999997);
     const T t1314 = t919 - t1305;
-    const T t2005 = w.t57 * w.t1922;
-    const T t2004 = w.t58 * w.t1924;
+    const T t2005 = w0[-12] * w1[-10];
+    const T t2004 = w0[-11] * w1[-11];
     const T t2006 = t2005 - t2004;
-    const T t1361 = w.t61 * T(2.8460000000000001);
-    const T t1365 = w.t68 * T(0.68930120000000006);
+    const T t1361 = w2[-8] * T(2.8460000000000001);
+    const T t1365 = w0[-5] * T(0.68930120000000006);
     const T t1368 = t1361 - t1365;
-    w.t1919 = t1368 + w.t1770;
-    const T t2027 = T(0.42499999999999999) * w.t1919;
+    w3[-8] = t1368 + w4[-13];  // t1919
+    const T t2027 = T(0.42499999999999999) * w3[-8];
     const T t2030 = t2006 - t2027;
-    w.t2037 = t1314 + t2030;
-    const T t1318 = w.t11 * T(0.59596019469679995);
-    const T t2043 = w.t57 * w.t1937;
-    const T t2044 = w.t58 * w.t1936;
+    w3[-7] = t1314 + t2030;  // t2037
+    const T t1318 = w0[-7] * T(0.59596019469679995);
+    const T t2043 = w0[-12] * w1[-15];
+    const T t2044 = w0[-11] * w1[-14];
     const T t2045 = t2043 + t2044;
     const T t2046 = t2045 - t2027;
-    w.t2073 = t1318 - t2046;
-    const T t2074 = w.t2037 - w.t2073;
-    const T t2624 = w.t11 * t2074;
+    w3[-6] = t1318 - t2046;  // t2073
+    const T t2074 = w3[-7] - w3[-6];
+    const T t2624 = w0[-7] * t2074;
     const T t2625 = t2623 - t2624;
     w.kept[43] = t2109 + t2625;  // t2626
-    const T t2627 = w.t5 * t2075;
-    const T t2628 = w.t6 * t2074;
+    const T t2627 = w0[-16] * t2075;
+    const T t2628 = w0[-15] * t2074;
     const T t2629 = t2627 + t2628;
     w.kept[48] = -t2629;  // t2630
     const T t1319 = qd[1] * T(0.49241094949999997);
-    w.t1320 = w.t1306 + t1319;
-    w.t1391 = w.t70 * T(0.20483351684000001);
+    w3[-5] = w6[-16] + t1319;  // t1320
+    w3[-4] = w0[8] * T(0.20483351684000001);  // t1391
     return status;
 }
 
@@ -6092,257 +5570,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part7(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 272);
+    T* const w2 = nelu::window(w.t + 172);
+    T* const w3 = nelu::window(w.t + 305);
+    T* const w4 = nelu::window(w.t + 240);
+    T* const w5 = nelu::window(w.t + 204);
+    T* const w6 = nelu::window(w.t + 127);
+    T* const w7 = nelu::window(w.t + 50);
     // --- solve: forward and back substitution
-    const T t1392 = w.t1353 + w.t1391;
-    const T t1395 = w.t1374 + t1392;
-    const T t1475 = w.t145 * T(0.002703346472);
-    const T t1476 = w.t1429 + t1475;
-    const T t1479 = t1476 - w.t1451;
-    const T t1780 = w.t195 * w.t1684;
-    const T t1781 = w.t196 * w.t1683;
+    const T t1392 = w5[-13] + w3[-7];
+    const T t1395 = w5[-12] + t1392;
+    const T t1475 = w0[9] * T(0.002703346472);
+    const T t1476 = w5[9] + t1475;
+    const T t1479 = t1476 - w5[10];
+    const T t1780 = w0[-14] * w4[10];
+    const T t1781 = w0[-13] * w4[11];
     const T t1782 = t1780 + t1781;
-    const T t1784 = w.t1758 - t1782;
-    w.t1787 = t1479 + t1784;
-    const T t1935 = w.t1787 - w.t1906;
+    const T t1784 = w5[13] - t1782;
+    w3[-6] = t1479 + t1784;  // t1787
+    const T t1935 = w3[-6] - w5[-1];
     const T t1938 = t1395 + t1935;
-    const T t2047 = t1938 + w.t2025;
-    const T t2049 = w.t1320 + t2047;
-    const T t2077 = w.t11 * t2049;
-    const T t2081 = w.t10 * w.t2032;
-    const T t2082 = w.t11 * w.t2036;
+    const T t2047 = t1938 + w4[-10];
+    const T t2049 = w3[-8] + t2047;
+    const T t2077 = w0[-7] * t2049;
+    const T t2081 = w0[-8] * w4[-8];
+    const T t2082 = w0[-7] * w4[-9];
     const T t2083 = t2081 - t2082;
-    const T t2096 = w.t428 * w.t1990;
-    const T t2097 = w.t1296 * w.t1980;
+    const T t2096 = w0[-2] * w2[15];
+    const T t2097 = w3[-15] * w2[14];
     const T t2099 = t2096 - t2097;
-    const T t2095 = w.t1300 * w.t1960;
+    const T t2095 = w3[-14] * w2[-2];
     const T t2100 = t2099 - t2095;
-    const T t1987 = T(0.91345487999999997) + w.t1855;
-    const T t2085 = w.t433 * t1987;
+    const T t1987 = T(0.91345487999999997) + w2[2];
+    const T t2085 = w7[0] * t1987;
     const T t2108 = t2100 - t2085;
-    const T t2111 = t2108 - w.t759;
+    const T t2111 = t2108 - w6[4];
     const T t2113 = t2083 + t2111;
     const T t2115 = t2077 + t2113;
-    const T t2631 = w.t5 * t2115;
-    const T t2076 = w.t10 * t2049;
-    const T t2078 = w.t10 * w.t2036;
-    const T t2079 = w.t11 * w.t2035;
+    const T t2631 = w0[-16] * t2115;
+    const T t2076 = w0[-8] * t2049;
+    const T t2078 = w0[-8] * w4[-9];
+    const T t2079 = w0[-7] * w4[-7];
     const T t2080 = t2078 - t2079;
-    const T t2090 = w.t428 * w.t1980;
-    const T t2091 = w.t1296 * w.t1988;
+    const T t2090 = w0[-2] * w2[14];
+    const T t2091 = w3[-15] * w5[-16];
     const T t2093 = t2090 - t2091;
-    const T t2089 = w.t1300 * w.t1989;
+    const T t2089 = w3[-14] * w2[3];
     const T t2094 = t2093 - t2089;
-    const T t2084 = w.t432 * t1987;
+    const T t2084 = w7[-1] * t1987;
     const T t2107 = t2094 - t2084;
-    const T t2110 = w.t765 + t2107;
+    const T t2110 = w6[5] + t2107;
     const T t2112 = t2080 + t2110;
     const T t2114 = t2076 + t2112;
-    const T t2632 = w.t6 * t2114;
+    const T t2632 = w0[-15] * t2114;
     const T t2633 = t2631 + t2632;
     w.kept[6] = -t2633;  // t2634
-    const T t2119 = w.t1302 * w.t1990;
-    const T t2120 = w.t1303 * w.t1980;
+    const T t2119 = w4[-4] * w2[15];
+    const T t2120 = w4[-3] * w2[14];
     const T t2121 = t2119 - t2120;
-    const T t2126 = w.t2038 + t2121;
-    const T t2129 = w.t2048 + t2126;
-    const T t2635 = w.t5 * t2129;
-    const T t2116 = w.t1302 * w.t1980;
-    const T t2117 = w.t1303 * w.t1988;
+    const T t2126 = w3[-13] + t2121;
+    const T t2129 = w3[-12] + t2126;
+    const T t2635 = w0[-16] * t2129;
+    const T t2116 = w4[-4] * w2[14];
+    const T t2117 = w4[-3] * w5[-16];
     const T t2118 = t2116 - t2117;
-    const T t2125 = w.t2037 + t2118;
-    const T t2128 = w.t2073 + t2125;
-    const T t2636 = w.t6 * t2128;
+    const T t2125 = w3[-10] + t2118;
+    const T t2128 = w3[-9] + t2125;
+    const T t2636 = w0[-15] * t2128;
     const T t2637 = t2635 + t2636;
     w.kept[12] = -t2637;  // t2638
-    const T t2210 = w.t1346 * T(5.8810000000000002);
-    const T t2201 = w.t1331 * w.t1854;
-    const T t2202 = w.t1342 * w.t1855;
+    const T t2210 = w1[-11] * T(5.8810000000000002);
+    const T t2201 = w1[-8] * w2[-14];
+    const T t2202 = w1[-5] * w2[2];
     const T t2204 = t2201 - t2202;
     const T t2213 = t2210 - t2204;
-    const T t2218 = t2213 - w.t743;
-    const T t2148 = w.t68 * w.t1919;
+    const T t2218 = t2213 - w6[-6];
+    const T t2148 = w0[-5] * w3[-11];
     const T t2223 = t2218 - t2148;
     const T t2229 = t2223 - t2148;
-    const T t2649 = w.t57 * t2229;
-    const T t2147 = w.t64 * w.t1919;
-    const T t2198 = w.t1344 * w.t1855;
-    const T t2199 = w.t1331 * w.t1794;
+    const T t2649 = w0[-12] * t2229;
+    const T t2147 = w0[-6] * w3[-11];
+    const T t2198 = w1[-7] * w2[2];
+    const T t2199 = w1[-8] * w2[-13];
     const T t2200 = t2198 + t2199;
-    const T t2209 = w.t1345 * T(5.8810000000000002);
+    const T t2209 = w1[-10] * T(5.8810000000000002);
     const T t2212 = t2200 + t2209;
-    const T t2217 = w.t745 + t2212;
+    const T t2217 = w6[-5] + t2212;
     const T t2222 = t2147 + t2217;
     const T t2228 = t2147 + t2222;
-    const T t2650 = w.t58 * t2228;
+    const T t2650 = w0[-11] * t2228;
     const T t2651 = t2649 + t2650;
     const T t2659 = T(0.42499999999999999) * t2651;
     w.kept[44] = w.kept[73] + t2659;  // t2661
-    const T t2249 = w.t1348 * w.t1855;
-    const T t2253 = w.t1349 * T(5.8810000000000002);
+    const T t2249 = w1[-3] * w2[2];
+    const T t2253 = w1[3] * T(5.8810000000000002);
     const T t2255 = t2249 + t2253;
-    const T t2261 = w.t1917 - t2255;
-    const T t2265 = w.t1917 + t2261;
-    const T t2662 = w.t57 * t2265;
-    const T t2248 = w.t1347 * w.t1855;
-    const T t2252 = w.t1350 * T(5.8810000000000002);
+    const T t2261 = w4[-11] - t2255;
+    const T t2265 = w4[-11] + t2261;
+    const T t2662 = w0[-12] * t2265;
+    const T t2248 = w1[-2] * w2[2];
+    const T t2252 = w1[1] * T(5.8810000000000002);
     const T t2254 = t2248 + t2252;
-    const T t2260 = t2254 - w.t1918;
-    const T t2264 = t2260 - w.t1918;
-    const T t2663 = w.t58 * t2264;
+    const T t2260 = t2254 - w4[-12];
+    const T t2264 = t2260 - w4[-12];
+    const T t2663 = w0[-11] * t2264;
     const T t2664 = t2662 + t2663;
     const T t2672 = T(0.42499999999999999) * t2664;
     w.kept[50] = w.kept[79] + t2672;  // t2674
-    const T t2133 = w.t1924 - w.t1936;
-    const T t2639 = w.t64 * t2133;
-    const T t2132 = w.t1922 + w.t1937;
-    const T t2640 = w.t68 * t2132;
+    const T t2133 = w1[-13] - w1[-16];
+    const T t2639 = w0[-6] * t2133;
+    const T t2132 = w1[-12] + w4[15];
+    const T t2640 = w0[-5] * t2132;
     const T t2641 = t2639 + t2640;
-    const T t2678 = w.t432 * w.t1941;
-    const T t2679 = w.t2086 + t2678;
-    const T t2680 = w.t1300 * w.kept[55];
-    const T t2684 = w.t2191 + t2680;
+    const T t2678 = w7[-1] * w2[-11];
+    const T t2679 = w3[-16] + t2678;
+    const T t2680 = w3[-14] * w.kept[55];
+    const T t2684 = w1[-4] + t2680;
     const T t2686 = t2679 - t2684;
     w.kept[72] = t2641 + t2686;  // t2687
-    w.kept[78] = w.t1925 + w.t2244;  // t2690
-    const T t2691 = w.t6 * w.t1953;
-    const T t2692 = w.t2056 + t2691;
+    w.kept[78] = w4[-5] + w1[0];  // t2690
+    const T t2691 = w0[-15] * w2[1];
+    const T t2692 = w2[-1] + t2691;
     w.kept[19] = -t2692;  // t2693
-    const T t2646 = w.t57 * t2133;
-    const T t2647 = w.t58 * t2132;
+    const T t2646 = w0[-12] * t2133;
+    const T t2647 = w0[-11] * t2132;
     const T t2648 = t2646 + t2647;
-    const T t2694 = w.t5 * t2648;
-    const T t2644 = w.t57 * t2132;
-    const T t2643 = w.t58 * t2133;
+    const T t2694 = w0[-16] * t2648;
+    const T t2644 = w0[-12] * t2132;
+    const T t2643 = w0[-11] * t2133;
     const T t2645 = t2644 - t2643;
-    const T t2695 = w.t6 * t2645;
+    const T t2695 = w0[-15] * t2645;
     const T t2696 = t2694 + t2695;
     w.kept[77] = -t2696;  // t2697
-    const T t2135 = w.t69 * w.t1919;
-    const T t2155 = w.t64 * w.t1923;
-    const T t2156 = w.t68 * w.t1921;
+    const T t2135 = w7[-15] * w3[-11];
+    const T t2155 = w0[-6] * w4[-14];
+    const T t2156 = w0[-5] * w4[-16];
     const T t2157 = t2155 + t2156;
     const T t2162 = t2135 + t2157;
-    const T t2168 = w.t1345 * w.t1855;
-    const T t1335 = w.t64 * w.t65;
-    const T t1334 = w.t68 * w.t69;
+    const T t2168 = w1[-10] * w2[2];
+    const T t1335 = w0[-6] * w7[-16];
+    const T t1334 = w0[-5] * w7[-15];
     const T t1336 = t1335 - t1334;
-    w.t1341 = t1336 + t1336;
-    const T t2167 = w.t1341 * w.t1854;
+    w3[-5] = t1336 + t1336;  // t1341
+    const T t2167 = w3[-5] * w2[-14];
     const T t2169 = t2168 - t2167;
-    const T t2181 = w.t1331 * w.t1840;
-    const T t2182 = w.t1344 * w.t1858;
-    const T t2183 = w.t1342 * w.t1848;
+    const T t2181 = w1[-8] * w2[-4];
+    const T t2182 = w1[-7] * w2[11];
+    const T t2183 = w1[-5] * w2[9];
     const T t2185 = t2182 + t2183;
     const T t2186 = t2181 + t2185;
     const T t2196 = t2169 + t2186;
-    const T t2216 = t2196 - w.t739;
+    const T t2216 = t2196 - w6[3];
     const T t2220 = t2162 + t2216;
-    const T t2140 = w.t68 * t1938;
+    const T t2140 = w0[-5] * t1938;
     const T t2145 = t2135 + t2140;
     const T t2226 = t2220 - t2145;
-    const T t2655 = w.t57 * t2226;
-    const T t2139 = w.t64 * t1938;
-    const T t2134 = w.t65 * w.t1919;
+    const T t2655 = w0[-12] * t2226;
+    const T t2139 = w0[-6] * t1938;
+    const T t2134 = w7[-16] * w3[-11];
     const T t2144 = t2139 - t2134;
-    const T t2152 = w.t64 * w.t1921;
-    const T t2153 = w.t68 * w.t1920;
+    const T t2152 = w0[-6] * w4[-16];
+    const T t2153 = w0[-5] * w4[-13];
     const T t2154 = t2152 + t2153;
     const T t2161 = t2134 + t2154;
-    const T t2165 = w.t1341 * w.t1794;
-    const T t2164 = w.t1346 * w.t1855;
+    const T t2165 = w3[-5] * w2[-13];
+    const T t2164 = w1[-11] * w2[2];
     const T t2166 = t2165 - t2164;
-    const T t2173 = w.t1331 * w.t1857;
-    const T t2174 = w.t1344 * w.t1848;
-    const T t2175 = w.t1342 * w.t1856;
+    const T t2173 = w1[-8] * w2[-5];
+    const T t2174 = w1[-7] * w2[9];
+    const T t2175 = w1[-5] * w2[10];
     const T t2177 = t2174 + t2175;
     const T t2179 = t2173 + t2177;
     const T t2195 = t2166 - t2179;
-    const T t2215 = w.t747 + t2195;
+    const T t2215 = w6[2] + t2195;
     const T t2219 = t2161 + t2215;
     const T t2225 = t2144 + t2219;
-    const T t2656 = w.t58 * t2225;
+    const T t2656 = w0[-11] * t2225;
     const T t2657 = t2655 + t2656;
-    const T t2150 = w.t68 * w.t1918;
-    const T t2149 = w.t64 * w.t1917;
+    const T t2150 = w0[-5] * w4[-12];
+    const T t2149 = w0[-6] * w4[-11];
     const T t2151 = t2150 - t2149;
-    const T t2211 = w.t1341 * T(5.8810000000000002);
-    const T t2205 = w.t1342 * w.t1794;
-    const T t2207 = w.t1344 * w.t1854;
+    const T t2211 = w3[-5] * T(5.8810000000000002);
+    const T t2205 = w1[-5] * w2[-13];
+    const T t2207 = w1[-7] * w2[-14];
     const T t2208 = t2205 + t2207;
     const T t2214 = t2211 - t2208;
     const T t2224 = t2151 + t2214;
     const T t2230 = t2151 + t2224;
     const T t2658 = T(0.42499999999999999) * t2230;
     const T t2660 = t2657 - t2658;
-    const T t2698 = w.t5 * t2660;
-    const T t2653 = w.t57 * t2225;
-    const T t2652 = w.t58 * t2226;
+    const T t2698 = w0[-16] * t2660;
+    const T t2653 = w0[-12] * t2225;
+    const T t2652 = w0[-11] * t2226;
     const T t2654 = t2653 - t2652;
-    const T t2699 = w.t6 * t2654;
+    const T t2699 = w0[-15] * t2654;
     const T t2700 = t2698 + t2699;
     w.kept[7] = -t2700;  // t2701
-    const T t2232 = w.t1350 * w.t1855;
-    const T t2239 = w.t1347 * w.t1858;
-    const T t2240 = w.t1348 * w.t1848;
+    const T t2232 = w1[1] * w2[2];
+    const T t2239 = w1[-2] * w2[11];
+    const T t2240 = w1[-3] * w2[9];
     const T t2241 = t2239 - t2240;
     const T t2246 = t2232 + t2241;
-    const T t2258 = w.t1924 + t2246;
-    const T t2263 = w.t1936 + t2258;
-    const T t2668 = w.t57 * t2263;
-    const T t2231 = w.t1349 * w.t1855;
-    const T t2237 = w.t1348 * w.t1856;
-    const T t2236 = w.t1347 * w.t1848;
+    const T t2258 = w1[-13] + t2246;
+    const T t2263 = w1[-16] + t2258;
+    const T t2668 = w0[-12] * t2263;
+    const T t2231 = w1[3] * w2[2];
+    const T t2237 = w1[-3] * w2[10];
+    const T t2236 = w1[-2] * w2[9];
     const T t2238 = t2237 - t2236;
     const T t2245 = t2231 + t2238;
-    const T t2257 = w.t1922 + t2245;
-    const T t2262 = t2257 - w.t1937;
-    const T t2669 = w.t58 * t2262;
+    const T t2257 = w1[-12] + t2245;
+    const T t2262 = t2257 - w4[15];
+    const T t2669 = w0[-11] * t2262;
     const T t2670 = t2668 + t2669;
-    const T t2250 = w.t1348 * w.t1794;
-    const T t2251 = w.t1347 * w.t1854;
+    const T t2250 = w1[-3] * w2[-13];
+    const T t2251 = w1[-2] * w2[-14];
     const T t2256 = t2250 - t2251;
     const T t2671 = T(0.42499999999999999) * t2256;
     const T t2673 = t2670 - t2671;
-    const T t2702 = w.t5 * t2673;
-    const T t2666 = w.t57 * t2262;
-    const T t2665 = w.t58 * t2263;
+    const T t2702 = w0[-16] * t2673;
+    const T t2666 = w0[-12] * t2262;
+    const T t2665 = w0[-11] * t2263;
     const T t2667 = t2666 - t2665;
-    const T t2703 = w.t6 * t2667;
+    const T t2703 = w0[-15] * t2667;
     const T t2704 = t2702 + t2703;
     w.kept[13] = -t2704;  // t2705
-    const T t2287 = w.t141 * w.t1770;
-    const T t2360 = w.t1424 * T(3.0350000000000001);
-    const T t2354 = w.t1421 * w.t1717;
-    const T t2352 = w.t1406 * w.t1687;
+    const T t2287 = w0[-4] * w4[-15];
+    const T t2360 = w1[8] * T(3.0350000000000001);
+    const T t2354 = w1[4] * w2[-6];
+    const T t2352 = w1[6] * w2[-16];
     const T t2355 = t2354 - t2352;
     const T t2363 = t2360 - t2355;
-    const T t2368 = t2363 - w.t716;
+    const T t2368 = t2363 - w6[-16];
     const T t2373 = t2287 + t2368;
-    w.t2379 = t2287 + t2373;
-    const T t2722 = w.t122 * w.t2379;
-    const T t2348 = w.t1422 * w.t1717;
-    const T t2349 = w.t1406 * T(0.1860463);
+    w3[-4] = t2287 + t2373;  // t2379
+    const T t2722 = w0[-9] * w3[-4];
+    const T t2348 = w1[5] * w2[-6];
+    const T t2349 = w1[6] * T(0.1860463);
     const T t2351 = t2348 + t2349;
-    const T t2359 = w.t1423 * T(3.0350000000000001);
+    const T t2359 = w1[7] * T(3.0350000000000001);
     const T t2362 = t2351 + t2359;
-    const T t2367 = w.t718 - t2362;
-    const T t2285 = w.t135 * w.t1770;
+    const T t2367 = w6[-13] - t2362;
+    const T t2285 = w0[7] * w4[-15];
     const T t2372 = t2367 - t2285;
-    w.t2378 = t2372 - t2285;
-    const T t2723 = w.t123 * w.t2378;
-    w.t2724 = t2722 + t2723;
-    const T t2736 = T(0.39219999999999999) * w.t2724;
+    w3[-3] = t2372 - t2285;  // t2378
+    const T t2723 = w0[-10] * w3[-3];
+    w3[-2] = t2722 + t2723;  // t2724
+    const T t2736 = T(0.39219999999999999) * w3[-2];
     w.kept[74] = w.kept[95] - t2736;  // t2738
-    const T t2401 = w.t1426 * w.t1717;
-    const T t2405 = w.t1427 * T(3.0350000000000001);
+    const T t2401 = w1[12] * w2[-6];
+    const T t2405 = w1[10] * T(3.0350000000000001);
     const T t2407 = t2401 + t2405;
-    const T t2413 = w.t1768 + t2407;
-    w.t2417 = w.t1768 + t2413;
-    w.t2742 = w.t122 * w.t2417;
-    const T t2404 = w.t1428 * T(3.0350000000000001);
-    const T t2400 = w.t1425 * w.t1717;
+    const T t2413 = w5[-3] + t2407;
+    w3[-1] = w5[-3] + t2413;  // t2417
+    w3[0] = w0[-9] * w3[-1];  // t2742
+    const T t2404 = w1[9] * T(3.0350000000000001);
+    const T t2400 = w1[11] * w2[-6];
     const T t2406 = t2404 - t2400;
-    w.t2412 = t2406 - w.t1769;
+    w3[1] = t2406 - w5[-8];  // t2412
     return status;
 }
 
@@ -6350,257 +5836,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part8(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 282);
+    T* const w2 = nelu::window(w.t + 315);
+    T* const w3 = nelu::window(w.t + 172);
+    T* const w4 = nelu::window(w.t + 48);
+    T* const w5 = nelu::window(w.t + 211);
+    T* const w6 = nelu::window(w.t + 250);
+    T* const w7 = nelu::window(w.kept + 96);
     // --- solve: forward and back substitution
-    const T t2416 = w.t2412 - w.t1769;
-    const T t2743 = w.t123 * t2416;
-    const T t2744 = w.t2742 + t2743;
+    const T t2416 = w2[-9] - w5[-15];
+    const T t2743 = w0[-10] * t2416;
+    const T t2744 = w2[-10] + t2743;
     const T t2756 = T(0.39219999999999999) * t2744;
-    w.kept[80] = w.kept[101] - t2756;  // t2758
-    const T t2763 = w.t1346 * w.t1791;
-    const T t2764 = t2763 - w.t2170;
-    const T t2765 = w.t1331 * w.kept[84];
-    const T t2766 = w.t1342 * w.t1837;
-    const T t2768 = w.t2188 + t2766;
+    w7[-16] = w7[5] - t2756;  // t2758
+    const T t2763 = w6[11] * w3[-15];
+    const T t2764 = t2763 - w6[13];
+    const T t2765 = w6[14] * w7[-12];
+    const T t2766 = w1[-15] * w3[-7];
+    const T t2768 = w1[-16] + t2766;
     const T t2770 = t2765 + t2768;
     const T t2772 = t2764 - t2770;
-    const T t2269 = w.t1775 - w.t1785;
-    const T t2706 = w.t135 * t2269;
-    const T t2268 = w.t1773 + w.t1786;
-    const T t2708 = w.t141 * t2268;
+    const T t2269 = w6[7] - w6[2];
+    const T t2706 = w0[7] * t2269;
+    const T t2268 = w6[8] + w6[-4];
+    const T t2708 = w0[-4] * t2268;
     const T t2709 = t2706 + t2708;
-    w.kept[94] = t2772 - t2709;  // t2773
-    const T t2776 = w.t1348 * w.t1837;
-    const T t2777 = t2776 - w.t2242;
-    const T t2774 = w.t1349 * w.t1791;
-    const T t2775 = w.t2233 + t2774;
+    w7[-2] = t2772 - t2709;  // t2773
+    const T t2776 = w1[-13] * w3[-7];
+    const T t2777 = t2776 - w1[-11];
+    const T t2774 = w1[-7] * w3[-15];
+    const T t2775 = w1[-8] + t2774;
     const T t2778 = t2777 - t2775;
-    w.kept[100] = w.t1776 + t2778;  // t2779
-    const T t2782 = w.t57 * w.t1791;
-    const T t2783 = t2782 - w.t1939;
+    w7[4] = w6[-16] + t2778;  // t2779
+    const T t2782 = w0[-12] * w3[-15];
+    const T t2783 = t2782 - w3[-12];
     const T t2788 = T(0.42499999999999999) * t2783;
-    w.kept[56] = w.kept[84] + t2788;  // t2789
-    const T t2719 = w.t123 * w.t2379;
-    const T t2720 = w.t122 * w.t2378;
+    w.kept[56] = w7[-12] + t2788;  // t2789
+    const T t2719 = w0[-10] * w2[-14];
+    const T t2720 = w0[-9] * w2[-13];
     const T t2721 = t2719 - t2720;
-    const T t2799 = w.t58 * t2721;
-    const T t2798 = w.t57 * w.t2724;
+    const T t2799 = w0[-11] * t2721;
+    const T t2798 = w0[-12] * w2[-12];
     const T t2800 = t2799 - t2798;
     const T t2808 = T(0.42499999999999999) * t2800;
     w.kept[45] = w.kept[74] + t2808;  // t2810
-    const T t2739 = w.t123 * w.t2417;
-    const T t2740 = w.t122 * t2416;
+    const T t2739 = w0[-10] * w2[-11];
+    const T t2740 = w0[-9] * t2416;
     const T t2741 = t2739 - t2740;
-    const T t2812 = w.t58 * t2741;
-    const T t2811 = w.t57 * t2744;
+    const T t2812 = w0[-11] * t2741;
+    const T t2811 = w0[-12] * t2744;
     const T t2813 = t2812 - t2811;
     const T t2821 = T(0.42499999999999999) * t2813;
-    w.kept[51] = w.kept[80] + t2821;  // t2823
-    const T t2827 = w.t432 * t2783;
-    const T t2780 = w.t58 * w.t1791;
-    const T t2781 = w.t1942 + t2780;
-    const T t2828 = w.t433 * t2781;
+    w.kept[51] = w7[-16] + t2821;  // t2823
+    const T t2827 = w4[1] * t2783;
+    const T t2780 = w0[-11] * w3[-15];
+    const T t2781 = w3[12] + t2780;
+    const T t2828 = w4[2] * t2781;
     const T t2829 = t2827 + t2828;
-    const T t2830 = w.t1300 * w.kept[56];
+    const T t2830 = w1[9] * w.kept[56];
     const T t2835 = t2768 + t2830;
     const T t2837 = t2829 - t2835;
-    w.kept[93] = t2837 - t2709;  // t2838
-    w.kept[99] = w.t1776 + t2777;  // t2842
-    const T t2786 = w.t58 * w.t1837;
-    const T t2787 = t2786 - w.t1958;
-    const T t2843 = w.t5 * t2787;
-    const T t2784 = w.t57 * w.t1837;
-    const T t2785 = w.t1951 + t2784;
-    const T t2844 = w.t6 * t2785;
+    w7[-3] = t2837 - t2709;  // t2838
+    w7[3] = w6[-16] + t2777;  // t2842
+    const T t2786 = w0[-11] * w3[-7];
+    const T t2787 = t2786 - w3[-3];
+    const T t2843 = w0[-16] * t2787;
+    const T t2784 = w0[-12] * w3[-7];
+    const T t2785 = w3[0] + t2784;
+    const T t2844 = w0[-15] * t2785;
     const T t2845 = t2843 + t2844;
     w.kept[20] = -t2845;  // t2846
-    const T t2712 = w.t123 * t2269;
-    const T t2713 = w.t122 * t2268;
+    const T t2712 = w0[-10] * t2269;
+    const T t2713 = w0[-9] * t2268;
     const T t2714 = t2712 - t2713;
-    const T t2796 = w.t58 * t2714;
-    const T t2715 = w.t122 * t2269;
-    const T t2716 = w.t123 * t2268;
+    const T t2796 = w0[-11] * t2714;
+    const T t2715 = w0[-9] * t2269;
+    const T t2716 = w0[-10] * t2268;
     const T t2717 = t2715 + t2716;
-    const T t2794 = w.t57 * t2717;
+    const T t2794 = w0[-12] * t2717;
     const T t2797 = t2796 - t2794;
-    const T t2847 = w.t5 * t2797;
-    const T t2790 = w.t58 * t2717;
-    const T t2792 = w.t57 * t2714;
+    const T t2847 = w0[-16] * t2797;
+    const T t2790 = w0[-11] * t2717;
+    const T t2792 = w0[-12] * t2714;
     const T t2793 = t2790 + t2792;
-    const T t2848 = w.t6 * t2793;
+    const T t2848 = w0[-15] * t2793;
     const T t2849 = t2847 + t2848;
-    w.kept[98] = -t2849;  // t2850
+    w7[2] = -t2849;  // t2850
     const T t2732 = T(0.1333) * t2721;
-    const T t2277 = w.t141 * w.t1787;
-    const T t2271 = w.t144 * w.t1770;
+    const T t2277 = w0[-4] * w2[-16];
+    const T t2271 = w4[-12] * w5[14];
     const T t2283 = t2277 - t2271;
-    const T t2299 = w.t135 * w.t1774;
-    const T t2301 = w.t141 * w.t1772;
+    const T t2299 = w0[7] * w5[1];
+    const T t2301 = w0[-4] * w5[7];
     const T t2302 = t2299 + t2301;
     const T t2311 = t2271 - t2302;
-    const T t1411 = w.t141 * w.t144;
-    const T t1412 = w.t135 * w.t138;
+    const T t1411 = w0[-4] * w4[-12];
+    const T t1412 = w0[7] * w4[-9];
     const T t1414 = t1411 + t1412;
     const T t1419 = t1414 + t1414;
-    w.t2317 = t1419 * w.t1687;
-    const T t2318 = w.t1423 * w.t1717;
-    const T t2319 = w.t2317 - t2318;
-    const T t2330 = w.t1406 * w.t1720;
-    const T t2332 = w.t1422 * w.t1719;
-    w.t2333 = w.t1421 * w.t1709;
-    const T t2335 = t2332 + w.t2333;
+    w2[-8] = t1419 * w3[-16];  // t2317
+    const T t2318 = w1[-3] * w3[-6];
+    const T t2319 = w2[-8] - t2318;
+    const T t2330 = w1[-4] * w3[-9];
+    const T t2332 = w1[-5] * w3[4];
+    w2[-7] = w1[-6] * w3[5];  // t2333
+    const T t2335 = t2332 + w2[-7];
     const T t2337 = t2330 + t2335;
     const T t2346 = t2319 - t2337;
-    const T t2366 = t2346 - w.t713;
+    const T t2366 = t2346 - w.t[127];
     const T t2370 = t2311 + t2366;
     const T t2376 = t2283 + t2370;
-    const T t2728 = w.t122 * t2376;
-    const T t2270 = w.t138 * w.t1770;
-    const T t2275 = w.t135 * w.t1787;
+    const T t2728 = w0[-9] * t2376;
+    const T t2270 = w4[-9] * w5[14];
+    const T t2275 = w0[7] * w2[-16];
     const T t2282 = t2270 - t2275;
-    const T t2325 = w.t1422 * w.t1709;
-    const T t2327 = w.t1421 * w.t1718;
+    const T t2325 = w1[-5] * w3[5];
+    const T t2327 = w1[-6] * w3[8];
     const T t2328 = t2325 + t2327;
-    const T t2323 = w.t1406 * w.t1698;
+    const T t2323 = w1[-4] * w3[-8];
     const T t2329 = t2328 - t2323;
-    const T t2314 = w.t1424 * w.t1717;
+    const T t2314 = w1[-2] * w3[-6];
     const T t2315 = t1419 * T(0.1860463);
     const T t2316 = t2314 + t2315;
     const T t2345 = t2329 - t2316;
-    const T t2365 = w.t715 + t2345;
-    const T t2294 = w.t135 * w.t1772;
-    const T t2296 = w.t141 * w.t1771;
+    const T t2365 = w.t[128] + t2345;
+    const T t2294 = w0[7] * w5[7];
+    const T t2296 = w0[-4] * w5[12];
     const T t2297 = t2294 + t2296;
     const T t2309 = t2270 + t2297;
     const T t2369 = t2365 - t2309;
     const T t2375 = t2282 + t2369;
-    const T t2729 = w.t123 * t2375;
+    const T t2729 = w0[-10] * t2375;
     const T t2730 = t2728 + t2729;
     const T t2734 = t2732 - t2730;
     const T t2361 = t1419 * T(3.0350000000000001);
-    const T t2356 = w.t1421 * T(0.1860463);
-    const T t2357 = w.t1422 * w.t1687;
+    const T t2356 = w1[-6] * T(0.1860463);
+    const T t2357 = w1[-5] * w3[-16];
     const T t2358 = t2356 + t2357;
     const T t2364 = t2361 - t2358;
-    const T t2290 = w.t141 * w.t1769;
-    const T t2288 = w.t135 * w.t1768;
+    const T t2290 = w0[-4] * w5[-15];
+    const T t2288 = w0[7] * w5[-10];
     const T t2291 = t2290 - t2288;
     const T t2374 = t2364 - t2291;
     const T t2380 = t2374 - t2291;
     const T t2735 = T(0.39219999999999999) * t2380;
     const T t2737 = t2734 - t2735;
-    const T t2804 = w.t57 * t2737;
-    const T t2725 = w.t123 * t2376;
-    const T t2726 = w.t122 * t2375;
+    const T t2804 = w0[-12] * t2737;
+    const T t2725 = w0[-10] * t2376;
+    const T t2726 = w0[-9] * t2375;
     const T t2727 = t2725 - t2726;
-    const T t2731 = T(0.1333) * w.t2724;
+    const T t2731 = T(0.1333) * w2[-12];
     const T t2733 = t2727 + t2731;
-    const T t2805 = w.t58 * t2733;
+    const T t2805 = w0[-11] * t2733;
     const T t2806 = t2804 + t2805;
     const T t2807 = T(0.42499999999999999) * t2380;
     const T t2809 = t2806 - t2807;
-    const T t2851 = w.t5 * t2809;
-    const T t2802 = w.t57 * t2733;
-    const T t2801 = w.t58 * t2737;
+    const T t2851 = w0[-16] * t2809;
+    const T t2802 = w0[-12] * t2733;
+    const T t2801 = w0[-11] * t2737;
     const T t2803 = t2802 - t2801;
-    const T t2852 = w.t6 * t2803;
+    const T t2852 = w0[-15] * t2803;
     const T t2853 = t2851 + t2852;
     w.kept[8] = -t2853;  // t2854
     const T t2752 = T(0.1333) * t2741;
-    const T t2382 = w.t1428 * w.t1717;
-    const T t2390 = w.t1425 * w.t1719;
-    w.t2391 = w.t1426 * w.t1709;
-    const T t2393 = t2390 - w.t2391;
+    const T t2382 = w1[-1] * w3[-6];
+    const T t2390 = w1[1] * w3[4];
+    w2[-6] = w1[2] * w3[5];  // t2391
+    const T t2393 = t2390 - w2[-6];
     const T t2398 = t2382 - t2393;
-    const T t2410 = w.t1775 + t2398;
-    const T t2415 = w.t1785 + t2410;
-    const T t2748 = w.t122 * t2415;
-    const T t2381 = w.t1427 * w.t1717;
-    const T t2388 = w.t1426 * w.t1718;
-    const T t2386 = w.t1425 * w.t1709;
+    const T t2410 = w6[7] + t2398;
+    const T t2415 = w6[2] + t2410;
+    const T t2748 = w0[-9] * t2415;
+    const T t2381 = w1[0] * w3[-6];
+    const T t2388 = w1[2] * w3[8];
+    const T t2386 = w1[1] * w3[5];
     const T t2389 = t2388 - t2386;
     const T t2397 = t2381 + t2389;
-    const T t2409 = w.t1773 - t2397;
-    const T t2414 = t2409 - w.t1786;
-    const T t2749 = w.t123 * t2414;
+    const T t2409 = w6[8] - t2397;
+    const T t2414 = t2409 - w6[-4];
+    const T t2749 = w0[-10] * t2414;
     const T t2750 = t2748 + t2749;
     const T t2754 = t2752 - t2750;
-    const T t2402 = w.t1426 * T(0.1860463);
-    const T t2403 = w.t1425 * w.t1687;
+    const T t2402 = w1[2] * T(0.1860463);
+    const T t2403 = w1[1] * w3[-16];
     const T t2408 = t2402 - t2403;
     const T t2755 = T(0.39219999999999999) * t2408;
     const T t2757 = t2754 - t2755;
-    const T t2817 = w.t57 * t2757;
-    const T t2745 = w.t123 * t2415;
-    const T t2746 = w.t122 * t2414;
+    const T t2817 = w0[-12] * t2757;
+    const T t2745 = w0[-10] * t2415;
+    const T t2746 = w0[-9] * t2414;
     const T t2747 = t2745 - t2746;
     const T t2751 = T(0.1333) * t2744;
     const T t2753 = t2747 + t2751;
-    const T t2818 = w.t58 * t2753;
+    const T t2818 = w0[-11] * t2753;
     const T t2819 = t2817 + t2818;
     const T t2820 = T(0.42499999999999999) * t2408;
     const T t2822 = t2819 - t2820;
-    const T t2855 = w.t5 * t2822;
-    const T t2815 = w.t57 * t2753;
-    const T t2814 = w.t58 * t2757;
+    const T t2855 = w0[-16] * t2822;
+    const T t2815 = w0[-12] * t2753;
+    const T t2814 = w0[-11] * t2757;
     const T t2816 = t2815 - t2814;
-    const T t2856 = w.t6 * t2816;
+    const T t2856 = w0[-15] * t2816;
     const T t2857 = t2855 + t2856;
     w.kept[14] = -t2857;  // t2858
-    const T t1481 = w.t221 + w.t587;
-    const T t1498 = w.t141 * w.t217;
-    const T t1492 = w.t144 * w.t214;
+    const T t1481 = w4[9] + w4[13];
+    const T t1498 = w0[-4] * w4[-6];
+    const T t1492 = w4[-12] * w4[-16];
     const T t1500 = t1498 - t1492;
     const T t1507 = t1481 + t1500;
     const T t2480 = t1507 * T(1.665);
-    const T t1480 = w.t220 + w.t580;
-    const T t1485 = w.t141 * w.t208;
-    w.t1503 = t1480 + t1485;
-    const T t2476 = T(0.0023400000000000001) * w.t1503;
+    const T t1480 = w0[11] + w0[14];
+    const T t1485 = w0[-4] * w0[10];
+    w2[-5] = t1480 + t1485;  // t1503
+    const T t2476 = T(0.0023400000000000001) * w2[-5];
     const T t2484 = t2480 - t2476;
-    const T t2489 = t2484 - w.t691;
-    const T t2437 = w.t214 * w.t1670;
+    const T t2489 = t2484 - w.t[107];
+    const T t2437 = w4[-16] * w5[-16];
     const T t2494 = t2489 - t2437;
-    w.t2500 = t2494 - t2437;
-    const T t2870 = w.t196 * w.t2500;
-    const T t2436 = w.t208 * w.t1670;
-    const T t2473 = T(0.0023400000000000001) * w.t1504;
-    const T t2474 = w.t1489 * T(0.057172964999999992);
+    w2[-4] = t2494 - t2437;  // t2500
+    const T t2870 = w0[-13] * w2[-4];
+    const T t2436 = w0[10] * w5[-16];
+    const T t2473 = T(0.0023400000000000001) * w1[5];
+    const T t2474 = w1[4] * T(0.057172964999999992);
     const T t2475 = t2473 + t2474;
-    const T t2478 = w.t1505 * T(1.665);
+    const T t2478 = w1[3] * T(1.665);
     const T t2482 = t2475 + t2478;
-    const T t2488 = w.t693 - t2482;
+    const T t2488 = w.t[106] - t2482;
     const T t2493 = t2436 + t2488;
-    w.t2499 = t2436 + t2493;
-    const T t2871 = w.t195 * w.t2499;
-    w.t2872 = t2870 - t2871;
-    w.t2883 = T(0.099699999999999997) * w.t2872;
-    const T t2424 = w.t217 * w.t1670;
-    const T t2446 = w.t208 * w.t1543;
-    const T t2447 = w.t214 * w.t1672;
+    w2[-3] = t2436 + t2493;  // t2499
+    const T t2871 = w0[-14] * w2[-3];
+    w2[-2] = t2870 - t2871;  // t2872
+    w2[-1] = T(0.099699999999999997) * w2[-2];  // t2883
+    const T t2424 = w4[-6] * w5[-16];
+    const T t2446 = w0[10] * w5[-1];
+    const T t2447 = w4[-16] * w5[8];
     const T t2448 = t2446 + t2447;
     const T t2453 = t2424 + t2448;
-    const T t2458 = T(0.0023400000000000001) * w.t1505;
-    const T t2463 = T(3.8235599999999997e-05) * w.t1489;
-    const T t2464 = w.t1504 * T(0.0016900244999999998);
+    const T t2458 = T(0.0023400000000000001) * w1[3];
+    const T t2463 = T(3.8235599999999997e-05) * w1[4];
+    const T t2464 = w1[5] * T(0.0016900244999999998);
     const T t2465 = t2463 + t2464;
     const T t2470 = t2458 + t2465;
-    const T t2487 = t2470 - w.t687;
+    const T t2487 = t2470 - w.t[104];
     const T t2491 = t2453 + t2487;
-    const T t2429 = w.t214 * w.t1685;
+    const T t2429 = w4[-16] * w6[-5];
     const T t2434 = t2424 + t2429;
-    w.t2497 = t2491 - t2434;
-    w.t2879 = w.t195 * w.t2497;
-    const T t2423 = w.t211 * w.t1670;
-    const T t2428 = w.t208 * w.t1685;
-    w.t2433 = t2423 + t2428;
-    const T t2443 = w.t208 * w.t1672;
-    const T t2444 = w.t214 * w.t1671;
+    w2[0] = t2491 - t2434;  // t2497
+    w2[1] = w0[-14] * w2[0];  // t2879
+    const T t2423 = w.t[67] * w5[-16];
+    const T t2428 = w0[10] * w6[-5];
+    w2[2] = t2423 + t2428;  // t2433
+    const T t2443 = w0[10] * w5[8];
+    const T t2444 = w4[-16] * w5[10];
     const T t2445 = t2443 + t2444;
-    w.t2452 = t2445 - t2423;
-    w.t2455 = T(0.0023400000000000001) * t1507;
-    const T t1494 = w.t214 * w.t217;
-    const T t1495 = w.t208 * w.t211;
-    w.t1496 = t1494 + t1495;
+    w2[3] = t2445 - t2423;  // t2452
+    w2[4] = T(0.0023400000000000001) * t1507;  // t2455
+    const T t1494 = w4[-16] * w4[-6];
+    const T t1495 = w0[10] * w.t[67];
+    w2[5] = t1494 + t1495;  // t1496
     return status;
 }
 
@@ -6608,257 +6102,265 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.t + 266);
+    T* const w2 = nelu::window(w.t + 299);
+    T* const w3 = nelu::window(w.kept + 97);
+    T* const w4 = nelu::window(w.kept + 129);
+    T* const w5 = nelu::window(w.t + 323);
+    T* const w6 = nelu::window(w.t + 154);
+    T* const w7 = nelu::window(w.t + 227);
     // --- solve: forward and back substitution
-    const T t1501 = w.t1496 + w.t1496;
+    const T t1501 = w5[-3] + w5[-3];
     const T t2456 = t1501 * T(0.057172964999999992);
-    const T t2457 = w.t2455 + t2456;
-    const T t2462 = w.t1503 * w.t1628;
+    const T t2457 = w5[-4] + t2456;
+    const T t2462 = w2[11] * w6[1];
     const T t2469 = t2457 - t2462;
-    const T t2486 = w.t690 + t2469;
-    const T t2490 = w.t2452 + t2486;
-    const T t2496 = w.t2433 + t2490;
-    const T t2880 = w.t196 * t2496;
-    const T t2881 = w.t2879 + t2880;
-    w.kept[96] = w.t2883 - t2881;  // t2885
-    const T t1509 = w.t214 + w.t214;
+    const T t2486 = w.t[105] + t2469;
+    const T t2490 = w5[-5] + t2486;
+    const T t2496 = w5[-6] + t2490;
+    const T t2880 = w0[-13] * t2496;
+    const T t2881 = w5[-7] + t2880;
+    w3[-1] = w2[15] - t2881;  // t2885
+    const T t1509 = w.t[32] + w.t[32];
     const T t2513 = T(0.0023400000000000001) * t1509;
-    const T t1510 = w.t211 + w.t211;
+    const T t1510 = w.t[67] + w.t[67];
     const T t2516 = t1510 * T(1.665);
     const T t2518 = t2513 + t2516;
-    const T t2523 = w.t1668 + t2518;
-    const T t2527 = w.t1668 + t2523;
-    const T t2886 = w.t196 * t2527;
-    const T t2515 = w.t1511 * T(1.665);
-    w.t1508 = w.t208 + w.t208;
-    const T t2512 = T(0.0023400000000000001) * w.t1508;
+    const T t2523 = w.t[199] + t2518;
+    const T t2527 = w.t[199] + t2523;
+    const T t2886 = w0[-13] * t2527;
+    const T t2515 = w2[-11] * T(1.665);
+    w5[-2] = w0[10] + w0[10];  // t1508
+    const T t2512 = T(0.0023400000000000001) * w5[-2];
     const T t2517 = t2515 - t2512;
-    const T t2522 = t2517 - w.t1669;
-    const T t2526 = t2522 - w.t1669;
-    const T t2887 = w.t195 * t2526;
+    const T t2522 = t2517 - w.t[197];
+    const T t2526 = t2522 - w.t[197];
+    const T t2887 = w0[-14] * t2526;
     const T t2888 = t2886 - t2887;
     const T t2899 = T(0.099699999999999997) * t2888;
-    const T t2506 = w.t1508 * T(0.0016900244999999998);
-    const T t2503 = T(0.0023400000000000001) * w.t1511;
+    const T t2506 = w5[-2] * T(0.0016900244999999998);
+    const T t2503 = T(0.0023400000000000001) * w2[-11];
     const T t2510 = t2506 - t2503;
-    const T t2520 = w.t1673 + t2510;
-    const T t2525 = w.t1683 + t2520;
-    const T t2895 = w.t195 * t2525;
+    const T t2520 = w7[-12] + t2510;
+    const T t2525 = w1[-15] + t2520;
+    const T t2895 = w0[-14] * t2525;
     const T t2502 = T(0.0023400000000000001) * t1510;
-    const T t2505 = t1509 * w.t1628;
+    const T t2505 = t1509 * w6[1];
     const T t2509 = t2502 + t2505;
-    const T t2519 = w.t1539 + t2509;
-    const T t2524 = t2519 - w.t1684;
-    const T t2896 = w.t196 * t2524;
+    const T t2519 = w7[-11] + t2509;
+    const T t2524 = t2519 - w1[-16];
+    const T t2896 = w0[-13] * t2524;
     const T t2897 = t2895 + t2896;
-    w.kept[102] = t2899 - t2897;  // t2901
-    const T t2908 = w.t1423 * w.t1688;
-    const T t2909 = t2908 - w.t2317;
-    const T t2912 = w.t1422 * w.kept[121];
-    const T t2913 = w.t2333 + t2912;
-    const T t2910 = w.t1406 * w.kept[105];
+    w3[5] = t2899 - t2897;  // t2901
+    const T t2908 = w1[13] * w6[0];
+    const T t2909 = t2908 - w2[8];
+    const T t2912 = w1[11] * w4[-8];
+    const T t2913 = w2[9] + t2912;
+    const T t2910 = w1[12] * w3[8];
     const T t2914 = t2913 - t2910;
     const T t2915 = t2909 + t2914;
-    const T t2422 = w.t1673 - w.t1683;
-    const T t2863 = w.t196 * t2422;
-    const T t2421 = w.t1539 + w.t1684;
-    const T t2864 = w.t195 * t2421;
+    const T t2422 = w7[-12] - w1[-15];
+    const T t2863 = w0[-13] * t2422;
+    const T t2421 = w7[-11] + w1[-16];
+    const T t2864 = w0[-14] * t2421;
     const T t2865 = t2863 - t2864;
-    const T t2904 = w.t141 * t2865;
-    const T t2902 = w.t135 * w.t1674;
+    const T t2904 = w0[-4] * t2865;
+    const T t2902 = w0[7] * w7[-16];
     const T t2905 = t2904 - t2902;
-    w.kept[112] = t2915 - t2905;  // t2916
-    const T t2918 = w.t1425 * w.kept[121];
-    const T t2919 = t2918 - w.t2391;
-    const T t2917 = w.t1428 * w.t1688;
+    w3[15] = t2915 - t2905;  // t2916
+    const T t2918 = w2[-16] * w4[-8];
+    const T t2919 = t2918 - w2[10];
+    const T t2917 = w1[15] * w6[0];
     const T t2920 = t2919 - t2917;
-    const T t2866 = w.t195 * t2422;
-    const T t2867 = w.t196 * t2421;
+    const T t2866 = w0[-14] * t2422;
+    const T t2867 = w0[-13] * t2421;
     const T t2868 = t2866 + t2867;
-    w.kept[118] = t2920 - t2868;  // t2921
-    const T t2923 = w.t123 * w.t1688;
+    w4[-11] = t2920 - t2868;  // t2921
+    const T t2923 = w0[-10] * w6[0];
     const T t2933 = T(0.39219999999999999) * t2923;
-    w.kept[85] = w.kept[105] + t2933;  // t2935
-    const T t2439 = w.t214 * w.t1669;
-    const T t2438 = w.t208 * w.t1668;
+    w3[-12] = w3[8] + t2933;  // t2935
+    const T t2439 = w.t[32] * w.t[197];
+    const T t2438 = w0[10] * w.t[199];
     const T t2440 = t2439 - t2438;
-    const T t2477 = w.t1503 * T(0.057172964999999992);
+    const T t2477 = w2[11] * T(0.057172964999999992);
     const T t2481 = t1501 * T(1.665);
     const T t2485 = t2477 - t2481;
     const T t2495 = t2440 + t2485;
     const T t2501 = t2440 + t2495;
-    const T t2946 = w.t122 * t2501;
-    const T t2947 = w.t123 * w.t2872;
+    const T t2946 = w0[-9] * t2501;
+    const T t2947 = w0[-10] * w2[14];
     const T t2948 = t2946 - t2947;
     const T t2960 = T(0.39219999999999999) * t2948;
-    w.kept[75] = w.kept[96] + t2960;  // t2962
+    w.kept[75] = w3[-1] + t2960;  // t2962
     const T t2514 = t1509 * T(0.057172964999999992);
-    const T t2966 = w.t122 * t2514;
-    const T t2967 = w.t123 * t2888;
+    const T t2966 = w0[-9] * t2514;
+    const T t2967 = w0[-10] * t2888;
     const T t2968 = t2966 + t2967;
     const T t2980 = T(0.39219999999999999) * t2968;
-    w.kept[81] = w.kept[102] - t2980;  // t2982
-    const T t2988 = w.t1346 * t2923;
-    const T t2922 = w.t122 * w.t1688;
-    const T t2989 = w.t1345 * t2922;
+    w3[-16] = w3[5] - t2980;  // t2982
+    const T t2988 = w1[-5] * t2923;
+    const T t2922 = w0[-9] * w6[0];
+    const T t2989 = w1[-4] * t2922;
     const T t2990 = t2988 + t2989;
-    const T t2987 = w.t1341 * w.t1687;
+    const T t2987 = w2[1] * w6[2];
     const T t2991 = t2990 - t2987;
-    const T t2926 = w.t122 * w.kept[121];
-    const T t2927 = t2926 - w.t1795;
+    const T t2926 = w0[-9] * w4[-8];
+    const T t2927 = t2926 - w.t[179];
     const T t2929 = T(0.1333) * t2922;
     const T t2931 = t2927 + t2929;
-    const T t2932 = T(0.39219999999999999) * w.t1687;
+    const T t2932 = T(0.39219999999999999) * w6[2];
     const T t2934 = t2931 + t2932;
-    const T t2993 = w.t1344 * t2934;
-    const T t2924 = w.t123 * w.kept[121];
-    const T t2925 = w.t1801 + t2924;
+    const T t2993 = w1[-1] * t2934;
+    const T t2924 = w0[-10] * w4[-8];
+    const T t2925 = w.t[178] + t2924;
     const T t2928 = T(0.1333) * t2923;
     const T t2930 = t2925 + t2928;
-    const T t2994 = w.t1342 * t2930;
+    const T t2994 = w1[1] * t2930;
     const T t2996 = t2993 + t2994;
-    const T t2992 = w.t1331 * w.kept[85];
+    const T t2992 = w1[-2] * w3[-12];
     const T t2997 = t2996 - t2992;
     const T t2998 = t2991 + t2997;
-    w.kept[111] = t2998 - t2905;  // t2999
-    const T t3001 = w.t1350 * t2922;
-    const T t3000 = w.t1349 * t2923;
+    w3[14] = t2998 - t2905;  // t2999
+    const T t3001 = w1[7] * t2922;
+    const T t3000 = w1[9] * t2923;
     const T t3002 = t3001 - t3000;
-    const T t3003 = w.t1347 * t2934;
-    const T t3004 = w.t1348 * t2930;
+    const T t3003 = w1[4] * t2934;
+    const T t3004 = w1[3] * t2930;
     const T t3005 = t3003 - t3004;
     const T t3006 = t3002 + t3005;
-    w.kept[117] = t3006 - t2868;  // t3007
-    const T t3011 = w.t57 * t2923;
-    const T t3012 = w.t58 * t2922;
+    w4[-12] = t3006 - t2868;  // t3007
+    const T t3011 = w0[-12] * t2923;
+    const T t3012 = w0[-11] * t2922;
     const T t3013 = t3011 + t3012;
     const T t3021 = T(0.42499999999999999) * t3013;
-    w.kept[57] = w.kept[85] + t3021;  // t3023
-    const T t3033 = w.t57 * t2948;
-    const T t2943 = w.t123 * t2501;
-    const T t2944 = w.t122 * w.t2872;
+    w.kept[57] = w3[-12] + t3021;  // t3023
+    const T t3033 = w0[-12] * t2948;
+    const T t2943 = w0[-10] * t2501;
+    const T t2944 = w0[-9] * w2[14];
     const T t2945 = t2943 + t2944;
-    const T t3034 = w.t58 * t2945;
+    const T t3034 = w0[-11] * t2945;
     const T t3035 = t3033 - t3034;
     const T t3043 = T(0.42499999999999999) * t3035;
     w.kept[46] = w.kept[75] + t3043;  // t3045
-    const T t2963 = w.t123 * t2514;
-    const T t2964 = w.t122 * t2888;
+    const T t2963 = w0[-10] * t2514;
+    const T t2964 = w0[-9] * t2888;
     const T t2965 = t2963 - t2964;
-    const T t3047 = w.t58 * t2965;
-    const T t3046 = w.t57 * t2968;
+    const T t3047 = w0[-11] * t2965;
+    const T t3046 = w0[-12] * t2968;
     const T t3048 = t3047 - t3046;
     const T t3056 = T(0.42499999999999999) * t3048;
-    w.kept[52] = w.kept[81] + t3056;  // t3058
-    const T t3063 = w.t432 * t3013;
-    const T t3009 = w.t57 * t2922;
-    const T t3008 = w.t58 * t2923;
+    w.kept[52] = w3[-16] + t3056;  // t3058
+    const T t3063 = w.t[49] * t3013;
+    const T t3009 = w0[-12] * t2922;
+    const T t3008 = w0[-11] * t2923;
     const T t3010 = t3009 - t3008;
-    const T t3064 = w.t433 * t3010;
+    const T t3064 = w.t[50] * t3010;
     const T t3065 = t3063 - t3064;
-    const T t3017 = w.t57 * t2934;
-    const T t3018 = w.t58 * t2930;
+    const T t3017 = w0[-12] * t2934;
+    const T t3018 = w0[-11] * t2930;
     const T t3019 = t3017 - t3018;
-    const T t3020 = T(0.42499999999999999) * w.t1687;
+    const T t3020 = T(0.42499999999999999) * w6[2];
     const T t3022 = t3019 + t3020;
-    const T t3067 = w.t428 * t3022;
-    const T t3014 = w.t58 * t2934;
-    const T t3015 = w.t57 * t2930;
+    const T t3067 = w0[-2] * t3022;
+    const T t3014 = w0[-11] * t2934;
+    const T t3015 = w0[-12] * t2930;
     const T t3016 = t3014 + t3015;
-    const T t3068 = w.t1296 * t3016;
+    const T t3068 = w2[-9] * t3016;
     const T t3070 = t3067 + t3068;
-    const T t3066 = w.t1300 * w.kept[57];
+    const T t3066 = w2[-8] * w.kept[57];
     const T t3071 = t3070 - t3066;
     const T t3072 = t3065 + t3071;
-    w.kept[110] = t3072 - t2905;  // t3073
-    const T t3074 = w.t1302 * t3022;
-    const T t3075 = w.t1303 * t3016;
+    w3[13] = t3072 - t2905;  // t3073
+    const T t3074 = w7[9] * t3022;
+    const T t3075 = w7[10] * t3016;
     const T t3076 = t3074 + t3075;
-    w.kept[116] = t3076 - t2868;  // t3077
-    const T t3079 = w.t6 * t3016;
-    const T t3078 = w.t5 * t3022;
+    w4[-13] = t3076 - t2868;  // t3077
+    const T t3079 = w0[-15] * t3016;
+    const T t3078 = w0[-16] * t3022;
     w.kept[21] = t3079 - t3078;  // t3080
-    const T t2939 = w.t122 * w.t1674;
-    const T t2940 = w.t123 * t2865;
+    const T t2939 = w0[-9] * w7[-16];
+    const T t2940 = w0[-10] * t2865;
     const T t2941 = t2939 - t2940;
-    const T t3029 = w.t57 * t2941;
-    const T t2936 = w.t123 * w.t1674;
-    const T t2937 = w.t122 * t2865;
+    const T t3029 = w0[-12] * t2941;
+    const T t2936 = w0[-10] * w7[-16];
+    const T t2937 = w0[-9] * t2865;
     const T t2938 = t2936 + t2937;
-    const T t3030 = w.t58 * t2938;
+    const T t3030 = w0[-11] * t2938;
     const T t3032 = t3029 - t3030;
-    const T t3081 = w.t5 * t3032;
-    const T t3024 = w.t58 * t2941;
-    const T t3025 = w.t57 * t2938;
+    const T t3081 = w0[-16] * t3032;
+    const T t3024 = w0[-11] * t2941;
+    const T t3025 = w0[-12] * t2938;
     const T t3027 = t3024 + t3025;
-    const T t3082 = w.t6 * t3027;
+    const T t3082 = w0[-15] * t3027;
     const T t3084 = t3081 - t3082;
-    w.kept[115] = -t3084;  // t3086
-    const T t2952 = w.t122 * w.kept[113];
-    const T t2876 = w.t196 * w.t2497;
-    const T t2877 = w.t195 * t2496;
+    w4[-14] = -t3084;  // t3086
+    const T t2952 = w0[-9] * w4[-16];
+    const T t2876 = w0[-13] * w5[-8];
+    const T t2877 = w0[-14] * t2496;
     const T t2878 = t2876 - t2877;
-    const T t2873 = w.t195 * w.t2500;
-    const T t2874 = w.t196 * w.t2499;
+    const T t2873 = w0[-14] * w2[12];
+    const T t2874 = w0[-13] * w2[13];
     const T t2875 = t2873 + t2874;
     const T t2882 = T(0.099699999999999997) * t2875;
     const T t2884 = t2878 + t2882;
-    const T t2953 = w.t123 * t2884;
+    const T t2953 = w0[-10] * t2884;
     const T t2954 = t2952 - t2953;
     const T t2956 = T(0.1333) * t2945;
     const T t2958 = t2954 - t2956;
     const T t2959 = T(0.39219999999999999) * t2875;
     const T t2961 = t2958 + t2959;
-    const T t3036 = w.t58 * t2961;
-    const T t2949 = w.t123 * w.kept[113];
-    const T t2950 = w.t122 * t2884;
+    const T t3036 = w0[-11] * t2961;
+    const T t2949 = w0[-10] * w4[-16];
+    const T t2950 = w0[-9] * t2884;
     const T t2951 = t2949 + t2950;
     const T t2955 = T(0.1333) * t2948;
     const T t2957 = t2951 + t2955;
-    const T t3037 = w.t57 * t2957;
+    const T t3037 = w0[-12] * t2957;
     const T t3038 = t3036 + t3037;
-    const T t3088 = w.t6 * t3038;
-    const T t3039 = w.t57 * t2961;
-    const T t3040 = w.t58 * t2957;
+    const T t3088 = w0[-15] * t3038;
+    const T t3039 = w0[-12] * t2961;
+    const T t3040 = w0[-11] * t2957;
     const T t3041 = t3039 - t3040;
     const T t3042 = T(0.42499999999999999) * t2875;
     const T t3044 = t3041 + t3042;
-    const T t3087 = w.t5 * t3044;
+    const T t3087 = w0[-16] * t3044;
     w.kept[9] = t3088 - t3087;  // t3089
-    const T t2972 = w.t122 * w.kept[119];
-    const T t2892 = w.t196 * t2525;
-    const T t2893 = w.t195 * t2524;
+    const T t2972 = w0[-9] * w4[-10];
+    const T t2892 = w0[-13] * t2525;
+    const T t2893 = w0[-14] * t2524;
     const T t2894 = t2892 - t2893;
-    const T t2889 = w.t195 * t2527;
-    const T t2890 = w.t196 * t2526;
+    const T t2889 = w0[-14] * t2527;
+    const T t2890 = w0[-13] * t2526;
     const T t2891 = t2889 + t2890;
     const T t2898 = T(0.099699999999999997) * t2891;
     const T t2900 = t2894 + t2898;
-    const T t2973 = w.t123 * t2900;
+    const T t2973 = w0[-10] * t2900;
     const T t2974 = t2972 - t2973;
     const T t2976 = T(0.1333) * t2965;
     const T t2978 = t2974 + t2976;
     const T t2979 = T(0.39219999999999999) * t2891;
     const T t2981 = t2978 + t2979;
-    const T t3052 = w.t57 * t2981;
+    const T t3052 = w0[-12] * t2981;
     const T t2975 = T(0.1333) * t2968;
-    const T t2969 = w.t123 * w.kept[119];
-    const T t2970 = w.t122 * t2900;
+    const T t2969 = w0[-10] * w4[-10];
+    const T t2970 = w0[-9] * t2900;
     const T t2971 = t2969 + t2970;
     const T t2977 = t2975 - t2971;
-    const T t3053 = w.t58 * t2977;
+    const T t3053 = w0[-11] * t2977;
     const T t3054 = t3052 + t3053;
     const T t3055 = T(0.42499999999999999) * t2891;
     const T t3057 = t3054 + t3055;
-    const T t3090 = w.t5 * t3057;
-    const T t3050 = w.t57 * t2977;
-    const T t3049 = w.t58 * t2981;
+    const T t3090 = w0[-16] * t3057;
+    const T t3050 = w0[-12] * t2977;
+    const T t3049 = w0[-11] * t2981;
     const T t3051 = t3050 - t3049;
-    const T t3091 = w.t6 * t3051;
+    const T t3091 = w0[-15] * t3051;
     const T t3092 = t3090 + t3091;
     w.kept[15] = -t3092;  // t3093
-    const T t3101 = w.kept[123] * w.t961;
-    const T t3099 = w.kept[122] * w.t966;
-    w.t3103 = t3101 - t3099;
+    const T t3101 = w4[-6] * w.t[135];
+    const T t3099 = w4[-7] * w6[-16];
+    w5[-1] = t3101 - t3099;  // t3103
     return status;
 }
 
@@ -6866,62 +6368,67 @@ template <class T>
 int ur5e_id_derivatives_derivatives_part10(const T* q, const T* qd, const T* in, ur5e_id_derivatives_derivatives_work<T>& w) {
     (void)q, (void)qd, (void)in, (void)w;
     int status = NELU_STATUS_OK;
+    T* const w0 = nelu::window(w.t + 16);
+    T* const w1 = nelu::window(w.kept + 133);
+    T* const w2 = nelu::window(w.t + 280);
+    T* const w3 = nelu::window(w.t + 323);
+    T* const w4 = nelu::window(w.kept + 74);
     // --- solve: forward and back substitution
-    const T t3126 = w.t214 * w.t3103;
-    const T t3127 = T(0.00036956249999999999) * w.t1504;
-    w.kept[129] = t3126 - t3127;  // t3128
-    const T t3129 = T(0.00036956249999999999) * w.t1508;
-    const T t3104 = w.kept[123] * w.t966;
-    const T t3106 = w.kept[122] * w.t961;
+    const T t3126 = w.t[32] * w3[-1];
+    const T t3127 = T(0.00036956249999999999) * w2[7];
+    w1[-4] = t3126 - t3127;  // t3128
+    const T t3129 = T(0.00036956249999999999) * w3[-2];
+    const T t3104 = w1[-10] * w.t[138];
+    const T t3106 = w1[-11] * w.t[135];
     const T t3108 = t3104 + t3106;
     const T t3130 = t3129 - t3108;
-    w.kept[132] = -t3130;  // t3132
-    const T t3151 = w.t135 * t3108;
-    const T t3133 = w.t195 * w.t3103;
-    const T t3153 = w.t141 * t3133;
+    w1[-1] = -t3130;  // t3132
+    const T t3151 = w0[7] * t3108;
+    const T t3133 = w0[-14] * w3[-1];
+    const T t3153 = w0[-4] * t3133;
     const T t3155 = t3151 + t3153;
-    const T t3156 = w.kept[58] * w.t1406;
-    const T t1058 = w.t196 * T(0.00036956249999999999);
-    const T t3158 = t1058 * w.t1421;
+    const T t3156 = w4[-16] * w2[-2];
+    const T t1058 = w0[-13] * T(0.00036956249999999999);
+    const T t3158 = t1058 * w2[-4];
     const T t3159 = t3156 + t3158;
-    w.kept[128] = t3155 - t3159;  // t3161
-    const T t3162 = t1058 * w.t1426;
-    const T t3135 = w.t196 * w.t3103;
-    w.kept[131] = t3162 - t3135;  // t3163
-    const T t3205 = w.kept[58] * w.t1331;
+    w1[-5] = t3155 - t3159;  // t3161
+    const T t3162 = t1058 * w2[4];
+    const T t3135 = w0[-13] * w3[-1];
+    w1[-2] = t3162 - t3135;  // t3163
+    const T t3205 = w4[-16] * w2[-16];
     const T t3211 = t3158 + t3205;
-    w.kept[127] = t3155 - t3211;  // t3213
-    const T t3241 = w.kept[58] * w.t1300;
+    w1[-6] = t3155 - t3211;  // t3213
+    const T t3241 = w4[-16] * w2[11];
     const T t3246 = t3158 + t3241;
-    w.kept[126] = t3155 - t3246;  // t3248
-    const T t1059 = w.t122 * t1058;
-    const T t1062 = w.t58 * t1059;
-    const T t1060 = w.t123 * t1058;
-    const T t1064 = w.t57 * t1060;
+    w1[-7] = t3155 - t3246;  // t3248
+    const T t1059 = w0[-9] * t1058;
+    const T t1062 = w0[-11] * t1059;
+    const T t1060 = w0[-10] * t1058;
+    const T t1064 = w0[-12] * t1060;
     const T t1065 = t1062 + t1064;
-    const T t1067 = w.t5 * t1065;
-    const T t1061 = w.t57 * t1059;
-    const T t1063 = w.t58 * t1060;
+    const T t1067 = w0[-16] * t1065;
+    const T t1061 = w0[-12] * t1059;
+    const T t1063 = w0[-11] * t1060;
     const T t1066 = t1061 - t1063;
-    const T t3252 = w.t6 * t1066;
+    const T t3252 = w0[-15] * t1066;
     const T t3253 = t1067 + t3252;
     w.kept[22] = -t3253;  // t3254
-    const T t3169 = w.t122 * t3108;
-    const T t3171 = w.t123 * t3133;
+    const T t3169 = w0[-9] * t3108;
+    const T t3171 = w0[-10] * t3133;
     const T t3173 = t3169 + t3171;
-    const T t3221 = w.t57 * t3173;
-    const T t3166 = w.t122 * t3133;
-    const T t3164 = w.t123 * t3108;
+    const T t3221 = w0[-12] * t3173;
+    const T t3166 = w0[-9] * t3133;
+    const T t3164 = w0[-10] * t3108;
     const T t3168 = t3166 - t3164;
-    const T t3223 = w.t58 * t3168;
+    const T t3223 = w0[-11] * t3168;
     const T t3224 = t3221 + t3223;
-    const T t3255 = w.t5 * t3224;
-    const T t3219 = w.t57 * t3168;
-    const T t3217 = w.t58 * t3173;
+    const T t3255 = w0[-16] * t3224;
+    const T t3219 = w0[-12] * t3168;
+    const T t3217 = w0[-11] * t3173;
     const T t3220 = t3219 - t3217;
-    const T t3256 = w.t6 * t3220;
+    const T t3256 = w0[-15] * t3220;
     const T t3257 = t3255 + t3256;
-    w.kept[130] = -t3257;  // t3258
+    w1[-3] = -t3257;  // t3258
     return status;
 }
 

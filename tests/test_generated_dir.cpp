@@ -168,8 +168,10 @@ TEST_CASE("generated: every solver file in generated/ belongs to a manifest entr
 // manifest's "code" block.
 TEST_CASE("generated: solvers over 2000 statements are split into parts of 250, smaller ones stay whole") {
     constexpr long kPart = 250;  // compiler/src/layout.hpp, kStatementsPerPart
-    // (a value the entry point writes is an element of the work struct's array `kept`: layout.hpp, Layout::staged)
-    const std::regex stmt(R"(^    (const T t|w\.t|w\.kept\[)[0-9]+\]? = )");
+    // (a value that crosses parts is an element of the work struct's array `t` or `kept`, named
+    // directly or through one of the part's windows `w0`, `w1`...: layout.hpp, Layout::member and
+    // Layout::staged; printer.hpp, Form::windows)
+    const std::regex stmt(R"(^    (const T t[0-9]+|w\.t\[[0-9]+\]|w\.kept\[[0-9]+\]|w[0-9]+\[-?[0-9]+\]) = )");
     bool some_split = false, some_whole = false;
     for (const Entry& e : read_manifest()) {
         INFO("generated/" << e.name);

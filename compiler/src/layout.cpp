@@ -210,6 +210,9 @@ std::vector<int> split(Layout& L, const ir::Program& P) {
         order.insert(order.end() - static_cast<std::ptrdiff_t>(L.lane_reads.size()), L.lane_rhs.begin(), L.lane_rhs.end());
         for (Id o : order)
             if (part[o] >= 0 && L.shared[o] && L.stage[o] < 0) L.stage[o] = static_cast<int>(L.staged.size()), L.staged.push_back(o);
+        L.member.assign(P.size(), -1);
+        for (Id x : L.stmts)
+            if (L.shared[x] && L.stage[x] < 0) L.member[x] = L.members++;
     }
     for (Id x : L.stmts) L.work_values += L.shared[x];
     return part;
@@ -273,6 +276,7 @@ void batch_memory(Layout& L, const ir::Program& P) {
         if (L.stage[written[e]] >= 0 && L.place[written[e]] < 0) L.place[written[e]] = static_cast<int>(e);
     const long placed = static_cast<long>(L.staged.size());  // (no longer in the struct: in the caller's lanes of out and jac)
     L.staged.clear(), L.stage.assign(P.size(), -1);
+    L.member.clear(), L.members = 0;  // (work_slot instead)
     auto in_struct = [&](Id x) { return x >= 0 && L.shared[x] && L.place[x] < 0; };
     std::vector<std::size_t> last(P.size(), 0);
     for (std::size_t k = 0; k < end; ++k) {

@@ -91,6 +91,13 @@ struct Layout {
     /// "Outputs in one array"). stage[x] is x's index in it, -1 for a value not in it.
     std::vector<ir::Id> staged;
     std::vector<int> stage;
+    /// In parts: the other values in the NAME_work struct, each an element of its array `t`, in
+    /// the order of the statements that compute them (so that a part's own values are neighbours):
+    /// member[x] is x's element, -1 for a value not there. One array rather than a member each, so
+    /// that a part can read and write the elements it uses most through pointers into them (a
+    /// one-byte displacement instead of four: printer.cpp, Form::windows).
+    std::vector<int> member;
+    int members = 0;  ///< the elements of `t`
     /// With lanes: the right-hand sides that the lane blocks read, block by block, row by row,
     /// column by column: staged in this order after the kernels' operands, so that a row of a
     /// block is consecutive elements of `kept` where its values are not constants or staged before

@@ -67,29 +67,74 @@ Form::Form(const Layout& layout, const EmitInput& in, const Notes& n)
     for (std::size_t a = 0; a < vs.size(); ++a) v_arg[vs[a]] = static_cast<int>(a);
 }
 
+std::string Form::statements(std::size_t p, const char*& phase) {
+    std::string s;
+    const std::size_t lo = L.part_begin(p), hi = L.part_end(p);
+    for (std::size_t k = lo; k < hi; ++k) {
+        const Id i = L.stmts[k];
+        if (defer(k)) continue;
+        const std::string waiting = flush_for(P.node(i));
+        if (!waiting.empty()) s += waiting, phase = nullptr;
+        s += before(k - lo);
+        const char* now = phase_of(f, i);
+        if (now != phase || k == lo) s += fmt::format("    // --- {}\n", now), phase = now;
+        s += statement(k);
+        auto chk = L.checks.find(i);
+        if (chk == L.checks.end()) continue;
+        std::set<std::string> tests;  // a part runs to its end (every workspace value it owns is set), then reports
+        for (const ScheduledPivot* pv : chk->second)
+            if (pv->threshold > 0) tests.insert(pivot_test(i, *pv));
+        for (const std::string& t : tests) s += on_pivot_test(t);
+    }
+    return s + flush();
+}
+
+void Form::choose_windows(std::size_t p, const char* phase) {
+    std::map<std::pair<int, int>, int> uses;  // (array, element) -> its reads and writes in the part
+    tally = &uses;
+    (void)statements(p, phase);  // (the forms that use windows print without side effects)
+    tally = nullptr;
+    std::vector<std::pair<int, Window>> cover;  // windows from each part's first element not yet covered
+    for (auto it = uses.begin(); it != uses.end();) {
+        const Window w{it->first.first, it->first.second};
+        int n = 0;
+        for (; it != uses.end() && it->first.first == w.array && it->first.second < w.first + kWindow; ++it) n += it->second;
+        if (n >= kWindowUses) cover.push_back({n, w});
+    }
+    std::stable_sort(cover.begin(), cover.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    cover.resize(std::min<std::size_t>(cover.size(), kWindows));
+    for (const auto& [n, w] : cover) windows.push_back(w);
+}
+
+std::string Form::work_element(int array, int e) const {
+    if (tally) ++(*tally)[{array, e}];
+    for (std::size_t k = 0; k < windows.size(); ++k)
+        if (windows[k].array == array && e >= windows[k].first && e < windows[k].first + kWindow)
+            return fmt::format("w{}[{}]", k, e - window_base(windows[k]));
+    return fmt::format(array == 0 ? "w.t[{}]" : "w.kept[{}]", e);
+}
+
+int Form::window_base(const Window& w) const {
+    const int size = w.array == 0 ? L.members : static_cast<int>(L.staged.size());
+    return std::min(w.first + kWindow / 2, size);  // (at most one past the end: a pointer C++ allows)
+}
+
+std::string Form::window_pointers() const {
+    std::string s;
+    for (std::size_t k = 0; k < windows.size(); ++k)
+        s += fmt::format("    {}* const w{} = nelu::window(w.{} + {});\n", value_type(), k, windows[k].array == 0 ? "t" : "kept",
+                         window_base(windows[k]));
+    return s;
+}
+
 std::string Form::functions() {
     std::string s;
     const char* phase = nullptr;
     for (std::size_t p = 0; p < L.parts; ++p) {
-        const std::size_t lo = L.part_begin(p), hi = L.part_end(p);
         s += split() ? open_part(p) : open_whole();
-        for (std::size_t k = lo; k < hi; ++k) {
-            const Id i = L.stmts[k];
-            if (defer(k)) continue;
-            const std::string waiting = flush_for(P.node(i));
-            if (!waiting.empty()) s += waiting, phase = nullptr;
-            s += before(k - lo);
-            const char* now = phase_of(f, i);
-            if (now != phase || k == lo) s += fmt::format("    // --- {}\n", now), phase = now;
-            s += statement(k);
-            auto chk = L.checks.find(i);
-            if (chk == L.checks.end()) continue;
-            std::set<std::string> tests;  // a part runs to its end (every workspace value it owns is set), then reports
-            for (const ScheduledPivot* pv : chk->second)
-                if (pv->threshold > 0) tests.insert(pivot_test(i, *pv));
-            for (const std::string& t : tests) s += on_pivot_test(t);
-        }
-        s += flush();
+        if (split() && windowed()) choose_windows(p, phase), s += window_pointers();
+        s += statements(p, phase);
+        windows.clear();
         s += split() ? close_part() : outputs() + "}\n\n";
     }
     if (split()) {
@@ -117,7 +162,7 @@ std::string Form::name(Id x) const {
         return e < L.out.size() ? fmt::format("w.out[{}]", e) : fmt::format("w.jac[{}]", e - L.out.size());
     }
     if (!L.work_slot.empty() && L.work_slot[x] >= 0) return fmt::format("w.v[{}]", L.work_slot[x]);
-    return staged(x) ? fmt::format("w.kept[{}]", L.stage[x]) : fmt::format("w.t{}", x);
+    return staged(x) ? work_element(1, L.stage[x]) : work_element(0, L.member[x]);
 }
 
 bool Form::staged(Id x) const { return staged_names() && L.stage[x] >= 0; }
@@ -174,7 +219,9 @@ std::string Form::statement(std::size_t k) const {
 std::string Form::assign(Id x, const std::string& rhs) const {
     auto note = notes.find(x);
     std::string comment = note == notes.end() ? "" : note->second;
-    if (staged(x) || placed(x)) comment = fmt::format("t{}{}", x, comment.empty() ? "" : ": " + comment);  // (the node, as nelu analyze --dump ir names it)
+    // a value in the work struct or in place, an element of an array: its node, as nelu analyze --dump ir names it
+    if (staged(x) || placed(x) || (!L.member.empty() && L.member[x] >= 0))
+        comment = fmt::format("t{}{}", x, comment.empty() ? "" : ": " + comment);
     return fmt::format("    {} = {};{}\n", declare(x), rhs, comment.empty() ? "" : "  // " + comment);
 }
 
@@ -601,9 +648,8 @@ std::string work_struct(const Layout& L) {
     std::string s = fmt::format("/// Values that cross from one part of the solver to a later one.\ntemplate <class T>\nstruct {}_work {{\n", L.fn);
     if (!L.work_slot.empty()) {
         if (L.work_slots > 0) s += fmt::format("    T v[{}];  // each element holds one value after another (Layout::work_slot)\n", L.work_slots);
-    } else
-        for (Id x : L.stmts)
-            if (L.shared[x] && L.stage[x] < 0) s += fmt::format("    T t{};\n", x);
+    } else if (L.members > 0)
+        s += fmt::format("    T t[{}];  // the other values that cross parts, in the order of their statements (Layout::member)\n", L.members);
     if (!L.place.empty())  // (Layout::place)
         s += L.jac.empty() ? "    T* out;  // the lanes of out, which the parts write in place\n"
                            : "    T* out;  // the lanes of out and jac, which the parts write in place\n    T* jac;\n";

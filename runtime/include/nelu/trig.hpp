@@ -112,6 +112,19 @@ inline D kernel_cos(D x, D y) noexcept {
 #define NELU_STRAIGHT_LINE_CODE
 #endif
 
+/// p, as a pointer the compiler knows nothing about. A generated solver's part names the values
+/// it uses most as elements of a few such pointers into its work struct (compiler/src/printer.hpp,
+/// Form::windows): short displacements from registers. Without the empty asm, GCC and Clang fold
+/// each pointer back into the struct's address and every element into a displacement of its own
+/// (four bytes on x86-64). Other compilers get the pointer as it is.
+template <class T>
+inline T* window(T* p) noexcept {
+#if defined(__GNUC__)
+    __asm__("" : "+r"(p));
+#endif
+    return p;
+}
+
 /// sin x and cos x in double, without libm (see the top of this file).
 NELU_TRIG_NOINLINE inline SinCos<double> sincos(double x) noexcept {
     using namespace trig_detail;
