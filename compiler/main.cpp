@@ -159,8 +159,12 @@ int run_compile(const CompileArgs& a, bool write) {
     if (a.o.dump.empty()) print_summary(r);
     std::vector<std::pair<std::string, std::string>> spy;
     if (!a.spy.empty()) spy.emplace_back(a.spy, nelu::spy_svg(r.system, r.order.best, r.name + " (" + r.problem.kind + ")"));
-    if (write) nelu::write_outputs(r, a.out_dir, std::move(spy));  // the spy plots with the solver: all or none
-    else if (!spy.empty()) nelu::write_files_atomic(spy);
+    if (write) {
+        for (const std::string& f : nelu::write_outputs(r, a.out_dir, std::move(spy)))  // the spy plots with the solver: all or none
+            std::cerr << "note: removed " << f << ", an earlier compile's batch form of " << r.name
+                      << ", which this compile (without --batch) does not replace\n";
+    } else if (!spy.empty())
+        (void)nelu::write_files_atomic(spy);
     return nelu::kExitOk;
 }
 

@@ -166,15 +166,38 @@ TEST_CASE("cli: compile writes its files all or none: a spy plot or an output th
         CHECK(contains(r.err, "error: /nonexistent/dir/d.svg: cannot write the file"));
         CHECK(dir.entries().empty());
     }
-    SUBCASE("the manifest's path is a directory: the header and source already in place are removed") {
+    SUBCASE("the manifest's path is a directory: nothing is written") {
         ScratchDir dir("manifest_is_dir");
         fs::create_directory(dir.path / "ur5e_id.json");
         const nelu::test::CliResult r = run_nelu(base + quoted(dir.path.string()));
         CHECK(r.exit_code == nelu::kExitBadInput);
-        CHECK(contains(r.err, (dir.path / "ur5e_id.json").string() + ": cannot write the file"));
-        CHECK(contains(r.err, "the files written before it in this run were removed"));
+        CHECK(contains(r.err, (dir.path / "ur5e_id.json").string() + ": is a directory, where nelu writes a file; nothing was written"));
         CHECK(dir.entries() == std::vector<std::string>{"ur5e_id.json"});
         CHECK(fs::is_empty(dir.path / "ur5e_id.json"));
+    }
+    SUBCASE("a compile that cannot write its files leaves an earlier compile's as they were") {
+        ScratchDir dir("keeps_old");
+        REQUIRE(run_nelu(base + quoted(dir.path.string())).exit_code == 0);
+        const std::string cpp = read_text(dir.path / "ur5e_id.cpp"), json = read_text(dir.path / "ur5e_id.json");
+        fs::create_directory(dir.path / "d.svg");  // (the spy plot is written last)
+        const nelu::test::CliResult r = run_nelu("compile " + quoted(urdf) + " --problem fd --verify 0 --name ur5e_id -o " +
+                                                 quoted(dir.path.string()) + " --spy " + quoted((dir.path / "d.svg").string()));
+        CHECK(r.exit_code == nelu::kExitBadInput);
+        CHECK(dir.entries() == std::vector<std::string>{"d.svg", "ur5e_id.cpp", "ur5e_id.hpp", "ur5e_id.json"});
+        CHECK(read_text(dir.path / "ur5e_id.cpp") == cpp);
+        CHECK(read_text(dir.path / "ur5e_id.json") == json);
+    }
+    SUBCASE("without --batch, an earlier compile's batch form of the same name is removed, a file of the user's is not") {
+        ScratchDir dir("stale_batch");
+        REQUIRE(run_nelu(base + quoted(dir.path.string()) + " --batch").exit_code == 0);
+        CHECK(dir.entries() == std::vector<std::string>{"ur5e_id.cpp", "ur5e_id.hpp", "ur5e_id.json", "ur5e_id_batch.cpp", "ur5e_id_batch.hpp"});
+        std::ofstream(dir.path / "ur5e_id_batch.hpp") << "// mine\n";
+        const nelu::test::CliResult r = run_nelu("compile " + quoted(urdf) + " --problem fd --verify 0 --name ur5e_id -o " + quoted(dir.path.string()));
+        REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+        CHECK(contains(r.err, "note: removed " + (dir.path / "ur5e_id_batch.cpp").string() + ", an earlier compile's batch form of ur5e_id"));
+        CHECK_FALSE(contains(r.err, "ur5e_id_batch.hpp"));
+        CHECK(dir.entries() == std::vector<std::string>{"ur5e_id.cpp", "ur5e_id.hpp", "ur5e_id.json", "ur5e_id_batch.hpp"});
+        CHECK(read_text(dir.path / "ur5e_id_batch.hpp") == "// mine\n");
     }
     SUBCASE("-o names an existing file: exit 2 before the compile, the file untouched") {
         ScratchDir dir("out_is_file");
@@ -192,6 +215,24 @@ TEST_CASE("cli: compile writes its files all or none: a spy plot or an output th
         REQUIRE_MESSAGE(r.exit_code == 0, r.err);
         CHECK(dir.entries() == std::vector<std::string>{"d.svg", "ur5e_id.cpp", "ur5e_id.hpp", "ur5e_id.json"});
     }
+}
+
+TEST_CASE("cli: --floating-base against a spec's explicit 'floating_base: false' exits 2 naming the line; with 'true' it agrees") {
+    const std::string urdf = nelu::test::source_dir() + "/robots/quadruped_minicheetah.urdf";
+    ScratchDir dir("floating_conflict");
+    const fs::path fixed = dir.path / "fixed.yaml", floating = dir.path / "floating.yaml";
+    std::ofstream(fixed) << "version: 1\nproblem: fd\nfloating_base: false\n";
+    std::ofstream(floating) << "version: 1\nproblem: fd\nfloating_base: true\n";
+    const nelu::test::CliResult bad = run_nelu("analyze " + quoted(urdf) + " --floating-base --problem " + quoted(fixed.string()));
+    CHECK(bad.exit_code == nelu::kExitBadInput);
+    CHECK_MESSAGE(contains(bad.err, fixed.string() + ":3: 'floating_base: false' contradicts --floating-base"), bad.err);
+    const nelu::test::CliResult plain = run_nelu("analyze " + quoted(urdf) + " --problem " + quoted(fixed.string()));
+    const nelu::test::CliResult both = run_nelu("analyze " + quoted(urdf) + " --floating-base --problem " + quoted(floating.string()));
+    const nelu::test::CliResult flag = run_nelu("analyze " + quoted(urdf) + " --floating-base --problem fd");
+    CHECK_MESSAGE(plain.exit_code == 0, plain.err);
+    CHECK_MESSAGE(both.exit_code == 0, both.err);
+    CHECK(both.out == flag.out);  // (the same floating problem)
+    CHECK(plain.out != flag.out);
 }
 
 TEST_CASE("cli: a problem spec that is a directory, and a --name the generated code cannot take, exit 2 naming them") {

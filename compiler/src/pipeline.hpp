@@ -57,9 +57,11 @@ struct CompileResult {
 CompileResult compile(const CompileOptions& options, std::ostream* dump = nullptr);
 
 /// Write NAME.hpp, NAME.cpp and NAME.json (and with --batch NAME_batch.hpp and NAME_batch.cpp) into
-/// `dir` (each atomically).
-/// The generated files of `r` into `dir` (created when missing), with `extra` (path, content) files
-/// beside them (the spy plots), all or none (write_files_atomic).
-void write_outputs(const CompileResult& r, const std::string& dir, std::vector<std::pair<std::string, std::string>> extra = {});
+/// `dir` (created when missing), with `extra` (path, content) files beside them (the spy plots),
+/// all or none (write_files_atomic). Without --batch, an earlier compile's NAME_batch.hpp and
+/// NAME_batch.cpp there (files whose first line says nelu generated them under that name) are
+/// removed; returns the files removed.
+std::vector<std::string> write_outputs(const CompileResult& r, const std::string& dir,
+                                       std::vector<std::pair<std::string, std::string>> extra = {});
 
 }  // namespace nelu

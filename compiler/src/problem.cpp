@@ -777,10 +777,14 @@ void read_contact_problem(const YAML::Node& spec, const std::string& file, const
 }  // namespace
 
 bool spec_requests_floating_base(const ProblemInput& in) {
-    if (in.floating_base) return true;
-    if (is_preset(in.problem)) return false;
+    if (is_preset(in.problem)) return in.floating_base;
     YAML::Node spec = load_spec(in.problem);
-    return spec.IsMap() && spec["floating_base"] && spec_bool(spec["floating_base"], in.problem, "'floating_base'");
+    if (!spec.IsMap() || !spec["floating_base"]) return in.floating_base;
+    const bool floating = spec_bool(spec["floating_base"], in.problem, "'floating_base'");
+    if (in.floating_base && !floating)  // (the spec says so explicitly: the two cannot both hold)
+        throw InputError(where(in.problem, spec["floating_base"]) +
+                         "'floating_base: false' contradicts --floating-base: remove one of them");
+    return floating || in.floating_base;
 }
 
 std::vector<std::string> sensor_joints(const ProblemInput& in, const std::string& urdf_path) {
