@@ -92,7 +92,11 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     const Factorization& f = *in.factorization;
     const std::vector<Tangent> cols = jacobian_columns(m, static_cast<int>(sys.in.size()));
     nlohmann::ordered_json j;
-    j["function"] = D.fn;
+    j["function"] = D.fn;  // (the name the scalars' entry points take: entry_points)
+    nlohmann::ordered_json entries = nlohmann::ordered_json::object();
+    if (in.scalar_double) entries["double"] = D.fn;
+    if (in.scalar_float) entries["float"] = D.fn + "_f";
+    j["entry_points"] = entries;
     j["jac_rows"] = sys.out.size();
     j["jac_cols"] = cols.size();
     j["layout"] = "row-major, rows = out slots, columns = [q-tangent (nv), qd (nv), in (n_in)]";
