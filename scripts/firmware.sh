@@ -8,7 +8,8 @@
 #            too; for the humanoid also the sensor problem robots/specs/humanoid_slippery.yaml; all
 #            with --batch (NAME.hpp and NAME.cpp are the same with and without it), whose batch
 #            forms NAME_batch and NAME_f_batch (NAME_batch.cpp) are built and run on aarch64 only
-#            (NEON: 2 double lanes, 4 float), in two calls of 97 and 3 states
+#            (NEON: 2 double lanes, 4 float), in two calls of 97 and 3 states, and compiled for the
+#            Cortex-M7 and M4 (with the derivative solver's batch form: -Werror)
 #   targets  cortex-m7  Cortex-M7, double-precision FPU, QEMU mps2-an500 (double and float)
 #            cortex-m4  Cortex-M4F, single-precision FPU, QEMU mps2-an386 (float solvers only)
 #            aarch64    aarch64 Linux, static, qemu-aarch64 user mode (double and float)
@@ -183,7 +184,7 @@ echo "== derivatives: $base fd --derivatives on aarch64 and cortex-m7" | tee -a 
 jn="${base}_fdj" jdir="$work/jac"
 mkdir -p "$jdir"/{src,host,aarch64,cortex-m7}
 # shellcheck disable=SC2086  # fb is one word or none
-run "$nelu" compile "$robot" --problem fd $fb --derivatives --name "$jn" -o "$jdir/src"
+run "$nelu" compile "$robot" --problem fd $fb --derivatives --batch --name "$jn" -o "$jdir/src"
 jac_rows="$jdir/rows.md"
 : >"$jac_rows"
 jac_target() {  # jac_target NAME CXX CPU_FLAGS... -- LINK_FLAGS... -- RUN_COMMAND...
@@ -205,6 +206,19 @@ for t in aarch64 cortex-m7; do
                  "${qemu_m[0]}" -M mps2-an500 "${qemu_m[@]:1}" -kernel; lanes=0 ;;
   esac
   "$fwtool" jac "$jdir/host/out.txt" "$jdir/$t/out.txt" "$t" "$lanes" 1e-12 >>"$jac_rows" || status=1
+done
+
+# --- the batch forms (value and derivative solvers) compile warning-free for the Cortex-M too,
+# where they are a loop over the states (W = 1); they are run on aarch64 only
+echo "== batch forms: compiled for cortex-m7 and cortex-m4" | tee -a "$log"
+for t in cortex-m7 cortex-m4; do
+  case $t in
+    cortex-m7) cpu=(-mcpu=cortex-m7 -mfpu=fpv5-d16 -mfloat-abi=hard -mthumb) ;;
+    cortex-m4) cpu=(-mcpu=cortex-m4 -mfpu=fpv4-sp-d16 -mfloat-abi=hard -mthumb) ;;
+  esac
+  for f in "$work/src"/*_batch.cpp "$jdir/src"/*_batch.cpp; do
+    run arm-none-eabi-g++ "${common[@]}" "${cpu[@]}" -I"$(dirname "$f")" -c "$f" -o "$work/$t/$(basename "$f" .cpp).o"
+  done
 done
 
 # --- examples/firmware, built with its own Makefile and run on the Cortex-M7

@@ -362,9 +362,9 @@ template <class T>
 inline Mask<T> all_finite(const Vec<T>* x, int n) {
     const Vec<T> zero{};
     Vec<T> s0{}, s1{}, s2{}, s3{};
-    int e = 0;
-    for (; e + 4 <= n; e += 4) s0 += x[e] * zero, s1 += x[e + 1] * zero, s2 += x[e + 2] * zero, s3 += x[e + 3] * zero;
-    for (; e < n; ++e) s0 += x[e] * zero;
+    const Vec<T>* const end = x + n;
+    for (; end - x >= 4; x += 4) s0 += x[0] * zero, s1 += x[1] * zero, s2 += x[2] * zero, s3 += x[3] * zero;
+    for (; x != end; ++x) s0 += *x * zero;
     return finite((s0 + s1) + (s2 + s3));
 }
 
