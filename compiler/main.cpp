@@ -220,10 +220,11 @@ int run_check_command(const nelu::CheckOptions& o) {
                                                                  r.rounding, r.float_judged)
                                                    : std::string());
     if (r.derivatives)
-        std::cout << fmt::format("  derivatives on {} states: jac against the compiler's derivative program {:.2e} (tolerance 1e-10), "
-                                 "against central differences of the value solver {:.2e} (1e-5); out against the value solver {:.2e} (1e-13)"
+        std::cout << fmt::format("  derivatives on {} states: jac against the compiler's derivative program {:.2e} (tolerance 1e-10{}), "
+                                 "against central differences of the value solver {:.2e} (1e-5{}); out against the value solver {:.2e} (1e-13)"
                                  "{}{}\n",
-                                 r.derivative_states, r.jac_vs_ir, r.jac_vs_differences, r.out_vs_value,
+                                 r.derivative_states, r.jac_vs_ir, r.conditioned_states ? ", larger at the states below" : "",
+                                 r.jac_vs_differences, r.conditioned_states ? ", idem" : "", r.out_vs_value,
                                  r.has_float ? fmt::format("; float jac against double {:.2e} (1e-4)", r.jac_float) : std::string(),
                                  r.conditioned_states == 0 ? std::string()
                                  : fmt::format("; at {} states the values' own forward error e set larger tolerances (10 e or 10 x the "

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -215,6 +216,36 @@ TEST_CASE("cli: compile writes its files all or none: a spy plot or an output th
         REQUIRE_MESSAGE(r.exit_code == 0, r.err);
         CHECK(dir.entries() == std::vector<std::string>{"d.svg", "ur5e_id.cpp", "ur5e_id.hpp", "ur5e_id.json"});
     }
+}
+
+TEST_CASE("cli: --dump prints each pass's own output: the schedule's pivots, the program, the emitted C++") {
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    ScratchDir dir("dumps");
+    const std::string base = "compile " + quoted(urdf) + " --problem fd --verify 0 -o " + quoted(dir.path.string()) + " --dump ";
+    const nelu::test::CliResult emit = run_nelu(base + "emit");
+    REQUIRE_MESSAGE(emit.exit_code == 0, emit.err);
+    CHECK(emit.out == read_text(dir.path / "ur5e_fd.cpp"));
+    const nlohmann::json m = nlohmann::json::parse(read_text(dir.path / "ur5e_fd.json"));
+    const nelu::test::CliResult schedule = run_nelu(base + "schedule");
+    REQUIRE_MESSAGE(schedule.exit_code == 0, schedule.err);
+    CHECK_MESSAGE(schedule.out.rfind("schedule: " + std::to_string(m["ordering"]["pivots"].get<int>()) + " pivots (" +
+                                         m["ordering"]["winner"].get<std::string>() + ")", 0) == 0, schedule.out.substr(0, 200));
+    const nelu::test::CliResult ir = run_nelu(base + "ir");
+    REQUIRE_MESSAGE(ir.exit_code == 0, ir.err);
+    CHECK(ir.out != emit.out);
+    // every output is a node the dump defines before it, or an input or constant
+    std::set<std::string> defined;
+    int outputs = 0;
+    const std::regex node(R"(^  (t[0-9]+) = )"), output(R"(^  out\[[0-9]+\] = (t[0-9]+)$)");
+    std::istringstream lines(ir.out);
+    for (std::string line; std::getline(lines, line);) {
+        std::smatch x;
+        if (std::regex_search(line, x, node)) defined.insert(x[1]);
+        if (!std::regex_search(line, x, output)) continue;
+        ++outputs;
+        CHECK_MESSAGE(defined.count(x[1]) == 1, line);
+    }
+    CHECK(outputs == static_cast<int>(m["out"].size()));
 }
 
 TEST_CASE("cli: --floating-base against a spec's explicit 'floating_base: false' exits 2 naming the line; with 'true' it agrees") {

@@ -1,6 +1,7 @@
 // pipeline.cpp: see pipeline.hpp.
 #include "pipeline.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cctype>
 #include <filesystem>
@@ -51,6 +52,57 @@ std::string dump_order(const OrderResult& o) {
                            t.weights.empty() ? 0 : t.rows.size() - exact, t.cols.size(),
                            t.basis.empty() ? "" : fmt::format("; the exact rows have rank {} (reduced through {} basis columns)", t.basis.size(), t.basis.size()));
     }
+    return out;
+}
+
+/// The schedule: the pivots in elimination order, each with its entry of D, its kind, its node of
+/// the program and its run-time threshold.
+std::string dump_schedule(const System& sys, const Factorization& f) {
+    std::string out = fmt::format("schedule: {} pivots ({}), program of {} nodes\n", f.pivots.size(), f.ordering, f.prog.size());
+    static const char* kinds[] = {"constant", "articulated", "validated", "gram", "constraint", "lambda"};
+    for (std::size_t k = 0; k < f.pivots.size(); ++k) {
+        const ScheduledPivot& p = f.pivots[k];
+        out += fmt::format("  {:>5} ({}, {}) {} t{}", k, sys.rows[p.at.row].label, sys.cols[p.at.col].label,
+                           kinds[static_cast<int>(p.kind)], p.value);
+        out += p.threshold > 0 ? fmt::format(" |t| > {:g}\n", p.threshold) : "\n";
+    }
+    return out;
+}
+
+/// The program the emitter prints: every node the outputs (and the Jacobian) and the pivot tests
+/// need, in id order, as `tN = a op b`; then which node each output is.
+std::string dump_ir(const Factorization& f) {
+    const ir::Program& P = f.prog;
+    std::vector<ir::Id> roots = f.outputs;
+    roots.insert(roots.end(), f.jacobian.begin(), f.jacobian.end());
+    for (const ScheduledPivot& p : f.pivots) roots.push_back(p.value);
+    const std::vector<bool> live = P.live_nodes(roots);
+    auto operand = [&](ir::Id x) {
+        const ir::Node& n = P.node(x);
+        if (n.op == ir::Op::Const) return fmt::format("{:.17g}", n.value);
+        if (n.op == ir::Op::Input) {
+            static const char* src[] = {"q", "qd", "in", "lane"};
+            return fmt::format("{}[{}]", src[static_cast<int>(n.source)], n.index);
+        }
+        return fmt::format("t{}", x);
+    };
+    static const char* fn[] = {"", "", "", "", "", "", "", "sin", "cos", "sqrt", "log3_ratio", "log3_ratio_dx", "log6_beta", "log6_beta_dt"};
+    std::string out = fmt::format("ir: {} live nodes of {}\n", std::count(live.begin(), live.end(), true), P.size());
+    for (ir::Id x = 0; x < P.size(); ++x) {
+        const ir::Node& n = P.node(x);
+        if (!live[x] || n.op == ir::Op::Const || n.op == ir::Op::Input) continue;
+        const std::string a = operand(n.a), b = n.b >= 0 ? operand(n.b) : std::string();
+        switch (n.op) {
+            case ir::Op::Add: out += fmt::format("  t{} = {} + {}\n", x, a, b); break;
+            case ir::Op::Sub: out += fmt::format("  t{} = {} - {}\n", x, a, b); break;
+            case ir::Op::Mul: out += fmt::format("  t{} = {} * {}\n", x, a, b); break;
+            case ir::Op::Div: out += fmt::format("  t{} = {} / {}\n", x, a, b); break;
+            case ir::Op::Neg: out += fmt::format("  t{} = -{}\n", x, a); break;
+            default: out += fmt::format("  t{} = {}({}{})\n", x, fn[static_cast<int>(n.op)], a, b.empty() ? "" : ", " + b);
+        }
+    }
+    for (std::size_t k = 0; k < f.outputs.size(); ++k) out += fmt::format("  out[{}] = {}\n", k, operand(f.outputs[k]));
+    for (std::size_t k = 0; k < f.jacobian.size(); ++k) out += fmt::format("  jac[{}] = {}\n", k, operand(f.jacobian[k]));
     return out;
 }
 
@@ -206,7 +258,7 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
                                                        v.max_backward_error, v.states);
     };
     r.order = run_order(r.load.model, r.system, r.analysis, oo);
-    if (want("order") || want("schedule")) *dump << dump_order(r.order);
+    if (want("order")) *dump << dump_order(r.order);
     if (o.derivatives) {  // the winner again, with the Jacobian; its pivots keep the validated thresholds
         // a preset takes every link's external wrench as an input: six columns a link, which on a
         // long robot are most of the Jacobian and of its build (a 60-link chain's fd: 540 columns)
@@ -318,7 +370,9 @@ CompileResult compile(const CompileOptions& o, std::ostream* dump) {
     ein.reference_rnea = refops.rnea, ein.reference_aba = refops.aba;
     if (!r.system.classical) ein.umfpack_flops = umfpack_flops(r.load.model, r.system);
     r.emitted = run_emit(ein);
-    if (want("emit") || want("ir")) *dump << r.emitted.source;
+    if (want("schedule")) *dump << dump_schedule(r.system, r.order.best);
+    if (want("ir")) *dump << dump_ir(r.order.best);
+    if (want("emit")) *dump << r.emitted.source;
     return r;
 }
 
