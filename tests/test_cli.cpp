@@ -281,6 +281,25 @@ TEST_CASE("cli: a problem spec that is a directory, and a --name the generated c
     }
 }
 
+TEST_CASE("cli: `nelu report` gives a contact solver its row, against ABA without the contacts") {
+    ScratchDir dir("report_contacts");
+    const std::string src = nelu::test::source_dir();
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(src + "/robots/quadruped_minicheetah.urdf") + " --problem " +
+                                             quoted(src + "/robots/specs/minicheetah_point_feet.yaml") + " --verify 0 --name feet -o " +
+                                             quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const nlohmann::json m = nlohmann::json::parse(read_text(dir.path / "feet.json"));
+    const nelu::test::CliResult r = run_nelu("report " + quoted((dir.path / "feet.json").string()));
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    const long ops = m["ops"]["mul"].get<long>() + m["ops"]["add"].get<long>() + m["ops"]["div"].get<long>() + m["ops"]["sqrt"].get<long>();
+    const long aba = m["reference_ops"]["aba"]["mul"].get<long>() + m["reference_ops"]["aba"]["add"].get<long>() +
+                     m["reference_ops"]["aba"]["div"].get<long>() + m["reference_ops"]["aba"]["sqrt"].get<long>();
+    CHECK_MESSAGE(contains(r.out, "| feet | minicheetah | fd, 4 contacts (12 components) | 18 | "), r.out);
+    CHECK_MESSAGE(contains(r.out, "| " + std::to_string(ops) + " ("), r.out);
+    CHECK_MESSAGE(contains(r.out, "| ABA without the contacts | " + std::to_string(aba) + " |"), r.out);
+    CHECK_FALSE(contains(r.out, "Sensor problems"));
+}
+
 TEST_CASE("cli: `nelu report --chains 7` prints the published RNEA and ABA counts") {
     const nelu::test::CliResult r = run_nelu("report --chains 7");
     CHECK(r.exit_code == 0);

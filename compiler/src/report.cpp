@@ -1,6 +1,8 @@
 // report.cpp: see report.hpp.
 #include "report.hpp"
 
+#include <set>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -37,6 +39,23 @@ std::string format_solver_report(const std::vector<std::string>& paths) {
             const long ref_total = total(j["reference_ops"][ref]);
             const int nv = j.value("nv", 0);
             OpCounts pub = id ? published_rnea(nv) : published_aba(nv);
+            // a contact problem (forces or impulses among its outputs): a row of the table, against
+            // ABA on the same robot without its contacts
+            std::set<std::string> contacts;
+            long forces = 0;
+            for (const nlohmann::json& slot : j.value("out", nlohmann::json::array()))
+                if (slot.value("quantity", "") == "contact_force" || slot.value("quantity", "") == "contact_impulse")
+                    contacts.insert(slot.value("contact", "?")), ++forces;
+            if (!contacts.empty()) {
+                s += fmt::format("| {} | {} | {}, {} contact{} ({} components) | {} | {} | {} | {} | {} | {} | {} ({}) | {} | ABA without the contacts | {} | "
+                                 "{:.2f} | - |\n",
+                                 j.value("name", "?"), j["robot"].value("name", "?"), kind, contacts.size(), contacts.size() == 1 ? "" : "s",
+                                 forces, nv, j["ordering"].value("winner", "?"), ops.value("mul", 0L), ops.value("add", 0L),
+                                 ops.value("div", 0L), ops.value("sincos", 0L), total(ops), split(ops), j["pattern"].value("fill", 0L),
+                                 total(j["reference_ops"]["aba"]),
+                                 total(j["reference_ops"]["aba"]) > 0 ? double(total(ops)) / double(total(j["reference_ops"]["aba"])) : 0.0);
+                continue;
+            }
             if (j.contains("estimation")) {  // a sensor problem: compare the ways of solving the same system
                 const nlohmann::json& e = j["estimation"];
                 const nlohmann::json& c = e["factor_solve_ops"];
