@@ -22,6 +22,7 @@
 
 #include "diagnostics.hpp"
 #include "load.hpp"
+#include "nelu/status.h"
 #include "test_support.hpp"
 #include "version.hpp"
 
@@ -216,6 +217,32 @@ TEST_CASE("cli: compile writes its files all or none: a spy plot or an output th
         REQUIRE_MESSAGE(r.exit_code == 0, r.err);
         CHECK(dir.entries() == std::vector<std::string>{"d.svg", "ur5e_id.cpp", "ur5e_id.hpp", "ur5e_id.json"});
     }
+}
+
+TEST_CASE("cli: the manifest names the status codes as nelu/status.h defines them, and a joint sensor's reading as the header does") {
+    ScratchDir dir("status_codes");
+    const std::string src = nelu::test::source_dir();
+    const nelu::test::CliResult c = run_nelu("compile " + quoted(src + "/robots/ur5e.urdf") + " --problem " +
+                                             quoted(src + "/robots/specs/ur5e_accelerometer.yaml") + " --verify 0 --name acc -o " +
+                                             quoted(dir.path.string()));
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    const nlohmann::json m = nlohmann::json::parse(read_text(dir.path / "acc.json"));
+    REQUIRE(m["status_codes"].size() == 3);
+    CHECK(m["status_codes"][0]["code"] == NELU_STATUS_OK);
+    CHECK(m["status_codes"][0]["name"] == "NELU_STATUS_OK");
+    CHECK(m["status_codes"][1]["code"] == NELU_STATUS_SMALL_PIVOT);
+    CHECK(m["status_codes"][1]["name"] == "NELU_STATUS_SMALL_PIVOT");
+    CHECK(m["status_codes"][2]["code"] == NELU_STATUS_NOT_FINITE);
+    CHECK(m["status_codes"][2]["name"] == "NELU_STATUS_NOT_FINITE");
+    const std::string header = read_text(dir.path / "acc.hpp");
+    int joint_sensors = 0;
+    for (const nlohmann::json& slot : m["in"])
+        if (slot.value("type", "") == "joint_torque" || slot.value("type", "") == "joint_acceleration") {
+            ++joint_sensors;
+            CHECK(slot["component"] == "value");
+            CHECK_MESSAGE(contains(header, slot["sensor"].get<std::string>() + ".value ("), slot.dump());
+        }
+    CHECK(joint_sensors == 2);
 }
 
 TEST_CASE("cli: --dump prints each pass's own output: the schedule's pivots, the program, the emitted C++") {

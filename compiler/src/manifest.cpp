@@ -8,6 +8,7 @@
 
 #include "derivatives.hpp"
 #include "nelu/mimic.hpp"
+#include "nelu/status.h"
 #include "version.hpp"
 
 namespace nelu::emit {
@@ -58,7 +59,9 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
         j["sensor"] = sn.name;
         j["type"] = sensor_type_name(sn.type);
         j["component"] = sn.type == SensorType::Accelerometer ? point[s.comp]
-                         : sn.type == SensorType::JointTorque || sn.type == SensorType::JointAcceleration ? std::to_string(s.comp)
+                         // (a joint's own sensor: as the header names it, `value` for one degree of freedom)
+                         : sn.type == SensorType::JointTorque || sn.type == SensorType::JointAcceleration
+                             ? (b.nv() > 1 ? component_name(Quantity::LinkAcceleration, s.comp) : "value")
                                                                                                             : component_name(Quantity::JointWrench, s.comp);
         if (sn.type != SensorType::JointTorque && sn.type != SensorType::JointAcceleration) j["variance"] = sn.variance[static_cast<std::size_t>(std::find(sn.components.begin(), sn.components.end(), s.comp) - sn.components.begin())];
     } else if (s.quantity == Quantity::LinkAcceleration || s.quantity == Quantity::JointWrench) {
@@ -262,6 +265,14 @@ void add_code(nlohmann::ordered_json& j, const EmitInput& in, const Layout& L) {
     j["scalars"] = nlohmann::ordered_json::array();
     if (in.scalar_double) j["scalars"].push_back("double");
     if (in.scalar_float) j["scalars"].push_back("float");
+    // what every entry point returns (runtime nelu/status.h), so that a caller reading the manifest
+    // alone can name it
+    j["status_codes"] = {
+        {{"code", NELU_STATUS_OK}, {"name", "NELU_STATUS_OK"}, {"meaning", "solved; out (and jac) written"}},
+        {{"code", NELU_STATUS_SMALL_PIVOT}, {"name", "NELU_STATUS_SMALL_PIVOT"},
+         {"meaning", "a pivot fell below its threshold (singular or nearly so at this state, or a NaN angle); out untouched"}},
+        {{"code", NELU_STATUS_NOT_FINITE}, {"name", "NELU_STATUS_NOT_FINITE"},
+         {"meaning", "an output is not finite (a NaN or infinite input, or overflow); out untouched"}}};
     nlohmann::ordered_json estimate, work;
     if (in.scalar_double) {
         estimate["double"] = L.stack(sizeof(double));
