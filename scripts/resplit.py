@@ -14,6 +14,8 @@ emitter computes in one nelu::sincos become two calls."""
 import argparse
 import re
 
+from generated_names import unwindow
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -23,7 +25,7 @@ def main():
     ap.add_argument("--noinline", action="store_true")
     ap.add_argument("--static-work", action="store_true")
     a = ap.parse_args()
-    text = open(a.src).read()
+    text = unwindow(open(a.src).read())  # (every element of the work struct's `t` named by its node again)
     # the values the entry point writes live in the work struct's array `kept` (Layout::staged), each
     # assignment naming its node in a comment: back to the names of their nodes
     kept = dict(re.findall(r"^    w\.kept\[(\d+)\] = .*;  // t(\d+)", text, re.M))

@@ -28,8 +28,12 @@ order (neither is done today; the IR folds a sign into the operation).
 """
 import argparse
 import collections
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from generated_names import unwindow  # noqa: E402
 
 STMT = re.compile(r"^\s*(?:const T |w\.|const nelu::SinCos<T> )?(t\d+|sc\d+)\s*=\s*([^;]*);")
 TOKEN = re.compile(r"w\.t\d+|t\d+|sc\d+\.[sc]|T\([^)]*\)|q\[\d+\]|qd\[\d+\]|in\[\d+\]|nelu::sincos|std::\w+|[-+*/]")
@@ -43,7 +47,7 @@ def statements(path):
     """[(name, [tokens])] of the double path in emission order (the float path repeats it)."""
     out, seen = [], set()
     kept = {}  # element of the work struct's array `kept` -> its node, from the comment of its statement
-    for line in open(path):
+    for line in unwindow(open(path).read()).splitlines(keepends=True):
         m = KEPT_STMT.match(line)
         if m:  # `w.kept[k] = ...;  // tN`: the statement of node tN
             kept[m.group(2)] = m.group(4)
