@@ -40,6 +40,9 @@ void refuse_duplicate_keys(const YAML::Node& n, const std::string& file) {
         if (kv.first.IsScalar()) {
             const std::string key = kv.first.Scalar();
             const int line = kv.first.Mark().line + 1;
+            if (key == "<<")  // (yaml-cpp reads a merge key as an ordinary key, and no spec key is named so)
+                throw InputError(where(file, kv.first) + "YAML merge keys ('<<: *anchor') are not supported in a spec: "
+                                                         "write the keys out (anchors and aliases of whole values work)");
             if (const auto [it, fresh] = seen.emplace(key, line); !fresh)
                 throw InputError(where(file, kv.first) + fmt::format("duplicate key '{}' (first at line {})", key, it->second));
         }
