@@ -7,6 +7,7 @@
 #include <sstream>
 #include <system_error>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "diagnostics.hpp"
@@ -24,9 +25,13 @@ void write_temporary(const std::string& path, const std::string& content) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path + ": cannot write the file (" + std::error_code(errno, std::generic_category()).message() + ")");
     out << content;
-    out.flush();
-    if (!out) {
-        out.close();
+    out.close();
+    // on disk before the rename that publishes it: after a crash the path holds the old file or
+    // the new one, never a new name over lost data
+    const int fd = ::open(tmp.c_str(), O_RDONLY);
+    const bool synced = fd >= 0 && ::fsync(fd) == 0;
+    if (fd >= 0) ::close(fd);
+    if (!out || !synced) {
         std::remove(tmp.c_str());
         throw InputError(path + ": error while writing the file");
     }
