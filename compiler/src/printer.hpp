@@ -141,8 +141,8 @@ protected:
     };
     /// Elements a window spans: 32 doubles lie within a signed byte of the window's middle.
     static constexpr int kWindow = 32;
-    /// Windows a part holds at most: registers of x86-64 and AArch64 that straight-line floating-point
-    /// code leaves free.
+    /// Windows a part holds at most: registers that straight-line floating-point code leaves free
+    /// (x86-64, 32-bit Arm; on AArch64 nelu::window lets the compiler fold them away).
     static constexpr std::size_t kWindows = 8;
     /// Uses for which a window pays its pointer.
     static constexpr int kWindowUses = 3;

@@ -38,25 +38,19 @@ std::string format_solver_report(const std::vector<std::string>& paths) {
             const char* ref = id ? "rnea" : "aba";
             const long ref_total = total(j["reference_ops"][ref]);
             const int nv = j.value("nv", 0);
-            OpCounts pub = id ? published_rnea(nv) : published_aba(nv);
-            // a contact problem (forces or impulses among its outputs): a row of the table, against
-            // ABA on the same robot without its contacts
+            const OpCounts pub = id ? published_rnea(nv) : published_aba(nv);
+            std::string problem = kind, reference = id ? "RNEA" : "ABA", published = std::to_string(pub.mul + pub.add);
+            // a contact problem (forces or impulses among its outputs; fd or impulse, so against ABA on
+            // the same robot without its contacts)
             std::set<std::string> contacts;
             long forces = 0;
             for (const nlohmann::json& slot : j.value("out", nlohmann::json::array()))
                 if (slot.value("quantity", "") == "contact_force" || slot.value("quantity", "") == "contact_impulse")
                     contacts.insert(slot.value("contact", "?")), ++forces;
             if (!contacts.empty()) {
-                s += fmt::format("| {} | {} | {}, {} contact{} ({} components) | {} | {} | {} | {} | {} | {} | {} ({}) | {} | ABA without the contacts | {} | "
-                                 "{:.2f} | - |\n",
-                                 j.value("name", "?"), j["robot"].value("name", "?"), kind, contacts.size(), contacts.size() == 1 ? "" : "s",
-                                 forces, nv, j["ordering"].value("winner", "?"), ops.value("mul", 0L), ops.value("add", 0L),
-                                 ops.value("div", 0L), ops.value("sincos", 0L), total(ops), split(ops), j["pattern"].value("fill", 0L),
-                                 total(j["reference_ops"]["aba"]),
-                                 total(j["reference_ops"]["aba"]) > 0 ? double(total(ops)) / double(total(j["reference_ops"]["aba"])) : 0.0);
-                continue;
-            }
-            if (j.contains("estimation")) {  // a sensor problem: compare the ways of solving the same system
+                problem = fmt::format("{}, {} contact{} ({} components)", kind, contacts.size(), contacts.size() == 1 ? "" : "s", forces);
+                reference = "ABA without the contacts", published = "-";
+            } else if (j.contains("estimation")) {  // a sensor problem: compare the ways of solving the same system
                 const nlohmann::json& e = j["estimation"];
                 const nlohmann::json& c = e["factor_solve_ops"];
                 const long ours = c.value("generated", 0L), dense = c.value("dense", 0L);
@@ -68,10 +62,10 @@ std::string format_solver_report(const std::vector<std::string>& paths) {
                 continue;
             }
             s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {:.2f} | {} |\n",
-                             j.value("name", "?"), j["robot"].value("name", "?"), kind, nv, j["ordering"].value("winner", "?"),
+                             j.value("name", "?"), j["robot"].value("name", "?"), problem, nv, j["ordering"].value("winner", "?"),
                              ops.value("mul", 0L), ops.value("add", 0L), ops.value("div", 0L), ops.value("sincos", 0L), total(ops),
-                             split(ops), j["pattern"].value("fill", 0L), id ? "RNEA" : "ABA", ref_total,
-                             ref_total > 0 ? double(total(ops)) / double(ref_total) : 0.0, pub.mul + pub.add);
+                             split(ops), j["pattern"].value("fill", 0L), reference, ref_total,
+                             ref_total > 0 ? double(total(ops)) / double(ref_total) : 0.0, published);
         } catch (const nlohmann::json::exception& e) {
             throw InputError(p + ": not a nelu manifest (" + e.what() + ")");
         }
