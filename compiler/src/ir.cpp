@@ -8,8 +8,8 @@
 #include <random>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "nelu/trig.hpp"
 
@@ -164,6 +164,28 @@ OpCount Program::count(const std::vector<bool>& live) const {
     }
     c.sincos = static_cast<long>(angles.size());
     return c;
+}
+
+bool is_arithmetic(Op op) { return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Neg; }
+
+std::string spelled(Op op, const std::string& a, const std::string& b, const char* prefix) {
+    switch (op) {
+        case Op::Add: return a + " + " + b;
+        case Op::Sub: return a + " - " + b;
+        case Op::Mul: return a + " * " + b;
+        case Op::Div: return a + " / " + b;
+        case Op::Neg: return "-" + a;
+        case Op::Sin: return std::string(prefix) + "sin(" + a + ")";
+        case Op::Cos: return std::string(prefix) + "cos(" + a + ")";
+        case Op::Sqrt: return std::string(prefix) + "sqrt(" + a + ")";
+        case Op::Log3Ratio: return std::string(prefix) + "log3_ratio(" + a + (b.empty() ? "" : ", " + b) + ")";
+        case Op::Log3RatioDx: return std::string(prefix) + "log3_ratio_dx(" + a + (b.empty() ? "" : ", " + b) + ")";
+        case Op::Log6Beta: return std::string(prefix) + "log6_beta(" + a + (b.empty() ? "" : ", " + b) + ")";
+        case Op::Log6BetaDt: return std::string(prefix) + "log6_beta_dt(" + a + (b.empty() ? "" : ", " + b) + ")";
+        case Op::Const:
+        case Op::Input: break;
+    }
+    throw std::logic_error("spelled: a constant or an input is not an operation");
 }
 
 namespace {

@@ -23,6 +23,14 @@ namespace nelu::ir {
 /// error; the *Dx, *Dt ones are the derivatives that the generated derivatives call.
 enum class Op : std::uint8_t { Const, Input, Add, Sub, Mul, Div, Neg, Sin, Cos, Sqrt, Log3Ratio, Log3RatioDx, Log6Beta, Log6BetaDt };
 
+/// Whether op is one of + - * / and negation.
+bool is_arithmetic(Op op);
+
+/// How generated code and `nelu analyze --dump ir` spell an operation on its operands' spellings:
+/// `a + b`, `-a`, or a function's call `prefix` `sin(a)`, `log6_beta(a, b)` (b empty for one
+/// operand). The one place that knows the runtime's names of the functions (trig.hpp, lanes.hpp).
+std::string spelled(Op op, const std::string& a, const std::string& b, const char* prefix = "");
+
 /// Where an input node reads from: q[index], qd[index] or in[index]; Lane: an entry of a lane
 /// kernel's right-hand side (schedule.hpp, LaneKernel), which the evaluators take as 0.
 enum class Source : std::uint8_t { Q, Qd, In, Lane };

@@ -86,20 +86,11 @@ std::string dump_ir(const Factorization& f) {
         }
         return fmt::format("t{}", x);
     };
-    static const char* fn[] = {"", "", "", "", "", "", "", "sin", "cos", "sqrt", "log3_ratio", "log3_ratio_dx", "log6_beta", "log6_beta_dt"};
     std::string out = fmt::format("ir: {} live nodes of {}\n", std::count(live.begin(), live.end(), true), P.size());
     for (ir::Id x = 0; x < P.size(); ++x) {
         const ir::Node& n = P.node(x);
         if (!live[x] || n.op == ir::Op::Const || n.op == ir::Op::Input) continue;
-        const std::string a = operand(n.a), b = n.b >= 0 ? operand(n.b) : std::string();
-        switch (n.op) {
-            case ir::Op::Add: out += fmt::format("  t{} = {} + {}\n", x, a, b); break;
-            case ir::Op::Sub: out += fmt::format("  t{} = {} - {}\n", x, a, b); break;
-            case ir::Op::Mul: out += fmt::format("  t{} = {} * {}\n", x, a, b); break;
-            case ir::Op::Div: out += fmt::format("  t{} = {} / {}\n", x, a, b); break;
-            case ir::Op::Neg: out += fmt::format("  t{} = -{}\n", x, a); break;
-            default: out += fmt::format("  t{} = {}({}{})\n", x, fn[static_cast<int>(n.op)], a, b.empty() ? "" : ", " + b);
-        }
+        out += fmt::format("  t{} = {}\n", x, ir::spelled(n.op, operand(n.a), n.b >= 0 ? operand(n.b) : std::string()));
     }
     for (std::size_t k = 0; k < f.outputs.size(); ++k) out += fmt::format("  out[{}] = {}\n", k, operand(f.outputs[k]));
     for (std::size_t k = 0; k < f.jacobian.size(); ++k) out += fmt::format("  jac[{}] = {}\n", k, operand(f.jacobian[k]));

@@ -33,18 +33,6 @@ bool reads_splats(const std::string& code) { return code.find(kSplatRead) != std
 /// What the outputs block names: the outputs, and the Jacobian of a derivatives entry point.
 const char* outputs_named(const Layout& L) { return L.jac.empty() ? "" : " and their Jacobian"; }
 
-/// `a op b` (or `-a`) for the arithmetic operations; "" for the others.
-std::string arithmetic(Op op, const std::string& a, const std::string& b) {
-    switch (op) {
-        case Op::Add: return a + " + " + b;
-        case Op::Sub: return a + " - " + b;
-        case Op::Mul: return a + " * " + b;
-        case Op::Div: return a + " / " + b;
-        case Op::Neg: return "-" + a;
-        default: return "";
-    }
-}
-
 /// The divider of the phase node x belongs to (the schedule numbers the nodes phase by phase).
 const char* phase_of(const Factorization& f, Id x) {
     return x < f.first_factor_node ? "kinematics: transforms, velocities, bias terms b"
@@ -196,23 +184,10 @@ std::string Form::operand(Id x) const {
 
 std::string Form::statement(std::size_t k) const {
     const ir::Node& n = P.node(L.stmts[k]);
-    const auto call = [&](const char* fn) { return fmt::format("{}{}({})", math(), fn, operand(n.a)); };
-    std::string rhs = arithmetic(n.op, operand(n.a), n.b >= 0 ? operand(n.b) : std::string());
-    switch (n.op) {
-        case Op::Sin: rhs = call("sin"); break;
-        case Op::Cos: rhs = call("cos"); break;
-        case Op::Sqrt: rhs = call("sqrt"); break;
-        case Op::Log3Ratio:
-        case Op::Log3RatioDx:
-        case Op::Log6Beta:
-        case Op::Log6BetaDt: {  // runtime trig.hpp (scalar) or lanes.hpp (lanes)
-            static const std::map<Op, const char*> fn = {{Op::Log3Ratio, "log3_ratio"}, {Op::Log3RatioDx, "log3_ratio_dx"},
-                                                         {Op::Log6Beta, "log6_beta"}, {Op::Log6BetaDt, "log6_beta_dt"}};
-            rhs = fmt::format("{}{}({}{})", runtime_math(), fn.at(n.op), operand(n.a), n.b >= 0 ? ", " + operand(n.b) : std::string());
-            break;
-        }
-        default: break;
-    }
+    // sin, cos and sqrt from <cmath> (scalar) or the lanes; the rotation logs from the runtime (trig.hpp, lanes.hpp)
+    const bool std_math = n.op == Op::Sin || n.op == Op::Cos || n.op == Op::Sqrt;
+    const std::string rhs = ir::spelled(n.op, operand(n.a), n.b >= 0 ? operand(n.b) : std::string(),
+                                        ir::is_arithmetic(n.op) ? "" : std_math ? math() : runtime_math());
     return assign(L.stmts[k], rhs);
 }
 
@@ -369,8 +344,8 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
     for (Id i : kp.statements) {
         const ir::Node& nd = P.node(i);
         load_rows({nd.a, nd.b});
-        const std::string rhs = arithmetic(nd.op, kernel_operand(nd.a), nd.b >= 0 ? kernel_operand(nd.b) : std::string());
-        if (rhs.empty()) throw std::logic_error("a lane kernel computes more than a solve");
+        if (!ir::is_arithmetic(nd.op)) throw std::logic_error("a lane kernel computes more than a solve");
+        const std::string rhs = ir::spelled(nd.op, kernel_operand(nd.a), nd.b >= 0 ? kernel_operand(nd.b) : std::string());
         body += fmt::format("{}    const C k{} = {};\n", in, i, rhs);
     }
     // the outputs to res, their finiteness in lanes: z sums x - x over them (0 where every one is
