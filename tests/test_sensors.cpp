@@ -14,6 +14,7 @@
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <tinyxml2.h>
 
 #include "analyze.hpp"
@@ -354,6 +355,60 @@ outputs: [joint_torques, joint_accelerations, contact_wrenches, link_acceleratio
     }
 }
 
+TEST_CASE("The header and the manifest say what each sensor reads, in which frame and unit") {
+    // (a trial as an estimation engineer: every reading was "sensor frame", a load cell a
+    // contact_wrench, and the manifest gave neither frames nor units)
+    fs::path d = scratch("described");
+    write(d / "spec.yaml", R"(version: 2
+problem: id
+joints: {default: qdd, unknown: [elbow_joint]}
+external_wrenches: {default: zero, unknown: [wrist_3_link]}
+sensors:
+  - {name: up, type: force_torque, joint: wrist_3_joint, frame: parent, measure_direction: parent_to_child}
+  - {name: down, type: force_torque, joint: wrist_2_joint, frame: child, measure_direction: child_to_parent}
+  - {name: cell, type: load_cell, link: wrist_3_link, origin: {xyz: [0, 0, 0.02]}}
+  - {name: acc, type: accelerometer, link: forearm_link}
+  - {name: tq, type: joint_torque, joint: elbow_joint}
+)");
+    auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}' --name d", robot("ur5e.urdf"), (d / "spec.yaml").string(), d.string()));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::ifstream hin(d / "d.hpp");
+    const std::string h((std::istreambuf_iterator<char>(hin)), {});
+    for (const char* line : {
+             "up.nx (force_torque: the wrench wrist_2_link exerts on wrist_3_link through joint wrist_3_joint, in the frame of link wrist_2_link, N m)",
+             "up.fz (force_torque: the wrench wrist_2_link exerts on wrist_3_link through joint wrist_3_joint, in the frame of link wrist_2_link, N)",
+             "down.fx (force_torque: the wrench wrist_2_link exerts on wrist_1_link through joint wrist_2_joint, in the frame of link wrist_2_link, N)",
+             "cell.fz (load_cell: the external wrench on link wrist_3_link, in its sensor frame on link wrist_3_link, N)",
+             "cell.nx (load_cell: the external wrench on link wrist_3_link, in its sensor frame on link wrist_3_link, N m)",
+             "acc.x (accelerometer: the proper acceleration of its origin on link forearm_link (gravity included: at rest it reads +g "
+             "upward), in the frame of link forearm_link, m/s^2)",
+             "tq.value (joint_torque: the generalized force of joint elbow_joint, N m)",
+             " * Units: SI (m, kg, s, rad)"}) {
+        INFO(line);
+        CHECK(h.find(line) != std::string::npos);
+    }
+    std::ifstream jin(d / "d.json");
+    const nlohmann::json m = nlohmann::json::parse(jin);
+    const nlohmann::json& sensors = m["estimation"]["sensors"];
+    REQUIRE(sensors.size() == 5);
+    CHECK(sensors[0]["frame"] == "the frame of link wrist_2_link");
+    CHECK(sensors[2]["type"] == "load_cell");
+    CHECK(sensors[2]["frame"] == "its sensor frame on link wrist_3_link");
+    CHECK(sensors[3]["reads"].get<std::string>().find("gravity included") != std::string::npos);
+    int slots = 0;
+    for (const nlohmann::json& s : m["in"]) {
+        if (!s.contains("sensor")) continue;
+        ++slots;
+        const std::string c = s["component"], type = s["type"];
+        const char* unit = type == "accelerometer" ? "m/s^2" : type == "joint_torque" || c[0] == 'n' ? "N m" : "N";
+        INFO(s.dump());
+        CHECK(s["unit"] == unit);
+    }
+    CHECK(slots == 6 + 6 + 3 + 3 + 1);
+    fs::remove_all(d);
+}
+
 TEST_CASE("Sensor specs: every error names the spec file and line, and the sensor, link or joint") {
     fs::path d = scratch("errors");
     const std::string urdf = robot("ur5e.urdf");
@@ -381,8 +436,34 @@ TEST_CASE("Sensor specs: every error names the spec file and line, and the senso
         {"version: 2\nsensors:\n  - {name: ft, type: force_torque, joint: wrist_3_joint, origin: {xyz: [0, 0, 0.1]}}\n",
          "'origin' is the pose of 'frame: sensor'"},
         {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, origin: {xyz: [.nan, 0, 0]}}\n",
-         "sensor 'a': origin.xyz must be three finite numbers"},
-        {"version: 2\ngravity: [0, 0, .inf]\n", "'gravity' must be three finite numbers"},
+         "sensor 'a': origin.xyz must be a finite number (here .nan)"},
+        {"version: 2\ngravity: [0, 0, .inf]\n", "'gravity' must be a finite number (here .inf)"},
+        // a trial as an estimation engineer: a misspelt origin was dropped silently, quoted numbers
+        // were read, other types gave "bad conversion" naming no key, and YAML 1.1's yes was true
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, origin: [0, 0, 0.1]}\n",
+         "sensor 'a': 'origin' must be a map {xyz: [x, y, z], rpy: [r, p, y]}"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, origin: {xyz: [0, 0, 0.1], quat: [0, 0, 0, 1]}}\n",
+         "sensor 'a': unknown key 'origin.quat' (expected xyz, rpy)"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, origin: {xyz: [0, 0, \"0.1\"]}}\n",
+         "sensor 'a': origin.xyz must be a number, not a quoted string ('0.1')"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, origin: {rpy: [0, 0, 90deg]}}\n",
+         "sensor 'a': origin.rpy must be a number"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, variance: \"2.0\"}\n",
+         "sensor 'a': 'variance' must be a number, not a quoted string ('2.0')"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: wrist_3_link, variance: high}\n", "sensor 'a': 'variance' must be a number"},
+        {"version: 2\nsensors:\n  - {name: a, type: accelerometer, link: [wrist_3_link, forearm_link]}\n",
+         "sensor 'a': 'link' must be a single word, not a list"},
+        {"version: 2\nsensors:\n  - {name: [a], type: accelerometer, link: wrist_3_link}\n", "a sensor's 'name' must be a single word, not a list"},
+        {"version: 2\nsensors:\n  - {name: c, type: load_cell, link: wrist_3_link, slippery: yes}\n",
+         "sensor 'c': 'slippery' must be true or false (here 'yes')"},
+        {"version: 2\ngravity: [0, 0, \"-9.81\"]\n", "'gravity' must be a number, not a quoted string ('-9.81')"},
+        {"version: two\n", "'version' must be an integer (here 'two')"},
+        {"version: 2\nproblem: [id]\n", "'problem' must be a single word, not a list"},
+        {"version: 2\nsensors:\n  - {name: f, type: force_torque, joint: wrist_3_joint, components: [[fx]]}\n",
+         "an entry of 'components' must be a single word, not a list"},
+        {"version: 2\nproblem: id\nexternal_wrenches: zero\nsensors:\n  - {name: ft, type: force_torque, joint: wrist_3_joint}\n"
+         "outputs: [contact_wrenches]\n",
+         "'outputs' selects nothing this problem computes"},
         {"version: 2\nexternal_wrenches: {unknown: [nowhere]}\n", "external_wrenches.unknown: no link named 'nowhere'"},
         {"version: 2\nexternal_wrenches: {unknown: [base_link]}\n", "link 'base_link' is fixed to the world"},
         {"version: 2\nsensors:\n  - {name: c, type: load_cell, link: wrist_3_link}\n  - {name: d, type: contact_wrench, link: wrist_3_link}\n",

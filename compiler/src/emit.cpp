@@ -132,7 +132,9 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
                             : sn.type == SensorType::JointTorque || sn.type == SensorType::JointAcceleration
                                 ? (b.nv() > 1 ? component_name(Quantity::LinkAcceleration, s.comp) : "value")
                                 : component_name(Quantity::JointWrench, s.comp);
-            return fmt::format("{}.{} ({} on {}, sensor frame)", sn.name, c, sensor_type_name(sn.type), sn.link.empty() ? sn.joint : sn.link);
+            // what it reads, in which frame and unit (problem.cpp, resolve)
+            return fmt::format("{}.{} ({}: {}{}, {})", sn.name, c, sn.type_word, sn.reads, sn.frame.empty() ? "" : ", in " + sn.frame,
+                               measurement_unit(sn, m, s.comp));
         }
         default: return "?";
     }
@@ -236,6 +238,8 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts, cons
     if (in.problem->floating_base) s += " (root_joint: body-frame twist wx wy wz vx vy vz)";
     s += ".\n";
     s += mimic_comment(in, " * ");
+    s += " * Units: SI (m, kg, s, rad): torques N m, forces N; a wrench is [nx ny nz fx fy fz], an acceleration\n"
+         " * [angular; linear].\n";
     s += " * in (NIN):\n";
     for (std::size_t k = 0; k < sys.in.size(); ++k) s += fmt::format(" *   in[{}]  {}\n", k, slot_comment(m, *in.problem, sys.in[k]));
     s += " * out (NOUT):\n";

@@ -57,12 +57,13 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
         const Sensor& sn = p.sensors[s.sensor];
         static const char* point[3] = {"x", "y", "z"};
         j["sensor"] = sn.name;
-        j["type"] = sensor_type_name(sn.type);
+        j["type"] = sn.type_word;
         j["component"] = sn.type == SensorType::Accelerometer ? point[s.comp]
                          // (a joint's own sensor: as the header names it, `value` for one degree of freedom)
                          : sn.type == SensorType::JointTorque || sn.type == SensorType::JointAcceleration
                              ? (b.nv() > 1 ? component_name(Quantity::LinkAcceleration, s.comp) : "value")
                                                                                                             : component_name(Quantity::JointWrench, s.comp);
+        j["unit"] = measurement_unit(sn, m, s.comp);
         if (sn.type != SensorType::JointTorque && sn.type != SensorType::JointAcceleration) j["variance"] = sn.variance[static_cast<std::size_t>(std::find(sn.components.begin(), sn.components.end(), s.comp) - sn.components.begin())];
     } else if (s.quantity == Quantity::LinkAcceleration || s.quantity == Quantity::JointWrench) {
         j["link"] = b.name;
@@ -243,8 +244,8 @@ void add_costs(nlohmann::ordered_json& j, const EmitInput& in) {
         const double n = in.system->n(), mrows = in.system->m();
         nlohmann::ordered_json sensors = nlohmann::ordered_json::array();
         for (const Sensor& s : in.problem->sensors)
-            sensors.push_back({{"name", s.name}, {"type", sensor_type_name(s.type)}, {"link", s.link}, {"joint", s.joint},
-                               {"components", s.components.size()}, {"variance", s.variance}});
+            sensors.push_back({{"name", s.name}, {"type", s.type_word}, {"link", s.link}, {"joint", s.joint}, {"reads", s.reads},
+                               {"frame", s.frame}, {"components", s.components.size()}, {"variance", s.variance}});
         const long ours = f.ops_factorization.mul + f.ops_factorization.add + f.ops_factorization.div + f.ops_factorization.sqrt +
                           f.ops_solve.mul + f.ops_solve.add + f.ops_solve.div + f.ops_solve.sqrt;
         // dense LU with partial pivoting: 2n^3/3 to factor, 2n^2 to solve; least squares by the

@@ -64,12 +64,51 @@ YAML::Node load_spec(const std::string& file) {
     }
 }
 
-/// A true/false key of the spec, or an error naming it.
-bool spec_bool(const YAML::Node& n, const std::string& file, const std::string& what) {
-    bool v = false;
-    if (!n.IsScalar() || n.Tag() == "!" || !YAML::convert<bool>::decode(n, v))
-        throw InputError(where(file, n) + fmt::format("{} must be true or false (here {})", what, n.IsScalar() ? "'" + n.Scalar() + "'" : "not a word"));
+/// A number of the spec: finite, and within [lo, hi].
+double spec_number(const YAML::Node& n, const std::string& file, const std::string& what, double lo, double hi) {
+    double v = 0;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) throw InputError(where(file, n) + fmt::format("{} must be a number", what));
+    if (n.Tag() == "!") throw InputError(where(file, n) + fmt::format("{} must be a number, not a quoted string ('{}')", what, n.Scalar()));
+    if (!std::isfinite(v) || v < lo || v > hi)
+        throw InputError(where(file, n) + (lo <= -1e300 && hi >= 1e300 ? fmt::format("{} must be a finite number (here {})", what, n.as<std::string>())
+                                                                       : fmt::format("{} must be a finite number in [{:g}, {:g}] (here {})", what, lo,
+                                                                                     hi, n.as<std::string>())));
     return v;
+}
+
+/// A true/false key of the spec, or an error naming it. YAML 1.2's words only: yaml-cpp also
+/// reads YAML 1.1's yes, no, on, off, y and n, which the spec's reference calls errors.
+bool spec_bool(const YAML::Node& n, const std::string& file, const std::string& what) {
+    static const std::set<std::string> yes{"true", "True", "TRUE"}, no{"false", "False", "FALSE"};
+    if (n.IsScalar() && n.Tag() != "!" && (yes.count(n.Scalar()) || no.count(n.Scalar()))) return yes.count(n.Scalar()) > 0;
+    throw InputError(where(file, n) + fmt::format("{} must be true or false (here {})", what, n.IsScalar() ? "'" + n.Scalar() + "'" : "not a word"));
+}
+
+/// A word of the spec (a name, a type, a mode), or an error naming its key: not a list or a map.
+std::string spec_word(const YAML::Node& n, const std::string& file, const std::string& what) {
+    if (!n.IsScalar()) throw InputError(where(file, n) + fmt::format("{} must be a single word, not a {}", what, n.IsSequence() ? "list" : "map"));
+    return n.Scalar();
+}
+
+/// An integer of the spec, or an error naming its key.
+int spec_int(const YAML::Node& n, const std::string& file, const std::string& what) {
+    int v = 0;
+    if (!n.IsScalar() || n.Tag() == "!" || !YAML::convert<int>::decode(n, v))
+        throw InputError(where(file, n) + fmt::format("{} must be an integer (here {})", what, n.IsScalar() ? "'" + n.Scalar() + "'" : "not a number"));
+    return v;
+}
+
+/// `origin: {xyz: [x, y, z], rpy: [r, p, y]}` of a sensor or a contact (either key optional), or
+/// an error naming `what` (say "sensor 'ft'") and the key.
+void spec_origin(const YAML::Node& o, const std::string& file, const std::string& what, double xyz[3], double rpy[3]) {
+    if (!o.IsMap()) throw InputError(where(file, o) + fmt::format("{}: 'origin' must be a map {{xyz: [x, y, z], rpy: [r, p, y]}}", what));
+    for (const auto& kv : o) {
+        const std::string key = spec_word(kv.first, file, what + ": a key of 'origin'");
+        if (key != "xyz" && key != "rpy") throw InputError(where(file, kv.first) + fmt::format("{}: unknown key 'origin.{}' (expected xyz, rpy)", what, key));
+        const YAML::Node v = kv.second;
+        if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + fmt::format("{}: origin.{} must be [a, b, c]", what, key));
+        for (int k = 0; k < 3; ++k) (key == "xyz" ? xyz : rpy)[k] = spec_number(v[k], file, fmt::format("{}: origin.{}", what, key), -HUGE_VAL, HUGE_VAL);
+    }
 }
 
 /// Joint name -> body index (bodies with a movable joint).
@@ -82,7 +121,7 @@ int find_joint(const Model& m, const std::string& name) {
 std::vector<std::string> string_list(const YAML::Node& n, const std::string& file, const char* what) {
     if (!n.IsSequence()) throw InputError(where(file, n) + fmt::format("'{}' must be a list of names", what));
     std::vector<std::string> v;
-    for (const auto& e : n) v.push_back(e.as<std::string>());
+    for (const auto& e : n) v.push_back(spec_word(e, file, fmt::format("an entry of '{}'", what)));
     return v;
 }
 
@@ -103,7 +142,7 @@ void read_joints(const YAML::Node& j, const std::string& file, const Model& m, P
         if (key != "default" && key != "qdd" && key != "tau" && key != "unknown" && key != "both")
             throw InputError(where(file, kv.first) + fmt::format("unknown key 'joints.{}' (expected default, qdd, tau, unknown, both)", key));
     }
-    if (j["default"]) std::fill(p.joint.begin(), p.joint.end(), joint_mode(j["default"].as<std::string>(), file, j["default"]));
+    if (j["default"]) std::fill(p.joint.begin(), p.joint.end(), joint_mode(spec_word(j["default"], file, "'joints.default'"), file, j["default"]));
     std::set<std::string> seen;
     for (const char* key : keys) {
         if (!j[key]) continue;
@@ -145,7 +184,7 @@ void read_wrenches(const YAML::Node& w, const std::string& file, const LoadResul
     const Model& m = l.model;
     if (!w) return;
     auto mode = [&](const YAML::Node& n) {
-        const std::string s = n.as<std::string>();
+        const std::string s = spec_word(n, file, "an external wrench mode");
         if (s == "input") return WrenchMode::Input;
         if (s == "zero") return WrenchMode::Zero;
         if (s == "unknown") return WrenchMode::Unknown;
@@ -211,6 +250,7 @@ struct SensorDecl {
     std::vector<double> variance;
     bool slippery = false;
     std::vector<double> value;
+    bool has_origin = false;  ///< an origin was given (else the sensor frame is its link's)
 };
 
 const char* kWrenchComp[6] = {"nx", "ny", "nz", "fx", "fy", "fz"};
@@ -260,6 +300,7 @@ std::vector<SensorDecl> urdf_sensor_decls(const std::string& path) {
             if (par->Attribute("link")) d.link = par->Attribute("link");
         }
         if (const auto* o = e->FirstChildElement("origin")) {
+            d.has_origin = true;
             numbers(o->Attribute("xyz"), d.xyz, d, "xyz");
             numbers(o->Attribute("rpy"), d.rpy, d, "rpy");
         }
@@ -285,47 +326,37 @@ std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::str
         d.where = where(file, n);
         if (!n.IsMap()) throw InputError(d.where + "each sensor is a map (name, type, link or joint, ...)");
         for (const auto& kv : n) {
-            const std::string key = kv.first.as<std::string>();
+            const std::string key = spec_word(kv.first, file, "a sensor's key");
             if (!keys.count(key)) throw InputError(where(file, kv.first) + fmt::format("unknown sensor key '{}'", key));
             if (key != "name" && key != "type") d.keys.push_back(key);
         }
-        d.type = n["type"] ? n["type"].as<std::string>() : "";
-        d.name = n["name"] ? n["name"].as<std::string>() : fmt::format("{}{}", d.type, index);
+        d.type = n["type"] ? spec_word(n["type"], file, "a sensor's 'type'") : "";
+        d.name = n["name"] ? spec_word(n["name"], file, "a sensor's 'name'") : fmt::format("{}{}", d.type, index);
         ++index;
         refuse_unwritable_name(where(file, n["name"] ? n["name"] : n), d.name, "sensor '", "'");
-        if (n["link"]) d.link = n["link"].as<std::string>();
-        if (n["joint"]) d.joint = n["joint"].as<std::string>();
-        if (n["frame"]) d.frame = n["frame"].as<std::string>();
-        if (n["measure_direction"]) d.direction = n["measure_direction"].as<std::string>();
-        if (n["origin"]) {
-            const YAML::Node o = n["origin"];
-            for (const char* key : {"xyz", "rpy"}) {
-                const YAML::Node v = o[key];
-                if (!v) continue;
-                if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + fmt::format("origin.{} must be [a, b, c]", key));
-                for (int k = 0; k < 3; ++k) {
-                    double& x = (std::string(key) == "xyz" ? d.xyz : d.rpy)[k];
-                    x = v[k].as<double>();
-                    if (!std::isfinite(x)) throw InputError(where(file, v) + fmt::format("sensor '{}': origin.{} must be three finite numbers", d.name, key));
-                }
-            }
-        }
+        const std::string sensor = fmt::format("sensor '{}'", d.name);
+        if (n["link"]) d.link = spec_word(n["link"], file, sensor + ": 'link'");
+        if (n["joint"]) d.joint = spec_word(n["joint"], file, sensor + ": 'joint'");
+        if (n["frame"]) d.frame = spec_word(n["frame"], file, sensor + ": 'frame'");
+        if (n["measure_direction"]) d.direction = spec_word(n["measure_direction"], file, sensor + ": 'measure_direction'");
+        if (n["origin"]) spec_origin(n["origin"], file, sensor, d.xyz, d.rpy), d.has_origin = true;
         if (n["components"]) d.components = string_list(n["components"], file, "components"), d.components_given = true;
         if (n["zero"]) d.zero = string_list(n["zero"], file, "zero");
         if (n["slippery"]) d.slippery = spec_bool(n["slippery"], file, fmt::format("sensor '{}': 'slippery'", d.name));
         if (n["variance"]) {
             const YAML::Node v = n["variance"];
-            if (v.IsScalar()) d.variance.push_back(v.as<double>());
-            else for (const auto& x : v) d.variance.push_back(x.as<double>());
+            const std::string what = sensor + ": 'variance'";
+            if (v.IsSequence())
+                for (const auto& x : v) d.variance.push_back(spec_number(x, file, what, -HUGE_VAL, HUGE_VAL));
+            else
+                d.variance.push_back(spec_number(v, file, what, -HUGE_VAL, HUGE_VAL));
             for (double x : d.variance)
-                if (!(x > 0) || !std::isfinite(x)) throw InputError(where(file, v) + fmt::format("sensor '{}': variances must be positive", d.name));
+                if (!(x > 0)) throw InputError(where(file, v) + fmt::format("{}: variances must be positive", sensor));
         }
         if (n["value"]) {
             const YAML::Node v = n["value"];
-            if (!v.IsSequence() || v.size() != 6) throw InputError(where(file, v) + "value must be [wx, wy, wz, vx, vy, vz]");
-            for (int k = 0; k < 6; ++k) d.value.push_back(v[k].as<double>());
-            for (double x : d.value)
-                if (!std::isfinite(x)) throw InputError(where(file, v) + fmt::format("sensor '{}': value must be six finite numbers", d.name));
+            if (!v.IsSequence() || v.size() != 6) throw InputError(where(file, v) + sensor + ": value must be [wx, wy, wz, vx, vy, vz]");
+            for (int k = 0; k < 6; ++k) d.value.push_back(spec_number(v[k], file, sensor + ": 'value'", -HUGE_VAL, HUGE_VAL));
         }
         out.push_back(d);
     }
@@ -372,7 +403,9 @@ const std::map<std::string, std::set<std::string>>& sensor_keys() {
 Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
     const Model& m = l.model;
     Sensor s;
-    s.name = d.name, s.where = d.where, s.link = d.link, s.joint = d.joint;
+    s.name = d.name, s.where = d.where, s.link = d.link, s.joint = d.joint, s.type_word = d.type;
+    // (a sensor frame is named by the link it sits on; where the spec gives no origin, it is the link's frame)
+    auto frame_on = [&](const std::string& link) { return d.has_origin ? "its sensor frame on link " + link : "the frame of link " + link; };
     auto need = [&](bool ok, const std::string& what) {
         if (!ok) throw InputError(d.where + fmt::format("sensor '{}' ({}): {}", d.name, d.type, what));
     };
@@ -408,13 +441,19 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
         need(d.direction == "child_to_parent" || d.direction == "parent_to_child", "measure_direction must be child_to_parent or parent_to_child");
         s.sign = d.direction == "parent_to_child" ? 1.0 : -1.0;
         need(d.frame == "child" || d.frame == "parent" || d.frame == "sensor", "frame must be child, parent or sensor");
+        const auto parent = l.joint_parent.find(d.joint);
+        const std::string parent_link = parent != l.joint_parent.end() ? parent->second : "world";
         if (d.frame == "parent") {  // the parent link's frame, relative to the parent body (or the world)
             s.frame_is_parent = true;
-            auto parent = l.joint_parent.find(d.joint);
             s.X_sensor_body = parent != l.joint_parent.end() ? l.links.at(parent->second).X_link_body : identity_xform<double>();
+            s.frame = "the frame of link " + parent_link;
         } else if (d.frame == "sensor") {
             s.X_sensor_body = X_origin;  // origin relative to the child link
+            s.frame = frame_on(s.link);
+        } else {
+            s.frame = "the frame of link " + s.link;
         }
+        s.reads = fmt::format("the wrench {} exerts on {} through joint {}", s.sign > 0 ? parent_link : s.link, s.sign > 0 ? s.link : parent_link, d.joint);
         s.components = d.components.empty() ? std::vector<int>{0, 1, 2, 3, 4, 5} : component_indices(d.components, kWrenchComp, 6, d);
     } else if (d.type == "load_cell" || d.type == "contact_wrench") {
         s.type = SensorType::ContactWrench;
@@ -422,6 +461,8 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
         LinkFrame lf = link_frame(l, d.link, d);
         s.body = lf.body;
         s.X_sensor_body = compose(X_origin, lf.X_link_body);
+        s.frame = frame_on(d.link);
+        s.reads = "the external wrench on link " + d.link;
         if (d.type == "load_cell") {
             need(d.components.empty(), "a load cell measures fz, nx, ny; use type contact_wrench to choose components");
             s.components = {5, 0, 1};
@@ -449,6 +490,8 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
         LinkFrame lf = link_frame(l, d.link, d);
         s.body = lf.body;
         s.X_sensor_body = compose(X_origin, lf.X_link_body);
+        s.frame = frame_on(d.link);
+        s.reads = "the proper acceleration of its origin on link " + d.link + " (gravity included: at rest it reads +g upward)";
         s.components = d.components.empty() ? std::vector<int>{0, 1, 2} : component_indices(d.components, kPointComp, 3, d);
     } else if (d.type == "joint_torque" || d.type == "joint_acceleration") {
         s.type = d.type == "joint_torque" ? SensorType::JointTorque : SensorType::JointAcceleration;
@@ -464,6 +507,7 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
                                                              : (k == JointKnown::Qdd || k == JointKnown::Both);
         need(!known, fmt::format("the {} of joint '{}' is already known (joints:); measure an unknown", s.type == SensorType::JointTorque ? "torque" : "acceleration", d.joint));
         for (int k2 = 0; k2 < b.nv(); ++k2) s.components.push_back(k2);
+        s.reads = fmt::format("the {} of joint {}", s.type == SensorType::JointTorque ? "generalized force" : "acceleration", d.joint);
     } else if (d.type == "link_acceleration") {
         s.type = SensorType::LinkAcceleration;
         need(!d.link.empty(), "needs 'link'");
@@ -472,6 +516,8 @@ Sensor resolve(const SensorDecl& d, const LoadResult& l, Problem& p) {
                  lf.X_link_body.r[0] == 0 && lf.X_link_body.r[1] == 0 && lf.X_link_body.r[2] == 0,
              "the link was merged into its parent; name the body it was merged into");
         s.body = lf.body;
+        s.frame = "the frame of link " + d.link;
+        s.reads = "the spatial acceleration of link " + d.link + " (gravity excluded), known";
         if (!d.value.empty()) s.value = {{{d.value[0], d.value[1], d.value[2]}}, {{d.value[3], d.value[4], d.value[5]}}};
         s.components = {0, 1, 2, 3, 4, 5};
     } else {
@@ -525,7 +571,7 @@ std::vector<SensorDecl> selected_urdf_sensors(const YAML::Node& sel, const std::
 void read_outputs(const YAML::Node& o, const std::string& file, Problem& p) {
     if (!o) return;
     if (o.IsSequence() && o.size() == 0) throw InputError(where(file, o) + "'outputs' is empty: a solver that outputs nothing computes nothing");
-    Outputs out{false, false, false, false, false, false, false};
+    Outputs out{false, false, false, false, false, false, false, {}};
     const bool impulse = p.impulse();
     for (const std::string& k : string_list(o, file, "outputs")) {
         auto only = [&](bool ok, const char* when) {
@@ -543,20 +589,10 @@ void read_outputs(const YAML::Node& o, const std::string& file, Problem& p) {
                                                            "contact_wrenches, link_accelerations, joint_wrenches, contact_forces, "
                                                            "contact_impulses, joint_velocities)", k));
     }
+    out.where = where(file, o);
     p.outputs = out;
 }
 
-/// A number of the spec: finite, and within [lo, hi].
-double spec_number(const YAML::Node& n, const std::string& file, const std::string& what, double lo, double hi) {
-    double v = 0;
-    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) throw InputError(where(file, n) + fmt::format("{} must be a number", what));
-    if (n.Tag() == "!") throw InputError(where(file, n) + fmt::format("{} must be a number, not a quoted string ('{}')", what, n.Scalar()));
-    if (!std::isfinite(v) || v < lo || v > hi)
-        throw InputError(where(file, n) + (lo <= -1e300 && hi >= 1e300 ? fmt::format("{} must be a finite number (here {})", what, n.as<std::string>())
-                                                                       : fmt::format("{} must be a finite number in [{:g}, {:g}] (here {})", what, lo,
-                                                                                     hi, n.as<std::string>())));
-    return v;
-}
 
 /// `contacts:` (problems fd and impulse): a list of {name, link, type, origin, frame, baumgarte}.
 void read_contacts(const YAML::Node& list, const std::string& file, const LoadResult& l, Problem& p) {
@@ -608,16 +644,7 @@ void read_contacts(const YAML::Node& list, const std::string& file, const LoadRe
         else if (frame == "local_world_aligned") c.frame = ContactFrame::LocalWorldAligned;
         else fail(n["frame"], fmt::format("frame '{}': expected local or local_world_aligned", frame));
         double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0};
-        if (const YAML::Node o = n["origin"]) {
-            if (!o.IsMap()) fail(o, "'origin' must be a map {xyz: [x, y, z], rpy: [r, p, y]}");
-            for (const auto& kv : o) {
-                const std::string key = kv.first.as<std::string>();
-                if (key != "xyz" && key != "rpy") fail(kv.first, fmt::format("unknown key 'origin.{}' (expected xyz, rpy)", key));
-                const YAML::Node v = kv.second;
-                if (!v.IsSequence() || v.size() != 3) fail(v, fmt::format("origin.{} must be [a, b, c]", key));
-                for (int k = 0; k < 3; ++k) (key == "xyz" ? xyz : rpy)[k] = spec_number(v[k], file, fmt::format("contact '{}': origin.{}", c.name, key), -HUGE_VAL, HUGE_VAL);
-            }
-        }
+        if (const YAML::Node o = n["origin"]) spec_origin(o, file, fmt::format("contact '{}'", c.name), xyz, rpy);
         const double reach = std::hypot(xyz[0], std::hypot(xyz[1], xyz[2]));
         if (reach > kMaxSensorReach * size)
             fail(n["origin"], fmt::format("its origin is {:.3g} m from the link's origin, more than {:g} times the robot's size ({:.3g} m); a "
@@ -660,10 +687,10 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
         ps.where = where(file, n);
         if (!n.IsMap() || !n["link"]) throw InputError(ps.where + "a point is a map with 'link' and 'point' (and 'dof')");
         for (const auto& kv : n) {
-            const std::string k = kv.first.as<std::string>();
+            const std::string k = spec_word(kv.first, file, "a point's key");
             if (k != "link" && k != "point" && k != "dof") throw InputError(where(file, kv.first) + fmt::format("unknown key '{}' of a point", k));
         }
-        ps.link = n["link"].as<std::string>();
+        ps.link = spec_word(n["link"], file, "a point's 'link'");
         auto it = loaded.links.find(ps.link);
         if (it == loaded.links.end()) throw InputError(ps.where + fmt::format("no link named '{}'", ps.link));
         if (it->second.body < 0) throw InputError(ps.where + fmt::format("link '{}' is fixed to the world", ps.link));
@@ -671,11 +698,11 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
         if (n["point"]) {
             const YAML::Node v = n["point"];
             if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + "point must be [x, y, z] (link frame)");
-            for (int k = 0; k < 3; ++k) xyz[k] = v[k].as<double>();
+            for (int k = 0; k < 3; ++k) xyz[k] = spec_number(v[k], file, fmt::format("point of link '{}'", ps.link), -HUGE_VAL, HUGE_VAL);
         }
         ps.body = it->second.body;
         ps.X_point_body = compose(origin_xform(xyz, rpy), it->second.X_link_body);
-        ps.dof = n["dof"] ? n["dof"].as<int>() : default_dof;
+        ps.dof = n["dof"] ? spec_int(n["dof"], file, fmt::format("point of link '{}': 'dof'", ps.link)) : default_dof;
         if (ps.dof != 6 && ps.dof != 3) throw InputError(where(file, n["dof"]) + "dof must be 6 or 3");
         p.wrench[ps.body] = WrenchMode::Input;
         return ps;
@@ -687,9 +714,7 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
         if (spec["inputs"]) throw InputError(where(file, spec["inputs"]) + "'inputs' belongs to problem iwim");
         for (const YAML::Node& n : ops) p.points.push_back(read_point(n, 6));
         if (const YAML::Node l = spec["lambda"]) {
-            bool value = false;
-            if (!l.IsScalar() || !YAML::convert<bool>::decode(l, value)) throw InputError(where(file, l) + "'lambda' must be true or false");
-            p.lambda = value;
+            p.lambda = spec_bool(l, file, "'lambda'");
         }
         return;
     }
@@ -812,6 +837,23 @@ std::vector<std::string> sensor_joints(const ProblemInput& in, const std::string
     }
 }
 
+const char* measurement_unit(const Sensor& s, const Model& m, int comp) {
+    switch (s.type) {
+        case SensorType::ForceTorque:
+        case SensorType::ContactWrench: return comp < 3 ? "N m" : "N";
+        case SensorType::Accelerometer: return "m/s^2";
+        case SensorType::LinkAcceleration: return comp < 3 ? "rad/s^2" : "m/s^2";
+        case SensorType::JointTorque:
+        case SensorType::JointAcceleration: {
+            const Body& b = m.bodies[static_cast<std::size_t>(s.body)];
+            const bool linear = b.type == JointType::Prismatic || (b.type == JointType::Floating && comp >= 3);
+            if (s.type == SensorType::JointTorque) return linear ? "N" : "N m";
+            return linear ? "m/s^2" : "rad/s^2";
+        }
+    }
+    return "";
+}
+
 const char* sensor_type_name(SensorType t) {
     switch (t) {
         case SensorType::ForceTorque: return "force_torque";
@@ -874,13 +916,13 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
     for (const auto& kv : spec)
         if (!keys.count(kv.first.as<std::string>()))
             throw InputError(where(file, kv.first) + fmt::format("unknown key '{}'", kv.first.as<std::string>()));
-    const int version = spec["version"] ? spec["version"].as<int>() : 1;
+    const int version = spec["version"] ? spec_int(spec["version"], file, "'version'") : 1;
     if (version != 1 && version != 2)
         throw InputError(where(file, spec["version"]) + "unsupported spec version (this nelu reads versions 1 and 2)");
     for (const char* k : {"urdf_sensors", "sensors", "outputs", "allow_singular_configurations", "inputs", "operational_points", "lambda",
                           "contacts", "damping", "restitution"})
         if (spec[k] && version < 2) throw InputError(where(file, spec[k]) + fmt::format("'{}' needs 'version: 2'", k));
-    p.kind = spec["problem"] ? spec["problem"].as<std::string>() : "hybrid";
+    p.kind = spec["problem"] ? spec_word(spec["problem"], file, "'problem'") : "hybrid";
     if (!is_kind(p.kind)) throw InputError(where(file, spec["problem"]) + "'problem' must be id, fd, hybrid, osim, iwim or impulse");
     if ((p.kind == "osim" || p.kind == "iwim" || p.kind == "impulse") && version < 2)
         throw InputError(where(file, spec["problem"]) + fmt::format("problem '{}' needs 'version: 2'", p.kind));
@@ -889,9 +931,7 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
     if (spec["gravity"]) {
         const YAML::Node g = spec["gravity"];
         if (!g.IsSequence() || g.size() != 3) throw InputError(where(file, g) + "'gravity' must be [gx, gy, gz]");
-        for (int k = 0; k < 3; ++k) p.gravity.l[k] = g[k].as<double>();
-        for (int k = 0; k < 3; ++k)
-            if (!std::isfinite(p.gravity.l[k])) throw InputError(where(file, g) + "'gravity' must be three finite numbers");
+        for (int k = 0; k < 3; ++k) p.gravity.l[k] = spec_number(g[k], file, "'gravity'", -HUGE_VAL, HUGE_VAL);
     }
     read_joints(spec["joints"], file, model, p);
     couple_joint_modes(model, p);

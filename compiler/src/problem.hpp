@@ -55,7 +55,14 @@ struct Sensor {
     std::vector<int> zero_components;  ///< ContactWrench: components known to be exactly zero
     std::vector<double> variance;  ///< per measured component (weighted least squares)
     SVec<double> value{{{0, 0, 0}}, {{0, 0, 0}}};  ///< LinkAcceleration: the known value
+    std::string type_word;  ///< the spec's type (load_cell and contact_wrench are one SensorType)
+    std::string frame;      ///< what its readings are expressed in, in words ("frame of link l_foot", ...); empty for a joint's
+    std::string reads;      ///< what it reads, in words ("the wrench on link wrist_3_link through joint wrist_3_joint", ...)
 };
+
+/// The unit of component `comp` of a sensor's reading (SI): "N m" and "N" for a wrench's moment and
+/// force, "m/s^2" for an accelerometer, and a joint's own by its type.
+const char* measurement_unit(const Sensor& s, const Model& m, int comp);
 
 /// A point on a link: an operational point (osim) or a contact point (iwim). Its frame has the
 /// link's axes and its origin at `point` (link frame).
@@ -75,6 +82,7 @@ struct Outputs {
     bool joint_wrenches = false;      ///< every body's joint wrench f_i (link frame, on the child)
     bool contact_forces = true;       ///< every contact's force (impulse: its impulse), constraint frame
     bool joint_velocities = true;     ///< impulse: the post-impact velocities v+
+    std::string where;                ///< the spec's `outputs:` ("FILE:LINE: "); empty where it has none
 };
 
 /// An external wrench on a link that was merged into a body through fixed joints (a foot's sole, a

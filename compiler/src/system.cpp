@@ -1,6 +1,7 @@
 // system.cpp: see system.hpp.
 #include "system.hpp"
 
+#include "diagnostics.hpp"
 #include "frames.hpp"
 #include "numeric.hpp"
 
@@ -1275,6 +1276,9 @@ System Builder::build() {
     for (int ci = 0; ci < static_cast<int>(p_.contacts.size()); ++ci) contact_rows(ci);
     s_.in = inputs_.slots;
     outputs();
+    if (s_.out.empty() && !p_.outputs.where.empty() && !p_.response_kind())
+        throw InputError(p_.outputs.where + "'outputs' selects nothing this problem computes (no sought torque, acceleration, "
+                                            "unknown wrench or contact force among those listed): a solver that outputs nothing computes nothing");
     if (p_.response_kind()) responses();
     s_.allow_special_singularities = p_.allow_special_singularities;
     s_.contact_tree = !p_.contacts.empty() && !impulse_;
