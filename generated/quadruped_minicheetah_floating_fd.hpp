@@ -19,6 +19,8 @@
 
 /* q (NQ): joint positions in slot order (root_joint: x y z qx qy qz qw, position and unit quaternion of the base in the world).
  * qd (NV): joint velocities (root_joint: body-frame twist wx wy wz vx vy vz).
+ * Units: SI (m, kg, s, rad): torques N m, forces N; a wrench is [nx ny nz fx fy fz], an acceleration
+ * [angular; linear].
  * in (NIN):
  *   in[0]  tau root_joint.nx
  *   in[1]  tau root_joint.ny

@@ -19,6 +19,8 @@
 
 /* q (NQ): joint positions in slot order.
  * qd (NV): joint velocities.
+ * Units: SI (m, kg, s, rad): torques N m, forces N; a wrench is [nx ny nz fx fy fz], an acceleration
+ * [angular; linear].
  * in (NIN):
  *   in[0]  tau shoulder_pan_joint
  *   in[1]  tau shoulder_lift_joint
