@@ -148,7 +148,13 @@ int run_compile(const CompileArgs& a, bool write) {
     // an output path that cannot be a directory is named before the compile, not after it
     if (std::error_code ec; write && std::filesystem::exists(a.out_dir, ec) && !std::filesystem::is_directory(a.out_dir, ec))
         throw nelu::InputError(a.out_dir + ": exists and is not a directory (-o names the output directory)");
-    nelu::CompileResult r = nelu::compile(a.o, &std::cout);
+    nelu::CompileResult r = [&] {
+        try {
+            return nelu::compile(a.o, &std::cout);
+        } catch (const nelu::IllPosedError& e) {  // which spec on which robot (a spec's input errors name their lines)
+            throw nelu::IllPosedError(fmt::format("{} on {}: {}", a.o.problem, a.o.urdf, e.what()));
+        }
+    }();
     for (const std::string& w : r.load.warnings) std::cerr << "warning: " << w << "\n";
     if (r.load.snap > 0) {
         std::cerr << fmt::format("note: --snap {:g} replaced {} value{} of {} by structure; the solver, the references and the "

@@ -643,12 +643,23 @@ TEST_CASE("Issue 22: under-determined and conflicting specs name their quantitie
         {"version: 2\nproblem: hybrid\njoints: {default: tau}\nexternal_wrenches: zero\nsensors:\n"
          "  - {name: c, type: link_acceleration, link: shoulder_link, value: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]}\n",  // one joint, six conditions
          {"exact equations in conflict", "(known) a[shoulder_link]"}},
+        // an F/T sensor without its moments: the remedy names it and what it leaves out
+        {"version: 2\nproblem: id\nexternal_wrenches: {default: zero, unknown: [wrist_3_link]}\nsensors:\n"
+         "  - {name: wrist_ft, type: force_torque, joint: wrist_3_joint, components: [fx, fy, fz]}\n",
+         {"177 equations for 180 unknowns", "not determined: f^x[wrist_3_link].nx",
+          "more components of the joint's force_torque sensor 'wrist_ft' (the components it does not measure: nx, ny, nz)"}},
+        // one accelerometer for three unknown accelerations: its readings are surplus where they
+        // are, not in conflict with anything
+        {"version: 2\nproblem: id\njoints: {default: qdd, unknown: [shoulder_pan_joint, shoulder_lift_joint, elbow_joint]}\n"
+         "external_wrenches: zero\nsensors:\n  - {name: acc, type: accelerometer, link: forearm_link}\n",
+         {"the structural rank of D is 176 for 177 unknowns", "not determined: qdd[elbow_joint]", "equations in surplus", "(meas) acc.x"}},
     };
     for (const Case& c : cases) {
         write(d / "spec.yaml", c.text);
         auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}'", urdf, (d / "spec.yaml").string(), d.string()));
         INFO(c.text << "\n" << r.err);
         CHECK(r.exit_code == 1);
+        CHECK(r.err.find("spec.yaml on " + urdf + ": ill-posed") != std::string::npos);  // which spec, on which robot
         for (const std::string& e : c.expect) CHECK(r.err.find(e) != std::string::npos);
     }
     fs::remove_all(d);

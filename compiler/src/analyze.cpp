@@ -117,7 +117,11 @@ std::string remedy(const System& sys, const Column& c) {
         case Quantity::JointTorque: return "a joint_torque sensor (or the torque known under joints:)";
         case Quantity::JointAcceleration: return "a joint_acceleration measurement (or the acceleration known under joints:)";
         case Quantity::LinkAcceleration: return "an accelerometer, or a link_acceleration condition (rigid contact)";
-        case Quantity::JointWrench: return "a force_torque sensor on the joint";
+        case Quantity::JointWrench: {
+            const auto partial = sys.partial_force_torque.find(c.body);
+            return partial == sys.partial_force_torque.end() ? "a force_torque sensor on the joint"
+                                                             : "more components of the joint's force_torque sensor " + partial->second;
+        }
         case Quantity::ContactForce:
         case Quantity::ContactImpulse:
             if (sys.damping > 0)
@@ -602,7 +606,8 @@ Analysis run_analyze(const Model& model, const System& sys) {
         if (!over.empty()) {
             std::string rows;
             for (std::size_t k = 0; k < over.size() && k < 12; ++k) rows += (k ? ", " : "") + sys.rows[over[k]].label;
-            msg += "\n  equations in conflict (more equations than their unknowns): " + rows;
+            msg += "\n  equations in surplus (more than the unknowns they involve: there the measurements or conditions repeat "
+                   "what the other equations fix, while the quantities above stay open): " + rows;
         }
         throw IllPosedError(msg);
     }

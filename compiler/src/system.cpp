@@ -779,7 +779,15 @@ void Builder::sensor_rows() {
         const Sensor& sn = p_.sensors[si];
         switch (sn.type) {
             case SensorType::ContactWrench: contact_wrench_rows(si); break;
-            case SensorType::ForceTorque: sn.frame_is_parent ? force_torque_parent_rows(si) : force_torque_rows(si); break;
+            case SensorType::ForceTorque: {
+                sn.frame_is_parent ? force_torque_parent_rows(si) : force_torque_rows(si);
+                std::string missing;
+                for (int c = 0; c < 6; ++c)
+                    if (std::find(sn.components.begin(), sn.components.end(), c) == sn.components.end())
+                        missing += (missing.empty() ? "" : ", ") + std::string(component_name(Quantity::JointWrench, c));
+                if (!missing.empty()) s_.partial_force_torque[sn.body] = fmt::format("'{}' (the components it does not measure: {})", sn.name, missing);
+                break;
+            }
             case SensorType::Accelerometer: accelerometer_rows(si); break;
             case SensorType::JointTorque:
             case SensorType::JointAcceleration: joint_sensor_rows(si); break;

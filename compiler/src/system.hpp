@@ -179,6 +179,9 @@ struct System {
     int lambda_size = 0;
     std::vector<BodyBlock> blocks;
     std::vector<ContactBlock> contacts;  ///< per Problem::contacts
+    /// Per body whose joint carries a force/torque sensor that measures only some components: the
+    /// sensor and the components it leaves out, for the diagnosis of what is not determined.
+    std::map<int, std::string> partial_force_torque;
     /// Forward dynamics of the tree with rigid contacts (problem fd with contacts): the classical
     /// block structure plus the contacts' columns and rows, so that the structured derivatives of
     /// inverse dynamics apply with the contact rows' own partial derivatives (schedule.cpp).
