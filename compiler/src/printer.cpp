@@ -99,7 +99,7 @@ std::string Form::work_element(int array, int e) const {
     for (std::size_t k = 0; k < windows.size(); ++k)
         if (windows[k].array == array && e >= windows[k].first && e < windows[k].first + kWindow)
             return fmt::format("w{}[{}]", k, e - window_base(windows[k]));
-    return fmt::format(array == 0 ? "w.t[{}]" : "w.kept[{}]", e);
+    return fmt::format(array == 0 ? "{}.t[{}]" : "{}.kept[{}]", work, e);
 }
 
 int Form::window_base(const Window& w) const {
@@ -131,9 +131,9 @@ std::string Form::functions() {
             const std::string body = lane_block(blocks[b], "    ");
             // (a block whose kernel reads no operand of the model, or that has no kernel, leaves splats unread)
             const char* unread = reads_splats(body) ? "" : ", (void)splats";
-            s += fmt::format("template <class T>\n{3}bool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& w,\n"
+            s += fmt::format("template <class T>\n{3}bool {0}_lanes{1}(const T* q, const T* qd, const T* in, const {0}_work<T>& ws,\n"
                              "{5:{4}}const {6}& splats, T* jac) {{\n"
-                             "    (void)q, (void)qd, (void)in, (void)w{7};\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
+                             "    (void)q, (void)qd, (void)in, (void)ws{7};\n    bool ok = true;\n{2}    return ok;\n}}\n\n",
                              L.fn, b, body, part_attributes(), fmt::format("bool {}_lanes{}(", L.fn, b).size(), "", splats_type(), unread);
         }
         s += open_caller();
@@ -264,6 +264,13 @@ std::string Form::writes(const char* array, const std::vector<Id>& xs, const std
 }
 
 std::string Form::lane_block(const std::vector<std::size_t>& block, const char* in) const {
+    // (in parts, a block is a function whose parameter `ws` is the work struct; its loop names it `w`)
+    struct Named {
+        const Form& f;
+        const char* was;
+        Named(const Form& form, const char* name) : f(form), was(form.work) { f.work = name; }
+        ~Named() { f.work = was; }
+    } outside(*this, split() ? "ws" : work);
     const int kernel = f.lane_groups[block.front()].kernel;  // (every group of the block has it)
     const LaneKernel& K = f.lane_kernels[static_cast<std::size_t>(kernel)];
     const KernelProgram& kp = L.lane_programs[static_cast<std::size_t>(kernel)];
@@ -321,6 +328,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
         rhs_row[i] = read++;
     }
     auto kernel_operand = [&](Id x) {
+        const Named inside(*this, "w");
         if (!dep[x] && P.is_const(x)) return operand(x);
         if (!dep[x]) return fmt::format("{}{}, {})", kSplatRead, L.splat_of.at(x), operand(x));
         auto it = row_of.find(x);
@@ -441,7 +449,7 @@ std::string Form::lane_block(const std::vector<std::size_t>& block, const char* 
                        res_decl, body,
                        to_jac, after,
                        // in parts, the work struct's pointer hidden too (its values are not locals)
-                       split() ? fmt::format("{}const auto* const work = &w;\n", in) : std::string(),
+                       split() ? fmt::format("{}const auto* const work = &ws;\n", in) : std::string(),
                        split() ? fmt::format("{}    const auto& w = *nelu::lanes::opaque(work);\n", in) : std::string(),
                        // the broadcast operands' table, where the kernel reads one (a kernel of constants and
                        // right-hand sides alone does not: an unused variable would break -Werror builds)

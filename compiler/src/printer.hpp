@@ -162,6 +162,10 @@ protected:
     std::string window_pointers() const;
     std::vector<Window> windows;  ///< the current part's
     mutable std::map<std::pair<int, int>, int>* tally = nullptr;  ///< while choosing: the uses of each element
+    /// The work struct's name where its elements are spelled: `w`, but `ws` outside the loop of a
+    /// lane block's function, whose parameter it is (inside, `w` is the struct behind an opaque
+    /// pointer: the parameter's own name would be shadowed, which -Wshadow reports).
+    mutable const char* work = "w";
 
     const Layout& L;
     const Factorization& f;
