@@ -12,6 +12,7 @@
 #include "check.hpp"
 #include "diagnostics.hpp"
 #include "io.hpp"
+#include "layout.hpp"
 #include "load.hpp"
 #include "model_check.hpp"
 #include "model_summary.hpp"
@@ -156,6 +157,11 @@ int run_compile(const CompileArgs& a, bool write) {
         }
     }();
     for (const std::string& w : r.load.warnings) std::cerr << "warning: " << w << "\n";
+    if (a.o.max_stack > 0 && a.o.max_stack < nelu::emit::kStackAllowance)
+        std::cerr << fmt::format("note: --max-stack {} is under the {} bytes nelu allows any call for what it does not count (saved "
+                                 "registers, call frames, the math library): no form is estimated to fit. The workspace form, the "
+                                 "smallest, is emitted; measure its frames with -fstack-usage (docs/firmware.md, \"Stack\")\n",
+                                 a.o.max_stack, nelu::emit::kStackAllowance);
     if (r.load.snap > 0) {
         std::cerr << fmt::format("note: --snap {:g} replaced {} value{} of {} by structure; the solver, the references and the "
                                  "verification use the idealized model:\n", r.load.snap, r.load.snapped.size(),

@@ -6213,9 +6213,9 @@ NELU_PART int ur5e_fd_derivatives_derivatives_part18(const T* q, const T* qd, co
 }
 
 template <class T>
-NELU_PART bool ur5e_fd_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in, const ur5e_fd_derivatives_derivatives_work<T>& w,
+NELU_PART bool ur5e_fd_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in, const ur5e_fd_derivatives_derivatives_work<T>& ws,
                                             const nelu::lanes::Splats<T, 46>& splats, T* jac) {
-    (void)q, (void)qd, (void)in, (void)w;
+    (void)q, (void)qd, (void)in, (void)ws;
     bool ok = true;
     // columns 45, 47, 48, 49 of the Jacobian: 4 right-hand sides on 4 rows through the kernel, in lanes
     using B = nelu::lanes::Block<T, 4>;
@@ -6228,7 +6228,7 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes0(const T* q, const T* qd, c
     };
     T res[6][B::lanes];
     bool finite = true;
-    const auto* const work = &w;
+    const auto* const work = &ws;
     const auto* const table = &splats;
     for (int h = 0; h < B::lanes; h += B::step) {  // (once with lanes as wide as the block)
         nelu::lanes::keep_loop<B>(h);
@@ -6413,9 +6413,9 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes0(const T* q, const T* qd, c
 }
 
 template <class T>
-NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, const T* in, const ur5e_fd_derivatives_derivatives_work<T>& w,
+NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, const T* in, const ur5e_fd_derivatives_derivatives_work<T>& ws,
                                             const nelu::lanes::Splats<T, 46>& splats, T* jac) {
-    (void)q, (void)qd, (void)in, (void)w;
+    (void)q, (void)qd, (void)in, (void)ws;
     bool ok = true;
     // columns 51, 52 of the Jacobian: 2 right-hand sides on 2 rows through the kernel, in lanes
     using B = nelu::lanes::Block<T, 2>;
@@ -6427,7 +6427,7 @@ NELU_PART bool ur5e_fd_derivatives_derivatives_lanes1(const T* q, const T* qd, c
     constexpr bool direct = B::lanes == 2 && B::step <= 2;  // each pass into jac
     [[maybe_unused]] T res[6][B::lanes];
     bool finite = true;
-    const auto* const work = &w;
+    const auto* const work = &ws;
     const auto* const table = &splats;
     for (int h = 0; h < B::lanes; h += B::step) {  // (once with lanes as wide as the block)
         nelu::lanes::keep_loop<B>(h);

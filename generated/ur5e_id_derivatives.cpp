@@ -3382,9 +3382,9 @@ int ur5e_id_derivatives_derivatives_part9(const T* q, const T* qd, const T* in, 
 }
 
 template <class T>
-bool ur5e_id_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in, const ur5e_id_derivatives_derivatives_work<T>& w,
+bool ur5e_id_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in, const ur5e_id_derivatives_derivatives_work<T>& ws,
                                             const nelu::lanes::Splats<T, 10>& splats, T* jac) {
-    (void)q, (void)qd, (void)in, (void)w;
+    (void)q, (void)qd, (void)in, (void)ws;
     bool ok = true;
     // columns 51, 52 of the Jacobian: 2 right-hand sides on 2 rows through the kernel, in lanes
     using B = nelu::lanes::Block<T, 2>;
@@ -3396,7 +3396,7 @@ bool ur5e_id_derivatives_derivatives_lanes0(const T* q, const T* qd, const T* in
     constexpr bool direct = B::lanes == 2 && B::step <= 2;  // each pass into jac
     [[maybe_unused]] T res[5][B::lanes];
     bool finite = true;
-    const auto* const work = &w;
+    const auto* const work = &ws;
     const auto* const table = &splats;
     for (int h = 0; h < B::lanes; h += B::step) {  // (once with lanes as wide as the block)
         nelu::lanes::keep_loop<B>(h);

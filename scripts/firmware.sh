@@ -111,11 +111,13 @@ done >"$work/estimates.txt"
 run g++ -std=c++17 -O1 -o "$work/fwtool" scripts/firmware/fwtool.cpp
 fwtool="$work/fwtool"
 common=(-std=c++17 -O2 -fno-exceptions -fno-rtti -Wall -Wextra -Werror -I"$root/runtime/include")
+# the generated sources also under the warnings firmware teams enable (tests/CMakeLists.txt, NELU_STRICT_WARNINGS)
+strict=(-Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wdouble-promotion -Wundef -Wfloat-equal -Wcast-align)
 driver_flags=(-ffp-contract=off)  # the states: exact arithmetic only, so that every target has the same inputs
 host_objs=()
 for n in "${names[@]}"; do
-  run g++ "${common[@]}" -c "$work/src/$n.cpp" -o "$work/host/$n.o"
-  run g++ "${common[@]}" -c "$work/src/${n}_batch.cpp" -o "$work/host/${n}_batch.o"
+  run g++ "${common[@]}" "${strict[@]}" -c "$work/src/$n.cpp" -o "$work/host/$n.o"
+  run g++ "${common[@]}" "${strict[@]}" -c "$work/src/${n}_batch.cpp" -o "$work/host/${n}_batch.o"
   host_objs+=("$work/host/$n.o" "$work/host/${n}_batch.o")
 done
 run g++ "${common[@]}" "${driver_flags[@]}" -DFW_BATCH -I"$work/src" scripts/firmware/driver.cpp "${host_objs[@]}" -o "$work/host/driver"
@@ -140,7 +142,7 @@ target() {
   echo "== $tname: ${cpu[*]}" | tee -a "$log"
   for n in "${names[@]}"; do
     for f in "$n" ${batch:+"${n}_batch"}; do
-      (cd "$out" && run "$cxx" "${common[@]}" "${cpu[@]}" -fstack-usage -fcallgraph-info=su -c "$src/$f.cpp" -o "$out/$f.o")
+      (cd "$out" && run "$cxx" "${common[@]}" "${strict[@]}" "${cpu[@]}" -fstack-usage -fcallgraph-info=su -c "$src/$f.cpp" -o "$out/$f.o")
       objs+=("$out/$f.o")
     done
   done
@@ -193,7 +195,7 @@ jac_target() {  # jac_target NAME CXX CPU_FLAGS... -- LINK_FLAGS... -- RUN_COMMA
   while [ "$1" != "--" ]; do cpu+=("$1"); shift; done; shift
   while [ "$1" != "--" ]; do lnk+=("$1"); shift; done; shift
   runner=("$@")
-  run "$cxx" "${common[@]}" "${cpu[@]}" -c "$jdir/src/$jn.cpp" -o "$out/$jn.o"
+  run "$cxx" "${common[@]}" "${strict[@]}" "${cpu[@]}" -c "$jdir/src/$jn.cpp" -o "$out/$jn.o"
   run "$cxx" "${common[@]}" "${cpu[@]}" "${driver_flags[@]}" -include "$jdir/src/$jn.hpp" -DFW_JAC="$jn" -c scripts/firmware/jac_driver.cpp -o "$out/driver.o"
   run "$cxx" "${cpu[@]}" "$out/driver.o" "$out/$jn.o" "${lnk[@]}" -o "$out/jac.elf"
   timeout 600 "${runner[@]}" "$out/jac.elf" >"$out/out.txt" 2>>"$log" || fail "$tname: the derivative driver did not run to its end"
@@ -217,7 +219,7 @@ for t in cortex-m7 cortex-m4; do
     cortex-m4) cpu=(-mcpu=cortex-m4 -mfpu=fpv4-sp-d16 -mfloat-abi=hard -mthumb) ;;
   esac
   for f in "$work/src"/*_batch.cpp "$jdir/src"/*_batch.cpp; do
-    run arm-none-eabi-g++ "${common[@]}" "${cpu[@]}" -I"$(dirname "$f")" -c "$f" -o "$work/$t/$(basename "$f" .cpp).o"
+    run arm-none-eabi-g++ "${common[@]}" "${strict[@]}" "${cpu[@]}" -I"$(dirname "$f")" -c "$f" -o "$work/$t/$(basename "$f" .cpp).o"
   done
 done
 

@@ -171,7 +171,8 @@ std::string stack_comment(const EmitInput& in, const Layout& L) {  // for the en
     std::string est;
     if (in.scalar_double) est = fmt::format("{} about {} bytes", N, L.stack(sizeof(double)));
     if (in.scalar_float) est += fmt::format("{}{}_f about {} bytes", est.empty() ? "" : ", ", N, L.stack(sizeof(float)));
-    std::string s = fmt::format("/* Stack, estimated by nelu as {} x {} values x sizeof(T) + {} bytes: {}.\n",
+    std::string s = fmt::format("/* Stack, estimated by nelu as {} x {} values x sizeof(T) + {} bytes: {}.\n"
+                                " * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, \"Stack\").\n",
                                 emit::kSpillFactor, L.values, emit::kStackAllowance, est);
     if (!L.workspace)
         return s + fmt::format(" * Within the budget of {} bytes (nelu compile --max-stack): no workspace form. */\n", in.max_stack);

@@ -63,7 +63,7 @@
 #define NELU_LANES_ABI w16
 #endif
 #endif
-#if NELU_LANE_BYTES == 16 && !defined(__SSE2__)
+#if defined(NELU_LANE_BYTES) && NELU_LANE_BYTES == 16 && !defined(__SSE2__)  // (defined first: -Wundef)
 #include <arm_neon.h>
 #elif defined(NELU_LANE_BYTES)
 #include <immintrin.h>
@@ -211,8 +211,11 @@ inline SinCos<Vec<T>> quadrant(Mask<T> n, Vec<T> s, Vec<T> c) {
 inline VecD abs(VecD x) { return reinterpret_cast<VecD>(reinterpret_cast<Mask<double>>(x) & ~sign_bits<double>()); }
 inline VecF abs(VecF x) { return reinterpret_cast<VecF>(reinterpret_cast<Mask<float>>(x) & ~sign_bits<float>()); }
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wfloat-equal"  // (exactly 0, or NaN: the comparison is the test)
 inline Mask<double> finite(VecD x) { return (x - x) == 0; }  // inf - inf and NaN - NaN are NaN
 inline Mask<float> finite(VecF x) { return (x - x) == 0; }
+#pragma GCC diagnostic pop
 inline Mask<double> small(VecD x, double threshold) { return ~((x >= threshold) | (x <= -threshold)); }
 inline Mask<float> small(VecF x, float threshold) { return ~((x >= threshold) | (x <= -threshold)); }
 inline Mask<double> below(VecD x, double threshold) { return ~(x >= threshold); }
@@ -511,7 +514,10 @@ inline bool finite_cols(const C& z) {
 #pragma GCC unroll 16
 #endif
     for (std::size_t l = 1; l < sizeof(C) / sizeof(z[0]); ++l) sum += z[l];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wfloat-equal"  // (0 or NaN: the comparison is the test)
     return sum == sum;
+#pragma GCC diagnostic pop
 }
 #endif
 
@@ -543,8 +549,8 @@ inline void transpose(Vec<T>* r) {
 #pragma GCC unroll 16
         for (int j = 0; j < W; ++j)
             if (!(j & S)) {
-                const Vec<T> lo = interleave<S, false>(r[j], r[j + S], std::make_index_sequence<W>());
-                r[j + S] = interleave<S, true>(r[j], r[j + S], std::make_index_sequence<W>());
+                const Vec<T> lo = interleave<S, false>(r[j], r[j + S], std::make_index_sequence<static_cast<std::size_t>(W)>());
+                r[j + S] = interleave<S, true>(r[j], r[j + S], std::make_index_sequence<static_cast<std::size_t>(W)>());
                 r[j] = lo;
             }
         transpose<T, 2 * S>(r);
@@ -576,7 +582,7 @@ inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) {
 #ifdef NELU_LANES_SHUFFLE
     if (N >= W || (wide && W > 1)) {
         auto tile = [&](int k) {
-            Vec<T> r[W];
+            Vec<T> r[static_cast<std::size_t>(W)];
 #pragma GCC unroll 16
             for (int l = 0; l < W; ++l) std::memcpy(&r[l], row(l) + k, sizeof(Vec<T>));
             transpose<T>(r);
@@ -592,7 +598,7 @@ inline void rows_to_lanes(Vec<T>* dst, Row row, bool wide) {
 #endif
     unsigned char* lanes = reinterpret_cast<unsigned char*>(dst);
     for (int l = 0; l < W; ++l)
-        for (int k = 0; k < N; ++k) std::memcpy(lanes + (static_cast<std::size_t>(k) * W + l) * sizeof(T), row(l) + k, sizeof(T));
+        for (int k = 0; k < N; ++k) std::memcpy(lanes + (static_cast<std::size_t>(k) * W + static_cast<std::size_t>(l)) * sizeof(T), row(l) + k, sizeof(T));
 }
 
 /// Lanes of N values from rows i .. i + w - 1 of a state-major array of n rows (row r at src + r N);
@@ -611,7 +617,7 @@ template <class T, int N>
 inline void store(T* dst, const Vec<T>* src, std::size_t r, int l) {
     const unsigned char* lanes = reinterpret_cast<const unsigned char*>(src);
     T* row = dst + r * N;
-    for (int k = 0; k < N; ++k) std::memcpy(row + k, lanes + (static_cast<std::size_t>(k) * Lane<T>::W + l) * sizeof(T), sizeof(T));
+    for (int k = 0; k < N; ++k) std::memcpy(row + k, lanes + (static_cast<std::size_t>(k) * Lane<T>::W + static_cast<std::size_t>(l)) * sizeof(T), sizeof(T));
 }
 
 /// Every lane of N lanes into rows i .. i + W - 1 of a state-major array: the inverse of
@@ -625,7 +631,7 @@ inline void store_block(T* dst, const Vec<T>* src, std::size_t i) {
 #ifdef NELU_LANES_SHUFFLE
     if constexpr (W > 1) {
         auto tile = [&](int k) {
-            Vec<T> r[W];
+            Vec<T> r[static_cast<std::size_t>(W)];
 #pragma GCC unroll 16
             for (int j = 0; j < W; ++j) r[j] = j < N ? src[k + j] : Vec<T>{};
             transpose<T>(r);
@@ -655,8 +661,8 @@ inline int batch(int n, const T* q, const T* qd, const T* in, T* out, T* jac, in
     for (int i = 0; i < n; i += W) {
         const int w = n - i < W ? n - i : W;
         const std::size_t at = static_cast<std::size_t>(i);
-        Vec<T> lq[NQ > 0 ? NQ : 1], lqd[NV > 0 ? NV : 1], lin[NIN > 0 ? NIN : 1], lout[NOUT > 0 ? NOUT : 1],
-            ljac[NOUT * NJAC > 0 ? NOUT * NJAC : 1];
+        constexpr auto size = [](int k) { return static_cast<std::size_t>(k > 0 ? k : 1); };  // (no array of size 0)
+        Vec<T> lq[size(NQ)], lqd[size(NV)], lin[size(NIN)], lout[size(NOUT)], ljac[size(NOUT * NJAC)];
         const std::size_t rows = static_cast<std::size_t>(n);
         load<T, NQ>(lq, q, at, w, rows);
         load<T, NV>(lqd, qd, at, w, rows);

@@ -49,7 +49,14 @@ inline bool all_finite(const T (&x)[N]) noexcept {
     for (std::size_t l = 0; l < L; ++l) sum += s0[l];
 #endif
     for (; i < N; ++i) sum += x[i] * T(0);
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wfloat-equal"  // (exactly +0 or -0, or NaN: the comparison is the test)
+#endif
     return sum == T(0);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 }
 
 }  // namespace

@@ -21,6 +21,13 @@
 
 #include <cmath>
 
+// -ffinite-math-only (part of -ffast-math) lets the compiler assume that no value is a NaN or an
+// infinity, and drop the tests that return NELU_STATUS_NOT_FINITE: a NaN input then gives status
+// OK and NaN outputs. Refused unless the build says it accepts that.
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__ && !defined(NELU_ALLOW_FINITE_MATH_ONLY)
+#error "nelu: built with -ffinite-math-only (or -ffast-math), which removes the generated solvers' finiteness tests (NELU_STATUS_NOT_FINITE); build them without it, or define NELU_ALLOW_FINITE_MATH_ONLY to accept outputs that may be NaN with status OK"
+#endif
+
 namespace nelu {
 // Internal linkage (docs/firmware.md, "In your own build"): each translation unit has its own copy, built
 // with its own flags, so that solvers built for different instruction sets link into one program.
