@@ -83,6 +83,7 @@
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 /* Code of panda_gaz2019_fd: straight-line, 1786 statements in one function, 6 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 233 values x sizeof(T) + 512 bytes: panda_gaz2019_fd about 4240 bytes, panda_gaz2019_fd_f about 2376 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {

@@ -83,6 +83,7 @@
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 /* Code of panda_gaz2019_id: straight-line, 994 statements in one function, 6 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 71 values x sizeof(T) + 512 bytes: panda_gaz2019_id about 1648 bytes, panda_gaz2019_id_f about 1080 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {

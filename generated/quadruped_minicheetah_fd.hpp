@@ -123,6 +123,7 @@
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 /* Code of quadruped_minicheetah_fd: straight-line, 1312 statements in one function, 12 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 143 values x sizeof(T) + 512 bytes: quadruped_minicheetah_fd about 2800 bytes, quadruped_minicheetah_fd_f about 1656 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {

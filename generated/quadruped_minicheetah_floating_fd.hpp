@@ -141,6 +141,7 @@
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 /* Code of quadruped_minicheetah_floating_fd: straight-line, 3401 statements in 14 functions of at most 250 statements sharing 769 values in quadruped_minicheetah_floating_fd_work, 12 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 963 values x sizeof(T) + 512 bytes: quadruped_minicheetah_floating_fd about 15920 bytes, quadruped_minicheetah_floating_fd_f about 8216 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {

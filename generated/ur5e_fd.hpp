@@ -75,6 +75,7 @@
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 /* Code of ur5e_fd: straight-line, 1109 statements in one function, 5 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 160 values x sizeof(T) + 512 bytes: ur5e_fd about 3072 bytes, ur5e_fd_f about 1792 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {

@@ -75,6 +75,7 @@
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 /* Code of ur5e_fd_derivatives: straight-line, 1109 statements in one function, 5 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 160 values x sizeof(T) + 512 bytes: ur5e_fd_derivatives about 3072 bytes, ur5e_fd_derivatives_f about 1792 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {
@@ -101,6 +102,7 @@ int ur5e_fd_derivatives_f(const float* q, const float* qd, const float* in, floa
  * double (lanes of up to 8); the workspace form ur5e_fd_derivatives_derivatives_ws runs the same code, lanes included. */
 /* Code of ur5e_fd_derivatives_derivatives: straight-line, 5358 statements in 22 functions of at most 250 statements sharing 856 values in ur5e_fd_derivatives_derivatives_work, 5 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 1087 values x sizeof(T) + 512 bytes: ur5e_fd_derivatives_derivatives about 17904 bytes, ur5e_fd_derivatives_derivatives_f about 9208 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Over the budget of 16384 bytes (nelu compile --max-stack), so the workspace form is emitted too:
  * ur5e_fd_derivatives_derivatives_ws and ur5e_fd_derivatives_derivatives_f_ws compute what the entry points above do, by the same code, with the 856 values that cross
  * its functions, and the lane kernels' table of broadcast operands (752 bytes), in `work`, memory the caller provides: ur5e_fd_derivatives_derivatives_WORK_BYTES bytes aligned to ur5e_fd_derivatives_derivatives_WORK_ALIGN (ur5e_fd_derivatives_derivatives_F_WORK_BYTES

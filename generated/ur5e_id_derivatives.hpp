@@ -75,6 +75,7 @@
  * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */
 /* Code of ur5e_id_derivatives: straight-line, 612 statements in one function, 5 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 60 values x sizeof(T) + 512 bytes: ur5e_id_derivatives about 1472 bytes, ur5e_id_derivatives_f about 992 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {
@@ -101,6 +102,7 @@ int ur5e_id_derivatives_f(const float* q, const float* qd, const float* in, floa
  * double (lanes of up to 8); no workspace form. */
 /* Code of ur5e_id_derivatives_derivatives: straight-line, 2555 statements in 11 functions of at most 250 statements sharing 456 values in ur5e_id_derivatives_derivatives_work, 5 sine-cosine pairs by nelu::sincos. */
 /* Stack, estimated by nelu as 2 x 583 values x sizeof(T) + 512 bytes: ur5e_id_derivatives_derivatives about 9840 bytes, ur5e_id_derivatives_derivatives_f about 5176 bytes.
+ * For an optimized build (g++ -O2, -O3, -Os); -O0 takes several times it (docs/firmware.md, "Stack").
  * Within the budget of 16384 bytes (nelu compile --max-stack): no workspace form. */
 #ifdef __cplusplus
 extern "C" {
