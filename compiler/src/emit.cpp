@@ -99,8 +99,9 @@ std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
     static const char* point[3] = {"x", "y", "z"};
     if (p.kind == "iwim")
         return s.column_of_b < 0 ? fmt::format("qdd_0 {} (free acceleration: tau = 0)", b.joint_name)
-                                 : fmt::format("M^-1 B [qdd {}{}][input {}]", b.joint_name,
-                                               b.nv() > 1 ? fmt::format(".{}", component_name(Quantity::LinkAcceleration, s.comp)) : std::string(), s.column_of_b);
+                                 : fmt::format("M^-1 B [qdd {}{}][input {}: {}]", b.joint_name,
+                                               b.nv() > 1 ? fmt::format(".{}", component_name(Quantity::LinkAcceleration, s.comp)) : std::string(), s.column_of_b,
+                                               iwim_input_labels(m, p).at(static_cast<std::size_t>(s.column_of_b)));
     if (p.kind == "osim")
         return fmt::format("{} [{} at its point, {}][column {}]", s.lambda ? "Lambda" : "Lambda^-1", b.name,
                            component_name(s.lambda ? Quantity::ExternalWrench : Quantity::LinkAcceleration, s.comp), s.column_of_b);

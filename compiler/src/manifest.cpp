@@ -52,6 +52,7 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s
     if (p.response_kind()) {  // an entry of a result matrix, row major
         j["matrix"] = p.kind == "iwim" ? (s.column_of_b < 0 ? "qdd_0" : "M^-1 B") : (s.lambda ? "Lambda" : "Lambda^-1");
         if (s.column_of_b >= 0) j["column"] = s.column_of_b;
+        if (s.column_of_b >= 0 && p.kind == "iwim") j["input"] = iwim_input_labels(m, p).at(static_cast<std::size_t>(s.column_of_b));
     }
     if (s.quantity == Quantity::Measurement) {
         const Sensor& sn = p.sensors[s.sensor];

@@ -117,6 +117,9 @@ std::string spec_hint(const Problem& p, const std::vector<std::string>& joints) 
     std::string list;
     for (const std::string& j : joints) list += (list.empty() ? "" : ", ") + j;
     const char* what = joints.size() == 1 ? "this joint's acceleration" : "these joints' accelerations";
+    if (p.response_kind())  // (osim and iwim are forward dynamics with every torque known: no joints: key)
+        return fmt::format("\n  problem {} is forward dynamics of the whole tree: give {} its subtree's inertia in the URDF{}", p.kind,
+                           list, p.floating_base ? ", or compile without --floating-base" : "");
     if (!p.spec_file.empty())
         return fmt::format("\n  to make {} known (and {} sought), list {} in {} under\n    joints:\n      qdd: [{}]\n"
                            "  (see docs/problem-spec.md)", what, joints.size() == 1 ? "its torque" : "their torques",

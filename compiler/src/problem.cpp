@@ -694,7 +694,8 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
         auto it = loaded.links.find(ps.link);
         if (it == loaded.links.end()) throw InputError(ps.where + fmt::format("no link named '{}'", ps.link));
         if (it->second.body < 0) throw InputError(ps.where + fmt::format("link '{}' is fixed to the world", ps.link));
-        double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0};
+        double* xyz = ps.xyz;
+        const double rpy[3] = {0, 0, 0};
         if (n["point"]) {
             const YAML::Node v = n["point"];
             if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + "point must be [x, y, z] (link frame)");
@@ -710,7 +711,7 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
     if (p.kind == "osim") {
         const YAML::Node ops = spec["operational_points"];
         if (!ops || !ops.IsSequence() || ops.size() == 0)
-            throw InputError(location(file, 1) + "problem osim needs 'operational_points': a list of {link, point, dof}");
+            throw InputError((ops ? where(file, ops) : location(file, 1)) + "problem osim needs 'operational_points': a non-empty list of {link, point, dof}");
         if (spec["inputs"]) throw InputError(where(file, spec["inputs"]) + "'inputs' belongs to problem iwim");
         for (const YAML::Node& n : ops) p.points.push_back(read_point(n, 6));
         if (const YAML::Node l = spec["lambda"]) {
@@ -731,12 +732,19 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
             for (int b = 0; b < m.num_bodies(); ++b)
                 if (m.bodies[b].nv() > 0 && m.bodies[b].type != JointType::Floating) bodies.push_back(b);
         } else {
+            // (in the spec's order: column k of B is the k-th joint listed)
             for (const std::string& name : string_list(j, file, "inputs.joints")) {
                 int b = find_joint(m, name);
-                if (b < 0) throw InputError(where(file, j) + fmt::format("inputs.joints: no movable joint named '{}'", name));
+                if (b < 0) {
+                    const bool fixed = std::any_of(m.bodies.begin(), m.bodies.end(), [&](const Body& x) { return x.joint_name == name; }) ||
+                                       std::any_of(loaded.merged.begin(), loaded.merged.end(), [&](const MergedJoint& mj) { return mj.joint == name; });
+                    throw InputError(where(file, j) + fmt::format(fixed ? "inputs.joints: joint '{}' is fixed: it has no torque to apply"
+                                                                        : "inputs.joints: no joint named '{}'", name));
+                }
+                if (std::find(bodies.begin(), bodies.end(), b) != bodies.end())
+                    throw InputError(where(file, j) + fmt::format("inputs.joints: joint '{}' is listed twice", name));
                 bodies.push_back(b);
             }
-            std::sort(bodies.begin(), bodies.end());
         }
         for (int b : bodies)
             for (int k = 0; k < m.bodies[b].nv(); ++k) p.actuated.push_back(m.bodies[b].v_index + k);
@@ -744,9 +752,10 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
     if (const YAML::Node c = in["contacts"]) {
         if (!c.IsSequence()) throw InputError(where(file, c) + "inputs.contacts must be a list of {link, point}");
         for (const YAML::Node& n : c) {
-            PointSpec ps = read_point(n, 3);
-            ps.dof = 3;
-            p.points.push_back(ps);
+            if (n.IsMap() && n["dof"])
+                throw InputError(where(file, n["dof"]) + "inputs.contacts: a contact input is a point force (three columns of B, "
+                                                         "its components along the link's axes); 'dof' belongs to operational points");
+            p.points.push_back(read_point(n, 3));
         }
     }
     if (p.actuated.empty() && p.points.empty()) throw InputError(where(file, in) + "problem iwim needs at least one input");

@@ -71,6 +71,7 @@ struct PointSpec {
     int body = -1;
     Xform<double> X_point_body = identity_xform<double>();  ///< body frame -> point frame
     int dof = 6;  ///< osim: 6 ([angular; linear]) or 3 (linear); iwim contacts: 3 (a force)
+    double xyz[3] = {0, 0, 0};  ///< `point` as the spec gives it (link frame)
 };
 
 /// Outputs a spec may ask for (each a set of slots of the generated function).
@@ -131,7 +132,7 @@ struct Problem {
     std::string default_allow_note;
     /// osim: operational points; iwim: contact points (inputs: 3-D forces, link axes).
     std::vector<PointSpec> points;
-    /// iwim: the actuated joints' velocity slots (inputs: unit torques), in slot order.
+    /// iwim: the actuated joints' velocity slots (inputs: unit torques), in the spec's order (`all`: slot order).
     std::vector<int> actuated;
     /// osim: also output Lambda, the inverse of Lambda^-1, by a static LDL^T (spec key `lambda`).
     bool lambda = false;

@@ -1336,4 +1336,16 @@ long System::nnz() const {
 System run_system(const Model& model, const Problem& problem) { return Builder(model, problem).build(); }
 
 
+std::vector<std::string> iwim_input_labels(const Model& m, const Problem& p) {
+    std::vector<std::string> out;
+    for (int v : p.actuated)  // (the order of system.cpp's responses)
+        for (const Body& b : m.bodies)
+            if (b.nv() > 0 && v >= b.v_index && v < b.v_index + b.nv())
+                out.push_back(fmt::format("tau {}{}", b.joint_name, b.nv() > 1 ? fmt::format(".{}", component_name(Quantity::JointWrench, v - b.v_index)) : ""));
+    for (const PointSpec& ps : p.points)
+        for (const char* c : {"fx", "fy", "fz"})
+            out.push_back(fmt::format("force on {} at [{:g}, {:g}, {:g}], {} ({}'s axes)", ps.link, ps.xyz[0], ps.xyz[1], ps.xyz[2], c, ps.link));
+    return out;
+}
+
 }  // namespace nelu

@@ -47,6 +47,10 @@ enum class Quantity {
 const char* quantity_name(Quantity q);
 /// "nx".."fz" for wrenches, "wx".."vz" for motion vectors.
 const char* component_name(Quantity q, int comp);
+
+/// iwim: what column k of B is, in words ("tau elbow_joint", "force on tool0 at [0, 0, 0.1], fx
+/// (tool0's axes)"): the actuated joints in the spec's order, then each contact's three components.
+std::vector<std::string> iwim_input_labels(const Model& m, const Problem& p);
 /// Component k of a contact's force, impulse or reference slot: fx fy fz (point), nx .. fz (6d), x y z (reference).
 const char* contact_component_name(const Contact& c, Quantity q, int k);
 
