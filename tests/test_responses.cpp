@@ -160,6 +160,43 @@ inputs:
 )", "ur5e_iwim");
 }
 
+TEST_CASE("iwim: B's columns in the spec's order, each named in the header and the manifest") {
+    // (they were sorted into slot order silently, and neither file said which input a column was)
+    fs::path d = scratch("order");
+    std::ofstream(d / "spec.yaml") << "version: 2\nproblem: iwim\ninputs:\n  joints: [elbow_joint, shoulder_pan_joint]\n"
+                                      "  contacts: [{link: wrist_3_link, point: [0, 0.1, 0.05]}]\n";
+    const std::string urdf = nelu::test::source_dir() + "/robots/ur5e.urdf";
+    auto r = run_nelu(fmt::format("compile '{}' --problem '{}' -o '{}' --name iw", urdf, (d / "spec.yaml").string(), d.string()));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::ifstream hin(d / "iw.hpp"), jin(d / "iw.json");
+    const std::string h((std::istreambuf_iterator<char>(hin)), {}), j((std::istreambuf_iterator<char>(jin)), {});
+    for (const char* s : {"M^-1 B [qdd shoulder_pan_joint][input 0: tau elbow_joint]", "M^-1 B [qdd elbow_joint][input 1: tau shoulder_pan_joint]",
+                          "[input 2: force on wrist_3_link at [0, 0.1, 0.05], fx (wrist_3_link's axes)]",
+                          "[input 4: force on wrist_3_link at [0, 0.1, 0.05], fz (wrist_3_link's axes)]"}) {
+        INFO(s);
+        CHECK(h.find(s) != std::string::npos);
+    }
+    CHECK(j.find("\"input\": \"tau elbow_joint\"") != std::string::npos);
+    // the columns' values, in that order, are what nelu check compares with the dense route
+    nelu::test::compile_and_check(urdf, (d / "spec.yaml").string(), "ur5e_iwim_order");
+    fs::remove_all(d);
+}
+
+TEST_CASE("iwim: a contact force nearly along a straight arm's last axis (a column 1e-11 of the others) verifies") {
+    // The iiwa straight up (its special configurations), a force at a point on the last link's
+    // axis: B's column of the force along that axis is J_p^T e_z = 4e-12 against 0.58, its value
+    // rounding of terms of B's size. Judged by its own size, a correct solver's backward error was
+    // 4e-6 and nelu compile refused every ordering.
+    const std::string shared = nelu::test::shared_dir();
+    if (shared.empty() || !fs::exists(shared + "/robots/iiwa.urdf")) {
+        MESSAGE("skipped: ../shared/robots/iiwa.urdf is not present");
+        return;
+    }
+    check_kind(shared + "/robots/iiwa.urdf", "version: 2\nproblem: iwim\ninputs:\n  contacts: [{link: lbr_iiwa_link_7, point: [0, 0, 0.1]}]\n",
+               "iiwa_iwim_axial");
+}
+
 TEST_CASE("iwim in float where a right-hand side cancels: judged against what rounding its inputs costs") {
     // The UR5e along its first joint's axis (shoulder_lift +-pi/2, elbow 0 or pi, wrist_1 -+pi/2:
     // mixed special configurations) has h(q, qd) of 1e-15 whatever qd, computed from terms of order
@@ -184,7 +221,13 @@ TEST_CASE("osim and iwim specs: errors name the file and line") {
         {"version: 2\nproblem: osim\n", "needs 'operational_points'"},
         {"version: 2\nproblem: osim\noperational_points:\n  - {link: nowhere}\n", "no link named 'nowhere'"},
         {"version: 2\nproblem: osim\noperational_points:\n  - {link: wrist_3_link, dof: 4}\n", "dof must be 6 or 3"},
-        {"version: 2\nproblem: iwim\ninputs: {joints: [elbow]}\n", "no movable joint named 'elbow'"},
+        {"version: 2\nproblem: iwim\ninputs: {joints: [elbow]}\n", "inputs.joints: no joint named 'elbow'"},
+        // (an audit against Pinocchio: these were accepted, or named wrongly)
+        {"version: 2\nproblem: iwim\ninputs: {joints: [elbow_joint, elbow_joint]}\n", "inputs.joints: joint 'elbow_joint' is listed twice"},
+        {"version: 2\nproblem: iwim\ninputs: {joints: [flange_joint]}\n", "inputs.joints: joint 'flange_joint' is fixed"},
+        {"version: 2\nproblem: iwim\ninputs: {contacts: [{link: tool0, point: [0, 0.1, 0], dof: 6}]}\n",
+         "a contact input is a point force"},
+        {"version: 2\nproblem: osim\noperational_points: []\n", "spec.yaml:3: problem osim needs 'operational_points': a non-empty list"},
         {"version: 2\nproblem: iwim\ninputs: {torques: all}\n", "unknown key 'inputs.torques'"},
         {"version: 1\nproblem: iwim\n", "needs 'version: 2'"},
         {"version: 2\nproblem: iwim\njoints: {default: tau}\ninputs: {joints: all}\n", "'joints' does not apply to problem iwim"},
