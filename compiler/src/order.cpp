@@ -784,6 +784,14 @@ OrderResult run_order(const Model& model, const System& sys, const Analysis& an,
         if (!r.ok && std::find(judged.begin(), judged.end(), r.name) == judged.end()) reasons += fmt::format("\n  {}: {}", r.name, r.why);
     if (!diagnosis.empty())  // the exact rows left with the measurements are dependent in a way no fixed basis resolves
         throw IllPosedError(diagnosis + "\n  (no candidate ordering eliminates them with safe pivots:" + reasons + ")");
+    // every candidate with safe pivots, and none accurate enough: the states, not the orders, may be at fault
+    const bool only_accuracy = !judged.empty() && judged.size() == res.candidates.size() &&
+                               std::all_of(res.candidates.begin(), res.candidates.end(),
+                                           [](const CandidateReport& r) { return r.why.find(" is not accurate: ") != std::string::npos; });
+    if (only_accuracy)
+        throw IllPosedError("no candidate ordering meets the verifier's tolerance, though every one's pivots are safe: at some sample "
+                            "states the problem is ill-conditioned (near a singularity the references themselves lose digits), or "
+                            "every order loses accuracy there:" + reasons);
     throw IllPosedError("no candidate ordering gives a safe pivot sequence:" + reasons);
 }
 
