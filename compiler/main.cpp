@@ -153,7 +153,8 @@ int run_compile(const CompileArgs& a, bool write) {
         try {
             return nelu::compile(a.o, &std::cout);
         } catch (const nelu::IllPosedError& e) {  // which spec on which robot (a spec's input errors name their lines)
-            throw nelu::IllPosedError(fmt::format("{} on {}: {}", a.o.problem, a.o.urdf, e.what()));
+            const bool preset = a.o.problem == "id" || a.o.problem == "fd" || a.o.problem == "hybrid";
+            throw nelu::IllPosedError(fmt::format("{}{} on {}: {}", preset ? "problem " : "", a.o.problem, a.o.urdf, e.what()));
         }
     }();
     for (const std::string& w : r.load.warnings) std::cerr << "warning: " << w << "\n";

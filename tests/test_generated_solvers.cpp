@@ -282,7 +282,9 @@ HarnessBuild build_harness(const fs::path& dir, const std::string& name, const s
                              " -I" + quoted(dir.string());
     const std::string d = quoted(dir.string()) + "/";
     const auto t0 = Clock::now();
-    b.rc = run_shell(base + " -c " + d + name + ".cpp -o " + d + name + ".o > " + d + "build.log 2>&1");
+    // the generated source under the warnings firmware teams enable too (tests/CMakeLists.txt, NELU_STRICT_WARNINGS)
+    const std::string strict = " -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wdouble-promotion -Wundef -Wfloat-equal -Wcast-align";
+    b.rc = run_shell(base + strict + " -c " + d + name + ".cpp -o " + d + name + ".o > " + d + "build.log 2>&1");
     b.gen_seconds = seconds_since(t0);
     if (b.rc == 0) b.rc = run_shell(base + " -c " + d + "main.cpp -o " + d + "main.o >> " + d + "build.log 2>&1");
     if (b.rc == 0) b.rc = run_shell(cxx() + " " + flags + " " + d + "main.o " + d + name + ".o -o " + d + "harness >> " + d + "build.log 2>&1");

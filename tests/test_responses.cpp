@@ -92,7 +92,9 @@ operational_points:
     std::ifstream h(dir + "/ur5e_lambda.hpp");
     const std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
     CHECK(header.find("#define ur5e_lambda_NOUT 72") != std::string::npos);
-    CHECK(header.find("out[36]  Lambda [wrist_3_link at its point, nx][column 0]") != std::string::npos);
+    // (row 0 of Lambda: the moment nx at the point per unit acceleration wx, the column's coordinate)
+    CHECK(header.find("out[36]  Lambda [row 0: wrist_3_link at [0, 0.1, 0.05], nx][column 0: wrist_3_link at [0, 0.1, 0.05], wx]") != std::string::npos);
+    CHECK(header.find("out[1]  Lambda^-1 [row 0: wrist_3_link at [0, 0.1, 0.05], wx][column 1: wrist_3_link at [0, 0.1, 0.05], ny]") != std::string::npos);
     // Towards the elbow singularity (elbow angle eps -> 0): each entry point either refuses or
     // returns a positive definite Lambda close to the double one. Without a signed, per-precision
     // check the float one returned an indefinite Lambda, off by 100%, with status OK.

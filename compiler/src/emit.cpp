@@ -94,17 +94,18 @@ std::string banner(const EmitInput& in, const std::string& file) {
     return s;
 }
 
-std::string slot_comment(const Model& m, const Problem& p, const Slot& s) {
+std::string slot_comment(const Model& m, const Problem& p, const System& sys, const Slot& s) {
     const Body& b = m.bodies[s.body];
     static const char* point[3] = {"x", "y", "z"};
     if (p.kind == "iwim")
         return s.column_of_b < 0 ? fmt::format("qdd_0 {} (free acceleration: tau = 0)", b.joint_name)
                                  : fmt::format("M^-1 B [qdd {}{}][input {}: {}]", b.joint_name,
                                                b.nv() > 1 ? fmt::format(".{}", component_name(Quantity::LinkAcceleration, s.comp)) : std::string(), s.column_of_b,
-                                               iwim_input_labels(m, p).at(static_cast<std::size_t>(s.column_of_b)));
-    if (p.kind == "osim")
-        return fmt::format("{} [{} at its point, {}][column {}]", s.lambda ? "Lambda" : "Lambda^-1", b.name,
-                           component_name(s.lambda ? Quantity::ExternalWrench : Quantity::LinkAcceleration, s.comp), s.column_of_b);
+                                               sys.result_labels.at(static_cast<std::size_t>(s.column_of_b)));
+    if (p.kind == "osim")  // Lambda^-1: accelerations per unit wrench; Lambda: wrenches per unit acceleration
+        return fmt::format("{} [row {}: {}][column {}: {}]", s.lambda ? "Lambda" : "Lambda^-1", s.row_of_result,
+                           osim_label(sys, static_cast<std::size_t>(s.row_of_result), s.lambda), s.column_of_b,
+                           osim_label(sys, static_cast<std::size_t>(s.column_of_b), !s.lambda));
     switch (s.quantity) {
         case Quantity::JointAcceleration:
         case Quantity::JointTorque:
@@ -243,9 +244,9 @@ std::string header(const EmitInput& in, const std::vector<Layout>& layouts, cons
     s += " * Units: SI (m, kg, s, rad): torques N m, forces N; a wrench is [nx ny nz fx fy fz], an acceleration\n"
          " * [angular; linear].\n";
     s += " * in (NIN):\n";
-    for (std::size_t k = 0; k < sys.in.size(); ++k) s += fmt::format(" *   in[{}]  {}\n", k, slot_comment(m, *in.problem, sys.in[k]));
+    for (std::size_t k = 0; k < sys.in.size(); ++k) s += fmt::format(" *   in[{}]  {}\n", k, slot_comment(m, *in.problem, sys, sys.in[k]));
     s += " * out (NOUT):\n";
-    for (std::size_t k = 0; k < sys.out.size(); ++k) s += fmt::format(" *   out[{}]  {}\n", k, slot_comment(m, *in.problem, sys.out[k]));
+    for (std::size_t k = 0; k < sys.out.size(); ++k) s += fmt::format(" *   out[{}]  {}\n", k, slot_comment(m, *in.problem, sys, sys.out[k]));
     s += " * Returns NELU_STATUS_OK; NELU_STATUS_SMALL_PIVOT when a pivot falls below its safety threshold;\n"
          " * NELU_STATUS_NOT_FINITE when an output is not finite (out is untouched on both). Reentrant, no heap. */\n";
     s += code_comment(L);

@@ -45,14 +45,19 @@ nlohmann::ordered_json ops_json(const ir::OpCount& c) {
     return j;
 }
 
-nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const Slot& s) {
+nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const System& sys, const Slot& s) {
     nlohmann::ordered_json j;
     const Body& b = m.bodies[s.body];
     j["quantity"] = quantity_name(s.quantity);
     if (p.response_kind()) {  // an entry of a result matrix, row major
         j["matrix"] = p.kind == "iwim" ? (s.column_of_b < 0 ? "qdd_0" : "M^-1 B") : (s.lambda ? "Lambda" : "Lambda^-1");
         if (s.column_of_b >= 0) j["column"] = s.column_of_b;
-        if (s.column_of_b >= 0 && p.kind == "iwim") j["input"] = iwim_input_labels(m, p).at(static_cast<std::size_t>(s.column_of_b));
+        if (s.column_of_b >= 0 && p.kind == "iwim") j["input"] = sys.result_labels.at(static_cast<std::size_t>(s.column_of_b));
+        if (p.kind == "osim") {  // which coordinates of which points (a link may carry several)
+            j["row"] = s.row_of_result;
+            j["row_coordinate"] = osim_label(sys, static_cast<std::size_t>(s.row_of_result), s.lambda);
+            j["column_coordinate"] = osim_label(sys, static_cast<std::size_t>(s.column_of_b), !s.lambda);
+        }
     }
     if (s.quantity == Quantity::Measurement) {
         const Sensor& sn = p.sensors[s.sensor];
@@ -111,7 +116,7 @@ nlohmann::ordered_json derivatives_json(const EmitInput& in, const Layout& D) {
     for (const Tangent& t : cols) {
         nlohmann::ordered_json c;
         if (t.kind == Tangent::Kind::In) {
-            c = slot_json(m, *in.problem, sys.in[static_cast<std::size_t>(t.index)]);
+            c = slot_json(m, *in.problem, sys, sys.in[static_cast<std::size_t>(t.index)]);
             c["input"] = t.index;
         } else {
             c["quantity"] = t.kind == Tangent::Kind::Q ? "q_tangent" : "qd";
@@ -221,8 +226,8 @@ void add_arguments(nlohmann::ordered_json& j, const EmitInput& in) {
                                      {"q", "x y z qx qy qz qw: base position in the world and unit quaternion (body to world)"},
                                      {"qd", "wx wy wz vx vy vz: body-frame twist, angular first"}};
     nlohmann::ordered_json ins = nlohmann::ordered_json::array(), outs = nlohmann::ordered_json::array();
-    for (const Slot& s : in.system->in) ins.push_back(slot_json(m, *in.problem, s));
-    for (const Slot& s : in.system->out) outs.push_back(slot_json(m, *in.problem, s));
+    for (const Slot& s : in.system->in) ins.push_back(slot_json(m, *in.problem, *in.system, s));
+    for (const Slot& s : in.system->out) outs.push_back(slot_json(m, *in.problem, *in.system, s));
     j["in"] = ins;
     j["out"] = outs;
 }

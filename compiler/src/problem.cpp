@@ -86,7 +86,8 @@ bool spec_bool(const YAML::Node& n, const std::string& file, const std::string& 
 
 /// A word of the spec (a name, a type, a mode), or an error naming its key: not a list or a map.
 std::string spec_word(const YAML::Node& n, const std::string& file, const std::string& what) {
-    if (!n.IsScalar()) throw InputError(where(file, n) + fmt::format("{} must be a single word, not a {}", what, n.IsSequence() ? "list" : "map"));
+    if (!n.IsScalar())
+        throw InputError(where(file, n) + fmt::format("{} must be a single word, not {}", what, n.IsSequence() ? "a list" : n.IsMap() ? "a map" : "empty"));
     return n.Scalar();
 }
 
@@ -600,9 +601,7 @@ void read_contacts(const YAML::Node& list, const std::string& file, const LoadRe
     if (!list.IsSequence() || list.size() == 0) throw InputError(where(file, list) + "'contacts' must be a non-empty list of contacts");
     // a scalar key of a contact (name, link, type, frame), or an error naming it
     auto text = [&](const YAML::Node& v, const std::string& contact, const char* key) {
-        if (!v.IsScalar())
-            throw InputError(where(file, v) + fmt::format("{}'{}' must be a single word", contact.empty() ? "" : "contact '" + contact + "': ", key));
-        return v.as<std::string>();
+        return spec_word(v, file, fmt::format("{}'{}'", contact.empty() ? "" : "contact '" + contact + "': ", key));
     };
     if (p.kind != "fd" && p.kind != "impulse") {
         const YAML::Node first = list[0];
@@ -733,16 +732,18 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
                 if (m.bodies[b].nv() > 0 && m.bodies[b].type != JointType::Floating) bodies.push_back(b);
         } else {
             // (in the spec's order: column k of B is the k-th joint listed)
-            for (const std::string& name : string_list(j, file, "inputs.joints")) {
+            if (!j.IsSequence()) throw InputError(where(file, j) + "'inputs.joints' must be all or a list of names");
+            for (const YAML::Node& e : j) {
+                const std::string name = spec_word(e, file, "an entry of 'inputs.joints'");
                 int b = find_joint(m, name);
                 if (b < 0) {
                     const bool fixed = std::any_of(m.bodies.begin(), m.bodies.end(), [&](const Body& x) { return x.joint_name == name; }) ||
                                        std::any_of(loaded.merged.begin(), loaded.merged.end(), [&](const MergedJoint& mj) { return mj.joint == name; });
-                    throw InputError(where(file, j) + fmt::format(fixed ? "inputs.joints: joint '{}' is fixed: it has no torque to apply"
+                    throw InputError(where(file, e) + fmt::format(fixed ? "inputs.joints: joint '{}' is fixed: it has no torque to apply"
                                                                         : "inputs.joints: no joint named '{}'", name));
                 }
                 if (std::find(bodies.begin(), bodies.end(), b) != bodies.end())
-                    throw InputError(where(file, j) + fmt::format("inputs.joints: joint '{}' is listed twice", name));
+                    throw InputError(where(file, e) + fmt::format("inputs.joints: joint '{}' is listed twice", name));
                 bodies.push_back(b);
             }
         }

@@ -57,7 +57,7 @@ struct Sensor {
     SVec<double> value{{{0, 0, 0}}, {{0, 0, 0}}};  ///< LinkAcceleration: the known value
     std::string type_word;  ///< the spec's type (load_cell and contact_wrench are one SensorType)
     std::string frame;      ///< what its readings are expressed in, in words ("frame of link l_foot", ...); empty for a joint's
-    std::string reads;      ///< what it reads, in words ("the wrench on link wrist_3_link through joint wrist_3_joint", ...)
+    std::string reads;      ///< what it reads, in words ("the wrench wrist_2_link exerts on wrist_3_link through joint wrist_3_joint", ...)
 };
 
 /// The unit of component `comp` of a sensor's reading (SI): "N m" and "N" for a wrench's moment and

@@ -30,6 +30,10 @@ std::array<std::array<ir::Id, 3>, 3> quaternion_rotation(ir::Program& P, ir::Id 
 
 namespace {
 
+/// A point of a spec as it was given, each coordinate to the digits that tell it from any other
+/// (shortest round-trip form): "[0, 0, 0.1]".
+std::string point_text(const PointSpec& ps) { return fmt::format("[{}, {}, {}]", ps.xyz[0], ps.xyz[1], ps.xyz[2]); }
+
 using ir::Id;
 using V6 = std::array<Id, 6>;
 using M6 = std::array<std::array<Id, 6>, 6>;
@@ -785,7 +789,10 @@ void Builder::sensor_rows() {
                 for (int c = 0; c < 6; ++c)
                     if (std::find(sn.components.begin(), sn.components.end(), c) == sn.components.end())
                         missing += (missing.empty() ? "" : ", ") + std::string(component_name(Quantity::JointWrench, c));
-                if (!missing.empty()) s_.partial_force_torque[sn.body] = fmt::format("'{}' (the components it does not measure: {})", sn.name, missing);
+                if (!missing.empty()) {  // (several partial sensors on one joint: each named)
+                    std::string& named = s_.partial_force_torque[sn.body];
+                    named += fmt::format("{}'{}' (the components it does not measure: {})", named.empty() ? "" : ", ", sn.name, missing);
+                }
                 break;
             }
             case SensorType::Accelerometer: accelerometer_rows(si); break;
@@ -1148,13 +1155,20 @@ void Builder::responses() {
     };
     s_.out.clear();
     if (p_.kind == "iwim") {
-        std::vector<int> rhs_of;
+        std::vector<int> rhs_of;  // (and each column's label)
         for (int v : p_.actuated)
             for (int i = 0; i < nb; ++i)
-                if (m_.bodies[i].nv() > 0 && v >= m_.bodies[i].v_index && v < m_.bodies[i].v_index + m_.bodies[i].nv())
-                    rhs_of.push_back(column({{inputs_.tau[i][v - m_.bodies[i].v_index], 1.0}}));
+                if (m_.bodies[i].nv() > 0 && v >= m_.bodies[i].v_index && v < m_.bodies[i].v_index + m_.bodies[i].nv()) {
+                    const int d = v - m_.bodies[i].v_index;
+                    rhs_of.push_back(column({{inputs_.tau[i][d], 1.0}}));
+                    s_.result_labels.push_back(fmt::format("tau {}{}", m_.bodies[i].joint_name,
+                                                           m_.bodies[i].nv() > 1 ? fmt::format(".{}", component_name(Quantity::JointWrench, d)) : ""));
+                }
         for (const PointSpec& ps : p_.points)
-            for (int c = 3; c < 6; ++c) rhs_of.push_back(column(point_wrench(ps, c)));
+            for (int c = 3; c < 6; ++c) {
+                rhs_of.push_back(column(point_wrench(ps, c)));
+                s_.result_labels.push_back(fmt::format("force on {} at {}, {} ({}'s axes)", ps.link, point_text(ps), component_name(Quantity::JointWrench, c), ps.link));
+            }
         for (int k = -1; k < static_cast<int>(rhs_of.size()); ++k)  // qdd_0, then the columns of M^-1 B
             for (int i = 0; i < nb; ++i)
                 for (std::size_t d = 0; d < s_.blocks[i].qdd.size(); ++d) {
@@ -1167,8 +1181,13 @@ void Builder::responses() {
         for (int i = 0; i < static_cast<int>(p_.points.size()); ++i)
             for (int c = p_.points[i].dof == 6 ? 0 : 3; c < 6; ++c) comps.push_back({i, c});
         std::vector<int> rhs_of;
-        for (const auto& [i, c] : comps) rhs_of.push_back(column(point_wrench(p_.points[i], c)));
         for (const auto& [i, c] : comps) {
+            rhs_of.push_back(column(point_wrench(p_.points[i], c)));
+            s_.result_labels.push_back(fmt::format("{} at {}", p_.points[i].link, point_text(p_.points[i])));
+            s_.result_components.push_back(c);
+        }
+        for (std::size_t r = 0; r < comps.size(); ++r) {
+            const auto& [i, c] = comps[r];
             const PointSpec& ps = p_.points[i];
             const Xform<double> Tinv = inverse(im_.frames[ps.body].T);
             const auto M = matrix_of([&](const SVec<double>& x) { return apply(ps.X_point_body, apply(Tinv, x)); });
@@ -1176,16 +1195,16 @@ void Builder::responses() {
                 Slot s{Quantity::LinkAcceleration, ps.body, c, -1, {}, -1, -1};
                 for (int j = 0; j < 6; ++j)
                     if (M[c][j] != 0) s.terms.push_back({s_.blocks[ps.body].a[j], cst(P, M[c][j])});
-                s.rhs = rhs_of[k], s.column_of_b = static_cast<int>(k);
+                s.rhs = rhs_of[k], s.column_of_b = static_cast<int>(k), s.row_of_result = static_cast<int>(r);
                 s_.out.push_back(s);
             }
         }
         if (p_.lambda) {  // Lambda row by row: the point wrench that gives a unit point acceleration
             s_.lambda_size = static_cast<int>(comps.size());
-            for (const auto& [i, c] : comps)
+            for (std::size_t r = 0; r < comps.size(); ++r)
                 for (std::size_t k = 0; k < comps.size(); ++k) {
-                    Slot s{Quantity::ExternalWrench, p_.points[i].body, c, -1, {}, -1, -1};
-                    s.column_of_b = static_cast<int>(k), s.lambda = true;
+                    Slot s{Quantity::ExternalWrench, p_.points[comps[r].first].body, comps[r].second, -1, {}, -1, -1};
+                    s.column_of_b = static_cast<int>(k), s.row_of_result = static_cast<int>(r), s.lambda = true;
                     s_.out.push_back(s);
                 }
         }
@@ -1284,9 +1303,13 @@ System Builder::build() {
     for (int ci = 0; ci < static_cast<int>(p_.contacts.size()); ++ci) contact_rows(ci);
     s_.in = inputs_.slots;
     outputs();
-    if (s_.out.empty() && !p_.outputs.where.empty() && !p_.response_kind())
-        throw InputError(p_.outputs.where + "'outputs' selects nothing this problem computes (no sought torque, acceleration, "
-                                            "unknown wrench or contact force among those listed): a solver that outputs nothing computes nothing");
+    if (s_.out.empty() && !p_.response_kind())
+        throw InputError(!p_.outputs.where.empty()
+                             ? p_.outputs.where + "'outputs' selects nothing this problem computes (no sought torque, acceleration, "
+                                                  "unknown wrench or contact force among those listed): a solver that outputs nothing computes nothing"
+                             : (p_.spec_file.empty() ? std::string() : p_.spec_file + ": ") +
+                                   "the problem seeks nothing (every joint's acceleration and torque known, no unknown wrench): a "
+                                   "solver that outputs nothing computes nothing");
     if (p_.response_kind()) responses();
     s_.allow_special_singularities = p_.allow_special_singularities;
     s_.contact_tree = !p_.contacts.empty() && !impulse_;
@@ -1335,17 +1358,9 @@ long System::nnz() const {
 
 System run_system(const Model& model, const Problem& problem) { return Builder(model, problem).build(); }
 
-
-std::vector<std::string> iwim_input_labels(const Model& m, const Problem& p) {
-    std::vector<std::string> out;
-    for (int v : p.actuated)  // (the order of system.cpp's responses)
-        for (const Body& b : m.bodies)
-            if (b.nv() > 0 && v >= b.v_index && v < b.v_index + b.nv())
-                out.push_back(fmt::format("tau {}{}", b.joint_name, b.nv() > 1 ? fmt::format(".{}", component_name(Quantity::JointWrench, v - b.v_index)) : ""));
-    for (const PointSpec& ps : p.points)
-        for (const char* c : {"fx", "fy", "fz"})
-            out.push_back(fmt::format("force on {} at [{:g}, {:g}, {:g}], {} ({}'s axes)", ps.link, ps.xyz[0], ps.xyz[1], ps.xyz[2], c, ps.link));
-    return out;
+std::string osim_label(const System& sys, std::size_t k, bool wrench) {
+    return fmt::format("{}, {}", sys.result_labels.at(k), component_name(wrench ? Quantity::ExternalWrench : Quantity::LinkAcceleration, sys.result_components.at(k)));
 }
+
 
 }  // namespace nelu

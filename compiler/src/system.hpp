@@ -47,10 +47,6 @@ enum class Quantity {
 const char* quantity_name(Quantity q);
 /// "nx".."fz" for wrenches, "wx".."vz" for motion vectors.
 const char* component_name(Quantity q, int comp);
-
-/// iwim: what column k of B is, in words ("tau elbow_joint", "force on tool0 at [0, 0, 0.1], fx
-/// (tool0's axes)"): the actuated joints in the spec's order, then each contact's three components.
-std::vector<std::string> iwim_input_labels(const Model& m, const Problem& p);
 /// Component k of a contact's force, impulse or reference slot: fx fy fz (point), nx .. fz (6d), x y z (reference).
 const char* contact_component_name(const Contact& c, Quantity q, int k);
 
@@ -112,6 +108,7 @@ struct Slot {
     int sensor = -1;  ///< Measurement inputs: index into Problem::sensors
     int rhs = 0;      ///< outputs: solution of b (0) or of extra right-hand side rhs - 1
     int column_of_b = -1;  ///< outputs of osim/iwim: which column of the result matrix (for comments)
+    int row_of_result = -1;  ///< outputs of osim: which row of the result matrix (for comments)
     bool lambda = false;   ///< osim: an entry of Lambda, computed from the Lambda^-1 outputs (not solved)
     /// ExternalWrench: the link merged into `body` that carries it (Problem::link_wrenches), in its
     /// frame at its origin; empty for the body's own link.
@@ -181,6 +178,12 @@ struct System {
     /// osim with `lambda`: the size k of Lambda; the outputs are Lambda^-1 (k x k, row major), then
     /// Lambda (k x k), the latter computed by a static LDL^T of the former (run_schedule).
     int lambda_size = 0;
+    /// osim and iwim: what each row or column of the result is, in words, indexed by Slot's
+    /// row_of_result and column_of_b: iwim, B's columns ("tau elbow_joint", "force on tool0 at [0,
+    /// 0, 0.1], fx (tool0's axes)"); osim, the point of each coordinate ("l_forearm at [0, 0,
+    /// -0.45]"), its component in result_components (osim_label).
+    std::vector<std::string> result_labels;
+    std::vector<int> result_components;
     std::vector<BodyBlock> blocks;
     std::vector<ContactBlock> contacts;  ///< per Problem::contacts
     /// Per body whose joint carries a force/torque sensor that measures only some components: the
@@ -206,6 +209,10 @@ struct System {
 /// eliminated by constant pivots and the remaining measurement rows by their normal equations,
 /// see order.hpp and schedule.hpp).
 System run_system(const Model& model, const Problem& problem);
+
+/// osim: coordinate k of the points, as an acceleration ("l_forearm at [0, 0, -0.45], wx": a row of
+/// Lambda^-1, a column of Lambda) or as a wrench ("..., nx": a column of Lambda^-1, a row of Lambda).
+std::string osim_label(const System& sys, std::size_t k, bool wrench);
 
 /// The rotation (body to parent) R[i][j] of a floating joint's unit quaternion inputs (x, y, z, w)
 /// as nodes of P; built the same way wherever it is needed, so hash-consing makes them one.

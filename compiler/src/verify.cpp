@@ -610,17 +610,23 @@ double iwim_backward_error(const Model& m, const Problem& p, const State& st, co
         b_norm[c] = b.cwiseAbs().maxCoeff();
         scale[c] = Mnorm * x.cwiseAbs().maxCoeff() + b_norm[c];
     }
-    // B's contact columns are computed (J_p^T e_k), in the reference and in the solver alike, from
-    // terms of the size of the largest column: each is known to about a rounding unit of that size,
-    // whatever its own. A column far smaller than that (a force nearly along the axis of a straight
-    // arm's last joint: 4e-12 against 0.58) has no meaningful scale of its own, its residual being
-    // that uncertainty; under 1e-5 of the largest it is judged against the largest (a normwise
-    // backward error of B), where a rounding unit of B is 2e-11 of the verifier's 1e-10 at most.
-    double b_max = 0, scale_max = 0;
-    for (std::size_t c = 1; c < columns; ++c) b_max = std::max(b_max, b_norm[c]), scale_max = std::max(scale_max, scale[c]);
+    // A contact's three columns of B are computed (J_p^T e_k), in the reference and in the solver
+    // alike, from the same terms: each is known to about a rounding unit of the largest of the
+    // three, whatever its own size. A column far smaller than that (a force nearly along the axis
+    // of a straight arm's last joint: 4e-12 against 0.58) has no meaningful scale of its own, its
+    // residual being that uncertainty; under 1e-5 of its contact's largest it is judged against
+    // that column's scale (the contact's normwise backward error), where a rounding unit is 2e-11
+    // of the verifier's 1e-10 at most. qdd_0's and the joints' unit-torque columns keep their own.
+    const std::size_t first_contact = 1 + p.actuated.size();
     double worst = 0;
     for (std::size_t c = 0; c < columns; ++c) {
-        const double sc = c > 0 && b_norm[c] <= 1e-5 * b_max ? scale_max : scale[c];
+        double sc = scale[c];
+        if (c >= first_contact) {
+            const std::size_t g = first_contact + (c - first_contact) / 3 * 3;
+            double b_group = 0, scale_group = 0;
+            for (std::size_t k = g; k < std::min(g + 3, columns); ++k) b_group = std::max(b_group, b_norm[k]), scale_group = std::max(scale_group, scale[k]);
+            if (b_norm[c] <= 1e-5 * b_group) sc = scale_group;
+        }
         worst = std::max(worst, res[c] == res[c] ? (sc > 0 ? res[c] / sc : res[c]) : INFINITY);
     }
     return worst;
