@@ -96,7 +96,6 @@ std::string banner(const EmitInput& in, const std::string& file) {
 
 std::string slot_comment(const Model& m, const Problem& p, const System& sys, const Slot& s) {
     const Body& b = m.bodies[s.body];
-    static const char* point[3] = {"x", "y", "z"};
     if (p.kind == "iwim")
         return s.column_of_b < 0 ? fmt::format("qdd_0 {} (free acceleration: tau = 0)", b.joint_name)
                                  : fmt::format("M^-1 B [qdd {}{}][input {}: {}]", b.joint_name,
@@ -130,12 +129,8 @@ std::string slot_comment(const Model& m, const Problem& p, const System& sys, co
         }
         case Quantity::Measurement: {
             const Sensor& sn = p.sensors[s.sensor];
-            std::string c = sn.type == SensorType::Accelerometer ? point[s.comp]
-                            : sn.type == SensorType::JointTorque || sn.type == SensorType::JointAcceleration
-                                ? (b.nv() > 1 ? component_name(Quantity::LinkAcceleration, s.comp) : "value")
-                                : component_name(Quantity::JointWrench, s.comp);
             // what it reads, in which frame and unit (problem.cpp, resolve)
-            return fmt::format("{}.{} ({}: {}{}, {})", sn.name, c, sn.type_word, sn.reads, sn.frame.empty() ? "" : ", in " + sn.frame,
+            return fmt::format("{}.{} ({}: {}{}, {})", sn.name, measurement_component(sn, m, s.comp), sn.type_word, sn.reads, sn.frame.empty() ? "" : ", in " + sn.frame,
                                measurement_unit(sn, m, s.comp));
         }
         default: return "?";

@@ -61,14 +61,9 @@ nlohmann::ordered_json slot_json(const Model& m, const Problem& p, const System&
     }
     if (s.quantity == Quantity::Measurement) {
         const Sensor& sn = p.sensors[s.sensor];
-        static const char* point[3] = {"x", "y", "z"};
         j["sensor"] = sn.name;
         j["type"] = sn.type_word;
-        j["component"] = sn.type == SensorType::Accelerometer ? point[s.comp]
-                         // (a joint's own sensor: as the header names it, `value` for one degree of freedom)
-                         : sn.type == SensorType::JointTorque || sn.type == SensorType::JointAcceleration
-                             ? (b.nv() > 1 ? component_name(Quantity::LinkAcceleration, s.comp) : "value")
-                                                                                                            : component_name(Quantity::JointWrench, s.comp);
+        j["component"] = measurement_component(sn, m, s.comp);  // (as the header names it)
         j["unit"] = measurement_unit(sn, m, s.comp);
         if (sn.type != SensorType::JointTorque && sn.type != SensorType::JointAcceleration) j["variance"] = sn.variance[static_cast<std::size_t>(std::find(sn.components.begin(), sn.components.end(), s.comp) - sn.components.begin())];
     } else if (s.quantity == Quantity::LinkAcceleration || s.quantity == Quantity::JointWrench) {

@@ -99,6 +99,13 @@ int spec_int(const YAML::Node& n, const std::string& file, const std::string& wh
     return v;
 }
 
+/// A list of n numbers of the spec into out: `shape` (the message) when it is not a list of n,
+/// each element a finite number (spec_number, naming `what`).
+void spec_numbers(const YAML::Node& v, const std::string& file, const std::string& shape, const std::string& what, std::size_t n, double* out) {
+    if (!v.IsSequence() || v.size() != n) throw InputError(where(file, v) + shape);
+    for (std::size_t k = 0; k < n; ++k) out[k] = spec_number(v[k], file, what, -HUGE_VAL, HUGE_VAL);
+}
+
 /// `origin: {xyz: [x, y, z], rpy: [r, p, y]}` of a sensor or a contact (either key optional), or
 /// an error naming `what` (say "sensor 'ft'") and the key.
 void spec_origin(const YAML::Node& o, const std::string& file, const std::string& what, double xyz[3], double rpy[3]) {
@@ -106,9 +113,8 @@ void spec_origin(const YAML::Node& o, const std::string& file, const std::string
     for (const auto& kv : o) {
         const std::string key = spec_word(kv.first, file, what + ": a key of 'origin'");
         if (key != "xyz" && key != "rpy") throw InputError(where(file, kv.first) + fmt::format("{}: unknown key 'origin.{}' (expected xyz, rpy)", what, key));
-        const YAML::Node v = kv.second;
-        if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + fmt::format("{}: origin.{} must be [a, b, c]", what, key));
-        for (int k = 0; k < 3; ++k) (key == "xyz" ? xyz : rpy)[k] = spec_number(v[k], file, fmt::format("{}: origin.{}", what, key), -HUGE_VAL, HUGE_VAL);
+        spec_numbers(kv.second, file, fmt::format("{}: origin.{} must be [a, b, c]", what, key), fmt::format("{}: origin.{}", what, key), 3,
+                     key == "xyz" ? xyz : rpy);
     }
 }
 
@@ -356,8 +362,8 @@ std::vector<SensorDecl> yaml_sensor_decls(const YAML::Node& list, const std::str
         }
         if (n["value"]) {
             const YAML::Node v = n["value"];
-            if (!v.IsSequence() || v.size() != 6) throw InputError(where(file, v) + sensor + ": value must be [wx, wy, wz, vx, vy, vz]");
-            for (int k = 0; k < 6; ++k) d.value.push_back(spec_number(v[k], file, sensor + ": 'value'", -HUGE_VAL, HUGE_VAL));
+            d.value.resize(6);
+            spec_numbers(v, file, sensor + ": value must be [wx, wy, wz, vx, vy, vz]", sensor + ": 'value'", 6, d.value.data());
         }
         out.push_back(d);
     }
@@ -693,15 +699,10 @@ void read_response_problem(const YAML::Node& spec, const std::string& file, cons
         auto it = loaded.links.find(ps.link);
         if (it == loaded.links.end()) throw InputError(ps.where + fmt::format("no link named '{}'", ps.link));
         if (it->second.body < 0) throw InputError(ps.where + fmt::format("link '{}' is fixed to the world", ps.link));
-        double* xyz = ps.xyz;
+        if (n["point"]) spec_numbers(n["point"], file, "point must be [x, y, z] (link frame)", fmt::format("point of link '{}'", ps.link), 3, ps.xyz);
         const double rpy[3] = {0, 0, 0};
-        if (n["point"]) {
-            const YAML::Node v = n["point"];
-            if (!v.IsSequence() || v.size() != 3) throw InputError(where(file, v) + "point must be [x, y, z] (link frame)");
-            for (int k = 0; k < 3; ++k) xyz[k] = spec_number(v[k], file, fmt::format("point of link '{}'", ps.link), -HUGE_VAL, HUGE_VAL);
-        }
         ps.body = it->second.body;
-        ps.X_point_body = compose(origin_xform(xyz, rpy), it->second.X_link_body);
+        ps.X_point_body = compose(origin_xform(ps.xyz, rpy), it->second.X_link_body);
         ps.dof = n["dof"] ? spec_int(n["dof"], file, fmt::format("point of link '{}': 'dof'", ps.link)) : default_dof;
         if (ps.dof != 6 && ps.dof != 3) throw InputError(where(file, n["dof"]) + "dof must be 6 or 3");
         p.wrench[ps.body] = WrenchMode::Input;
@@ -938,11 +939,7 @@ static Problem read_problem(const ProblemInput& in, const LoadResult& loaded) {
         throw InputError(where(file, spec["problem"]) + fmt::format("problem '{}' needs 'version: 2'", p.kind));
     p.spec_file = file;
     p.joint.assign(nb, p.kind == "id" ? JointKnown::Qdd : JointKnown::Tau);
-    if (spec["gravity"]) {
-        const YAML::Node g = spec["gravity"];
-        if (!g.IsSequence() || g.size() != 3) throw InputError(where(file, g) + "'gravity' must be [gx, gy, gz]");
-        for (int k = 0; k < 3; ++k) p.gravity.l[k] = spec_number(g[k], file, "'gravity'", -HUGE_VAL, HUGE_VAL);
-    }
+    if (spec["gravity"]) spec_numbers(spec["gravity"], file, "'gravity' must be [gx, gy, gz]", "'gravity'", 3, p.gravity.l.x);
     read_joints(spec["joints"], file, model, p);
     couple_joint_modes(model, p);
     read_wrenches(spec["external_wrenches"], file, loaded, p);

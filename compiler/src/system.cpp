@@ -1358,6 +1358,14 @@ long System::nnz() const {
 
 System run_system(const Model& model, const Problem& problem) { return Builder(model, problem).build(); }
 
+const char* measurement_component(const Sensor& s, const Model& m, int comp) {
+    static const char* point[3] = {"x", "y", "z"};
+    if (s.type == SensorType::Accelerometer) return point[comp];
+    if (s.type == SensorType::JointTorque || s.type == SensorType::JointAcceleration)
+        return m.bodies[static_cast<std::size_t>(s.body)].nv() > 1 ? component_name(Quantity::LinkAcceleration, comp) : "value";
+    return component_name(Quantity::JointWrench, comp);
+}
+
 std::string osim_label(const System& sys, std::size_t k, bool wrench) {
     return fmt::format("{}, {}", sys.result_labels.at(k), component_name(wrench ? Quantity::ExternalWrench : Quantity::LinkAcceleration, sys.result_components.at(k)));
 }

@@ -210,6 +210,11 @@ struct System {
 /// see order.hpp and schedule.hpp).
 System run_system(const Model& model, const Problem& problem);
 
+/// The name of component `comp` of a sensor's reading, as the header and the manifest give it:
+/// x, y, z (accelerometer); nx ... fz (wrenches); a joint sensor's `value`, or its joint's
+/// components (wx ... vz) for several degrees of freedom.
+const char* measurement_component(const Sensor& s, const Model& m, int comp);
+
 /// osim: coordinate k of the points, as an acceleration ("l_forearm at [0, 0, -0.45], wx": a row of
 /// Lambda^-1, a column of Lambda) or as a wrench ("..., nx": a column of Lambda^-1, a row of Lambda).
 std::string osim_label(const System& sys, std::size_t k, bool wrench);
